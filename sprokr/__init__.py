@@ -1,0 +1,22 @@
+"""sprokr: plugin-based structured prediction with kernel-induced losses, scaled by sketching.
+
+>>> from sprokr import SISOKR
+>>> model = SISOKR(input_kernel="gaussian", output_kernel="gaussian",
+...                input_sketch="subsample", m_x=200, output_sketch="psg", m_y=50,
+...                output_sketch_params={"p": 0.01}, random_state=0)
+
+Domain libraries (RDKit, GraKeL, POT, torch) are only imported by the plugins that need them.
+"""
+from .decoders import CandidateIndex, Decoded
+from .hookspecs import hookimpl
+from .kernels import Kernel
+from .models import IOKR, ISOKR, SIOKR, SISOKR
+from .registry import get_registry, list_components
+from .sketches import Sketch, SketchMatrix
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "IOKR", "SIOKR", "ISOKR", "SISOKR", "Kernel", "Sketch", "SketchMatrix", "CandidateIndex",
+    "Decoded", "hookimpl", "get_registry", "list_components", "__version__",
+]

@@ -1,0 +1,141 @@
+"""Dense linear algebra used by every estimator: PSD factorizations and solves.
+
+One place for the numerics the papers share:
+
+* ``psd_eigh``: eigenpairs of a PSD matrix above a *relative* threshold -- the
+  pseudo-inverse / rank-revealing step of SISOKR (``K~_Y^+``), DSOKR and the sketched
+  kernel machines (``z(x) = D^-1/2 U^T R k^x``).
+* ``psd_solve``: ``G^+ B`` for a PSD ``G``.  A Cholesky factorization with a relative
+  diagonal shift (cost m^3/3) is tried first; if ``G`` is too ill-conditioned for it, the
+  eigendecomposition route with the same relative threshold is used.  For the sketched
+  ridge systems ``G = R K^2 R^T + n lam R K R^T`` the null space of ``G`` is the null space
+  of ``R K R^T`` and every vector of it defines the zero function, so both routes give the
+  same predictor up to the threshold; the Cholesky route is ~10x faster than ``eigh``.
+"""
+from __future__ import annotations
+
+import numpy as np
+import scipy.linalg as sla
+
+__all__ = ["psd_eigh", "psd_solve", "cholesky_solver", "ShiftedCrossProducts", "DEFAULT_RCOND"]
+
+#: default relative threshold on eigenvalues (relative to the largest one)
+DEFAULT_RCOND = 1e-10
+
+
+def psd_eigh(K, rcond=DEFAULT_RCOND):
+    """Eigenpairs ``(U, d)`` of a symmetric PSD matrix, keeping ``d > rcond * max(d)``.
+
+    Parameters
+    ----------
+    K : ndarray of shape (m, m)
+    rcond : float
+        Relative threshold; eigenvalues below ``rcond * d_max`` are treated as zero.
+
+    Returns
+    -------
+    U : ndarray of shape (m, r)
+        Orthonormal eigenvectors, by decreasing eigenvalue.
+    d : ndarray of shape (r,)
+        The kept eigenvalues, decreasing, all > 0.  ``r`` is the numerical rank.
+    """
+    K = np.asarray(K)
+    Ks = (K + K.T) * 0.5  # enforce exact symmetry (accumulated sums drift)
+    d, U = sla.eigh(Ks, driver="evd", check_finite=False)
+    d, U = d[::-1], U[:, ::-1]
+    dmax = d[0] if d.size else 0.0
+    if not dmax > 0:
+        return U[:, :0], d[:0]
+    keep = d > rcond * dmax
+    return np.ascontiguousarray(U[:, keep]), d[keep]
+
+
+def cholesky_solver(G, rcond=DEFAULT_RCOND):
+    """Return a function ``B -> G^+ B`` for a PSD ``G`` (Cholesky with a relative shift).
+
+    The shift is ``rcond * mean(diag(G))``.  If Cholesky still fails (numerically
+    indefinite ``G``), fall back to the eigendecomposition pseudo-inverse.
+    """
+    G = np.asarray(G)
+    shift = rcond * float(np.mean(np.diag(G))) if G.size else 0.0
+    Gs = G.copy()
+    Gs.flat[:: G.shape[0] + 1] += shift
+    try:
+        cf = sla.cho_factor(Gs, lower=True, overwrite_a=True, check_finite=False)
+    except np.linalg.LinAlgError:
+        U, d = psd_eigh(G, rcond)
+        return lambda B: U @ ((U.T @ B) / d[:, None].astype(U.dtype))
+    return lambda B: sla.cho_solve(cf, B, check_finite=False)
+
+
+def psd_solve(G, B, rcond=DEFAULT_RCOND, method="cholesky"):
+    """``G^+ B`` for symmetric PSD ``G`` of shape (m, m) and ``B`` of shape (m, k).
+
+    ``method="cholesky"`` (default) uses :func:`cholesky_solver`; ``method="eigh"`` uses the
+    eigendecomposition pseudo-inverse with relative threshold ``rcond``.
+    """
+    if method == "eigh":
+        U, d = psd_eigh(G, rcond)
+        return U @ ((U.T @ B) / d[:, None].astype(U.dtype))
+    if method == "cholesky":
+        return cholesky_solver(G, rcond)(B)
+    raise ValueError(f"method must be 'cholesky' or 'eigh', got {method!r}")
+
+
+class ShiftedCrossProducts:
+    """Accumulate ``A^T A`` and ``A^T T`` over row chunks, accurately in float32.
+
+    Kernel blocks often share a large common offset (a Gaussian kernel with a wide
+    bandwidth is ~constant), and the float32 rounding error of ``A^T A`` scales with
+    ``|A|^2``.  With a fixed shift ``c`` (the column means of the first chunk) and
+    ``A_c = A - 1 c^T`` the identities
+
+        A^T A = A_c^T A_c + s_A c^T + c s_A^T - n c c^T
+        A^T T = A_c^T T_c + s_A d^T + c s_T^T - n c d^T        (T_c = T - 1 d^T)
+
+    hold exactly for any ``c, d`` (``s_A = A^T 1``, ``s_T = T^T 1``).  The large products
+    run in the working dtype (BLAS syrk / gemm) on the small centred blocks; the rank-one
+    corrections are added in float64.  ``T=None`` means ``T = I_n`` (then ``A^T T = A^T``).
+    """
+
+    def __init__(self, m, width, dtype, target_dtype=None):
+        self.dtype = np.dtype(dtype)
+        self.tdtype = np.dtype(target_dtype or dtype)
+        self.AtA = np.zeros((m, m), dtype=self.dtype)
+        self.AtT = np.zeros((m, width), dtype=self.dtype)
+        self.sA = np.zeros(m)
+        self.sT = None
+        self.c = self.d = None
+        self.n = 0
+        self.identity_targets = False
+
+    def add(self, sl, A, T=None, overwrite=False):
+        """Add rows ``sl`` of A and T (``overwrite=True``: A may be centred in place)."""
+        if self.c is None:
+            self.c = A.mean(axis=0).astype(self.dtype)
+            self.d = None if T is None else T.mean(axis=0).astype(self.tdtype)
+            self.sT = None if T is None else np.zeros(T.shape[1])
+        self.sA += A.sum(axis=0, dtype=np.float64)
+        if T is None:
+            self.identity_targets = True
+            self.AtT[:, sl] = A.T
+        Ac = np.subtract(A, self.c, out=A if overwrite else None)
+        self.AtA += Ac.T @ Ac  # BLAS syrk
+        if T is not None:
+            self.sT += T.sum(axis=0, dtype=np.float64)
+            # once centred, T fits the working precision even if T itself is nearly flat
+            Tc = (T - self.d).astype(self.dtype, copy=False)
+            self.AtT += Ac.T @ Tc
+        self.n += A.shape[0]
+
+    def result(self):
+        """``(A^T A, A^T T)`` in float64."""
+        c = self.c.astype(np.float64)
+        AtA = self.AtA.astype(np.float64)
+        AtA += np.outer(self.sA, c) + np.outer(c, self.sA) - self.n * np.outer(c, c)
+        if self.identity_targets:
+            return AtA, self.AtT.astype(np.float64)
+        d = self.d.astype(np.float64)
+        AtT = self.AtT.astype(np.float64)
+        AtT += np.outer(self.sA, d) + np.outer(c, self.sT) - self.n * np.outer(c, d)
+        return AtA, AtT

@@ -1,0 +1,135 @@
+"""Small helpers shared by the whole package: sample handling, validation, seeding.
+
+The estimators never assume that ``X`` or ``Y`` are arrays: a kernel decides what it
+accepts (arrays, sparse matrices, lists of strings, graphs, molecules).  The helpers here
+work on any *indexable collection* of samples.
+"""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+import scipy.sparse as sp
+
+__all__ = [
+    "num_samples",
+    "take",
+    "take_slice",
+    "unique_indices",
+    "check_random_state",
+    "check_finite",
+    "check_positive",
+    "check_fraction",
+    "iter_chunks",
+    "resolve_dtype",
+]
+
+
+def num_samples(X, name="X"):
+    """Number of samples of an array, sparse matrix or sequence."""
+    if sp.issparse(X) or isinstance(X, np.ndarray):
+        if X.ndim == 0:
+            raise ValueError(f"{name} must be a collection of samples, got a scalar array")
+        return X.shape[0]
+    try:
+        return len(X)
+    except TypeError:
+        raise TypeError(
+            f"{name} must be an array, a sparse matrix or a sequence of samples; "
+            f"got {type(X).__name__}, which has no length"
+        ) from None
+
+
+def take(X, idx):
+    """Samples ``X[idx]`` for arrays, sparse matrices, sequences and objects with ``take``."""
+    idx = np.asarray(idx)
+    if isinstance(X, np.ndarray) or sp.issparse(X):
+        return X[idx]
+    if hasattr(X, "take") and not isinstance(X, (list, tuple)):
+        return X.take(idx)
+    return [X[int(i)] for i in idx]
+
+
+def take_slice(X, sl):
+    """Samples ``X[sl]`` for a slice: a view for arrays, sparse matrices and lists."""
+    if isinstance(X, (np.ndarray, list, tuple)) or sp.issparse(X):
+        return X[sl]
+    return take(X, np.arange(sl.start, sl.stop))
+
+
+def unique_indices(Y):
+    """Indices of the first occurrence of each distinct sample of ``Y``.
+
+    Rows of arrays and sparse matrices are compared by value; other samples by equality
+    of their hashable form (unhashable samples, e.g. graphs, are all kept).
+    """
+    if sp.issparse(Y):
+        Y = Y.toarray()
+    if isinstance(Y, np.ndarray):
+        Y2 = np.ascontiguousarray(Y.reshape(Y.shape[0], -1))
+        seen = {}
+        for i, row in enumerate(Y2):  # hashing row bytes: O(n d), no O(n log n d) row sort
+            seen.setdefault(row.tobytes(), i)
+        return np.fromiter(seen.values(), dtype=np.intp)
+    seen, first = set(), []
+    for i, y in enumerate(Y):
+        try:
+            key = y if not isinstance(y, (list, np.ndarray)) else tuple(np.ravel(y))
+            hash(key)
+        except TypeError:
+            return np.arange(num_samples(Y))
+        if key not in seen:
+            seen.add(key)
+            first.append(i)
+    return np.asarray(first, dtype=np.intp)
+
+
+def check_random_state(seed):
+    """Turn ``None``, an int or a ``numpy.random.Generator`` into a ``Generator``."""
+    if seed is None or isinstance(seed, (numbers.Integral, np.integer)):
+        return np.random.default_rng(seed)
+    if isinstance(seed, np.random.Generator):
+        return seed
+    raise TypeError(
+        f"random_state must be None, an int or a numpy.random.Generator; got {type(seed).__name__}"
+    )
+
+
+def check_finite(X, name="X"):
+    """Raise ``ValueError`` when a numeric array (dense or sparse) holds NaN or inf."""
+    data = X.data if sp.issparse(X) else X
+    if isinstance(data, np.ndarray) and data.dtype.kind in "fc" and not np.isfinite(data).all():
+        bad = int(np.size(data) - np.count_nonzero(np.isfinite(data)))
+        raise ValueError(f"{name} contains {bad} NaN or infinite value(s); expected finite numbers")
+    return X
+
+
+def check_positive(value, name, strict=True):
+    """Check a real number is > 0 (or >= 0 when ``strict`` is False)."""
+    if not isinstance(value, (numbers.Real, np.floating, np.integer)) or not np.isfinite(value):
+        raise ValueError(f"{name} must be a finite real number, got {value!r}")
+    if (strict and value <= 0) or (not strict and value < 0):
+        raise ValueError(f"{name} must be {'>' if strict else '>='} 0, got {value!r}")
+    return float(value)
+
+
+def check_fraction(p, name="p"):
+    """Check ``p`` lies in (0, 1]."""
+    if not isinstance(p, (numbers.Real, np.floating)) or not (0 < p <= 1):
+        raise ValueError(f"{name} must lie in (0, 1], got {p!r}")
+    return float(p)
+
+
+def iter_chunks(n, chunk_size):
+    """Yield ``slice`` objects covering ``range(n)`` in blocks of ``chunk_size`` rows."""
+    chunk_size = max(1, int(chunk_size))
+    for start in range(0, n, chunk_size):
+        yield slice(start, min(n, start + chunk_size))
+
+
+def resolve_dtype(dtype):
+    """Accept ``"float32"``, ``"float64"``, ``np.float32`` or ``np.float64``."""
+    dt = np.dtype(dtype)
+    if dt not in (np.float32, np.float64):
+        raise ValueError(f"dtype must be float32 or float64, got {dtype!r}")
+    return dt

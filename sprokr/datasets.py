@@ -1,0 +1,120 @@
+"""Loaders for the benchmark data (Mulan ARFF) and the small samples shipped with sprokr.
+
+The benchmark data live outside the package (``../shared/data`` next to a checkout, or a
+path given by the user); nothing is downloaded.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse as sp
+
+__all__ = ["read_arff", "load_bibtex", "load_rf1", "default_data_dir", "sample_path"]
+
+_SAMPLES = Path(__file__).resolve().parent / "data"
+
+
+def sample_path(name):
+    """Path of a small data sample shipped inside the package (``sprokr/data``)."""
+    p = _SAMPLES / name
+    if not p.exists():
+        raise FileNotFoundError(f"no shipped sample {name!r}; available: {sorted(os.listdir(_SAMPLES))}")
+    return p
+
+
+def default_data_dir():
+    """``$SPROKR_DATA`` or ``../shared/data`` relative to the repository checkout."""
+    env = os.environ.get("SPROKR_DATA")
+    if env:
+        return Path(env)
+    return Path(__file__).resolve().parents[2] / "shared" / "data"
+
+
+def read_arff(path, missing=np.nan):
+    """Read a numeric (dense or sparse) ARFF file.
+
+    Parameters
+    ----------
+    path : str or Path
+    missing : float
+        Value used for ``?`` entries.
+
+    Returns
+    -------
+    data : scipy.sparse.csr_matrix (sparse files) or ndarray (dense files), float64,
+        shape (n_samples, n_attributes)
+    names : list of str
+        Attribute names.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"ARFF file not found: {path}")
+    names, rows, sparse = [], [], None
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        for line in fh:
+            s = line.strip()
+            if not s or s.startswith("%"):
+                continue
+            low = s.lower()
+            if low.startswith("@attribute"):
+                rest = s[len("@attribute"):].strip()
+                if rest.startswith("'"):
+                    names.append(rest[1:rest.index("'", 1)])
+                else:
+                    names.append(rest.split()[0])
+                continue
+            if low.startswith("@relation") or low.startswith("@data"):
+                continue
+            if sparse is None:
+                sparse = s.startswith("{")
+            rows.append(s)
+    d = len(names)
+    if sparse:
+        indptr, indices, values = [0], [], []
+        for s in rows:
+            body = s.strip("{}").strip()
+            if body:
+                for tok in body.split(","):
+                    j, v = tok.split()
+                    indices.append(int(j))
+                    values.append(missing if v == "?" else float(v))
+            indptr.append(len(indices))
+        X = sp.csr_matrix((np.asarray(values), np.asarray(indices), np.asarray(indptr)), shape=(len(rows), d))
+        return X, names
+    X = np.array([[missing if v.strip() == "?" else float(v) for v in s.split(",")] for s in rows])
+    if X.shape[1] != d:
+        raise ValueError(f"{path}: rows have {X.shape[1]} values but {d} attributes are declared")
+    return X, names
+
+
+def load_bibtex(path=None):
+    """Bibtex multi-label data (Katakis et al., 2008): 1836 binary features, 159 labels.
+
+    Returns
+    -------
+    X_train : csr_matrix (4880, 1836), Y_train : ndarray int8 (4880, 159),
+    X_test : csr_matrix (2515, 1836), Y_test : ndarray int8 (2515, 159)
+    """
+    root = Path(path) if path else default_data_dir() / "bibtex"
+    out = []
+    for split in ("train", "test"):
+        M, _ = read_arff(root / f"bibtex-{split}.arff")
+        X = M[:, :1836].tocsr()
+        Y = M[:, 1836:].toarray().astype(np.int8)
+        out += [X, Y]
+    return tuple(out)
+
+
+def load_rf1(path=None):
+    """River Flow 1 multi-target regression (64 inputs, 8 targets); ``?`` read as 0.
+
+    Returns X_train (4108, 64), Y_train (4108, 8), X_test (5017, 64), Y_test (5017, 8).
+    """
+    root = Path(path) if path else default_data_dir() / "rf1"
+    out = []
+    for split in ("train", "test"):
+        M, _ = read_arff(root / f"rf1-{split}.arff", missing=0.0)
+        out += [M[:, :64], M[:, 64:]]
+    return tuple(out)

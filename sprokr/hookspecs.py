@@ -1,0 +1,104 @@
+"""Hook specifications of the sprokr plugin host.
+
+A plugin is any module or object with functions decorated by :data:`hookimpl` whose names
+are the hooks below.  sprokr registers its own built-ins through exactly these hooks
+(:mod:`sprokr._builtins`); third parties are discovered through the entry-point group
+``sprokr``::
+
+    # pyproject.toml of a third-party distribution
+    [project.entry-points.sprokr]
+    mykernels = "mykernels.plugin"        # a module holding @hookimpl functions
+
+Every hook takes no argument and returns a mapping ``{name: factory}``.  A *factory* is a
+class or a callable; ``factory(**params)`` must return a component of the hook's kind.
+Names are unique per kind across all plugins: two plugins that register the same name for
+the same kind make any lookup of that name fail with an error naming both plugins.
+
+The hooks are called once, when the registry is first built (``sprokr.get_registry()``,
+or the first estimator ``fit`` that looks up a component by name), and again after
+``sprokr.registry.reset_registry()``.  A hook that raises is reported with a
+:class:`sprokr.registry.PluginWarning` naming the plugin; its components are skipped and
+the host keeps working.
+"""
+from __future__ import annotations
+
+import pluggy
+
+PROJECT = "sprokr"
+
+hookspec = pluggy.HookspecMarker(PROJECT)
+#: Decorator for plugin hook implementations: ``@sprokr.hookimpl``.
+hookimpl = pluggy.HookimplMarker(PROJECT)
+
+
+@hookspec
+def sprokr_input_kernels():
+    """Kernels usable on the **input** side, ``{name: factory}``.
+
+    Called when the registry is built.  ``factory(**params)`` returns a
+    :class:`sprokr.kernels.Kernel` (``prepare``/``pairwise``/``diag``) that accepts the
+    plugin's input type (arrays, strings, graphs, ...).  Estimators resolve
+    ``input_kernel="name"`` with ``input_kernel_params`` through this hook.
+    """
+
+
+@hookspec
+def sprokr_output_kernels():
+    """Kernels usable on the **output** side, ``{name: factory}``.
+
+    Same contract as :func:`sprokr_input_kernels`.  Output kernels should set
+    ``normalized = True`` when ``k(y, y) = 1``; otherwise decoders subtract ``k(y, y)/2``
+    and call ``diag``.  A kernel may be registered by both hooks (all built-in vector
+    kernels are).
+    """
+
+
+@hookspec
+def sprokr_sketches():
+    """Sketch distributions, ``{name: factory}``.
+
+    ``factory(m=..., random_state=..., **params)`` returns a :class:`sprokr.sketches.Sketch`
+    whose ``draw(n, random_state)`` gives a :class:`sprokr.sketches.SketchMatrix`
+    ``R = W S`` (non-null column indices and their values).  Estimators resolve
+    ``input_sketch="name"`` / ``output_sketch="name"`` through this hook.
+    """
+
+
+@hookspec
+def sprokr_decoders():
+    """Decoders, ``{name: factory}``.
+
+    ``factory(**params)`` returns a :class:`sprokr.decoders.Decoder`; estimators call its
+    ``decode(model, X, candidates=..., top_k=...)`` from ``predict``.  The built-in
+    ``"candidates"`` decoder takes the argmax (or top-k) of the scores over a candidate set.
+    """
+
+
+@hookspec
+def sprokr_regressors():
+    """Surrogate regressors for DSOKR, ``{name: factory}``.
+
+    ``factory(**params)`` returns a scikit-learn style regressor: ``fit(X, T)`` with
+    targets ``T`` of shape (n, p) (the sketched output features ``psi~(y_i)``), then
+    ``predict(X)`` of shape (n_queries, p).
+    """
+
+
+@hookspec
+def sprokr_losses():
+    """Losses for the sketched kernel machines, ``{name: factory}``.
+
+    ``factory(**params)`` returns a :class:`sprokr.losses.Loss` with ``value(pred, y)``
+    and ``gradient(pred, y)`` (a sub-gradient for non-smooth losses).
+    """
+
+
+#: hook name -> component kind, in the order ``sprokr plugins`` lists them
+KINDS = {
+    "sprokr_input_kernels": "input_kernel",
+    "sprokr_output_kernels": "output_kernel",
+    "sprokr_sketches": "sketch",
+    "sprokr_decoders": "decoder",
+    "sprokr_regressors": "regressor",
+    "sprokr_losses": "loss",
+}

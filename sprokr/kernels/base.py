@@ -1,0 +1,95 @@
+"""The ``Kernel`` protocol every input and output kernel follows.
+
+A kernel works in two steps so that expensive per-sample work (parsing SMILES, computing
+fingerprints, standardising) happens once per sample, never once per pair:
+
+``prepare(X)``
+    validate the raw samples and return a *prepared collection* (an array, a sparse
+    matrix, a list, ... -- anything :func:`sprokr._utils.take` can index).
+``pairwise(A, B)``
+    the Gram block between two prepared collections, an ndarray of shape
+    ``(len(A), len(B))`` in ``self.dtype``.
+
+``__call__(X, Y=None)`` chains both for convenience.  ``diag(A)`` returns ``k(a, a)``.
+A kernel whose values satisfy ``k(x, x) = 1`` sets ``normalized = True`` (decoders then
+skip the ``-k(y, y)/2`` term).
+
+Kernels are scikit-learn ``BaseEstimator`` objects: their parameters are constructor
+arguments, so ``get_params``/``clone`` and grid searches over kernel parameters work.
+"""
+from __future__ import annotations
+
+import numpy as np
+from sklearn.base import BaseEstimator
+
+from .._utils import check_finite, resolve_dtype, num_samples
+
+__all__ = ["Kernel", "VectorKernel"]
+
+
+class Kernel(BaseEstimator):
+    """Base class of all kernels.  Subclasses implement ``pairwise`` (and usually ``prepare``)."""
+
+    #: name under which the kernel is registered (set by subclasses)
+    name = None
+    #: True when k(x, x) == 1 for every x
+    normalized = False
+
+    def prepare(self, X):
+        """Validate raw samples and return the prepared collection (default: unchanged)."""
+        num_samples(X)
+        return X
+
+    def pairwise(self, A, B):  # pragma: no cover - abstract
+        """Gram block between prepared collections ``A`` and ``B``: ndarray (len(A), len(B))."""
+        raise NotImplementedError
+
+    def diag(self, A):
+        """``k(a, a)`` for every prepared sample: ndarray of shape (len(A),)."""
+        if self.normalized:
+            return np.ones(num_samples(A), dtype=self._dtype())
+        from .._utils import take
+
+        n = num_samples(A)
+        return np.array([self.pairwise(take(A, [i]), take(A, [i]))[0, 0] for i in range(n)])
+
+    def __call__(self, X, Y=None):
+        """Gram matrix between raw samples ``X`` and ``Y`` (``Y=None``: ``X`` with itself)."""
+        A = self.prepare(X)
+        B = A if Y is None else self.prepare(Y)
+        return self.pairwise(A, B)
+
+    def _dtype(self):
+        return resolve_dtype(getattr(self, "dtype", np.float64))
+
+
+class VectorKernel(Kernel):
+    """Kernels on real vectors: dense ``(n, d)`` arrays or scipy sparse matrices.
+
+    ``prepare`` converts to a 2-D float array (or CSR matrix) in ``dtype`` and rejects
+    NaN/inf.  Sparse inputs stay sparse: products are sparse x dense (no densification
+    of the n x d data).
+    """
+
+    def prepare(self, X):
+        import scipy.sparse as sp
+
+        dt = self._dtype()
+        if sp.issparse(X):
+            X = sp.csr_matrix(X, dtype=dt)
+        else:
+            try:
+                X = np.asarray(X, dtype=dt)
+            except (TypeError, ValueError) as exc:
+                raise TypeError(
+                    f"kernel {self.name!r} expects a numeric array or sparse matrix of shape "
+                    f"(n_samples, n_features); got {type(X).__name__} ({exc})"
+                ) from None
+            if X.ndim == 1:
+                X = X[:, None]
+            if X.ndim != 2:
+                raise ValueError(
+                    f"kernel {self.name!r} expects a 2-D array (n_samples, n_features); got {X.ndim}-D"
+                )
+        check_finite(X, "X")
+        return X

@@ -1,0 +1,464 @@
+"""IOKR with optional input and output sketching: IOKR, SIOKR, ISOKR, SISOKR.
+
+Notation of the SISOKR paper (El Ahmad et al.): ``n`` training pairs, input sketch
+``R_x`` (m_x x n), output sketch ``R_y`` (m_y x n), ridge ``lam``.
+
+Output side.  With ``K~_y = R_y K_y R_y^T = U D U^T`` (rank p_y) the sketched output
+feature map is ``psi~(y) = D^-1/2 U^T R_y k_y^y`` (``SketchedFeatures``); training targets
+are ``Psi~ = K_y R_y^T U D^-1/2`` (n x p_y).  Without output sketch the output
+coordinates of a candidate ``c`` are the kernel column ``k_y(Y_train, c)``, i.e. the
+targets are ``I_n``.
+
+Input side.  With ``A = K_x R_x^T`` (n x m_x), sketched kernel ridge regression of the
+targets ``T`` gives
+
+    gamma = (A^T A + n lam R_x K_x R_x^T)^+ A^T T        (m_x x p_y)
+    H(x)  = k_x^x^T R_x^T gamma                          (the predicted coordinates)
+
+which is the paper's ``Omega`` in factored form:  ``scores = K_x^{te,tr} R_x^T Omega^T
+R_y K_y^{tr,c}`` with ``Omega^T = gamma D^-1/2 U^T``.  ``A^T A`` and ``A^T T`` are
+accumulated over row chunks, so memory is O(m_x^2 + chunk x m'), never n x n.  Without
+input sketch (IOKR / ISOKR): ``H(x) = k_x^x^T (K_x + n lam I)^-1 T`` by Cholesky.
+
+Decoding: ``argmax_c H(x) . E(c) - k_y(c, c)/2`` over a candidate set (see
+:mod:`sprokr.decoders`).
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import scipy.linalg as sla
+from sklearn.base import BaseEstimator
+from sklearn.utils.validation import check_is_fitted
+
+from .._linalg import DEFAULT_RCOND, ShiftedCrossProducts, psd_solve
+from .._utils import (
+    check_positive,
+    check_random_state,
+    iter_chunks,
+    num_samples,
+    resolve_dtype,
+    take,
+    take_slice,
+    unique_indices,
+)
+from ..decoders.candidates import CandidateIndex
+from ..kernels.base import Kernel
+from ..registry import get_registry
+from ..sketches.base import Sketch
+from .sketched_features import RowGatherer, SketchedFeatures, default_chunk_size
+
+__all__ = ["SISOKR", "IOKR", "SIOKR", "ISOKR"]
+
+#: Output-side precision.  Output kernels are often nearly flat (a Gaussian on label
+#: vectors with sigma^2 = 1e4 deviates from 1 by ~1e-4), which float32 cannot resolve;
+#: the output side is cheap (m_y columns), so it always runs in float64.
+OUTPUT_DTYPE = np.dtype(np.float64)
+
+
+def resolve_kernel(spec, params, side, dtype):
+    """Kernel instance from a registered name (+ params) or an instance."""
+    params = dict(params or {})
+    if isinstance(spec, str):
+        comp = get_registry().get(f"{side}_kernel", spec)
+        if isinstance(comp.factory, type) and "dtype" in comp.factory().get_params():
+            params.setdefault("dtype", dtype.name)
+    return get_registry().create(f"{side}_kernel", spec, params, base=Kernel)
+
+
+def resolve_sketch(spec, m, params, n, side):
+    """Sketch instance (validated for n samples) or None for no sketching."""
+    letter = side[0]
+    if spec is None:
+        if m is not None:
+            raise ValueError(f"m_{letter}={m} was given but {side}_sketch is None")
+        return None
+    params = dict(params or {})
+    if isinstance(spec, str):
+        if spec != "identity":
+            if m is None:
+                raise ValueError(f"{side}_sketch={spec!r} needs a sketch size m_{letter}")
+            params["m"] = m
+        sketch = get_registry().create("sketch", spec, params, base=Sketch)
+    else:
+        sketch = get_registry().create("sketch", spec, params, base=Sketch)
+        if m is not None and getattr(sketch, "m", m) != m:
+            raise ValueError(f"m_{letter}={m} differs from the sketch instance's m={sketch.m}")
+    try:
+        sketch.validate(n)
+    except ValueError as exc:
+        raise ValueError(f"{side}_sketch: {exc}") from None
+    return sketch
+
+
+class SISOKR(BaseEstimator):
+    """Sketched input, sketched output kernel regression (IOKR family).
+
+    Parameters
+    ----------
+    input_kernel, output_kernel : str or Kernel
+        Registered name (see ``sprokr plugins``) or instance.
+    lam : float
+        Ridge parameter (the objective is ``1/n sum |h(x_i) - psi(y_i)|^2 + lam |h|^2``).
+    input_sketch, output_sketch : str, Sketch or None
+        Sketch of each side (None: exact).  Names: ``subsample``, ``gaussian``, ``psr``,
+        ``psg``, ``psparsified``, ``accumulation``, ``countsketch``, ``identity``.
+    m_x, m_y : int, optional
+        Sketch sizes when the sketches are given by name.
+    input_kernel_params, output_kernel_params, input_sketch_params, output_sketch_params : dict
+        Parameters of components given by name (e.g. ``{"sigma2": 1e4}``, ``{"p": 0.004}``).
+    decoder : str or Decoder, default "candidates"
+    decoder_params : dict, optional
+    dtype : {"float64", "float32"}
+        Precision of the input-side kernel blocks and products (float32 halves their time
+        and memory; cross products are accumulated with a shift that keeps them accurate,
+        and the m_x x m_x system is solved in float64).  The output side is float64.
+    rcond : float, optional
+        Relative threshold of pseudo-inverses (default 1e-10 in float64, 1e-6 in float32).
+    solver : {"cholesky", "eigh"}
+        How ``(A^T A + n lam K~_x)^+`` is applied (see :func:`sprokr._linalg.psd_solve`).
+    chunk_size : int, optional
+        Rows of the training set processed at once (default: from a 64 MB budget).
+    max_memory_mb : float
+        Budget of one score block while decoding.
+    random_state : None, int or numpy.random.Generator
+        Seeds the sketches (input sketch drawn first).
+    verbose : bool
+        Print the time of each training phase.
+
+    Attributes
+    ----------
+    input_kernel_, output_kernel_ : Kernel
+    input_sketch_matrix_, output_sketch_matrix_ : SketchMatrix or None
+    coef_ : ndarray of shape (m'_x or n, d) or None
+        Coefficients on the input support samples (None for exact IOKR, which keeps a
+        Cholesky factor instead).
+    output_rank_ : int
+        ``d``, the dimension of the output coordinates (p_y, or n without output sketch).
+    n_train_ : int
+    fit_time_ : float (s)
+    """
+
+    def __init__(
+        self,
+        input_kernel="gaussian",
+        output_kernel="gaussian",
+        lam=1e-5,
+        input_sketch=None,
+        m_x=None,
+        output_sketch=None,
+        m_y=None,
+        input_kernel_params=None,
+        output_kernel_params=None,
+        input_sketch_params=None,
+        output_sketch_params=None,
+        decoder="candidates",
+        decoder_params=None,
+        dtype="float64",
+        rcond=None,
+        solver="cholesky",
+        chunk_size=None,
+        max_memory_mb=256,
+        random_state=None,
+        verbose=False,
+    ):
+        self.input_kernel = input_kernel
+        self.output_kernel = output_kernel
+        self.lam = lam
+        self.input_sketch = input_sketch
+        self.m_x = m_x
+        self.output_sketch = output_sketch
+        self.m_y = m_y
+        self.input_kernel_params = input_kernel_params
+        self.output_kernel_params = output_kernel_params
+        self.input_sketch_params = input_sketch_params
+        self.output_sketch_params = output_sketch_params
+        self.decoder = decoder
+        self.decoder_params = decoder_params
+        self.dtype = dtype
+        self.rcond = rcond
+        self.solver = solver
+        self.chunk_size = chunk_size
+        self.max_memory_mb = max_memory_mb
+        self.random_state = random_state
+        self.verbose = verbose
+
+    # ------------------------------------------------------------------ fit
+    def fit(self, X, Y):
+        """Fit on ``n`` pairs.  ``X``, ``Y``: anything the kernels accept.  Returns self."""
+        from ..decoders.base import Decoder
+
+        t0 = time.perf_counter()
+        n = num_samples(X, "X")
+        if n != num_samples(Y, "Y"):
+            raise ValueError(f"X and Y have different numbers of samples: {n} and {num_samples(Y, 'Y')}")
+        if n < 1:
+            raise ValueError("cannot fit on 0 samples")
+        lam = check_positive(self.lam, "lam")
+        dtype = resolve_dtype(self.dtype)
+        if self.solver not in ("cholesky", "eigh"):
+            raise ValueError(f"solver must be 'cholesky' or 'eigh', got {self.solver!r}")
+        rcond = self.rcond if self.rcond is not None else DEFAULT_RCOND
+        kx = resolve_kernel(self.input_kernel, self.input_kernel_params, "input", dtype)
+        ky = resolve_kernel(self.output_kernel, self.output_kernel_params, "output", OUTPUT_DTYPE)
+        sx = resolve_sketch(self.input_sketch, self.m_x, self.input_sketch_params, n, "input")
+        sy = resolve_sketch(self.output_sketch, self.m_y, self.output_sketch_params, n, "output")
+        decoder = get_registry().create("decoder", self.decoder, self.decoder_params, base=Decoder)
+        Xp = kx.prepare(X)
+        Yp = ky.prepare(Y)
+        rng = check_random_state(self.random_state)
+        Rx = sx.draw(n, rng) if sx is not None else None
+        Ry = sy.draw(n, rng) if sy is not None else None
+        u = unique_indices(Y)
+
+        # ---- validated: learned state starts here
+        self.input_kernel_, self.output_kernel_, self.decoder_ = kx, ky, decoder
+        self.input_sketch_matrix_, self.output_sketch_matrix_ = Rx, Ry
+        self.n_train_, self._dtype, self._rcond = n, dtype, rcond
+        self._out = SketchedFeatures(ky, Ry, Yp, OUTPUT_DTYPE, rcond) if Ry is not None else None
+        self._Y_train = Yp if Ry is None else None
+        chunk = self.chunk_size or default_chunk_size(max(Rx.indices.size if Rx else n, 1), dtype)
+        if Rx is not None:
+            E_default = self._fit_sketched_input(Xp, Yp, n, lam, Rx, Ry, u, chunk)
+        else:
+            E_default = self._fit_exact_input(Xp, Yp, n, lam, Ry, u, chunk)
+        self.output_rank_ = E_default.shape[1]
+        self._index_token = object()
+        offsets = None if ky.normalized else -0.5 * ky.diag(take(Yp, u)).astype(OUTPUT_DTYPE)
+        self.default_index_ = CandidateIndex(take(Y, u), E_default, offsets, owner=self._index_token)
+        self.fit_time_ = time.perf_counter() - t0
+        self._log(f"fit done in {self.fit_time_:.3f} s (n={n}, output rank {self.output_rank_})")
+        return self
+
+    def _log(self, msg):
+        if self.verbose:
+            print(f"[{type(self).__name__}] {msg}", flush=True)
+
+    def _fit_sketched_input(self, Xp, Yp, n, lam, Rx, Ry, u, chunk):
+        """Accumulate ``A^T A`` and ``A^T T`` over row chunks; solve the m_x x m_x system."""
+        dtype = self._dtype
+        fx = SketchedFeatures(self.input_kernel_, Rx, Xp, dtype, self._rcond)
+        m_x = Rx.m
+        width = Ry.m if Ry is not None else n
+        acc = ShiftedCrossProducts(m_x, width, dtype, OUTPUT_DTYPE)
+        rows_x = RowGatherer(Rx.indices, m_x, dtype)  # (K_x R_x^T)[indices]: gives K~_x
+        if Ry is not None:
+            rows_y = RowGatherer(Ry.indices, Ry.m, OUTPUT_DTYPE)  # gives K~_y
+            rows_u = RowGatherer(u, Ry.m, OUTPUT_DTYPE)  # default candidates' raw embeddings
+        for sl in iter_chunks(n, chunk):
+            A = fx.block(take_slice(Xp, sl))
+            rows_x.add(sl, A)
+            if Ry is not None:
+                T = self._out.block(take_slice(Yp, sl))
+                rows_y.add(sl, T)
+                rows_u.add(sl, T)
+            else:
+                T = None  # targets I_n: A^T T is A^T itself
+            acc.add(sl, A, T, overwrite=True)
+        AtA, AtT = acc.result()
+        Kx_tilde = Rx.sandwich_from_rows(rows_x.rows)
+        G = AtA + (n * lam) * Kx_tilde
+        if Ry is not None:
+            self._out.set_basis(rows_y.rows)
+            AtT = AtT @ self._out.basis_.astype(np.float64)
+            E_default = rows_u.rows @ self._out.basis_
+        else:
+            E_default = self._exact_output_embedding(take(Yp, u))
+        gamma = psd_solve(G, AtT, self._rcond, method=self.solver)
+        beta = Rx.apply_left_transpose(gamma)
+        self._set_coef(beta)
+        self.X_support_ = fx.Z_sel
+        self._cho = None
+        return E_default
+
+    def _fit_exact_input(self, Xp, Yp, n, lam, Ry, u, chunk):
+        """Cholesky of ``K_x + n lam I`` (n x n: only when no input sketch is asked for)."""
+        dtype = self._dtype
+        kx = self.input_kernel_
+        K = np.empty((n, n), dtype=dtype)
+        for sl in iter_chunks(n, chunk):
+            K[sl] = kx.pairwise(take_slice(Xp, sl), Xp)
+        K.flat[:: n + 1] += n * lam
+        cho = sla.cho_factor(K, lower=True, overwrite_a=True, check_finite=False)
+        self.X_support_ = Xp
+        if Ry is None:
+            self.coef_, self._cho = None, cho
+            return self._exact_output_embedding(take(Yp, u))
+        T = np.empty((n, Ry.m), dtype=OUTPUT_DTYPE)
+        for sl in iter_chunks(n, chunk):
+            T[sl] = self._out.block(take_slice(Yp, sl))
+        self._out.set_basis(T[Ry.indices])
+        Psi = T @ self._out.basis_
+        self._set_coef(sla.cho_solve(cho, Psi, check_finite=False))
+        self._cho = None
+        return Psi[u]
+
+    def _set_coef(self, beta):
+        """Store the coefficients on the support samples (and their column sums, float64)."""
+        self.coef_ = beta.astype(self._dtype)
+        self._coef_sum = np.asarray(beta, dtype=np.float64).sum(axis=0)
+
+    def _exact_output_embedding(self, Cp):
+        """Output coordinates without sketch: ``k_y(c, Y_train)`` rows, shape (n_c, n)."""
+        n_c = num_samples(Cp)
+        E = np.empty((n_c, self.n_train_), dtype=OUTPUT_DTYPE)
+        chunk = default_chunk_size(self.n_train_, OUTPUT_DTYPE)
+        for sl in iter_chunks(n_c, chunk):
+            E[sl] = self.output_kernel_.pairwise(take_slice(Cp, sl), self._Y_train)
+        return E
+
+    # ------------------------------------------------------------------ predict
+    def predict_coordinates(self, X, prepared=False):
+        """Coordinates ``H(x)`` of the predicted output in the output basis, (n_q, d)."""
+        check_is_fitted(self, "coef_")
+        Xp = X if prepared else self.input_kernel_.prepare(X)
+        Kq = np.asarray(self.input_kernel_.pairwise(Xp, self.X_support_), dtype=self._dtype)
+        if self.coef_ is not None:
+            # k^T beta = (k - mu)^T beta + mu 1^T beta with mu the row mean of k: the
+            # coefficients of an ill-conditioned ridge system cancel, and removing the
+            # common offset of the kernel row keeps the float32 product accurate.
+            mu = Kq.mean(axis=1, keepdims=True)
+            Kq -= mu
+            return Kq @ self.coef_ + mu.astype(np.float64) * self._coef_sum
+        return sla.cho_solve(self._cho, Kq.T, check_finite=False).T
+
+    def embed_candidates(self, candidates):
+        """Output coordinates ``E(c)`` and offsets ``-k(c,c)/2`` (None if normalised)."""
+        check_is_fitted(self, "coef_")
+        Cp = self.output_kernel_.prepare(candidates)
+        if num_samples(Cp) == 0:
+            raise ValueError("the candidate set is empty; expected at least one candidate")
+        E = self._out.transform(Cp) if self._out is not None else self._exact_output_embedding(Cp)
+        ky = self.output_kernel_
+        offsets = None if ky.normalized else -0.5 * ky.diag(Cp).astype(OUTPUT_DTYPE)
+        return E, offsets
+
+    def make_candidate_index(self, candidates):
+        """Embed a candidate set once; pass the result as ``predict(X, candidates=index)``."""
+        if num_samples(candidates, "candidates") == 0:
+            raise ValueError("the candidate set is empty; expected at least one candidate")
+        E, offsets = self.embed_candidates(candidates)
+        return CandidateIndex(candidates, E, offsets, owner=self._index_token)
+
+    def predict(self, X, candidates=None, top_k=None):
+        """Decode ``X`` over a candidate set.
+
+        Parameters
+        ----------
+        X : inputs accepted by the input kernel, n_q samples
+        candidates : collection, CandidateIndex or None
+            Candidate outputs (default: the distinct training outputs).
+        top_k : int, optional
+            If given, return a :data:`sprokr.decoders.Decoded` ``(indices, scores)`` of
+            shape (n_q, top_k) into the candidate set instead of the decoded outputs.
+
+        Returns
+        -------
+        The decoded outputs (a subset of the candidates, in their own type), or ``Decoded``.
+        """
+        check_is_fitted(self, "coef_")
+        return self.decoder_.decode(self, X, candidates=candidates, top_k=top_k)
+
+    def score(self, X, Y):
+        """Minus the mean squared output-kernel distance ``|psi(f(x)) - psi(y)|^2`` (0 is best)."""
+        pred = self.predict(X)
+        ky = self.output_kernel_
+        A, B = ky.prepare(pred), ky.prepare(Y)
+        n = num_samples(B)
+        total = 0.0
+        for sl in iter_chunks(n, 512):
+            a, b = take_slice(A, sl), take_slice(B, sl)
+            total += float(np.sum(ky.diag(a) + ky.diag(b) - 2 * np.diag(ky.pairwise(a, b))))
+        return -total / n
+
+
+class IOKR(SISOKR):
+    """Exact input-output kernel regression (no sketch): Cholesky of ``K_x + n lam I``."""
+
+    def __init__(
+        self,
+        input_kernel="gaussian",
+        output_kernel="gaussian",
+        lam=1e-5,
+        input_kernel_params=None,
+        output_kernel_params=None,
+        decoder="candidates",
+        decoder_params=None,
+        dtype="float64",
+        rcond=None,
+        chunk_size=None,
+        max_memory_mb=256,
+        verbose=False,
+    ):
+        super().__init__(
+            input_kernel=input_kernel, output_kernel=output_kernel, lam=lam,
+            input_kernel_params=input_kernel_params, output_kernel_params=output_kernel_params,
+            decoder=decoder, decoder_params=decoder_params, dtype=dtype, rcond=rcond,
+            chunk_size=chunk_size, max_memory_mb=max_memory_mb, verbose=verbose,
+        )
+
+
+class SIOKR(SISOKR):
+    """Sketched-input IOKR: ``SISOKR`` with an input sketch and exact outputs."""
+
+    def __init__(
+        self,
+        input_kernel="gaussian",
+        output_kernel="gaussian",
+        lam=1e-5,
+        input_sketch="subsample",
+        m_x=100,
+        input_kernel_params=None,
+        output_kernel_params=None,
+        input_sketch_params=None,
+        decoder="candidates",
+        decoder_params=None,
+        dtype="float64",
+        rcond=None,
+        solver="cholesky",
+        chunk_size=None,
+        max_memory_mb=256,
+        random_state=None,
+        verbose=False,
+    ):
+        super().__init__(
+            input_kernel=input_kernel, output_kernel=output_kernel, lam=lam,
+            input_sketch=input_sketch, m_x=m_x, input_kernel_params=input_kernel_params,
+            output_kernel_params=output_kernel_params, input_sketch_params=input_sketch_params,
+            decoder=decoder, decoder_params=decoder_params, dtype=dtype, rcond=rcond,
+            solver=solver, chunk_size=chunk_size, max_memory_mb=max_memory_mb,
+            random_state=random_state, verbose=verbose,
+        )
+
+
+class ISOKR(SISOKR):
+    """Sketched-output IOKR: ``SISOKR`` with an output sketch and an exact input side."""
+
+    def __init__(
+        self,
+        input_kernel="gaussian",
+        output_kernel="gaussian",
+        lam=1e-5,
+        output_sketch="psg",
+        m_y=100,
+        input_kernel_params=None,
+        output_kernel_params=None,
+        output_sketch_params=None,
+        decoder="candidates",
+        decoder_params=None,
+        dtype="float64",
+        rcond=None,
+        chunk_size=None,
+        max_memory_mb=256,
+        random_state=None,
+        verbose=False,
+    ):
+        super().__init__(
+            input_kernel=input_kernel, output_kernel=output_kernel, lam=lam,
+            output_sketch=output_sketch, m_y=m_y, input_kernel_params=input_kernel_params,
+            output_kernel_params=output_kernel_params, output_sketch_params=output_sketch_params,
+            decoder=decoder, decoder_params=decoder_params, dtype=dtype, rcond=rcond,
+            chunk_size=chunk_size, max_memory_mb=max_memory_mb, random_state=random_state,
+            verbose=verbose,
+        )

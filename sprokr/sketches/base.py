@@ -1,0 +1,142 @@
+"""The ``Sketch`` protocol and the factored sketch matrix ``R = W S``.
+
+Every sketch matrix ``R`` (m x n) is stored in the factored form of the decomposition
+trick of the p-sparsified paper: ``R = W S`` where ``S`` sub-samples the ``m'`` non-null
+columns of ``R`` (``indices``) and ``W`` (m x m') holds their values.  Then
+
+    K R^T = K[:, indices] W^T
+
+so only the kernel columns of the ``m'`` selected points are ever computed: ``O(n m')``
+kernel evaluations instead of ``O(n^2)``.  Sub-sampling has ``m' = m``; p-sparsified
+sketches have ``E[m'] = n (1 - (1 - p)^m)``; Gaussian sketches and CountSketch have
+``m' = n`` (they need the whole Gram matrix and serve as baselines).
+"""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator
+
+from .._utils import check_random_state
+
+__all__ = ["Sketch", "SketchMatrix"]
+
+
+class SketchMatrix:
+    """A drawn sketch ``R = W S`` of shape (m, n).
+
+    Attributes
+    ----------
+    n : int
+        Number of columns (training samples).
+    indices : ndarray of int, shape (m',)
+        Sorted indices of the non-null columns of R.
+    weights : ndarray or scipy.sparse matrix, shape (m, m')
+        The non-null columns, ``R[:, indices]``.
+    """
+
+    def __init__(self, n, indices, weights, scale=None):
+        self.n = int(n)
+        self.indices = np.asarray(indices, dtype=np.intp)
+        self.weights = weights
+        #: if not None, ``weights == scale * I`` (uniform sub-sampling): products are scalings
+        self.scale = scale
+        if weights.shape[1] != self.indices.size:
+            raise ValueError("weights must have one column per selected index")
+
+    @property
+    def m(self):
+        """Number of rows (sketch size)."""
+        return self.weights.shape[0]
+
+    @property
+    def shape(self):
+        return (self.m, self.n)
+
+    def toarray(self):
+        """The dense (m, n) sketch matrix (for tests and small problems)."""
+        R = np.zeros((self.m, self.n))
+        W = self.weights.toarray() if sp.issparse(self.weights) else self.weights
+        R[:, self.indices] = W
+        return R
+
+    def apply_right(self, KS, overwrite=False):
+        """``K R^T`` from ``KS = K[:, indices]`` of shape (r, m'); returns (r, m).
+
+        With ``overwrite=True`` a scaled sub-sampling sketch rescales ``KS`` in place.
+        """
+        if self.scale is not None:
+            return np.multiply(KS, self.scale, out=KS if overwrite else None)
+        W = self.weights
+        if sp.issparse(W):
+            # (W KS^T)^T == KS W^T; scipy multiplies CSR by the dense KS^T without copying
+            return np.ascontiguousarray((W.T.tocsr().astype(KS.dtype, copy=False).T @ KS.T).T)
+        return KS @ W.T.astype(KS.dtype, copy=False)
+
+    def apply_left_transpose(self, G):
+        """``W^T G`` for G of shape (m, k): the coefficients on the selected points."""
+        if self.scale is not None:
+            return G * self.scale
+        W = self.weights
+        out = W.T.astype(G.dtype, copy=False) @ G
+        return np.asarray(out)
+
+    def sandwich_from_rows(self, KRt_sel):
+        """``R K R^T`` from the selected rows ``(K R^T)[indices]`` of shape (m', m): ``W (K R^T)_S``.
+
+        No kernel evaluation is repeated: the rows come from the ``K R^T`` block that
+        training computes anyway.
+        """
+        if self.scale is not None:
+            M = KRt_sel * self.scale
+            return (M + M.T) * 0.5
+        W = self.weights
+        M = W.astype(KRt_sel.dtype, copy=False) @ KRt_sel
+        M = np.asarray(M)
+        return (M + M.T) * 0.5
+
+
+class Sketch(BaseEstimator):
+    """Base class of sketch distributions.  Subclasses implement ``_draw(n, rng)``.
+
+    Parameters common to all: ``m`` (sketch size, 1 <= m <= n) and ``random_state``
+    (None, int or ``numpy.random.Generator``).  ``draw(n)`` returns a
+    :class:`SketchMatrix`; the same seed gives the same matrix.
+    """
+
+    name = None
+    #: True when every column of R may be non-null (needs the full Gram matrix)
+    dense_columns = False
+
+    def draw(self, n, random_state=None):
+        """Draw a sketch matrix for ``n`` samples.
+
+        ``random_state`` (if given) overrides ``self.random_state``; an estimator passes
+        its own generator so that ``SISOKR(random_state=0)`` is reproducible.
+        """
+        self.validate(n)
+        rs = self.random_state if random_state is None else random_state
+        return self._draw(int(n), check_random_state(rs))
+
+    def validate(self, n):
+        """Raise ``ValueError`` if this sketch cannot be drawn for ``n`` samples."""
+        m = getattr(self, "m", None)
+        if not isinstance(m, (numbers.Integral, np.integer)) or isinstance(m, bool):
+            raise ValueError(f"sketch size m must be an integer, got {m!r}")
+        if m < 1:
+            raise ValueError(f"sketch size m must be >= 1, got {m}")
+        if m > n:
+            raise ValueError(f"sketch size m={m} is larger than the number of samples n={n}")
+
+    def _draw(self, n, rng):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+def _coo_to_factored(n, m, rows, cols, vals, dense):
+    """Build a SketchMatrix from COO entries of R (duplicates summed)."""
+    indices, inv = np.unique(cols, return_inverse=True)
+    W = sp.csr_matrix((vals, (rows, inv)), shape=(m, indices.size))
+    W.sum_duplicates()
+    return SketchMatrix(n, indices, W.toarray() if dense else W)

@@ -1,0 +1,211 @@
+"""Built-in sketch distributions.  All satisfy ``E[R^T R] = I_n``.
+
+* :class:`SubSample`  -- Nystrom: rows of ``sqrt(n/m) I`` (uniform, without replacement),
+  or importance sampling ``e_i / sqrt(m p_i)`` with given probabilities (with replacement).
+* :class:`GaussianSketch` -- ``R_ij ~ N(0, 1/m)``.
+* :class:`PSparsified` -- ``R_ij = B_ij G_ij / sqrt(m p)``, ``B ~ Bernoulli(p)``, ``G``
+  Rademacher (p-SR) or standard normal (p-SG); only non-null columns are kept.
+* :class:`Accumulation` -- sum of ``m_acc`` scaled sub-sampling sketches with random signs
+  (Chen & Yang, 2021), divided by ``sqrt(m_acc)``.
+* :class:`CountSketch` -- one +-1 per column at a uniformly random row.
+* :class:`IdentitySketch` -- ``R = I_n`` (no sketching; for exactness checks).
+"""
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from .._utils import check_fraction
+from .base import Sketch, SketchMatrix, _coo_to_factored
+
+__all__ = [
+    "SubSample",
+    "GaussianSketch",
+    "PSparsified",
+    "Accumulation",
+    "CountSketch",
+    "IdentitySketch",
+]
+
+
+class SubSample(Sketch):
+    """Sub-sampling (Nystrom) sketch.
+
+    Parameters
+    ----------
+    m : int
+        Number of sampled points.
+    probabilities : array-like of shape (n,), optional
+        Sampling probabilities (e.g. approximate leverage scores); normalised to sum 1.
+        Sampling is then with replacement and rows are ``e_i / sqrt(m p_i)``.
+    random_state : None, int or numpy.random.Generator
+    """
+
+    name = "subsample"
+
+    def __init__(self, m=100, probabilities=None, random_state=None):
+        self.m = m
+        self.probabilities = probabilities
+        self.random_state = random_state
+
+    def validate(self, n):
+        super().validate(n)
+        if self.probabilities is not None:
+            p = np.asarray(self.probabilities, dtype=float)
+            if p.shape != (n,):
+                raise ValueError(f"probabilities must have shape ({n},), got {p.shape}")
+            if not np.isfinite(p).all() or (p < 0).any() or p.sum() <= 0:
+                raise ValueError("probabilities must be finite, non-negative and not all zero")
+
+    def _draw(self, n, rng):
+        m = self.m
+        if self.probabilities is None:
+            idx = np.sort(rng.choice(n, size=m, replace=False))
+            W = sp.identity(m, format="csr") * np.sqrt(n / m)
+            return SketchMatrix(n, idx, W.tocsr(), scale=np.sqrt(n / m))
+        p = np.asarray(self.probabilities, dtype=float)
+        p = p / p.sum()
+        cols = rng.choice(n, size=m, replace=True, p=p)
+        vals = 1.0 / np.sqrt(m * p[cols])
+        return _coo_to_factored(n, m, np.arange(m), cols, vals, dense=False)
+
+
+class GaussianSketch(Sketch):
+    """Gaussian sketch ``R_ij ~ N(0, 1/m)`` (all n columns non-null: a baseline)."""
+
+    name = "gaussian"
+    dense_columns = True
+
+    def __init__(self, m=100, random_state=None):
+        self.m = m
+        self.random_state = random_state
+
+    def _draw(self, n, rng):
+        W = rng.standard_normal((self.m, n)) / np.sqrt(self.m)
+        return SketchMatrix(n, np.arange(n), W)
+
+
+class PSparsified(Sketch):
+    """p-sparsified sketch (El Ahmad et al.): ``R_ij = B_ij G_ij / sqrt(m p)``.
+
+    Parameters
+    ----------
+    m : int
+        Sketch size.
+    p : float in (0, 1]
+        Probability that an entry is non-null (the papers use ``p = 20 / n`` ... ``1``).
+    distribution : {"rademacher", "gaussian"}
+        ``G`` Rademacher (p-SR) or standard normal (p-SG).
+    random_state : None, int or numpy.random.Generator
+
+    Only the non-null columns are stored (decomposition trick): with ``E[m'] =
+    n (1 - (1 - p)^m)`` selected points, ``K R^T`` needs ``n m'`` kernel values.
+    """
+
+    name = "psparsified"
+
+    def __init__(self, m=100, p=0.01, distribution="rademacher", random_state=None):
+        self.m = m
+        self.p = p
+        self.distribution = distribution
+        self.random_state = random_state
+
+    def validate(self, n):
+        super().validate(n)
+        check_fraction(self.p, "p")
+        if self.distribution not in ("rademacher", "gaussian"):
+            raise ValueError(
+                f"distribution must be 'rademacher' or 'gaussian', got {self.distribution!r}"
+            )
+
+    def _draw(self, n, rng):
+        m, p = self.m, float(self.p)
+        total = m * n
+        k = rng.binomial(total, p)
+        k = max(k, 1)  # an all-zero sketch carries no information
+        flat = np.sort(rng.choice(total, size=k, replace=False))
+        rows, cols = np.divmod(flat, n)
+        if self.distribution == "rademacher":
+            vals = rng.choice(np.array([-1.0, 1.0]), size=k)
+        else:
+            vals = rng.standard_normal(k)
+        vals /= np.sqrt(m * p)
+        return _coo_to_factored(n, m, rows, cols, vals, dense=True)
+
+
+class PSR(PSparsified):
+    """p-SR: p-sparsified sketch with Rademacher entries."""
+
+    name = "psr"
+
+    def __init__(self, m=100, p=0.01, random_state=None):
+        super().__init__(m=m, p=p, distribution="rademacher", random_state=random_state)
+
+
+class PSG(PSparsified):
+    """p-SG: p-sparsified sketch with Gaussian entries."""
+
+    name = "psg"
+
+    def __init__(self, m=100, p=0.01, random_state=None):
+        super().__init__(m=m, p=p, distribution="gaussian", random_state=random_state)
+
+
+class Accumulation(Sketch):
+    """Accumulation sketch (Chen & Yang, 2021): ``R = m_acc^-1/2 sum_j D_j S_j``.
+
+    Each ``S_j`` picks, for every row, one column uniformly at random (scaled by
+    ``sqrt(n/m)``) and ``D_j`` flips signs at random.
+    """
+
+    name = "accumulation"
+
+    def __init__(self, m=100, m_acc=20, random_state=None):
+        self.m = m
+        self.m_acc = m_acc
+        self.random_state = random_state
+
+    def validate(self, n):
+        super().validate(n)
+        if not isinstance(self.m_acc, (int, np.integer)) or self.m_acc < 1:
+            raise ValueError(f"m_acc must be an integer >= 1, got {self.m_acc!r}")
+
+    def _draw(self, n, rng):
+        m, a = self.m, self.m_acc
+        rows = np.tile(np.arange(m), a)
+        cols = rng.integers(0, n, size=m * a)
+        vals = rng.choice(np.array([-1.0, 1.0]), size=m * a) * np.sqrt(n / m) / np.sqrt(a)
+        return _coo_to_factored(n, m, rows, cols, vals, dense=False)
+
+
+class CountSketch(Sketch):
+    """CountSketch: column j holds a single random sign at row ``h(j)`` (needs the full Gram)."""
+
+    name = "countsketch"
+    dense_columns = True
+
+    def __init__(self, m=100, random_state=None):
+        self.m = m
+        self.random_state = random_state
+
+    def _draw(self, n, rng):
+        rows = rng.integers(0, self.m, size=n)
+        vals = rng.choice(np.array([-1.0, 1.0]), size=n)
+        W = sp.csr_matrix((vals, (rows, np.arange(n))), shape=(self.m, n))
+        return SketchMatrix(n, np.arange(n), W)
+
+
+class IdentitySketch(Sketch):
+    """The identity ``R = I_n`` (``m`` is ignored and set to n): no sketching."""
+
+    name = "identity"
+
+    def __init__(self, random_state=None):
+        self.random_state = random_state
+
+    def validate(self, n):
+        if n < 1:
+            raise ValueError("need at least one sample")
+
+    def _draw(self, n, rng):
+        return SketchMatrix(n, np.arange(n), sp.identity(n, format="csr"), scale=1.0)

@@ -25,6 +25,10 @@ class Decoder(BaseEstimator):
 
     ``decode(model, X, candidates=None, top_k=None)`` is called by ``model.predict``.
     Decoders registered through the ``sprokr_decoders`` hook subclass this.
+
+    The model interface a decoder may rely on (SISOKR and DSOKR provide it):
+    ``prepare_inputs(X)``, ``predict_coordinates(Xp, prepared=True)`` -> (n_q, d),
+    ``make_candidate_index(candidates)``, ``default_index_``, ``_index_token``.
     """
 
     name = None
@@ -66,7 +70,7 @@ class CandidateDecoder(Decoder):
     def decode(self, model, X, candidates=None, top_k=None):
         k = check_top_k(top_k)
         index = self.resolve_index(model, candidates)
-        Xp = model.input_kernel_.prepare(X)
+        Xp = model.prepare_inputs(X)
         n_q = num_samples(Xp, "X")
         budget = getattr(model, "max_memory_mb", None) or self.max_memory_mb
         idx = np.empty((n_q, k or 1), dtype=np.intp)

@@ -309,6 +309,11 @@ class SISOKR(BaseEstimator):
         return E
 
     # ------------------------------------------------------------------ predict
+    def prepare_inputs(self, X):
+        """Validate and prepare query inputs (the input kernel's ``prepare``)."""
+        check_is_fitted(self, "coef_")
+        return self.input_kernel_.prepare(X)
+
     def predict_coordinates(self, X, prepared=False):
         """Coordinates ``H(x)`` of the predicted output in the output basis, (n_q, d)."""
         check_is_fitted(self, "coef_")

@@ -1,0 +1,4 @@
+"""Evaluation metrics (scikit-learn order ``(y_true, y_pred)``), one module per family."""
+from .labels import f1_samples, f1_samples_scorer
+
+__all__ = ["f1_samples", "f1_samples_scorer"]

@@ -38,3 +38,10 @@ def sprokr_regressors():
     from sklearn.neural_network import MLPRegressor
 
     return {"ridge": Ridge, "mlp": MLPRegressor}
+
+
+@hookimpl
+def sprokr_losses():
+    from .losses import BUILTIN_LOSSES
+
+    return dict(BUILTIN_LOSSES)

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["read_arff", "load_bibtex", "load_rf1", "default_data_dir", "sample_path"]
+__all__ = ["read_arff", "load_bibtex", "load_bibtex_sample", "load_rf1", "default_data_dir", "sample_path"]
 
 _SAMPLES = Path(__file__).resolve().parent / "data"
 
@@ -117,4 +117,19 @@ def load_rf1(path=None):
     for split in ("train", "test"):
         M, _ = read_arff(root / f"rf1-{split}.arff", missing=0.0)
         out += [M[:, :64], M[:, 64:]]
+    return tuple(out)
+
+
+def load_bibtex_sample():
+    """A shipped 800 / 400 sample of Bibtex (same format as :func:`load_bibtex`).
+
+    Binary features are stored as CSR structure only; labels are bit-packed.
+    """
+    z = np.load(sample_path("bibtex_sample.npz"))
+    out = []
+    for split in ("train", "test"):
+        indices, indptr = z[f"{split}_indices"].astype(np.int32), z[f"{split}_indptr"]
+        X = sp.csr_matrix((np.ones(indices.size), indices, indptr), shape=(indptr.size - 1, 1836))
+        Y = np.unpackbits(z[f"{split}_Y"], axis=1)[:, :159].astype(np.int8)
+        out += [X, Y]
     return tuple(out)

@@ -69,7 +69,7 @@ def resolve_kernel(spec, params, side, dtype):
 
 def resolve_sketch(spec, m, params, n, side):
     """Sketch instance (validated for n samples) or None for no sketching."""
-    letter = side[0]
+    letter = {"input": "x", "output": "y"}[side]
     if spec is None:
         if m is not None:
             raise ValueError(f"m_{letter}={m} was given but {side}_sketch is None")

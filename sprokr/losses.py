@@ -1,0 +1,203 @@
+"""Losses of the sketched kernel machines (p-sparsified paper, Appendix G).
+
+A loss compares predictions ``P`` and targets ``Y``, both of shape (n, d) (``d = 1`` for
+scalar problems), and returns one value per sample:
+
+``value(P, Y)``     -> ndarray (n,), ``l(p_i, y_i)``
+``gradient(P, Y)``  -> ndarray (n, d), a (sub)gradient of ``l(., y_i)`` at ``p_i``
+
+The solvers minimise ``(1/n) sum_i l(p_i, y_i) + lam/2 |f|^2``.  With the convention
+``square = 1/2 |p - y|^2`` this is exactly kernel ridge regression
+``alpha = (K + n lam I)^-1 Y`` (the ``closed_form`` flag tells the estimators so).
+
+Multi-output forms follow the paper: Huber and epsilon-insensitive act on the Euclidean
+norm of the residual vector ``r = p - y`` (``g(|r|)``), pinball and hinge are sums over the
+outputs (pinball with one level ``tau_j`` per output: joint quantile regression).
+
+Losses are extensible like kernels: a plugin returns ``{name: factory}`` from the
+``sprokr_losses`` hook, and estimators accept ``loss="name"`` or a :class:`Loss` instance.
+"""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+from sklearn.base import BaseEstimator
+
+__all__ = [
+    "Loss",
+    "SquareLoss",
+    "HuberLoss",
+    "EpsilonInsensitiveLoss",
+    "PinballLoss",
+    "HingeLoss",
+    "BUILTIN_LOSSES",
+    "check_quantile_levels",
+]
+
+
+def _nonneg(value, name):
+    if isinstance(value, bool) or not isinstance(value, (numbers.Real, np.floating, np.integer)):
+        raise ValueError(f"{name} must be a real number >= 0, got {value!r}")
+    if not np.isfinite(value) or value < 0:
+        raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
+    return float(value)
+
+
+def check_quantile_levels(tau):
+    """Quantile levels as a 1-D float array, each strictly inside (0, 1)."""
+    t = np.atleast_1d(np.asarray(tau, dtype=float))
+    if t.ndim != 1 or t.size == 0:
+        raise ValueError(f"quantile levels must be a scalar or a non-empty 1-D sequence, got {tau!r}")
+    if not np.all(np.isfinite(t)) or np.any(t <= 0) or np.any(t >= 1):
+        raise ValueError(f"quantile levels must lie strictly inside (0, 1), got {t.tolist()}")
+    return t
+
+
+class Loss(BaseEstimator):
+    """Base class: ``value`` and ``gradient`` on (n, d) predictions and targets.
+
+    Subclasses set ``closed_form = True`` only when the minimiser of the regularised
+    empirical risk is the ridge solution (the square loss).  ``validate(d)`` is called by
+    the estimators before any state changes, with the number of outputs.
+    """
+
+    name = None
+    closed_form = False
+
+    def validate(self, d):
+        """Raise ``ValueError`` if the loss cannot be used with ``d`` outputs."""
+
+    def value(self, P, Y):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def gradient(self, P, Y):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+class SquareLoss(Loss):
+    """``l(p, y) = 1/2 |p - y|^2`` (multi-output: squared Euclidean norm).  Closed form."""
+
+    name = "square"
+    closed_form = True
+
+    def value(self, P, Y):
+        R = P - Y
+        return 0.5 * np.einsum("ij,ij->i", R, R)
+
+    def gradient(self, P, Y):
+        return P - Y
+
+
+class HuberLoss(Loss):
+    """kappa-Huber on the residual norm: ``|r|^2/2`` if ``|r| <= kappa`` else ``kappa(|r| - kappa/2)``.
+
+    Parameters
+    ----------
+    kappa : float > 0
+        Transition point; the loss is ``kappa``-Lipschitz (robust to outliers).
+    """
+
+    name = "huber"
+
+    def __init__(self, kappa=1.0):
+        self.kappa = kappa
+
+    def validate(self, d):
+        if _nonneg(self.kappa, "kappa") == 0:
+            raise ValueError("kappa must be > 0 (kappa = 0 is the zero loss)")
+
+    def value(self, P, Y):
+        k = float(self.kappa)
+        r = np.linalg.norm(P - Y, axis=1)
+        return np.where(r <= k, 0.5 * r * r, k * (r - 0.5 * k))
+
+    def gradient(self, P, Y):
+        k = float(self.kappa)
+        R = P - Y
+        r = np.linalg.norm(R, axis=1, keepdims=True)
+        # r beyond kappa: the gradient is the residual direction scaled to length kappa
+        return R * np.minimum(1.0, k / np.maximum(r, 1e-300))
+
+
+class EpsilonInsensitiveLoss(Loss):
+    """epsilon-insensitive l1 (SVR): ``max(|r| - epsilon, 0)`` on the residual norm.
+
+    Parameters
+    ----------
+    epsilon : float >= 0
+        Width of the insensitive tube.
+    """
+
+    name = "epsilon_insensitive"
+
+    def __init__(self, epsilon=0.1):
+        self.epsilon = epsilon
+
+    def validate(self, d):
+        _nonneg(self.epsilon, "epsilon")
+
+    def value(self, P, Y):
+        return np.maximum(np.linalg.norm(P - Y, axis=1) - float(self.epsilon), 0.0)
+
+    def gradient(self, P, Y):
+        R = P - Y
+        r = np.linalg.norm(R, axis=1, keepdims=True)
+        outside = r > float(self.epsilon)
+        return np.where(outside, R / np.maximum(r, 1e-300), 0.0)
+
+
+class PinballLoss(Loss):
+    """Pinball (quantile) loss, summed over outputs: ``sum_j rho_{tau_j}(y_j - p_j)``.
+
+    ``rho_tau(u) = tau u`` for ``u >= 0`` and ``(tau - 1) u`` otherwise (Koenker, 2005);
+    its minimiser over constants is the ``tau``-quantile.  With ``d`` levels and the target
+    repeated over the outputs this is the joint quantile loss of Sangnier et al. (2016).
+
+    Parameters
+    ----------
+    tau : float or sequence of float in (0, 1)
+        One level, or one level per output.
+    """
+
+    name = "pinball"
+
+    def __init__(self, tau=0.5):
+        self.tau = tau
+
+    def validate(self, d):
+        t = check_quantile_levels(self.tau)
+        if t.size not in (1, d):
+            raise ValueError(f"pinball loss has {t.size} quantile levels but the targets have {d} outputs")
+
+    def value(self, P, Y):
+        t = check_quantile_levels(self.tau)
+        U = Y - P
+        return np.sum(np.where(U >= 0, t * U, (t - 1.0) * U), axis=1)
+
+    def gradient(self, P, Y):
+        t = check_quantile_levels(self.tau)
+        # d/dp rho_tau(y - p) = -tau if y > p, 1 - tau if y < p (sub-gradient at y = p)
+        return np.where(Y > P, -t, 1.0 - t) * np.ones_like(P)
+
+
+class HingeLoss(Loss):
+    """Hinge loss ``sum_j max(0, 1 - y_j p_j)`` for labels ``y in {-1, +1}`` (SVM)."""
+
+    name = "hinge"
+
+    def value(self, P, Y):
+        return np.sum(np.maximum(0.0, 1.0 - Y * P), axis=1)
+
+    def gradient(self, P, Y):
+        return np.where(Y * P < 1.0, -Y, 0.0)
+
+
+#: name -> factory, registered by :mod:`sprokr._builtins` through the ``sprokr_losses`` hook
+BUILTIN_LOSSES = {
+    "square": SquareLoss,
+    "huber": HuberLoss,
+    "epsilon_insensitive": EpsilonInsensitiveLoss,
+    "pinball": PinballLoss,
+    "hinge": HingeLoss,
+}

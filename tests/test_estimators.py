@@ -1,0 +1,170 @@
+import numpy as np
+import pytest
+from sklearn.base import clone
+from sklearn.exceptions import NotFittedError
+from sklearn.model_selection import GridSearchCV
+
+from sprokr import IOKR, ISOKR, SIOKR, SISOKR
+from sprokr.metrics import f1_samples, f1_samples_scorer
+
+KX = {"gamma": 0.2}
+KY = {"gamma": 0.5}
+
+
+def scores(model, X, cands=None):
+    return model.predict(X, candidates=cands, top_k=5)
+
+
+def test_identity_sketches_equal_iokr(multilabel_data):
+    Xtr, Ytr, Xte, _ = multilabel_data
+    exact = IOKR(lam=1e-3, input_kernel_params=KX, output_kernel_params=KY).fit(Xtr, Ytr)
+    ident = SISOKR(lam=1e-3, input_kernel_params=KX, output_kernel_params=KY,
+                   input_sketch="identity", output_sketch="identity").fit(Xtr, Ytr)
+    a, b = scores(exact, Xte), scores(ident, Xte)
+    np.testing.assert_array_equal(a.indices, b.indices)
+    np.testing.assert_allclose(a.scores, b.scores, rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("side", ["input", "output", "both"])
+def test_subsampling_with_m_equal_n_is_exact(multilabel_data, side):
+    Xtr, Ytr, Xte, _ = multilabel_data
+    n = len(Xtr)
+    exact = IOKR(lam=1e-3, input_kernel_params=KX, output_kernel_params=KY).fit(Xtr, Ytr)
+    kw = {}
+    if side in ("input", "both"):
+        kw.update(input_sketch="subsample", m_x=n)
+    if side in ("output", "both"):
+        kw.update(output_sketch="subsample", m_y=n)
+    sk = SISOKR(lam=1e-3, input_kernel_params=KX, output_kernel_params=KY, random_state=0, **kw).fit(Xtr, Ytr)
+    np.testing.assert_allclose(scores(sk, Xte).scores, scores(exact, Xte).scores, rtol=1e-5, atol=1e-7)
+
+
+def test_eigh_and_cholesky_solvers_agree(multilabel_data):
+    Xtr, Ytr, Xte, _ = multilabel_data
+    common = dict(lam=1e-2, input_kernel_params=KX, output_kernel_params=KY, input_sketch="psg", m_x=40,
+                  input_sketch_params={"p": 0.1}, random_state=1)
+    a = SISOKR(solver="cholesky", **common).fit(Xtr, Ytr)
+    b = SISOKR(solver="eigh", **common).fit(Xtr, Ytr)
+    np.testing.assert_allclose(a.predict_coordinates(Xte), b.predict_coordinates(Xte), rtol=1e-5, atol=1e-6)
+
+
+def test_sketched_model_learns_and_is_reproducible(multilabel_data):
+    Xtr, Ytr, Xte, Yte = multilabel_data
+    make = lambda seed: SISOKR(lam=1e-3, input_kernel_params=KX, output_kernel_params=KY,  # noqa: E731
+                               input_sketch="psr", m_x=60, input_sketch_params={"p": 0.05},
+                               output_sketch="psg", m_y=30, output_sketch_params={"p": 0.05},
+                               random_state=seed)
+    m = make(0).fit(Xtr, Ytr)
+    pred = m.predict(Xte)
+    assert pred.shape == Yte.shape and pred.dtype == Yte.dtype
+    baseline = f1_samples(Yte, np.tile(Ytr[np.argmax(Ytr.sum(1))], (len(Yte), 1)))
+    assert f1_samples(Yte, pred) > max(0.5, baseline + 0.1)
+    np.testing.assert_array_equal(make(0).fit(Xtr, Ytr).predict_coordinates(Xte), m.predict_coordinates(Xte))
+    assert not np.allclose(make(1).fit(Xtr, Ytr).predict_coordinates(Xte)[:, :3],
+                           m.predict_coordinates(Xte)[:, :3])
+
+
+def test_float32_input_side_close_to_float64(multilabel_data):
+    Xtr, Ytr, Xte, _ = multilabel_data
+    kw = dict(lam=1e-3, input_kernel_params=KX, output_kernel_params=KY, input_sketch="subsample", m_x=80,
+              output_sketch="psg", m_y=30, output_sketch_params={"p": 0.1}, random_state=0)
+    a = SISOKR(dtype="float64", **kw).fit(Xtr, Ytr)
+    b = SISOKR(dtype="float32", **kw).fit(Xtr, Ytr)
+    assert b.coef_.dtype == np.float32
+    np.testing.assert_allclose(b.predict_coordinates(Xte), a.predict_coordinates(Xte), atol=2e-3)
+
+
+def test_candidates_index_and_top_k(multilabel_data):
+    Xtr, Ytr, Xte, _ = multilabel_data
+    m = SIOKR(lam=1e-3, m_x=50, input_kernel_params=KX, output_kernel_params=KY, random_state=0).fit(Xtr, Ytr)
+    cands = np.unique(np.vstack([Ytr, 1 - Ytr[:20]]), axis=0)
+    index = m.make_candidate_index(cands)
+    direct = m.predict(Xte, candidates=cands, top_k=4)
+    via_index = m.predict(Xte, candidates=index, top_k=4)
+    np.testing.assert_array_equal(direct.indices, via_index.indices)
+    # brute force: full score matrix
+    E, off = m.embed_candidates(cands)
+    S = m.predict_coordinates(Xte) @ E.T
+    np.testing.assert_array_equal(direct.indices[:, 0], S.argmax(1))
+    np.testing.assert_allclose(direct.scores, -np.sort(-S, axis=1)[:, :4], rtol=1e-10)
+    # a tiny memory budget forces candidate chunking: same answer
+    m.set_params(max_memory_mb=1e-4)
+    np.testing.assert_array_equal(m.predict(Xte, candidates=index, top_k=4).indices, direct.indices)
+    np.testing.assert_array_equal(m.predict(Xte, candidates=cands), cands[direct.indices[:, 0]])
+    other = clone(m).fit(Xtr, Ytr)
+    with pytest.raises(ValueError, match="another model"):
+        other.predict(Xte, candidates=index)
+
+
+def test_non_normalized_output_kernel_uses_offsets(multilabel_data):
+    Xtr, Ytr, Xte, _ = multilabel_data
+    m = ISOKR(lam=1e-3, m_y=40, output_kernel="linear", input_kernel_params=KX, random_state=0).fit(Xtr, Ytr)
+    cands = np.unique(Ytr, axis=0)
+    E, off = m.embed_candidates(cands)
+    np.testing.assert_allclose(off, -0.5 * cands.sum(1))
+    S = m.predict_coordinates(Xte) @ E.T + off
+    np.testing.assert_array_equal(m.predict(Xte, candidates=cands), cands[S.argmax(1)])
+
+
+def test_grid_search_with_scorer(multilabel_data):
+    Xtr, Ytr, _, _ = multilabel_data
+    gs = GridSearchCV(SIOKR(m_x=40, input_kernel_params=KX, output_kernel_params=KY, random_state=0),
+                      {"lam": [1e-3, 1e-1]}, scoring=f1_samples_scorer(), cv=3)
+    gs.fit(Xtr, Ytr)
+    assert gs.best_params_["lam"] in (1e-3, 1e-1)
+    assert 0 < gs.best_score_ <= 1
+    assert IOKR().get_params()["lam"] == 1e-5 and "input_sketch" not in IOKR().get_params()
+
+
+def test_non_array_inputs_are_accepted(multilabel_data):
+    """X and Y are whatever the kernels accept: here lists of Python lists."""
+    Xtr, Ytr, Xte, _ = multilabel_data
+    m = IOKR(lam=1e-3, input_kernel_params=KX, output_kernel_params=KY)
+    m.fit([list(x) for x in Xtr], [tuple(y) for y in Ytr])
+    pred = m.predict([list(x) for x in Xte])
+    assert isinstance(pred, list) and isinstance(pred[0], tuple)
+
+
+BAD_FITS = [
+    (dict(), lambda X, Y: (X[:-1], Y), "different numbers of samples"),
+    (dict(), lambda X, Y: (np.where(np.arange(X.size).reshape(X.shape) == 3, np.nan, X), Y), "NaN"),
+    (dict(), lambda X, Y: (X, np.where(np.arange(Y.size).reshape(Y.shape) == 5, np.inf, Y)), "NaN or infinite"),
+    (dict(input_sketch="subsample", m_x=10**6), None, "larger than the number of samples"),
+    (dict(input_sketch="subsample", m_x=0), None, ">= 1"),
+    (dict(output_sketch="psg", m_y=10, output_sketch_params={"p": 1.5}), None, r"\(0, 1\]"),
+    (dict(output_sketch="psg", m_y=10, output_sketch_params={"p": 0.0}), None, r"\(0, 1\]"),
+    (dict(input_kernel="nope"), None, "known input_kernels: .*gaussian"),
+    (dict(output_sketch="nope", m_y=3), None, "known sketchs: .*psg"),
+    (dict(input_sketch="psr"), None, "needs a sketch size m_x"),
+    (dict(lam=-1.0), None, "lam must be > 0"),
+    (dict(dtype="int8"), None, "float32 or float64"),
+]
+
+
+@pytest.mark.parametrize("params, mutate, msg", BAD_FITS)
+def test_bad_input_leaves_fitted_model_unchanged(multilabel_data, params, mutate, msg):
+    Xtr, Ytr, Xte, _ = multilabel_data
+    m = SISOKR(lam=1e-3, input_kernel_params=KX, output_kernel_params=KY).fit(Xtr, Ytr)
+    before = m.predict_coordinates(Xte).copy()
+    X, Y = (Xtr, Ytr) if mutate is None else mutate(Xtr, Ytr)
+    X_copy = X.copy()
+    m.set_params(**params)
+    with pytest.raises((ValueError, TypeError), match=msg):
+        m.fit(X, Y)
+    np.testing.assert_array_equal(X, X_copy)  # nothing the user passed is modified
+    m.set_params(**{k: SISOKR().get_params()[k] for k in params})
+    m.set_params(lam=1e-3, input_kernel_params=KX, output_kernel_params=KY)
+    np.testing.assert_array_equal(m.predict_coordinates(Xte), before)
+
+
+def test_predict_errors(multilabel_data):
+    Xtr, Ytr, Xte, _ = multilabel_data
+    with pytest.raises(NotFittedError):
+        SISOKR().predict(Xte)
+    m = IOKR(input_kernel_params=KX).fit(Xtr, Ytr)
+    with pytest.raises(ValueError, match="empty"):
+        m.predict(Xte, candidates=np.zeros((0, Ytr.shape[1])))
+    with pytest.raises(ValueError, match="top_k"):
+        m.predict(Xte, top_k=0)
+    with pytest.raises(ValueError, match="NaN"):
+        m.predict(np.full_like(Xte, np.nan))

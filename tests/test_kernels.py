@@ -1,0 +1,77 @@
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.metrics.pairwise import (
+    cosine_similarity,
+    laplacian_kernel,
+    linear_kernel,
+    polynomial_kernel,
+    rbf_kernel,
+)
+
+from sprokr.kernels import (
+    CosineKernel,
+    GaussianKernel,
+    LaplacianKernel,
+    LinearKernel,
+    MinMaxKernel,
+    PolynomialKernel,
+    TanimotoKernel,
+)
+
+
+@pytest.fixture
+def XY(rng):
+    return rng.standard_normal((30, 7)), rng.standard_normal((20, 7))
+
+
+@pytest.mark.parametrize(
+    "ours, ref",
+    [
+        (LinearKernel(), linear_kernel),
+        (PolynomialKernel(degree=2, gamma=0.3, coef0=1.0), lambda a, b: polynomial_kernel(a, b, 2, 0.3, 1.0)),
+        (GaussianKernel(gamma=0.2), lambda a, b: rbf_kernel(a, b, gamma=0.2)),
+        (GaussianKernel(sigma2=2.5), lambda a, b: rbf_kernel(a, b, gamma=1 / 5.0)),
+        (LaplacianKernel(gamma=0.3), lambda a, b: laplacian_kernel(a, b, gamma=0.3)),
+        (CosineKernel(), cosine_similarity),
+    ],
+)
+def test_vector_kernels_match_scikit_learn(XY, ours, ref):
+    X, Y = XY
+    np.testing.assert_allclose(ours(X, Y), ref(X, Y), rtol=1e-10, atol=1e-12)
+    # sparse inputs give the same Gram
+    np.testing.assert_allclose(ours(sp.csr_matrix(X), Y), ref(X, Y), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(ours(X, sp.csr_matrix(Y)), ref(X, Y), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(ours.diag(ours.prepare(X)), np.diag(ref(X, X)), rtol=1e-10)
+
+
+def test_float32_kernels_are_float32_and_close(XY):
+    X, Y = XY
+    K32 = GaussianKernel(gamma=0.1, dtype="float32")(X, Y)
+    assert K32.dtype == np.float32
+    np.testing.assert_allclose(K32, rbf_kernel(X, Y, gamma=0.1), rtol=1e-4, atol=1e-6)
+
+
+def test_tanimoto_and_minmax_known_values():
+    A = np.array([[1, 1, 0, 0], [1, 1, 0, 0], [0, 0, 1, 1], [0, 0, 0, 0]], dtype=float)
+    K = TanimotoKernel()(A)
+    assert K[0, 1] == 1.0  # identical
+    assert K[0, 2] == 0.0  # disjoint
+    assert K[3, 3] == 1.0  # two empty fingerprints are identical
+    np.testing.assert_allclose(MinMaxKernel()(A), K)  # equal on binary vectors
+    C = np.array([[2.0, 1.0, 0.0], [1.0, 3.0, 1.0]])
+    expected = (1 + 1 + 0) / (2 + 3 + 1)
+    assert MinMaxKernel()(C)[0, 1] == pytest.approx(expected)
+    with pytest.raises(ValueError, match="non-negative"):
+        MinMaxKernel()(-C)
+
+
+def test_kernel_rejects_nan_and_bad_shapes():
+    with pytest.raises(ValueError, match="NaN"):
+        GaussianKernel()(np.array([[0.0, np.nan]]))
+    with pytest.raises(ValueError, match="2-D"):
+        GaussianKernel()(np.zeros((2, 2, 2)))
+    with pytest.raises(TypeError, match="numeric"):
+        GaussianKernel()(["a", "b"])
+    with pytest.raises(ValueError, match="sigma2"):
+        GaussianKernel(sigma2=-1.0)(np.zeros((2, 2)))

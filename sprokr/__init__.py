@@ -11,6 +11,7 @@ from .decoders import CandidateIndex, Decoded
 from .hookspecs import hookimpl
 from .kernels import Kernel
 from .models import IOKR, ISOKR, SIOKR, SISOKR
+from .models import DSOKR, DSOKREnsemble
 from .registry import get_registry, list_components
 from .sketches import Sketch, SketchMatrix
 
@@ -20,3 +21,4 @@ __all__ = [
     "IOKR", "SIOKR", "ISOKR", "SISOKR", "Kernel", "Sketch", "SketchMatrix", "CandidateIndex",
     "Decoded", "hookimpl", "get_registry", "list_components", "__version__",
 ]
+__all__ += ["DSOKR", "DSOKREnsemble"]

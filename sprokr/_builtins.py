@@ -34,14 +34,25 @@ def sprokr_decoders():
 
 @hookimpl
 def sprokr_regressors():
-    from sklearn.linear_model import Ridge
-    from sklearn.neural_network import MLPRegressor
+    """Surrogate regressors of DSOKR (see :mod:`sprokr.models.regressors`).
 
-    return {"ridge": Ridge, "mlp": MLPRegressor}
+    ``kernel_ridge`` (DSOKR with it is ISOKR), ``mlp`` (scikit-learn MLP with early
+    stopping on the kernel-induced loss), ``ridge`` (plain scikit-learn ``Ridge``) and, only
+    when torch is installed (extra ``torch``), ``torch_mlp`` (robust losses).
+    """
+    from sklearn.linear_model import Ridge
+
+    from .models.regressors import KernelRidgeRegressor, MLPSurrogate, TorchRegressor, torch_available
+
+    regs = {"ridge": Ridge, "mlp": MLPSurrogate, "kernel_ridge": KernelRidgeRegressor}
+    if torch_available():
+        regs["torch_mlp"] = TorchRegressor
+    return regs
 
 
 @hookimpl
 def sprokr_losses():
+    """Losses of the sketched kernel machines (:mod:`sprokr.losses`)."""
     from .losses import BUILTIN_LOSSES
 
     return dict(BUILTIN_LOSSES)

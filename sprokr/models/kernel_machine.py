@@ -1,0 +1,367 @@
+"""Sketched kernel machines with Lipschitz losses, scalar and multi-output (p-sparsified paper).
+
+With a sketch ``R = W S`` (m x n) the substitution ``A = R^T Gamma`` turns the decomposable
+kernel machine ``f(x) = sum_j k(x, x_j) M alpha_j`` into
+
+    min_Gamma (1/n) sum_i l([K R^T Gamma M]_i, y_i) + lam/2 Tr(R K R^T Gamma M Gamma^T)   (P)
+
+solved on the equivalent linear problem of :mod:`sprokr.models._solvers` with the sketched
+feature map ``z(x) = D^-1/2 U^T R k^x`` (:class:`SketchedFeatures`, eigenpairs of
+``R K R^T``).  Only the kernel columns of the ``m'`` non-null columns of ``R`` are computed
+(decomposition trick), and the learned function is stored as coefficients on those
+samples: ``f(x) = k(x, X[indices]) beta`` with ``beta = W^T U D^-1/2 C`` (m' x d).
+
+Without a sketch the machine is exact (the baseline of every benchmark): square loss by
+Cholesky of ``e K + n lam I``; other losses on the features ``L`` of ``K = L L^T``.
+"""
+from __future__ import annotations
+
+import numbers
+import time
+
+import numpy as np
+import scipy.linalg as sla
+from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.utils.validation import check_is_fitted
+
+from .._linalg import DEFAULT_RCOND, ShiftedCrossProducts
+from .._utils import (
+    check_positive,
+    check_random_state,
+    iter_chunks,
+    num_samples,
+    resolve_dtype,
+    take_slice,
+)
+from ..losses import Loss, PinballLoss, check_quantile_levels
+from ..registry import get_registry
+from ._solvers import adam_solve, ridge_by_eigengroups
+from .output_matrix import check_output_matrix, joint_quantile_matrix
+from .sisokr import resolve_kernel, resolve_sketch
+from .sketched_features import RowGatherer, SketchedFeatures, default_chunk_size
+
+__all__ = ["SketchedKernelMachine", "JointQuantileRegressor", "check_targets", "check_solver_params"]
+
+
+def check_targets(y, n):
+    """Targets as a float64 (n, d) copy and whether they were 1-D."""
+    Y = np.array(y, dtype=np.float64)  # a copy: the caller's array is never touched
+    if Y.ndim not in (1, 2):
+        raise ValueError(f"y must be 1-D (n,) or 2-D (n, d), got {Y.ndim}-D")
+    if Y.shape[0] != n:
+        raise ValueError(f"X and y have different numbers of samples: {n} and {Y.shape[0]}")
+    if not np.all(np.isfinite(Y)):
+        raise ValueError("y contains NaN or infinite values")
+    scalar = Y.ndim == 1
+    return (Y[:, None] if scalar else Y), scalar
+
+
+def check_solver_params(est, loss):
+    """Validate the optimisation parameters shared by the kernel machines; returns the solver."""
+    if est.solver not in ("auto", "closed_form", "adam"):
+        raise ValueError(f"solver must be 'auto', 'closed_form' or 'adam', got {est.solver!r}")
+    solver = est.solver
+    if solver == "auto":
+        solver = "closed_form" if loss.closed_form else "adam"
+    if solver == "closed_form" and not loss.closed_form:
+        raise ValueError(f"solver='closed_form' needs the square loss, got {type(loss).__name__}")
+    check_positive(est.learning_rate, "learning_rate")
+    for name in ("batch_size", "max_epochs", "n_iter_no_change"):
+        v = getattr(est, name)
+        if isinstance(v, bool) or not isinstance(v, (numbers.Integral, np.integer)) or v < 1:
+            raise ValueError(f"{name} must be an integer >= 1, got {v!r}")
+    check_positive(est.tol, "tol", strict=False)
+    if est.init not in ("ridge", "zeros"):
+        raise ValueError(f"init must be 'ridge' or 'zeros', got {est.init!r}")
+    return solver
+
+
+class _LinearProblemMixin:
+    """Closed form or Adam on features ``Z``; shared with the random Fourier features."""
+
+    def _solve_on_features(self, Z, Y, solver, loss, lam, V, e, rng, C0=None):
+        """Output coefficients ``C`` (r, d) of the linear problem on features ``Z`` (n, r).
+
+        ``C0``: a known square-loss solution (else computed from ``Z^T Z`` when needed).
+        """
+        n = Z.shape[0]
+        if C0 is None and (solver == "closed_form" or self.init == "ridge"):
+            C0 = ridge_by_eigengroups(Z.T @ Z, Z.T @ Y.astype(Z.dtype), n, lam, V, e)
+        if solver == "closed_form":
+            self.converged_, self.n_epochs_, self.objective_ = True, 0, []
+            return C0
+        res = adam_solve(
+            Z, Y, loss, lam, V, e, coef0=C0, learning_rate=self.learning_rate,
+            batch_size=self.batch_size, max_epochs=self.max_epochs, tol=self.tol,
+            n_iter_no_change=self.n_iter_no_change, rng=rng, verbose=self.verbose,
+        )
+        self.converged_, self.n_epochs_, self.objective_ = res.converged, res.n_epochs, res.objective
+        return res.coef
+
+    def _finish_predict(self, P):
+        return P[:, 0] if self._scalar else P
+
+
+class SketchedKernelMachine(_LinearProblemMixin, RegressorMixin, BaseEstimator):
+    """Kernel machine with a generic loss, optional sketching and a decomposable kernel ``k M``.
+
+    Parameters
+    ----------
+    kernel : str or Kernel, default "gaussian"
+        Input kernel (registered name or instance).
+    kernel_params : dict, optional
+        Parameters of a kernel given by name, e.g. ``{"sigma2": 10.0}``.
+    loss : str or Loss, default "square"
+        ``square``, ``huber``, ``epsilon_insensitive``, ``pinball``, ``hinge`` or a plugin's.
+    loss_params : dict, optional
+        e.g. ``{"kappa": 1.0}``, ``{"epsilon": 0.1}``, ``{"tau": 0.9}``.
+    lam : float > 0
+        Regularisation: objective ``(1/n) sum l(f(x_i), y_i) + lam/2 |f|^2``.
+    sketch : str, Sketch or None
+        ``None``: exact machine.  Names: ``subsample``/``nystrom``, ``gaussian``, ``psr``,
+        ``psg``, ``psparsified``, ``accumulation``, ``countsketch``, ``identity``.
+    m : int, optional
+        Sketch size when the sketch is given by name.
+    sketch_params : dict, optional
+        e.g. ``{"p": 20 / n}`` for p-SR / p-SG, ``{"m_acc": 20}`` for accumulation.
+    output_matrix : None, "identity" or array (d, d)
+        ``M`` of the decomposable kernel (symmetric PSD); see
+        :func:`sprokr.models.graph_laplacian_matrix` and :func:`joint_quantile_matrix`.
+    solver : {"auto", "closed_form", "adam"}
+        ``auto``: closed form for the square loss, Adam otherwise.
+    learning_rate, batch_size, max_epochs, tol, n_iter_no_change :
+        Adam step size, mini-batch size and stopping rule (:func:`sprokr.models._solvers.adam_solve`).
+    init : {"ridge", "zeros"}
+        Adam's starting point: the square-loss solution (one r x r Cholesky) or zero.
+    dtype : {"float64", "float32"}
+        Precision of kernel blocks and features (the r x r systems are solved in float64).
+    rcond : float, optional
+        Relative eigenvalue threshold of the feature map (default 1e-10).
+    chunk_size : int, optional
+        Training rows per kernel block (default from a 64 MB budget).
+    random_state : None, int or numpy.random.Generator
+        Seeds the sketch, then Adam's mini-batch order.
+    verbose : bool
+
+    Attributes
+    ----------
+    kernel_, loss_ : the resolved components
+    sketch_matrix_ : SketchMatrix or None
+    output_matrix_ : ndarray (d, d)
+    coef_ : ndarray (m' or n, d)
+        Coefficients on ``X_support_``: ``f(x) = k(x, X_support_) coef_``.
+    X_support_ : prepared samples (the ``m'`` selected training points, or all of them)
+    rank_ : int, dimension ``r`` of the feature map (n for the exact machine)
+    converged_ : bool, n_epochs_ : int, objective_ : list of float (Adam's per-epoch objective)
+    n_train_ : int, fit_time_ : float (s)
+
+    Memory: the closed form accumulates ``(K R^T)^T (K R^T)`` over row chunks (O(m^2 +
+    chunk x m')); Adam keeps the n x r features.  The exact machine holds the n x n Gram.
+    """
+
+    def __init__(self, kernel="gaussian", kernel_params=None, loss="square", loss_params=None,
+                 lam=1e-4, sketch=None, m=None, sketch_params=None, output_matrix=None,
+                 solver="auto", learning_rate=1e-2, batch_size=256, max_epochs=100, tol=1e-4,
+                 n_iter_no_change=5, init="ridge", dtype="float64", rcond=None, chunk_size=None,
+                 random_state=None, verbose=False):
+        self.kernel = kernel
+        self.kernel_params = kernel_params
+        self.loss = loss
+        self.loss_params = loss_params
+        self.lam = lam
+        self.sketch = sketch
+        self.m = m
+        self.sketch_params = sketch_params
+        self.output_matrix = output_matrix
+        self.solver = solver
+        self.learning_rate = learning_rate
+        self.batch_size = batch_size
+        self.max_epochs = max_epochs
+        self.tol = tol
+        self.n_iter_no_change = n_iter_no_change
+        self.init = init
+        self.dtype = dtype
+        self.rcond = rcond
+        self.chunk_size = chunk_size
+        self.random_state = random_state
+        self.verbose = verbose
+
+    # ------------------------------------------------------------------ hooks
+    def _loss_and_targets(self, y, n):
+        """(loss, Y (n, d), scalar?, output matrix spec) -- overridden by the quantile regressor."""
+        Y, scalar = check_targets(y, n)
+        loss = get_registry().create("loss", self.loss, self.loss_params, base=Loss)
+        return loss, Y, scalar, self.output_matrix
+
+    # ------------------------------------------------------------------ fit
+    def fit(self, X, y):
+        """Fit on ``n`` samples.  ``X``: what the kernel accepts; ``y``: (n,) or (n, d).  Returns self."""
+        t0 = time.perf_counter()
+        n = num_samples(X, "X")
+        if n < 1:
+            raise ValueError("cannot fit on 0 samples")
+        loss, Y, scalar, M_spec = self._loss_and_targets(y, n)
+        d = Y.shape[1]
+        loss.validate(d)
+        M, V, e = check_output_matrix(M_spec, d)
+        lam = check_positive(self.lam, "lam")
+        dtype = resolve_dtype(self.dtype)
+        solver = check_solver_params(self, loss)
+        kernel = resolve_kernel(self.kernel, self.kernel_params, "input", dtype)
+        sketch = resolve_sketch(self.sketch, self.m, self.sketch_params, n, "input")
+        Xp = kernel.prepare(X)
+        rng = check_random_state(self.random_state)
+        R = sketch.draw(n, rng) if sketch is not None else None
+
+        # ---- validated: learned state starts here
+        self.kernel_, self.loss_, self.sketch_matrix_ = kernel, loss, R
+        self.output_matrix_, self.n_train_, self._scalar = M, n, scalar
+        self._dtype = dtype
+        rcond = self.rcond if self.rcond is not None else DEFAULT_RCOND
+        args = (Xp, Y, n, lam, V, e, solver, loss, rng)
+        if R is None:
+            self._fit_exact(*args)
+        else:
+            self._fit_sketched(*args, R, rcond)
+        self.fit_time_ = time.perf_counter() - t0
+        if self.verbose:
+            print(f"[{type(self).__name__}] fit in {self.fit_time_:.3f} s, rank {self.rank_}", flush=True)
+        return self
+
+    def _fit_sketched(self, Xp, Y, n, lam, V, e, solver, loss, rng, R, rcond):
+        dtype = self._dtype
+        feats = SketchedFeatures(self.kernel_, R, Xp, dtype, rcond)
+        rows = RowGatherer(R.indices, R.m, dtype)  # (K R^T)[indices] gives R K R^T
+        chunk = self.chunk_size or default_chunk_size(R.indices.size, dtype)
+        if solver == "closed_form":
+            # accumulate (K R^T)^T (K R^T) and (K R^T)^T Y: memory O(m^2 + chunk x m')
+            acc = ShiftedCrossProducts(R.m, Y.shape[1], dtype, np.float64)
+            for sl in iter_chunks(n, chunk):
+                A = feats.block(take_slice(Xp, sl))
+                rows.add(sl, A)
+                acc.add(sl, A, Y[sl], overwrite=True)
+            AtA, AtY = acc.result()
+            feats.set_basis(rows.rows)
+            B = feats.basis_.astype(np.float64)  # U D^-1/2: z = B^T R k^x
+            # G = Z^T Z and H = Z^T Y of the linear problem, from Z = (K R^T) B
+            C = ridge_by_eigengroups(B.T @ AtA @ B, B.T @ AtY, n, lam, V, e)
+            self.converged_, self.n_epochs_, self.objective_ = True, 0, []
+        else:
+            A = np.empty((n, R.m), dtype=dtype)  # Adam revisits every row: keep K R^T
+            for sl in iter_chunks(n, chunk):
+                A[sl] = feats.block(take_slice(Xp, sl))
+                rows.add(sl, A[sl])
+            feats.set_basis(rows.rows)
+            B = feats.basis_.astype(np.float64)
+            Z = A @ feats.basis_
+            del A
+            C = self._solve_on_features(Z, Y, solver, loss, lam, V, e, rng)
+        self.rank_ = B.shape[1]
+        self.X_support_ = feats.Z_sel
+        self._set_coef(R.apply_left_transpose(B @ C))
+
+    def _fit_exact(self, Xp, Y, n, lam, V, e, solver, loss, rng):
+        """Exact machine: n x n Gram; (E2) with G = K, or Adam on the Cholesky features."""
+        K = self._gram(Xp, n)
+        self.X_support_, self.rank_ = Xp, n
+        if solver == "closed_form" or self.init == "ridge":
+            # ridge_by_eigengroups with G = K, H = Y: alpha~_j = e_j (e_j K + n lam I)^-1 y~_j
+            beta0 = ridge_by_eigengroups(K, Y, n, lam, V, e)
+        if solver == "closed_form":
+            self.converged_, self.n_epochs_, self.objective_ = True, 0, []
+            self._set_coef(beta0)
+            return
+        # K = L L^T: the rows of L are exact features (z(x) = L^-1 k^x), |f|^2 = |Omega|^2
+        K64 = np.asarray(K, dtype=np.float64)
+        del K
+        K64.flat[:: n + 1] += 1e-10 * float(np.mean(np.diag(K64)))
+        L = sla.cholesky(K64, lower=True, overwrite_a=True, check_finite=False)
+        C0 = L.T @ beta0 if self.init == "ridge" else None
+        C = self._solve_on_features(L.astype(self._dtype), Y, solver, loss, lam, V, e, rng, C0=C0)
+        self._set_coef(sla.solve_triangular(L, C, lower=True, trans="T", check_finite=False))
+
+    def _gram(self, Xp, n):
+        chunk = self.chunk_size or default_chunk_size(n, self._dtype)
+        K = np.empty((n, n), dtype=self._dtype)
+        for sl in iter_chunks(n, chunk):
+            K[sl] = self.kernel_.pairwise(take_slice(Xp, sl), Xp)
+        return K
+
+    def _set_coef(self, beta):
+        self.coef_ = np.asarray(beta, dtype=self._dtype)
+        self._coef_sum = np.asarray(beta, dtype=np.float64).sum(axis=0)
+
+    # ------------------------------------------------------------------ predict
+    def predict(self, X):
+        """Predictions, shape (n_q,) for 1-D training targets, else (n_q, d)."""
+        check_is_fitted(self, "coef_")
+        Xp = self.kernel_.prepare(X)
+        nq = num_samples(Xp)
+        out = np.empty((nq, self.coef_.shape[1]))
+        chunk = self.chunk_size or default_chunk_size(num_samples(self.X_support_), self._dtype)
+        for sl in iter_chunks(nq, chunk):
+            Kq = np.asarray(self.kernel_.pairwise(take_slice(Xp, sl), self.X_support_), dtype=self._dtype)
+            # k^T beta = (k - mu)^T beta + mu 1^T beta: removing the common offset of the
+            # kernel row keeps float32 products accurate when beta's entries cancel
+            mu = Kq.mean(axis=1, keepdims=True)
+            Kq -= mu
+            out[sl] = Kq @ self.coef_ + mu.astype(np.float64) * self._coef_sum
+        return self._finish_predict(out)
+
+
+class JointQuantileRegressor(SketchedKernelMachine):
+    """Joint quantile regression: pinball loss at levels ``taus`` with ``M_ij = exp(-gamma_tau (tau_i - tau_j)^2)``.
+
+    ``fit(X, y)`` takes scalar targets (n,); ``predict(X)`` returns the (n_q, d) conditional
+    quantiles, one column per level (Sangnier et al., 2016; p-sparsified paper, Example 1).
+    Sharing information across levels through ``M`` limits quantile crossing; it is not
+    forbidden (see :func:`sprokr.metrics.crossing_loss`).
+
+    Parameters
+    ----------
+    taus : sequence of float in (0, 1), default (0.1, 0.3, 0.5, 0.7, 0.9)
+    gamma_tau : float >= 0
+        Coupling of the levels (0: all levels share one function up to the loss).
+    Other parameters: as :class:`SketchedKernelMachine` (the loss is fixed to pinball and the
+    solver to Adam).
+    """
+
+    # fixed by the model (not constructor parameters)
+    solver = "adam"
+    loss = "pinball"
+
+    def __init__(self, taus=(0.1, 0.3, 0.5, 0.7, 0.9), gamma_tau=10.0, kernel="gaussian",
+                 kernel_params=None, lam=1e-4, sketch=None, m=None, sketch_params=None,
+                 learning_rate=1e-2, batch_size=256, max_epochs=100, tol=1e-4, n_iter_no_change=5,
+                 init="ridge", dtype="float64", rcond=None, chunk_size=None, random_state=None,
+                 verbose=False):
+        self.taus = taus
+        self.gamma_tau = gamma_tau
+        self.kernel = kernel
+        self.kernel_params = kernel_params
+        self.lam = lam
+        self.sketch = sketch
+        self.m = m
+        self.sketch_params = sketch_params
+        self.learning_rate = learning_rate
+        self.batch_size = batch_size
+        self.max_epochs = max_epochs
+        self.tol = tol
+        self.n_iter_no_change = n_iter_no_change
+        self.init = init
+        self.dtype = dtype
+        self.rcond = rcond
+        self.chunk_size = chunk_size
+        self.random_state = random_state
+        self.verbose = verbose
+
+    def _loss_and_targets(self, y, n):
+        taus = check_quantile_levels(self.taus)
+        if np.any(np.diff(taus) <= 0):
+            raise ValueError(f"taus must be strictly increasing, got {taus.tolist()}")
+        y1, _ = check_targets(y, n)
+        if y1.shape[1] != 1:
+            raise ValueError(f"JointQuantileRegressor takes scalar targets (n,), got shape {np.shape(y)}")
+        M = joint_quantile_matrix(taus, self.gamma_tau)
+        # l_tau(f(x), y) = L_tau(f(x) - y 1_d): the target repeated once per level
+        return PinballLoss(tau=taus), np.repeat(y1, taus.size, axis=1), False, M

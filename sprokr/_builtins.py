@@ -56,11 +56,3 @@ def sprokr_losses():
     from .losses import BUILTIN_LOSSES
 
     return dict(BUILTIN_LOSSES)
-
-
-@hookimpl
-def sprokr_losses():
-    """Losses of the sketched kernel machines (:mod:`sprokr.losses`)."""
-    from .losses import BUILTIN_LOSSES
-
-    return dict(BUILTIN_LOSSES)

@@ -10,3 +10,6 @@ from .kernel_machine import JointQuantileRegressor, SketchedKernelMachine
 from .output_matrix import graph_laplacian_matrix, joint_quantile_matrix
 
 __all__ += ["SketchedKernelMachine", "JointQuantileRegressor", "graph_laplacian_matrix", "joint_quantile_matrix"]
+from .rff import RFFKernelMachine  # noqa: E402
+
+__all__ += ["RFFKernelMachine"]

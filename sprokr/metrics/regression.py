@@ -1,0 +1,74 @@
+"""Regression metrics: RRMSE / ARRMSE (multi-target), pinball and crossing losses (quantiles).
+
+All take ``(y_true, y_pred)`` in scikit-learn order.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..losses import check_quantile_levels
+
+__all__ = ["rrmse", "arrmse", "pinball_loss", "crossing_loss"]
+
+
+def _as_2d(a, name):
+    a = np.asarray(a, dtype=float)
+    if a.ndim == 1:
+        a = a[:, None]
+    if a.ndim != 2:
+        raise ValueError(f"{name} must be 1-D or 2-D, got {a.ndim}-D")
+    return a
+
+
+def rrmse(y_true, y_pred, y_train_mean=None):
+    """Relative RMSE per target: ``sqrt(sum (y - p)^2 / sum (y - ybar)^2)``, shape (d,).
+
+    ``ybar`` is the mean of the *training* targets when ``y_train_mean`` is given (the
+    convention of the multi-target regression literature and of the p-sparsified paper),
+    else the mean of ``y_true``.
+    """
+    Y, P = _as_2d(y_true, "y_true"), _as_2d(y_pred, "y_pred")
+    if Y.shape != P.shape:
+        raise ValueError(f"y_true and y_pred have different shapes: {Y.shape} and {P.shape}")
+    ybar = Y.mean(axis=0) if y_train_mean is None else np.broadcast_to(np.asarray(y_train_mean, float), Y.shape[1:])
+    den = np.sum((Y - ybar) ** 2, axis=0)
+    if np.any(den == 0):
+        raise ValueError("a target is constant: its RRMSE is undefined")
+    return np.sqrt(np.sum((Y - P) ** 2, axis=0) / den)
+
+
+def arrmse(y_true, y_pred, y_train_mean=None):
+    """Average relative RMSE over the targets (see :func:`rrmse`)."""
+    return float(np.mean(rrmse(y_true, y_pred, y_train_mean)))
+
+
+def pinball_loss(y_true, q_pred, taus):
+    """Mean over samples of ``sum_j rho_{tau_j}(y - q_j)`` (Sangnier et al., 2016).
+
+    Parameters
+    ----------
+    y_true : (n,) scalar targets
+    q_pred : (n, d) predicted quantiles, one column per level
+    taus : (d,) levels in (0, 1)
+    """
+    t = check_quantile_levels(taus)
+    y = np.asarray(y_true, dtype=float).reshape(-1, 1)
+    Q = _as_2d(q_pred, "q_pred")
+    if Q.shape != (y.shape[0], t.size):
+        raise ValueError(f"q_pred must have shape ({y.shape[0]}, {t.size}), got {Q.shape}")
+    U = y - Q
+    return float(np.mean(np.sum(np.where(U >= 0, t * U, (t - 1.0) * U), axis=1)))
+
+
+def crossing_loss(q_pred, taus=None):
+    """Mean over samples of ``sum_j max(0, q_j - q_{j+1})`` for increasing levels.
+
+    Zero when the predicted quantiles are non-decreasing in the level (no crossing).
+    ``taus`` (optional) only checks that the columns are ordered by increasing level.
+    """
+    Q = _as_2d(q_pred, "q_pred")
+    if taus is not None:
+        t = check_quantile_levels(taus)
+        if t.size != Q.shape[1] or np.any(np.diff(t) <= 0):
+            raise ValueError("taus must be increasing with one level per column of q_pred")
+    return float(np.mean(np.sum(np.maximum(0.0, Q[:, :-1] - Q[:, 1:]), axis=1)))

@@ -1,0 +1,324 @@
+"""Sketch-size selection: the "perfect h" curve, approximate ridge leverage scores, m_x.
+
+* :func:`perfect_h_curve` -- for growing ``m_y``, the "perfect" predictor
+  ``h(x, y) = P~_Y psi(y)`` (the projection of the true output on the sketched output
+  subspace) is decoded for validation outputs; the curve of its error / task metric shows
+  how large the output sketch must be, without training any regressor.  Its plateau gives
+  the smallest useful ``m_y`` (``plateau_index``).  Usable for DSOKR and SISOKR alike.
+* :func:`approximate_leverage_scores` -- ridge leverage scores of a Gram matrix (output or
+  input) from a uniform Nystrom approximation, ``O(n m)`` kernel evaluations; pass them as
+  ``SubSample(probabilities=...)``.  :func:`plot_leverage_scores` draws the sorted scores.
+* :func:`select_m_x` -- validation surrogate error of SIOKR for growing ``m_x`` until
+  convergence or a training-time budget.
+
+Plots use matplotlib's Agg backend (extra ``plot``).
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from ._linalg import DEFAULT_RCOND, psd_eigh
+from ._utils import check_positive, check_random_state, iter_chunks, num_samples, take, take_slice, unique_indices
+from .decoders.candidates import topk_search
+from .models.sketched_features import SketchedFeatures, default_chunk_size
+
+__all__ = [
+    "perfect_h_curve",
+    "plateau_index",
+    "approximate_leverage_scores",
+    "plot_leverage_scores",
+    "plot_curve",
+    "surrogate_error",
+    "select_m_x",
+]
+
+
+def plateau_index(values, greater_is_better=False, rtol=0.05, atol=0.0):
+    """Index of the first point from which the curve stays within tolerance of its best.
+
+    ``values`` are ordered by increasing sketch size.  The tolerance is
+    ``atol + rtol * (max(values) - min(values))``; the returned index ``k`` is the smallest
+    one such that every ``values[j]``, ``j >= k``, is within it of the best value.
+    """
+    v = np.asarray(values, dtype=float)
+    if v.ndim != 1 or v.size == 0 or not np.isfinite(v).all():
+        raise ValueError("values must be a non-empty 1-D sequence of finite numbers")
+    best = v.max() if greater_is_better else v.min()
+    tol = atol + rtol * (v.max() - v.min())
+    ok = np.abs(v - best) <= tol
+    bad = np.flatnonzero(~ok)
+    return int(bad[-1] + 1) if bad.size else 0
+
+
+def plot_curve(x, y, path, xlabel, ylabel, title=None, mark=None, logx=False):
+    """Save a line plot of ``y`` against ``x`` as PNG (matplotlib Agg); returns ``path``."""
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(5, 3.5), dpi=100)
+    ax.plot(x, y, "o-")
+    if mark is not None:
+        ax.axvline(mark, color="tab:red", ls="--", label=f"plateau: {mark}")
+        ax.legend()
+    if logx:
+        ax.set_xscale("log")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    if title:
+        ax.set_title(title)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
+def perfect_h_curve(Y_train, Y_val, output_kernel, m_grid, sketch="subsample", sketch_params=None,
+                    output_kernel_params=None, candidates=None, metric=None, greater_is_better=None,
+                    rtol=0.05, rcond=None, random_state=None, plot=None, verbose=False):
+    """The "perfect h" curve: validation error of ``h(y) = P~_Y psi(y)`` for each ``m_y``.
+
+    For each ``m`` in ``m_grid`` an output sketch ``R`` (m x n) is drawn on the training
+    outputs; the validation outputs are embedded as ``psi~(y_val)`` (their projection on
+    the sketched subspace) and
+
+    * ``projection_error[m]`` = mean ``|P~ psi(y) - psi(y)|^2 = k(y, y) - |psi~(y)|^2``
+      (no candidates needed; for the linear kernel, the squared error of the projection);
+    * if ``candidates`` or ``metric`` is given, the projections are decoded
+      (``argmax_c psi~(y)^T psi~(c) - k(c,c)/2``) over ``candidates`` (default: the
+      distinct training outputs) and ``metric(Y_val, decoded)`` is recorded (default: the
+      mean output-kernel loss of the decoded outputs, lower is better).
+
+    Parameters
+    ----------
+    Y_train : n training outputs;  Y_val : n_val validation outputs
+    output_kernel : str or Kernel
+    m_grid : increasing sequence of int (each <= n)
+    sketch, sketch_params : output sketch (name or Sketch; its ``m`` is set per point)
+    candidates : collection, optional
+    metric : callable ``metric(Y_true, Y_pred) -> float``, optional
+    greater_is_better : bool, optional
+        Direction of ``metric`` (default False; the projection error is always lower-better).
+    rtol : float
+        Plateau tolerance (see :func:`plateau_index`).
+    random_state : None, int or Generator
+        One generator for the successive sketches.
+    plot : str or path, optional
+        Save the curve as PNG there.
+
+    Returns
+    -------
+    dict with ``m`` (list), ``projection_error``, ``metric`` (list or None), ``ranks``,
+    ``times`` (s per point), ``criterion`` (name of the curve used), ``plateau_m``
+    (smallest m on the plateau) and ``plot`` (path or None).
+    """
+    from .models.sisokr import OUTPUT_DTYPE, resolve_kernel, resolve_sketch
+    from .models.dsokr import sketched_output_targets
+
+    grid = [int(m) for m in m_grid]
+    if not grid or any(b <= a for a, b in zip(grid, grid[1:])):
+        raise ValueError("m_grid must be a non-empty increasing sequence of sketch sizes")
+    n = num_samples(Y_train, "Y_train")
+    ky = resolve_kernel(output_kernel, output_kernel_params, "output", OUTPUT_DTYPE)
+    sketches = [resolve_sketch(sketch, m if isinstance(sketch, str) else None, sketch_params, n, "output")
+                for m in grid]
+    if not isinstance(sketch, str):
+        sketches = [_with_m(s, m, n) for s, m in zip(sketches, grid)]
+    rng = check_random_state(random_state)
+    rc = rcond if rcond is not None else DEFAULT_RCOND
+    Yp, Yvp = ky.prepare(Y_train), ky.prepare(Y_val)
+    kvv = ky.diag(Yvp).astype(np.float64)
+    decode = candidates is not None or metric is not None
+    if decode:
+        C = candidates if candidates is not None else take(Y_train, unique_indices(Y_train))
+        Cp = ky.prepare(C)
+        off = None if ky.normalized else -0.5 * ky.diag(Cp).astype(np.float64)
+        if metric is None:
+            metric, greater_is_better = _kernel_loss(ky), False
+    gib = bool(greater_is_better)
+    proj, met, ranks, times = [], [], [], []
+    for m, sk in zip(grid, sketches):
+        t0 = time.perf_counter()
+        R = sk.draw(n, rng)
+        feats = sketched_output_targets(ky, R, Yp, rc)[0]  # streamed: no n x n block
+        Hv = feats.transform(Yvp)
+        proj.append(float(np.mean(np.maximum(kvv - np.einsum("ij,ij->i", Hv, Hv), 0.0))))
+        ranks.append(feats.rank)
+        if decode:
+            idx = topk_search(Hv, feats.transform(Cp), 1, off).indices[:, 0]
+            met.append(float(metric(Y_val, take(C, idx))))
+        times.append(time.perf_counter() - t0)
+        if verbose:
+            extra = f", metric {met[-1]:.5g}" if decode else ""
+            print(f"[perfect_h] m_y={m}: rank {ranks[-1]}, projection error {proj[-1]:.5g}{extra} "
+                  f"({times[-1]:.2f} s)", flush=True)
+    curve, crit = (met, "metric") if decode else (proj, "projection_error")
+    k = plateau_index(curve, greater_is_better=gib if decode else False, rtol=rtol)
+    out = {"m": grid, "projection_error": proj, "metric": met if decode else None, "ranks": ranks,
+           "times": times, "criterion": crit, "plateau_m": grid[k], "plot": None}
+    if plot is not None:
+        out["plot"] = str(plot_curve(grid, curve, plot, "m_y", crit.replace("_", " "),
+                                     "perfect h (validation)", mark=grid[k]))
+    return out
+
+
+def _with_m(sketch, m, n):
+    from sklearn.base import clone
+
+    s = clone(sketch).set_params(m=m)
+    s.validate(n)
+    return s
+
+
+def _kernel_loss(ky):
+    def loss(Y_true, Y_pred):
+        A, B = ky.prepare(Y_true), ky.prepare(Y_pred)
+        total = 0.0
+        for sl in iter_chunks(num_samples(A), 512):
+            a, b = take_slice(A, sl), take_slice(B, sl)
+            total += float(np.sum(ky.diag(a) + ky.diag(b) - 2 * np.einsum("ii->i", ky.pairwise(a, b))))
+        return total / max(num_samples(A), 1)
+
+    return loss
+
+
+def approximate_leverage_scores(Z, kernel, lam, m=None, kernel_params=None, random_state=None,
+                                chunk_size=None, rcond=None):
+    """Approximate ridge leverage scores ``l_i(lam) = [K (K + n lam I)^-1]_ii`` of a Gram matrix.
+
+    ``K`` is replaced by its uniform Nystrom approximation on ``m`` points,
+    ``K ~ B B^T`` with ``B = K_{:,S} U D^-1/2`` (n x r), so
+    ``l_i ~ b_i^T (B^T B + n lam I)^-1 b_i``.  Two chunked passes: O(n m) kernel
+    evaluations, O(n m^2) flops, O(m^2 + chunk x m) memory.  With ``m = n`` the scores are
+    exact.  Works for input Grams (``kernel`` an input kernel) and output Grams alike.
+
+    Parameters
+    ----------
+    Z : n samples accepted by the kernel
+    kernel : str or Kernel
+    lam : float > 0
+    m : int, optional
+        Nystrom size (default ``min(n, 500)``).
+
+    Returns
+    -------
+    scores : ndarray of shape (n,)
+        In (0, 1); their sum approximates the effective dimension ``d_eff(lam)``.  Use
+        ``SubSample(m, probabilities=scores)`` for leverage-score sampling.
+    """
+    from .models.sisokr import resolve_kernel
+    from .sketches import SubSample
+
+    lam = check_positive(lam, "lam")
+    k = resolve_kernel(kernel, kernel_params, "input", np.dtype(np.float64))
+    Zp = k.prepare(Z)
+    n = num_samples(Zp, "Z")
+    m = min(n, 500) if m is None else int(m)
+    R = SubSample(m=m).draw(n, check_random_state(random_state))
+    feats = SketchedFeatures(k, R, Zp, np.float64, rcond if rcond is not None else DEFAULT_RCOND)
+    feats.fit_basis(Zp)
+    chunk = chunk_size or default_chunk_size(R.indices.size, np.float64)
+    BtB = np.zeros((feats.rank, feats.rank))
+    for sl in iter_chunks(n, chunk):
+        B = feats.transform(take_slice(Zp, sl))
+        BtB += B.T @ B
+    U, d = psd_eigh(BtB, rcond=0.0) if feats.rank else (np.zeros((0, 0)), np.zeros(0))
+    scale = np.sqrt(1.0 / (d + n * lam))
+    scores = np.empty(n)
+    for sl in iter_chunks(n, chunk):
+        C = (feats.transform(take_slice(Zp, sl)) @ U) * scale
+        scores[sl] = np.einsum("ij,ij->i", C, C)
+    return scores
+
+
+def plot_leverage_scores(scores, path, top=400, title="approximate leverage scores"):
+    """Save the ``top`` largest scores, sorted decreasingly, as a PNG; returns ``path``."""
+    s = np.sort(np.asarray(scores, dtype=float))[::-1][:top]
+    return plot_curve(np.arange(1, s.size + 1), s, path, "rank", "leverage score", title)
+
+
+def surrogate_error(model, X, Y, chunk_size=None):
+    """Mean surrogate error ``|h(x) - psi(y)|^2_H`` of a fitted SISOKR-family model or DSOKR.
+
+    With an output sketch: ``|H(x) - psi~(y)|^2 + k(y,y) - |psi~(y)|^2``.  Without (IOKR,
+    SIOKR): ``h(x) = sum_i alpha_i(x) psi(y_i)``, so the error is ``alpha^T K_y alpha - 2
+    alpha^T k_y^y + k(y, y)``, accumulated over chunks of training outputs (O(n^2) output
+    kernel evaluations, O(chunk x n) memory).
+    """
+    ky = model.output_kernel_
+    H = np.asarray(model.predict_coordinates(X), dtype=np.float64)
+    Yp = ky.prepare(Y)
+    kyy = ky.diag(Yp).astype(np.float64)
+    feats = getattr(model, "output_features_", None) or getattr(model, "_out", None)
+    if feats is not None:
+        T = feats.transform(Yp).astype(np.float64)
+        return float(np.mean(np.einsum("ij,ij->i", H - T, H - T) + np.maximum(kyy - np.einsum("ij,ij->i", T, T), 0)))
+    Ytr = model._Y_train
+    n = num_samples(Ytr)
+    quad = np.zeros(H.shape[0])
+    cross = np.zeros(H.shape[0])
+    for sl in iter_chunks(n, chunk_size or default_chunk_size(n, np.float64)):
+        Kc = ky.pairwise(take_slice(Ytr, sl), Ytr).astype(np.float64)  # (chunk, n)
+        quad += np.einsum("qi,qi->q", H[:, sl], H @ Kc.T)
+        cross += np.einsum("qi,iq->q", H[:, sl], ky.pairwise(take_slice(Ytr, sl), Yp))
+    return float(np.mean(quad - 2 * cross + kyy))
+
+
+def select_m_x(X, Y, X_val, Y_val, m_grid, budget_s, rtol=0.01, patience=1, random_state=None,
+               verbose=False, **siokr_params):
+    """Choose the input sketch size of SIOKR by validation surrogate error under a time budget.
+
+    SIOKR is fitted for increasing ``m_x`` in ``m_grid``; the loop stops when the training
+    time of a fit exceeds ``budget_s`` or when the error has improved by less than ``rtol``
+    (relative) ``patience`` times in a row.  The selected ``m_x`` is the smallest one whose
+    error is within ``rtol`` of the best error seen among fits that stayed within budget.
+
+    Parameters
+    ----------
+    X, Y, X_val, Y_val : training and validation data
+    m_grid : increasing sequence of int
+    budget_s : float
+        Training-time budget of one fit (s).
+    **siokr_params : passed to :class:`sprokr.SIOKR` (kernels, lam, sketch, ...); an
+        ``output_sketch`` here makes the models SISOKR.
+
+    Returns
+    -------
+    dict with ``m`` (evaluated sizes), ``errors``, ``fit_times``, ``selected_m``,
+    ``stopped`` ("converged", "budget" or "grid").
+    """
+    from .models.sisokr import SISOKR
+
+    budget_s = check_positive(budget_s, "budget_s")
+    grid = [int(m) for m in m_grid]
+    if not grid or any(b <= a for a, b in zip(grid, grid[1:])):
+        raise ValueError("m_grid must be a non-empty increasing sequence of sketch sizes")
+    rng = check_random_state(random_state)
+    params = {"input_sketch": "subsample", **siokr_params}
+    ms, errs, times, stopped, flat = [], [], [], "grid", 0
+    for m in grid:
+        model = SISOKR(m_x=m, random_state=int(rng.integers(2**31 - 1)), **params)
+        t0 = time.perf_counter()
+        model.fit(X, Y)
+        t = time.perf_counter() - t0
+        err = surrogate_error(model, X_val, Y_val)
+        ms.append(m), errs.append(err), times.append(t)
+        if verbose:
+            print(f"[select_m_x] m_x={m}: validation surrogate error {err:.5g}, fit {t:.2f} s", flush=True)
+        if t > budget_s:
+            stopped = "budget"
+            break
+        if len(errs) > 1:
+            prev = min(errs[:-1])
+            flat = flat + 1 if err > prev - rtol * abs(prev) else 0
+            if flat >= patience:
+                stopped = "converged"
+                break
+    ok = [i for i, t in enumerate(times) if t <= budget_s] or [0]
+    best = min(errs[i] for i in ok)
+    sel = next(ms[i] for i in ok if errs[i] <= best + rtol * abs(best))
+    return {"m": ms, "errors": errs, "fit_times": times, "selected_m": sel, "stopped": stopped}

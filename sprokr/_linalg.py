@@ -112,14 +112,16 @@ class ShiftedCrossProducts:
     def add(self, sl, A, T=None, overwrite=False):
         """Add rows ``sl`` of A and T (``overwrite=True``: A may be centred in place)."""
         if self.c is None:
-            self.c = A.mean(axis=0).astype(self.dtype)
+            self.c = A.mean(axis=0, dtype=np.float64)
             self.d = None if T is None else T.mean(axis=0).astype(self.tdtype)
             self.sT = None if T is None else np.zeros(T.shape[1])
         self.sA += A.sum(axis=0, dtype=np.float64)
         if T is None:
             self.identity_targets = True
             self.AtT[:, sl] = A.T
-        Ac = np.subtract(A, self.c, out=A if overwrite else None)
+        # centre in the blocks' own precision first, round to the working dtype after
+        Ac = np.subtract(A, self.c.astype(A.dtype), out=A if overwrite else None)
+        Ac = Ac.astype(self.dtype, copy=False)
         self.AtA += Ac.T @ Ac  # BLAS syrk
         if T is not None:
             self.sT += T.sum(axis=0, dtype=np.float64)
@@ -130,7 +132,7 @@ class ShiftedCrossProducts:
 
     def result(self):
         """``(A^T A, A^T T)`` in float64."""
-        c = self.c.astype(np.float64)
+        c = self.c
         AtA = self.AtA.astype(np.float64)
         AtA += np.outer(self.sA, c) + np.outer(c, self.sA) - self.n * np.outer(c, c)
         if self.identity_targets:

@@ -51,10 +51,13 @@ from .sketched_features import RowGatherer, SketchedFeatures, default_chunk_size
 
 __all__ = ["SISOKR", "IOKR", "SIOKR", "ISOKR"]
 
-#: Output-side precision.  Output kernels are often nearly flat (a Gaussian on label
-#: vectors with sigma^2 = 1e4 deviates from 1 by ~1e-4), which float32 cannot resolve;
-#: the output side is cheap (m_y columns), so it always runs in float64.
-OUTPUT_DTYPE = np.dtype(np.float64)
+#: Precision of kernel values.  Kernels are often nearly flat (a Gaussian with
+#: sigma^2 = 1e4 is ~0.8 everywhere and carries its information in variations of ~1e-3),
+#: and with a small ridge the solution depends on those variations: rounding kernel
+#: values to float32 costs accuracy (Bibtex SISOKR F1 0.438 instead of 0.441).  Kernel
+#: blocks are therefore float64; ``dtype`` sets the precision of the O(n m^2) cross
+#: products, which are formed on *centred* blocks where float32 is accurate.
+KERNEL_DTYPE = OUTPUT_DTYPE = np.dtype(np.float64)
 
 
 def resolve_kernel(spec, params, side, dtype):
@@ -111,11 +114,12 @@ class SISOKR(BaseEstimator):
     decoder : str or Decoder, default "candidates"
     decoder_params : dict, optional
     dtype : {"float64", "float32"}
-        Precision of the input-side kernel blocks and products (float32 halves their time
-        and memory; cross products are accumulated with a shift that keeps them accurate,
-        and the m_x x m_x system is solved in float64).  The output side is float64.
+        Precision of the O(n m_x^2) cross products and of the stored coefficients
+        (float32 halves their time and memory; they are formed on centred kernel blocks,
+        which keeps them accurate).  Kernel values and the m_x x m_x solve are float64.
     rcond : float, optional
-        Relative threshold of pseudo-inverses (default 1e-10 in float64, 1e-6 in float32).
+        Relative threshold of pseudo-inverses and relative Cholesky shift (default 1e-10,
+        1e-8 when ``dtype="float32"``, matching the accuracy of the cross products).
     solver : {"cholesky", "eigh"}
         How ``(A^T A + n lam K~_x)^+`` is applied (see :func:`sprokr._linalg.psd_solve`).
     chunk_size : int, optional
@@ -199,8 +203,8 @@ class SISOKR(BaseEstimator):
         dtype = resolve_dtype(self.dtype)
         if self.solver not in ("cholesky", "eigh"):
             raise ValueError(f"solver must be 'cholesky' or 'eigh', got {self.solver!r}")
-        rcond = self.rcond if self.rcond is not None else DEFAULT_RCOND
-        kx = resolve_kernel(self.input_kernel, self.input_kernel_params, "input", dtype)
+        rcond = self.rcond if self.rcond is not None else (1e-8 if dtype == np.float32 else DEFAULT_RCOND)
+        kx = resolve_kernel(self.input_kernel, self.input_kernel_params, "input", KERNEL_DTYPE)
         ky = resolve_kernel(self.output_kernel, self.output_kernel_params, "output", OUTPUT_DTYPE)
         sx = resolve_sketch(self.input_sketch, self.m_x, self.input_sketch_params, n, "input")
         sy = resolve_sketch(self.output_sketch, self.m_y, self.output_sketch_params, n, "output")
@@ -238,11 +242,11 @@ class SISOKR(BaseEstimator):
     def _fit_sketched_input(self, Xp, Yp, n, lam, Rx, Ry, u, chunk):
         """Accumulate ``A^T A`` and ``A^T T`` over row chunks; solve the m_x x m_x system."""
         dtype = self._dtype
-        fx = SketchedFeatures(self.input_kernel_, Rx, Xp, dtype, self._rcond)
+        fx = SketchedFeatures(self.input_kernel_, Rx, Xp, KERNEL_DTYPE, self._rcond)
         m_x = Rx.m
         width = Ry.m if Ry is not None else n
         acc = ShiftedCrossProducts(m_x, width, dtype, OUTPUT_DTYPE)
-        rows_x = RowGatherer(Rx.indices, m_x, dtype)  # (K_x R_x^T)[indices]: gives K~_x
+        rows_x = RowGatherer(Rx.indices, m_x, KERNEL_DTYPE)  # (K_x R_x^T)[indices]: gives K~_x
         if Ry is not None:
             rows_y = RowGatherer(Ry.indices, Ry.m, OUTPUT_DTYPE)  # gives K~_y
             rows_u = RowGatherer(u, Ry.m, OUTPUT_DTYPE)  # default candidates' raw embeddings
@@ -276,7 +280,7 @@ class SISOKR(BaseEstimator):
         """Cholesky of ``K_x + n lam I`` (n x n: only when no input sketch is asked for)."""
         dtype = self._dtype
         kx = self.input_kernel_
-        K = np.empty((n, n), dtype=dtype)
+        K = np.empty((n, n), dtype=KERNEL_DTYPE)
         for sl in iter_chunks(n, chunk):
             K[sl] = kx.pairwise(take_slice(Xp, sl), Xp)
         K.flat[:: n + 1] += n * lam
@@ -318,14 +322,14 @@ class SISOKR(BaseEstimator):
         """Coordinates ``H(x)`` of the predicted output in the output basis, (n_q, d)."""
         check_is_fitted(self, "coef_")
         Xp = X if prepared else self.input_kernel_.prepare(X)
-        Kq = np.asarray(self.input_kernel_.pairwise(Xp, self.X_support_), dtype=self._dtype)
+        Kq = np.asarray(self.input_kernel_.pairwise(Xp, self.X_support_), dtype=KERNEL_DTYPE)
         if self.coef_ is not None:
             # k^T beta = (k - mu)^T beta + mu 1^T beta with mu the row mean of k: the
             # coefficients of an ill-conditioned ridge system cancel, and removing the
             # common offset of the kernel row keeps the float32 product accurate.
             mu = Kq.mean(axis=1, keepdims=True)
             Kq -= mu
-            return Kq @ self.coef_ + mu.astype(np.float64) * self._coef_sum
+            return (Kq.astype(self.coef_.dtype, copy=False) @ self.coef_) + mu * self._coef_sum
         return sla.cho_solve(self._cho, Kq.T, check_finite=False).T
 
     def embed_candidates(self, candidates):

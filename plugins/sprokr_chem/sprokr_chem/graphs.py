@@ -1,0 +1,135 @@
+"""Molecule <-> labelled networkx graph.
+
+A molecule becomes an undirected ``networkx.Graph`` over its heavy atoms:
+
+* node attribute ``label``: the element symbol, with the formal charge appended when it
+  is not zero (``"C"``, ``"N+"``, ``"O-"``); also ``symbol`` and ``charge``;
+* edge attribute ``label``: the bond order as an int (1, 2, 3) after kekulisation, or
+  ``1.5`` for aromatic bonds when ``kekulize=False``.
+
+Hydrogens are implicit, so a graph built by another route (e.g. an FGW barycenter) can
+be turned back into a molecule: RDKit adds the hydrogens valence requires, and
+:func:`graph_to_mol` returns ``None`` (or raises) when the graph cannot be sanitised.
+"""
+from __future__ import annotations
+
+import re
+
+import networkx as nx
+from rdkit import Chem, RDLogger
+
+from .io import to_mol
+
+__all__ = ["mol_to_graph", "graph_to_mol", "smiles_to_graph", "graph_to_smiles",
+           "GraphConversionError"]
+
+_BOND_ORDER = {
+    Chem.BondType.SINGLE: 1,
+    Chem.BondType.DOUBLE: 2,
+    Chem.BondType.TRIPLE: 3,
+    Chem.BondType.AROMATIC: 1.5,
+}
+_ORDER_BOND = {1: Chem.BondType.SINGLE, 2: Chem.BondType.DOUBLE, 3: Chem.BondType.TRIPLE,
+               1.5: Chem.BondType.AROMATIC}
+_LABEL_RE = re.compile(r"^([A-Z][a-z]?)(\d*[+-]+|[+-]\d*)?$")
+
+
+class GraphConversionError(ValueError):
+    """A graph does not describe a valid molecule."""
+
+
+def _atom_label(symbol, charge):
+    if charge == 0:
+        return symbol
+    sign = "+" if charge > 0 else "-"
+    return symbol + (sign if abs(charge) == 1 else f"{sign}{abs(charge)}")
+
+
+def _parse_label(label):
+    m = _LABEL_RE.match(str(label))
+    if not m:
+        raise GraphConversionError(f"node label {label!r} is not an element symbol (e.g. 'C', 'N+')")
+    symbol, ch = m.group(1), m.group(2) or ""
+    if not ch:
+        return symbol, 0
+    sign = 1 if "+" in ch else -1
+    digits = ch.replace("+", "").replace("-", "")
+    return symbol, sign * (int(digits) if digits else 1)
+
+
+def mol_to_graph(mol, kekulize=True):
+    """Labelled graph of a molecule (RDKit ``Mol`` or SMILES string); see the module doc."""
+    mol = to_mol(mol)
+    if kekulize:
+        mol = Chem.Mol(mol)
+        Chem.Kekulize(mol, clearAromaticFlags=True)
+    G = nx.Graph()
+    for a in mol.GetAtoms():
+        G.add_node(a.GetIdx(), label=_atom_label(a.GetSymbol(), a.GetFormalCharge()),
+                   symbol=a.GetSymbol(), charge=a.GetFormalCharge())
+    for b in mol.GetBonds():
+        order = _BOND_ORDER.get(b.GetBondType())
+        if order is None:
+            raise GraphConversionError(f"unsupported bond type {b.GetBondType()} in {Chem.MolToSmiles(mol)}")
+        G.add_edge(b.GetBeginAtomIdx(), b.GetEndAtomIdx(), label=order)
+    return G
+
+
+def graph_to_mol(G, node_label="label", edge_label="label", errors="none"):
+    """Sanitised RDKit molecule from a labelled graph.
+
+    Parameters
+    ----------
+    G : networkx.Graph with node labels like ``"C"``/``"N+"`` and bond-order edge labels
+    errors : {"none", "raise"}
+        What to do when the graph is not a valid molecule: return ``None`` or raise
+        :class:`GraphConversionError`.
+    """
+    if errors not in ("none", "raise"):
+        raise ValueError(f"errors must be 'none' or 'raise', got {errors!r}")
+    try:
+        if G.number_of_nodes() == 0:
+            raise GraphConversionError("the graph has no nodes")
+        rw = Chem.RWMol()
+        pos = {}
+        for v, data in G.nodes(data=True):
+            if node_label not in data:
+                raise GraphConversionError(f"node {v!r} has no {node_label!r} attribute")
+            symbol, charge = _parse_label(data[node_label])
+            atom = Chem.Atom(symbol)
+            atom.SetFormalCharge(charge)
+            pos[v] = rw.AddAtom(atom)
+        for u, v, data in G.edges(data=True):
+            order = data.get(edge_label, 1)
+            try:
+                bt = _ORDER_BOND[float(order) if float(order) == 1.5 else int(round(float(order)))]
+            except (KeyError, ValueError, TypeError):
+                raise GraphConversionError(f"edge ({u!r}, {v!r}) has bond order {order!r}") from None
+            rw.AddBond(pos[u], pos[v], bt)
+            if bt == Chem.BondType.AROMATIC:
+                rw.GetAtomWithIdx(pos[u]).SetIsAromatic(True)
+                rw.GetAtomWithIdx(pos[v]).SetIsAromatic(True)
+        mol = rw.GetMol()
+        RDLogger.DisableLog("rdApp.*")
+        try:
+            Chem.SanitizeMol(mol)
+        except Exception as exc:  # RDKit raises several exception types
+            raise GraphConversionError(f"the graph does not sanitise: {exc}") from None
+        finally:
+            RDLogger.EnableLog("rdApp.*")
+        return mol
+    except GraphConversionError:
+        if errors == "raise":
+            raise
+        return None
+
+
+def smiles_to_graph(smiles, kekulize=True):
+    """Labelled graph of a SMILES string (:class:`sprokr_chem.MoleculeReadError` if invalid)."""
+    return mol_to_graph(to_mol(smiles), kekulize=kekulize)
+
+
+def graph_to_smiles(G, errors="none", **kw):
+    """Canonical SMILES of a labelled graph, or ``None`` when it does not sanitise."""
+    mol = graph_to_mol(G, errors=errors, **kw)
+    return None if mol is None else Chem.MolToSmiles(mol)

@@ -1,0 +1,172 @@
+"""Reading molecules: SMILES lists and SDF files (plain or zipped), with their properties.
+
+Invalid records never disappear silently.  With ``on_error="raise"`` (the default) the
+first invalid record raises :class:`MoleculeReadError`, whose message names the record's
+index and text; with ``on_error="skip"`` invalid records are left out and listed in the
+returned :class:`ReadReport` (``report.skipped`` = ``[(index, text, reason), ...]``).
+"""
+from __future__ import annotations
+
+import io
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rdkit import Chem, RDLogger
+
+__all__ = ["MoleculeReadError", "ReadReport", "read_smiles", "read_sdf", "mol_from_smiles",
+           "to_mol"]
+
+
+class MoleculeReadError(ValueError):
+    """A SMILES string or SDF record could not be turned into a valid molecule.
+
+    Attributes ``index`` (position of the record) and ``record`` (its text, shortened).
+    """
+
+    def __init__(self, index, record, reason):
+        self.index, self.record, self.reason = index, record, reason
+        super().__init__(f"invalid molecule at record {index}: {record!r} ({reason})")
+
+
+@dataclass
+class ReadReport:
+    """What a reader kept and skipped: ``kept`` indices and ``skipped`` (index, text, reason)."""
+
+    kept: list = field(default_factory=list)
+    skipped: list = field(default_factory=list)
+
+    def __str__(self):
+        lines = [f"{len(self.kept)} molecule(s) read, {len(self.skipped)} skipped"]
+        lines += [f"  record {i}: {t!r} ({r})" for i, t, r in self.skipped]
+        return "\n".join(lines)
+
+
+def _check_on_error(on_error):
+    if on_error not in ("raise", "skip"):
+        raise ValueError(f"on_error must be 'raise' or 'skip', got {on_error!r}")
+
+
+def _short(text, n=80):
+    text = str(text)
+    return text if len(text) <= n else text[: n - 3] + "..."
+
+
+def mol_from_smiles(smiles, index=0):
+    """One sanitised RDKit molecule from a SMILES string; :class:`MoleculeReadError` if invalid."""
+    if not isinstance(smiles, str):
+        raise MoleculeReadError(index, smiles, f"expected a SMILES string, got {type(smiles).__name__}")
+    if not smiles.strip():
+        raise MoleculeReadError(index, smiles, "empty SMILES")
+    RDLogger.DisableLog("rdApp.*")
+    try:
+        mol = Chem.MolFromSmiles(smiles)
+    finally:
+        RDLogger.EnableLog("rdApp.*")
+    if mol is None:
+        raise MoleculeReadError(index, smiles, "RDKit could not parse or sanitise it")
+    return mol
+
+
+def to_mol(x, index=0):
+    """An RDKit molecule from a SMILES string or a molecule (returned unchanged)."""
+    if isinstance(x, Chem.Mol):
+        if x.GetNumAtoms() == 0:
+            raise MoleculeReadError(index, Chem.MolToSmiles(x), "molecule has no atoms")
+        return x
+    return mol_from_smiles(x, index)
+
+
+def read_smiles(smiles, on_error="raise"):
+    """Parse a sequence of SMILES strings.
+
+    Parameters
+    ----------
+    smiles : sequence of str
+    on_error : {"raise", "skip"}
+
+    Returns
+    -------
+    mols : list of rdkit.Chem.Mol
+    report : ReadReport  (``report.kept`` maps each molecule to its input index)
+    """
+    _check_on_error(on_error)
+    if isinstance(smiles, str):
+        raise TypeError("read_smiles expects a sequence of SMILES strings, not one string")
+    mols, report = [], ReadReport()
+    for i, s in enumerate(smiles):
+        try:
+            mols.append(mol_from_smiles(s, i))
+            report.kept.append(i)
+        except MoleculeReadError as exc:
+            if on_error == "raise":
+                raise
+            report.skipped.append((i, _short(s), exc.reason))
+    return mols, report
+
+
+def _open_sdf_text(path):
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"SDF file not found: {path}")
+    if path.suffix == ".zip":
+        with zipfile.ZipFile(path) as zf:
+            names = [n for n in zf.namelist() if n.lower().endswith(".sdf")]
+            if not names:
+                raise ValueError(f"{path} holds no .sdf file (members: {zf.namelist()[:5]})")
+            return zf.read(names[0]).decode("utf-8", errors="replace")
+    return path.read_text(encoding="utf-8", errors="replace")
+
+
+def read_sdf(path, on_error="raise", properties=True):
+    """Read an SDF file (``.sdf`` or a ``.zip`` holding one) with its properties.
+
+    Parameters
+    ----------
+    path : str or Path
+    on_error : {"raise", "skip"}
+        Empty or invalid records raise :class:`MoleculeReadError` (naming the record index
+        and its first line), or are skipped and listed in the report.
+    properties : bool
+        Also return each molecule's SD properties (e.g. ``Description`` of ChEBI-20).
+
+    Returns
+    -------
+    mols : list of rdkit.Chem.Mol
+    props : list of dict (only if ``properties``)
+    report : ReadReport
+    """
+    _check_on_error(on_error)
+    text = _open_sdf_text(path)
+    blocks = text.split("$$$$")
+    if blocks and not blocks[-1].strip():
+        blocks = blocks[:-1]
+    mols, props, report = [], [], ReadReport()
+    RDLogger.DisableLog("rdApp.*")
+    try:
+        for i, block in enumerate(blocks):
+            block = block.lstrip("\r\n")
+            head = _short(block.splitlines()[0] if block.strip() else "")
+            reason = None
+            if not block.strip():
+                reason = "empty SDF record"
+            else:
+                sup = Chem.SDMolSupplier()
+                sup.SetData(block + "$$$$\n")
+                mol = sup[0] if len(sup) else None
+                if mol is None:
+                    reason = "RDKit could not parse or sanitise the record"
+                elif mol.GetNumAtoms() == 0:
+                    reason = "empty SDF record (no atoms)"
+            if reason is not None:
+                if on_error == "raise":
+                    raise MoleculeReadError(i, head, reason)
+                report.skipped.append((i, head, reason))
+                continue
+            mols.append(mol)
+            report.kept.append(i)
+            if properties:
+                props.append(mol.GetPropsAsDict(includePrivate=False, includeComputed=False))
+    finally:
+        RDLogger.EnableLog("rdApp.*")
+    return (mols, props, report) if properties else (mols, report)

@@ -1,0 +1,250 @@
+"""Molecule kernels: Morgan fingerprints + sprokr's vector kernels, and a SMILES spectrum kernel.
+
+Every kernel here accepts SMILES strings or RDKit molecules (or a mix).  ``prepare``
+parses each molecule and computes its fingerprint once, as a row of a CSR matrix; the
+Gram blocks are then the vector kernels of :mod:`sprokr.kernels.vector` on those sparse
+rows (one sparse x dense product per block, no loop over pairs).
+
+Fingerprints are cached per molecule (keyed by the input SMILES, or the canonical SMILES
+of a molecule, and the fingerprint parameters) in a bounded process-wide cache, so the
+training set, the candidate set and the test set never fingerprint the same molecule twice.
+"""
+from __future__ import annotations
+
+from collections import OrderedDict
+
+import numpy as np
+import scipy.sparse as sp
+from rdkit import Chem
+from rdkit.Chem import rdFingerprintGenerator
+
+from sprokr.kernels.base import Kernel
+from sprokr.kernels.vector import CosineKernel, MinMaxKernel, TanimotoKernel
+
+from .io import to_mol
+
+__all__ = [
+    "morgan_fingerprints",
+    "MorganTanimotoKernel",
+    "MorganGaussianTanimotoKernel",
+    "MorganMinMaxKernel",
+    "MorganCosineKernel",
+    "SmilesSpectrumKernel",
+    "clear_fingerprint_cache",
+]
+
+_CACHE: "OrderedDict[tuple, tuple]" = OrderedDict()
+_CACHE_MAX = 200_000
+_GENERATORS = {}
+
+
+def clear_fingerprint_cache():
+    """Empty the per-molecule fingerprint cache."""
+    _CACHE.clear()
+
+
+def _generator(radius, n_bits):
+    key = (radius, n_bits)
+    if key not in _GENERATORS:
+        _GENERATORS[key] = rdFingerprintGenerator.GetMorganGenerator(radius=radius, fpSize=n_bits)
+    return _GENERATORS[key]
+
+
+def _fingerprint(x, i, radius, n_bits, counts):
+    key_mol = x if isinstance(x, str) else None
+    if key_mol is None:
+        if not isinstance(x, Chem.Mol):
+            to_mol(x, i)  # raises the documented error for other types
+        key_mol = Chem.MolToSmiles(x)
+    key = (key_mol, radius, n_bits, counts)
+    hit = _CACHE.get(key)
+    if hit is not None:
+        _CACHE.move_to_end(key)
+        return hit
+    mol = to_mol(x, i)
+    gen = _generator(radius, n_bits)
+    if counts:
+        fp = gen.GetCountFingerprint(mol).GetNonzeroElements()
+        idx = np.fromiter(fp.keys(), dtype=np.int32, count=len(fp))
+        val = np.fromiter(fp.values(), dtype=np.float64, count=len(fp))
+        order = np.argsort(idx)
+        out = (idx[order], val[order])
+    else:
+        idx = np.asarray(list(gen.GetFingerprint(mol).GetOnBits()), dtype=np.int32)
+        out = (idx, np.ones(idx.size))
+    _CACHE[key] = out
+    if len(_CACHE) > _CACHE_MAX:
+        _CACHE.popitem(last=False)
+    return out
+
+
+def morgan_fingerprints(molecules, radius=2, n_bits=2048, counts=False, dtype=np.float64):
+    """Morgan fingerprints of SMILES strings / RDKit molecules as a CSR matrix (n, n_bits).
+
+    ``counts=False``: bit vectors (0/1); ``counts=True``: occurrence counts of each
+    (folded) environment.  Invalid molecules raise
+    :class:`sprokr_chem.MoleculeReadError` naming their index and SMILES.
+    """
+    if isinstance(molecules, (str, Chem.Mol)):
+        raise TypeError("expected a sequence of molecules (SMILES or RDKit Mol), not a single one")
+    if radius < 0 or int(radius) != radius:
+        raise ValueError(f"radius must be a non-negative int, got {radius!r}")
+    if n_bits < 1 or int(n_bits) != n_bits:
+        raise ValueError(f"n_bits must be a positive int, got {n_bits!r}")
+    indptr, indices, values = [0], [], []
+    for i, x in enumerate(molecules):
+        idx, val = _fingerprint(x, i, int(radius), int(n_bits), bool(counts))
+        indices.append(idx)
+        values.append(val)
+        indptr.append(indptr[-1] + idx.size)
+    n = len(indptr) - 1
+    ind = np.concatenate(indices) if indices else np.zeros(0, np.int32)
+    dat = np.concatenate(values).astype(dtype) if values else np.zeros(0, dtype)
+    return sp.csr_matrix((dat, ind, np.asarray(indptr)), shape=(n, int(n_bits)))
+
+
+class _FingerprintKernel(Kernel):
+    """Morgan fingerprints (computed once in ``prepare``) + a vector kernel on them."""
+
+    normalized = True
+    _counts = False
+
+    def __init__(self, radius=2, n_bits=2048, dtype="float64"):
+        self.radius = radius
+        self.n_bits = n_bits
+        self.dtype = dtype
+
+    def _vector_kernel(self):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def prepare(self, X):
+        if sp.issparse(X):  # already fingerprints
+            return self._vector_kernel().prepare(X)
+        fp = morgan_fingerprints(X, self.radius, self.n_bits, self._counts, self._dtype())
+        return self._vector_kernel().prepare(fp)
+
+    def pairwise(self, A, B):
+        return self._vector_kernel().pairwise(A, B)
+
+
+class MorganTanimotoKernel(_FingerprintKernel):
+    """Tanimoto similarity of Morgan bit fingerprints (``counts=False``)."""
+
+    name = "morgan_tanimoto"
+
+    def _vector_kernel(self):
+        return TanimotoKernel(dtype=self.dtype)
+
+
+class MorganMinMaxKernel(_FingerprintKernel):
+    """MinMax kernel on Morgan count fingerprints (Tanimoto generalised to counts)."""
+
+    name = "morgan_minmax"
+    _counts = True
+
+    def _vector_kernel(self):
+        return MinMaxKernel(dtype=self.dtype)
+
+
+class MorganCosineKernel(_FingerprintKernel):
+    """Cosine similarity of Morgan fingerprints (``counts=True`` by default)."""
+
+    name = "morgan_cosine"
+
+    def __init__(self, radius=2, n_bits=2048, counts=True, dtype="float64"):
+        super().__init__(radius, n_bits, dtype)
+        self.counts = counts
+
+    @property
+    def _counts(self):
+        return self.counts
+
+    def _vector_kernel(self):
+        return CosineKernel(dtype=self.dtype)
+
+
+class MorganGaussianTanimotoKernel(_FingerprintKernel):
+    """Gaussian-Tanimoto ``exp(-gamma (2 - 2 T(a, b)))`` on Morgan bit fingerprints.
+
+    ``2 - 2 T`` is the squared distance between the Tanimoto feature maps, so this is a
+    Gaussian kernel in the Tanimoto RKHS (positive definite, normalised).  ``gamma``
+    controls how fast similarity decays (``gamma -> 0`` recovers an affine map of T).
+    """
+
+    name = "morgan_gaussian_tanimoto"
+
+    def __init__(self, gamma=1.0, radius=2, n_bits=2048, dtype="float64"):
+        super().__init__(radius, n_bits, dtype)
+        self.gamma = gamma
+
+    def _vector_kernel(self):
+        return TanimotoKernel(dtype=self.dtype)
+
+    def pairwise(self, A, B):
+        if not self.gamma > 0:
+            raise ValueError(f"gamma must be > 0, got {self.gamma!r}")
+        K = self._vector_kernel().pairwise(A, B)
+        K -= 1.0
+        K *= 2.0 * self.gamma
+        return np.exp(K, out=K)
+
+
+class SmilesSpectrumKernel(Kernel):
+    """Normalised n-gram spectrum kernel on SMILES strings.
+
+    ``k(s, t) = <phi(s), phi(t)> / (|phi(s)| |phi(t)|)`` where ``phi`` counts every
+    character n-gram of length ``min_n .. n`` (hashed into ``n_features`` buckets by
+    scikit-learn's stateless ``HashingVectorizer``, so train and test strings share one
+    feature space without fitting).  With ``canonical=True`` each SMILES is first
+    rewritten as RDKit's canonical SMILES (invalid ones raise the documented error).
+    """
+
+    name = "smiles_spectrum"
+    normalized = True
+
+    def __init__(self, n=4, min_n=1, canonical=False, n_features=2**20, dtype="float64"):
+        self.n = n
+        self.min_n = min_n
+        self.canonical = canonical
+        self.n_features = n_features
+        self.dtype = dtype
+
+    def prepare(self, X):
+        from sklearn.feature_extraction.text import HashingVectorizer
+
+        if sp.issparse(X):
+            X = CosineKernel(dtype=self.dtype).prepare(X)
+            norms = np.sqrt(np.asarray(X.multiply(X).sum(axis=1)).ravel())
+            norms[norms == 0] = 1.0
+            return sp.csr_matrix(sp.diags(1.0 / norms) @ X, dtype=X.dtype)
+        if isinstance(X, str):
+            raise TypeError("expected a sequence of SMILES strings, not a single string")
+        if not (1 <= self.min_n <= self.n):
+            raise ValueError(f"need 1 <= min_n <= n, got min_n={self.min_n}, n={self.n}")
+        texts = []
+        for i, s in enumerate(X):
+            if isinstance(s, Chem.Mol):
+                s = Chem.MolToSmiles(s)
+            elif not isinstance(s, str) or not s:
+                from .io import MoleculeReadError
+
+                raise MoleculeReadError(i, s, "expected a non-empty SMILES string")
+            elif self.canonical:
+                s = Chem.MolToSmiles(to_mol(s, i))
+            texts.append(s)
+        hv = HashingVectorizer(analyzer="char", ngram_range=(self.min_n, self.n), lowercase=False,
+                               n_features=self.n_features, alternate_sign=False, norm="l2",
+                               dtype=np.dtype(self.dtype))
+        return CosineKernel(dtype=self.dtype).prepare(hv.transform(texts))
+
+    def pairwise(self, A, B):
+        # rows are l2-normalised: the kernel is a sparse x sparse product (the hashed
+        # feature space is far too wide to densify either side)
+        return np.asarray((A @ B.T).toarray(), dtype=np.dtype(self.dtype))
+
+
+KERNELS = {
+    k.name: k
+    for k in (MorganTanimotoKernel, MorganGaussianTanimotoKernel, MorganMinMaxKernel,
+              MorganCosineKernel, SmilesSpectrumKernel)
+}

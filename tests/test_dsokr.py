@@ -1,0 +1,196 @@
+"""DSOKR: equivalence with ISOKR, isometry of psi~, ensembles, regressor checks."""
+import numpy as np
+import pytest
+from sklearn.base import BaseEstimator
+
+from sprokr import DSOKR, DSOKREnsemble, ISOKR, SISOKR
+from sprokr.kernels import BUILTIN_KERNELS
+from sprokr.models.dsokr import sketched_output_targets
+from sprokr.models.regressors import KernelRidgeRegressor, MLPSurrogate, torch_available
+from sprokr.registry import get_registry
+from sprokr.sketches import GaussianSketch, SubSample
+
+
+@pytest.mark.parametrize("sketch", ["subsample", "gaussian"])
+def test_kernel_ridge_dsokr_equals_isokr(multilabel_data, sketch):
+    Xtr, Ytr, Xte, _ = multilabel_data
+    iso = ISOKR(input_kernel="gaussian", output_kernel="gaussian", lam=1e-3, output_sketch=sketch, m_y=40,
+                random_state=3).fit(Xtr, Ytr)
+    ds = DSOKR(output_kernel="gaussian", output_sketch=sketch, m_y=40, regressor="kernel_ridge",
+               regressor_params={"kernel": "gaussian", "lam": 1e-3}, random_state=3).fit(Xtr, Ytr)
+    assert ds.output_rank_ == iso.output_rank_
+    np.testing.assert_allclose(ds.predict_coordinates(Xte), iso.predict_coordinates(Xte), atol=1e-9)
+    np.testing.assert_array_equal(ds.predict(Xte), iso.predict(Xte))
+    a, b = ds.predict(Xte, top_k=3), iso.predict(Xte, top_k=3)
+    np.testing.assert_array_equal(a.indices, b.indices)
+
+
+def test_kernel_ridge_with_input_sketch_equals_sisokr(multilabel_data):
+    Xtr, Ytr, Xte, _ = multilabel_data
+    sis = SISOKR(input_kernel="gaussian", output_kernel="gaussian", lam=1e-3, input_sketch="subsample",
+                 m_x=60, output_sketch="subsample", m_y=30, random_state=5).fit(Xtr, Ytr)
+    # SISOKR draws the input sketch, then the output sketch, from one generator seeded 5:
+    # the regressor gets a fresh generator seeded 5 (same input sketch) and DSOKR the
+    # generator advanced past that first draw (same output sketch).
+    rng = np.random.default_rng(5)
+    Rx = SubSample(m=60).draw(len(Xtr), rng)
+    reg = KernelRidgeRegressor(kernel="gaussian", lam=1e-3, input_sketch=SubSample(m=60),
+                               random_state=np.random.default_rng(5))
+    ds = DSOKR(output_kernel="gaussian", output_sketch="subsample", m_y=30, regressor=reg, random_state=rng)
+    ds.fit(Xtr, Ytr)
+    np.testing.assert_array_equal(ds.regressor_.sketch_matrix_.indices, Rx.indices)
+    np.testing.assert_allclose(ds.predict_coordinates(Xte), sis.predict_coordinates(Xte), atol=1e-7)
+
+
+def test_psi_tilde_isometry_on_sketched_span(rng):
+    """<psi~(a), psi~(b)> = <P psi(a), P psi(b)> and = k(a, b) for a, b in span(R psi(Y))."""
+    Y = rng.standard_normal((80, 5))
+    k = BUILTIN_KERNELS["gaussian"](gamma=0.3)
+    R = GaussianSketch(m=25).draw(80, np.random.default_rng(0))
+    feats, Psi, r = sketched_output_targets(k, R, k.prepare(Y))
+    K = k(Y)
+    # basis vectors e_j = sum_i B_ij psi(y_i), B = R^T basis: elements of the span
+    B = R.toarray().T @ feats.basis_  # (n, p)
+    # Gram of the basis is the identity (orthonormal basis)
+    np.testing.assert_allclose(B.T @ K @ B, np.eye(feats.rank), atol=1e-8)
+    # for two elements f = B a, g = B b of the span: <f, g>_H = a^T b
+    a, b = rng.standard_normal(feats.rank), rng.standard_normal(feats.rank)
+    np.testing.assert_allclose((B @ a) @ K @ (B @ b), a @ b, atol=1e-8)
+    # psi~(y) are the coordinates of the projection: |psi~|^2 <= k(y, y) and r = residual
+    assert np.all(r >= 0) and np.all(np.einsum("ij,ij->i", Psi, Psi) <= 1 + 1e-10)
+    # with R of full rank the span holds every psi(y_i): inner products are exactly K
+    full = SubSample(m=80).draw(80, np.random.default_rng(1))  # R full rank: span = all psi(y_i)
+    f2, P2, r2 = sketched_output_targets(k, full, k.prepare(Y))
+    np.testing.assert_allclose(P2 @ P2.T, K, atol=1e-7)
+    np.testing.assert_allclose(r2, 0, atol=1e-7)
+
+
+def test_ensemble_of_one_equals_single(multilabel_data):
+    Xtr, Ytr, Xte, _ = multilabel_data
+    kw = dict(output_kernel="gaussian", output_sketch="subsample", m_y=30, regressor="kernel_ridge",
+              regressor_params={"kernel": "gaussian", "lam": 1e-3}, random_state=7)
+    single = DSOKR(**kw).fit(Xtr, Ytr)
+    for agg in ("mean", "max"):
+        ens = DSOKREnsemble([DSOKR(**kw)], aggregation=agg).fit(Xtr, Ytr)
+        np.testing.assert_array_equal(ens.predict(Xte), single.predict(Xte))
+        a, b = ens.predict(Xte, top_k=4), single.predict(Xte, top_k=4)
+        np.testing.assert_array_equal(a.indices, b.indices)
+        np.testing.assert_allclose(a.scores, b.scores, atol=1e-10)
+
+
+def test_ensemble_mean_and_max_scores(multilabel_data):
+    Xtr, Ytr, Xte, _ = multilabel_data
+    base = DSOKR(output_kernel="linear", output_sketch="gaussian", m_y=6, regressor="kernel_ridge",
+                 regressor_params={"kernel": "gaussian", "lam": 1e-3})
+    ens = DSOKREnsemble(base, n_estimators=3, weights=[1, 2, 1], random_state=0).fit(Xtr, Ytr)
+    assert len({tuple(e.output_sketch_matrix_.toarray()[0, :3]) for e in ens.estimators_}) == 3
+    np.testing.assert_allclose(ens.weights_, [0.25, 0.5, 0.25])
+    C = Ytr[:50]
+    Cl = BUILTIN_KERNELS["linear"]()
+    off = -0.5 * Cl.diag(C.astype(float))
+    S = [e.predict_coordinates(Xte) @ e.embed_candidates(C)[0].T for e in ens.estimators_]
+    expected_mean = sum(w * s for w, s in zip(ens.weights_, S)) + off
+    got = ens.predict(Xte, candidates=C, top_k=1)
+    np.testing.assert_array_equal(got.indices[:, 0], expected_mean.argmax(axis=1))
+    np.testing.assert_allclose(got.scores[:, 0], expected_mean.max(axis=1), atol=1e-9)
+    ens_max = DSOKREnsemble(base, n_estimators=3, aggregation="max", random_state=0).fit(Xtr, Ytr)
+    S = np.max([e.predict_coordinates(Xte) @ e.embed_candidates(C)[0].T for e in ens_max.estimators_], axis=0) + off
+    idx = ens_max.make_candidate_index(C)
+    got = ens_max.predict(Xte, candidates=idx, top_k=2)
+    np.testing.assert_allclose(got.scores, -np.sort(-S, axis=1)[:, :2], atol=1e-9)
+    with pytest.raises(ValueError, match="weights"):
+        DSOKREnsemble(base, n_estimators=2, weights=[1, -1]).fit(Xtr, Ytr)
+
+
+class WrongWidth(BaseEstimator):
+    def fit(self, X, T):
+        self.p_ = T.shape[1]
+        return self
+
+    def predict(self, X):
+        return np.zeros((len(X), self.p_ + 1))
+
+
+def test_wrong_output_dimension_is_a_clear_error(multilabel_data):
+    Xtr, Ytr, _, _ = multilabel_data
+    ds = DSOKR(output_kernel="gaussian", output_sketch="subsample", m_y=20, regressor=WrongWidth(), random_state=0)
+    with pytest.raises(ValueError, match=r"returned predictions of shape .* needs .* output_rank_"):
+        ds.fit(Xtr, Ytr)
+    assert not hasattr(ds, "regressor_")  # no state on failure
+
+
+def test_user_regressor_not_modified_and_params_untouched(multilabel_data):
+    Xtr, Ytr, Xte, _ = multilabel_data
+    reg = KernelRidgeRegressor(kernel="gaussian", lam=1e-2)
+    ds = DSOKR(output_kernel="gaussian", m_y=20, regressor=reg, random_state=0)
+    Y0 = Ytr.copy()
+    ds.fit(Xtr, Ytr)
+    assert not hasattr(reg, "coef_") and ds.regressor is reg
+    np.testing.assert_array_equal(Ytr, Y0)
+    assert ds.get_params()["m_y"] == 20
+
+
+def test_mlp_early_stopping_and_validation_loss(multilabel_data, capsys):
+    Xtr, Ytr, Xte, Yte = multilabel_data
+    ds = DSOKR(output_kernel="gaussian", output_sketch="subsample", m_y=30, regressor="mlp",
+               regressor_params={"hidden_layer_sizes": (32,), "max_epochs": 400, "patience": 5,
+                                 "learning_rate_init": 1e-2},
+               validation_fraction=0.25, random_state=0, verbose=1).fit(Xtr, Ytr)
+    out = capsys.readouterr().out
+    assert "val kernel loss" in out and "[DSOKR] fit done" in out
+    reg = ds.regressor_
+    assert reg.n_epochs_ < 400  # stopped early
+    vals = [v for _, v in reg.history_]
+    np.testing.assert_allclose(reg.best_loss_, min(vals))
+    np.testing.assert_allclose(ds.validation_loss_, min(vals), rtol=1e-5)
+    # the network learned something: better than predicting the mean target
+    assert ds.validation_loss_ < reg.history_[0][1]
+    # reproducible
+    ds2 = DSOKR(**{**ds.get_params(), "verbose": 0}).fit(Xtr, Ytr)
+    np.testing.assert_array_equal(ds2.predict_coordinates(Xte), ds.predict_coordinates(Xte))
+
+
+def test_linear_kernel_explicit_features(rng):
+    U = np.linalg.qr(rng.standard_normal((20, 3)))[0]
+    X = rng.standard_normal((150, 4))
+    Y = (X[:, :3] @ rng.standard_normal((3, 3))) @ U.T
+    ds = DSOKR(output_kernel="linear", output_sketch="subsample", m_y=10, regressor="kernel_ridge",
+               regressor_params={"kernel": "linear", "lam": 1e-8}, random_state=0).fit(X, Y)
+    assert ds.output_rank_ == 3  # outputs span a 3-dimensional subspace
+    E = ds.output_basis_vectors()
+    np.testing.assert_allclose(E @ E.T, np.eye(3), atol=1e-8)
+    np.testing.assert_allclose(ds.predict_features(X[:10]), Y[:10], atol=1e-5)
+
+
+def test_builtin_regressors_registered():
+    names = get_registry().names("regressor")
+    assert {"kernel_ridge", "mlp", "ridge"} <= set(names)
+    assert ("torch_mlp" in names) == torch_available()
+
+
+def test_errors(multilabel_data):
+    Xtr, Ytr, _, _ = multilabel_data
+    with pytest.raises(ValueError, match="different numbers"):
+        DSOKR().fit(Xtr, Ytr[:-1])
+    with pytest.raises(ValueError, match="validation_fraction"):
+        DSOKR(validation_fraction=1.5).fit(Xtr, Ytr)
+    with pytest.raises(ValueError, match="larger than"):
+        DSOKR(m_y=10_000).fit(Xtr, Ytr)
+    with pytest.raises(ValueError, match="unknown regressor"):
+        DSOKR(regressor="nope", m_y=10).fit(Xtr, Ytr)
+
+
+@pytest.mark.skipif(not torch_available(), reason="torch not installed")
+def test_torch_regressor_robust_losses(multilabel_data):
+    Xtr, Ytr, Xte, _ = multilabel_data
+    preds = {}
+    for loss in ("square", "cauchy"):
+        ds = DSOKR(output_kernel="gaussian", m_y=20, regressor="torch_mlp",
+                   regressor_params={"loss": loss, "loss_delta": 0.2, "hidden_layer_sizes": (32,),
+                                     "max_epochs": 15, "lr": 1e-2, "batch_size": 64, "num_threads": 1},
+                   validation_fraction=0.2, random_state=0).fit(Xtr, Ytr)
+        preds[loss] = ds.predict_coordinates(Xte)
+        assert ds.regressor_.n_epochs_ <= 15 and np.isfinite(ds.validation_loss_)
+    assert not np.allclose(preds["square"], preds["cauchy"])
+    with pytest.raises(ValueError, match="unknown loss"):
+        DSOKR(m_y=20, regressor="torch_mlp", regressor_params={"loss": "nope"}).fit(Xtr, Ytr)

@@ -7,7 +7,7 @@
 
 Domain libraries (RDKit, GraKeL, POT, torch) are only imported by the plugins that need them.
 """
-from .decoders import CandidateIndex, Decoded
+from .decoders import CandidateIndex, CandidateSets, Decoded
 from .hookspecs import hookimpl
 from .kernels import Kernel
 from .models import IOKR, ISOKR, SIOKR, SISOKR
@@ -18,7 +18,7 @@ from .sketches import Sketch, SketchMatrix
 __version__ = "0.1.0"
 
 __all__ = [
-    "IOKR", "SIOKR", "ISOKR", "SISOKR", "Kernel", "Sketch", "SketchMatrix", "CandidateIndex",
+    "IOKR", "SIOKR", "ISOKR", "SISOKR", "Kernel", "Sketch", "SketchMatrix", "CandidateIndex", "CandidateSets",
     "Decoded", "hookimpl", "get_registry", "list_components", "__version__",
 ]
 __all__ += ["DSOKR", "DSOKREnsemble"]

@@ -4,12 +4,94 @@ from __future__ import annotations
 import numbers
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.base import BaseEstimator
 
-from .._utils import iter_chunks, num_samples, take_slice
-from .candidates import DEFAULT_MAX_MEMORY_MB, CandidateIndex, Decoded
+from .._utils import iter_chunks, num_samples, take, take_slice
+from .candidates import DEFAULT_MAX_MEMORY_MB, CandidateIndex, Decoded, grouped_topk_search
 
-__all__ = ["Decoder", "CandidateDecoder", "check_top_k"]
+__all__ = ["Decoder", "CandidateDecoder", "CandidateSets", "check_top_k"]
+
+
+class CandidateSets:
+    """One candidate set per query, for ``predict(X, candidates=CandidateSets(...))``.
+
+    Two forms:
+
+    * ``CandidateSets([set_0, set_1, ...])``: one collection of raw candidates per query
+      (lists of SMILES, lists of graphs, arrays, ...); the sets are concatenated into one
+      pool, embedded in ONE ``embed_candidates`` call;
+    * ``CandidateSets.from_pool(pool, [idx_0, idx_1, ...])``: each set is given by indices
+      into a shared ``pool`` (a raw collection, or a :class:`CandidateIndex` of the same
+      fitted model), so a candidate shared by many queries is embedded once.  Use it when
+      the sets overlap (e.g. every molecule with the query's molecular formula).
+
+    Decoding scores each query only against its own set, in query batches with one
+    vectorised pass per batch (:func:`sprokr.decoders.grouped_topk_search`): no Python
+    loop over (query, candidate) pairs.  ``predict`` returns the best candidate of each
+    set (a list); with ``top_k`` a :data:`Decoded` whose indices are positions *within
+    each query's own set* (``-1``, score ``-inf`` where a set has fewer than k members).
+    """
+
+    def __init__(self, sets):
+        sets = list(sets)
+        if not sets:
+            raise ValueError("CandidateSets needs at least one candidate set")
+        sizes = [num_samples(s, f"candidate set {q}") for q, s in enumerate(sets)]
+        empty = [q for q, n in enumerate(sizes) if n == 0]
+        if empty:
+            raise ValueError(f"candidate set(s) of query {empty[:10]} are empty; every query needs "
+                             f"at least one candidate")
+        self._sets = sets
+        self.sizes = np.asarray(sizes, dtype=np.intp)
+        self.pool = None
+        self.indices = None
+
+    @classmethod
+    def from_pool(cls, pool, indices):
+        """Sets as index arrays into a shared ``pool`` of candidates (or a CandidateIndex)."""
+        n_pool = len(pool) if isinstance(pool, CandidateIndex) else num_samples(pool, "pool")
+        idx = [np.asarray(i, dtype=np.intp).ravel() for i in indices]
+        if not idx:
+            raise ValueError("CandidateSets needs at least one candidate set")
+        for q, i in enumerate(idx):
+            if i.size == 0:
+                raise ValueError(f"the candidate set of query {q} is empty; every query needs "
+                                 f"at least one candidate")
+            if i.min() < 0 or i.max() >= n_pool:
+                raise ValueError(f"the candidate set of query {q} has indices outside the pool "
+                                 f"of {n_pool} candidates")
+        self = cls.__new__(cls)
+        self._sets = None
+        self.sizes = np.asarray([i.size for i in idx], dtype=np.intp)
+        self.pool = pool
+        self.indices = np.concatenate(idx)
+        return self
+
+    def __len__(self):
+        return self.sizes.size
+
+    def candidate_set(self, q):
+        """The raw candidates of query ``q``."""
+        if self._sets is not None:
+            return self._sets[q]
+        start = int(self.sizes[:q].sum())
+        sel = self.indices[start:start + self.sizes[q]]
+        pool = self.pool.candidates if isinstance(self.pool, CandidateIndex) else self.pool
+        return take(pool, sel)
+
+    def _flat_pool(self):
+        """(pool collection or CandidateIndex, flat pool index of every (query, candidate) pair)."""
+        if self.pool is not None:
+            return self.pool, self.indices
+        first = self._sets[0]
+        if isinstance(first, np.ndarray) and all(isinstance(s, np.ndarray) for s in self._sets):
+            pool = np.concatenate(self._sets, axis=0)
+        elif all(sp.issparse(s) for s in self._sets):
+            pool = sp.vstack(self._sets, format="csr")
+        else:
+            pool = [c for s in self._sets for c in (s if not isinstance(s, np.ndarray) else list(s))]
+        return pool, np.arange(int(self.sizes.sum()), dtype=np.intp)
 
 
 def check_top_k(top_k):
@@ -69,6 +151,8 @@ class CandidateDecoder(Decoder):
 
     def decode(self, model, X, candidates=None, top_k=None):
         k = check_top_k(top_k)
+        if isinstance(candidates, CandidateSets):
+            return self.decode_sets(model, X, candidates, k)
         index = self.resolve_index(model, candidates)
         Xp = model.prepare_inputs(X)
         n_q = num_samples(Xp, "X")
@@ -85,3 +169,43 @@ class CandidateDecoder(Decoder):
         if k is None:
             return index.take(idx[:, 0])
         return Decoded(idx, scores)
+
+    def decode_sets(self, model, X, sets, k=None):
+        """Decode query ``q`` over its own candidate set ``sets`` (a :class:`CandidateSets`)."""
+        Xp = model.prepare_inputs(X)
+        n_q = num_samples(Xp, "X")
+        if n_q != len(sets):
+            raise ValueError(f"{n_q} queries but {len(sets)} candidate sets; give one set per query")
+        pool, flat = sets._flat_pool()
+        # embed every distinct pool candidate once, in one call
+        if isinstance(pool, CandidateIndex):
+            if pool.owner is not model._index_token:
+                raise ValueError("the pool CandidateIndex was built by another model (or before the "
+                                 "last fit); rebuild it with model.make_candidate_index(pool)")
+            E, offsets, raw = pool.embeddings, pool.offsets, pool.candidates
+        else:
+            E, offsets = model.embed_candidates(pool)
+            raw = pool
+        budget = getattr(model, "max_memory_mb", None) or self.max_memory_mb
+        kk = k or 1
+        sizes = sets.sizes
+        ends = np.cumsum(sizes)
+        starts = ends - sizes
+        idx = np.full((n_q, kk), -1, dtype=np.intp)
+        scores = np.full((n_q, kk), -np.inf)
+        # query batches whose gathered (pairs x d) block fits the memory budget
+        pairs_budget = max(1, int(budget * 2**20 // (8 * max(E.shape[1], 1))))
+        q0 = 0
+        while q0 < n_q:
+            q1 = int(np.searchsorted(ends, starts[q0] + pairs_budget, side="right"))
+            q1 = min(max(q1, q0 + 1), n_q, q0 + self.query_chunk)
+            rows = flat[starts[q0]:ends[q1 - 1]]
+            H = model.predict_coordinates(take_slice(Xp, slice(q0, q1)), prepared=True)
+            res = grouped_topk_search(H, E[rows], sizes[q0:q1], kk,
+                                      None if offsets is None else offsets[rows])
+            idx[q0:q1], scores[q0:q1] = res.indices, res.scores
+            q0 = q1
+        if k is not None:
+            return Decoded(idx, scores)
+        best = flat[starts + idx[:, 0]]
+        return take(raw, best)

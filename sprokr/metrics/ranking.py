@@ -1,0 +1,72 @@
+"""Ranking metrics for candidate decoding: top-k accuracy, Hits@k, MRR.
+
+Two input forms, both in scikit-learn order ``(y_true, y_pred)``:
+
+* ``y_true`` : int array (n,) -- the position of the true output in each query's candidate
+  list (``-1`` when the truth is not among the candidates: never a hit, reciprocal rank 0);
+* ``y_pred`` : int array (n, k) -- ranked candidate positions, best first (as in
+  ``model.predict(X, top_k=k).indices``); ``-1`` entries are padding.
+
+:func:`ranks_from_scores` turns a full score matrix into the rank of the truth (1 = best;
+ties count against the truth: rank = 1 + number of candidates scoring strictly higher).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["true_ranks", "ranks_from_scores", "top_k_accuracy", "hits_at_k",
+           "mean_reciprocal_rank"]
+
+
+def _check(y_true, y_pred):
+    t = np.asarray(y_true)
+    p = np.asarray(y_pred)
+    if p.ndim == 1:
+        p = p[:, None]
+    if t.ndim != 1 or p.ndim != 2 or t.shape[0] != p.shape[0]:
+        raise ValueError(f"y_true must be (n,) and y_pred (n, k); got {t.shape} and {p.shape}")
+    if not (np.issubdtype(t.dtype, np.integer) and np.issubdtype(p.dtype, np.integer)):
+        raise TypeError("y_true and y_pred must hold integer candidate positions")
+    return t, p
+
+
+def true_ranks(y_true, y_pred):
+    """1-based rank of the truth within each ranked list; ``inf`` if absent."""
+    t, p = _check(y_true, y_pred)
+    hit = (p == t[:, None]) & (t[:, None] >= 0)
+    r = np.where(hit.any(axis=1), hit.argmax(axis=1) + 1.0, np.inf)
+    return r
+
+
+def ranks_from_scores(scores, y_true):
+    """Rank (1 = best) of the true candidate from a full score matrix (n, n_candidates)."""
+    S = np.asarray(scores, dtype=np.float64)
+    t = np.asarray(y_true)
+    if S.ndim != 2 or t.shape != (S.shape[0],):
+        raise ValueError(f"scores must be (n, n_candidates) and y_true (n,); got {S.shape}, {t.shape}")
+    if t.size and (t.min() < 0 or t.max() >= S.shape[1]):
+        raise ValueError("y_true holds positions outside the candidate set")
+    st = S[np.arange(S.shape[0]), t]
+    return 1.0 + (S > st[:, None]).sum(axis=1)
+
+
+def top_k_accuracy(y_true, y_pred, k=1):
+    """Fraction of queries whose true output is among the first ``k`` predictions."""
+    if k < 1:
+        raise ValueError(f"k must be >= 1, got {k!r}")
+    return float(np.mean(true_ranks(y_true, y_pred) <= k))
+
+
+def hits_at_k(y_true, y_pred, k=10):
+    """Hits@k (retrieval name of top-k accuracy with one relevant item per query)."""
+    return top_k_accuracy(y_true, y_pred, k)
+
+
+def mean_reciprocal_rank(y_true, y_pred=None, ranks=None):
+    """MRR: mean of 1 / rank of the truth (0 when it is not in the ranked list).
+
+    Give ``(y_true, y_pred)`` ranked lists, or ``ranks=`` (e.g. from
+    :func:`ranks_from_scores`, which covers the whole candidate set).
+    """
+    r = np.asarray(ranks, dtype=np.float64) if ranks is not None else true_ranks(y_true, y_pred)
+    return float(np.mean(1.0 / r))

@@ -37,7 +37,7 @@ from .._utils import iter_chunks
 __all__ = ["ridge_by_eigengroups", "adam_solve", "AdamResult"]
 
 
-def ridge_by_eigengroups(G, H, n, lam, V, e):
+def ridge_by_eigengroups(G, H, n, lam, V, e, overwrite_g=False):
     """Output coefficients (E2): ``C`` of shape (r, d) with predictions ``Z C``.
 
     Parameters
@@ -61,7 +61,7 @@ def ridge_by_eigengroups(G, H, n, lam, V, e):
             groups.setdefault(key, []).append(j)
     r = G.shape[0]
     for ej, cols in groups.items():
-        A = ej * G
+        A = np.multiply(G, ej, out=G if (overwrite_g and len(groups) == 1) else None)
         A.flat[:: r + 1] += n * lam
         cf = sla.cho_factor(A, lower=True, overwrite_a=True, check_finite=False)
         Ct[:, cols] = ej * sla.cho_solve(cf, Ht[:, cols], check_finite=False)

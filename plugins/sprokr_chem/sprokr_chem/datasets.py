@@ -1,0 +1,60 @@
+"""Loaders for the molecule benchmark data (QM9 CSV, ChEBI-20 SDF) and the shipped sample."""
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import numpy as np
+
+from .io import read_sdf
+
+__all__ = ["QM9_PROPERTIES", "load_qm9", "load_chebi20"]
+
+#: the per-molecule quantum properties of QM9 used as inputs (no atomisation energies,
+#: which are near-duplicates of u0/u298/h298/g298)
+QM9_PROPERTIES = ["A", "B", "C", "mu", "alpha", "homo", "lumo", "gap", "r2", "zpve", "u0",
+                  "u298", "h298", "g298", "cv"]
+
+
+def load_qm9(path=None, properties=None):
+    """SMILES and property matrix of a QM9 CSV (default ``<data>/qm9/qm9_dev.csv``).
+
+    Returns ``smiles`` (list of str) and ``props`` (ndarray (n, p)) and the property names.
+    Missing properties of the file (e.g. the shipped sample has fewer) are left out.
+    """
+    if path is None:
+        from sprokr.datasets import default_data_dir
+
+        path = default_data_dir() / "qm9" / "qm9_dev.csv"
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"QM9 file not found: {path}")
+    with open(path, newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    if not rows or "smiles" not in rows[0]:
+        raise ValueError(f"{path}: expected a CSV with a 'smiles' column")
+    names = [p for p in (properties or QM9_PROPERTIES) if p in rows[0]]
+    smiles = [r["smiles"] for r in rows]
+    props = np.array([[float(r[p]) for p in names] for r in rows]) if names else np.zeros((len(rows), 0))
+    return smiles, props, names
+
+
+def load_chebi20(path=None, on_error="raise"):
+    """ChEBI-20 molecules and their text descriptions (``<data>/chebi20/val.sdf.zip``).
+
+    Returns ``mols`` (RDKit molecules), ``texts`` (the ``Description`` field) and the
+    read report.  A record without a description raises (or is skipped with ``on_error="skip"``).
+    """
+    if path is None:
+        from sprokr.datasets import default_data_dir
+
+        path = default_data_dir() / "chebi20" / "val.sdf.zip"
+    mols, props, report = read_sdf(path, on_error=on_error)
+    keep = [i for i, p in enumerate(props) if str(p.get("Description", "")).strip()]
+    if len(keep) != len(mols):
+        missing = [report.kept[i] for i in range(len(mols)) if i not in set(keep)]
+        if on_error == "raise":
+            raise ValueError(f"{len(missing)} SDF record(s) have no Description, e.g. record {missing[0]}")
+        report.skipped += [(i, "", "no Description") for i in missing]
+        report.kept = [report.kept[i] for i in keep]
+    return [mols[i] for i in keep], [str(props[i]["Description"]) for i in keep], report

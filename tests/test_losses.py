@@ -1,0 +1,98 @@
+"""Losses: values, (sub)gradients, minimisers, validation, registry and plugin extension."""
+import numpy as np
+import pytest
+
+from sprokr import hookimpl
+from sprokr.losses import (
+    EpsilonInsensitiveLoss,
+    HingeLoss,
+    HuberLoss,
+    Loss,
+    PinballLoss,
+    SquareLoss,
+)
+from sprokr.metrics import crossing_loss, pinball_loss
+from sprokr.registry import Registry, get_registry
+
+SMOOTH_LOSSES = [SquareLoss(), HuberLoss(kappa=0.7), EpsilonInsensitiveLoss(epsilon=0.2),
+                 PinballLoss(tau=[0.2, 0.5, 0.9]), HingeLoss()]
+
+
+@pytest.mark.parametrize("loss", SMOOTH_LOSSES, ids=lambda l: type(l).__name__)
+def test_gradient_matches_finite_differences(loss, rng):
+    P = rng.standard_normal((30, 3))
+    Y = np.sign(rng.standard_normal((30, 3))) if isinstance(loss, HingeLoss) else rng.standard_normal((30, 3))
+    loss.validate(3)
+    G = loss.gradient(P, Y)
+    h = 1e-6
+    for j in range(3):
+        E = np.zeros_like(P)
+        E[:, j] = h
+        fd = (loss.value(P + E, Y) - loss.value(P - E, Y)) / (2 * h)
+        # kinks have measure zero: random points avoid them
+        np.testing.assert_allclose(G[:, j], fd, rtol=1e-4, atol=1e-6)
+
+
+def test_loss_values():
+    P, Y = np.array([[0.0], [3.0]]), np.array([[1.0], [0.0]])
+    np.testing.assert_allclose(SquareLoss().value(P, Y), [0.5, 4.5])
+    np.testing.assert_allclose(HuberLoss(kappa=1.0).value(P, Y), [0.5, 2.5])  # 1*(3 - 1/2)
+    np.testing.assert_allclose(EpsilonInsensitiveLoss(epsilon=0.5).value(P, Y), [0.5, 2.5])
+    np.testing.assert_allclose(PinballLoss(tau=0.9).value(P, Y), [0.9, 0.3])
+    np.testing.assert_allclose(HingeLoss().value(np.array([[2.0], [0.5]]), np.ones((2, 1))), [0.0, 0.5])
+
+
+def test_multi_output_huber_uses_residual_norm():
+    P, Y = np.array([[3.0, 4.0]]), np.zeros((1, 2))  # |r| = 5
+    np.testing.assert_allclose(HuberLoss(kappa=1.0).value(P, Y), [4.5])
+    np.testing.assert_allclose(HuberLoss(kappa=1.0).gradient(P, Y), [[0.6, 0.8]])
+
+
+@pytest.mark.parametrize("tau", [0.1, 0.5, 0.8])
+def test_pinball_minimiser_is_the_quantile(tau, rng):
+    y = rng.exponential(size=2001)[:, None]
+    grid = np.linspace(0, 4, 2001)
+    risks = [PinballLoss(tau=tau).value(np.full_like(y, c), y).mean() for c in grid]
+    assert abs(grid[int(np.argmin(risks))] - np.quantile(y, tau)) < 0.01
+
+
+def test_pinball_metric_matches_loss_and_crossing(rng):
+    taus = np.array([0.1, 0.5, 0.9])
+    y = rng.standard_normal(50)
+    Q = rng.standard_normal((50, 3))
+    expected = PinballLoss(tau=taus).value(Q, np.repeat(y[:, None], 3, axis=1)).mean()
+    assert pinball_loss(y, Q, taus) == pytest.approx(expected)
+    assert crossing_loss(np.sort(Q, axis=1), taus) == 0.0
+    assert crossing_loss(np.array([[1.0, 0.5, 0.7]])) == pytest.approx(0.5)
+
+
+@pytest.mark.parametrize("make", [lambda: HuberLoss(kappa=-1.0), lambda: HuberLoss(kappa=0.0),
+                                  lambda: EpsilonInsensitiveLoss(epsilon=-0.1),
+                                  lambda: PinballLoss(tau=0.0), lambda: PinballLoss(tau=1.2),
+                                  lambda: PinballLoss(tau=[0.1, 0.5])])
+def test_invalid_loss_parameters(make):
+    with pytest.raises(ValueError):
+        make().validate(3)
+
+
+def test_registry_and_plugin_loss():
+    assert {"square", "huber", "epsilon_insensitive", "pinball", "hinge"} <= set(get_registry().names("loss"))
+    assert get_registry().create("loss", "huber", {"kappa": 2.0}, base=Loss).kappa == 2.0
+
+    class LogCosh(Loss):
+        def value(self, P, Y):
+            return np.sum(np.log(np.cosh(P - Y)), axis=1)
+
+        def gradient(self, P, Y):
+            return np.tanh(P - Y)
+
+    class Plugin:
+        @hookimpl
+        def sprokr_losses(self):
+            return {"logcosh": LogCosh}
+
+    reg = Registry(entry_points=False)
+    reg.register(Plugin(), name="logcosh-plugin")
+    loss = reg.create("loss", "logcosh", base=Loss)
+    assert isinstance(loss, LogCosh)
+    assert reg.get("loss", "logcosh").plugin == "logcosh-plugin"

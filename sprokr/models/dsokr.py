@@ -27,7 +27,7 @@ from .._linalg import DEFAULT_RCOND
 from .._utils import check_random_state, iter_chunks, num_samples, take, take_slice, unique_indices
 from ..decoders.candidates import CandidateIndex, Decoded, _topk_rows
 from ..registry import get_registry
-from .sisokr import OUTPUT_DTYPE, resolve_kernel, resolve_sketch
+from .sisokr import OUTPUT_DTYPE, SISOKR, resolve_kernel, resolve_sketch
 from .sketched_features import RowGatherer, SketchedFeatures, default_chunk_size
 
 __all__ = ["DSOKR", "DSOKREnsemble", "sketched_output_targets"]
@@ -270,12 +270,8 @@ class DSOKR(BaseEstimator):
         offsets = None if ky.normalized else -0.5 * ky.diag(Cp).astype(OUTPUT_DTYPE)
         return self.output_features_.transform(Cp, self.chunk_size), offsets
 
-    def make_candidate_index(self, candidates):
-        """Embed a candidate set once; pass it as ``predict(X, candidates=index)``."""
-        if num_samples(candidates, "candidates") == 0:
-            raise ValueError("the candidate set is empty; expected at least one candidate")
-        E, offsets = self.embed_candidates(candidates)
-        return CandidateIndex(candidates, E, offsets, owner=self._index_token)
+    #: embed a candidate set once (shared with SISOKR: uses ``embed_candidates``)
+    make_candidate_index = SISOKR.make_candidate_index
 
     def predict(self, X, candidates=None, top_k=None):
         """Decode ``X`` over a candidate set (default: the distinct training outputs).
@@ -303,11 +299,8 @@ class DSOKR(BaseEstimator):
         """``h(x)`` as explicit output feature vectors (n_q, D) (linear kernel by default)."""
         return self.predict_coordinates(X) @ self.output_basis_vectors(feature_map)
 
-    def score(self, X, Y):
-        """Minus the mean squared output-kernel distance ``|psi(f(x)) - psi(y)|^2`` (0 is best)."""
-        from .sisokr import SISOKR
-
-        return SISOKR.score(self, X, Y)
+    #: minus the mean squared output-kernel distance of the decoded outputs (shared with SISOKR)
+    score = SISOKR.score
 
 
 class DSOKREnsemble(BaseEstimator):
@@ -446,7 +439,5 @@ class DSOKREnsemble(BaseEstimator):
 
     def score(self, X, Y):
         """Minus the mean squared output-kernel distance of the decoded outputs (0 is best)."""
-        from .sisokr import SISOKR
-
         check_is_fitted(self, "estimators_")
         return SISOKR.score(self, X, Y)

@@ -25,7 +25,7 @@ import time
 import numpy as np
 from sklearn.feature_extraction.text import TfidfVectorizer
 
-from sprokr import IOKR, SISOKR
+from sprokr import DSOKR, IOKR, SISOKR
 from sprokr.metrics import hits_at_k, mean_reciprocal_rank, ranks_from_scores
 
 
@@ -61,8 +61,17 @@ def nn_text(ctx, seed):
     return S, 0.0, time.perf_counter() - t0
 
 
+def dsokr_regressor(seed):
+    """DSOKR's network: an MLP on the tf-idf word 1-2 grams of the text (ctx["X_tr"]), CPU."""
+    from sklearn.neural_network import MLPRegressor
+
+    return MLPRegressor(hidden_layer_sizes=(256,), early_stopping=True, max_iter=100, random_state=seed)
+
+
 def methods(args):
     return {
+        "DSOKR": model_method(lambda s: DSOKR(output_kernel="morgan_cosine", output_sketch="subsample", m_y=args.m_y,
+                                              regressor=dsokr_regressor(s), random_state=s)),
         "IOKR": model_method(lambda s: IOKR(input_kernel="cosine", output_kernel="morgan_cosine",
                                             lam=args.lam)),
         "SISOKR": model_method(lambda s: SISOKR(
@@ -84,7 +93,7 @@ def main(argv=None):
     ap.add_argument("--lam", type=float, default=1e-3)
     ap.add_argument("--m-x", type=int, default=1000)
     ap.add_argument("--m-y", type=int, default=300)
-    ap.add_argument("--methods", default="IOKR,SISOKR,NN-text")
+    ap.add_argument("--methods", default="IOKR,SISOKR,NN-text,DSOKR")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
 

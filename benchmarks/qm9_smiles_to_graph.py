@@ -29,7 +29,7 @@ import time
 import networkx as nx
 import numpy as np
 
-from sprokr import IOKR, SISOKR
+from sprokr import DSOKR, IOKR, SISOKR
 from sprokr.metrics import mean_graph_edit_distance
 from sprokr.registry import get_registry
 
@@ -75,8 +75,20 @@ def fgw_method(ctx, seed, n_neighbors=5):
             "valid_smiles": float(np.mean([g.graph.get("smiles") is not None for g in pred]))}
 
 
+def dsokr_regressor(seed):
+    """DSOKR's network: an MLP on char n-gram tf-idf of the SMILES (CPU, minutes)."""
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.neural_network import MLPRegressor
+    from sklearn.pipeline import make_pipeline
+
+    return make_pipeline(TfidfVectorizer(analyzer="char", ngram_range=(1, 3), max_features=20000, sublinear_tf=True),
+                         MLPRegressor(hidden_layer_sizes=(256,), early_stopping=True, max_iter=100, random_state=seed))
+
+
 def methods(args):
     return {
+        "DSOKR": candidate_method(lambda s: DSOKR(output_kernel="wl", output_sketch="subsample", m_y=args.m_y,
+                                              regressor=dsokr_regressor(s), random_state=s)),
         "IOKR": candidate_method(lambda s: IOKR(input_kernel="smiles_spectrum", output_kernel="wl",
                                                 lam=args.lam)),
         "SISOKR": candidate_method(lambda s: SISOKR(
@@ -102,7 +114,7 @@ def main(argv=None):
     ap.add_argument("--m-y", type=int, default=200)
     ap.add_argument("--ged-n", type=int, default=50, help="test queries on which GED (and FGW) run")
     ap.add_argument("--ged-timeout", type=float, default=0.5, help="seconds per GED pair")
-    ap.add_argument("--methods", default="IOKR,SISOKR,FGW")
+    ap.add_argument("--methods", default="IOKR,SISOKR,FGW,DSOKR")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
 

@@ -50,10 +50,10 @@ def test_multi_output_huber_uses_residual_norm():
 
 @pytest.mark.parametrize("tau", [0.1, 0.5, 0.8])
 def test_pinball_minimiser_is_the_quantile(tau, rng):
-    y = rng.exponential(size=2001)[:, None]
-    grid = np.linspace(0, 4, 2001)
+    y = rng.exponential(size=1001)[:, None]
+    grid = np.linspace(0, 4, 801)
     risks = [PinballLoss(tau=tau).value(np.full_like(y, c), y).mean() for c in grid]
-    assert abs(grid[int(np.argmin(risks))] - np.quantile(y, tau)) < 0.01
+    assert abs(grid[int(np.argmin(risks))] - np.quantile(y, tau)) < 0.02
 
 
 def test_pinball_metric_matches_loss_and_crossing(rng):

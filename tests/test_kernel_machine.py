@@ -1,0 +1,249 @@
+"""Sketched kernel machines: exactness, solvers, robustness, quantiles, output matrices, errors."""
+import networkx as nx
+import numpy as np
+import pytest
+from sklearn.base import clone
+from sklearn.kernel_ridge import KernelRidge
+
+from sprokr.kernels.vector import GaussianKernel
+from sprokr.metrics import crossing_loss
+from sprokr.models import (
+    JointQuantileRegressor,
+    RFFKernelMachine,
+    SketchedKernelMachine,
+    graph_laplacian_matrix,
+    joint_quantile_matrix,
+)
+
+KP = {"sigma2": 2.0}  # gamma = 0.25
+
+
+@pytest.fixture
+def toy(rng):
+    X = rng.uniform(-2, 2, size=(200, 3))
+    f = np.sin(2 * X[:, 0]) + 0.5 * X[:, 1]
+    return X, f
+
+
+def brute_force_decomposable(X, Y, Xq, lam, M, gamma=0.25):
+    """Exact vv-KRR with K = k M: (K (x) I + n lam I (x) M^-1) vec(A M) = vec(Y)."""
+    n, d = Y.shape
+    K = np.exp(-gamma * ((X[:, None] - X[None]) ** 2).sum(-1))
+    big = np.kron(K, np.eye(d)) + n * lam * np.kron(np.eye(n), np.linalg.inv(M))
+    AM = np.linalg.solve(big, Y.ravel()).reshape(n, d)
+    Kq = np.exp(-gamma * ((Xq[:, None] - X[None]) ** 2).sum(-1))
+    return Kq @ AM
+
+
+def test_closed_form_equals_exact_krr_with_identity_sketch(toy, rng):
+    X, f = toy
+    Y = np.c_[f, -f + rng.standard_normal(200) * 0.1]
+    Xq = rng.uniform(-2, 2, size=(40, 3))
+    lam = 1e-3
+    ref = KernelRidge(alpha=200 * lam, kernel="rbf", gamma=0.25).fit(X, Y).predict(Xq)
+    for sketch in (None, "identity"):
+        model = SketchedKernelMachine(kernel_params=KP, lam=lam, sketch=sketch).fit(X, Y)
+        np.testing.assert_allclose(model.predict(Xq), ref, atol=1e-8)
+    scalar = SketchedKernelMachine(kernel_params=KP, lam=lam, sketch="identity").fit(X, Y[:, 0])
+    assert scalar.predict(Xq).shape == (40,)
+    np.testing.assert_allclose(scalar.predict(Xq), ref[:, 0], atol=1e-8)
+
+
+@pytest.mark.parametrize("sketch", [None, "identity"])
+def test_decomposable_output_matrix_matches_brute_force(sketch, rng):
+    X = rng.uniform(-2, 2, size=(40, 2))
+    Y = np.c_[np.sin(X[:, 0]), np.cos(X[:, 1]), X[:, 0] * X[:, 1]] + 0.05 * rng.standard_normal((40, 3))
+    Xq = rng.uniform(-2, 2, size=(10, 2))
+    M = graph_laplacian_matrix(np.array([[0, 1, 0], [1, 0, 1], [0, 1, 0]]), mu=0.6)
+    model = SketchedKernelMachine(kernel_params=KP, lam=1e-2, sketch=sketch, output_matrix=M).fit(X, Y)
+    np.testing.assert_allclose(model.predict(Xq), brute_force_decomposable(X, Y, Xq, 1e-2, M), atol=1e-7)
+
+
+def test_adam_reaches_closed_form_on_square_loss(toy, rng):
+    X, f = toy
+    y = f + 0.1 * rng.standard_normal(200)
+    common = dict(kernel_params=KP, lam=1e-2, sketch="psr", m=40, sketch_params={"p": 0.05}, random_state=3)
+    exact = SketchedKernelMachine(**common).fit(X, y)
+    Xq = rng.uniform(-2, 2, size=(100, 3))
+    scale = np.abs(exact.predict(Xq)).max()
+    # full batch: Adam from zero converges to the closed-form solution
+    full = SketchedKernelMachine(**common, solver="adam", init="zeros", learning_rate=0.05, batch_size=200,
+                                 max_epochs=1000, tol=1e-7, n_iter_no_change=8).fit(X, y)
+    assert full.converged_ and full.n_epochs_ > 10
+    assert np.abs(full.predict(Xq) - exact.predict(Xq)).max() < 5e-3 * scale
+    # mini-batches: the objective gets within 0.5 % of the closed-form optimum, never below it
+    optimum = SketchedKernelMachine(**common, solver="adam", max_epochs=1).fit(X, y).objective_[0]
+    mini = SketchedKernelMachine(**common, solver="adam", init="zeros", learning_rate=0.05, batch_size=64,
+                                 max_epochs=400, tol=1e-7, n_iter_no_change=8).fit(X, y)
+    assert mini.objective_[0] > 2 * optimum
+    assert optimum * (1 - 1e-9) <= min(mini.objective_) < optimum * 1.005
+    assert np.abs(mini.predict(Xq) - exact.predict(Xq)).max() < 0.1 * scale
+
+
+def test_pinball_median_and_upper_quantile(rng):
+    X = rng.uniform(-2, 2, size=(400, 1))
+    noise = rng.exponential(size=400)  # skewed: median log 2 ~ 0.69, mean 1
+    y = np.sin(2 * X[:, 0]) + noise
+    fits = {}
+    for tau in (0.5, 0.9):
+        model = SketchedKernelMachine(kernel_params={"sigma2": 0.5}, lam=1e-4, loss="pinball",
+                                      loss_params={"tau": tau}, sketch="subsample", m=60,
+                                      max_epochs=300, learning_rate=0.05, random_state=0).fit(X, y)
+        fits[tau] = model.predict(X)
+        assert abs(np.mean(y < fits[tau]) - tau) < 0.06
+    square = SketchedKernelMachine(kernel_params={"sigma2": 0.5}, lam=1e-4, sketch="subsample", m=60,
+                                   random_state=0).fit(X, y).predict(X)
+    # the median fit tracks f + log 2, the least-squares fit f + 1
+    assert np.mean(np.abs(fits[0.5] - np.sin(2 * X[:, 0]) - np.log(2))) < 0.15
+    assert np.mean(square - fits[0.5]) > 0.2
+
+
+def test_huber_is_robust_to_outliers(rng):
+    X = rng.uniform(-2, 2, size=(300, 1))
+    f = np.sin(2 * X[:, 0])
+    y = f + 0.1 * rng.standard_normal(300)
+    bad = rng.choice(300, 30, replace=False)
+    y[bad] += 30.0  # 10 % gross outliers
+    Xq = np.linspace(-2, 2, 200)[:, None]
+    common = dict(kernel_params={"sigma2": 0.5}, lam=1e-3, sketch="psr", m=60, sketch_params={"p": 0.05},
+                  random_state=0)
+    sq = SketchedKernelMachine(**common).fit(X, y).predict(Xq)
+    hub = SketchedKernelMachine(**common, loss="huber", loss_params={"kappa": 0.5}, max_epochs=300,
+                                learning_rate=0.05).fit(X, y).predict(Xq)
+    truth = np.sin(2 * Xq[:, 0])
+    err_sq, err_hub = np.sqrt(np.mean((sq - truth) ** 2)), np.sqrt(np.mean((hub - truth) ** 2))
+    assert err_sq > 2.0  # the outliers drag the least-squares fit up by ~3
+    assert err_hub < 0.5 and err_hub < err_sq / 5
+
+
+def test_epsilon_insensitive_and_exact_nonsmooth(toy, rng):
+    X, f = toy
+    y = f + 0.05 * rng.standard_normal(200)
+    svr = SketchedKernelMachine(kernel_params=KP, lam=1e-3, loss="epsilon_insensitive",
+                                loss_params={"epsilon": 0.1}, max_epochs=200, learning_rate=0.05,
+                                random_state=0).fit(X, y)  # exact machine (Cholesky features)
+    assert svr.rank_ == 200
+    assert np.sqrt(np.mean((svr.predict(X) - f) ** 2)) < 0.15
+
+
+def test_hinge_classification(rng):
+    X = rng.standard_normal((200, 2))
+    y = np.where(X[:, 0] ** 2 + X[:, 1] ** 2 > 1.4, 1.0, -1.0)
+    clf = SketchedKernelMachine(kernel_params={"sigma2": 0.5}, lam=1e-4, loss="hinge", sketch="psg", m=50,
+                                sketch_params={"p": 0.05}, max_epochs=200, random_state=0).fit(X, y)
+    assert np.mean(np.sign(clf.predict(X)) == y) > 0.9
+
+
+def test_joint_quantile_regressor(rng):
+    X = rng.uniform(0, 1, size=(400, 1))
+    y = np.sin(4 * X[:, 0]) + (0.2 + X[:, 0]) * rng.standard_normal(400)  # heteroscedastic
+    taus = (0.1, 0.5, 0.9)
+    jq = JointQuantileRegressor(taus=taus, gamma_tau=1.0, kernel_params={"sigma2": 0.1}, lam=1e-4,
+                                sketch="psr", m=50, sketch_params={"p": 0.05}, learning_rate=0.05,
+                                max_epochs=300, random_state=0).fit(X, y)
+    Q = jq.predict(X)
+    assert Q.shape == (400, 3)
+    np.testing.assert_allclose([np.mean(y < Q[:, j]) for j in range(3)], taus, atol=0.06)
+    assert crossing_loss(Q, taus) < 0.01
+    # wider interval where the noise is larger
+    width = Q[:, 2] - Q[:, 0]
+    assert width[X[:, 0] > 0.8].mean() > 1.5 * width[X[:, 0] < 0.2].mean()
+    np.testing.assert_allclose(jq.output_matrix_, joint_quantile_matrix(taus, 1.0))
+
+
+def test_sketched_kernel_only_evaluates_selected_columns(toy):
+    X, f = toy
+    calls = []
+
+    class Recording(GaussianKernel):
+        def pairwise(self, A, B):
+            calls.append(B.shape[0])
+            return super().pairwise(A, B)
+
+    model = SketchedKernelMachine(kernel=Recording(sigma2=2.0), lam=1e-3, sketch="psr", m=20,
+                                  sketch_params={"p": 0.01}, chunk_size=50, random_state=0).fit(X, f)
+    m_prime = model.sketch_matrix_.indices.size
+    assert m_prime < 100 and max(calls) == m_prime  # never the n training columns
+    model.predict(X[:7])
+    assert calls[-1] == m_prime
+
+
+def test_rff_approaches_exact_krr(toy, rng):
+    X, f = toy
+    Xq = rng.uniform(-2, 2, size=(50, 3))
+    exact = SketchedKernelMachine(kernel_params=KP, lam=1e-3).fit(X, f).predict(Xq)
+    errs = [np.abs(RFFKernelMachine(sigma2=2.0, n_components=s, lam=1e-3, random_state=0).fit(X, f)
+                   .predict(Xq) - exact).mean() for s in (20, 2000)]
+    assert errs[1] < errs[0] / 3 and errs[1] < 0.05
+
+
+def test_sklearn_conventions_and_reproducibility(toy):
+    X, f = toy
+    X0, f0 = X.copy(), f.copy()
+    M = np.eye(1)
+    model = SketchedKernelMachine(kernel_params=KP, loss="huber", sketch="psg", m=30,
+                                  sketch_params={"p": 0.05}, output_matrix=M, random_state=7)
+    params = model.get_params()
+    assert model.fit(X, f) is model
+    assert model.get_params() == params
+    np.testing.assert_array_equal(X, X0)
+    np.testing.assert_array_equal(f, f0)
+    np.testing.assert_array_equal(M, np.eye(1))
+    again = clone(model).fit(X, f)
+    np.testing.assert_array_equal(model.predict(X), again.predict(X))
+    other = clone(model).set_params(random_state=8).fit(X, f)
+    assert not np.array_equal(other.predict(X), model.predict(X))
+    assert 0.9 < model.score(X, f) <= 1.0
+
+
+def test_graph_laplacian_matrix():
+    P = np.array([[0, 1, 1], [1, 0, 0], [1, 0, 0]], dtype=float)
+    np.testing.assert_allclose(graph_laplacian_matrix(P, mu=0.0), np.eye(3))
+    G = nx.Graph([(0, 1), (0, 2)])
+    M = graph_laplacian_matrix(G, mu=0.5)
+    np.testing.assert_allclose(M, graph_laplacian_matrix(P, mu=0.5))
+    L = np.diag(P.sum(1)) - P
+    np.testing.assert_allclose(M @ (0.5 * L + 0.5 * np.eye(3)), np.eye(3), atol=1e-12)
+    with pytest.raises(ValueError, match="mu"):
+        graph_laplacian_matrix(P, mu=1.0)
+    with pytest.raises(ValueError, match="symmetric"):
+        graph_laplacian_matrix(np.triu(P), mu=0.5)
+
+
+@pytest.mark.parametrize("kwargs, y_cols, match", [
+    ({"output_matrix": np.eye(3)}, 2, "shape"),
+    ({"output_matrix": np.array([[1.0, 2.0], [2.0, 1.0]])}, 2, "semi-definite"),
+    ({"output_matrix": np.array([[1.0, 0.5], [0.0, 1.0]])}, 2, "symmetric"),
+    ({"loss": "huber", "loss_params": {"kappa": -1.0}}, 1, "kappa"),
+    ({"loss": "epsilon_insensitive", "loss_params": {"epsilon": -0.5}}, 1, "epsilon"),
+    ({"loss": "pinball", "loss_params": {"tau": 1.5}}, 1, "inside"),
+    ({"loss": "pinball", "loss_params": {"tau": [0.1, 0.5, 0.9]}}, 2, "quantile levels"),
+    ({"loss": "huber", "solver": "closed_form"}, 1, "square"),
+    ({"lam": -1.0}, 1, "lam"),
+    ({"max_epochs": 0}, 1, "max_epochs"),
+    ({"sketch": "psr", "m": 500}, 1, "larger"),
+])
+def test_bad_inputs_raise_before_any_state_change(kwargs, y_cols, match, toy):
+    X, f = toy
+    y = f if y_cols == 1 else np.c_[f, f]
+    model = SketchedKernelMachine(kernel_params=KP, **kwargs)
+    with pytest.raises(ValueError, match=match):
+        model.fit(X, y)
+    assert not hasattr(model, "coef_")
+
+
+@pytest.mark.parametrize("taus", [(0.0, 0.5), (0.5, 1.0), (-0.1, 0.5), (0.7, 0.3)])
+def test_joint_quantile_bad_levels(taus, toy):
+    X, f = toy
+    model = JointQuantileRegressor(taus=taus)
+    with pytest.raises(ValueError):
+        model.fit(X, f)
+    assert not hasattr(model, "coef_")
+
+
+def test_bad_targets(toy):
+    X, f = toy
+    with pytest.raises(ValueError, match="samples"):
+        SketchedKernelMachine().fit(X, f[:-1])
+    with pytest.raises(ValueError, match="NaN"):
+        SketchedKernelMachine().fit(X, np.where(np.arange(200) == 3, np.nan, f))

@@ -16,6 +16,7 @@ __all__ = [
     "take",
     "take_slice",
     "unique_indices",
+    "unique_inverse",
     "check_random_state",
     "check_finite",
     "check_positive",
@@ -57,31 +58,37 @@ def take_slice(X, sl):
     return take(X, np.arange(sl.start, sl.stop))
 
 
-def unique_indices(Y):
-    """Indices of the first occurrence of each distinct sample of ``Y``.
+def unique_inverse(Y):
+    """Distinct samples of ``Y``: ``(first, inverse)`` with ``Y[i] == Y[first[inverse[i]]]``.
 
-    Rows of arrays and sparse matrices are compared by value; other samples by equality
-    of their hashable form (unhashable samples, e.g. graphs, are all kept).
+    ``first`` holds the index of the first occurrence of each distinct sample, in order of
+    appearance.  Rows of arrays and sparse matrices are compared by value; other samples by
+    equality of their hashable form (unhashable samples, e.g. graphs, are all distinct).
     """
+    n = num_samples(Y)
     if sp.issparse(Y):
         Y = Y.toarray()
     if isinstance(Y, np.ndarray):
         Y2 = np.ascontiguousarray(Y.reshape(Y.shape[0], -1))
-        seen = {}
-        for i, row in enumerate(Y2):  # hashing row bytes: O(n d), no O(n log n d) row sort
-            seen.setdefault(row.tobytes(), i)
-        return np.fromiter(seen.values(), dtype=np.intp)
-    seen, first = set(), []
-    for i, y in enumerate(Y):
-        try:
-            key = y if not isinstance(y, (list, np.ndarray)) else tuple(np.ravel(y))
-            hash(key)
-        except TypeError:
-            return np.arange(num_samples(Y))
-        if key not in seen:
-            seen.add(key)
-            first.append(i)
-    return np.asarray(first, dtype=np.intp)
+        keys = (row.tobytes() for row in Y2)  # hashing row bytes: O(n d), no row sort
+    else:
+        keys = (y if not isinstance(y, (list, np.ndarray)) else tuple(np.ravel(y)) for y in Y)
+    seen, first = {}, []
+    inverse = np.empty(n, dtype=np.intp)
+    try:
+        for i, key in enumerate(keys):
+            j = seen.setdefault(key, len(first))
+            if j == len(first):
+                first.append(i)
+            inverse[i] = j
+    except TypeError:  # unhashable samples
+        return np.arange(n), np.arange(n)
+    return np.asarray(first, dtype=np.intp), inverse
+
+
+def unique_indices(Y):
+    """Indices of the first occurrence of each distinct sample of ``Y`` (see :func:`unique_inverse`)."""
+    return unique_inverse(Y)[0]
 
 
 def check_random_state(seed):

@@ -6,6 +6,7 @@ from sklearn.model_selection import GridSearchCV
 
 from sprokr import IOKR, ISOKR, SIOKR, SISOKR
 from sprokr.metrics import f1_samples, f1_samples_scorer
+from sprokr.models.sketched_features import SketchedFeatures
 
 KX = {"gamma": 0.2}
 KY = {"gamma": 0.5}
@@ -168,3 +169,26 @@ def test_predict_errors(multilabel_data):
         m.predict(Xte, top_k=0)
     with pytest.raises(ValueError, match="NaN"):
         m.predict(np.full_like(Xte, np.nan))
+
+
+def test_repeated_outputs_are_collapsed_exactly(multilabel_data):
+    """With many repeated outputs the output side works on distinct outputs only (R_y P)."""
+    Xtr, Ytr, Xte, _ = multilabel_data
+    rng = np.random.default_rng(5)
+    Yrep = Ytr[rng.integers(0, 20, size=len(Ytr))]  # 20 distinct label sets among 180 samples
+    n = len(Xtr)
+    exact = IOKR(lam=1e-3, input_kernel_params=KX, output_kernel_params=KY).fit(Xtr, Yrep)
+    sk = ISOKR(lam=1e-3, output_sketch="subsample", m_y=n, input_kernel_params=KX,
+               output_kernel_params=KY, random_state=0).fit(Xtr, Yrep)
+    n_distinct = len(np.unique(Yrep, axis=0))
+    assert sk._out.R.n == n_distinct < n  # the collapsed sketch acts on distinct outputs
+    np.testing.assert_allclose(scores(sk, Xte).scores, scores(exact, Xte).scores, rtol=1e-5, atol=1e-7)
+    # a p-sparsified output sketch: collapsed features span the same space as the plain ones
+    kw = dict(lam=1e-3, input_sketch="subsample", m_x=60, output_sketch="psg", m_y=15,
+              output_sketch_params={"p": 0.2}, input_kernel_params=KX, output_kernel_params=KY, random_state=3)
+    a = SISOKR(**kw).fit(Xtr, Yrep)
+    plain = SketchedFeatures(a.output_kernel_, a.output_sketch_matrix_, Yrep.astype(float), np.float64, 1e-10)
+    plain.fit_basis(None)
+    C = np.unique(Ytr, axis=0).astype(float)
+    Pa, Pp = a._out.transform(C), plain.transform(C)
+    np.testing.assert_allclose(Pa @ Pa.T, Pp @ Pp.T, atol=1e-8)

@@ -41,7 +41,7 @@ from .._utils import (
     resolve_dtype,
     take,
     take_slice,
-    unique_indices,
+    unique_inverse,
 )
 from ..decoders.candidates import CandidateIndex
 from ..kernels.base import Kernel
@@ -214,19 +214,20 @@ class SISOKR(BaseEstimator):
         rng = check_random_state(self.random_state)
         Rx = sx.draw(n, rng) if sx is not None else None
         Ry = sy.draw(n, rng) if sy is not None else None
-        u = unique_indices(Y)
+        u, inv = unique_inverse(Y)
 
         # ---- validated: learned state starts here
         self.input_kernel_, self.output_kernel_, self.decoder_ = kx, ky, decoder
         self.input_sketch_matrix_, self.output_sketch_matrix_ = Rx, Ry
         self.n_train_, self._dtype, self._rcond = n, dtype, rcond
-        self._out = SketchedFeatures(ky, Ry, Yp, OUTPUT_DTYPE, rcond) if Ry is not None else None
+        self._out = None
+        out_rows = self._init_output_side(Yp, Ry, u, inv) if Ry is not None else None
         self._Y_train = Yp if Ry is None else None
         chunk = self.chunk_size or default_chunk_size(max(Rx.indices.size if Rx else n, 1), dtype)
         if Rx is not None:
-            E_default = self._fit_sketched_input(Xp, Yp, n, lam, Rx, Ry, u, chunk)
+            E_default = self._fit_sketched_input(Xp, Yp, n, lam, Rx, Ry, u, chunk, out_rows)
         else:
-            E_default = self._fit_exact_input(Xp, Yp, n, lam, Ry, u, chunk)
+            E_default = self._fit_exact_input(Xp, Yp, n, lam, Ry, u, chunk, out_rows)
         self.output_rank_ = E_default.shape[1]
         self._index_token = object()
         offsets = None if ky.normalized else -0.5 * ky.diag(take(Yp, u)).astype(OUTPUT_DTYPE)
@@ -239,7 +240,26 @@ class SISOKR(BaseEstimator):
         if self.verbose:
             print(f"[{type(self).__name__}] {msg}", flush=True)
 
-    def _fit_sketched_input(self, Xp, Yp, n, lam, Rx, Ry, u, chunk):
+    def _init_output_side(self, Yp, Ry, u, inv):
+        """Set up ``psi~`` and return ``rows(idx)`` = rows of ``K_y R_y^T`` (n x m_y).
+
+        Structured outputs repeat (Bibtex: 2058 distinct label sets among 4880 documents).
+        Rows of ``K_y R_y^T`` depend on the output only, so when at most half the outputs
+        are distinct they are computed once per distinct output, with the sketch collapsed
+        onto distinct outputs (``R_y P``): an exact identity that also merges repeated
+        sketch columns, and whose basis is known before the input-side pass.
+        """
+        n = inv.size
+        if u.size > n // 2:
+            self._out = SketchedFeatures(self.output_kernel_, Ry, Yp, OUTPUT_DTYPE, self._rcond)
+            return lambda sl: self._out.block(take_slice(Yp, sl))
+        Yu = take(Yp, u)
+        self._out = SketchedFeatures(self.output_kernel_, Ry.collapse(inv, u.size), Yu, OUTPUT_DTYPE, self._rcond)
+        Tu = self._out.block(Yu)  # (n_distinct, m_y)
+        self._out.set_basis(Tu[self._out.R.indices])
+        return lambda sl: Tu[inv[sl]]
+
+    def _fit_sketched_input(self, Xp, Yp, n, lam, Rx, Ry, u, chunk, out_rows):
         """Accumulate ``A^T A`` and ``A^T T`` over row chunks; solve the m_x x m_x system."""
         dtype = self._dtype
         fx = SketchedFeatures(self.input_kernel_, Rx, Xp, KERNEL_DTYPE, self._rcond)
@@ -254,7 +274,7 @@ class SISOKR(BaseEstimator):
             A = fx.block(take_slice(Xp, sl))
             rows_x.add(sl, A)
             if Ry is not None:
-                T = self._out.block(take_slice(Yp, sl))
+                T = out_rows(sl)
                 rows_y.add(sl, T)
                 rows_u.add(sl, T)
             else:
@@ -264,7 +284,8 @@ class SISOKR(BaseEstimator):
         Kx_tilde = Rx.sandwich_from_rows(rows_x.rows)
         G = AtA + (n * lam) * Kx_tilde
         if Ry is not None:
-            self._out.set_basis(rows_y.rows)
+            if self._out.basis_ is None:
+                self._out.set_basis(rows_y.rows)
             AtT = AtT @ self._out.basis_.astype(np.float64)
             E_default = rows_u.rows @ self._out.basis_
         else:
@@ -276,7 +297,7 @@ class SISOKR(BaseEstimator):
         self._cho = None
         return E_default
 
-    def _fit_exact_input(self, Xp, Yp, n, lam, Ry, u, chunk):
+    def _fit_exact_input(self, Xp, Yp, n, lam, Ry, u, chunk, out_rows):
         """Cholesky of ``K_x + n lam I`` (n x n: only when no input sketch is asked for)."""
         dtype = self._dtype
         kx = self.input_kernel_
@@ -291,8 +312,9 @@ class SISOKR(BaseEstimator):
             return self._exact_output_embedding(take(Yp, u))
         T = np.empty((n, Ry.m), dtype=OUTPUT_DTYPE)
         for sl in iter_chunks(n, chunk):
-            T[sl] = self._out.block(take_slice(Yp, sl))
-        self._out.set_basis(T[Ry.indices])
+            T[sl] = out_rows(sl)
+        if self._out.basis_ is None:
+            self._out.set_basis(T[Ry.indices])
         Psi = T @ self._out.basis_
         self._set_coef(sla.cho_solve(cho, Psi, check_finite=False))
         self._cho = None

@@ -55,6 +55,21 @@ class SketchMatrix:
     def shape(self):
         return (self.m, self.n)
 
+    def collapse(self, inverse, n_distinct):
+        """The sketch acting on distinct samples: ``R P`` where ``P`` (n x n_distinct) maps
+        each sample to its distinct value (``inverse``).
+
+        When samples repeat, ``K = P K_u P^T`` and ``K R^T = P (K_u (R P)^T)``: kernel
+        values are then needed between distinct samples only.
+        """
+        cols = np.asarray(inverse)[self.indices]
+        new_indices, pos = np.unique(cols, return_inverse=True)
+        merge = sp.csr_matrix((np.ones(cols.size), (np.arange(cols.size), pos)),
+                              shape=(cols.size, new_indices.size))
+        W = self.weights @ merge
+        W = W if sp.issparse(self.weights) else np.asarray(W)
+        return SketchMatrix(n_distinct, new_indices, W)
+
     def toarray(self):
         """The dense (m, n) sketch matrix (for tests and small problems)."""
         R = np.zeros((self.m, self.n))

@@ -44,6 +44,11 @@ class Kernel(BaseEstimator):
         """Gram block between prepared collections ``A`` and ``B``: ndarray (len(A), len(B))."""
         raise NotImplementedError
 
+    def prepare_support(self, A):
+        """Representation of prepared samples that will be the *right* operand of many
+        ``pairwise`` calls (a model's support points).  Default: unchanged."""
+        return A
+
     def diag(self, A):
         """``k(a, a)`` for every prepared sample: ndarray of shape (len(A),)."""
         if self.normalized:
@@ -93,3 +98,13 @@ class VectorKernel(Kernel):
                 )
         check_finite(X, "X")
         return X
+
+    def prepare_support(self, A):
+        """Sparse support points are densified (Fortran order, so ``A.T`` is C-contiguous)
+        when they fit in 256 MB: every later ``pairwise(Q, A)`` is then one sparse x dense
+        product without re-densifying ``A``."""
+        import scipy.sparse as sp
+
+        if sp.issparse(A) and A.shape[0] * A.shape[1] * A.dtype.itemsize <= 256 * 2**20:
+            return np.asfortranarray(A.toarray())
+        return A

@@ -293,7 +293,7 @@ class SISOKR(BaseEstimator):
         gamma = psd_solve(G, AtT, self._rcond, method=self.solver)
         beta = Rx.apply_left_transpose(gamma)
         self._set_coef(beta)
-        self.X_support_ = fx.Z_sel
+        self.X_support_ = self.input_kernel_.prepare_support(fx.Z_sel)
         self._cho = None
         return E_default
 
@@ -306,7 +306,7 @@ class SISOKR(BaseEstimator):
             K[sl] = kx.pairwise(take_slice(Xp, sl), Xp)
         K.flat[:: n + 1] += n * lam
         cho = sla.cho_factor(K, lower=True, overwrite_a=True, check_finite=False)
-        self.X_support_ = Xp
+        self.X_support_ = kx.prepare_support(Xp)
         if Ry is None:
             self.coef_, self._cho = None, cho
             return self._exact_output_embedding(take(Yp, u))

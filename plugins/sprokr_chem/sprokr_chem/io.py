@@ -145,7 +145,8 @@ def read_sdf(path, on_error="raise", properties=True):
     RDLogger.DisableLog("rdApp.*")
     try:
         for i, block in enumerate(blocks):
-            block = block.lstrip("\r\n")
+            if i > 0:  # drop the end of the preceding "$$$$" line, keep the title line
+                block = block[2:] if block.startswith("\r\n") else block[1:] if block.startswith("\n") else block
             head = _short(block.splitlines()[0] if block.strip() else "")
             reason = None
             if not block.strip():

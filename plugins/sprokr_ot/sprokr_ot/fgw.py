@@ -190,10 +190,13 @@ class FGWBarycenterDecoder(Decoder):
         """FGW barycenter of ``graphs`` with ``weights`` as a networkx graph."""
         import ot
 
-        w = np.asarray(weights, dtype=float)
-        keep = w > 0
-        graphs = [g for g, k in zip(graphs, keep) if k]
-        w = w[keep] / w[keep].sum()
+        merged = {}
+        for g, wi in zip(graphs, np.asarray(weights, dtype=float)):  # same graph twice: add weights
+            if wi > 0:
+                merged[id(g)] = (g, merged.get(id(g), (g, 0.0))[1] + wi)
+        graphs = [g for g, _ in merged.values()]
+        w = np.array([wi for _, wi in merged.values()])
+        w = w / w.sum()
         FC = [graph_to_fgw(g, alphabet, self.node_label, self.edge_label) for g in graphs]
         top = int(np.argmax(w))
         N = FC[top][0].shape[0]

@@ -1,0 +1,67 @@
+import numpy as np
+import pytest
+
+from sprokr import IOKR, SISOKR, CandidateSets
+from sprokr.metrics import hits_at_k, mean_reciprocal_rank, ranks_from_scores, top_k_accuracy
+
+
+@pytest.fixture
+def fitted():
+    r = np.random.default_rng(0)
+    X = r.standard_normal((150, 4))
+    Y = np.tanh(X @ r.standard_normal((4, 3)))
+    m = SISOKR(lam=1e-3, output_sketch="psg", m_y=40, output_sketch_params={"p": 0.1},
+               random_state=0).fit(X[:100], Y[:100])
+    return m, X[100:], Y
+
+
+def test_candidate_sets_match_per_query_decoding(fitted):
+    m, Xq, Y = fitted
+    r = np.random.default_rng(1)
+    sets = [Y[r.choice(150, size=r.integers(1, 12), replace=False)] for _ in range(len(Xq))]
+    pred = m.predict(Xq, candidates=CandidateSets(sets))
+    res = m.predict(Xq, candidates=CandidateSets(sets), top_k=3)
+    for q in range(len(Xq)):
+        ref = m.predict(Xq[q:q + 1], candidates=sets[q], top_k=3)
+        kk = min(3, len(sets[q]))
+        assert np.array_equal(res.indices[q, :kk], ref.indices[0, :kk])
+        assert np.allclose(res.scores[q, :kk], ref.scores[0, :kk])
+        assert (res.indices[q, kk:] == -1).all()
+        assert np.array_equal(pred[q], sets[q][ref.indices[0, 0]])
+
+
+def test_candidate_sets_from_pool_and_index(fitted):
+    m, Xq, Y = fitted
+    r = np.random.default_rng(2)
+    idx = [r.choice(150, size=7, replace=False) for _ in range(len(Xq))]
+    a = m.predict(Xq, candidates=CandidateSets.from_pool(Y, idx), top_k=7)
+    b = m.predict(Xq, candidates=CandidateSets([Y[i] for i in idx]), top_k=7)
+    c = m.predict(Xq, candidates=CandidateSets.from_pool(m.make_candidate_index(Y), idx), top_k=7)
+    assert np.array_equal(a.indices, b.indices) and np.array_equal(a.indices, c.indices)
+    # small memory budget: many query batches, same answer
+    m2 = m.set_params(max_memory_mb=0.001)
+    d = m2.predict(Xq, candidates=CandidateSets.from_pool(Y, idx), top_k=7)
+    assert np.array_equal(a.indices, d.indices)
+
+
+def test_candidate_sets_errors(fitted):
+    m, Xq, Y = fitted
+    with pytest.raises(ValueError, match="query \\[1\\]"):
+        CandidateSets([Y[:3], Y[:0]])
+    with pytest.raises(ValueError, match="outside the pool"):
+        CandidateSets.from_pool(Y, [[0, 200]])
+    with pytest.raises(ValueError, match="one set per query"):
+        m.predict(Xq, candidates=CandidateSets([Y[:3]]))
+    other = IOKR(lam=1e-3).fit(Xq, Y[:50])
+    with pytest.raises(ValueError, match="another model"):
+        m.predict(Xq[:1], candidates=CandidateSets.from_pool(other.make_candidate_index(Y), [[0, 1]]))
+
+
+def test_ranking_metrics():
+    truth = np.array([0, 2, 5])
+    ranked = np.array([[0, 1, 2], [1, 2, 0], [0, 1, 2]])
+    assert top_k_accuracy(truth, ranked, 1) == pytest.approx(1 / 3)
+    assert hits_at_k(truth, ranked, 2) == pytest.approx(2 / 3)
+    assert mean_reciprocal_rank(truth, ranked) == pytest.approx((1 + 0.5 + 0) / 3)
+    S = np.array([[3.0, 1, 2], [0.0, 5, 1]])
+    assert ranks_from_scores(S, np.array([2, 1])).tolist() == [2.0, 1.0]

@@ -1,0 +1,110 @@
+import numpy as np
+import pytest
+
+pytest.importorskip("rdkit")
+sprokr_chem = pytest.importorskip("sprokr_chem")
+from rdkit import Chem  # noqa: E402
+
+from sprokr import IOKR  # noqa: E402
+from sprokr.datasets import sample_path  # noqa: E402
+from sprokr.registry import get_registry  # noqa: E402
+from sprokr_chem import (  # noqa: E402
+    MoleculeReadError, MorganGaussianTanimotoKernel, MorganMinMaxKernel, MorganTanimotoKernel,
+    SmilesSpectrumKernel, graph_to_smiles, morgan_fingerprints, read_sdf, read_smiles,
+    smiles_to_graph,
+)
+from sprokr_chem.datasets import load_qm9  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def qm9():
+    smiles, props, names = load_qm9(sample_path("qm9_sample.csv"))
+    return smiles, props
+
+
+def test_tanimoto_identical_is_one_and_disjoint_is_zero():
+    k = MorganTanimotoKernel()
+    K = k(["CCO", "CCO", "c1ccccc1"])
+    assert K[0, 1] == pytest.approx(1.0)
+    # methane and hydrogen fluoride share no Morgan bit
+    fp = morgan_fingerprints(["C", "F"])
+    assert set(fp[0].indices).isdisjoint(fp[1].indices)
+    assert k(["C", "F"])[0, 1] == 0.0
+    assert 0 < K[0, 2] < 1 or K[0, 2] == 0
+
+
+def test_kernels_on_known_molecules():
+    mm = MorganMinMaxKernel()(["CCO", "CCN"])
+    gt = MorganGaussianTanimotoKernel(gamma=0.5)(["CCO", "CCN", "CCO"])
+    t = MorganTanimotoKernel()(["CCO", "CCN"])[0, 1]
+    assert gt[0, 2] == pytest.approx(1.0)
+    assert gt[0, 1] == pytest.approx(np.exp(-0.5 * (2 - 2 * t)))
+    assert mm[0, 0] == 1.0 and 0 < mm[0, 1] < 1
+    s = SmilesSpectrumKernel(n=3)(["CCO", "CCO", "OCC", "c1ccccc1"])
+    assert s[0, 1] == pytest.approx(1.0) and s[0, 2] < 1.0 and s[0, 3] < s[0, 2]
+
+
+def test_fingerprint_kernels_psd(qm9):
+    smiles, _ = qm9
+    for k in (MorganTanimotoKernel(), MorganMinMaxKernel(), SmilesSpectrumKernel()):
+        K = k(smiles[:80])
+        assert np.allclose(K, K.T)
+        assert np.linalg.eigvalsh(K).min() > -1e-8
+
+
+def test_counts_fingerprints_and_cache():
+    fp = morgan_fingerprints(["CCCC", "CCCC"], counts=True)
+    assert fp.shape == (2, 2048) and fp.max() > 1
+    assert (fp[0] != fp[1]).nnz == 0
+
+
+def test_invalid_smiles_error_names_record():
+    with pytest.raises(MoleculeReadError, match=r"record 1: 'C1CC'"):
+        read_smiles(["CCO", "C1CC", "CC"])
+    mols, report = read_smiles(["CCO", "C1CC", "xyz", "CC"], on_error="skip")
+    assert len(mols) == 2 and report.kept == [0, 3]
+    assert [i for i, _, _ in report.skipped] == [1, 2]
+    with pytest.raises(MoleculeReadError, match="record 2"):
+        MorganTanimotoKernel().prepare(["CCO", "CC", "not_a_smiles"])
+
+
+def test_empty_sdf_record_error(tmp_path):
+    block = Chem.MolToMolBlock(Chem.MolFromSmiles("CCO"))
+    good = block + ">  <Description>\nethanol\n\n$$$$\n"
+    path = tmp_path / "x.sdf"
+    path.write_text(good + "\n$$$$\n" + good)
+    with pytest.raises(MoleculeReadError, match="record 1.*empty SDF record"):
+        read_sdf(path)
+    mols, props, report = read_sdf(path, on_error="skip")
+    assert len(mols) == 2 and props[0]["Description"] == "ethanol"
+    assert report.skipped[0][0] == 1
+
+
+def test_smiles_graph_smiles_round_trip(qm9):
+    smiles, _ = qm9
+    for s in smiles:
+        G = smiles_to_graph(s)
+        assert G.number_of_nodes() == Chem.MolFromSmiles(s).GetNumAtoms()
+        assert graph_to_smiles(G) == Chem.MolToSmiles(Chem.MolFromSmiles(s))
+
+
+def test_charged_round_trip_and_invalid_graph():
+    s = "C[N+](C)(C)C.[O-]C=O"
+    assert graph_to_smiles(smiles_to_graph(s)) == Chem.MolToSmiles(Chem.MolFromSmiles(s))
+    G = smiles_to_graph("CC")
+    G.add_edge(0, 1, label=3)
+    G.add_node(2, label="C")
+    G.add_edge(0, 2, label=3)  # pentavalent carbon
+    assert graph_to_smiles(G) is None
+    with pytest.raises(sprokr_chem.GraphConversionError):
+        sprokr_chem.graph_to_mol(G, errors="raise")
+
+
+def test_plugin_discovered_by_entry_point_and_used_by_name(qm9):
+    smiles, props = qm9
+    comp = get_registry().get("output_kernel", "morgan_tanimoto")
+    assert comp.plugin == "chem"
+    X = (props - props.mean(0)) / props.std(0)
+    m = IOKR(input_kernel="gaussian", output_kernel="morgan_tanimoto", lam=1e-3).fit(X[:200], smiles[:200])
+    pred = m.predict(X[:20])
+    assert np.mean([p == s for p, s in zip(pred, smiles[:20])]) > 0.8  # training points are recovered

@@ -1,0 +1,67 @@
+import numpy as np
+import pytest
+
+pytest.importorskip("ot")
+pytest.importorskip("sprokr_ot")
+pytest.importorskip("sprokr_chem")
+import networkx as nx  # noqa: E402
+
+from sprokr import IOKR, SISOKR  # noqa: E402
+from sprokr.datasets import sample_path  # noqa: E402
+from sprokr.registry import get_registry  # noqa: E402
+from sprokr_chem import smiles_to_graph  # noqa: E402
+from sprokr_chem.datasets import load_qm9  # noqa: E402
+from sprokr_ot import FGWBarycenterDecoder, fgw_distance, label_alphabet  # noqa: E402
+
+match = dict(node_match=lambda a, b: a["label"] == b["label"],
+             edge_match=lambda a, b: a["label"] == b["label"])
+
+
+@pytest.fixture(scope="module")
+def data():
+    smiles, _, _ = load_qm9(sample_path("qm9_sample.csv"))
+    return smiles, [smiles_to_graph(s) for s in smiles]
+
+
+def test_fgw_distance(data):
+    _, G = data
+    assert fgw_distance(G[0], G[0]) == pytest.approx(0.0, abs=1e-12)
+    assert fgw_distance(G[0], G[1]) > 0
+    assert fgw_distance(G[0], G[1], alpha=0.0) == pytest.approx(fgw_distance(G[1], G[0], alpha=0.0))
+
+
+def test_barycenter_of_one_graph_is_that_graph(data):
+    _, G = data
+    dec = FGWBarycenterDecoder()
+    alphabet = label_alphabet(G)
+    for g in G[:10]:
+        assert nx.is_isomorphic(dec.barycenter([g], [1.0], alphabet), g, **match)
+        assert nx.is_isomorphic(dec.barycenter([g, g], [0.3, 0.7], alphabet), g, **match)
+
+
+def test_fgw_decoder_by_name_returns_graphs_and_smiles(data):
+    smiles, G = data
+    assert get_registry().get("decoder", "fgw_barycenter").plugin == "ot"
+    m = IOKR(input_kernel="smiles_spectrum", output_kernel="wl", lam=1e-5,
+             decoder="fgw_barycenter", decoder_params={"n_neighbors": 3}).fit(smiles[:200], G[:200])
+    pred = m.predict(smiles[:8])
+    assert len(pred) == 8 and all(isinstance(g, nx.Graph) for g in pred)
+    assert all("smiles" in g.graph for g in pred)
+    # training inputs: alpha(x) concentrates on the training graph itself
+    assert np.mean([nx.is_isomorphic(p, t, **match) for p, t in zip(pred, G[:8])]) >= 0.5
+    assert sum(g.graph["smiles"] is not None for g in pred) >= 4
+    with pytest.raises(ValueError, match="top_k"):
+        m.predict(smiles[:2], top_k=2)
+
+
+def test_fgw_decoder_with_sketched_output(data):
+    smiles, G = data
+    m = SISOKR(input_kernel="smiles_spectrum", output_kernel="wl", lam=1e-4, output_sketch="psg",
+               m_y=60, output_sketch_params={"p": 0.05}, random_state=0).fit(smiles[:200], G[:200])
+    dec = FGWBarycenterDecoder(n_neighbors=3)
+    idx, W, pool = dec.neighbor_weights(m, smiles[200:205])
+    assert np.allclose(W.sum(axis=1), 1) and (W >= 0).all()
+    with pytest.raises(ValueError, match="exact output"):
+        FGWBarycenterDecoder(weights="alpha").neighbor_weights(m, smiles[:2])
+    out = dec.decode(m, smiles[200:203])
+    assert len(out) == 3

@@ -253,7 +253,7 @@ def surrogate_error(model, X, Y, chunk_size=None):
     H = np.asarray(model.predict_coordinates(X), dtype=np.float64)
     Yp = ky.prepare(Y)
     kyy = ky.diag(Yp).astype(np.float64)
-    feats = getattr(model, "output_features_", None) or getattr(model, "_out", None)
+    feats = getattr(model, "output_features_", None)
     if feats is not None:
         T = feats.transform(Yp).astype(np.float64)
         return float(np.mean(np.einsum("ij,ij->i", H - T, H - T) + np.maximum(kyy - np.einsum("ij,ij->i", T, T), 0)))

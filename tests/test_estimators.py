@@ -181,7 +181,7 @@ def test_repeated_outputs_are_collapsed_exactly(multilabel_data):
     sk = ISOKR(lam=1e-3, output_sketch="subsample", m_y=n, input_kernel_params=KX,
                output_kernel_params=KY, random_state=0).fit(Xtr, Yrep)
     n_distinct = len(np.unique(Yrep, axis=0))
-    assert sk._out.R.n == n_distinct < n  # the collapsed sketch acts on distinct outputs
+    assert sk.output_features_.R.n == n_distinct < n  # the collapsed sketch acts on distinct outputs
     np.testing.assert_allclose(scores(sk, Xte).scores, scores(exact, Xte).scores, rtol=1e-5, atol=1e-7)
     # a p-sparsified output sketch: collapsed features span the same space as the plain ones
     kw = dict(lam=1e-3, input_sketch="subsample", m_x=60, output_sketch="psg", m_y=15,
@@ -190,5 +190,5 @@ def test_repeated_outputs_are_collapsed_exactly(multilabel_data):
     plain = SketchedFeatures(a.output_kernel_, a.output_sketch_matrix_, Yrep.astype(float), np.float64, 1e-10)
     plain.fit_basis(None)
     C = np.unique(Ytr, axis=0).astype(float)
-    Pa, Pp = a._out.transform(C), plain.transform(C)
+    Pa, Pp = a.output_features_.transform(C), plain.transform(C)
     np.testing.assert_allclose(Pa @ Pa.T, Pp @ Pp.T, atol=1e-8)

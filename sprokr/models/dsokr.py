@@ -27,7 +27,8 @@ from .._linalg import DEFAULT_RCOND
 from .._utils import check_random_state, iter_chunks, num_samples, take, take_slice, unique_indices
 from ..decoders.candidates import CandidateIndex, Decoded, _topk_rows
 from ..registry import get_registry
-from .sisokr import OUTPUT_DTYPE, SISOKR, resolve_kernel, resolve_sketch
+from .base import OUTPUT_DTYPE, OutputKernelModel
+from .sisokr import resolve_kernel, resolve_sketch
 from .sketched_features import RowGatherer, SketchedFeatures, default_chunk_size
 
 __all__ = ["DSOKR", "DSOKREnsemble", "sketched_output_targets"]
@@ -73,7 +74,7 @@ def _accepts(func, name):
     return name in params  # not **kwargs: a Pipeline forwards those to its steps and fails
 
 
-class DSOKR(BaseEstimator):
+class DSOKR(OutputKernelModel, BaseEstimator):
     """Deep sketched output kernel regression.
 
     Parameters
@@ -260,28 +261,6 @@ class DSOKR(BaseEstimator):
         return self._check_output(self.regressor_.predict(X), num_samples(X, "X"), self.output_rank_,
                                   self.regressor_)
 
-    def embed_candidates(self, candidates):
-        """``psi~(c)`` (n_c, p) and offsets ``-k(c, c)/2`` (None for normalised kernels)."""
-        check_is_fitted(self, "regressor_")
-        Cp = self.output_kernel_.prepare(candidates)
-        if num_samples(Cp) == 0:
-            raise ValueError("the candidate set is empty; expected at least one candidate")
-        ky = self.output_kernel_
-        offsets = None if ky.normalized else -0.5 * ky.diag(Cp).astype(OUTPUT_DTYPE)
-        return self.output_features_.transform(Cp, self.chunk_size), offsets
-
-    #: embed a candidate set once (shared with SISOKR: uses ``embed_candidates``)
-    make_candidate_index = SISOKR.make_candidate_index
-
-    def predict(self, X, candidates=None, top_k=None):
-        """Decode ``X`` over a candidate set (default: the distinct training outputs).
-
-        Returns the decoded outputs, or a :data:`~sprokr.Decoded` ``(indices, scores)`` of
-        shape (n_q, top_k) when ``top_k`` is given.
-        """
-        check_is_fitted(self, "regressor_")
-        return self.decoder_.decode(self, X, candidates=candidates, top_k=top_k)
-
     def output_basis_vectors(self, feature_map=None):
         """The basis ``e~_j`` as explicit vectors, (p, D), for kernels with finite features.
 
@@ -299,8 +278,6 @@ class DSOKR(BaseEstimator):
         """``h(x)`` as explicit output feature vectors (n_q, D) (linear kernel by default)."""
         return self.predict_coordinates(X) @ self.output_basis_vectors(feature_map)
 
-    #: minus the mean squared output-kernel distance of the decoded outputs (shared with SISOKR)
-    score = SISOKR.score
 
 
 class DSOKREnsemble(BaseEstimator):
@@ -440,4 +417,4 @@ class DSOKREnsemble(BaseEstimator):
     def score(self, X, Y):
         """Minus the mean squared output-kernel distance of the decoded outputs (0 is best)."""
         check_is_fitted(self, "estimators_")
-        return SISOKR.score(self, X, Y)
+        return OutputKernelModel.score(self, X, Y)

@@ -47,6 +47,7 @@ from ..decoders.candidates import CandidateIndex
 from ..kernels.base import Kernel
 from ..registry import get_registry
 from ..sketches.base import Sketch
+from .base import OUTPUT_DTYPE, OutputKernelModel
 from .sketched_features import RowGatherer, SketchedFeatures, default_chunk_size
 
 __all__ = ["SISOKR", "IOKR", "SIOKR", "ISOKR"]
@@ -57,7 +58,7 @@ __all__ = ["SISOKR", "IOKR", "SIOKR", "ISOKR"]
 #: values to float32 costs accuracy (Bibtex SISOKR F1 0.438 instead of 0.441).  Kernel
 #: blocks are therefore float64; ``dtype`` sets the precision of the O(n m^2) cross
 #: products, which are formed on *centred* blocks where float32 is accurate.
-KERNEL_DTYPE = OUTPUT_DTYPE = np.dtype(np.float64)
+KERNEL_DTYPE = OUTPUT_DTYPE
 
 
 def resolve_kernel(spec, params, side, dtype):
@@ -95,7 +96,7 @@ def resolve_sketch(spec, m, params, n, side):
     return sketch
 
 
-class SISOKR(BaseEstimator):
+class SISOKR(OutputKernelModel, BaseEstimator):
     """Sketched input, sketched output kernel regression (IOKR family).
 
     Parameters
@@ -140,6 +141,8 @@ class SISOKR(BaseEstimator):
         Cholesky factor instead).
     output_rank_ : int
         ``d``, the dimension of the output coordinates (p_y, or n without output sketch).
+    output_features_ : SketchedFeatures or None
+        The output feature map ``psi~`` (None without output sketch).
     n_train_ : int
     fit_time_ : float (s)
     """
@@ -220,7 +223,7 @@ class SISOKR(BaseEstimator):
         self.input_kernel_, self.output_kernel_, self.decoder_ = kx, ky, decoder
         self.input_sketch_matrix_, self.output_sketch_matrix_ = Rx, Ry
         self.n_train_, self._dtype, self._rcond = n, dtype, rcond
-        self._out = None
+        self.output_features_ = None
         out_rows = self._init_output_side(Yp, Ry, u, inv) if Ry is not None else None
         self._Y_train = Yp if Ry is None else None
         chunk = self.chunk_size or default_chunk_size(max(Rx.indices.size if Rx else n, 1), dtype)
@@ -251,12 +254,12 @@ class SISOKR(BaseEstimator):
         """
         n = inv.size
         if u.size > n // 2:
-            self._out = SketchedFeatures(self.output_kernel_, Ry, Yp, OUTPUT_DTYPE, self._rcond)
-            return lambda sl: self._out.block(take_slice(Yp, sl))
+            self.output_features_ = SketchedFeatures(self.output_kernel_, Ry, Yp, OUTPUT_DTYPE, self._rcond)
+            return lambda sl: self.output_features_.block(take_slice(Yp, sl))
         Yu = take(Yp, u)
-        self._out = SketchedFeatures(self.output_kernel_, Ry.collapse(inv, u.size), Yu, OUTPUT_DTYPE, self._rcond)
-        Tu = self._out.block(Yu)  # (n_distinct, m_y)
-        self._out.set_basis(Tu[self._out.R.indices])
+        self.output_features_ = SketchedFeatures(self.output_kernel_, Ry.collapse(inv, u.size), Yu, OUTPUT_DTYPE, self._rcond)
+        Tu = self.output_features_.block(Yu)  # (n_distinct, m_y)
+        self.output_features_.set_basis(Tu[self.output_features_.R.indices])
         return lambda sl: Tu[inv[sl]]
 
     def _fit_sketched_input(self, Xp, Yp, n, lam, Rx, Ry, u, chunk, out_rows):
@@ -284,10 +287,10 @@ class SISOKR(BaseEstimator):
         Kx_tilde = Rx.sandwich_from_rows(rows_x.rows)
         G = AtA + (n * lam) * Kx_tilde
         if Ry is not None:
-            if self._out.basis_ is None:
-                self._out.set_basis(rows_y.rows)
-            AtT = AtT @ self._out.basis_.astype(np.float64)
-            E_default = rows_u.rows @ self._out.basis_
+            if self.output_features_.basis_ is None:
+                self.output_features_.set_basis(rows_y.rows)
+            AtT = AtT @ self.output_features_.basis_.astype(np.float64)
+            E_default = rows_u.rows @ self.output_features_.basis_
         else:
             E_default = self._exact_output_embedding(take(Yp, u))
         gamma = psd_solve(G, AtT, self._rcond, method=self.solver)
@@ -299,7 +302,6 @@ class SISOKR(BaseEstimator):
 
     def _fit_exact_input(self, Xp, Yp, n, lam, Ry, u, chunk, out_rows):
         """Cholesky of ``K_x + n lam I`` (n x n: only when no input sketch is asked for)."""
-        dtype = self._dtype
         kx = self.input_kernel_
         K = np.empty((n, n), dtype=KERNEL_DTYPE)
         for sl in iter_chunks(n, chunk):
@@ -313,9 +315,9 @@ class SISOKR(BaseEstimator):
         T = np.empty((n, Ry.m), dtype=OUTPUT_DTYPE)
         for sl in iter_chunks(n, chunk):
             T[sl] = out_rows(sl)
-        if self._out.basis_ is None:
-            self._out.set_basis(T[Ry.indices])
-        Psi = T @ self._out.basis_
+        if self.output_features_.basis_ is None:
+            self.output_features_.set_basis(T[Ry.indices])
+        Psi = T @ self.output_features_.basis_
         self._set_coef(sla.cho_solve(cho, Psi, check_finite=False))
         self._cho = None
         return Psi[u]
@@ -353,55 +355,6 @@ class SISOKR(BaseEstimator):
             Kq -= mu
             return (Kq.astype(self.coef_.dtype, copy=False) @ self.coef_) + mu * self._coef_sum
         return sla.cho_solve(self._cho, Kq.T, check_finite=False).T
-
-    def embed_candidates(self, candidates):
-        """Output coordinates ``E(c)`` and offsets ``-k(c,c)/2`` (None if normalised)."""
-        check_is_fitted(self, "coef_")
-        Cp = self.output_kernel_.prepare(candidates)
-        if num_samples(Cp) == 0:
-            raise ValueError("the candidate set is empty; expected at least one candidate")
-        E = self._out.transform(Cp) if self._out is not None else self._exact_output_embedding(Cp)
-        ky = self.output_kernel_
-        offsets = None if ky.normalized else -0.5 * ky.diag(Cp).astype(OUTPUT_DTYPE)
-        return E, offsets
-
-    def make_candidate_index(self, candidates):
-        """Embed a candidate set once; pass the result as ``predict(X, candidates=index)``."""
-        if num_samples(candidates, "candidates") == 0:
-            raise ValueError("the candidate set is empty; expected at least one candidate")
-        E, offsets = self.embed_candidates(candidates)
-        return CandidateIndex(candidates, E, offsets, owner=self._index_token)
-
-    def predict(self, X, candidates=None, top_k=None):
-        """Decode ``X`` over a candidate set.
-
-        Parameters
-        ----------
-        X : inputs accepted by the input kernel, n_q samples
-        candidates : collection, CandidateIndex or None
-            Candidate outputs (default: the distinct training outputs).
-        top_k : int, optional
-            If given, return a :data:`sprokr.decoders.Decoded` ``(indices, scores)`` of
-            shape (n_q, top_k) into the candidate set instead of the decoded outputs.
-
-        Returns
-        -------
-        The decoded outputs (a subset of the candidates, in their own type), or ``Decoded``.
-        """
-        check_is_fitted(self, "coef_")
-        return self.decoder_.decode(self, X, candidates=candidates, top_k=top_k)
-
-    def score(self, X, Y):
-        """Minus the mean squared output-kernel distance ``|psi(f(x)) - psi(y)|^2`` (0 is best)."""
-        pred = self.predict(X)
-        ky = self.output_kernel_
-        A, B = ky.prepare(pred), ky.prepare(Y)
-        n = num_samples(B)
-        total = 0.0
-        for sl in iter_chunks(n, 512):
-            a, b = take_slice(A, sl), take_slice(B, sl)
-            total += float(np.sum(ky.diag(a) + ky.diag(b) - 2 * np.diag(ky.pairwise(a, b))))
-        return -total / n
 
 
 class IOKR(SISOKR):

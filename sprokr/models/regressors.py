@@ -33,9 +33,10 @@ import scipy.linalg as sla
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
-from .._linalg import DEFAULT_RCOND, ShiftedCrossProducts, psd_solve
+from .._linalg import DEFAULT_RCOND
 from .._utils import check_positive, check_random_state, iter_chunks, num_samples, resolve_dtype, take_slice
-from .sketched_features import RowGatherer, SketchedFeatures, default_chunk_size
+from .sketched_features import default_chunk_size
+from .ridge import exact_ridge_factor, sketched_ridge_coef
 
 __all__ = [
     "KernelRidgeRegressor",
@@ -182,26 +183,13 @@ class KernelRidgeRegressor(RegressorMixin, BaseEstimator):
         Xp = k.prepare(X)
         T64 = np.asarray(T, dtype=np.float64)
         if sk is None:
-            chunk = self.chunk_size or default_chunk_size(n, dtype)
-            K = np.empty((n, n), dtype=dtype)
-            for sl in iter_chunks(n, chunk):
-                K[sl] = k.pairwise(take_slice(Xp, sl), Xp)
-            K.flat[:: n + 1] += n * lam
-            cho = sla.cho_factor(K, lower=True, overwrite_a=True, check_finite=False)
-            coef, support, R = sla.cho_solve(cho, T64.astype(dtype), check_finite=False), Xp, None
+            cho = exact_ridge_factor(k, Xp, n, lam, self.chunk_size or default_chunk_size(n, dtype))
+            coef, support, R = sla.cho_solve(cho, T64, check_finite=False), Xp, None
         else:
             R = sk.draw(n, check_random_state(self.random_state))
-            feats = SketchedFeatures(k, R, Xp, dtype, rcond)
-            acc = ShiftedCrossProducts(R.m, T.shape[1], dtype, np.float64)
-            rows = RowGatherer(R.indices, R.m, dtype)
-            for sl in iter_chunks(n, self.chunk_size or default_chunk_size(R.indices.size, dtype)):
-                A = feats.block(take_slice(Xp, sl))
-                rows.add(sl, A)
-                acc.add(sl, A, T64[sl], overwrite=True)
-            AtA, AtT = acc.result()
-            G = AtA + (n * lam) * R.sandwich_from_rows(rows.rows)
-            coef = R.apply_left_transpose(psd_solve(G, AtT, rcond))
-            support = feats.Z_sel
+            chunk = self.chunk_size or default_chunk_size(R.indices.size, dtype)
+            coef, support = sketched_ridge_coef(k, R, Xp, n, lam, lambda sl: T64[sl], T64.shape[1],
+                                                dtype, rcond, chunk)
         self.kernel_, self.sketch_matrix_, self.X_support_ = k, R, support
         self.coef_ = np.asarray(coef, dtype=dtype)
         self.n_outputs_ = T.shape[1]

@@ -32,7 +32,7 @@ import scipy.linalg as sla
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
-from .._linalg import DEFAULT_RCOND, ShiftedCrossProducts, psd_solve
+from .._linalg import DEFAULT_RCOND
 from .._utils import (
     check_positive,
     check_random_state,
@@ -48,17 +48,12 @@ from ..kernels.base import Kernel
 from ..registry import get_registry
 from ..sketches.base import Sketch
 from .base import OUTPUT_DTYPE, OutputKernelModel
+from .ridge import KERNEL_DTYPE, exact_ridge_factor, sketched_ridge_coef
 from .sketched_features import RowGatherer, SketchedFeatures, default_chunk_size
 
 __all__ = ["SISOKR", "IOKR", "SIOKR", "ISOKR"]
 
-#: Precision of kernel values.  Kernels are often nearly flat (a Gaussian with
-#: sigma^2 = 1e4 is ~0.8 everywhere and carries its information in variations of ~1e-3),
-#: and with a small ridge the solution depends on those variations: rounding kernel
-#: values to float32 costs accuracy (Bibtex SISOKR F1 0.438 instead of 0.441).  Kernel
-#: blocks are therefore float64; ``dtype`` sets the precision of the O(n m^2) cross
-#: products, which are formed on *centred* blocks where float32 is accurate.
-KERNEL_DTYPE = OUTPUT_DTYPE
+
 
 
 def resolve_kernel(spec, params, side, dtype):
@@ -263,51 +258,41 @@ class SISOKR(OutputKernelModel, BaseEstimator):
         return lambda sl: Tu[inv[sl]]
 
     def _fit_sketched_input(self, Xp, Yp, n, lam, Rx, Ry, u, chunk, out_rows):
-        """Accumulate ``A^T A`` and ``A^T T`` over row chunks; solve the m_x x m_x system."""
-        dtype = self._dtype
-        fx = SketchedFeatures(self.input_kernel_, Rx, Xp, KERNEL_DTYPE, self._rcond)
-        m_x = Rx.m
-        width = Ry.m if Ry is not None else n
-        acc = ShiftedCrossProducts(m_x, width, dtype, OUTPUT_DTYPE)
-        rows_x = RowGatherer(Rx.indices, m_x, KERNEL_DTYPE)  # (K_x R_x^T)[indices]: gives K~_x
+        """Sketched ridge of the raw output rows ``K_y R_y^T`` (or ``I_n``), then rotate.
+
+        ``gamma = G^+ A^T Psi~ = (G^+ A^T K_y R_y^T) U D^-1/2``: solving for the raw rows
+        lets the output basis be computed from rows gathered during the same pass.
+        """
+        targets, width = None, n
         if Ry is not None:
+            width = Ry.m
             rows_y = RowGatherer(Ry.indices, Ry.m, OUTPUT_DTYPE)  # gives K~_y
             rows_u = RowGatherer(u, Ry.m, OUTPUT_DTYPE)  # default candidates' raw embeddings
-        for sl in iter_chunks(n, chunk):
-            A = fx.block(take_slice(Xp, sl))
-            rows_x.add(sl, A)
-            if Ry is not None:
+
+            def targets(sl):
                 T = out_rows(sl)
                 rows_y.add(sl, T)
                 rows_u.add(sl, T)
-            else:
-                T = None  # targets I_n: A^T T is A^T itself
-            acc.add(sl, A, T, overwrite=True)
-        AtA, AtT = acc.result()
-        Kx_tilde = Rx.sandwich_from_rows(rows_x.rows)
-        G = AtA + (n * lam) * Kx_tilde
+                return T
+
+        beta, support = sketched_ridge_coef(self.input_kernel_, Rx, Xp, n, lam, targets, width,
+                                            self._dtype, self._rcond, chunk, self.solver)
         if Ry is not None:
             if self.output_features_.basis_ is None:
                 self.output_features_.set_basis(rows_y.rows)
-            AtT = AtT @ self.output_features_.basis_.astype(np.float64)
-            E_default = rows_u.rows @ self.output_features_.basis_
+            V = self.output_features_.basis_
+            beta, E_default = beta @ V, rows_u.rows @ V
         else:
             E_default = self._exact_output_embedding(take(Yp, u))
-        gamma = psd_solve(G, AtT, self._rcond, method=self.solver)
-        beta = Rx.apply_left_transpose(gamma)
         self._set_coef(beta)
-        self.X_support_ = self.input_kernel_.prepare_support(fx.Z_sel)
+        self.X_support_ = self.input_kernel_.prepare_support(support)
         self._cho = None
         return E_default
 
     def _fit_exact_input(self, Xp, Yp, n, lam, Ry, u, chunk, out_rows):
         """Cholesky of ``K_x + n lam I`` (n x n: only when no input sketch is asked for)."""
         kx = self.input_kernel_
-        K = np.empty((n, n), dtype=KERNEL_DTYPE)
-        for sl in iter_chunks(n, chunk):
-            K[sl] = kx.pairwise(take_slice(Xp, sl), Xp)
-        K.flat[:: n + 1] += n * lam
-        cho = sla.cho_factor(K, lower=True, overwrite_a=True, check_finite=False)
+        cho = exact_ridge_factor(kx, Xp, n, lam, chunk)
         self.X_support_ = kx.prepare_support(Xp)
         if Ry is None:
             self.coef_, self._cho = None, cho

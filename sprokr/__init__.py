@@ -22,3 +22,6 @@ __all__ = [
     "Decoded", "hookimpl", "get_registry", "list_components", "__version__",
 ]
 __all__ += ["DSOKR", "DSOKREnsemble"]
+from .models import JointQuantileRegressor, RFFKernelMachine, SketchedKernelMachine  # noqa: E402
+
+__all__ += ["SketchedKernelMachine", "JointQuantileRegressor", "RFFKernelMachine"]

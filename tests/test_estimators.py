@@ -192,3 +192,23 @@ def test_repeated_outputs_are_collapsed_exactly(multilabel_data):
     C = np.unique(Ytr, axis=0).astype(float)
     Pa, Pp = a.output_features_.transform(C), plain.transform(C)
     np.testing.assert_allclose(Pa @ Pa.T, Pp @ Pp.T, atol=1e-8)
+
+
+@pytest.mark.parametrize("kw", [
+    dict(),
+    dict(input_sketch="subsample", m_x=60),
+    dict(output_sketch="psg", m_y=20, output_sketch_params={"p": 0.1}),
+    dict(input_sketch="subsample", m_x=60, output_sketch="psg", m_y=20, output_sketch_params={"p": 0.1}),
+])
+def test_predict_weights_reproduce_scores(multilabel_data, kw):
+    """h(x) = sum_u alpha_u psi(y_u): scores against any candidate equal alpha^T k_y(Y_u, c)."""
+    Xtr, Ytr, Xte, _ = multilabel_data
+    Yrep = np.vstack([Ytr[:60], Ytr[:60], Ytr[60:]])[: len(Ytr)]  # repeated outputs
+    m = SISOKR(lam=1e-3, input_kernel_params=KX, output_kernel_params=KY, random_state=0, **kw).fit(Xtr, Yrep)
+    alpha = m.predict_weights(Xte)
+    U = m.default_index_.candidates
+    assert alpha.shape == (len(Xte), len(U))
+    cands = np.unique(Ytr, axis=0)
+    E, _ = m.embed_candidates(cands)
+    ky = m.output_kernel_
+    np.testing.assert_allclose(alpha @ ky(U, cands), m.predict_coordinates(Xte) @ E.T, atol=1e-8)

@@ -61,7 +61,11 @@ def test_fgw_decoder_with_sketched_output(data):
     dec = FGWBarycenterDecoder(n_neighbors=3)
     idx, W, pool = dec.neighbor_weights(m, smiles[200:205])
     assert np.allclose(W.sum(axis=1), 1) and (W >= 0).all()
-    with pytest.raises(ValueError, match="exact output"):
-        FGWBarycenterDecoder(weights="alpha").neighbor_weights(m, smiles[:2])
+    # alpha(x) is exact for sketched outputs too (predict_weights); only an explicit
+    # candidate set has no training weights
+    idx_a, W_a, _ = FGWBarycenterDecoder(weights="alpha", n_neighbors=3).neighbor_weights(m, smiles[200:205])
+    assert np.allclose(W_a.sum(axis=1), 1) and (W_a >= 0).all()
+    with pytest.raises(ValueError, match="default candidates"):
+        FGWBarycenterDecoder(weights="alpha").neighbor_weights(m, smiles[:2], candidates=G[:50])
     out = dec.decode(m, smiles[200:203])
     assert len(out) == 3

@@ -29,6 +29,7 @@ import time
 
 import numpy as np
 import scipy.linalg as sla
+import scipy.sparse as sp
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
@@ -227,6 +228,7 @@ class SISOKR(OutputKernelModel, BaseEstimator):
         else:
             E_default = self._fit_exact_input(Xp, Yp, n, lam, Ry, u, chunk, out_rows)
         self.output_rank_ = E_default.shape[1]
+        self._train_inverse, self._n_distinct = inv, u.size
         self._index_token = object()
         offsets = None if ky.normalized else -0.5 * ky.diag(take(Yp, u)).astype(OUTPUT_DTYPE)
         self.default_index_ = CandidateIndex(take(Y, u), E_default, offsets, owner=self._index_token)
@@ -340,6 +342,33 @@ class SISOKR(OutputKernelModel, BaseEstimator):
             Kq -= mu
             return (Kq.astype(self.coef_.dtype, copy=False) @ self.coef_) + mu * self._coef_sum
         return sla.cho_solve(self._cho, Kq.T, check_finite=False).T
+
+
+    def predict_weights(self, X, prepared=False):
+        """Weights ``alpha(x)`` with ``h(x) = sum_u alpha_u(x) psi(y_u)`` over the distinct
+        training outputs ``y_u`` (the columns follow ``default_index_.candidates``).
+
+        Exact for every variant: without output sketch ``H(x)`` are weights over the
+        training samples; with one, ``h = sum_j H_j e~_j`` and the basis vectors are
+        ``e~ = (R_y^T U D^-1/2)^T psi(Y)``.  Weights of repeated outputs are summed.
+        Used by decoders that build outputs from training examples (FGW barycenters).
+
+        Returns
+        -------
+        ndarray of shape (n_queries, n_distinct_training_outputs)
+        """
+        H = self.predict_coordinates(X, prepared=prepared)
+        f = self.output_features_
+        if f is None:
+            C = H
+        else:
+            C = np.zeros((H.shape[0], f.R.n))
+            C[:, f.R.indices] = f.R.apply_left_transpose(f.basis_ @ H.T).T
+            if f.R.n == self._n_distinct:  # the sketch was collapsed onto distinct outputs
+                return C
+        n = self._train_inverse.size
+        P = sp.csr_matrix((np.ones(n), (np.arange(n), self._train_inverse)), shape=(n, self._n_distinct))
+        return np.asarray((P.T @ C.T).T)
 
 
 class IOKR(SISOKR):

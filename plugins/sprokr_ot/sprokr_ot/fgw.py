@@ -145,17 +145,19 @@ class FGWBarycenterDecoder(Decoder):
             index = model.make_candidate_index(candidates)
         pool = index.candidates
         Xp = model.prepare_inputs(X)
-        H = model.predict_coordinates(Xp, prepared=True)
         K = min(self.n_neighbors, len(index))
-        exact = (getattr(model, "_out", "missing") is None and candidates is None
-                 and H.shape[1] == getattr(model, "n_train_", -1) == len(index))
+        # alpha(x) over the distinct training outputs (= the default candidates), exact for
+        # every model that exposes it (the IOKR family)
+        exact = candidates is None and hasattr(model, "predict_weights")
         mode = self.weights
         if mode == "auto":
             mode = "alpha" if exact else "projection"
+        H = model.predict_weights(Xp, prepared=True) if mode == "alpha" and exact else \
+            model.predict_coordinates(Xp, prepared=True)
         if mode == "alpha":
             if not exact:
-                raise ValueError("weights='alpha' needs a model with an exact output side (IOKR, "
-                                 "SIOKR) whose training outputs are all distinct objects; use "
+                raise ValueError("weights='alpha' needs the default candidates (the training "
+                                 "outputs) and a model with predict_weights (IOKR family); use "
                                  "weights='projection'")
             idx = np.argpartition(-H, K - 1, axis=1)[:, :K] if K < H.shape[1] else \
                 np.broadcast_to(np.arange(H.shape[1]), H.shape).copy()

@@ -147,14 +147,14 @@ def plot(curves, path):
 
     fig, axes = plt.subplots(len(curves), 3, figsize=(16, 4.8 * len(curves)), squeeze=False)
     for row, (loss, fams) in zip(axes, curves.items()):
-        for fam, pts in fams.items():
+        colors = plt.cm.tab20(np.linspace(0, 1, 20))[:: max(1, 20 // len(fams))]
+        for color, (fam, pts) in zip(colors, fams.items()):
             s = [p[0] for p in pts]
             err = [p[1]["rel_mse"] for p in pts]
             t = [p[1]["fit_s"] for p in pts]
             style = "-o" if "SR" in fam or "SG" in fam else "--s"
-            row[0].plot(s, err, style, label=fam, ms=4)
-            row[1].plot(s, t, style, label=fam, ms=4)
-            row[2].plot(t, err, style, label=fam, ms=4)
+            for ax, (a, b) in zip(row, ((s, err), (s, t), (t, err))):
+                ax.plot(a, b, style, label=fam, ms=4, color=color)
         label = "kappa-Huber" if loss == "huber" else "epsilon-SVR"
         row[0].set(xlabel="sketch size s", ylabel="test relative MSE", title=f"(a) error vs s, {label}")
         row[1].set(xlabel="sketch size s", ylabel="training time (s)", title=f"(b) time vs s, {label}")

@@ -32,7 +32,7 @@ from sprokr.models import JointQuantileRegressor
 
 TAUS = (0.1, 0.3, 0.5, 0.7, 0.9)
 #: (sigma2, lam, gamma_tau) from ``--cv`` (5-fold CV pinball on the first training split)
-SELECTED = {"sigma2": 10.0, "lam": 1e-3, "gamma_tau": 10.0}
+SELECTED = {"sigma2": 10.0, "lam": 1e-2, "gamma_tau": 10.0}
 GRID = {"sigma2": (3.0, 10.0, 30.0), "lam": (1e-4, 1e-3, 1e-2), "gamma_tau": (1.0, 10.0)}
 SOLVER = {"learning_rate": 0.05, "batch_size": 64, "max_epochs": 200, "tol": 1e-4}
 

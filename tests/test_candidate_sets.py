@@ -65,3 +65,27 @@ def test_ranking_metrics():
     assert mean_reciprocal_rank(truth, ranked) == pytest.approx((1 + 0.5 + 0) / 3)
     S = np.array([[3.0, 1, 2], [0.0, 5, 1]])
     assert ranks_from_scores(S, np.array([2, 1])).tolist() == [2.0, 1.0]
+
+
+def test_shared_candidate_sets_use_one_product_per_set_and_match(fitted):
+    """Queries whose sets repeat (same molecular formula) are decoded per distinct set."""
+    from sprokr.decoders.base import _shared_sets
+
+    m, Xq, Y = fitted
+    r = np.random.default_rng(3)
+    distinct = [r.choice(150, size=s, replace=False) for s in (2, 5, 9)]
+    owner = r.integers(0, 3, size=len(Xq))
+    idx = [distinct[o] for o in owner]
+    sets = CandidateSets.from_pool(Y, idx)
+    flat = sets.indices
+    ends = np.cumsum(sets.sizes)
+    assert _shared_sets(flat, ends - sets.sizes, ends) is not None  # the shared path is taken
+    res = m.predict(Xq, candidates=sets, top_k=4)
+    for q in range(len(Xq)):
+        ref = m.predict(Xq[q:q + 1], candidates=Y[idx[q]], top_k=4)
+        kk = min(4, idx[q].size)
+        np.testing.assert_array_equal(res.indices[q, :kk], ref.indices[0, :kk])
+        np.testing.assert_allclose(res.scores[q, :kk], ref.scores[0, :kk])
+        assert (res.indices[q, kk:] == -1).all()
+    pred = m.predict(Xq, candidates=sets)
+    np.testing.assert_array_equal(pred, np.array([Y[idx[q]][res.indices[q, 0]] for q in range(len(Xq))]))

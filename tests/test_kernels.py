@@ -75,3 +75,17 @@ def test_kernel_rejects_nan_and_bad_shapes():
         GaussianKernel()(["a", "b"])
     with pytest.raises(ValueError, match="sigma2"):
         GaussianKernel(sigma2=-1.0)(np.zeros((2, 2)))
+
+
+def test_generic_diag_and_wide_sparse_inputs(rng):
+    """The base-class diag (chunked) matches the Gram diagonal; very wide sparse data stay sparse."""
+    from sprokr.kernels import Kernel
+
+    class Poly2(Kernel):
+        def pairwise(self, A, B):
+            return (A @ B.T + 1.0) ** 2
+
+    X = rng.standard_normal((600, 3))
+    np.testing.assert_allclose(Poly2().diag(X), np.diag(Poly2()(X)))
+    W = sp.random(50, 2_000_000, density=2e-5, random_state=0, format="csr")
+    np.testing.assert_allclose(LinearKernel()(W, W[:7]), (W @ W[:7].T).toarray())

@@ -8,7 +8,7 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator
 
 from .._utils import iter_chunks, num_samples, take, take_slice
-from .candidates import DEFAULT_MAX_MEMORY_MB, CandidateIndex, Decoded, grouped_topk_search
+from .candidates import DEFAULT_MAX_MEMORY_MB, CandidateIndex, Decoded, _topk_rows, grouped_topk_search
 
 __all__ = ["Decoder", "CandidateDecoder", "CandidateSets", "check_top_k"]
 
@@ -193,6 +193,43 @@ class CandidateDecoder(Decoder):
         starts = ends - sizes
         idx = np.full((n_q, kk), -1, dtype=np.intp)
         scores = np.full((n_q, kk), -np.inf)
+        groups = _shared_sets(flat, starts, ends)
+        if groups is not None:
+            self._decode_shared_sets(model, Xp, E, offsets, flat, starts, ends, groups, kk, idx, scores)
+        else:
+            self._decode_pairs(model, Xp, E, offsets, flat, starts, ends, sizes, kk, budget, idx, scores)
+        if k is not None:
+            return Decoded(idx, scores)
+        best = flat[starts + idx[:, 0]]
+        return take(raw, best)
+
+    def _decode_shared_sets(self, model, Xp, E, offsets, flat, starts, ends, groups, kk, idx, scores):
+        """Queries sharing one candidate set: one GEMM per (query batch, distinct set).
+
+        Sets often repeat (every molecule with the query's formula): scoring a set against
+        all its queries at once is a matrix product instead of one gathered row per pair.
+        """
+        n_q = num_samples(Xp)
+        for sl in iter_chunks(n_q, self.query_chunk):
+            H = model.predict_coordinates(take_slice(Xp, sl), prepared=True)
+            for members in groups:
+                qs = members[(members >= sl.start) & (members < sl.stop)]
+                if qs.size == 0:
+                    continue
+                rows = flat[starts[qs[0]]:ends[qs[0]]]
+                S = H[qs - sl.start] @ E[rows].T
+                if offsets is not None:
+                    S += offsets[rows]
+                loc = _topk_rows(S, kk)
+                s_loc = np.take_along_axis(S, loc, axis=1)
+                order = np.argsort(-s_loc, axis=1, kind="stable")
+                kq = loc.shape[1]
+                idx[qs, :kq] = np.take_along_axis(loc, order, axis=1)
+                scores[qs, :kq] = np.take_along_axis(s_loc, order, axis=1)
+
+    def _decode_pairs(self, model, Xp, E, offsets, flat, starts, ends, sizes, kk, budget, idx, scores):
+        """Distinct sets: gather each (query, candidate) row and score in one vectorised pass."""
+        n_q = num_samples(Xp)
         # query batches whose gathered (pairs x d) block fits the memory budget
         pairs_budget = max(1, int(budget * 2**20 // (8 * max(E.shape[1], 1))))
         q0 = 0
@@ -205,7 +242,18 @@ class CandidateDecoder(Decoder):
                                       None if offsets is None else offsets[rows])
             idx[q0:q1], scores[q0:q1] = res.indices, res.scores
             q0 = q1
-        if k is not None:
-            return Decoded(idx, scores)
-        best = flat[starts + idx[:, 0]]
-        return take(raw, best)
+
+
+def _shared_sets(flat, starts, ends, max_ratio=0.25):
+    """Group queries by identical candidate set; None when sets rarely repeat.
+
+    Returns a list of query-index arrays (one per distinct set) if there are at most
+    ``max_ratio * n_queries`` distinct sets, else None.
+    """
+    n_q = starts.size
+    keys = {}
+    for q in range(n_q):  # one hash per query (not per pair)
+        keys.setdefault(flat[starts[q]:ends[q]].tobytes(), []).append(q)
+        if len(keys) > max_ratio * n_q:
+            return None
+    return [np.asarray(v, dtype=np.intp) for v in keys.values()]

@@ -53,10 +53,15 @@ class Kernel(BaseEstimator):
         """``k(a, a)`` for every prepared sample: ndarray of shape (len(A),)."""
         if self.normalized:
             return np.ones(num_samples(A), dtype=self._dtype())
-        from .._utils import take
+        from .._utils import iter_chunks, take_slice
 
+        # generic fallback: diagonals of small diagonal blocks (subclasses override it
+        # with an O(n) formula when they have one)
         n = num_samples(A)
-        return np.array([self.pairwise(take(A, [i]), take(A, [i]))[0, 0] for i in range(n)])
+        out = np.empty(n, dtype=np.float64)
+        for sl in iter_chunks(n, 256):
+            out[sl] = np.diag(np.asarray(self.pairwise(take_slice(A, sl), take_slice(A, sl))))
+        return out
 
     def __call__(self, X, Y=None):
         """Gram matrix between raw samples ``X`` and ``Y`` (``Y=None``: ``X`` with itself)."""

@@ -54,9 +54,15 @@ def _sparse_dense(A, Bt):
 
 def _dot(A, B):
     """Dense ``A @ B.T`` for any mix of dense and CSR operands (never densifies A)."""
-    if sp.issparse(A):
-        Bt = B.T.toarray() if sp.issparse(B) else np.ascontiguousarray(B.T)
-        out = _sparse_dense(A, Bt)
+    if sp.issparse(A) and sp.issparse(B):
+        # densify the second operand only when that is cheap and it is not very sparse
+        # (hashed n-gram or WL features have millions of columns)
+        dense_bytes = B.shape[0] * B.shape[1] * B.dtype.itemsize
+        if dense_bytes > 64 * 2**20 or B.nnz < 0.01 * B.shape[0] * B.shape[1]:
+            return np.ascontiguousarray((A @ B.T).toarray())
+        out = _sparse_dense(A, B.T.toarray())
+    elif sp.issparse(A):
+        out = _sparse_dense(A, np.ascontiguousarray(B.T))
     elif sp.issparse(B):
         out = _sparse_dense(B, np.ascontiguousarray(A.T)).T
     else:

@@ -46,8 +46,11 @@ def sketch_specs(n, sizes):
 
 
 def make(sigma2, lam, sketch=None, m=None, params=None, seed=None):
+    # the exact n x n Cholesky of the nearly flat Gaussian Gram (sigma2 ~ 1e4) needs float64;
+    # the sketched machines run their kernel blocks in float32 (feature map rcond 1e-6)
+    dtype = "float64" if sketch is None else "float32"
     return SketchedKernelMachine(kernel="gaussian", kernel_params={"sigma2": sigma2}, lam=lam,
-                                 sketch=sketch, m=m, sketch_params=params, random_state=seed)
+                                 sketch=sketch, m=m, sketch_params=params, random_state=seed, dtype=dtype)
 
 
 def cross_validate(X, Y, n_splits=5, log=print):

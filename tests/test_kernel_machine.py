@@ -247,3 +247,28 @@ def test_bad_targets(toy):
         SketchedKernelMachine().fit(X, f[:-1])
     with pytest.raises(ValueError, match="NaN"):
         SketchedKernelMachine().fit(X, np.where(np.arange(200) == 3, np.nan, f))
+
+
+def test_float32_sketched_closed_form_on_a_nearly_flat_kernel(rng):
+    # sigma2 >> |x - x'|^2: R K R^T is numerically low-rank and float32 rounding makes the
+    # normal equations indefinite unless the feature map truncates (rcond 1e-6) / falls back
+    X = rng.standard_normal((600, 8))
+    Y = np.c_[X[:, 0] + X[:, 1] ** 2, X[:, 2] * X[:, 3]]
+    kw = dict(kernel_params={"sigma2": 1e2}, lam=1e-5, sketch="psr", m=60, sketch_params={"p": 0.03},
+              random_state=0)
+    p64 = SketchedKernelMachine(**kw).fit(X, Y).predict(X)
+    m32 = SketchedKernelMachine(**kw, dtype="float32").fit(X, Y)
+    assert m32.coef_.dtype == np.float32
+    err = np.sqrt(np.mean((m32.predict(X) - p64) ** 2)) / np.std(Y)
+    assert err < 0.05
+
+
+def test_ridge_solver_falls_back_when_rounding_makes_the_system_indefinite():
+    from sprokr.models._solvers import ridge_by_eigengroups
+
+    U = np.linalg.qr(np.random.default_rng(0).standard_normal((5, 5)))[0]
+    g = np.array([3.0, 1.0, 0.5, 0.0, -1e-3])  # a "PSD" G spoiled by rounding
+    G, H = (U * g) @ U.T, np.arange(10.0).reshape(5, 2)
+    C = ridge_by_eigengroups(G, H, n=1, lam=1e-4, V=np.eye(2), e=np.ones(2))
+    gc = np.maximum(g, 0)
+    np.testing.assert_allclose(C, U @ ((U.T @ H) / (gc + 1e-4)[:, None]), rtol=1e-10)

@@ -60,11 +60,24 @@ def ridge_by_eigengroups(G, H, n, lam, V, e, overwrite_g=False):
             key = next((k for k in groups if abs(k - ej) <= 1e-12 * max(k, ej)), ej)
             groups.setdefault(key, []).append(j)
     r = G.shape[0]
+    eig = None
     for ej, cols in groups.items():
-        A = np.multiply(G, ej, out=G if (overwrite_g and len(groups) == 1) else None)
-        A.flat[:: r + 1] += n * lam
-        cf = sla.cho_factor(A, lower=True, overwrite_a=True, check_finite=False)
-        Ct[:, cols] = ej * sla.cho_solve(cf, Ht[:, cols], check_finite=False)
+        if eig is None:
+            try:
+                A = np.multiply(G, ej, out=G if (overwrite_g and len(groups) == 1) else None)
+                A.flat[:: r + 1] += n * lam
+                cf = sla.cho_factor(A, lower=True, overwrite_a=True, check_finite=False)
+                Ct[:, cols] = ej * sla.cho_solve(cf, Ht[:, cols], check_finite=False)
+                continue
+            except np.linalg.LinAlgError:
+                # G = Z^T Z is PSD in exact arithmetic; rounding (float32 features) can make
+                # e G + n lam I indefinite: solve through the eigenpairs of G, clipped at 0
+                if overwrite_g and len(groups) == 1:
+                    raise  # G was overwritten: nothing left to fall back on
+                g, U = np.linalg.eigh(0.5 * (G + G.T).astype(np.float64))
+                eig = (np.maximum(g, 0.0), U)
+        g, U = eig
+        Ct[:, cols] = ej * (U @ ((U.T @ Ht[:, cols]) / (ej * g + n * lam)[:, None]))
     return Ct.astype(np.float64) @ V.T
 
 

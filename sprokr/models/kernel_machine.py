@@ -136,7 +136,8 @@ class SketchedKernelMachine(_LinearProblemMixin, RegressorMixin, BaseEstimator):
     dtype : {"float64", "float32"}
         Precision of kernel blocks and features (the r x r systems are solved in float64).
     rcond : float, optional
-        Relative eigenvalue threshold of the feature map (default 1e-10).
+        Relative eigenvalue threshold of the feature map (default 1e-10 in float64, 1e-6 in
+        float32).
     chunk_size : int, optional
         Training rows per kernel block (default from a 64 MB budget).
     random_state : None, int or numpy.random.Generator
@@ -217,7 +218,8 @@ class SketchedKernelMachine(_LinearProblemMixin, RegressorMixin, BaseEstimator):
         self.kernel_, self.loss_, self.sketch_matrix_ = kernel, loss, R
         self.output_matrix_, self.n_train_, self._scalar = M, n, scalar
         self._dtype = dtype
-        rcond = self.rcond if self.rcond is not None else DEFAULT_RCOND
+        # float32 kernel blocks resolve eigenvalues of R K R^T down to ~1e-7 of the largest
+        rcond = self.rcond if self.rcond is not None else (DEFAULT_RCOND if dtype == np.float64 else 1e-6)
         args = (Xp, Y, n, lam, V, e, solver, loss, rng)
         if R is None:
             self._fit_exact(*args)

@@ -64,7 +64,8 @@ def ridge_by_eigengroups(G, H, n, lam, V, e, overwrite_g=False):
     for ej, cols in groups.items():
         if eig is None:
             try:
-                A = np.multiply(G, ej, out=G if (overwrite_g and len(groups) == 1) else None)
+                inplace = overwrite_g and len(groups) == 1
+                A = (G if inplace else G.copy()) if ej == 1.0 else np.multiply(G, ej, out=G if inplace else None)
                 A.flat[:: r + 1] += n * lam
                 cf = sla.cho_factor(A, lower=True, overwrite_a=True, check_finite=False)
                 Ct[:, cols] = ej * sla.cho_solve(cf, Ht[:, cols], check_finite=False)

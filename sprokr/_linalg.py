@@ -133,11 +133,16 @@ class ShiftedCrossProducts:
     def result(self):
         """``(A^T A, A^T T)`` in float64."""
         c = self.c
-        AtA = self.AtA.astype(np.float64)
-        AtA += np.outer(self.sA, c) + np.outer(c, self.sA) - self.n * np.outer(c, c)
+        AtA = self.AtA.astype(np.float64, copy=False)
+        # s c^T + c s^T - n c c^T = u c^T + c u^T with u = s - n c / 2: two in-place passes
+        u = self.sA - 0.5 * self.n * c
+        AtA += u[:, None] * c[None, :]
+        AtA += c[:, None] * u[None, :]
         if self.identity_targets:
-            return AtA, self.AtT.astype(np.float64)
+            return AtA, self.AtT.astype(np.float64, copy=False)
         d = self.d.astype(np.float64)
-        AtT = self.AtT.astype(np.float64)
-        AtT += np.outer(self.sA, d) + np.outer(c, self.sT) - self.n * np.outer(c, d)
+        AtT = self.AtT.astype(np.float64, copy=False)
+        # s_A d^T + c s_T^T - n c d^T = s_A d^T + c (s_T - n d)^T
+        AtT += self.sA[:, None] * d[None, :]
+        AtT += c[:, None] * (self.sT - self.n * d)[None, :]
         return AtA, AtT

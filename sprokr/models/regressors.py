@@ -189,7 +189,7 @@ class KernelRidgeRegressor(RegressorMixin, BaseEstimator):
             R = sk.draw(n, check_random_state(self.random_state))
             chunk = self.chunk_size or default_chunk_size(R.indices.size, dtype)
             coef, support = sketched_ridge_coef(k, R, Xp, n, lam, lambda sl: T64[sl], T64.shape[1],
-                                                dtype, rcond, chunk)
+                                                rcond, chunk)
         self.kernel_, self.sketch_matrix_, self.X_support_ = k, R, support
         self.coef_ = np.asarray(coef, dtype=dtype)
         self.n_outputs_ = T.shape[1]

@@ -16,27 +16,28 @@ from .._linalg import ShiftedCrossProducts, psd_solve
 from .._utils import iter_chunks, take_slice
 from .sketched_features import RowGatherer, SketchedFeatures
 
-__all__ = ["KERNEL_DTYPE", "exact_ridge_factor", "sketched_ridge_coef"]
+__all__ = ["WORK_DTYPE", "exact_ridge_factor", "sketched_ridge_coef"]
 
-#: Precision of kernel values.  Kernels are often nearly flat (a Gaussian with
-#: sigma^2 = 1e4 is ~0.8 everywhere and carries its information in variations of ~1e-3),
-#: and with a small ridge the solution depends on those variations: rounding kernel
-#: values to float32 costs accuracy (Bibtex SISOKR F1 0.438 instead of 0.441).  Kernel
-#: blocks are therefore float64; a model's ``dtype`` sets the precision of the O(n m^2)
-#: cross products, which are formed on *centred* blocks where float32 is accurate.
-KERNEL_DTYPE = np.dtype(np.float64)
+#: Precision of the cross products and solves.  Kernels are often nearly flat (a
+#: Gaussian with sigma^2 = 1e4 is ~0.8 everywhere) and with a small ridge the solution
+#: depends on directions whose scale is ~1e-10 of the largest one, which the O(n m^2)
+#: cross products must resolve: accumulating them in float32 costs accuracy (Bibtex
+#: SISOKR F1 0.438 instead of 0.441), while computing the kernel *values* in float32 (a
+#: kernel's ``dtype``) does not.  So kernel blocks are computed in the kernel's dtype and
+#: cast to float64 for the products.
+WORK_DTYPE = np.dtype(np.float64)
 
 
 def exact_ridge_factor(kernel, Xp, n, lam, chunk):
     """Cholesky factor of ``K + n lam I`` (n x n), for ``scipy.linalg.cho_solve``."""
-    K = np.empty((n, n), dtype=KERNEL_DTYPE)
+    K = np.empty((n, n), dtype=WORK_DTYPE)
     for sl in iter_chunks(n, chunk):
         K[sl] = kernel.pairwise(take_slice(Xp, sl), Xp)
     K.flat[:: n + 1] += n * lam
     return sla.cho_factor(K, lower=True, overwrite_a=True, check_finite=False)
 
 
-def sketched_ridge_coef(kernel, R, Xp, n, lam, targets, width, dtype, rcond, chunk, solver="cholesky"):
+def sketched_ridge_coef(kernel, R, Xp, n, lam, targets, width, rcond, chunk, solver="cholesky"):
     """Coefficients ``W^T gamma`` on the support ``Xp[R.indices]`` of the sketched ridge.
 
     Parameters
@@ -50,7 +51,6 @@ def sketched_ridge_coef(kernel, R, Xp, n, lam, targets, width, dtype, rcond, chu
         Rows of ``T`` for a chunk of samples; None means ``T = I_n`` (``width = n``).
     width : int
         Number of target columns.
-    dtype : float32 or float64, precision of the cross products
     rcond : relative threshold / Cholesky shift of the m x m solve
     chunk : rows per chunk
     solver : {"cholesky", "eigh"}
@@ -60,9 +60,9 @@ def sketched_ridge_coef(kernel, R, Xp, n, lam, targets, width, dtype, rcond, chu
     coef : ndarray (m', width), float64 -- ``g(x) = k(x, X[R.indices]) coef``
     support : prepared ``Xp[R.indices]``
     """
-    feats = SketchedFeatures(kernel, R, Xp, KERNEL_DTYPE, rcond)
-    acc = ShiftedCrossProducts(R.m, width, dtype, np.float64)
-    rows = RowGatherer(R.indices, R.m, KERNEL_DTYPE)  # (K R^T)[indices]: gives R K R^T
+    feats = SketchedFeatures(kernel, R, Xp, WORK_DTYPE, rcond)
+    acc = ShiftedCrossProducts(R.m, width, WORK_DTYPE, WORK_DTYPE)
+    rows = RowGatherer(R.indices, R.m, WORK_DTYPE)  # (K R^T)[indices]: gives R K R^T
     for sl in iter_chunks(n, chunk):
         A = feats.block(take_slice(Xp, sl))
         rows.add(sl, A)

@@ -104,13 +104,11 @@ class SketchMatrix:
         No kernel evaluation is repeated: the rows come from the ``K R^T`` block that
         training computes anyway.
         """
+        # symmetric up to rounding; consumers (Cholesky: one triangle, psd_eigh) cope
         if self.scale is not None:
-            M = KRt_sel * self.scale
-            return (M + M.T) * 0.5
+            return KRt_sel * self.scale
         W = self.weights
-        M = W.astype(KRt_sel.dtype, copy=False) @ KRt_sel
-        M = np.asarray(M)
-        return (M + M.T) * 0.5
+        return np.asarray(W.astype(KRt_sel.dtype, copy=False) @ KRt_sel)
 
 
 class Sketch(BaseEstimator):

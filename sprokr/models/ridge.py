@@ -9,6 +9,8 @@ Objective ``1/n sum_i |g(x_i) - t_i|^2 + lam |g|^2`` for vector targets ``T`` (n
 """
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import scipy.linalg as sla
 
@@ -37,7 +39,7 @@ def exact_ridge_factor(kernel, Xp, n, lam, chunk):
     return sla.cho_factor(K, lower=True, overwrite_a=True, check_finite=False)
 
 
-def sketched_ridge_coef(kernel, R, Xp, n, lam, targets, width, rcond, chunk, solver="cholesky"):
+def sketched_ridge_coef(kernel, R, Xp, n, lam, targets, width, rcond, chunk, solver="cholesky", log=None):
     """Coefficients ``W^T gamma`` on the support ``Xp[R.indices]`` of the sketched ridge.
 
     Parameters
@@ -54,6 +56,8 @@ def sketched_ridge_coef(kernel, R, Xp, n, lam, targets, width, rcond, chunk, sol
     rcond : relative threshold / Cholesky shift of the m x m solve
     chunk : rows per chunk
     solver : {"cholesky", "eigh"}
+    log : callable, optional
+        Receives one progress line per chunk and phase.
 
     Returns
     -------
@@ -63,11 +67,19 @@ def sketched_ridge_coef(kernel, R, Xp, n, lam, targets, width, rcond, chunk, sol
     feats = SketchedFeatures(kernel, R, Xp, WORK_DTYPE, rcond)
     acc = ShiftedCrossProducts(R.m, width, WORK_DTYPE, WORK_DTYPE)
     rows = RowGatherer(R.indices, R.m, WORK_DTYPE)  # (K R^T)[indices]: gives R K R^T
+    t0 = time.perf_counter()
     for sl in iter_chunks(n, chunk):
         A = feats.block(take_slice(Xp, sl))
+        t1 = time.perf_counter()
         rows.add(sl, A)
         acc.add(sl, A, None if targets is None else targets(sl), overwrite=True)
+        if log:
+            log(f"rows {sl.start}-{sl.stop} of {n}: kernel {t1 - t0:.3f} s, products "
+                f"{time.perf_counter() - t1:.3f} s")
+        t0 = time.perf_counter()
     AtA, AtT = acc.result()
     G = AtA + (n * lam) * R.sandwich_from_rows(rows.rows)
     gamma = psd_solve(G, AtT, rcond, method=solver)
+    if log:
+        log(f"{R.m} x {R.m} solve: {time.perf_counter() - t0:.3f} s")
     return R.apply_left_transpose(gamma), feats.Z_sel

@@ -253,10 +253,12 @@ class SISOKR(OutputKernelModel, BaseEstimator):
         if u.size > n // 2:
             self.output_features_ = SketchedFeatures(self.output_kernel_, Ry, Yp, OUTPUT_DTYPE, self._rcond)
             return lambda sl: self.output_features_.block(take_slice(Yp, sl))
+        t0 = time.perf_counter()
         Yu = take(Yp, u)
         self.output_features_ = SketchedFeatures(self.output_kernel_, Ry.collapse(inv, u.size), Yu, OUTPUT_DTYPE, self._rcond)
         Tu = self.output_features_.block(Yu)  # (n_distinct, m_y)
         self.output_features_.set_basis(Tu[self.output_features_.R.indices])
+        self._log(f"output side on {u.size} distinct outputs: {time.perf_counter() - t0:.3f} s")
         return lambda sl: Tu[inv[sl]]
 
     def _fit_sketched_input(self, Xp, Yp, n, lam, Rx, Ry, u, chunk, out_rows):
@@ -278,7 +280,7 @@ class SISOKR(OutputKernelModel, BaseEstimator):
                 return T
 
         beta, support = sketched_ridge_coef(self.input_kernel_, Rx, Xp, n, lam, targets, width,
-                                            self._rcond, chunk, self.solver)
+                                            self._rcond, chunk, self.solver, self._log if self.verbose else None)
         if Ry is not None:
             if self.output_features_.basis_ is None:
                 self.output_features_.set_basis(rows_y.rows)

@@ -142,7 +142,7 @@ def test_mlp_early_stopping_and_validation_loss(multilabel_data, capsys):
     assert reg.n_epochs_ < 400  # stopped early
     vals = [v for _, v in reg.history_]
     np.testing.assert_allclose(reg.best_loss_, min(vals))
-    np.testing.assert_allclose(ds.validation_loss_, min(vals), rtol=1e-5)
+    np.testing.assert_allclose(ds.validation_loss_, min(vals), rtol=1e-3)  # the MLP runs in float32
     # the network learned something: better than predicting the mean target
     assert ds.validation_loss_ < reg.history_[0][1]
     # reproducible

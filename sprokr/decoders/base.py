@@ -132,7 +132,7 @@ class CandidateDecoder(Decoder):
 
     name = "candidates"
 
-    def __init__(self, query_chunk=2048, max_memory_mb=DEFAULT_MAX_MEMORY_MB):
+    def __init__(self, query_chunk=4096, max_memory_mb=DEFAULT_MAX_MEMORY_MB):
         self.query_chunk = query_chunk
         self.max_memory_mb = max_memory_mb
 

@@ -13,6 +13,7 @@ import scipy.sparse as sp
 
 __all__ = [
     "num_samples",
+    "check_paired",
     "take",
     "take_slice",
     "unique_indices",
@@ -39,6 +40,16 @@ def num_samples(X, name="X"):
             f"{name} must be an array, a sparse matrix or a sequence of samples; "
             f"got {type(X).__name__}, which has no length"
         ) from None
+
+
+def check_paired(X, Y, x_name="X", y_name="Y"):
+    """Number of samples ``n >= 1`` of two collections that must pair up one to one."""
+    n, ny = num_samples(X, x_name), num_samples(Y, y_name)
+    if n != ny:
+        raise ValueError(f"{x_name} and {y_name} have different numbers of samples: {n} and {ny}")
+    if n < 1:
+        raise ValueError(f"cannot fit on 0 samples: {x_name} is empty")
+    return n
 
 
 def take(X, idx):

@@ -24,7 +24,7 @@ from sklearn.base import BaseEstimator, clone
 from sklearn.utils.validation import check_is_fitted
 
 from .._linalg import DEFAULT_RCOND
-from .._utils import check_random_state, iter_chunks, num_samples, take, take_slice, unique_indices
+from .._utils import check_paired, check_random_state, iter_chunks, num_samples, take, take_slice, unique_indices
 from ..decoders.candidates import CandidateIndex, Decoded, _topk_rows
 from ..registry import get_registry
 from .base import OUTPUT_DTYPE, OutputKernelModel
@@ -167,11 +167,7 @@ class DSOKR(OutputKernelModel, BaseEstimator):
         from ..decoders.base import Decoder
 
         t0 = time.perf_counter()
-        n = num_samples(X, "X")
-        if n != num_samples(Y, "Y"):
-            raise ValueError(f"X and Y have different numbers of samples: {n} and {num_samples(Y, 'Y')}")
-        if n < 1:
-            raise ValueError("cannot fit on 0 samples")
+        n = check_paired(X, Y)
         vf = self.validation_fraction
         if vf is not None and not (isinstance(vf, numbers.Real) and 0 < vf < 1):
             raise ValueError(f"validation_fraction must lie in (0, 1) or be None, got {vf!r}")

@@ -34,7 +34,7 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
 from .._linalg import DEFAULT_RCOND
-from .._utils import check_positive, check_random_state, iter_chunks, num_samples, resolve_dtype, take_slice
+from .._utils import check_paired, check_positive, check_random_state, iter_chunks, num_samples, resolve_dtype, take_slice
 from .sketched_features import default_chunk_size
 from .ridge import exact_ridge_factor, sketched_ridge_coef
 
@@ -172,9 +172,7 @@ class KernelRidgeRegressor(RegressorMixin, BaseEstimator):
         from .sisokr import resolve_kernel, resolve_sketch
 
         T = _as_targets(T)
-        n = num_samples(X, "X")
-        if n != T.shape[0]:
-            raise ValueError(f"X and T have different numbers of samples: {n} and {T.shape[0]}")
+        n = check_paired(X, T, "X", "T")
         lam = check_positive(self.lam, "lam")
         dtype = resolve_dtype(self.dtype)
         rcond = self.rcond if self.rcond is not None else DEFAULT_RCOND
@@ -428,9 +426,7 @@ class TorchRegressor(RegressorMixin, BaseEstimator):
         import torch
 
         T = _as_targets(T)
-        n = num_samples(X, "X")
-        if n != T.shape[0]:
-            raise ValueError(f"X and T have different numbers of samples: {n} and {T.shape[0]}")
+        n = check_paired(X, T, "X", "T")
         c = _loss_fn(self.loss, check_positive(self.loss_delta, "loss_delta"))
         ev = _check_eval_set(eval_set, T.shape[1])
         rng = check_random_state(self.random_state)

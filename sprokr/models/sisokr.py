@@ -35,6 +35,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._linalg import DEFAULT_RCOND
 from .._utils import (
+    check_paired,
     check_positive,
     check_random_state,
     iter_chunks,
@@ -193,11 +194,7 @@ class SISOKR(OutputKernelModel, BaseEstimator):
         from ..decoders.base import Decoder
 
         t0 = time.perf_counter()
-        n = num_samples(X, "X")
-        if n != num_samples(Y, "Y"):
-            raise ValueError(f"X and Y have different numbers of samples: {n} and {num_samples(Y, 'Y')}")
-        if n < 1:
-            raise ValueError("cannot fit on 0 samples")
+        n = check_paired(X, Y)
         lam = check_positive(self.lam, "lam")
         dtype = resolve_dtype(self.dtype)
         if self.solver not in ("cholesky", "eigh"):

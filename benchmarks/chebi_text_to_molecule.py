@@ -19,10 +19,10 @@ Methods (a dict name -> function; add one in a few lines):
 from __future__ import annotations
 
 import argparse
-import json
 import time
 
 import numpy as np
+from _report import SeedTable
 from sklearn.feature_extraction.text import TfidfVectorizer
 
 from sprokr import DSOKR, IOKR, SISOKR
@@ -103,7 +103,7 @@ def main(argv=None):
           f"({len(report.skipped)} skipped)", flush=True)
     n = len(mols)
     todo = {k: v for k, v in methods(args).items() if k in args.methods.split(",")}
-    table = {}
+    table = SeedTable()
     for seed in range(args.seeds):
         rng = np.random.default_rng(seed)
         perm = rng.permutation(n)
@@ -119,19 +119,10 @@ def main(argv=None):
             ranked = np.argsort(-S, axis=1, kind="stable")[:, :10]
             r = {"MRR": mean_reciprocal_rank(None, ranks=ranks), "Hits@1": hits_at_k(te, ranked, 1),
                  "Hits@10": hits_at_k(te, ranked, 10), "fit_s": fit_s, "decode_s": decode_s}
-            print(f"seed {seed} {name}: " + ", ".join(f"{k}={v:.4g}" for k, v in r.items()), flush=True)
-            for k, v in r.items():
-                table.setdefault(name, {}).setdefault(k, []).append(v)
-    out = {m: {k: float(np.mean(v)) for k, v in d.items()} for m, d in table.items()}
-    print(f"\nChEBI-20 text -> molecule, {args.n_train} train / {n - args.n_train} test, "
-          f"{n} candidates, mean over {args.seeds} seed(s)")
-    cols = ["MRR", "Hits@1", "Hits@10", "fit_s", "decode_s"]
-    print(f"{'method':8s} " + " ".join(f"{c:>10s}" for c in cols))
-    for m, d in out.items():
-        print(f"{m:8s} " + " ".join(f"{d[c]:10.4f}" for c in cols))
-    if args.json:
-        print(json.dumps(out))
-    return out
+            table.add(name, seed, r)
+    return table.report(f"ChEBI-20 text -> molecule, {args.n_train} train / {n - args.n_train} test, "
+                        f"{n} candidates, mean over {args.seeds} seed(s)",
+                        ["MRR", "Hits@1", "Hits@10", "fit_s", "decode_s"], args.json)
 
 
 if __name__ == "__main__":

@@ -16,11 +16,11 @@ Methods (a dict): ``IOKR`` (exact), ``SISOKR`` (sub-sampling input + p-SG output
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from collections import defaultdict
 
 import numpy as np
+from _report import SeedTable
 
 from sprokr import IOKR, SISOKR, CandidateSets
 from sprokr.metrics import top_k_accuracy
@@ -89,7 +89,7 @@ def main(argv=None):
         by_formula[f].append(i)
     n = len(smiles)
     todo = {k: v for k, v in methods(args).items() if k in args.methods.split(",")}
-    table = {}
+    table = SeedTable()
     for seed in range(args.seeds):
         rng = np.random.default_rng(seed)
         perm = rng.permutation(n)
@@ -108,19 +108,10 @@ def main(argv=None):
             ranked, fit_s, decode_s = fn(ctx, seed)
             r = {f"top{k}": top_k_accuracy(truth, ranked, k) for k in (1, 5, 10)}
             r.update(fit_s=fit_s, decode_s=decode_s)
-            print(f"seed {seed} {name}: " + ", ".join(f"{k}={v:.4g}" for k, v in r.items()), flush=True)
-            for k, v in r.items():
-                table.setdefault(name, {}).setdefault(k, []).append(v)
-    out = {m: {k: float(np.mean(v)) for k, v in d.items()} for m, d in table.items()}
-    print(f"\nQM9 properties -> molecule, {args.n_train} train / {n - args.n_train} test, candidates = "
-          f"same molecular formula, mean over {args.seeds} seed(s)")
-    cols = ["top1", "top5", "top10", "fit_s", "decode_s"]
-    print(f"{'method':8s} " + " ".join(f"{c:>9s}" for c in cols))
-    for m, d in out.items():
-        print(f"{m:8s} " + " ".join(f"{d[c]:9.4f}" for c in cols))
-    if args.json:
-        print(json.dumps(out))
-    return out
+            table.add(name, seed, r)
+    return table.report(f"QM9 properties -> molecule, {args.n_train} train / {n - args.n_train} test, "
+                        f"candidates = same molecular formula, mean over {args.seeds} seed(s)",
+                        ["top1", "top5", "top10", "fit_s", "decode_s"], args.json)
 
 
 if __name__ == "__main__":

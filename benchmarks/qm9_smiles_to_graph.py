@@ -23,11 +23,11 @@ queries, same subsample for every method; timeouts are reported), fit and decode
 from __future__ import annotations
 
 import argparse
-import json
 import time
 
 import networkx as nx
 import numpy as np
+from _report import SeedTable
 
 from sprokr import DSOKR, IOKR, SISOKR
 from sprokr.metrics import mean_graph_edit_distance
@@ -124,7 +124,7 @@ def main(argv=None):
     print(f"{len(smiles)} molecules -> graphs in {time.perf_counter() - t0:.1f} s", flush=True)
     if args.n_train + args.n_test > len(smiles):
         raise SystemExit(f"need {args.n_train + args.n_test} molecules, the file has {len(smiles)}")
-    table = {}
+    table = SeedTable()
     todo = {k: v for k, v in methods(args).items() if k in args.methods.split(",")}
     for seed in range(args.seeds):
         rng = np.random.default_rng(seed)
@@ -142,20 +142,12 @@ def main(argv=None):
                 r[lab] = g["mean"]
                 r[lab + "_timeouts"] = g["n_timeouts"]
             r["ged_n"] = len(true_sub)
-            print(f"seed {seed} {name}: " + ", ".join(f"{k}={v:.4g}" for k, v in r.items()), flush=True)
-            for k, v in r.items():
-                table.setdefault(name, {}).setdefault(k, []).append(v)
-    out = {m: {k: float(np.mean(v)) for k, v in d.items()} for m, d in table.items()}
+            table.add(name, seed, r)
     cols = ["top1", "ged_edge", "ged_noedge", "ged_edge_timeouts", "fit_s", "decode_s"]
-    print(f"\nQM9 SMILES -> graph, {args.n_train} train / {args.n_test} test, 10000 candidates, "
-          f"{args.seeds} seed(s); GED on {args.ged_n} test queries (timeout {args.ged_timeout} s/pair); "
-          f"FGW decoded on those {args.ged_n} only")
-    print(f"{'method':8s} " + " ".join(f"{c:>18s}" for c in cols))
-    for m, d in out.items():
-        print(f"{m:8s} " + " ".join(f"{d.get(c, float('nan')):18.4g}" for c in cols))
-    if args.json:
-        print(json.dumps(out))
-    return out
+    return table.report(
+        f"QM9 SMILES -> graph, {args.n_train} train / {args.n_test} test, 10000 candidates, "
+        f"{args.seeds} seed(s); GED on {args.ged_n} test queries (timeout {args.ged_timeout} s/pair); "
+        f"FGW decoded on those {args.ged_n} only", cols, args.json, width=18)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,37 @@
+"""Shared reporting for the benchmark scripts: per-seed rows -> means -> table + JSON.
+
+The convention of every benchmark: a table on stdout and, with ``--json``, one JSON
+object ``{method: {metric: mean over seeds}}`` printed last.
+"""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+
+class SeedTable:
+    """Collect ``{metric: value}`` rows per method over seeds and report their means."""
+
+    def __init__(self):
+        self._rows = {}
+
+    def add(self, method, seed, metrics):
+        """Record one run; prints a progress line."""
+        print(f"seed {seed} {method}: " + ", ".join(f"{k}={v:.4g}" for k, v in metrics.items()), flush=True)
+        for k, v in metrics.items():
+            self._rows.setdefault(method, {}).setdefault(k, []).append(v)
+
+    def means(self):
+        return {m: {k: float(np.mean(v)) for k, v in d.items()} for m, d in self._rows.items()}
+
+    def report(self, title, cols, as_json=False, width=10):
+        """Print the title, the table of ``cols`` and (``as_json``) the JSON object last."""
+        out = self.means()
+        print(f"\n{title}")
+        print(f"{'method':8s} " + " ".join(f"{c:>{width}s}" for c in cols))
+        for m, d in out.items():
+            print(f"{m:8s} " + " ".join(f"{d.get(c, float('nan')):{width}.4g}" for c in cols))
+        if as_json:
+            print(json.dumps(out))
+        return out

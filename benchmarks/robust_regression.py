@@ -7,10 +7,13 @@ N(1.5 * 1, 0.25 I) (an inhomogeneous input distribution that hurts Nystrom sub-s
 kernel, Adam) for sketch sizes s = 40 .. 140: p-SR and p-SG for several p, against Nystrom,
 Gaussian, accumulation (m_acc = 20), CountSketch and random Fourier features (s features).
 
-Error: test relative MSE against the noiseless target, ``mean((f(x) - f*(x))^2) / var(f*)``
-on the test points of the uniform component (99 %).  On the Gaussian component ``x1`` reaches
-3 and ``0.1 e^{4 x1}`` reaches ~4e4: those few training targets are gross outliers (what the
-robust losses are for), and in the test set they would dominate any squared error.
+Error: test relative MSE against the noiseless target, ``mean((f(x) - f*(x))^2) / var(f*)``,
+on the uniform component (``rel_mse``, plotted) and over all test points as in the paper
+(``rel_mse_all``).  On the Gaussian component ``x1`` reaches 3 and ``0.1 e^{4 x1}`` reaches
+~4e4, so the overall error is driven by the 1 % of points in that sparse region.  None of
+the sketched machines fits that region here (``rel_mse_all`` ~0.95 for every method, also
+with standardised targets and kappa = 1 .. square-like losses): the paper's overall relative
+MSE <= 0.05 is not reproduced; see docs/kernel_machines.md.
 Targets are centred by the training median (the machines have no intercept).
 
     python benchmarks/robust_regression.py [--seeds 2] [--sizes 40 60 ...] [--png PATH]
@@ -114,7 +117,6 @@ def run(n, seeds, sizes, cv, log):
     rng = np.random.default_rng(0)
     Xtr, ytr, _, _ = make_data(n, rng)
     Xte, _, fte, main = make_data(n, rng)
-    Xte, fte = Xte[main], fte[main]
     ym = float(np.median(ytr))
     results, curves = {}, {}
     for loss in ("huber", "epsilon_insensitive"):
@@ -128,14 +130,17 @@ def run(n, seeds, sizes, cv, log):
                 fit_s = time.perf_counter() - t0
                 t0 = time.perf_counter()
                 pred = model.predict(Xte) + ym
-                rows.append((rel_mse(pred, fte), fit_s, time.perf_counter() - t0, model.converged_))
+                rows.append((rel_mse(pred[main], fte[main]), fit_s, time.perf_counter() - t0,
+                             model.converged_, rel_mse(pred, fte)))
             r = np.array(rows, dtype=float)
             key = f"{loss}/{name}"
             results[key] = {"rel_mse": float(r[:, 0].mean()), "rel_mse_std": float(r[:, 0].std()),
                             "fit_s": float(r[:, 1].mean()), "predict_s": float(r[:, 2].mean()),
-                            "converged": float(r[:, 3].mean())}
+                            "converged": float(r[:, 3].mean()),
+                            "rel_mse_all": float(r[:, 4].mean())}
             curves.setdefault(loss, {}).setdefault(family, []).append((s, results[key]))
-            log(f"{key:40s} relMSE {r[:, 0].mean():.4f}  fit {r[:, 1].mean():.3f} s")
+            log(f"{key:40s} relMSE {r[:, 0].mean():.4f} (all test points {r[:, 4].mean():.4f})  "
+                f"fit {r[:, 1].mean():.3f} s")
     return results, curves
 
 
@@ -184,9 +189,10 @@ def main(argv=None):
     results, curves = run(args.n, args.seeds, args.sizes, args.cv, log)
     plot(curves, args.png)
     Path(args.out_json).write_text(json.dumps(results, indent=1))
-    print(f"{'method':44s} {'rel MSE':>8s} {'fit_s':>7s} {'predict_s':>9s}")
+    print(f"{'method':44s} {'rel MSE':>8s} {'all pts':>8s} {'fit_s':>7s} {'predict_s':>9s}")
     for name, r in results.items():
-        print(f"{name:44s} {r['rel_mse']:8.4f} {r['fit_s']:7.3f} {r['predict_s']:9.3f}")
+        print(f"{name:44s} {r['rel_mse']:8.4f} {r['rel_mse_all']:8.4f} {r['fit_s']:7.3f} "
+              f"{r['predict_s']:9.3f}")
     print(f"figure: {args.png}  numbers: {args.out_json}")
     if args.json:
         print(json.dumps(results))

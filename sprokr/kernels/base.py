@@ -104,12 +104,3 @@ class VectorKernel(Kernel):
         check_finite(X, "X")
         return X
 
-    def prepare_support(self, A):
-        """Sparse support points are densified (Fortran order, so ``A.T`` is C-contiguous)
-        when they fit in 256 MB: every later ``pairwise(Q, A)`` is then one sparse x dense
-        product without re-densifying ``A``."""
-        import scipy.sparse as sp
-
-        if sp.issparse(A) and A.shape[0] * A.shape[1] * A.dtype.itemsize <= 256 * 2**20:
-            return np.asfortranarray(A.toarray())
-        return A

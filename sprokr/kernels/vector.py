@@ -52,15 +52,26 @@ def _sparse_dense(A, Bt):
     return out
 
 
+def _sparse_sparse_dense(A, Bt):
+    """Dense ``A @ Bt`` of two sparse matrices without a sparse intermediate.
+
+    scikit-learn's ``sparse_matmul_to_dense`` (compiled, writes straight into the dense
+    result) is 2-3x faster than scipy's sparse product + ``toarray`` and than densifying
+    one side; older scikit-learn versions fall back to scipy.
+    """
+    try:
+        from sklearn.utils.sparsefuncs import sparse_matmul_to_dense
+    except ImportError:  # scikit-learn < 1.7
+        return np.ascontiguousarray((A @ Bt).toarray())
+    if A.dtype != Bt.dtype:
+        Bt = Bt.astype(A.dtype)
+    return sparse_matmul_to_dense(A, Bt)
+
+
 def _dot(A, B):
     """Dense ``A @ B.T`` for any mix of dense and CSR operands (never densifies A)."""
     if sp.issparse(A) and sp.issparse(B):
-        # densify the second operand only when that is cheap and it is not very sparse
-        # (hashed n-gram or WL features have millions of columns)
-        dense_bytes = B.shape[0] * B.shape[1] * B.dtype.itemsize
-        if dense_bytes > 64 * 2**20 or B.nnz < 0.01 * B.shape[0] * B.shape[1]:
-            return np.ascontiguousarray((A @ B.T).toarray())
-        out = _sparse_dense(A, B.T.toarray())
+        return _sparse_sparse_dense(A, B.T)
     elif sp.issparse(A):
         out = _sparse_dense(A, np.ascontiguousarray(B.T))
     elif sp.issparse(B):
@@ -74,6 +85,13 @@ def _sq_norms(A):
     if sp.issparse(A):
         return np.asarray(A.multiply(A).sum(axis=1)).ravel().astype(A.dtype)
     return np.einsum("ij,ij->i", A, A)
+
+
+def _unit_rows(A):
+    """Rows scaled to unit Euclidean norm (zero rows stay zero); a copy, dense or CSR."""
+    from sklearn.preprocessing import normalize
+
+    return normalize(A, norm="l2", copy=True)
 
 
 def _row_sums(A):
@@ -141,7 +159,7 @@ class PolynomialKernel(VectorKernel):
         K = _dot(A, B)
         K *= g
         K += self.coef0
-        return K ** self.degree
+        return np.power(K, self.degree, out=K)
 
     def diag(self, A):
         g = 1.0 / A.shape[1] if self.gamma is None else self.gamma
@@ -206,13 +224,8 @@ class CosineKernel(VectorKernel):
         self.dtype = dtype
 
     def pairwise(self, A, B):
-        K = _dot(A, B)
-        na, nb = np.sqrt(_sq_norms(A)), np.sqrt(_sq_norms(B))
-        na[na == 0] = 1.0
-        nb[nb == 0] = 1.0
-        K /= na[:, None]
-        K /= nb[None, :]
-        return K
+        # normalise the rows first: O((n_a + n_b) d) instead of two passes over the block
+        return _dot(_unit_rows(A), _unit_rows(B))
 
 
 class TanimotoKernel(VectorKernel):

@@ -93,64 +93,72 @@ def psd_solve(G, B, rcond=DEFAULT_RCOND, method="cholesky"):
 class ShiftedCrossProducts:
     """Accumulate ``A^T A`` and ``A^T T`` over row chunks, accurately in float32.
 
-    Kernel blocks often share a large common offset (a Gaussian kernel with a wide
-    bandwidth is ~constant), and the float32 rounding error of ``A^T A`` scales with
-    ``|A|^2``.  With a fixed shift ``c`` (the column means of the first chunk) and
-    ``A_c = A - 1 c^T`` the identities
+    Kernel blocks are often far from centred (a Gaussian kernel with a wide bandwidth is
+    ~constant, and rows differ by a scale factor), and the rounding error of a float32
+    ``A^T A`` scales with ``|A|^2``.  Each chunk is double-centred in float64,
+    ``A = A_c + 1 c^T + r 1^T = A_c + Q P^T`` with ``c`` the column means of the first
+    chunk, ``r`` the row means of ``A - 1 c^T``, ``Q = [1, r]`` (n x 2), ``P = [c, 1]``
+    (m x 2).  Then, exactly,
 
-        A^T A = A_c^T A_c + s_A c^T + c s_A^T - n c c^T
-        A^T T = A_c^T T_c + s_A d^T + c s_T^T - n c d^T        (T_c = T - 1 d^T)
+        A^T A = A_c^T A_c + S P^T + P S^T + P (Q^T Q) P^T,      S = A_c^T Q
+        A^T T = A_c^T T_c + S_1 d^T + P (Q^T T),                T_c = T - 1 d^T
 
-    hold exactly for any ``c, d`` (``s_A = A^T 1``, ``s_T = T^T 1``).  The large products
-    run in the working dtype (BLAS syrk / gemm) on the small centred blocks; the rank-one
-    corrections are added in float64.  ``T=None`` means ``T = I_n`` (then ``A^T T = A^T``).
+    The large products run in the working dtype (BLAS syrk / gemm) on blocks ~200x
+    smaller than ``A`` (Bibtex: float32 error 1e-10 of the diagonal instead of 2e-9
+    with column centring only, 4e-8 without); the thin corrections are float64.
+    ``T=None`` means ``T = I_n`` (then ``A^T T = A^T``, stored as is).
     """
 
     def __init__(self, m, width, dtype, target_dtype=None):
         self.dtype = np.dtype(dtype)
-        self.tdtype = np.dtype(target_dtype or dtype)
         self.AtA = np.zeros((m, m), dtype=self.dtype)
         self.AtT = np.zeros((m, width), dtype=self.dtype)
-        self.sA = np.zeros(m)
-        self.sT = None
+        self.S = np.zeros((m, 2))  # A_c^T [1, r]
+        self.QQ = np.zeros((2, 2))  # [1, r]^T [1, r]
+        self.QT = None  # [1, r]^T T
         self.c = self.d = None
-        self.n = 0
         self.identity_targets = False
 
     def add(self, sl, A, T=None, overwrite=False):
         """Add rows ``sl`` of A and T (``overwrite=True``: A may be centred in place)."""
+        A = np.asarray(A)
         if self.c is None:
-            self.c = A.mean(axis=0, dtype=np.float64)
-            self.d = None if T is None else T.mean(axis=0).astype(self.tdtype)
-            self.sT = None if T is None else np.zeros(T.shape[1])
-        self.sA += A.sum(axis=0, dtype=np.float64)
+            # the shift is rounded to the block's dtype so that the identity uses exactly
+            # the values that are subtracted
+            self.c = A.mean(axis=0, dtype=np.float64).astype(A.dtype).astype(np.float64)
+            if T is not None:
+                self.d = T.mean(axis=0, dtype=np.float64)
+                self.QT = np.zeros((2, T.shape[1]))
         if T is None:
             self.identity_targets = True
             self.AtT[:, sl] = A.T
-        # centre in the blocks' own precision first, round to the working dtype after
+        # centre in the block's own precision (a float32 block's rounding is already in A)
         Ac = np.subtract(A, self.c.astype(A.dtype), out=A if overwrite else None)
-        Ac = Ac.astype(self.dtype, copy=False)
-        self.AtA += Ac.T @ Ac  # BLAS syrk
+        r_w = Ac.mean(axis=1, dtype=np.float64).astype(A.dtype)
+        r = r_w.astype(np.float64)
+        Ac -= r_w[:, None]
+        self.S[:, 0] += Ac.sum(axis=0, dtype=np.float64)
+        self.S[:, 1] += Ac.T @ r_w
+        self.QQ += [[r.size, r.sum()], [r.sum(), r @ r]]
+        Aw = Ac.astype(self.dtype, copy=False)
+        self.AtA += Aw.T @ Aw  # BLAS syrk
         if T is not None:
-            self.sT += T.sum(axis=0, dtype=np.float64)
-            # once centred, T fits the working precision even if T itself is nearly flat
-            Tc = (T - self.d).astype(self.dtype, copy=False)
-            self.AtT += Ac.T @ Tc
-        self.n += A.shape[0]
+            T = np.asarray(T, dtype=np.float64)
+            self.QT[0] += T.sum(axis=0)
+            self.QT[1] += r @ T
+            self.AtT += Aw.T @ (T - self.d).astype(self.dtype, copy=False)
 
     def result(self):
         """``(A^T A, A^T T)`` in float64."""
-        c = self.c
+        P = np.stack([self.c, np.ones_like(self.c)], axis=1)  # (m, 2)
         AtA = self.AtA.astype(np.float64, copy=False)
-        # s c^T + c s^T - n c c^T = u c^T + c u^T with u = s - n c / 2: two in-place passes
-        u = self.sA - 0.5 * self.n * c
-        AtA += u[:, None] * c[None, :]
-        AtA += c[:, None] * u[None, :]
+        # S P^T + P S^T + P QQ P^T = W M W^T, W = [S, P], M = [[0, I], [I, QQ]]: one GEMM
+        W = np.hstack([self.S, P])
+        M = np.block([[np.zeros((2, 2)), np.eye(2)], [np.eye(2), self.QQ]])
+        AtA += (W @ M) @ W.T
         if self.identity_targets:
             return AtA, self.AtT.astype(np.float64, copy=False)
-        d = self.d.astype(np.float64)
         AtT = self.AtT.astype(np.float64, copy=False)
-        # s_A d^T + c s_T^T - n c d^T = s_A d^T + c (s_T - n d)^T
-        AtT += self.sA[:, None] * d[None, :]
-        AtT += c[:, None] * (self.sT - self.n * d)[None, :]
+        AtT += self.S[:, :1] * self.d[None, :]
+        AtT += P @ self.QT
         return AtA, AtT

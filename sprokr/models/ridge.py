@@ -39,7 +39,8 @@ def exact_ridge_factor(kernel, Xp, n, lam, chunk):
     return sla.cho_factor(K, lower=True, overwrite_a=True, check_finite=False)
 
 
-def sketched_ridge_coef(kernel, R, Xp, n, lam, targets, width, rcond, chunk, solver="cholesky", log=None):
+def sketched_ridge_coef(kernel, R, Xp, n, lam, targets, width, rcond, chunk, solver="cholesky", log=None,
+                        product_dtype=WORK_DTYPE):
     """Coefficients ``W^T gamma`` on the support ``Xp[R.indices]`` of the sketched ridge.
 
     Parameters
@@ -58,15 +59,16 @@ def sketched_ridge_coef(kernel, R, Xp, n, lam, targets, width, rcond, chunk, sol
     solver : {"cholesky", "eigh"}
     log : callable, optional
         Receives one progress line per chunk and phase.
+    product_dtype : dtype of the O(n m^2) cross products (on double-centred blocks)
 
     Returns
     -------
     coef : ndarray (m', width), float64 -- ``g(x) = k(x, X[R.indices]) coef``
     support : prepared ``Xp[R.indices]``
     """
-    feats = SketchedFeatures(kernel, R, Xp, WORK_DTYPE, rcond)
-    acc = ShiftedCrossProducts(R.m, width, WORK_DTYPE, WORK_DTYPE)
-    rows = RowGatherer(R.indices, R.m, WORK_DTYPE)  # (K R^T)[indices]: gives R K R^T
+    feats = SketchedFeatures(kernel, R, Xp, product_dtype, rcond)
+    acc = ShiftedCrossProducts(R.m, width, product_dtype)
+    rows = RowGatherer(R.indices, R.m, product_dtype)  # (K R^T)[indices]: gives R K R^T
     t0 = time.perf_counter()
     for sl in iter_chunks(n, chunk):
         A = feats.block(take_slice(Xp, sl))
@@ -78,7 +80,7 @@ def sketched_ridge_coef(kernel, R, Xp, n, lam, targets, width, rcond, chunk, sol
                 f"{time.perf_counter() - t1:.3f} s")
         t0 = time.perf_counter()
     AtA, AtT = acc.result()
-    G = AtA + (n * lam) * R.sandwich_from_rows(rows.rows)
+    G = AtA + (n * lam) * R.sandwich_from_rows(rows.rows.astype(np.float64))
     gamma = psd_solve(G, AtT, rcond, method=solver)
     if log:
         log(f"{R.m} x {R.m} solve: {time.perf_counter() - t0:.3f} s")

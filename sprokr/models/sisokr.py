@@ -277,7 +277,8 @@ class SISOKR(OutputKernelModel, BaseEstimator):
                 return T
 
         beta, support = sketched_ridge_coef(self.input_kernel_, Rx, Xp, n, lam, targets, width,
-                                            self._rcond, chunk, self.solver, self._log if self.verbose else None)
+                                            self._rcond, chunk, self.solver, self._log if self.verbose else None,
+                                            product_dtype=self._dtype)
         if Ry is not None:
             if self.output_features_.basis_ is None:
                 self.output_features_.set_basis(rows_y.rows)

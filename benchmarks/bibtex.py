@@ -68,7 +68,7 @@ def run(data, seeds, only, dtype, log):
         r = np.array(rows)
         results[name] = {"f1": float(r[:, 0].mean()), "f1_std": float(r[:, 0].std()),
                          "fit_s": float(r[:, 1].mean()), "decode_s": float(r[:, 2].mean()),
-                         "seeds": len(rows), "kernel_dtype": dtype}
+                         "seeds": len(rows), "dtype": dtype}
     return results
 
 
@@ -78,7 +78,7 @@ def main(argv=None):
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--methods", nargs="*", default=None, help="subset of IOKR SIOKR ISOKR SISOKR")
     ap.add_argument("--dtype", default="float32", choices=["float64", "float32"],
-                    help="precision of the input-kernel blocks (products and solves are float64)")
+                    help="precision of kernel blocks and cross products (solves are float64)")
     ap.add_argument("--json", action="store_true", help="print one JSON object last")
     args = ap.parse_args(argv)
     log = (lambda s: print(s, file=sys.stderr)) if args.json else print

@@ -20,13 +20,12 @@ from .sketched_features import RowGatherer, SketchedFeatures
 
 __all__ = ["WORK_DTYPE", "exact_ridge_factor", "sketched_ridge_coef"]
 
-#: Precision of the cross products and solves.  Kernels are often nearly flat (a
-#: Gaussian with sigma^2 = 1e4 is ~0.8 everywhere) and with a small ridge the solution
-#: depends on directions whose scale is ~1e-10 of the largest one, which the O(n m^2)
-#: cross products must resolve: accumulating them in float32 costs accuracy (Bibtex
-#: SISOKR F1 0.438 instead of 0.441), while computing the kernel *values* in float32 (a
-#: kernel's ``dtype``) does not.  So kernel blocks are computed in the kernel's dtype and
-#: cast to float64 for the products.
+#: Precision of the solves and of the returned coefficients.  Kernels are often nearly flat
+#: (a Gaussian with sigma^2 = 1e4 is ~0.8 everywhere) and with a small ridge the solution
+#: depends on directions ~1e-10 below the largest one: a plain float32 ``A^T A`` costs
+#: accuracy (Bibtex SISOKR F1 0.438 instead of 0.441).  The cross products may still run in
+#: float32 (``product_dtype``) because ``ShiftedCrossProducts`` double-centres the blocks
+#: first; the m x m solve is float64.
 WORK_DTYPE = np.dtype(np.float64)
 
 

@@ -112,10 +112,11 @@ class SISOKR(OutputKernelModel, BaseEstimator):
     decoder : str or Decoder, default "candidates"
     decoder_params : dict, optional
     dtype : {"float64", "float32"}
-        Precision in which input-kernel blocks are computed (for kernels given by name):
-        float32 halves the time and memory of the kernel evaluations without changing the
-        accuracy in our benchmarks.  Cross products, solves and the output side are always
-        float64: with a small ridge and a flat kernel the solution needs it.
+        Precision of the input-kernel blocks (for kernels given by name) and of the
+        O(n m_x^2) cross products, which are formed on double-centred blocks
+        (:class:`sprokr._linalg.ShiftedCrossProducts`) so that float32 keeps ~1e-10
+        relative accuracy on flat kernels (Bibtex F1 identical to float64).  The m_x x m_x
+        solve, the coefficients and the output side are always float64.
     rcond : float, optional
         Relative threshold of pseudo-inverses and relative Cholesky shift (default 1e-10).
     solver : {"cholesky", "eigh"}

@@ -27,6 +27,7 @@ __all__ = [
     "get_registry",
     "reset_registry",
     "list_components",
+    "lazy_factory",
 ]
 
 ENTRY_POINT_GROUP = "sprokr"
@@ -205,6 +206,26 @@ class Registry:
     def _check_kind(self, kind):
         if kind not in self._components:
             raise ValueError(f"unknown component kind {kind!r}; kinds: {', '.join(self._components)}")
+
+
+def lazy_factory(target):
+    """A factory that imports ``"package.module:Name"`` only when first called.
+
+    Lets a plugin list its component names without importing its heavy library when the
+    registry is built (``sprokr plugins`` stays fast); the import happens on first use.
+    """
+    module, _, attr = target.partition(":")
+    if not module or not attr:
+        raise ValueError(f"lazy_factory needs 'module:attribute', got {target!r}")
+
+    def factory(**params):
+        import importlib
+
+        return getattr(importlib.import_module(module), attr)(**params)
+
+    factory.target = target
+    factory.__doc__ = f"Create {target} (imported on first use)."
+    return factory
 
 
 _REGISTRY: Registry | None = None

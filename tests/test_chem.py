@@ -108,3 +108,15 @@ def test_plugin_discovered_by_entry_point_and_used_by_name(qm9):
     m = IOKR(input_kernel="gaussian", output_kernel="morgan_tanimoto", lam=1e-3).fit(X[:200], smiles[:200])
     pred = m.predict(X[:20])
     assert np.mean([p == s for p, s in zip(pred, smiles[:20])]) > 0.8  # training points are recovered
+
+
+def test_registry_names_match_the_lazy_kernel_classes():
+    """The plugin lists its kernels without importing RDKit; each lazy factory builds the class."""
+    from sprokr.registry import Registry
+    from sprokr_chem.kernels import KERNELS
+
+    reg = Registry()
+    names = {n for n in reg.names("input_kernel") if reg.get("input_kernel", n).plugin == "chem"}
+    assert names == set(KERNELS)
+    for name, cls in KERNELS.items():
+        assert type(reg.create("input_kernel", name)) is cls

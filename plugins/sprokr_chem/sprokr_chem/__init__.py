@@ -6,29 +6,49 @@ input and output kernels ``morgan_tanimoto``, ``morgan_gaussian_tanimoto``,
 (SMILES strings).  Also: SMILES / SDF readers that name invalid records, Morgan
 fingerprints, and molecule <-> labelled graph conversion.
 """
-from .graphs import GraphConversionError, graph_to_mol, graph_to_smiles, mol_to_graph, smiles_to_graph
-from .io import MoleculeReadError, ReadReport, mol_from_smiles, read_sdf, read_smiles, to_mol
-from .kernels import (
-    MorganCosineKernel,
-    MorganGaussianTanimotoKernel,
-    MorganMinMaxKernel,
-    MorganTanimotoKernel,
-    SmilesSpectrumKernel,
-    clear_fingerprint_cache,
-    morgan_fingerprints,
-)
 
-__all__ = [
-    "MoleculeReadError", "ReadReport", "read_smiles", "read_sdf", "mol_from_smiles", "to_mol",
-    "mol_to_graph", "graph_to_mol", "smiles_to_graph", "graph_to_smiles", "GraphConversionError",
-    "morgan_fingerprints", "clear_fingerprint_cache", "MorganTanimotoKernel",
-    "MorganGaussianTanimotoKernel", "MorganMinMaxKernel", "MorganCosineKernel",
-    "SmilesSpectrumKernel", "molecular_formula",
-]
+# Submodules are imported on first attribute access (PEP 562), so that loading the
+# plugin's entry point while the registry is built does not import the domain library.
+_EXPORTS = {
+    "GraphConversionError": ".graphs",
+    "graph_to_mol": ".graphs",
+    "graph_to_smiles": ".graphs",
+    "mol_to_graph": ".graphs",
+    "smiles_to_graph": ".graphs",
+    "MoleculeReadError": ".io",
+    "ReadReport": ".io",
+    "mol_from_smiles": ".io",
+    "read_sdf": ".io",
+    "read_smiles": ".io",
+    "to_mol": ".io",
+    "MorganCosineKernel": ".kernels",
+    "MorganGaussianTanimotoKernel": ".kernels",
+    "MorganMinMaxKernel": ".kernels",
+    "MorganTanimotoKernel": ".kernels",
+    "SmilesSpectrumKernel": ".kernels",
+    "clear_fingerprint_cache": ".kernels",
+    "morgan_fingerprints": ".kernels",
+}
+
+__all__ = sorted(_EXPORTS) + ["molecular_formula"]
+
+
+def __getattr__(name):
+    if name in _EXPORTS:
+        import importlib
+
+        return getattr(importlib.import_module(_EXPORTS[name], __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(list(globals()) + list(_EXPORTS))
 
 
 def molecular_formula(mol):
     """Molecular formula (Hill order, e.g. ``"C7H10O2"``) of a SMILES string or molecule."""
     from rdkit.Chem.rdMolDescriptors import CalcMolFormula
+
+    from .io import to_mol
 
     return CalcMolFormula(to_mol(mol))

@@ -7,7 +7,6 @@ returned :class:`ReadReport` (``report.skipped`` = ``[(index, text, reason), ...
 """
 from __future__ import annotations
 
-import io
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path

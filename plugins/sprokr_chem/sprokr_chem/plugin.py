@@ -1,16 +1,28 @@
-"""Entry point of sprokr-chem: registers the molecule kernels on both sides."""
+"""Entry point of sprokr-chem: registers the molecule kernels on both sides.
+
+Factories are lazy, so building the registry does not import RDKit.
+"""
 import sprokr
+from sprokr.registry import lazy_factory
+
+_KERNELS = {
+    "morgan_tanimoto": "MorganTanimotoKernel",
+    "morgan_gaussian_tanimoto": "MorganGaussianTanimotoKernel",
+    "morgan_minmax": "MorganMinMaxKernel",
+    "morgan_cosine": "MorganCosineKernel",
+    "smiles_spectrum": "SmilesSpectrumKernel",
+}
+
+
+def _factories():
+    return {name: lazy_factory(f"sprokr_chem.kernels:{cls}") for name, cls in _KERNELS.items()}
 
 
 @sprokr.hookimpl
 def sprokr_input_kernels():
-    from .kernels import KERNELS
-
-    return dict(KERNELS)
+    return _factories()
 
 
 @sprokr.hookimpl
 def sprokr_output_kernels():
-    from .kernels import KERNELS
-
-    return dict(KERNELS)
+    return _factories()

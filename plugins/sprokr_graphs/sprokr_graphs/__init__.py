@@ -5,6 +5,27 @@ as input and output kernels ``wl`` (WL subtree), ``core_wl`` (its core variant) 
 ``grakel`` (any GraKeL kernel, evaluated by GraKeL).  ``wl``/``core_wl`` use explicit
 sparse feature vectors computed once per graph, equal to GraKeL's values.
 """
-from .wl import CoreWLKernel, GrakelKernel, WLFeatures, WLKernel, wl_features
 
-__all__ = ["WLKernel", "CoreWLKernel", "GrakelKernel", "WLFeatures", "wl_features"]
+# Submodules are imported on first attribute access (PEP 562), so that loading the
+# plugin's entry point while the registry is built does not import the domain library.
+_EXPORTS = {
+    "WLKernel": ".wl",
+    "CoreWLKernel": ".wl",
+    "GrakelKernel": ".wl",
+    "WLFeatures": ".wl",
+    "wl_features": ".wl",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name):
+    if name in _EXPORTS:
+        import importlib
+
+        return getattr(importlib.import_module(_EXPORTS[name], __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(list(globals()) + list(_EXPORTS))

@@ -1,11 +1,11 @@
-"""Entry point of sprokr-graphs: registers the graph kernels on both sides."""
+"""Entry point of sprokr-graphs: registers the graph kernels on both sides (lazily)."""
 import sprokr
+from sprokr.registry import lazy_factory
 
 
 def _kernels():
-    from .wl import CoreWLKernel, GrakelKernel, WLKernel
-
-    return {k.name: k for k in (WLKernel, CoreWLKernel, GrakelKernel)}
+    return {name: lazy_factory(f"sprokr_graphs.wl:{cls}")
+            for name, cls in (("wl", "WLKernel"), ("core_wl", "CoreWLKernel"), ("grakel", "GrakelKernel"))}
 
 
 @sprokr.hookimpl

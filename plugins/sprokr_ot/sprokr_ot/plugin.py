@@ -1,9 +1,9 @@
-"""Entry point of sprokr-ot: registers the FGW-barycenter decoder."""
+"""Entry point of sprokr-ot: registers the FGW-barycenter decoder (lazily: POT is
+imported on first use)."""
 import sprokr
+from sprokr.registry import lazy_factory
 
 
 @sprokr.hookimpl
 def sprokr_decoders():
-    from .fgw import FGWBarycenterDecoder
-
-    return {FGWBarycenterDecoder.name: FGWBarycenterDecoder}
+    return {"fgw_barycenter": lazy_factory("sprokr_ot.fgw:FGWBarycenterDecoder")}

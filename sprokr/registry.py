@@ -28,6 +28,7 @@ __all__ = [
     "reset_registry",
     "list_components",
     "lazy_factory",
+    "lazy_exports",
 ]
 
 ENTRY_POINT_GROUP = "sprokr"
@@ -226,6 +227,30 @@ def lazy_factory(target):
     factory.target = target
     factory.__doc__ = f"Create {target} (imported on first use)."
     return factory
+
+
+def lazy_exports(package, exports):
+    """``(__getattr__, __dir__)`` for a package whose names live in submodules imported on
+    first access (PEP 562), so that loading a plugin's entry point stays cheap.
+
+    ``exports`` maps each public name to its relative submodule, e.g. ``{"WLKernel": ".wl"}``::
+
+        __getattr__, __dir__ = lazy_exports(__name__, {"WLKernel": ".wl"})
+    """
+
+    def __getattr__(name):
+        if name in exports:
+            import importlib
+
+            return getattr(importlib.import_module(exports[name], package), name)
+        raise AttributeError(f"module {package!r} has no attribute {name!r}")
+
+    def __dir__():
+        import sys
+
+        return sorted(set(vars(sys.modules[package])) | set(exports))
+
+    return __getattr__, __dir__
 
 
 _REGISTRY: Registry | None = None

@@ -151,3 +151,18 @@ def test_core_does_not_import_domain_libraries():
             "print(bad)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_lazy_factory_and_lazy_exports():
+    from sprokr.registry import lazy_exports, lazy_factory
+
+    f = lazy_factory("sprokr.kernels.vector:GaussianKernel")
+    k = f(sigma2=2.0)
+    assert type(k).__name__ == "GaussianKernel" and k.sigma2 == 2.0
+    with pytest.raises(ValueError, match="module:attribute"):
+        lazy_factory("sprokr.kernels.GaussianKernel")
+    getattr_, dir_ = lazy_exports("sprokr.kernels", {"TanimotoKernel": ".vector"})
+    assert getattr_("TanimotoKernel").name == "tanimoto"
+    assert "TanimotoKernel" in dir_()
+    with pytest.raises(AttributeError, match="no attribute 'Nope'"):
+        getattr_("Nope")

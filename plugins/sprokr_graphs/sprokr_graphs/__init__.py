@@ -8,6 +8,8 @@ sparse feature vectors computed once per graph, equal to GraKeL's values.
 
 # Submodules are imported on first attribute access (PEP 562), so that loading the
 # plugin's entry point while the registry is built does not import the domain library.
+from sprokr.registry import lazy_exports
+
 _EXPORTS = {
     "WLKernel": ".wl",
     "CoreWLKernel": ".wl",
@@ -19,13 +21,4 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name):
-    if name in _EXPORTS:
-        import importlib
-
-        return getattr(importlib.import_module(_EXPORTS[name], __name__), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__():
-    return sorted(list(globals()) + list(_EXPORTS))
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -7,6 +7,8 @@ graphs weighted by alpha(x).  Also :func:`fgw_distance` between labelled graphs.
 
 # Submodules are imported on first attribute access (PEP 562), so that loading the
 # plugin's entry point while the registry is built does not import the domain library.
+from sprokr.registry import lazy_exports
+
 _EXPORTS = {
     "FGWBarycenterDecoder": ".fgw",
     "fgw_distance": ".fgw",
@@ -18,13 +20,4 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name):
-    if name in _EXPORTS:
-        import importlib
-
-        return getattr(importlib.import_module(_EXPORTS[name], __name__), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__():
-    return sorted(list(globals()) + list(_EXPORTS))
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -6,7 +6,7 @@ from sklearn.base import BaseEstimator
 from sprokr import DSOKR, DSOKREnsemble, ISOKR, SISOKR
 from sprokr.kernels import BUILTIN_KERNELS
 from sprokr.models.dsokr import sketched_output_targets
-from sprokr.models.regressors import KernelRidgeRegressor, MLPSurrogate, torch_available
+from sprokr.models.regressors import KernelRidgeRegressor, torch_available
 from sprokr.registry import get_registry
 from sprokr.sketches import GaussianSketch, SubSample
 

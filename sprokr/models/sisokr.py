@@ -266,8 +266,10 @@ class SISOKR(OutputKernelModel, BaseEstimator):
         lets the output basis be computed from rows gathered during the same pass.
         """
         targets, width = None, n
+        basis_known = Ry is not None and self.output_features_.basis_ is not None
         if Ry is not None:
-            width = Ry.m
+            width, targets = Ry.m, out_rows
+        if Ry is not None and not basis_known:
             rows_y = RowGatherer(Ry.indices, Ry.m, OUTPUT_DTYPE)  # gives K~_y
             rows_u = RowGatherer(u, Ry.m, OUTPUT_DTYPE)  # default candidates' raw embeddings
 
@@ -281,10 +283,11 @@ class SISOKR(OutputKernelModel, BaseEstimator):
                                             self._rcond, chunk, self.solver, self._log if self.verbose else None,
                                             product_dtype=self._dtype)
         if Ry is not None:
-            if self.output_features_.basis_ is None:
+            if not basis_known:
                 self.output_features_.set_basis(rows_y.rows)
+            E_raw = out_rows(u) if basis_known else rows_u.rows
             V = self.output_features_.basis_
-            beta, E_default = beta @ V, rows_u.rows @ V
+            beta, E_default = beta @ V, E_raw @ V
         else:
             E_default = self._exact_output_embedding(take(Yp, u))
         self._set_coef(beta)

@@ -44,8 +44,8 @@ def psd_eigh(K, rcond=DEFAULT_RCOND):
     if Ks.shape[0] > 500:  # divide and conquer, multi-threaded: much faster for large matrices
         d, U = sla.eigh(Ks, driver="evd", check_finite=False)
     else:
-        # small matrices: OpenBLAS's threaded LAPACK costs ~50 ms of thread wake-up right
-        # after a large BLAS call (measured: 3.7 ms single-threaded vs 50 ms for 100 x 100)
+        # small matrices: right after a large BLAS call, OpenBLAS's threaded LAPACK spends
+        # tens of milliseconds waking its threads, ten times the single-threaded solve
         from threadpoolctl import threadpool_limits
 
         with threadpool_limits(1, user_api="blas"):

@@ -10,18 +10,29 @@ Domain libraries (RDKit, GraKeL, POT, torch) are only imported by the plugins th
 from .decoders import CandidateIndex, CandidateSets, Decoded
 from .hookspecs import hookimpl
 from .kernels import Kernel
-from .models import IOKR, ISOKR, SIOKR, SISOKR
-from .models import DSOKR, DSOKREnsemble
+from .models import (
+    DSOKR,
+    IOKR,
+    ISOKR,
+    SIOKR,
+    SISOKR,
+    DSOKREnsemble,
+    JointQuantileRegressor,
+    RFFKernelMachine,
+    SketchedKernelMachine,
+)
 from .registry import get_registry, list_components
 from .sketches import Sketch, SketchMatrix
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "IOKR", "SIOKR", "ISOKR", "SISOKR", "Kernel", "Sketch", "SketchMatrix", "CandidateIndex", "CandidateSets",
-    "Decoded", "hookimpl", "get_registry", "list_components", "__version__",
+    # structured prediction
+    "IOKR", "SIOKR", "ISOKR", "SISOKR", "DSOKR", "DSOKREnsemble",
+    # sketched kernel machines
+    "SketchedKernelMachine", "JointQuantileRegressor", "RFFKernelMachine",
+    # building blocks
+    "Kernel", "Sketch", "SketchMatrix", "CandidateIndex", "CandidateSets", "Decoded",
+    # plugin host
+    "hookimpl", "get_registry", "list_components", "__version__",
 ]
-__all__ += ["DSOKR", "DSOKREnsemble"]
-from .models import JointQuantileRegressor, RFFKernelMachine, SketchedKernelMachine  # noqa: E402
-
-__all__ += ["SketchedKernelMachine", "JointQuantileRegressor", "RFFKernelMachine"]

@@ -1,15 +1,15 @@
-"""Estimators: the IOKR family (IOKR, SIOKR, ISOKR, SISOKR)."""
-from .sisokr import IOKR, ISOKR, SIOKR, SISOKR
-from .sketched_features import SketchedFeatures
+"""Estimators: the IOKR family, DSOKR, and sketched kernel machines with Lipschitz losses."""
 from .dsokr import DSOKR, DSOKREnsemble
-from .regressors import KernelRidgeRegressor, MLPSurrogate, TorchRegressor
-
-__all__ = ["IOKR", "SIOKR", "ISOKR", "SISOKR", "SketchedFeatures"]
-__all__ += ["DSOKR", "DSOKREnsemble", "KernelRidgeRegressor", "MLPSurrogate", "TorchRegressor"]
 from .kernel_machine import JointQuantileRegressor, SketchedKernelMachine
 from .output_matrix import graph_laplacian_matrix, joint_quantile_matrix
+from .regressors import KernelRidgeRegressor, MLPSurrogate, TorchRegressor
+from .rff import RFFKernelMachine
+from .sisokr import IOKR, ISOKR, SIOKR, SISOKR
+from .sketched_features import SketchedFeatures
 
-__all__ += ["SketchedKernelMachine", "JointQuantileRegressor", "graph_laplacian_matrix", "joint_quantile_matrix"]
-from .rff import RFFKernelMachine  # noqa: E402
-
-__all__ += ["RFFKernelMachine"]
+__all__ = [
+    "IOKR", "SIOKR", "ISOKR", "SISOKR", "SketchedFeatures",
+    "DSOKR", "DSOKREnsemble", "KernelRidgeRegressor", "MLPSurrogate", "TorchRegressor",
+    "SketchedKernelMachine", "JointQuantileRegressor", "RFFKernelMachine",
+    "graph_laplacian_matrix", "joint_quantile_matrix",
+]

@@ -79,7 +79,9 @@ def sketched_ridge_coef(kernel, R, Xp, n, lam, targets, width, rcond, chunk, sol
                 f"{time.perf_counter() - t1:.3f} s")
         t0 = time.perf_counter()
     AtA, AtT = acc.result()
-    G = AtA + (n * lam) * R.sandwich_from_rows(rows.rows.astype(np.float64))
+    Kt = R.sandwich_from_rows(rows.rows.astype(np.float64))  # R K R^T, a fresh (m, m) array
+    Kt *= n * lam
+    G = np.add(AtA, Kt, out=AtA)  # in place: no further m x m temporaries
     gamma = psd_solve(G, AtT, rcond, method=solver)
     if log:
         log(f"{R.m} x {R.m} solve: {time.perf_counter() - t0:.3f} s")

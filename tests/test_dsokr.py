@@ -11,14 +11,19 @@ from sprokr.registry import get_registry
 from sprokr.sketches import GaussianSketch, SubSample
 
 
+@pytest.mark.parametrize("repeated", [False, True], ids=["distinct", "repeated-outputs"])
 @pytest.mark.parametrize("sketch", ["subsample", "gaussian"])
-def test_kernel_ridge_dsokr_equals_isokr(multilabel_data, sketch):
+def test_kernel_ridge_dsokr_equals_isokr(multilabel_data, sketch, repeated):
     Xtr, Ytr, Xte, _ = multilabel_data
+    if repeated:  # 20 label sets among 180 samples: both models collapse the output sketch
+        Ytr = Ytr[np.random.default_rng(5).integers(0, 20, size=len(Ytr))]
     iso = ISOKR(input_kernel="gaussian", output_kernel="gaussian", lam=1e-3, output_sketch=sketch, m_y=40,
                 random_state=3).fit(Xtr, Ytr)
     ds = DSOKR(output_kernel="gaussian", output_sketch=sketch, m_y=40, regressor="kernel_ridge",
                regressor_params={"kernel": "gaussian", "lam": 1e-3}, random_state=3).fit(Xtr, Ytr)
     assert ds.output_rank_ == iso.output_rank_
+    if repeated:
+        assert ds.output_features_.R.n == iso.output_features_.R.n < len(Ytr)
     np.testing.assert_allclose(ds.predict_coordinates(Xte), iso.predict_coordinates(Xte), atol=1e-9)
     np.testing.assert_array_equal(ds.predict(Xte), iso.predict(Xte))
     a, b = ds.predict(Xte, top_k=3), iso.predict(Xte, top_k=3)

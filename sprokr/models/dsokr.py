@@ -24,17 +24,17 @@ from sklearn.base import BaseEstimator, clone
 from sklearn.utils.validation import check_is_fitted
 
 from .._linalg import DEFAULT_RCOND
-from .._utils import check_paired, check_random_state, iter_chunks, num_samples, take, take_slice, unique_indices
+from .._utils import check_paired, check_random_state, iter_chunks, num_samples, take, take_slice, unique_indices, unique_inverse
 from ..decoders.candidates import CandidateIndex, Decoded, _topk_rows
 from ..registry import get_registry
 from .base import OUTPUT_DTYPE, OutputKernelModel
 from .sisokr import resolve_kernel, resolve_sketch
-from .sketched_features import RowGatherer, SketchedFeatures, default_chunk_size
+from .sketched_features import SketchedFeatures
 
 __all__ = ["DSOKR", "DSOKREnsemble", "sketched_output_targets"]
 
 
-def sketched_output_targets(kernel, R, Yp, rcond=DEFAULT_RCOND, chunk_size=None):
+def sketched_output_targets(kernel, R, Yp, rcond=DEFAULT_RCOND, chunk_size=None, distinct=None):
     """Output basis and training targets of an output sketch, streamed over row chunks.
 
     Parameters
@@ -42,6 +42,10 @@ def sketched_output_targets(kernel, R, Yp, rcond=DEFAULT_RCOND, chunk_size=None)
     kernel : Kernel
     R : SketchMatrix (m, n)
     Yp : prepared collection of the n training outputs
+    distinct : (first, inverse), optional
+        From :func:`sprokr._utils.unique_inverse` of the raw outputs.  When at most half
+        the outputs are distinct, the sketch is collapsed onto them (``R P``, exact) and
+        kernel values are computed between distinct outputs only, as in SISOKR.
 
     Returns
     -------
@@ -54,13 +58,18 @@ def sketched_output_targets(kernel, R, Yp, rcond=DEFAULT_RCOND, chunk_size=None)
         of ``psi(y_i)`` outside the sketched subspace.
     """
     n = num_samples(Yp)
+    if distinct is not None and distinct[0].size <= n // 2:
+        first, inverse = distinct
+        Yu = take(Yp, first)
+        feats = SketchedFeatures(kernel, R.collapse(inverse, first.size), Yu, OUTPUT_DTYPE, rcond)
+        Tu = feats.transform_raw(Yu, chunk_size)
+        feats.set_basis(Tu[feats.R.indices])
+        Psi_u = Tu @ feats.basis_
+        r_u = np.maximum(kernel.diag(Yu).astype(np.float64) - np.einsum("ij,ij->i", Psi_u, Psi_u), 0.0)
+        return feats, Psi_u[inverse], r_u[inverse]
     feats = SketchedFeatures(kernel, R, Yp, OUTPUT_DTYPE, rcond)
-    raw = np.empty((n, R.m), dtype=OUTPUT_DTYPE)  # K_y R^T: the n x m targets before rotation
-    rows = RowGatherer(R.indices, R.m, OUTPUT_DTYPE)
-    for sl in iter_chunks(n, chunk_size or default_chunk_size(R.indices.size, OUTPUT_DTYPE)):
-        raw[sl] = feats.block(take_slice(Yp, sl))
-        rows.add(sl, raw[sl])
-    feats.set_basis(rows.rows)
+    raw = feats.transform_raw(Yp, chunk_size)  # K_y R^T: the n x m targets before rotation
+    feats.set_basis(raw[R.indices])
     Psi = raw @ feats.basis_
     offsets = np.maximum(kernel.diag(Yp).astype(np.float64) - np.einsum("ij,ij->i", Psi, Psi), 0.0)
     return feats, Psi, offsets
@@ -193,7 +202,7 @@ class DSOKR(OutputKernelModel, BaseEstimator):
         R = sy.draw(n, rng)  # the sketch is drawn first: same seed, same sketch as ISOKR
         reg = self._make_regressor(rng)
 
-        feats, Psi, r = sketched_output_targets(ky, R, Yp, rcond, self.chunk_size)
+        feats, Psi, r = sketched_output_targets(ky, R, Yp, rcond, self.chunk_size, distinct=unique_inverse(Y))
         p = Psi.shape[1]
         self._log(f"output basis: m_y={R.m}, rank p={p}, mean residual r={r.mean():.4g} "
                   f"({time.perf_counter() - t0:.2f} s)")

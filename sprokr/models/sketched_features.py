@@ -86,6 +86,15 @@ class SketchedFeatures:
     def rank(self):
         return self.basis_.shape[1]
 
+    def transform_raw(self, Zq, chunk_size=None):
+        """``k(Zq, Z) R^T`` for all of ``Zq`` in row chunks, shape (len(Zq), m)."""
+        n = num_samples(Zq)
+        chunk = chunk_size or default_chunk_size(self.R.indices.size, self.dtype)
+        out = np.empty((n, self.m), dtype=self.dtype)
+        for sl in iter_chunks(n, chunk):
+            out[sl] = self.block(take_slice(Zq, sl))
+        return out
+
     def transform(self, Zq, chunk_size=None):
         """Sketched feature map of prepared samples, shape (len(Zq), rank)."""
         n = num_samples(Zq)

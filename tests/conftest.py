@@ -15,3 +15,15 @@ def multilabel_data():
     W = r.standard_normal((6, 8))
     Y = (X @ W > 0.7).astype(np.int8)
     return X[:180], Y[:180], X[180:], Y[180:]
+
+
+@pytest.fixture(scope="session")
+def qm9_smiles_graphs():
+    """The shipped QM9 sample as (SMILES list, molecular graphs); needs sprokr-chem."""
+    pytest.importorskip("sprokr_chem")
+    from sprokr.datasets import sample_path
+    from sprokr_chem import smiles_to_graph
+    from sprokr_chem.datasets import load_qm9
+
+    smiles, _, _ = load_qm9(sample_path("qm9_sample.csv"))
+    return smiles, [smiles_to_graph(s) for s in smiles]

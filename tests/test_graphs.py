@@ -9,18 +9,14 @@ pytest.importorskip("sprokr_chem")
 import networkx as nx  # noqa: E402
 
 from sprokr import SISOKR  # noqa: E402
-from sprokr.datasets import sample_path  # noqa: E402
 from sprokr.metrics import graph_edit_distance, mean_graph_edit_distance  # noqa: E402
 from sprokr.registry import get_registry  # noqa: E402
-from sprokr_chem import smiles_to_graph  # noqa: E402
-from sprokr_chem.datasets import load_qm9  # noqa: E402
 from sprokr_graphs import CoreWLKernel, WLKernel  # noqa: E402
 
 
 @pytest.fixture(scope="module")
-def graphs():
-    smiles, _, _ = load_qm9(sample_path("qm9_sample.csv"))
-    return smiles, [smiles_to_graph(s) for s in smiles]
+def graphs(qm9_smiles_graphs):
+    return qm9_smiles_graphs
 
 
 def test_wl_matches_grakel_and_is_psd(graphs):

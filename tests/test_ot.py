@@ -7,10 +7,7 @@ pytest.importorskip("sprokr_chem")
 import networkx as nx  # noqa: E402
 
 from sprokr import IOKR, SISOKR  # noqa: E402
-from sprokr.datasets import sample_path  # noqa: E402
 from sprokr.registry import get_registry  # noqa: E402
-from sprokr_chem import smiles_to_graph  # noqa: E402
-from sprokr_chem.datasets import load_qm9  # noqa: E402
 from sprokr_ot import FGWBarycenterDecoder, fgw_distance, label_alphabet  # noqa: E402
 
 match = dict(node_match=lambda a, b: a["label"] == b["label"],
@@ -18,9 +15,8 @@ match = dict(node_match=lambda a, b: a["label"] == b["label"],
 
 
 @pytest.fixture(scope="module")
-def data():
-    smiles, _, _ = load_qm9(sample_path("qm9_sample.csv"))
-    return smiles, [smiles_to_graph(s) for s in smiles]
+def data(qm9_smiles_graphs):
+    return qm9_smiles_graphs
 
 
 def test_fgw_distance(data):

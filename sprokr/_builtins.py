@@ -40,13 +40,18 @@ def sprokr_regressors():
     stopping on the kernel-induced loss), ``ridge`` (plain scikit-learn ``Ridge``) and, only
     when torch is installed (extra ``torch``), ``torch_mlp`` (robust losses).
     """
-    from sklearn.linear_model import Ridge
+    import importlib.util
 
-    from .models.regressors import KernelRidgeRegressor, MLPSurrogate, TorchRegressor, torch_available
+    from .registry import lazy_factory
 
-    regs = {"ridge": Ridge, "mlp": MLPSurrogate, "kernel_ridge": KernelRidgeRegressor}
-    if torch_available():
-        regs["torch_mlp"] = TorchRegressor
+    # lazy: scikit-learn's linear_model / neural_network imports cost ~0.3 s
+    regs = {
+        "ridge": lazy_factory("sklearn.linear_model:Ridge"),
+        "mlp": lazy_factory("sprokr.models.regressors:MLPSurrogate"),
+        "kernel_ridge": lazy_factory("sprokr.models.regressors:KernelRidgeRegressor"),
+    }
+    if importlib.util.find_spec("torch") is not None:
+        regs["torch_mlp"] = lazy_factory("sprokr.models.regressors:TorchRegressor")
     return regs
 
 

@@ -16,14 +16,61 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.linalg as sla
+from scipy.linalg import get_blas_funcs, lapack
 
-__all__ = ["psd_eigh", "psd_solve", "cholesky_solver", "ShiftedCrossProducts", "DEFAULT_RCOND"]
+from ._parallel import for_row_blocks
+
+__all__ = ["matmul", "psd_eigh", "psd_solve", "cholesky_solve", "cholesky_solver", "ShiftedCrossProducts", "DEFAULT_RCOND"]
 
 #: default relative threshold on eigenvalues (relative to the largest one)
 DEFAULT_RCOND = 1e-10
 
 
-def psd_eigh(K, rcond=DEFAULT_RCOND):
+def _as_blas_operand(X):
+    """``(F-ordered array, trans)`` with ``op(array) = X`` for BLAS, copying only if needed."""
+    if X.flags.f_contiguous:
+        return X, 0
+    if X.flags.c_contiguous:
+        return X.T, 1
+    return np.asfortranarray(X), 0
+
+
+def matmul(A, B):
+    """``A @ B`` (C-ordered) through scipy's BLAS, for the large products of the solvers.
+
+    numpy and scipy each bundle their own OpenBLAS with its own thread pool, and an
+    OpenBLAS pool keeps spinning for a while after each call: a numpy product followed
+    by a scipy LAPACK call (Cholesky, eigh) makes the two pools fight for the cores
+    (a 200 x 200 eigh after a large numpy product: 80 ms instead of 9 ms).  The hot
+    paths therefore use scipy's BLAS only (``syrk``, ``gemm``, ``potrf``, ``syevd``).
+    """
+    dtype = np.result_type(A.dtype, B.dtype)
+    if dtype not in (np.float32, np.float64):
+        return A @ B
+    A, B = np.asarray(A, dtype=dtype), np.asarray(B, dtype=dtype)
+    if A.ndim != 2 or B.ndim != 2 or 0 in A.shape or 0 in B.shape:
+        return A @ B
+    gemm = get_blas_funcs("gemm", dtype=dtype)
+    # C^T = B^T A^T is what BLAS writes in Fortran order, i.e. C in C order
+    a, ta = _as_blas_operand(B.T)
+    b, tb = _as_blas_operand(A.T)
+    return gemm(1.0, a, b, trans_a=ta, trans_b=tb).T
+
+
+_CONTROLLER = None
+
+
+def _single_threaded_blas():
+    """Context limiting BLAS to one thread (the library scan is done once, not per call)."""
+    global _CONTROLLER
+    if _CONTROLLER is None:
+        from threadpoolctl import ThreadpoolController
+
+        _CONTROLLER = ThreadpoolController()
+    return _CONTROLLER.limit(limits=1, user_api="blas")
+
+
+def psd_eigh(K, rcond=DEFAULT_RCOND, lower_only=False):
     """Eigenpairs ``(U, d)`` of a symmetric PSD matrix, keeping ``d > rcond * max(d)``.
 
     Parameters
@@ -31,6 +78,9 @@ def psd_eigh(K, rcond=DEFAULT_RCOND):
     K : ndarray of shape (m, m)
     rcond : float
         Relative threshold; eigenvalues below ``rcond * d_max`` are treated as zero.
+    lower_only : bool
+        Only the lower triangle of ``K`` is meaningful (otherwise ``K`` is symmetrised,
+        since accumulated sums drift).
 
     Returns
     -------
@@ -40,16 +90,14 @@ def psd_eigh(K, rcond=DEFAULT_RCOND):
         The kept eigenvalues, decreasing, all > 0.  ``r`` is the numerical rank.
     """
     K = np.asarray(K)
-    Ks = (K + K.T) * 0.5  # enforce exact symmetry (accumulated sums drift)
+    Ks = K if lower_only else (K + K.T) * 0.5
     if Ks.shape[0] > 500:  # divide and conquer, multi-threaded: much faster for large matrices
-        d, U = sla.eigh(Ks, driver="evd", check_finite=False)
+        d, U = sla.eigh(Ks, lower=True, driver="evd", check_finite=False)
     else:
         # small matrices: right after a large BLAS call, OpenBLAS's threaded LAPACK spends
         # tens of milliseconds waking its threads, ten times the single-threaded solve
-        from threadpoolctl import threadpool_limits
-
-        with threadpool_limits(1, user_api="blas"):
-            d, U = sla.eigh(Ks, check_finite=False)
+        with _single_threaded_blas():
+            d, U = sla.eigh(Ks, lower=True, check_finite=False)
     d, U = d[::-1], U[:, ::-1]
     dmax = d[0] if d.size else 0.0
     if not dmax > 0:
@@ -58,35 +106,60 @@ def psd_eigh(K, rcond=DEFAULT_RCOND):
     return np.ascontiguousarray(U[:, keep]), d[keep]
 
 
-def cholesky_solver(G, rcond=DEFAULT_RCOND):
+def cholesky_solve(G, B, rcond=DEFAULT_RCOND, overwrite=False):
+    """``(G + shift I)^-1 B`` by Cholesky, reading the lower triangle of ``G`` only.
+
+    The relative shift ``rcond * mean(diag(G))`` regularises numerically singular ``G``.
+    ``overwrite=True`` lets a Fortran-ordered float64 ``G`` be factorised in place (saves
+    an m x m copy).  Raises ``numpy.linalg.LinAlgError`` if ``G`` is numerically
+    indefinite.
+    """
+    m = G.shape[0]
+    shift = rcond * float(np.mean(np.diag(G))) if G.size else 0.0
+    # LAPACK's layout, factorised in place; OpenBLAS potrf/potrs directly (scipy's
+    # cho_factor copies C-ordered input once more and checks both triangles for nothing)
+    Gs = G if overwrite and G.flags.f_contiguous and G.dtype == np.float64 else np.array(G, np.float64, order="F")
+    Gs.flat[:: m + 1] += shift
+    L, info = lapack.dpotrf(Gs, lower=1, overwrite_a=1, clean=0)
+    if info != 0:
+        raise np.linalg.LinAlgError(f"matrix not positive definite (leading minor {info})")
+    X, info = lapack.dpotrs(L, B, lower=1)
+    if info != 0:  # pragma: no cover - only for malformed arguments
+        raise ValueError(f"LAPACK dpotrs failed (info={info})")
+    return X
+
+
+def cholesky_solver(G, rcond=DEFAULT_RCOND, lower_only=False):
     """Return a function ``B -> G^+ B`` for a PSD ``G`` (Cholesky with a relative shift).
 
     The shift is ``rcond * mean(diag(G))``.  If Cholesky still fails (numerically
-    indefinite ``G``), fall back to the eigendecomposition pseudo-inverse.
+    indefinite ``G``), fall back to the eigendecomposition pseudo-inverse.  ``G`` is not
+    modified; with ``lower_only=True`` only its lower triangle is read.
     """
-    G = np.asarray(G)
+    G = np.asarray(G, dtype=np.float64)
+    m = G.shape[0]
     shift = rcond * float(np.mean(np.diag(G))) if G.size else 0.0
-    Gs = G.copy()
-    Gs.flat[:: G.shape[0] + 1] += shift
-    try:
-        cf = sla.cho_factor(Gs, lower=True, overwrite_a=True, check_finite=False)
-    except np.linalg.LinAlgError:
-        U, d = psd_eigh(G, rcond)
-        return lambda B: U @ ((U.T @ B) / d[:, None].astype(U.dtype))
-    return lambda B: sla.cho_solve(cf, B, check_finite=False)
+    Gs = np.array(G, order="F")
+    Gs.flat[:: m + 1] += shift
+    L, info = lapack.dpotrf(Gs, lower=1, overwrite_a=1, clean=0)
+    if info != 0:
+        U, d = psd_eigh(G, rcond, lower_only=lower_only)
+        return lambda B: matmul(U, matmul(U.T, B) / d[:, None].astype(U.dtype))
+    return lambda B: lapack.dpotrs(L, B, lower=1)[0]
 
 
-def psd_solve(G, B, rcond=DEFAULT_RCOND, method="cholesky"):
+def psd_solve(G, B, rcond=DEFAULT_RCOND, method="cholesky", lower_only=False):
     """``G^+ B`` for symmetric PSD ``G`` of shape (m, m) and ``B`` of shape (m, k).
 
     ``method="cholesky"`` (default) uses :func:`cholesky_solver`; ``method="eigh"`` uses the
-    eigendecomposition pseudo-inverse with relative threshold ``rcond``.
+    eigendecomposition pseudo-inverse with relative threshold ``rcond``.  With
+    ``lower_only=True`` only the lower triangle of ``G`` is read.
     """
     if method == "eigh":
-        U, d = psd_eigh(G, rcond)
-        return U @ ((U.T @ B) / d[:, None].astype(U.dtype))
+        U, d = psd_eigh(G, rcond, lower_only=lower_only)
+        return matmul(U, matmul(U.T, B) / d[:, None].astype(U.dtype))
     if method == "cholesky":
-        return cholesky_solver(G, rcond)(B)
+        return cholesky_solver(G, rcond, lower_only=lower_only)(B)
     raise ValueError(f"method must be 'cholesky' or 'eigh', got {method!r}")
 
 
@@ -95,7 +168,7 @@ class ShiftedCrossProducts:
 
     Kernel blocks are often far from centred (a Gaussian kernel with a wide bandwidth is
     ~constant, and rows differ by a scale factor), and the rounding error of a float32
-    ``A^T A`` scales with ``|A|^2``.  Each chunk is double-centred in float64,
+    ``A^T A`` scales with ``|A|^2``.  Each chunk is double-centred,
     ``A = A_c + 1 c^T + r 1^T = A_c + Q P^T`` with ``c`` the column means of the first
     chunk, ``r`` the row means of ``A - 1 c^T``, ``Q = [1, r]`` (n x 2), ``P = [c, 1]``
     (m x 2).  Then, exactly,
@@ -103,21 +176,24 @@ class ShiftedCrossProducts:
         A^T A = A_c^T A_c + S P^T + P S^T + P (Q^T Q) P^T,      S = A_c^T Q
         A^T T = A_c^T T_c + S_1 d^T + P (Q^T T),                T_c = T - 1 d^T
 
-    The large products run in the working dtype (BLAS syrk / gemm) on blocks ~200x
-    smaller than ``A`` (Bibtex: float32 error 1e-10 of the diagonal instead of 2e-9
-    with column centring only, 4e-8 without); the thin corrections are float64.
+    The large products run in the working dtype on blocks ~200x smaller than ``A``
+    (Bibtex: float32 error 1e-10 of the diagonal instead of 2e-9 with column centring
+    only, 4e-8 without); the thin corrections are float64.  ``A_c^T A_c`` is one BLAS
+    ``syrk`` per chunk into the lower triangle of a Fortran-ordered accumulator (half the
+    flops of a GEMM, no temporaries); the centring passes run on row blocks in parallel.
     ``T=None`` means ``T = I_n`` (then ``A^T T = A^T``, stored as is).
     """
 
     def __init__(self, m, width, dtype, target_dtype=None):
         self.dtype = np.dtype(dtype)
-        self.AtA = np.zeros((m, m), dtype=self.dtype)
+        self.AtA = np.zeros((m, m), dtype=self.dtype, order="F")  # lower triangle only
         self.AtT = np.zeros((m, width), dtype=self.dtype)
         self.S = np.zeros((m, 2))  # A_c^T [1, r]
         self.QQ = np.zeros((2, 2))  # [1, r]^T [1, r]
         self.QT = None  # [1, r]^T T
         self.c = self.d = None
         self.identity_targets = False
+        self._syrk = get_blas_funcs("syrk", dtype=self.dtype)
 
     def add(self, sl, A, T=None, overwrite=False):
         """Add rows ``sl`` of A and T (``overwrite=True``: A may be centred in place)."""
@@ -133,32 +209,54 @@ class ShiftedCrossProducts:
             self.identity_targets = True
             self.AtT[:, sl] = A.T
         # centre in the block's own precision (a float32 block's rounding is already in A)
-        Ac = np.subtract(A, self.c.astype(A.dtype), out=A if overwrite else None)
-        r_w = Ac.mean(axis=1, dtype=np.float64).astype(A.dtype)
+        Ac = A if overwrite and A.flags.c_contiguous else np.array(A, order="C")
+        c_w = self.c.astype(A.dtype)
+        r_w = np.empty(A.shape[0], dtype=A.dtype)
+
+        def centre(rows):
+            block = Ac[rows]
+            np.subtract(block, c_w, out=block)
+            r_w[rows] = block.mean(axis=1, dtype=np.float64)
+            block -= r_w[rows, None]
+
+        for_row_blocks(centre, A.shape[0], A.size)
         r = r_w.astype(np.float64)
-        Ac -= r_w[:, None]
-        self.S[:, 0] += Ac.sum(axis=0, dtype=np.float64)
-        self.S[:, 1] += Ac.T @ r_w
+        Q = np.stack([np.ones_like(r_w), r_w], axis=1)
+        self.S += matmul(Ac.T, Q).astype(np.float64)  # one pass: column sums and A_c^T r
         self.QQ += [[r.size, r.sum()], [r.sum(), r @ r]]
         Aw = Ac.astype(self.dtype, copy=False)
-        self.AtA += Aw.T @ Aw  # BLAS syrk
+        # AtA += Aw^T Aw: Aw^T is the Fortran-ordered view, syrk writes the lower triangle
+        res = self._syrk(1.0, Aw.T, beta=1.0, c=self.AtA, trans=0, lower=1, overwrite_c=1)
+        if not np.shares_memory(res, self.AtA):  # pragma: no cover - f2py made a copy
+            self.AtA = res
         if T is not None:
             T = np.asarray(T, dtype=np.float64)
             self.QT[0] += T.sum(axis=0)
             self.QT[1] += r @ T
-            self.AtT += Aw.T @ (T - self.d).astype(self.dtype, copy=False)
+            self.AtT += matmul(Aw.T, (T - self.d).astype(self.dtype, copy=False))
 
-    def result(self):
-        """``(A^T A, A^T T)`` in float64."""
+    def result(self, lower_only=False):
+        """``(A^T A, A^T T)`` in float64.
+
+        With ``lower_only=True`` ``A^T A`` is Fortran-ordered and only its lower triangle
+        is meaningful (what a Cholesky factorization reads); otherwise it is symmetric.
+        """
         P = np.stack([self.c, np.ones_like(self.c)], axis=1)  # (m, 2)
-        AtA = self.AtA.astype(np.float64, copy=False)
+        AtA = np.asfortranarray(self.AtA, dtype=np.float64)
+        if AtA is self.AtA:
+            AtA = AtA.copy(order="F")
         # S P^T + P S^T + P QQ P^T = W M W^T, W = [S, P], M = [[0, I], [I, QQ]]: one GEMM
         W = np.hstack([self.S, P])
         M = np.block([[np.zeros((2, 2)), np.eye(2)], [np.eye(2), self.QQ]])
-        AtA += (W @ M) @ W.T
+        gemm = get_blas_funcs("gemm", dtype=np.float64)
+        res = gemm(1.0, W @ M, W, trans_b=1, beta=1.0, c=AtA, overwrite_c=1)
+        if not np.shares_memory(res, AtA):  # pragma: no cover
+            AtA = res
+        if not lower_only:
+            AtA = np.tril(AtA) + np.tril(AtA, -1).T
         if self.identity_targets:
             return AtA, self.AtT.astype(np.float64, copy=False)
-        AtT = self.AtT.astype(np.float64, copy=False)
+        AtT = self.AtT.astype(np.float64)  # a copy: result() may be called again
         AtT += self.S[:, :1] * self.d[None, :]
         AtT += P @ self.QT
         return AtA, AtT

@@ -80,10 +80,18 @@ def unique_inverse(Y):
     if sp.issparse(Y):
         Y = Y.toarray()
     if isinstance(Y, np.ndarray):
-        Y2 = np.ascontiguousarray(Y.reshape(Y.shape[0], -1))
-        keys = (row.tobytes() for row in Y2)  # hashing row bytes: O(n d), no row sort
-    else:
-        keys = (y if not isinstance(y, (list, np.ndarray)) else tuple(np.ravel(y)) for y in Y)
+        Y2 = np.ascontiguousarray(Y.reshape(n, -1))
+        if n == 0:
+            return np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.intp)
+        # rows as opaque byte strings: one vectorised sort, no per-row Python work
+        rows = Y2.view(np.dtype((np.void, Y2.dtype.itemsize * max(Y2.shape[1], 1)))).ravel() \
+            if Y2.shape[1] else np.zeros(n, dtype=np.int8)
+        _, first_sorted, inv_sorted = np.unique(rows, return_index=True, return_inverse=True)
+        order = np.argsort(first_sorted, kind="stable")  # groups in order of appearance
+        relabel = np.empty_like(order)
+        relabel[order] = np.arange(order.size)
+        return first_sorted[order].astype(np.intp), relabel[inv_sorted.ravel()].astype(np.intp)
+    keys = (y if not isinstance(y, (list, np.ndarray)) else tuple(np.ravel(y)) for y in Y)
     seen, first = {}, []
     inverse = np.empty(n, dtype=np.intp)
     try:

@@ -16,6 +16,7 @@ from collections import namedtuple
 
 import numpy as np
 
+from .._linalg import matmul
 from .._utils import iter_chunks, num_samples, take
 
 __all__ = ["CandidateIndex", "Decoded", "topk_search", "grouped_topk_search"]
@@ -62,7 +63,7 @@ def topk_search(H, E, k=1, offsets=None, max_memory_mb=DEFAULT_MAX_MEMORY_MB):
     best_i = best_s = None
     rows = np.arange(nq)[:, None]
     for sl in iter_chunks(nc, block):
-        S = H @ E[sl].T
+        S = matmul(H, E[sl].T)
         if offsets is not None:
             S += offsets[sl][None, :]
         loc = _topk_rows(S, k)

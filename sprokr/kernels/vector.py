@@ -1,18 +1,18 @@
 """Kernels on real vectors (dense arrays or scipy sparse matrices).
 
-Every kernel is one BLAS-3 product ``A B^T`` (sparse x dense when the data are sparse)
-followed by in-place elementwise work, in the kernel's ``dtype`` (float32 halves the
-time and memory of the product).  Distances use ``|a|^2 + |b|^2 - 2 a.b``, clipped at 0.
+Every kernel is one Gram product ``A B^T`` (:func:`sprokr.kernels._gram.gram`: BLAS-3,
+sparse-aware, never densifying the data) followed by in-place elementwise work, in the
+kernel's ``dtype`` (float32 halves the time and memory of the product).  Distances use
+``|a|^2 + |b|^2 - 2 a.b``, clipped at 0.
 """
 from __future__ import annotations
-
-import os
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import scipy.sparse as sp
 from scipy.spatial.distance import cdist
 
+from .._parallel import for_row_blocks
+from ._gram import gram, sq_norms
 from .base import VectorKernel
 
 __all__ = [
@@ -26,67 +26,6 @@ __all__ = [
 ]
 
 
-_POOL = None
-
-
-def _sparse_dense(A, Bt):
-    """CSR ``A`` times dense ``Bt``, split over row blocks on a small thread pool.
-
-    scipy's CSR x dense kernel is single-threaded but releases the GIL, so two threads
-    use both cores (dense products already do, through BLAS).
-    """
-    global _POOL
-    n = A.shape[0]
-    workers = min(os.cpu_count() or 1, 4)
-    if workers == 1 or n < 512 or A.nnz * Bt.shape[1] < 5e6:
-        return A @ Bt
-    if _POOL is None:
-        _POOL = ThreadPoolExecutor(workers, thread_name_prefix="sprokr-spmm")
-    out = np.empty((n, Bt.shape[1]), dtype=np.result_type(A.dtype, Bt.dtype))
-    bounds = np.linspace(0, n, workers + 1).astype(int)
-
-    def work(i):
-        out[bounds[i]:bounds[i + 1]] = A[bounds[i]:bounds[i + 1]] @ Bt
-
-    list(_POOL.map(work, range(workers)))
-    return out
-
-
-def _sparse_sparse_dense(A, Bt):
-    """Dense ``A @ Bt`` of two sparse matrices without a sparse intermediate.
-
-    scikit-learn's ``sparse_matmul_to_dense`` (compiled, writes straight into the dense
-    result) is 2-3x faster than scipy's sparse product + ``toarray`` and than densifying
-    one side; older scikit-learn versions fall back to scipy.
-    """
-    try:
-        from sklearn.utils.sparsefuncs import sparse_matmul_to_dense
-    except ImportError:  # scikit-learn < 1.7
-        return np.ascontiguousarray((A @ Bt).toarray())
-    if A.dtype != Bt.dtype:
-        Bt = Bt.astype(A.dtype)
-    return sparse_matmul_to_dense(A, Bt)
-
-
-def _dot(A, B):
-    """Dense ``A @ B.T`` for any mix of dense and CSR operands (never densifies A)."""
-    if sp.issparse(A) and sp.issparse(B):
-        return _sparse_sparse_dense(A, B.T)
-    elif sp.issparse(A):
-        out = _sparse_dense(A, np.ascontiguousarray(B.T))
-    elif sp.issparse(B):
-        out = _sparse_dense(B, np.ascontiguousarray(A.T)).T
-    else:
-        out = A @ B.T
-    return np.ascontiguousarray(out)
-
-
-def _sq_norms(A):
-    if sp.issparse(A):
-        return np.asarray(A.multiply(A).sum(axis=1)).ravel().astype(A.dtype)
-    return np.einsum("ij,ij->i", A, A)
-
-
 def _unit_rows(A):
     """Rows scaled to unit Euclidean norm (zero rows stay zero); a copy, dense or CSR."""
     from sklearn.preprocessing import normalize
@@ -96,16 +35,6 @@ def _unit_rows(A):
 
 def _row_sums(A):
     return np.asarray(A.sum(axis=1)).ravel().astype(A.dtype)
-
-
-def _sq_distances(A, B):
-    """Squared Euclidean distances, shape (len(A), len(B)), computed in place."""
-    D = _dot(A, B)
-    D *= -2.0
-    D += _sq_norms(A)[:, None]
-    D += _sq_norms(B)[None, :]
-    np.maximum(D, 0.0, out=D)
-    return D
 
 
 def _l1_distances(A, B):
@@ -137,10 +66,10 @@ class LinearKernel(VectorKernel):
         self.dtype = dtype
 
     def pairwise(self, A, B):
-        return _dot(A, B)
+        return gram(A, B)
 
     def diag(self, A):
-        return _sq_norms(A)
+        return sq_norms(A)
 
 
 class PolynomialKernel(VectorKernel):
@@ -156,14 +85,14 @@ class PolynomialKernel(VectorKernel):
 
     def pairwise(self, A, B):
         g = 1.0 / A.shape[1] if self.gamma is None else self.gamma
-        K = _dot(A, B)
+        K = gram(A, B)
         K *= g
         K += self.coef0
         return np.power(K, self.degree, out=K)
 
     def diag(self, A):
         g = 1.0 / A.shape[1] if self.gamma is None else self.gamma
-        return (g * _sq_norms(A) + self.coef0) ** self.degree
+        return (g * sq_norms(A) + self.coef0) ** self.degree
 
 
 class GaussianKernel(VectorKernel):
@@ -188,13 +117,20 @@ class GaussianKernel(VectorKernel):
 
     def pairwise(self, A, B):
         g = _resolve_gamma(self.gamma, self.sigma2, A)
-        # exp(-g |a-b|^2) = exp(2g a.b - g|a|^2 - g|b|^2): three in-place passes, then exp.
-        K = _dot(A, B)
-        K *= 2.0 * g
-        K -= g * _sq_norms(A)[:, None]
-        K -= g * _sq_norms(B)[None, :]
-        np.minimum(K, 0.0, out=K)  # |a-b|^2 >= 0 (rounding can make it slightly negative)
-        return np.exp(K, out=K)
+        # exp(2g a.b - g|a|^2 - g|b|^2): the norms ride along in the product as two extra
+        # columns, then one fused clamp + exp pass over row blocks in parallel
+        na, nb = sq_norms(A).astype(np.float64), sq_norms(B).astype(np.float64)
+        L = np.stack([-g * na, np.ones_like(na)], axis=1)
+        R = np.stack([np.ones_like(nb), -g * nb], axis=1)
+        K = gram(A, B, 2.0 * g, L, R)
+
+        def finish(sl):
+            # |a-b|^2 >= 0 (rounding can make the exponent slightly positive)
+            np.minimum(K[sl], 0.0, out=K[sl])
+            np.exp(K[sl], out=K[sl])
+
+        for_row_blocks(finish, K.shape[0], K.size)
+        return K
 
 
 class LaplacianKernel(VectorKernel):
@@ -225,7 +161,7 @@ class CosineKernel(VectorKernel):
 
     def pairwise(self, A, B):
         # normalise the rows first: O((n_a + n_b) d) instead of two passes over the block
-        return _dot(_unit_rows(A), _unit_rows(B))
+        return gram(_unit_rows(A), _unit_rows(B))
 
 
 class TanimotoKernel(VectorKernel):
@@ -242,8 +178,8 @@ class TanimotoKernel(VectorKernel):
         self.dtype = dtype
 
     def pairwise(self, A, B):
-        K = _dot(A, B)
-        den = _sq_norms(A)[:, None] + _sq_norms(B)[None, :] - K
+        K = gram(A, B)
+        den = sq_norms(A)[:, None] + sq_norms(B)[None, :] - K
         both_zero = den <= 0
         den[both_zero] = 1.0
         K /= den

@@ -14,8 +14,9 @@ import time
 import numpy as np
 import scipy.linalg as sla
 
-from .._linalg import ShiftedCrossProducts, psd_solve
+from .._linalg import ShiftedCrossProducts, cholesky_solve, psd_solve
 from .._utils import iter_chunks, take_slice
+from ..sketches.base import SketchMatrix
 from .sketched_features import RowGatherer, SketchedFeatures
 
 __all__ = ["WORK_DTYPE", "exact_ridge_factor", "sketched_ridge_coef"]
@@ -65,6 +66,10 @@ def sketched_ridge_coef(kernel, R, Xp, n, lam, targets, width, rcond, chunk, sol
     coef : ndarray (m', width), float64 -- ``g(x) = k(x, X[R.indices]) coef``
     support : prepared ``Xp[R.indices]``
     """
+    if R.scale is not None:
+        # uniform sub-sampling R = s S: A scales by s, G by s^2, gamma by 1/s, and the
+        # coefficients W^T gamma = s gamma not at all -- skip the pass that scales A
+        R = SketchMatrix(R.n, R.indices, R.weights, scale=1.0)
     feats = SketchedFeatures(kernel, R, Xp, product_dtype, rcond)
     acc = ShiftedCrossProducts(R.m, width, product_dtype)
     rows = RowGatherer(R.indices, R.m, product_dtype)  # (K R^T)[indices]: gives R K R^T
@@ -78,11 +83,24 @@ def sketched_ridge_coef(kernel, R, Xp, n, lam, targets, width, rcond, chunk, sol
             log(f"rows {sl.start}-{sl.stop} of {n}: kernel {t1 - t0:.3f} s, products "
                 f"{time.perf_counter() - t1:.3f} s")
         t0 = time.perf_counter()
-    AtA, AtT = acc.result()
-    Kt = R.sandwich_from_rows(rows.rows.astype(np.float64))  # R K R^T, a fresh (m, m) array
-    Kt *= n * lam
-    G = np.add(AtA, Kt, out=AtA)  # in place: no further m x m temporaries
-    gamma = psd_solve(G, AtT, rcond, method=solver)
+    rows.rows *= n * lam  # (K R^T)[indices], ours to scale in place
+
+    def system():
+        """``G = A^T A + n lam R K R^T`` (Fortran-ordered float64, lower triangle)."""
+        G, AtT = acc.result(lower_only=True)
+        # R K R^T = W (K R^T)_S, symmetric up to rounding: add its Fortran-ordered view
+        G += rows.rows.T if R.scale == 1 else R.sandwich_from_rows(rows.rows).T
+        return G, AtT
+
+    G, AtT = system()
+    gamma = None
+    if solver == "cholesky":
+        try:
+            gamma = cholesky_solve(G, AtT, rcond, overwrite=True)
+        except np.linalg.LinAlgError:  # numerically indefinite: rebuild G, use eigh
+            G, AtT = system()
+    if gamma is None:
+        gamma = psd_solve(G, AtT, rcond, method=solver, lower_only=True)
     if log:
         log(f"{R.m} x {R.m} solve: {time.perf_counter() - t0:.3f} s")
     return R.apply_left_transpose(gamma), feats.Z_sel

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._linalg import psd_eigh
+from .._linalg import matmul, psd_eigh
 from .._utils import iter_chunks, num_samples, take, take_slice
 
 __all__ = ["SketchedFeatures", "RowGatherer", "default_chunk_size"]
@@ -101,7 +101,7 @@ class SketchedFeatures:
         chunk = chunk_size or default_chunk_size(self.R.indices.size, self.dtype)
         out = np.empty((n, self.rank), dtype=self.dtype)
         for sl in iter_chunks(n, chunk):
-            out[sl] = self.block(take_slice(Zq, sl)) @ self.basis_
+            out[sl] = matmul(self.block(take_slice(Zq, sl)), self.basis_)
         return out
 
     def fit_basis(self, Z, chunk_size=None):

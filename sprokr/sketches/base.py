@@ -19,6 +19,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator
 
+from .._linalg import matmul
 from .._utils import check_random_state
 
 __all__ = ["Sketch", "SketchMatrix"]
@@ -83,17 +84,29 @@ class SketchMatrix:
         With ``overwrite=True`` a scaled sub-sampling sketch rescales ``KS`` in place.
         """
         if self.scale is not None:
+            if self.scale == 1:
+                return KS if overwrite else KS.copy()
             return np.multiply(KS, self.scale, out=KS if overwrite else None)
         W = self.weights
-        if sp.issparse(W):
-            # (W KS^T)^T == KS W^T; scipy multiplies CSR by the dense KS^T without copying
+        if sp.issparse(W) and (W.nnz * 64 < W.shape[0] * W.shape[1] or W.shape[0] * W.shape[1] > 2**24):
+            # very sparse (CountSketch, accumulation) or large W: (W KS^T)^T == KS W^T
             return np.ascontiguousarray((W.T.tocsr().astype(KS.dtype, copy=False).T @ KS.T).T)
-        return KS @ W.T.astype(KS.dtype, copy=False)
+        return matmul(KS, self._dense_weights(KS.dtype).T)
+
+    def _dense_weights(self, dtype):
+        """``W`` as a dense array of ``dtype`` (cached).  For W denser than ~1/64 a BLAS
+        product beats scipy's sparse one, which also copies the dense operand twice."""
+        cached = getattr(self, "_dense_cache", None)
+        if cached is None or cached.dtype != dtype:
+            W = self.weights
+            cached = np.asarray(W.toarray() if sp.issparse(W) else W, dtype=dtype)
+            self._dense_cache = cached
+        return cached
 
     def apply_left_transpose(self, G):
         """``W^T G`` for G of shape (m, k): the coefficients on the selected points."""
         if self.scale is not None:
-            return G * self.scale
+            return G * self.scale if self.scale != 1 else G.copy()
         W = self.weights
         out = W.T.astype(G.dtype, copy=False) @ G
         return np.asarray(out)
@@ -106,9 +119,8 @@ class SketchMatrix:
         """
         # symmetric up to rounding; consumers (Cholesky: one triangle, psd_eigh) cope
         if self.scale is not None:
-            return KRt_sel * self.scale
-        W = self.weights
-        return np.asarray(W.astype(KRt_sel.dtype, copy=False) @ KRt_sel)
+            return KRt_sel * self.scale if self.scale != 1 else KRt_sel.copy()
+        return matmul(self._dense_weights(KRt_sel.dtype), KRt_sel)
 
 
 class Sketch(BaseEstimator):

@@ -1,0 +1,48 @@
+"""Row-block thread parallelism for the memory-bound passes BLAS does not cover.
+
+BLAS already uses every core for products, but numpy's elementwise ufuncs (``exp``,
+in-place shifts, row means) and scipy's CSR x dense kernel run on one core.  All of them
+release the GIL on large arrays, so splitting the rows of a block over a small thread
+pool uses the other cores (Bibtex kernel block: ``exp`` + clamp 47 ms -> 26 ms on two
+cores).  Blocks too small to amortise the hand-off run inline.
+"""
+from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+__all__ = ["n_workers", "for_row_blocks"]
+
+_POOL = None
+#: below this many elements a pass runs in the calling thread
+MIN_PARALLEL_SIZE = 1 << 18
+
+
+def n_workers():
+    """Threads used for row-block passes: the usable cores, at most 4."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        cores = os.cpu_count() or 1
+    return max(1, min(cores, 4))
+
+
+def for_row_blocks(fn, n_rows, size=None):
+    """Call ``fn(slice)`` on contiguous row blocks covering ``range(n_rows)``, in parallel.
+
+    ``fn`` must only touch the rows of its slice (blocks run concurrently).  ``size`` is
+    the number of elements the pass touches (default: assume it is large).
+    """
+    global _POOL
+    workers = n_workers()
+    if workers == 1 or n_rows < 2 * workers or (size is not None and size < MIN_PARALLEL_SIZE):
+        fn(slice(0, n_rows))
+        return
+    if _POOL is None:
+        _POOL = ThreadPoolExecutor(workers, thread_name_prefix="sprokr")
+    bounds = np.linspace(0, n_rows, workers + 1).astype(int)
+    futures = [_POOL.submit(fn, slice(bounds[i], bounds[i + 1])) for i in range(workers)]
+    for f in futures:
+        f.result()

@@ -1,0 +1,130 @@
+"""Gram products ``alpha A B^T + L R^T`` for dense and CSR operands.
+
+Every vector kernel starts from the inner products ``A B^T``; distance-based kernels also
+need ``|a|^2`` and ``|b|^2`` broadcast over the block.  Both are done in one product by
+appending a few dense columns ``L`` (n_a x k) and ``R`` (n_b x k): e.g. the Gaussian
+exponent ``2g a.b - g|a|^2 - g|b|^2`` is ``2g A B^T + [-g|a|^2, 1] [1, -g|b|^2]^T``, so no
+elementwise pass over the block is needed for it.
+
+Sparse inputs.  Real sparse features are rarely uniformly sparse: a few columns are
+non-zero in most rows (Bibtex: one word in 98 % of the documents, 74 columns in more than
+~15 %).  A sparse x sparse product costs ``sum_f nnz_A(f) nnz_B(f)`` scattered updates,
+dominated by those columns, while a dense product costs ``n_a n_b`` fused multiply-adds
+per column at BLAS speed (~100x cheaper per update).  So the columns with
+``density_A(f) density_B(f) > DENSE_COLUMN_THRESHOLD`` go to the dense part (with ``L``,
+``R``) and the rest to scikit-learn's compiled sparse x sparse -> dense product
+(Bibtex 4880 x 2250 block: 0.17 s -> 0.07 s).
+"""
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.linalg import get_blas_funcs
+
+from .._parallel import for_row_blocks
+
+__all__ = ["gram", "sq_norms", "add_outer"]
+
+#: a column is multiplied densely when ``density_A * density_B`` exceeds this
+DENSE_COLUMN_THRESHOLD = 0.02
+
+
+def sq_norms(A):
+    """Squared Euclidean norms of the rows of a dense or CSR matrix, in its dtype."""
+    if sp.issparse(A):
+        return np.asarray(A.multiply(A).sum(axis=1)).ravel().astype(A.dtype)
+    return np.einsum("ij,ij->i", A, A)
+
+
+def add_outer(out, L, R, beta=1.0):
+    """``out = L R^T + beta out`` in place for a C-ordered ``out`` (one BLAS GEMM)."""
+    L = np.ascontiguousarray(L, dtype=out.dtype)
+    R = np.ascontiguousarray(R, dtype=out.dtype)
+    gemm = get_blas_funcs("gemm", (out,))
+    # out^T (F-ordered) = R L^T; R^T and L^T are F-ordered views: no copies
+    res = gemm(1.0, R.T, L.T, trans_a=1, beta=beta, c=out.T, overwrite_c=1)
+    if not np.shares_memory(res, out):  # pragma: no cover - f2py made a copy
+        out[...] = res.T
+    return out
+
+
+def _split_dense_columns(A, J):
+    """``(A without the columns J, A[:, J] dense)`` for a CSR ``A``."""
+    dense = A[:, J].toarray()
+    drop = np.zeros(A.shape[1], dtype=bool)
+    drop[J] = True
+    rest = A.copy()
+    rest.data[drop[rest.indices]] = 0
+    rest.eliminate_zeros()
+    return rest, dense
+
+
+def _sparse_sparse(A, B, out):
+    """Dense ``A B^T`` of two CSR matrices written into ``out`` (overwritten)."""
+    try:
+        from sklearn.utils.sparsefuncs import sparse_matmul_to_dense
+    except ImportError:  # scikit-learn < 1.7
+        out[...] = (A @ B.T).toarray()
+        return out
+    return sparse_matmul_to_dense(A, B.T.tocsr(), out=out)
+
+
+def _sparse_dense(A, B, out):
+    """``A B^T`` for CSR ``A`` and dense ``B`` into ``out``; row blocks of ``A`` in
+    parallel (scipy's CSR x dense kernel is single-threaded but releases the GIL)."""
+    Bt = np.ascontiguousarray(B.T)
+
+    def work(sl):
+        out[sl] = A[sl] @ Bt
+
+    for_row_blocks(work, A.shape[0], size=A.nnz * Bt.shape[1])
+    return out
+
+
+def gram(A, B, alpha=1.0, L=None, R=None):
+    """``alpha A B^T (+ L R^T)`` as a C-ordered ndarray of shape (n_a, n_b).
+
+    Parameters
+    ----------
+    A, B : ndarray or CSR matrix of shapes (n_a, d) and (n_b, d), same float dtype
+    alpha : float
+    L, R : ndarray of shapes (n_a, k) and (n_b, k), optional
+        Dense low-rank term added to the product (see the module docstring).
+    """
+    dtype = np.result_type(A.dtype, B.dtype)
+    n_a, n_b = A.shape[0], B.shape[0]
+    has_lr = L is not None
+    if not has_lr:
+        L, R = np.zeros((n_a, 0), dtype), np.zeros((n_b, 0), dtype)
+    if not sp.issparse(A) and not sp.issparse(B):
+        # one GEMM on [alpha A, L] [B, R]^T
+        LA = np.hstack([np.multiply(A, alpha, dtype=dtype), L.astype(dtype)]) if has_lr else A
+        RB = np.hstack([B, R.astype(dtype)]) if has_lr else B
+        out = np.empty((n_a, n_b), dtype=dtype)
+        gemm = get_blas_funcs("gemm", (out,))
+        res = gemm(1.0 if has_lr else alpha, np.ascontiguousarray(RB, dtype=dtype).T,
+                   np.ascontiguousarray(LA, dtype=dtype).T, trans_a=1, c=out.T, overwrite_c=1)
+        if not np.shares_memory(res, out):  # pragma: no cover
+            out[...] = res.T
+        return out
+    out = np.empty((n_a, n_b), dtype=dtype)
+    if sp.issparse(A) and sp.issparse(B):
+        A, B = sp.csr_matrix(A, dtype=dtype), sp.csr_matrix(B, dtype=dtype)
+        dens_a = np.bincount(A.indices, minlength=A.shape[1]) / max(n_a, 1)
+        dens_b = np.bincount(B.indices, minlength=B.shape[1]) / max(n_b, 1)
+        J = np.flatnonzero(dens_a * dens_b > DENSE_COLUMN_THRESHOLD)
+        if J.size:
+            A, A_J = _split_dense_columns(A, J)
+            B, B_J = _split_dense_columns(B, J)
+            L = np.hstack([np.multiply(A_J, alpha, dtype=dtype), L])
+            R = np.hstack([B_J.astype(dtype), R])
+        _sparse_sparse(A.multiply(alpha).tocsr() if alpha != 1 else A, B, out)
+    elif sp.issparse(A):
+        _sparse_dense(sp.csr_matrix(A * alpha, dtype=dtype), np.asarray(B, dtype=dtype), out)
+    else:
+        out_t = np.empty((n_b, n_a), dtype=dtype)
+        _sparse_dense(sp.csr_matrix(B * alpha, dtype=dtype), np.asarray(A, dtype=dtype), out_t)
+        out[...] = out_t.T
+    if L.shape[1]:
+        add_outer(out, L, R)
+    return out

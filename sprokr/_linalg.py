@@ -57,19 +57,6 @@ def matmul(A, B):
     return gemm(1.0, a, b, trans_a=ta, trans_b=tb).T
 
 
-_CONTROLLER = None
-
-
-def _single_threaded_blas():
-    """Context limiting BLAS to one thread (the library scan is done once, not per call)."""
-    global _CONTROLLER
-    if _CONTROLLER is None:
-        from threadpoolctl import ThreadpoolController
-
-        _CONTROLLER = ThreadpoolController()
-    return _CONTROLLER.limit(limits=1, user_api="blas")
-
-
 def psd_eigh(K, rcond=DEFAULT_RCOND, lower_only=False):
     """Eigenpairs ``(U, d)`` of a symmetric PSD matrix, keeping ``d > rcond * max(d)``.
 
@@ -91,13 +78,9 @@ def psd_eigh(K, rcond=DEFAULT_RCOND, lower_only=False):
     """
     K = np.asarray(K)
     Ks = K if lower_only else (K + K.T) * 0.5
-    if Ks.shape[0] > 500:  # divide and conquer, multi-threaded: much faster for large matrices
-        d, U = sla.eigh(Ks, lower=True, driver="evd", check_finite=False)
-    else:
-        # small matrices: right after a large BLAS call, OpenBLAS's threaded LAPACK spends
-        # tens of milliseconds waking its threads, ten times the single-threaded solve
-        with _single_threaded_blas():
-            d, U = sla.eigh(Ks, lower=True, check_finite=False)
+    # divide and conquer for large matrices (much faster, multi-threaded)
+    driver = "evd" if Ks.shape[0] > 500 else None
+    d, U = sla.eigh(Ks, lower=True, driver=driver, check_finite=False)
     d, U = d[::-1], U[:, ::-1]
     dmax = d[0] if d.size else 0.0
     if not dmax > 0:

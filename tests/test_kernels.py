@@ -89,3 +89,36 @@ def test_generic_diag_and_wide_sparse_inputs(rng):
     np.testing.assert_allclose(Poly2().diag(X), np.diag(Poly2()(X)))
     W = sp.random(50, 2_000_000, density=2e-5, random_state=0, format="csr")
     np.testing.assert_allclose(LinearKernel()(W, W[:7]), (W @ W[:7].T).toarray())
+
+
+def _mixed_density(rng, n, d=60, dense_cols=(0, 3, 7)):
+    """Sparse rows with a few columns present in almost every row (like frequent words)."""
+    X = sp.random(n, d, density=0.05, random_state=int(rng.integers(1 << 30)), format="lil")
+    for j in dense_cols:
+        X[:, j] = (rng.random((n, 1)) < 0.9) * rng.random((n, 1))
+    return X.tocsr()
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_gram_products_every_operand_mix(rng, dtype):
+    """Dense, CSR and the split (dense columns + sparse rest) paths give A B^T + L R^T."""
+    from sprokr.kernels._gram import gram
+
+    A, B = _mixed_density(rng, 90).astype(dtype), _mixed_density(rng, 70).astype(dtype)
+    A0, B0 = A.copy(), B.copy()
+    L, R = rng.standard_normal((90, 2)), rng.standard_normal((70, 2))
+    ref = 0.7 * A.toarray() @ B.toarray().T + L @ R.T
+    tol = 1e-5 if dtype == np.float32 else 1e-12
+    for a in (A, A.toarray()):
+        for b in (B, B.toarray()):
+            K = gram(a, b, 0.7, L, R)
+            assert K.dtype == dtype and K.shape == (90, 70) and K.flags.c_contiguous
+            np.testing.assert_allclose(K, ref, rtol=tol, atol=tol)
+    np.testing.assert_allclose(gram(A, B), A.toarray() @ B.toarray().T, rtol=tol, atol=tol)
+    assert (A != A0).nnz == 0 and (B != B0).nnz == 0  # the split works on copies
+
+
+def test_gaussian_on_sparse_data_with_dense_columns(rng):
+    X, Y = _mixed_density(rng, 80), _mixed_density(rng, 50)
+    K = GaussianKernel(gamma=0.3).pairwise(X, Y)
+    np.testing.assert_allclose(K, rbf_kernel(X.toarray(), Y.toarray(), gamma=0.3), rtol=1e-12)

@@ -43,3 +43,50 @@ def test_psd_eigh_threshold_and_solvers_agree():
     np.testing.assert_allclose(K @ x1, K @ x2, atol=1e-6)  # same function, null space aside
     with pytest.raises(ValueError, match="cholesky"):
         psd_solve(G, b, method="lu")
+
+
+def test_lower_triangle_solvers_ignore_the_upper_triangle():
+    """The sketched ridge hands LAPACK a Fortran-ordered G whose upper triangle is junk."""
+    from sprokr._linalg import cholesky_solve
+
+    rng = np.random.default_rng(2)
+    B = rng.standard_normal((40, 40))
+    G = B @ B.T + 0.5 * np.eye(40)
+    b = rng.standard_normal((40, 3))
+    junk = np.asfortranarray(np.tril(G) + np.triu(rng.standard_normal((40, 40)), 1))
+    ref = np.linalg.solve(G, b)
+    np.testing.assert_allclose(cholesky_solve(junk, b, rcond=0.0), ref, rtol=1e-8)
+    np.testing.assert_allclose(psd_solve(junk, b, method="eigh", lower_only=True), ref, rtol=1e-8)
+    # overwrite=True factorises in place; without it G is left untouched
+    before = junk.copy()
+    cholesky_solve(junk, b)
+    np.testing.assert_array_equal(junk, before)
+    with pytest.raises(np.linalg.LinAlgError):
+        cholesky_solve(np.asfortranarray(-G), b)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_lower_only_cross_products_match_full(dtype):
+    rng = np.random.default_rng(3)
+    A = 1 + 0.1 * rng.random((300, 25))
+    acc = ShiftedCrossProducts(25, 2, dtype)
+    acc.add(slice(0, 300), A.astype(dtype), rng.random((300, 2)))
+    full, _ = acc.result()
+    lower, _ = acc.result(lower_only=True)
+    assert lower.flags.f_contiguous
+    np.testing.assert_allclose(np.tril(lower), np.tril(full), rtol=1e-12)
+    np.testing.assert_allclose(full, full.T, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_blas_matmul_any_layout(dtype):
+    from sprokr._linalg import matmul
+
+    rng = np.random.default_rng(4)
+    A = rng.random((37, 23)).astype(dtype)
+    B = rng.random((23, 11)).astype(dtype)
+    for a in (A, np.asfortranarray(A), A[:, ::1][::1]):
+        for b in (B, np.asfortranarray(B), rng.random((23, 22)).astype(dtype)[:, ::2]):
+            C = matmul(a, b)
+            assert C.dtype == dtype and C.flags.c_contiguous
+            np.testing.assert_allclose(C, a @ b, rtol=1e-5)

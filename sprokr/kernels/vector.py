@@ -37,10 +37,22 @@ def _row_sums(A):
     return np.asarray(A.sum(axis=1)).ravel().astype(A.dtype)
 
 
-def _l1_distances(A, B):
+def _l1_distances(A, B, dtype, finish=None):
+    """L1 distances ``|a - b|_1`` of shape (len(A), len(B)) in ``dtype``, then ``finish``
+    applied in place; row blocks run in parallel (scipy's ``cdist`` releases the GIL)."""
     A = A.toarray() if sp.issparse(A) else A
     B = B.toarray() if sp.issparse(B) else B
-    return cdist(A, B, metric="cityblock").astype(A.dtype, copy=False)
+    A, B = np.asarray(A, dtype=np.float64), np.asarray(B, dtype=np.float64)
+    out = np.empty((A.shape[0], B.shape[0]), dtype=dtype)
+
+    def work(sl):
+        D = cdist(A[sl], B, metric="cityblock")
+        if finish is not None:
+            finish(D)
+        out[sl] = D
+
+    for_row_blocks(work, A.shape[0], A.shape[0] * B.shape[0] * max(A.shape[1], 1))
+    return out
 
 
 def _resolve_gamma(gamma, sigma2, A):
@@ -85,10 +97,15 @@ class PolynomialKernel(VectorKernel):
 
     def pairwise(self, A, B):
         g = 1.0 / A.shape[1] if self.gamma is None else self.gamma
-        K = gram(A, B)
-        K *= g
-        K += self.coef0
-        return np.power(K, self.degree, out=K)
+        # g a.b + coef0 in the product itself (coef0 as a rank-one term), then the power
+        ones_a, ones_b = np.ones((A.shape[0], 1)), np.ones((B.shape[0], 1))
+        K = gram(A, B, g, self.coef0 * ones_a, ones_b)
+
+        def finish(sl):
+            np.power(K[sl], self.degree, out=K[sl])
+
+        for_row_blocks(finish, K.shape[0], K.size)
+        return K
 
     def diag(self, A):
         g = 1.0 / A.shape[1] if self.gamma is None else self.gamma
@@ -145,9 +162,12 @@ class LaplacianKernel(VectorKernel):
 
     def pairwise(self, A, B):
         g = 1.0 / A.shape[1] if self.gamma is None else self.gamma
-        K = _l1_distances(A, B)
-        K *= -g
-        return np.exp(K, out=K)
+
+        def finish(D):
+            D *= -g
+            np.exp(D, out=D)
+
+        return _l1_distances(A, B, self._dtype(), finish)
 
 
 class CosineKernel(VectorKernel):
@@ -208,7 +228,7 @@ class MinMaxKernel(VectorKernel):
         return X
 
     def pairwise(self, A, B):
-        L1 = _l1_distances(A, B)
+        L1 = _l1_distances(A, B, np.float64)
         S = _row_sums(A)[:, None] + _row_sums(B)[None, :]
         den = S + L1
         both_zero = den <= 0

@@ -35,3 +35,33 @@ class SeedTable:
         if as_json:
             print(json.dumps(out))
         return out
+
+
+class CpuSteal:
+    """Share of CPU time the hypervisor stole while the block ran (``/proc/stat``).
+
+    On a shared VM, stolen time slows every timing; reporting it tells a slow run on a
+    busy host from a regression.  ``fraction`` is None where ``/proc/stat`` is missing.
+    """
+
+    fraction = None
+
+    @staticmethod
+    def _read():
+        try:
+            with open("/proc/stat") as f:
+                fields = [float(x) for x in f.readline().split()[1:]]
+        except (OSError, ValueError):
+            return None
+        steal = fields[7] if len(fields) > 7 else 0.0
+        return steal, sum(fields[:8])
+
+    def __enter__(self):
+        self._start = self._read()
+        return self
+
+    def __exit__(self, *exc):
+        end = self._read()
+        if self._start is not None and end is not None and end[1] > self._start[1]:
+            self.fraction = (end[0] - self._start[0]) / (end[1] - self._start[1])
+        return False

@@ -25,6 +25,9 @@ from sprokr import IOKR, SISOKR
 from sprokr.datasets import default_data_dir, load_bibtex
 from sprokr.metrics import f1_samples
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _report import CpuSteal  # noqa: E402
+
 PUBLISHED = {"IOKR": 0.449, "SIOKR": 0.447, "ISOKR": 0.448, "SISOKR": 0.441}
 
 
@@ -56,6 +59,7 @@ def run(data, seeds, only, dtype, log):
         if only and name not in only:
             continue
         rows = []
+        steal = CpuSteal().__enter__()
         for seed in range(seeds if is_random else 1):
             model = make(seed)
             t0 = time.perf_counter()
@@ -65,10 +69,11 @@ def run(data, seeds, only, dtype, log):
             t2 = time.perf_counter()
             rows.append((f1_samples(Yte, pred), t1 - t0, t2 - t1))
             log(f"  {name:7s} seed {seed}: F1 {rows[-1][0]:.4f}  fit {rows[-1][1]:.3f} s  decode {rows[-1][2]:.3f} s")
+        steal.__exit__()
         r = np.array(rows)
         results[name] = {"f1": float(r[:, 0].mean()), "f1_std": float(r[:, 0].std()),
                          "fit_s": float(r[:, 1].mean()), "decode_s": float(r[:, 2].mean()),
-                         "seeds": len(rows), "dtype": dtype}
+                         "seeds": len(rows), "dtype": dtype, "cpu_steal": steal.fraction}
     return results
 
 
@@ -83,9 +88,11 @@ def main(argv=None):
     args = ap.parse_args(argv)
     log = (lambda s: print(s, file=sys.stderr)) if args.json else print
     res = run(args.data, args.seeds, args.methods, args.dtype, log)
-    print(f"{'method':8s} {'F1':>7s} {'+-':>6s} {'published':>9s} {'fit s':>7s} {'decode s':>8s}")
+    print(f"{'method':8s} {'F1':>7s} {'+-':>6s} {'published':>9s} {'fit s':>7s} {'decode s':>8s} {'cpu steal':>9s}")
     for k, v in res.items():
-        print(f"{k:8s} {v['f1']:7.4f} {v['f1_std']:6.4f} {PUBLISHED[k]:9.3f} {v['fit_s']:7.3f} {v['decode_s']:8.3f}")
+        steal = "n/a" if v["cpu_steal"] is None else f"{100 * v['cpu_steal']:.0f} %"
+        print(f"{k:8s} {v['f1']:7.4f} {v['f1_std']:6.4f} {PUBLISHED[k]:9.3f} {v['fit_s']:7.3f} "
+              f"{v['decode_s']:8.3f} {steal:>9s}")
     if args.json:
         print(json.dumps(res))
     return res

@@ -29,7 +29,7 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
-import scipy.linalg as sla
+from scipy.linalg import get_lapack_funcs
 from sklearn.exceptions import ConvergenceWarning
 
 from .._utils import iter_chunks
@@ -67,8 +67,13 @@ def ridge_by_eigengroups(G, H, n, lam, V, e, overwrite_g=False):
                 inplace = overwrite_g and len(groups) == 1
                 A = (G if inplace else G.copy()) if ej == 1.0 else np.multiply(G, ej, out=G if inplace else None)
                 A.flat[:: r + 1] += n * lam
-                cf = sla.cho_factor(A, lower=True, overwrite_a=True, check_finite=False)
-                Ct[:, cols] = ej * sla.cho_solve(cf, Ht[:, cols], check_finite=False)
+                # A is symmetric: its transpose is A in LAPACK's Fortran order, factorised in
+                # place (scipy's cho_factor would first copy the r x r matrix)
+                potrf, potrs = get_lapack_funcs(("potrf", "potrs"), (A,))
+                L, info = potrf(A.T if A.flags.c_contiguous else A, lower=1, overwrite_a=1, clean=0)
+                if info != 0:
+                    raise np.linalg.LinAlgError(f"not positive definite (leading minor {info})")
+                Ct[:, cols] = ej * potrs(L, Ht[:, cols], lower=1)[0]
                 continue
             except np.linalg.LinAlgError:
                 # G = Z^T Z is PSD in exact arithmetic; rounding (float32 features) can make

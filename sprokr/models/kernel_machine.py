@@ -268,7 +268,13 @@ class SketchedKernelMachine(_LinearProblemMixin, RegressorMixin, BaseEstimator):
         self.X_support_, self.rank_ = Xp, n
         if solver == "closed_form" or self.init == "ridge":
             # ridge_by_eigengroups with G = K, H = Y: alpha~_j = e_j (e_j K + n lam I)^-1 y~_j
-            beta0 = ridge_by_eigengroups(K, Y, n, lam, V, e, overwrite_g=solver == "closed_form")
+            try:
+                beta0 = ridge_by_eigengroups(K, Y, n, lam, V, e, overwrite_g=solver == "closed_form")
+            except np.linalg.LinAlgError:
+                # e K + n lam I numerically indefinite (tiny lam, flat kernel) and K was
+                # factorised in place: recompute it and solve through its eigenpairs
+                K = self._gram(Xp, n)
+                beta0 = ridge_by_eigengroups(K, Y, n, lam, V, e, overwrite_g=False)
         if solver == "closed_form":
             self.converged_, self.n_epochs_, self.objective_ = True, 0, []
             self._set_coef(beta0)

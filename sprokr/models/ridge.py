@@ -36,7 +36,13 @@ def exact_ridge_factor(kernel, Xp, n, lam, chunk):
     for sl in iter_chunks(n, chunk):
         K[sl] = kernel.pairwise(take_slice(Xp, sl), Xp)
     K.flat[:: n + 1] += n * lam
-    return sla.cho_factor(K, lower=True, overwrite_a=True, check_finite=False)
+    try:
+        return sla.cho_factor(K, lower=True, overwrite_a=True, check_finite=False)
+    except np.linalg.LinAlgError:
+        raise ValueError(
+            f"K + n lam I is not numerically positive definite (n lam = {n * lam:.3g}): the "
+            f"kernel is too flat for this ridge; increase lam or use a sketched model"
+        ) from None
 
 
 def sketched_ridge_coef(kernel, R, Xp, n, lam, targets, width, rcond, chunk, solver="cholesky", log=None,

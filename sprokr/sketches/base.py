@@ -88,13 +88,13 @@ class SketchMatrix:
                 return KS if overwrite else KS.copy()
             return np.multiply(KS, self.scale, out=KS if overwrite else None)
         W = self.weights
-        if sp.issparse(W) and (W.nnz * 64 < W.shape[0] * W.shape[1] or W.shape[0] * W.shape[1] > 2**24):
+        if sp.issparse(W) and (W.nnz * 256 < W.shape[0] * W.shape[1] or W.shape[0] * W.shape[1] > 2**24):
             # very sparse (CountSketch, accumulation) or large W: (W KS^T)^T == KS W^T
             return np.ascontiguousarray((W.T.tocsr().astype(KS.dtype, copy=False).T @ KS.T).T)
         return matmul(KS, self._dense_weights(KS.dtype).T)
 
     def _dense_weights(self, dtype):
-        """``W`` as a dense array of ``dtype`` (cached).  For W denser than ~1/64 a BLAS
+        """``W`` as a dense array of ``dtype`` (cached).  For W denser than ~1/256 a BLAS
         product beats scipy's sparse one, which also copies the dense operand twice."""
         cached = getattr(self, "_dense_cache", None)
         if cached is None or cached.dtype != dtype:

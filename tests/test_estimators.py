@@ -212,3 +212,9 @@ def test_predict_weights_reproduce_scores(multilabel_data, kw):
     E, _ = m.embed_candidates(cands)
     ky = m.output_kernel_
     np.testing.assert_allclose(alpha @ ky(U, cands), m.predict_coordinates(Xte) @ E.T, atol=1e-8)
+
+
+def test_exact_iokr_names_an_indefinite_system(multilabel_data):
+    X, Y, _, _ = multilabel_data
+    with pytest.raises(ValueError, match="increase lam"):
+        IOKR(lam=1e-18, input_kernel_params={"sigma2": 1e9}).fit(X, Y)

@@ -272,3 +272,26 @@ def test_ridge_solver_falls_back_when_rounding_makes_the_system_indefinite():
     C = ridge_by_eigengroups(G, H, n=1, lam=1e-4, V=np.eye(2), e=np.ones(2))
     gc = np.maximum(g, 0)
     np.testing.assert_allclose(C, U @ ((U.T @ H) / (gc + 1e-4)[:, None]), rtol=1e-10)
+
+
+def test_exact_machine_survives_a_numerically_singular_system(rng, monkeypatch):
+    """A tiny ridge on a flat kernel makes K + n lam I indefinite in floating point: the
+    exact machine then solves through the eigenpairs instead of crashing in LAPACK."""
+    import sprokr.models.kernel_machine as km
+
+    failures = []
+    original = km.ridge_by_eigengroups
+
+    def spy(*args, **kwargs):
+        try:
+            return original(*args, **kwargs)
+        except np.linalg.LinAlgError:
+            failures.append(kwargs.get("overwrite_g"))
+            raise
+
+    monkeypatch.setattr(km, "ridge_by_eigengroups", spy)
+    X = rng.standard_normal((300, 3))
+    y = np.sin(X[:, 0])
+    m = SketchedKernelMachine(kernel_params={"sigma2": 1e7}, lam=1e-30).fit(X, y)
+    assert failures == [True]  # the in-place Cholesky failed, the fallback did not
+    assert np.all(np.isfinite(m.predict(X)))

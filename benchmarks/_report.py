@@ -65,3 +65,24 @@ class CpuSteal:
         if self._start is not None and end is not None and end[1] > self._start[1]:
             self.fraction = (end[0] - self._start[0]) / (end[1] - self._start[1])
         return False
+
+
+def reference_blas_seconds(repeats=3):
+    """Best time of a fixed float32 syrk (4880 x 2250, the size of Bibtex's A^T A).
+
+    A yardstick of the machine's current BLAS speed, printed next to timings: on a shared
+    VM it drifts (0.13 s .. 0.27 s seen on the same 2-core machine within one day), and the
+    fit times drift with it.
+    """
+    import time
+
+    from scipy.linalg import get_blas_funcs
+
+    A = np.random.default_rng(0).random((4880, 2250), dtype=np.float32)
+    syrk = get_blas_funcs("syrk", dtype=np.float32)
+    best = np.inf
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        syrk(1.0, A.T, trans=0, lower=1)
+        best = min(best, time.perf_counter() - t0)
+    return best

@@ -239,13 +239,16 @@ class SISOKR(OutputKernelModel, BaseEstimator):
             print(f"[{type(self).__name__}] {msg}", flush=True)
 
     def _init_output_side(self, Yp, Ry, u, inv):
-        """Set up ``psi~`` and return ``rows(idx)`` = rows of ``K_y R_y^T`` (n x m_y).
+        """Set up ``psi~`` and return ``rows(idx)``: rows of the training targets.
 
         Structured outputs repeat (Bibtex: 2058 distinct label sets among 4880 documents).
         Rows of ``K_y R_y^T`` depend on the output only, so when at most half the outputs
         are distinct they are computed once per distinct output, with the sketch collapsed
         onto distinct outputs (``R_y P``): an exact identity that also merges repeated
-        sketch columns, and whose basis is known before the input-side pass.
+        sketch columns, and whose basis is known before the input-side pass -- the rows
+        are then the targets ``Psi~ = K_y R_y^T U D^-1/2`` themselves (n x p_y: fewer
+        right-hand sides than m_y).  Otherwise they are the raw rows of ``K_y R_y^T``
+        (n x m_y), rotated after the input pass.
         """
         n = inv.size
         if u.size > n // 2:
@@ -256,19 +259,22 @@ class SISOKR(OutputKernelModel, BaseEstimator):
         self.output_features_ = SketchedFeatures(self.output_kernel_, Ry.collapse(inv, u.size), Yu, OUTPUT_DTYPE, self._rcond)
         Tu = self.output_features_.block(Yu)  # (n_distinct, m_y)
         self.output_features_.set_basis(Tu[self.output_features_.R.indices])
+        Psi_u = matmul(Tu, self.output_features_.basis_)  # (n_distinct, p_y)
         self._log(f"output side on {u.size} distinct outputs: {time.perf_counter() - t0:.3f} s")
-        return lambda sl: Tu[inv[sl]]
+        return lambda sl: Psi_u[inv[sl]]
 
     def _fit_sketched_input(self, Xp, Yp, n, lam, Rx, Ry, u, chunk, out_rows):
-        """Sketched ridge of the raw output rows ``K_y R_y^T`` (or ``I_n``), then rotate.
+        """Sketched ridge of the targets ``Psi~`` (or ``I_n``).
 
-        ``gamma = G^+ A^T Psi~ = (G^+ A^T K_y R_y^T) U D^-1/2``: solving for the raw rows
-        lets the output basis be computed from rows gathered during the same pass.
+        When the output basis is not known yet, the raw rows ``K_y R_y^T`` are solved for
+        and rotated afterwards, ``gamma = G^+ A^T Psi~ = (G^+ A^T K_y R_y^T) U D^-1/2``, so
+        that the basis comes from rows gathered during the same pass.
         """
         targets, width = None, n
         basis_known = Ry is not None and self.output_features_.basis_ is not None
         if Ry is not None:
-            width, targets = Ry.m, out_rows
+            width = self.output_features_.rank if basis_known else Ry.m
+            targets = out_rows
         if Ry is not None and not basis_known:
             rows_y = RowGatherer(Ry.indices, Ry.m, OUTPUT_DTYPE)  # gives K~_y
             rows_u = RowGatherer(u, Ry.m, OUTPUT_DTYPE)  # default candidates' raw embeddings
@@ -282,12 +288,12 @@ class SISOKR(OutputKernelModel, BaseEstimator):
         beta, support = sketched_ridge_coef(self.input_kernel_, Rx, Xp, n, lam, targets, width,
                                             self._rcond, chunk, self.solver, self._log if self.verbose else None,
                                             product_dtype=self._dtype)
-        if Ry is not None:
-            if not basis_known:
-                self.output_features_.set_basis(rows_y.rows)
-            E_raw = out_rows(u) if basis_known else rows_u.rows
+        if basis_known:
+            E_default = out_rows(u)  # targets were already rotated
+        elif Ry is not None:
+            self.output_features_.set_basis(rows_y.rows)
             V = self.output_features_.basis_
-            beta, E_default = matmul(beta, V), matmul(E_raw, V)
+            beta, E_default = matmul(beta, V), matmul(rows_u.rows, V)
         else:
             E_default = self._exact_output_embedding(take(Yp, u))
         self._set_coef(beta)
@@ -303,12 +309,15 @@ class SISOKR(OutputKernelModel, BaseEstimator):
         if Ry is None:
             self.coef_, self._cho = None, cho
             return self._exact_output_embedding(take(Yp, u))
-        T = np.empty((n, Ry.m), dtype=OUTPUT_DTYPE)
+        rotated = self.output_features_.basis_ is not None
+        T = np.empty((n, self.output_features_.rank if rotated else Ry.m), dtype=OUTPUT_DTYPE)
         for sl in iter_chunks(n, chunk):
             T[sl] = out_rows(sl)
-        if self.output_features_.basis_ is None:
+        if rotated:
+            Psi = T
+        else:
             self.output_features_.set_basis(T[Ry.indices])
-        Psi = matmul(T, self.output_features_.basis_)
+            Psi = matmul(T, self.output_features_.basis_)
         self._set_coef(sla.cho_solve(cho, Psi, check_finite=False))
         self._cho = None
         return Psi[u]

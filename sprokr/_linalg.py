@@ -218,16 +218,19 @@ class ShiftedCrossProducts:
             self.QT[1] += r @ T
             self.AtT += matmul(Aw.T, (T - self.d).astype(self.dtype, copy=False))
 
-    def result(self, lower_only=False):
-        """``(A^T A, A^T T)`` in float64.
+    def result(self, lower_only=False, plus=None):
+        """``(A^T A + plus, A^T T)`` in float64 (a fresh array; ``plus`` optional, (m, m)).
 
         With ``lower_only=True`` ``A^T A`` is Fortran-ordered and only its lower triangle
         is meaningful (what a Cholesky factorization reads); otherwise it is symmetric.
+        ``plus`` (e.g. the ridge term) is added in the same pass as the float64 cast.
         """
         P = np.stack([self.c, np.ones_like(self.c)], axis=1)  # (m, 2)
-        AtA = np.asfortranarray(self.AtA, dtype=np.float64)
-        if AtA is self.AtA:
-            AtA = AtA.copy(order="F")
+        AtA = np.empty(self.AtA.shape, dtype=np.float64, order="F")
+        if plus is None:
+            np.copyto(AtA, self.AtA)
+        else:
+            np.add(self.AtA, plus, out=AtA)
         # S P^T + P S^T + P QQ P^T = W M W^T, W = [S, P], M = [[0, I], [I, QQ]]: one GEMM
         W = np.hstack([self.S, P])
         M = np.block([[np.zeros((2, 2)), np.eye(2)], [np.eye(2), self.QQ]])

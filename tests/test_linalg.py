@@ -75,6 +75,10 @@ def test_lower_only_cross_products_match_full(dtype):
     lower, _ = acc.result(lower_only=True)
     assert lower.flags.f_contiguous
     np.testing.assert_allclose(np.tril(lower), np.tril(full), rtol=1e-12)
+    E = rng.random((25, 25)).astype(dtype)
+    plus, _ = acc.result(lower_only=True, plus=E)
+    np.testing.assert_allclose(np.tril(plus), np.tril(full + E.astype(np.float64)), rtol=1e-12)
+    np.testing.assert_array_equal(acc.result(lower_only=True)[0], lower)  # result() is repeatable
     np.testing.assert_allclose(full, full.T, rtol=0, atol=0)
 
 

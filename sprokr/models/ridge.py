@@ -93,10 +93,9 @@ def sketched_ridge_coef(kernel, R, Xp, n, lam, targets, width, rcond, chunk, sol
 
     def system():
         """``G = A^T A + n lam R K R^T`` (Fortran-ordered float64, lower triangle)."""
-        G, AtT = acc.result(lower_only=True)
         # R K R^T = W (K R^T)_S, symmetric up to rounding: add its Fortran-ordered view
-        G += rows.rows.T if R.scale == 1 else R.sandwich_from_rows(rows.rows).T
-        return G, AtT
+        ridge = rows.rows if R.scale == 1 else R.sandwich_from_rows(rows.rows)
+        return acc.result(lower_only=True, plus=ridge.T)
 
     G, AtT = system()
     gamma = None

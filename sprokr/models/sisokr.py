@@ -213,7 +213,21 @@ class SISOKR(OutputKernelModel, BaseEstimator):
         Ry = sy.draw(n, rng) if sy is not None else None
         u, inv = unique_inverse(Y)
 
-        # ---- validated: learned state starts here
+        # ---- validated: learned state starts here.  A numerical failure further on
+        # (e.g. an indefinite exact system) restores the previous state before re-raising.
+        previous = dict(self.__dict__)
+        try:
+            self._fit_validated(X, Y, Xp, Yp, n, lam, dtype, rcond, kx, ky, decoder, Rx, Ry, u, inv)
+        except BaseException:
+            self.__dict__.clear()
+            self.__dict__.update(previous)
+            raise
+        self.fit_time_ = time.perf_counter() - t0
+        self._log(f"fit done in {self.fit_time_:.3f} s (n={n}, output rank {self.output_rank_})")
+        return self
+
+    def _fit_validated(self, X, Y, Xp, Yp, n, lam, dtype, rcond, kx, ky, decoder, Rx, Ry, u, inv):
+        """The training proper, on validated and prepared inputs."""
         self.input_kernel_, self.output_kernel_, self.decoder_ = kx, ky, decoder
         self.input_sketch_matrix_, self.output_sketch_matrix_ = Rx, Ry
         self.n_train_, self._dtype, self._rcond = n, dtype, rcond
@@ -230,9 +244,6 @@ class SISOKR(OutputKernelModel, BaseEstimator):
         self._index_token = object()
         offsets = None if ky.normalized else -0.5 * ky.diag(take(Yp, u)).astype(OUTPUT_DTYPE)
         self.default_index_ = CandidateIndex(take(Y, u), E_default, offsets, owner=self._index_token)
-        self.fit_time_ = time.perf_counter() - t0
-        self._log(f"fit done in {self.fit_time_:.3f} s (n={n}, output rank {self.output_rank_})")
-        return self
 
     def _log(self, msg):
         if self.verbose:

@@ -20,6 +20,17 @@ _POOL = None
 MIN_PARALLEL_SIZE = 1 << 18
 
 
+def _forget_pool():
+    # a forked child inherits the pool object but none of its threads: submitting to it
+    # would wait forever, so the child starts its own pool on first use
+    global _POOL
+    _POOL = None
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool)
+
+
 def n_workers():
     """Threads used for row-block passes: the usable cores, at most 4."""
     try:

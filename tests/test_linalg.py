@@ -94,3 +94,36 @@ def test_blas_matmul_any_layout(dtype):
             C = matmul(a, b)
             assert C.dtype == dtype and C.flags.c_contiguous
             np.testing.assert_allclose(C, a @ b, rtol=1e-5)
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs os.fork")
+def test_row_block_pool_works_in_a_forked_child():
+    """A pool created before fork has no threads in the child; the child must not hang."""
+    import multiprocessing as mp
+
+    from sprokr._parallel import for_row_blocks
+
+    def square_rows(out):
+        def work(sl):
+            out[sl] = out[sl] ** 2
+
+        for_row_blocks(work, out.shape[0])
+        return out
+
+    a = np.arange(4000.0).reshape(1000, 4)
+    np.testing.assert_array_equal(square_rows(a.copy()), a**2)  # creates the pool here
+    ctx = mp.get_context("fork")
+    with ctx.Pool(1) as pool:  # the child's call goes through for_row_blocks
+        assert pool.apply_async(_child_sum_of_squares).get(timeout=60) == float(np.sum(a**2))
+
+
+def _child_sum_of_squares():
+    from sprokr._parallel import for_row_blocks
+
+    a = np.arange(4000.0).reshape(1000, 4)
+
+    def work(sl):
+        a[sl] = a[sl] ** 2
+
+    for_row_blocks(work, a.shape[0])
+    return float(a.sum())

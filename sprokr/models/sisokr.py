@@ -217,7 +217,7 @@ class SISOKR(OutputKernelModel, BaseEstimator):
         # (e.g. an indefinite exact system) restores the previous state before re-raising.
         previous = dict(self.__dict__)
         try:
-            self._fit_validated(X, Y, Xp, Yp, n, lam, dtype, rcond, kx, ky, decoder, Rx, Ry, u, inv)
+            self._fit_validated(Y, Xp, Yp, n, lam, dtype, rcond, kx, ky, decoder, Rx, Ry, u, inv)
         except BaseException:
             self.__dict__.clear()
             self.__dict__.update(previous)
@@ -226,7 +226,7 @@ class SISOKR(OutputKernelModel, BaseEstimator):
         self._log(f"fit done in {self.fit_time_:.3f} s (n={n}, output rank {self.output_rank_})")
         return self
 
-    def _fit_validated(self, X, Y, Xp, Yp, n, lam, dtype, rcond, kx, ky, decoder, Rx, Ry, u, inv):
+    def _fit_validated(self, Y, Xp, Yp, n, lam, dtype, rcond, kx, ky, decoder, Rx, Ry, u, inv):
         """The training proper, on validated and prepared inputs."""
         self.input_kernel_, self.output_kernel_, self.decoder_ = kx, ky, decoder
         self.input_sketch_matrix_, self.output_sketch_matrix_ = Rx, Ry

@@ -222,3 +222,34 @@ def test_exact_iokr_names_an_indefinite_system_and_keeps_its_fit(multilabel_data
     with pytest.raises(ValueError, match="increase lam"):
         model.fit(X, Y)
     np.testing.assert_array_equal(model.predict(Xte), before)  # the previous fit survives
+
+
+@pytest.mark.parametrize("make", [
+    lambda: IOKR(lam=1e-3),
+    lambda: SIOKR(lam=1e-3, m_x=60, random_state=0),
+])
+def test_folded_index_scores_equal_plain_scores(multilabel_data, make):
+    """Without output sketch the index is folded with the coefficients (F = E C^T) once;
+    scores and rankings must equal those of the coordinates path."""
+    X, Y, Xte, _ = multilabel_data
+    model = make().fit(X, Y)
+    index = model.default_index_
+    Xp = model.prepare_inputs(np.vstack([Xte] * 4))  # more queries than candidates: folding pays
+    plain = index.search(model.predict_coordinates(Xp, prepared=True), 3)
+    assert getattr(index, "_folded", None) is None
+    folded = model.search_index(Xp, index, 3)
+    assert getattr(index, "_folded", None) is not None  # cached for the next batches
+    np.testing.assert_allclose(folded.scores, plain.scores, rtol=1e-6, atol=1e-9)
+    np.testing.assert_array_equal(folded.indices[:, 0], plain.indices[:, 0])
+    # a single query does not pay for the fold: a fresh index is searched directly
+    fresh = model.make_candidate_index(Y[:40])
+    model.search_index(Xp[:1], fresh, 1)
+    assert getattr(fresh, "_folded", None) is None
+
+
+def test_sketched_outputs_are_not_folded(multilabel_data):
+    X, Y, Xte, _ = multilabel_data
+    model = SISOKR(lam=1e-3, input_sketch="subsample", m_x=60, output_sketch="psg", m_y=30,
+                   random_state=0).fit(X, Y)
+    model.predict(Xte)
+    assert getattr(model.default_index_, "_folded", None) is None

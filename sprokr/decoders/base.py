@@ -110,7 +110,10 @@ class Decoder(BaseEstimator):
 
     The model interface a decoder may rely on (SISOKR and DSOKR provide it):
     ``prepare_inputs(X)``, ``predict_coordinates(Xp, prepared=True)`` -> (n_q, d),
-    ``make_candidate_index(candidates)``, ``default_index_``, ``_index_token``.
+    ``make_candidate_index(candidates)``, ``default_index_``, ``_index_token``, and
+    optionally ``search_index(Xp, index, k, max_memory_mb)`` -> ``Decoded`` (top-k of a
+    :class:`CandidateIndex` for prepared queries; defaults to ``index.search`` on the
+    predicted coordinates).
     """
 
     name = None
@@ -160,8 +163,11 @@ class CandidateDecoder(Decoder):
         idx = np.empty((n_q, k or 1), dtype=np.intp)
         scores = np.empty((n_q, k or 1))
         for sl in iter_chunks(n_q, self.query_chunk):
-            H = model.predict_coordinates(take_slice(Xp, sl), prepared=True)
-            res = index.search(H, k or 1, budget)
+            search = getattr(model, "search_index", None)
+            if search is not None:  # the model may score some indexes more cheaply
+                res = search(take_slice(Xp, sl), index, k or 1, budget)
+            else:
+                res = index.search(model.predict_coordinates(take_slice(Xp, sl), prepared=True), k or 1, budget)
             kk = res.indices.shape[1]
             idx[sl, :kk], scores[sl, :kk] = res.indices, res.scores
         kk = min(k or 1, len(index))

@@ -44,6 +44,11 @@ class OutputKernelModel:
         E, offsets = self.embed_candidates(candidates)
         return CandidateIndex(candidates, E, offsets, owner=self._index_token)
 
+    def search_index(self, Xp, index, k=1, max_memory_mb=None):
+        """Top-k of a :class:`CandidateIndex` for prepared queries ``Xp`` (a ``Decoded``)."""
+        budget = max_memory_mb or getattr(self, "max_memory_mb", None) or 256
+        return index.search(self.predict_coordinates(Xp, prepared=True), k, budget)
+
     def predict(self, X, candidates=None, top_k=None):
         """Decode ``X`` over a candidate set.
 

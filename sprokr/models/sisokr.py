@@ -45,7 +45,7 @@ from .._utils import (
     take_slice,
     unique_inverse,
 )
-from ..decoders.candidates import CandidateIndex
+from ..decoders.candidates import CandidateIndex, topk_search
 from ..kernels.base import Kernel
 from ..registry import get_registry
 from ..sketches.base import Sketch
@@ -369,6 +369,42 @@ class SISOKR(OutputKernelModel, BaseEstimator):
             return matmul(Kq, self._coef32) + mu * self._coef_sum
         return matmul(np.asarray(Kq, dtype=WORK_DTYPE), self.coef_)
 
+
+    def search_index(self, Xp, index, k=1, max_memory_mb=None):
+        """Top-k of a :class:`CandidateIndex` for prepared queries ``Xp`` (a ``Decoded``).
+
+        Without output sketch the coordinates have one entry per training sample and
+        ``scores = K_q C E^T``, with ``C`` the coefficients (sketched input, m x n) or
+        ``(K + n lam I)^-1`` (exact input).  Folding the index once, ``F = E C^T``
+        (n_c x m, cached on the index), makes each query batch one ``n_q x m x n_c``
+        product instead of ``n_q m n + n_q n n_c`` flops (Bibtex SIOKR: 12 instead of 53
+        GFlop); it is done when it pays off already for this batch, or is cached.
+        """
+        budget = max_memory_mb or self.max_memory_mb
+        F = self._folded_index(index, num_samples(Xp)) if self.output_features_ is None else None
+        if F is None:
+            return super().search_index(Xp, index, k, budget)
+        Kq = np.asarray(self.input_kernel_.pairwise(Xp, self.X_support_), dtype=WORK_DTYPE)
+        return topk_search(Kq, F, k, index.offsets, budget)
+
+    def _folded_index(self, index, n_q):
+        """``E C^T`` for ``index`` (cached on it), or None when folding does not pay."""
+        F = getattr(index, "_folded", None)
+        if F is not None:
+            return F
+        n_c, d = index.embeddings.shape
+        m = d if self.coef_ is None else self.coef_.shape[0]
+        # fold once + folded product  vs  product with C + product with E
+        if m * d * n_c + n_q * m * n_c > n_q * m * d + n_q * d * n_c:
+            return None
+        E = index.embeddings
+        if self.coef_ is None:  # exact input: F^T = (K + n lam I)^-1 E^T
+            F = np.ascontiguousarray(sla.cho_solve(self._cho, np.asarray(E, dtype=WORK_DTYPE).T,
+                                                   check_finite=False).T)
+        else:
+            F = matmul(np.asarray(E, dtype=WORK_DTYPE), self.coef_.T)
+        index._folded = F
+        return F
 
     def predict_weights(self, X, prepared=False):
         """Weights ``alpha(x)`` with ``h(x) = sum_u alpha_u(x) psi(y_u)`` over the distinct

@@ -24,7 +24,7 @@ import scipy.linalg as sla
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
-from .._linalg import DEFAULT_RCOND, ShiftedCrossProducts
+from .._linalg import DEFAULT_RCOND, ShiftedCrossProducts, matmul
 from .._utils import (
     check_positive,
     check_random_state,
@@ -86,7 +86,7 @@ class _LinearProblemMixin:
         """
         n = Z.shape[0]
         if C0 is None and (solver == "closed_form" or self.init == "ridge"):
-            C0 = ridge_by_eigengroups(Z.T @ Z, Z.T @ Y.astype(Z.dtype), n, lam, V, e)
+            C0 = ridge_by_eigengroups(matmul(Z.T, Z), matmul(Z.T, Y.astype(Z.dtype)), n, lam, V, e)
         if solver == "closed_form":
             self.converged_, self.n_epochs_, self.objective_ = True, 0, []
             return C0
@@ -255,7 +255,7 @@ class SketchedKernelMachine(_LinearProblemMixin, RegressorMixin, BaseEstimator):
                 rows.add(sl, A[sl])
             feats.set_basis(rows.rows)
             B = feats.basis_.astype(np.float64)
-            Z = A @ feats.basis_
+            Z = matmul(A, feats.basis_)
             del A
             C = self._solve_on_features(Z, Y, solver, loss, lam, V, e, rng)
         self.rank_ = B.shape[1]
@@ -313,7 +313,7 @@ class SketchedKernelMachine(_LinearProblemMixin, RegressorMixin, BaseEstimator):
             # kernel row keeps float32 products accurate when beta's entries cancel
             mu = Kq.mean(axis=1, keepdims=True)
             Kq -= mu
-            out[sl] = Kq @ self.coef_ + mu.astype(np.float64) * self._coef_sum
+            out[sl] = matmul(Kq, self.coef_) + mu.astype(np.float64) * self._coef_sum
         return self._finish_predict(out)
 
 

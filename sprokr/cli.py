@@ -97,7 +97,13 @@ def main(argv=None):
     d.add_argument("--json", action="store_true")
     d.set_defaults(func=cmd_demo)
     args = ap.parse_args(argv)
-    return args.func(args)
+    try:
+        return args.func(args)
+    except BrokenPipeError:  # e.g. `sprokr plugins | head`: the reader left, stop quietly
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
 
 
 if __name__ == "__main__":

@@ -166,3 +166,13 @@ def test_lazy_factory_and_lazy_exports():
     assert "TanimotoKernel" in dir_()
     with pytest.raises(AttributeError, match="no attribute 'Nope'"):
         getattr_("Nope")
+
+
+def test_cli_output_into_a_closed_pipe_is_quiet():
+    """`sprokr plugins | head`: no traceback when the reader has gone away."""
+    proc = subprocess.Popen([sys.executable, "-m", "sprokr.cli", "plugins"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()  # the reader leaves before the first line is written
+    err = proc.stderr.read().decode()
+    proc.wait(timeout=120)
+    assert "Traceback" not in err and "BrokenPipeError" not in err, err

@@ -25,11 +25,21 @@ def sample_path(name):
 
 
 def default_data_dir():
-    """``$SPROKR_DATA`` or ``../shared/data`` relative to the repository checkout."""
+    """Where the benchmark data live: ``$SPROKR_DATA`` if set, else the first existing
+    ``shared/data`` beside the source checkout (editable installs) or beside the current
+    directory or one of its parents (a regular install run from the checkout); else the
+    checkout-relative path, which the loaders report as missing with its full path.
+    """
     env = os.environ.get("SPROKR_DATA")
     if env:
         return Path(env)
-    return Path(__file__).resolve().parents[2] / "shared" / "data"
+    beside_source = Path(__file__).resolve().parents[2] / "shared" / "data"
+    cwd = Path.cwd().resolve()
+    for root in (beside_source.parents[1], cwd, *cwd.parents):
+        candidate = root / "shared" / "data"
+        if candidate.is_dir():
+            return candidate
+    return beside_source
 
 
 def read_arff(path, missing=np.nan):

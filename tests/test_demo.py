@@ -15,3 +15,19 @@ def test_demo_runs_and_reports_metrics():
     assert "F1" in out.stdout and "fit" in out.stdout
     if "molecules" in res:  # the chemistry plugins are installed (requirements.txt)
         assert res["molecules"]
+
+
+def test_default_data_dir_search_order(tmp_path, monkeypatch):
+    """$SPROKR_DATA first; else shared/data beside the checkout, the cwd or its parents."""
+    import sprokr.datasets as ds
+
+    # a regular (non-editable) install: nothing beside the installed sources
+    monkeypatch.setattr(ds, "__file__", str(tmp_path / "venv" / "lib" / "site" / "sprokr" / "datasets.py"))
+    monkeypatch.delenv("SPROKR_DATA", raising=False)
+    (tmp_path / "shared" / "data").mkdir(parents=True)
+    work = tmp_path / "checkout" / "benchmarks"
+    work.mkdir(parents=True)
+    monkeypatch.chdir(work)
+    assert ds.default_data_dir() == (tmp_path / "shared" / "data").resolve()
+    monkeypatch.setenv("SPROKR_DATA", str(tmp_path / "elsewhere"))
+    assert ds.default_data_dir() == tmp_path / "elsewhere"

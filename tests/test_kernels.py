@@ -122,3 +122,11 @@ def test_gaussian_on_sparse_data_with_dense_columns(rng):
     X, Y = _mixed_density(rng, 80), _mixed_density(rng, 50)
     K = GaussianKernel(gamma=0.3).pairwise(X, Y)
     np.testing.assert_allclose(K, rbf_kernel(X.toarray(), Y.toarray(), gamma=0.3), rtol=1e-12)
+
+
+def test_feature_count_mismatch_is_named(rng):
+    for kernel in (GaussianKernel(), LinearKernel(), PolynomialKernel()):
+        with pytest.raises(ValueError, match=r"same number of features.*\(3, 4\).*\(2, 5\)"):
+            kernel.pairwise(rng.random((3, 4)), rng.random((2, 5)))
+    with pytest.raises(ValueError, match="same number of features"):
+        GaussianKernel().pairwise(sp.random(3, 4, density=0.5, format="csr"), sp.random(2, 5, density=0.5, format="csr"))

@@ -92,6 +92,9 @@ def gram(A, B, alpha=1.0, L=None, R=None):
     L, R : ndarray of shapes (n_a, k) and (n_b, k), optional
         Dense low-rank term added to the product (see the module docstring).
     """
+    if A.ndim != 2 or B.ndim != 2 or A.shape[1] != B.shape[1]:
+        raise ValueError(f"the two sample sets must have the same number of features: got shapes "
+                         f"{A.shape} and {B.shape} (expected (n_a, d) and (n_b, d))")
     dtype = np.result_type(A.dtype, B.dtype)
     n_a, n_b = A.shape[0], B.shape[0]
     has_lr = L is not None

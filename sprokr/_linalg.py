@@ -20,7 +20,8 @@ from scipy.linalg import get_blas_funcs, lapack
 
 from ._parallel import for_row_blocks
 
-__all__ = ["matmul", "psd_eigh", "psd_solve", "cholesky_solve", "cholesky_solver", "ShiftedCrossProducts", "DEFAULT_RCOND"]
+__all__ = ["matmul", "psd_eigh", "psd_solve", "cholesky_solve", "cholesky_solver",
+           "cholesky_factor_inplace", "cholesky_factor_solve", "ShiftedCrossProducts", "DEFAULT_RCOND"]
 
 #: default relative threshold on eigenvalues (relative to the largest one)
 DEFAULT_RCOND = 1e-10
@@ -89,6 +90,30 @@ def psd_eigh(K, rcond=DEFAULT_RCOND, lower_only=False):
     return np.ascontiguousarray(U[:, keep]), d[keep]
 
 
+def cholesky_factor_inplace(A):
+    """Lower Cholesky factor of a symmetric positive definite ``A``, computed in place.
+
+    LAPACK ``potrf`` in ``A``'s precision (float32 or float64) on its lower triangle in
+    Fortran order; a C-ordered ``A`` is read as its transpose, which is only right because
+    ``A`` is symmetric.  ``A`` is overwritten (no m x m copy, unlike ``scipy.linalg.
+    cho_factor``).  Returns the factor (a view of ``A``'s memory); raises
+    ``numpy.linalg.LinAlgError`` if ``A`` is numerically indefinite.
+    """
+    potrf = lapack.get_lapack_funcs("potrf", (A,))
+    L, info = potrf(A.T if A.flags.c_contiguous else A, lower=1, overwrite_a=1, clean=0)
+    if info != 0:
+        raise np.linalg.LinAlgError(f"matrix not positive definite (leading minor {info})")
+    return L
+
+
+def cholesky_factor_solve(L, B):
+    """``(L L^T)^-1 B`` for a lower factor from :func:`cholesky_factor_inplace`."""
+    X, info = lapack.get_lapack_funcs("potrs", (L,))(L, B, lower=1)
+    if info != 0:  # pragma: no cover - only for malformed arguments
+        raise ValueError(f"LAPACK potrs failed (info={info})")
+    return X
+
+
 def cholesky_solve(G, B, rcond=DEFAULT_RCOND, overwrite=False):
     """``(G + shift I)^-1 B`` by Cholesky, reading the lower triangle of ``G`` only.
 
@@ -103,13 +128,7 @@ def cholesky_solve(G, B, rcond=DEFAULT_RCOND, overwrite=False):
     # cho_factor copies C-ordered input once more and checks both triangles for nothing)
     Gs = G if overwrite and G.flags.f_contiguous and G.dtype == np.float64 else np.array(G, np.float64, order="F")
     Gs.flat[:: m + 1] += shift
-    L, info = lapack.dpotrf(Gs, lower=1, overwrite_a=1, clean=0)
-    if info != 0:
-        raise np.linalg.LinAlgError(f"matrix not positive definite (leading minor {info})")
-    X, info = lapack.dpotrs(L, B, lower=1)
-    if info != 0:  # pragma: no cover - only for malformed arguments
-        raise ValueError(f"LAPACK dpotrs failed (info={info})")
-    return X
+    return cholesky_factor_solve(cholesky_factor_inplace(Gs), B)
 
 
 def cholesky_solver(G, rcond=DEFAULT_RCOND, lower_only=False):
@@ -124,11 +143,12 @@ def cholesky_solver(G, rcond=DEFAULT_RCOND, lower_only=False):
     shift = rcond * float(np.mean(np.diag(G))) if G.size else 0.0
     Gs = np.array(G, order="F")
     Gs.flat[:: m + 1] += shift
-    L, info = lapack.dpotrf(Gs, lower=1, overwrite_a=1, clean=0)
-    if info != 0:
+    try:
+        L = cholesky_factor_inplace(Gs)
+    except np.linalg.LinAlgError:
         U, d = psd_eigh(G, rcond, lower_only=lower_only)
         return lambda B: matmul(U, matmul(U.T, B) / d[:, None].astype(U.dtype))
-    return lambda B: lapack.dpotrs(L, B, lower=1)[0]
+    return lambda B: cholesky_factor_solve(L, B)
 
 
 def psd_solve(G, B, rcond=DEFAULT_RCOND, method="cholesky", lower_only=False):

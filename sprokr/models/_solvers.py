@@ -29,9 +29,9 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
-from scipy.linalg import get_lapack_funcs
 from sklearn.exceptions import ConvergenceWarning
 
+from .._linalg import cholesky_factor_inplace, cholesky_factor_solve
 from .._utils import iter_chunks
 
 __all__ = ["ridge_by_eigengroups", "adam_solve", "AdamResult"]
@@ -67,13 +67,8 @@ def ridge_by_eigengroups(G, H, n, lam, V, e, overwrite_g=False):
                 inplace = overwrite_g and len(groups) == 1
                 A = (G if inplace else G.copy()) if ej == 1.0 else np.multiply(G, ej, out=G if inplace else None)
                 A.flat[:: r + 1] += n * lam
-                # A is symmetric: its transpose is A in LAPACK's Fortran order, factorised in
-                # place (scipy's cho_factor would first copy the r x r matrix)
-                potrf, potrs = get_lapack_funcs(("potrf", "potrs"), (A,))
-                L, info = potrf(A.T if A.flags.c_contiguous else A, lower=1, overwrite_a=1, clean=0)
-                if info != 0:
-                    raise np.linalg.LinAlgError(f"not positive definite (leading minor {info})")
-                Ct[:, cols] = ej * potrs(L, Ht[:, cols], lower=1)[0]
+                L = cholesky_factor_inplace(A)
+                Ct[:, cols] = ej * cholesky_factor_solve(L, Ht[:, cols])
                 continue
             except np.linalg.LinAlgError:
                 # G = Z^T Z is PSD in exact arithmetic; rounding (float32 features) can make

@@ -1,17 +1,24 @@
 """Robust regression on the p-sparsified paper's synthetic set (Figure 1 and Appendix H.1).
 
-n = 10000 training and 10000 test points: 99 % uniform on [0, 1]^10, 1 % from
-N(1.5 * 1, 0.25 I) (standard deviation 0.5; ``--blob-std 0.25`` reads the 0.25 as a
-standard deviation) -- an inhomogeneous input distribution that hurts Nystrom
-sub-sampling; ``y = f*(x) + N(0, 1)`` with Friedman's ``f*(x) = 0.1 e^{4 x1} +
+n = 10000 training and 10000 test points: 99 % uniform on [0, 1]^10, 1 % from a
+Gaussian blob around 1.5 * 1 with standard deviation 0.25 (the paper's code; its text writes
+N(1.5 * 1, 0.25 I), which ``--blob-std 0.5`` reproduces) -- an inhomogeneous input
+distribution that hurts Nystrom sub-sampling; ``y = f*(x) + N(0, 1)`` with Friedman's ``f*(x) = 0.1 e^{4 x1} +
 4 / (1 + e^{-20 (x2 - 0.5)}) + 3 x3 + 2 x4 + x5``.  kappa-Huber and epsilon-SVR sketched
 kernel machines (Gaussian kernel, Adam from the square-loss solution) for sketch sizes
-s = 40 .. 140: p-SR and p-SG for several p, against Nystrom, Gaussian, accumulation
-(m_acc = 20), CountSketch and random Fourier features (s features).
+s = 40 .. 140: p-SR and p-SG for p = 5/n, 10/n, 30/n, 50/n, against Nystrom, Gaussian,
+accumulation (m_acc = 30), CountSketch and random Fourier features (s features), as in
+the paper's Figure 1.
 
-Error: test relative MSE against the noiseless target, ``mean((f(x) - f*(x))^2) / var(f*)``
-over all test points (``rel_mse_all``, the paper's metric, plotted) and on the uniform
-component only (``rel_mse``).  The 1 % of inputs in the Gaussian blob carry most of the
+Errors, over the test set:
+
+- ``rel_mse_paper`` (plotted): the paper's "test relative MSE", as its code computes it:
+  the MSE against the *noisy* test targets divided by their range, ``mean((f(x) - y)^2) /
+  (max y - min y)``.  Published: <= 0.05 for the best sketches.
+- ``rel_mse_all``: MSE against the noiseless target over its variance,
+  ``mean((f(x) - f*(x))^2) / var(f*)`` -- the scale-free version (0 = perfect, 1 = the
+  mean); ``rel_mse``: the same on the uniform component only.
+  The 1 % of inputs in the Gaussian blob carry most of the
 variance of f* (``0.1 e^{4 x1}`` reaches ~3e3 there), and a Nystrom sketch of s <= 140
 uniformly drawn landmarks holds about one of them: that is where p-sparsified sketches,
 which mix ~p n samples into every row, win.  Hyper-parameters (sigma2, lam, kappa or
@@ -19,7 +26,7 @@ epsilon) come from 5-fold CV on the training split with the validation MSE (``--
 stored values are its output).  Targets are centred by the training mean (the machines
 have no intercept).
 
-    python benchmarks/robust_regression.py [--seeds 2] [--sizes 40 60 ...] [--png PATH]
+    python benchmarks/robust_regression.py [--seeds 5] [--sizes 40 60 ...] [--png PATH]
                                            [--out-json PATH] [--blob-std 0.5] [--cv] [--json]
 
 Writes the accuracy / training-time figure (PNG) and the numbers (JSON file).  ``--data``
@@ -51,7 +58,8 @@ SELECTED = {
 GRID = {"sigma2": (1.0, 4.0, 16.0), "lam": (1e-6, 1e-4),
         "huber": [{"kappa": k} for k in (1.0, 10.0, 100.0)],
         "epsilon_insensitive": [{"epsilon": e} for e in (0.1, 1.0, 10.0)]}
-P_VALUES = (0.001, 0.005, 0.02)
+#: the paper's p = 5/n, 10/n, 30/n, 50/n (n = 10000)
+P_MULTIPLIERS = (5, 10, 30, 50)
 #: Adam started from the square-loss solution of the same sketched problem
 SOLVER = {"learning_rate": 0.1, "init": "ridge", "batch_size": 256, "max_epochs": 50, "tol": 1e-4,
           "dtype": "float32"}
@@ -62,7 +70,7 @@ def friedman(X):
             + 3 * X[:, 2] + 2 * X[:, 3] + X[:, 4])
 
 
-def make_data(n, rng, blob_std=0.5):
+def make_data(n, rng, blob_std=0.25):
     """(X, y, f*(X), uniform-component mask) with 1 % of the inputs from N(1.5 * 1, blob_std^2 I)."""
     n_out = n // 100
     X = np.vstack([rng.uniform(0, 1, (n - n_out, 10)), rng.normal(1.5, blob_std, (n_out, 10))])
@@ -84,11 +92,11 @@ def methods(n, sizes):
                 random_state=seed, **SOLVER)
         out[f"Nystrom s={s}"] = ("Nystrom", s, sk("subsample"))
         out[f"Gaussian s={s}"] = ("Gaussian", s, sk("gaussian"))
-        out[f"Acc. m=20 s={s}"] = ("Acc. m=20", s, sk("accumulation", {"m_acc": 20}))
+        out[f"Acc. m=30 s={s}"] = ("Acc. m=30", s, sk("accumulation", {"m_acc": 30}))
         out[f"CountSketch s={s}"] = ("CountSketch", s, sk("countsketch"))
-        for p in P_VALUES:
-            out[f"{p:g}-SR s={s}"] = (f"{p:g}-SR", s, sk("psr", {"p": p}))
-            out[f"{p:g}-SG s={s}"] = (f"{p:g}-SG", s, sk("psg", {"p": p}))
+        for k in P_MULTIPLIERS:
+            out[f"{k}/n-SR s={s}"] = (f"{k}/n-SR", s, sk("psr", {"p": k / n}))
+            out[f"{k}/n-SG s={s}"] = (f"{k}/n-SG", s, sk("psg", {"p": k / n}))
         out[f"RFF s={s}"] = ("RFF", s, lambda hp, seed, s=s: RFFKernelMachine(
             sigma2=hp["sigma2"], n_components=s, lam=hp["lam"], loss=hp["loss"],
             loss_params=hp["loss_params"], random_state=seed, **SOLVER))
@@ -96,11 +104,17 @@ def methods(n, sizes):
 
 
 def rel_mse(pred, f):
+    """MSE against the noiseless target over its variance."""
     return float(np.mean((pred - f) ** 2) / np.var(f))
 
 
+def paper_rel_mse(pred, y):
+    """The paper's test relative MSE: MSE against the noisy targets over their range."""
+    return float(np.mean((pred - y) ** 2) / (np.max(y) - np.min(y)))
+
+
 def cross_validate(X, y, loss, log):
-    """5-fold CV of (sigma2, lam, kappa or epsilon) with p-SR (s=100, p=0.005), validation MSE."""
+    """5-fold CV of (sigma2, lam, kappa or epsilon) with p-SR (s=100, p=50/n), validation MSE."""
     best = None
     for s2 in GRID["sigma2"]:
         for lam in GRID["lam"]:
@@ -109,7 +123,7 @@ def cross_validate(X, y, loss, log):
                 errs = []
                 for k, (tr, va) in enumerate(KFold(5, shuffle=True, random_state=0).split(X)):
                     ym = np.mean(y[tr])
-                    m = methods(tr.size, [100])["0.005-SR s=100"][2](hp, k).fit(X[tr], y[tr] - ym)
+                    m = methods(tr.size, [100])["50/n-SR s=100"][2](hp, k).fit(X[tr], y[tr] - ym)
                     errs.append(np.mean((m.predict(X[va]) + ym - y[va]) ** 2))
                 log(f"cv {loss} sigma2={s2} lam={lam} {lp}: MSE {np.mean(errs):.4f}")
                 if best is None or np.mean(errs) < best[0]:
@@ -118,10 +132,10 @@ def cross_validate(X, y, loss, log):
     return best[1]
 
 
-def run(n, seeds, sizes, cv, log, blob_std=0.5):
+def run(n, seeds, sizes, cv, log, blob_std=0.25):
     rng = np.random.default_rng(0)
     Xtr, ytr, _, _ = make_data(n, rng, blob_std)
-    Xte, _, fte, main = make_data(n, rng, blob_std)
+    Xte, yte, fte, main = make_data(n, rng, blob_std)
     ym = float(np.mean(ytr))
     results, curves = {}, {}
     for loss in ("huber", "epsilon_insensitive"):
@@ -136,16 +150,17 @@ def run(n, seeds, sizes, cv, log, blob_std=0.5):
                 t0 = time.perf_counter()
                 pred = model.predict(Xte) + ym
                 rows.append((rel_mse(pred[main], fte[main]), fit_s, time.perf_counter() - t0,
-                             model.converged_, rel_mse(pred, fte)))
+                             model.converged_, rel_mse(pred, fte), paper_rel_mse(pred, yte)))
             r = np.array(rows, dtype=float)
             key = f"{loss}/{name}"
             results[key] = {"rel_mse": float(r[:, 0].mean()), "rel_mse_std": float(r[:, 0].std()),
                             "fit_s": float(r[:, 1].mean()), "predict_s": float(r[:, 2].mean()),
                             "converged": float(r[:, 3].mean()),
-                            "rel_mse_all": float(r[:, 4].mean())}
+                            "rel_mse_all": float(r[:, 4].mean()),
+                            "rel_mse_paper": float(r[:, 5].mean())}
             curves.setdefault(loss, {}).setdefault(family, []).append((s, results[key]))
-            log(f"{key:40s} relMSE {r[:, 0].mean():.4f} (all test points {r[:, 4].mean():.4f})  "
-                f"fit {r[:, 1].mean():.3f} s")
+            log(f"{key:40s} paper relMSE {r[:, 5].mean():.4f}  all {r[:, 4].mean():.4f}  "
+                f"uniform {r[:, 0].mean():.4f}  fit {r[:, 1].mean():.3f} s")
     return results, curves
 
 
@@ -160,15 +175,16 @@ def plot(curves, path):
         colors = plt.cm.tab20(np.linspace(0, 1, 20))[:: max(1, 20 // len(fams))]
         for color, (fam, pts) in zip(colors, fams.items()):
             s = [p[0] for p in pts]
-            err = [p[1]["rel_mse_all"] for p in pts]
+            err = [p[1]["rel_mse_paper"] for p in pts]
             t = [p[1]["fit_s"] for p in pts]
             style = "-o" if "SR" in fam or "SG" in fam else "--s"
             for ax, (a, b) in zip(row, ((s, err), (s, t), (t, err))):
                 ax.plot(a, b, style, label=fam, ms=4, color=color)
         label = "kappa-Huber" if loss == "huber" else "epsilon-SVR"
-        row[0].set(xlabel="sketch size s", ylabel="test relative MSE", title=f"(a) error vs s, {label}")
+        ylabel = "test relative MSE (MSE / range of y)"
+        row[0].set(xlabel="sketch size s", ylabel=ylabel, title=f"(a) error vs s, {label}")
         row[1].set(xlabel="sketch size s", ylabel="training time (s)", title=f"(b) time vs s, {label}")
-        row[2].set(xlabel="training time (s)", ylabel="test relative MSE", title=f"(c) error vs time, {label}")
+        row[2].set(xlabel="training time (s)", ylabel=ylabel, title=f"(c) error vs time, {label}")
         for ax in row:
             ax.set_yscale("log")
             ax.grid(alpha=0.3)
@@ -182,13 +198,14 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--data", default=str(default_data_dir()), help="unused: the data are generated")
     ap.add_argument("--n", type=int, default=10000, help="training (and test) size")
-    ap.add_argument("--seeds", type=int, default=2)
+    ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--sizes", type=int, nargs="+", default=[40, 60, 80, 100, 120, 140])
     ap.add_argument("--png", default="robust_regression.png")
     ap.add_argument("--out-json", default="robust_regression.json")
     ap.add_argument("--cv", action="store_true", help="recompute hyper-parameters by 5-fold CV")
-    ap.add_argument("--blob-std", type=float, default=0.5,
-                    help="standard deviation of the 1 %% Gaussian component (paper: covariance 0.25 I)")
+    ap.add_argument("--blob-std", type=float, default=0.25,
+                    help="standard deviation of the 1 %% Gaussian component (paper's code: 0.25; "
+                         "its text, covariance 0.25 I: 0.5)")
     ap.add_argument("--json", action="store_true", help="print one JSON object last")
     args = ap.parse_args(argv)
     if not args.cv and args.blob_std not in SELECTED:
@@ -199,10 +216,10 @@ def main(argv=None):
     results, curves = run(args.n, args.seeds, args.sizes, args.cv, log, args.blob_std)
     plot(curves, args.png)
     Path(args.out_json).write_text(json.dumps(results, indent=1))
-    print(f"{'method':44s} {'all pts':>8s} {'uniform':>8s} {'fit_s':>7s} {'predict_s':>9s}")
+    print(f"{'method':44s} {'paper':>8s} {'all pts':>8s} {'uniform':>8s} {'fit_s':>7s} {'predict_s':>9s}")
     for name, r in results.items():
-        print(f"{name:44s} {r['rel_mse_all']:8.4f} {r['rel_mse']:8.4f} {r['fit_s']:7.3f} "
-              f"{r['predict_s']:9.3f}")
+        print(f"{name:44s} {r['rel_mse_paper']:8.4f} {r['rel_mse_all']:8.4f} {r['rel_mse']:8.4f} "
+              f"{r['fit_s']:7.3f} {r['predict_s']:9.3f}")
     print(f"figure: {args.png}  numbers: {args.out_json}")
     if args.json:
         print(json.dumps(results))

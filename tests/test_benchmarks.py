@@ -1,0 +1,53 @@
+"""Smoke runs of the kernel-machine benchmark scripts (tiny settings; the real runs and
+their numbers are in docs/benchmarks.md).  They check that each script runs end to end,
+follows the ``--json`` convention (one JSON object, last on stdout) and that its errors
+are sane -- not its timings."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from sprokr.datasets import default_data_dir
+
+BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+def run_json(script, *args, cwd):
+    out = subprocess.run([sys.executable, str(BENCH / script), *args, "--json"], cwd=cwd,
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_robust_regression_smoke(tmp_path):
+    res = run_json("robust_regression.py", "--n", "1500", "--sizes", "40", "--seeds", "1",
+                   "--png", str(tmp_path / "fig.png"), "--out-json", str(tmp_path / "r.json"),
+                   cwd=tmp_path)
+    assert (tmp_path / "fig.png").stat().st_size > 0
+    assert json.loads((tmp_path / "r.json").read_text()) == res
+    for loss in ("huber", "epsilon_insensitive"):
+        for method in ("Nystrom", "Gaussian", "Acc. m=30", "CountSketch", "5/n-SR", "50/n-SG", "RFF"):
+            r = res[f"{loss}/{method} s=40"]
+            assert {"rel_mse_paper", "rel_mse_all", "rel_mse", "fit_s", "predict_s"} <= set(r)
+            # far better than predicting the mean (rel_mse_all = 1), on this small set too
+            assert 0 < r["rel_mse_all"] < 0.8, (loss, method, r)
+
+
+@pytest.mark.skipif(not (default_data_dir() / "rf1").is_dir(), reason="needs ../shared/data/rf1")
+def test_rf1_smoke(tmp_path):
+    res = run_json("rf1.py", "--sizes", "100", "--seeds", "1", "--repeats-exact", "1", cwd=tmp_path)
+    assert abs(res["exact"]["arrmse"] - 0.571) < 0.01
+    assert len(res["exact"]["rrmse_per_target"]) == 8
+    assert res["20/n-SR s=100"]["arrmse"] < 0.62
+    assert np.isfinite([r["fit_s"] for r in res.values()]).all()
+
+
+def test_quantiles_smoke(tmp_path):
+    res = run_json("quantiles.py", "--splits", "1", cwd=tmp_path)
+    exact = res["exact"]
+    assert {"pinball", "crossing", "fit_s"} <= set(exact)
+    for name, r in res.items():
+        assert r["pinball"] < 1.1 * exact["pinball"], name

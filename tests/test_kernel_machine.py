@@ -222,6 +222,7 @@ def test_graph_laplacian_matrix():
     ({"lam": -1.0}, 1, "lam"),
     ({"max_epochs": 0}, 1, "max_epochs"),
     ({"sketch": "psr", "m": 500}, 1, "larger"),
+    ({"normalize_y": "yes"}, 1, "normalize_y"),
 ])
 def test_bad_inputs_raise_before_any_state_change(kwargs, y_cols, match, toy):
     X, f = toy
@@ -295,3 +296,35 @@ def test_exact_machine_survives_a_numerically_singular_system(rng, monkeypatch):
     m = SketchedKernelMachine(kernel_params={"sigma2": 1e7}, lam=1e-30).fit(X, y)
     assert failures == [True]  # the in-place Cholesky failed, the fallback did not
     assert np.all(np.isfinite(m.predict(X)))
+
+
+@pytest.mark.parametrize("make", [
+    lambda **kw: SketchedKernelMachine(kernel_params=KP, lam=1e-3, **kw),
+    lambda **kw: SketchedKernelMachine(kernel_params=KP, lam=1e-3, sketch="psg", m=60,
+                                       sketch_params={"p": 0.05}, random_state=0, **kw),
+    lambda **kw: RFFKernelMachine(sigma2=2.0, n_components=80, lam=1e-3, random_state=0, **kw),
+])
+def test_normalize_y_makes_predictions_equivariant(make, toy):
+    """With normalize_y, an affine change of the targets changes the predictions the same way
+    (the square-loss problem is solved on standardised targets); the raw machine has no
+    intercept, so a large offset costs it accuracy."""
+    X, f = toy
+    Xq = X[:50] + 0.05
+    base = make(normalize_y=True).fit(X, f).predict(Xq)
+    moved = make(normalize_y=True).fit(X, 1000.0 + 30.0 * f).predict(Xq)
+    np.testing.assert_allclose(moved, 1000.0 + 30.0 * base, rtol=1e-6)
+    raw = make().fit(X, 1000.0 + 30.0 * f).predict(Xq)
+    truth = 1000.0 + 30.0 * (np.sin(2 * Xq[:, 0]) + 0.5 * Xq[:, 1])
+    assert np.mean((moved - truth) ** 2) < 0.5 * np.mean((raw - truth) ** 2)
+
+
+def test_normalize_y_quantiles_in_target_units(rng):
+    X = rng.uniform(0, 1, (300, 1))
+    y = 500.0 + 40.0 * X[:, 0] + 10.0 * rng.standard_normal(300)
+    jq = JointQuantileRegressor(taus=(0.1, 0.5, 0.9), kernel_params={"sigma2": 0.5}, lam=1e-3,
+                                normalize_y=True, learning_rate=0.05, max_epochs=300,
+                                random_state=0).fit(X, y)
+    Q = jq.predict(X)
+    assert jq.y_scale_.shape == (3,) and np.allclose(jq.y_mean_, y.mean())
+    # empirical coverage of each level close to the level itself
+    np.testing.assert_allclose((y[:, None] <= Q).mean(axis=0), [0.1, 0.5, 0.9], atol=0.06)

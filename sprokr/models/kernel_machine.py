@@ -98,7 +98,24 @@ class _LinearProblemMixin:
         self.converged_, self.n_epochs_, self.objective_ = res.converged, res.n_epochs, res.objective
         return res.coef
 
+    def _normalised_targets(self, Y):
+        """``(Y', mean, scale)``: targets centred and scaled per column when ``normalize_y``.
+
+        The machines have no intercept; centring lets the kernel model the variation
+        around the mean, and unit scale makes ``learning_rate``, ``kappa`` and ``epsilon``
+        independent of the target's units (they are then in standard deviations).
+        """
+        if not isinstance(self.normalize_y, (bool, np.bool_)):
+            raise ValueError(f"normalize_y must be True or False, got {self.normalize_y!r}")
+        d = Y.shape[1]
+        if not self.normalize_y:
+            return Y, np.zeros(d), np.ones(d)
+        mean, scale = Y.mean(axis=0), Y.std(axis=0)
+        scale[scale == 0] = 1.0  # a constant target is only centred
+        return (Y - mean) / scale, mean, scale
+
     def _finish_predict(self, P):
+        P = P * self.y_scale_ + self.y_mean_  # back to the units of the training targets
         return P[:, 0] if self._scalar else P
 
 
@@ -140,6 +157,10 @@ class SketchedKernelMachine(_LinearProblemMixin, RegressorMixin, BaseEstimator):
         float32).
     chunk_size : int, optional
         Training rows per kernel block (default from a 64 MB budget).
+    normalize_y : bool, default False
+        Centre and scale each target column with its training mean and standard deviation
+        before fitting (predictions are mapped back).  Recommended for targets far from
+        zero or not of unit scale; ``False`` solves the paper's problem on the raw targets.
     random_state : None, int or numpy.random.Generator
         Seeds the sketch, then Adam's mini-batch order.
     verbose : bool
@@ -153,6 +174,7 @@ class SketchedKernelMachine(_LinearProblemMixin, RegressorMixin, BaseEstimator):
         Coefficients on ``X_support_``: ``f(x) = k(x, X_support_) coef_``.
     X_support_ : prepared samples (the ``m'`` selected training points, or all of them)
     rank_ : int, dimension ``r`` of the feature map (n for the exact machine)
+    y_mean_, y_scale_ : ndarray (d,), the target normalisation (0 and 1 without ``normalize_y``)
     converged_ : bool, n_epochs_ : int, objective_ : list of float (Adam's per-epoch objective)
     n_train_ : int, fit_time_ : float (s)
 
@@ -164,7 +186,7 @@ class SketchedKernelMachine(_LinearProblemMixin, RegressorMixin, BaseEstimator):
                  lam=1e-4, sketch=None, m=None, sketch_params=None, output_matrix=None,
                  solver="auto", learning_rate=1e-2, batch_size=256, max_epochs=100, tol=1e-4,
                  n_iter_no_change=5, init="ridge", dtype="float64", rcond=None, chunk_size=None,
-                 random_state=None, verbose=False):
+                 normalize_y=False, random_state=None, verbose=False):
         self.kernel = kernel
         self.kernel_params = kernel_params
         self.loss = loss
@@ -184,6 +206,7 @@ class SketchedKernelMachine(_LinearProblemMixin, RegressorMixin, BaseEstimator):
         self.dtype = dtype
         self.rcond = rcond
         self.chunk_size = chunk_size
+        self.normalize_y = normalize_y
         self.random_state = random_state
         self.verbose = verbose
 
@@ -202,6 +225,7 @@ class SketchedKernelMachine(_LinearProblemMixin, RegressorMixin, BaseEstimator):
         if n < 1:
             raise ValueError("cannot fit on 0 samples")
         loss, Y, scalar, M_spec = self._loss_and_targets(y, n)
+        Y, y_mean, y_scale = self._normalised_targets(Y)
         d = Y.shape[1]
         loss.validate(d)
         M, V, e = check_output_matrix(M_spec, d)
@@ -217,7 +241,7 @@ class SketchedKernelMachine(_LinearProblemMixin, RegressorMixin, BaseEstimator):
         # ---- validated: learned state starts here
         self.kernel_, self.loss_, self.sketch_matrix_ = kernel, loss, R
         self.output_matrix_, self.n_train_, self._scalar = M, n, scalar
-        self._dtype = dtype
+        self.y_mean_, self.y_scale_, self._dtype = y_mean, y_scale, dtype
         # float32 kernel blocks resolve eigenvalues of R K R^T down to ~1e-7 of the largest
         rcond = self.rcond if self.rcond is not None else (DEFAULT_RCOND if dtype == np.float64 else 1e-6)
         args = (Xp, Y, n, lam, V, e, solver, loss, rng)
@@ -341,8 +365,8 @@ class JointQuantileRegressor(SketchedKernelMachine):
     def __init__(self, taus=(0.1, 0.3, 0.5, 0.7, 0.9), gamma_tau=10.0, kernel="gaussian",
                  kernel_params=None, lam=1e-4, sketch=None, m=None, sketch_params=None,
                  learning_rate=1e-2, batch_size=256, max_epochs=100, tol=1e-4, n_iter_no_change=5,
-                 init="ridge", dtype="float64", rcond=None, chunk_size=None, random_state=None,
-                 verbose=False):
+                 init="ridge", dtype="float64", rcond=None, chunk_size=None, normalize_y=False,
+                 random_state=None, verbose=False):
         self.taus = taus
         self.gamma_tau = gamma_tau
         self.kernel = kernel
@@ -360,6 +384,7 @@ class JointQuantileRegressor(SketchedKernelMachine):
         self.dtype = dtype
         self.rcond = rcond
         self.chunk_size = chunk_size
+        self.normalize_y = normalize_y
         self.random_state = random_state
         self.verbose = verbose
 

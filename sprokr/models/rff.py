@@ -37,19 +37,19 @@ class RFFKernelMachine(_LinearProblemMixin, RegressorMixin, BaseEstimator):
     n_components : int
         Number ``s`` of random features.
     loss, loss_params, lam, output_matrix, solver, learning_rate, batch_size, max_epochs,
-    tol, n_iter_no_change, init, dtype, random_state, verbose :
+    tol, n_iter_no_change, init, dtype, normalize_y, random_state, verbose :
         As :class:`sprokr.models.SketchedKernelMachine`.
 
     Attributes
     ----------
     weights_ : ndarray (n_features, s), offsets_ : ndarray (s,)
-    coef_ : ndarray (s, d), converged_, n_epochs_, objective_, fit_time_
+    coef_ : ndarray (s, d), converged_, n_epochs_, objective_, fit_time_, y_mean_, y_scale_
     """
 
     def __init__(self, gamma=None, sigma2=None, n_components=100, loss="square", loss_params=None,
                  lam=1e-4, output_matrix=None, solver="auto", learning_rate=1e-2, batch_size=256,
                  max_epochs=100, tol=1e-4, n_iter_no_change=5, init="ridge", dtype="float64",
-                 random_state=None, verbose=False):
+                 normalize_y=False, random_state=None, verbose=False):
         self.gamma = gamma
         self.sigma2 = sigma2
         self.n_components = n_components
@@ -65,6 +65,7 @@ class RFFKernelMachine(_LinearProblemMixin, RegressorMixin, BaseEstimator):
         self.n_iter_no_change = n_iter_no_change
         self.init = init
         self.dtype = dtype
+        self.normalize_y = normalize_y
         self.random_state = random_state
         self.verbose = verbose
 
@@ -76,6 +77,7 @@ class RFFKernelMachine(_LinearProblemMixin, RegressorMixin, BaseEstimator):
         Xp = kernel.prepare(X)
         n, p = Xp.shape
         Y, scalar = check_targets(y, n)
+        Y, y_mean, y_scale = self._normalised_targets(Y)
         loss = get_registry().create("loss", self.loss, self.loss_params, base=Loss)
         loss.validate(Y.shape[1])
         M, V, e = check_output_matrix(self.output_matrix, Y.shape[1])
@@ -95,6 +97,7 @@ class RFFKernelMachine(_LinearProblemMixin, RegressorMixin, BaseEstimator):
         self.weights_ = (rng.standard_normal((p, s)) * np.sqrt(2.0 * g)).astype(dtype)
         self.offsets_ = rng.uniform(0.0, 2.0 * np.pi, s).astype(dtype)
         self.output_matrix_, self._scalar, self._dtype = M, scalar, dtype
+        self.y_mean_, self.y_scale_ = y_mean, y_scale
         Z = self.transform(Xp)
         self.coef_ = self._solve_on_features(Z, Y, solver, loss, lam, V, e, rng).astype(dtype)
         self.loss_ = loss

@@ -29,6 +29,8 @@ __all__ = [
     "list_components",
     "lazy_factory",
     "lazy_exports",
+    "resolve_kernel",
+    "resolve_sketch",
 ]
 
 ENTRY_POINT_GROUP = "sprokr"
@@ -273,3 +275,66 @@ def reset_registry():
 def list_components():
     """Every registered component with its kind and providing plugin (list of dicts)."""
     return get_registry().list_components()
+
+
+# -- component resolution for the estimators ---------------------------------------------
+def resolve_kernel(spec, params, side, dtype):
+    """Kernel instance for one side of a model from a registered name (+ params) or an instance.
+
+    Parameters
+    ----------
+    spec : str or Kernel
+        Registered name (``sprokr plugins``) or a kernel instance (returned unchanged).
+    params : dict or None
+        Factory parameters (only with a name).
+    side : {"input", "output"}
+    dtype : numpy dtype
+        Passed as ``dtype=`` to kernels given by name that take one (unless in ``params``).
+    """
+    from .kernels.base import Kernel
+
+    params = dict(params or {})
+    if isinstance(spec, str):
+        comp = get_registry().get(f"{side}_kernel", spec)
+        if isinstance(comp.factory, type) and "dtype" in comp.factory().get_params():
+            params.setdefault("dtype", dtype.name)
+    return get_registry().create(f"{side}_kernel", spec, params, base=Kernel)
+
+
+def resolve_sketch(spec, m, params, n, side):
+    """Sketch instance validated for ``n`` samples, or None (no sketching).
+
+    Parameters
+    ----------
+    spec : str, Sketch or None
+    m : int or None
+        Sketch size for a sketch given by name (``m_x`` / ``m_y`` of the estimators).
+    params : dict or None
+    n : int
+        Number of samples the sketch will be drawn for.
+    side : {"input", "output"}
+        Names the estimator parameter in error messages.
+    """
+    from .sketches.base import Sketch
+
+    letter = {"input": "x", "output": "y"}[side]
+    if spec is None:
+        if m is not None:
+            raise ValueError(f"m_{letter}={m} was given but {side}_sketch is None")
+        return None
+    params = dict(params or {})
+    if isinstance(spec, str):
+        if spec != "identity":
+            if m is None:
+                raise ValueError(f"{side}_sketch={spec!r} needs a sketch size m_{letter}")
+            params["m"] = m
+        sketch = get_registry().create("sketch", spec, params, base=Sketch)
+    else:
+        sketch = get_registry().create("sketch", spec, params, base=Sketch)
+        if m is not None and getattr(sketch, "m", m) != m:
+            raise ValueError(f"m_{letter}={m} differs from the sketch instance's m={sketch.m}")
+    try:
+        sketch.validate(n)
+    except ValueError as exc:
+        raise ValueError(f"{side}_sketch: {exc}") from None
+    return sketch

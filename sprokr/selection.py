@@ -19,10 +19,9 @@ import time
 
 import numpy as np
 
-from ._linalg import DEFAULT_RCOND, psd_eigh
-from ._utils import check_positive, check_random_state, iter_chunks, num_samples, take, take_slice, unique_indices
-from .decoders.candidates import topk_search
-from .models.sketched_features import SketchedFeatures, default_chunk_size
+from .numerics import DEFAULT_RCOND, SketchedFeatures, default_chunk_size, psd_eigh, topk_search
+from .registry import resolve_kernel, resolve_sketch
+from .utils import check_positive, check_random_state, iter_chunks, num_samples, take, take_slice, unique_indices
 
 __all__ = [
     "perfect_h_curve",
@@ -116,7 +115,7 @@ def perfect_h_curve(Y_train, Y_val, output_kernel, m_grid, sketch="subsample", s
     ``times`` (s per point), ``criterion`` (name of the curve used), ``plateau_m``
     (smallest m on the plateau) and ``plot`` (path or None).
     """
-    from .models.sisokr import OUTPUT_DTYPE, resolve_kernel, resolve_sketch
+    from .models.base import OUTPUT_DTYPE
     from .models.dsokr import sketched_output_targets
 
     grid = [int(m) for m in m_grid]
@@ -210,7 +209,6 @@ def approximate_leverage_scores(Z, kernel, lam, m=None, kernel_params=None, rand
         In (0, 1); their sum approximates the effective dimension ``d_eff(lam)``.  Use
         ``SubSample(m, probabilities=scores)`` for leverage-score sampling.
     """
-    from .models.sisokr import resolve_kernel
     from .sketches import SubSample
 
     lam = check_positive(lam, "lam")

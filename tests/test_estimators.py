@@ -6,7 +6,7 @@ from sklearn.model_selection import GridSearchCV
 
 from sprokr import IOKR, ISOKR, SIOKR, SISOKR
 from sprokr.metrics import f1_samples, f1_samples_scorer
-from sprokr.models.sketched_features import SketchedFeatures
+from sprokr.numerics import SketchedFeatures
 
 KX = {"gamma": 0.2}
 KY = {"gamma": 0.5}

@@ -265,7 +265,7 @@ def test_float32_sketched_closed_form_on_a_nearly_flat_kernel(rng):
 
 
 def test_ridge_solver_falls_back_when_rounding_makes_the_system_indefinite():
-    from sprokr.models._solvers import ridge_by_eigengroups
+    from sprokr.numerics import ridge_by_eigengroups
 
     U = np.linalg.qr(np.random.default_rng(0).standard_normal((5, 5)))[0]
     g = np.array([3.0, 1.0, 0.5, 0.0, -1e-3])  # a "PSD" G spoiled by rounding

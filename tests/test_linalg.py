@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from sprokr._linalg import ShiftedCrossProducts, psd_eigh, psd_solve
+from sprokr.numerics import ShiftedCrossProducts, psd_eigh, psd_solve
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
@@ -47,7 +47,7 @@ def test_psd_eigh_threshold_and_solvers_agree():
 
 def test_lower_triangle_solvers_ignore_the_upper_triangle():
     """The sketched ridge hands LAPACK a Fortran-ordered G whose upper triangle is junk."""
-    from sprokr._linalg import cholesky_solve
+    from sprokr.numerics import cholesky_solve
 
     rng = np.random.default_rng(2)
     B = rng.standard_normal((40, 40))
@@ -84,7 +84,7 @@ def test_lower_only_cross_products_match_full(dtype):
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_blas_matmul_any_layout(dtype):
-    from sprokr._linalg import matmul
+    from sprokr.numerics import matmul
 
     rng = np.random.default_rng(4)
     A = rng.random((37, 23)).astype(dtype)
@@ -101,7 +101,7 @@ def test_row_block_pool_works_in_a_forked_child():
     """A pool created before fork has no threads in the child; the child must not hang."""
     import multiprocessing as mp
 
-    from sprokr._parallel import for_row_blocks
+    from sprokr.numerics import for_row_blocks
 
     def square_rows(out):
         def work(sl):
@@ -118,7 +118,7 @@ def test_row_block_pool_works_in_a_forked_child():
 
 
 def _child_sum_of_squares():
-    from sprokr._parallel import for_row_blocks
+    from sprokr.numerics import for_row_blocks
 
     a = np.arange(4000.0).reshape(1000, 4)
 

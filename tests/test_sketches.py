@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from sprokr.kernels import GaussianKernel
-from sprokr.models.sketched_features import SketchedFeatures
+from sprokr.numerics import SketchedFeatures
 from sprokr.sketches import (
     PSG,
     PSR,

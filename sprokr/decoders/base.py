@@ -7,8 +7,9 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator
 
-from .._utils import iter_chunks, num_samples, take, take_slice
-from .candidates import DEFAULT_MAX_MEMORY_MB, CandidateIndex, Decoded, _topk_rows, grouped_topk_search
+from ..utils import iter_chunks, num_samples, take, take_slice
+from ..numerics import DEFAULT_MAX_MEMORY_MB, Decoded, grouped_topk_search, topk_rows
+from .candidates import CandidateIndex
 
 __all__ = ["Decoder", "CandidateDecoder", "CandidateSets", "check_top_k"]
 
@@ -226,7 +227,7 @@ class CandidateDecoder(Decoder):
                 S = H[qs - sl.start] @ E[rows].T
                 if offsets is not None:
                     S += offsets[rows]
-                loc = _topk_rows(S, kk)
+                loc = topk_rows(S, kk)
                 s_loc = np.take_along_axis(S, loc, axis=1)
                 order = np.argsort(-s_loc, axis=1, kind="stable")
                 kq = loc.shape[1]

@@ -21,7 +21,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.linalg import get_blas_funcs
 
-from .._parallel import for_row_blocks
+from ..numerics import for_row_blocks
 
 __all__ = ["gram", "sq_norms", "add_outer"]
 

@@ -5,7 +5,7 @@ fingerprints, standardising) happens once per sample, never once per pair:
 
 ``prepare(X)``
     validate the raw samples and return a *prepared collection* (an array, a sparse
-    matrix, a list, ... -- anything :func:`sprokr._utils.take` can index).
+    matrix, a list, ... -- anything :func:`sprokr.utils.take` can index).
 ``pairwise(A, B)``
     the Gram block between two prepared collections, an ndarray of shape
     ``(len(A), len(B))`` in ``self.dtype``.
@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 from sklearn.base import BaseEstimator
 
-from .._utils import check_finite, resolve_dtype, num_samples
+from ..utils import check_finite, resolve_dtype, num_samples
 
 __all__ = ["Kernel", "VectorKernel"]
 
@@ -53,7 +53,7 @@ class Kernel(BaseEstimator):
         """``k(a, a)`` for every prepared sample: ndarray of shape (len(A),)."""
         if self.normalized:
             return np.ones(num_samples(A), dtype=self._dtype())
-        from .._utils import iter_chunks, take_slice
+        from ..utils import iter_chunks, take_slice
 
         # generic fallback: diagonals of small diagonal blocks (subclasses override it
         # with an O(n) formula when they have one)

@@ -11,7 +11,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.spatial.distance import cdist
 
-from .._parallel import for_row_blocks
+from ..numerics import for_row_blocks
 from ._gram import gram, sq_norms
 from .base import VectorKernel
 

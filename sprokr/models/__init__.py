@@ -5,10 +5,9 @@ from .output_matrix import graph_laplacian_matrix, joint_quantile_matrix
 from .regressors import KernelRidgeRegressor, MLPSurrogate, TorchRegressor
 from .rff import RFFKernelMachine
 from .sisokr import IOKR, ISOKR, SIOKR, SISOKR
-from .sketched_features import SketchedFeatures
 
 __all__ = [
-    "IOKR", "SIOKR", "ISOKR", "SISOKR", "SketchedFeatures",
+    "IOKR", "SIOKR", "ISOKR", "SISOKR",
     "DSOKR", "DSOKREnsemble", "KernelRidgeRegressor", "MLPSurrogate", "TorchRegressor",
     "SketchedKernelMachine", "JointQuantileRegressor", "RFFKernelMachine",
     "graph_laplacian_matrix", "joint_quantile_matrix",

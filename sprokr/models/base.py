@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
-from .._utils import iter_chunks, num_samples, take_slice
+from ..utils import iter_chunks, num_samples, take_slice
 from ..decoders.candidates import CandidateIndex
 
 __all__ = ["OutputKernelModel"]

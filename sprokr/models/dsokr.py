@@ -23,13 +23,11 @@ import numpy as np
 from sklearn.base import BaseEstimator, clone
 from sklearn.utils.validation import check_is_fitted
 
-from .._linalg import DEFAULT_RCOND
-from .._utils import check_paired, check_random_state, iter_chunks, num_samples, take, take_slice, unique_indices, unique_inverse
-from ..decoders.candidates import CandidateIndex, Decoded, _topk_rows
-from ..registry import get_registry
+from ..decoders.candidates import CandidateIndex, Decoded
+from ..numerics import DEFAULT_RCOND, SketchedFeatures, topk_rows
+from ..registry import get_registry, resolve_kernel, resolve_sketch
+from ..utils import check_paired, check_random_state, iter_chunks, num_samples, take, take_slice, unique_indices, unique_inverse
 from .base import OUTPUT_DTYPE, OutputKernelModel
-from .sisokr import resolve_kernel, resolve_sketch
-from .sketched_features import SketchedFeatures
 
 __all__ = ["DSOKR", "DSOKREnsemble", "sketched_output_targets"]
 
@@ -43,7 +41,7 @@ def sketched_output_targets(kernel, R, Yp, rcond=DEFAULT_RCOND, chunk_size=None,
     R : SketchMatrix (m, n)
     Yp : prepared collection of the n training outputs
     distinct : (first, inverse), optional
-        From :func:`sprokr._utils.unique_inverse` of the raw outputs.  When at most half
+        From :func:`sprokr.utils.unique_inverse` of the raw outputs.  When at most half
         the outputs are distinct, the sketch is collapsed onto them (``R P``, exact) and
         kernel values are computed between distinct outputs only, as in SISOKR.
 
@@ -411,10 +409,10 @@ class DSOKREnsemble(BaseEstimator):
                 np.maximum(S, H @ E[sl].T, out=S)
             if index.offsets is not None:
                 S += index.offsets[sl][None, :]
-            loc = _topk_rows(S, min(k, S.shape[1]))
+            loc = topk_rows(S, min(k, S.shape[1]))
             all_i = np.concatenate([best_i, loc + sl.start], axis=1)
             all_s = np.concatenate([best_s, S[rows, loc]], axis=1)
-            sel = _topk_rows(all_s, min(k, all_s.shape[1]))
+            sel = topk_rows(all_s, min(k, all_s.shape[1]))
             best_i, best_s = all_i[rows, sel], all_s[rows, sel]
         order = np.argsort(-best_s, axis=1, kind="stable")
         return best_i[rows, order], best_s[rows, order]

@@ -5,7 +5,7 @@ kernel machine ``f(x) = sum_j k(x, x_j) M alpha_j`` into
 
     min_Gamma (1/n) sum_i l([K R^T Gamma M]_i, y_i) + lam/2 Tr(R K R^T Gamma M Gamma^T)   (P)
 
-solved on the equivalent linear problem of :mod:`sprokr.models._solvers` with the sketched
+solved on the equivalent linear problem of :mod:`sprokr.numerics` (``ridge_by_eigengroups``, ``adam_solve``) with the sketched
 feature map ``z(x) = D^-1/2 U^T R k^x`` (:class:`SketchedFeatures`, eigenpairs of
 ``R K R^T``).  Only the kernel columns of the ``m'`` non-null columns of ``R`` are computed
 (decomposition trick), and the learned function is stored as coefficients on those
@@ -24,8 +24,17 @@ import scipy.linalg as sla
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
-from .._linalg import DEFAULT_RCOND, ShiftedCrossProducts, matmul
-from .._utils import (
+from ..numerics import (
+    DEFAULT_RCOND,
+    RowGatherer,
+    ShiftedCrossProducts,
+    SketchedFeatures,
+    adam_solve,
+    default_chunk_size,
+    matmul,
+    ridge_by_eigengroups,
+)
+from ..utils import (
     check_positive,
     check_random_state,
     iter_chunks,
@@ -34,11 +43,8 @@ from .._utils import (
     take_slice,
 )
 from ..losses import Loss, PinballLoss, check_quantile_levels
-from ..registry import get_registry
-from ._solvers import adam_solve, ridge_by_eigengroups
+from ..registry import get_registry, resolve_kernel, resolve_sketch
 from .output_matrix import check_output_matrix, joint_quantile_matrix
-from .sisokr import resolve_kernel, resolve_sketch
-from .sketched_features import RowGatherer, SketchedFeatures, default_chunk_size
 
 __all__ = ["SketchedKernelMachine", "JointQuantileRegressor", "check_targets", "check_solver_params"]
 
@@ -147,7 +153,7 @@ class SketchedKernelMachine(_LinearProblemMixin, RegressorMixin, BaseEstimator):
     solver : {"auto", "closed_form", "adam"}
         ``auto``: closed form for the square loss, Adam otherwise.
     learning_rate, batch_size, max_epochs, tol, n_iter_no_change :
-        Adam step size, mini-batch size and stopping rule (:func:`sprokr.models._solvers.adam_solve`).
+        Adam step size, mini-batch size and stopping rule (:func:`sprokr.numerics.adam_solve`).
     init : {"ridge", "zeros"}
         Adam's starting point: the square-loss solution (one r x r Cholesky) or zero.
     dtype : {"float64", "float32"}

@@ -33,10 +33,9 @@ import scipy.linalg as sla
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
-from .._linalg import DEFAULT_RCOND
-from .._utils import check_paired, check_positive, check_random_state, iter_chunks, num_samples, resolve_dtype, take_slice
-from .sketched_features import default_chunk_size
-from .ridge import exact_ridge_factor, sketched_ridge_coef
+from ..numerics import DEFAULT_RCOND, default_chunk_size, exact_ridge_factor, sketched_ridge_coef
+from ..registry import resolve_kernel, resolve_sketch
+from ..utils import check_paired, check_positive, check_random_state, iter_chunks, num_samples, resolve_dtype, take_slice
 
 __all__ = [
     "KernelRidgeRegressor",
@@ -169,8 +168,6 @@ class KernelRidgeRegressor(RegressorMixin, BaseEstimator):
 
     def fit(self, X, T):
         """Fit on inputs ``X`` (n samples) and targets ``T`` (n, p).  Returns self."""
-        from .sisokr import resolve_kernel, resolve_sketch
-
         T = _as_targets(T)
         n = check_paired(X, T, "X", "T")
         lam = check_positive(self.lam, "lam")

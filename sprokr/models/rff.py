@@ -15,13 +15,13 @@ import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
-from .._utils import check_positive, check_random_state, iter_chunks, resolve_dtype
+from ..utils import check_positive, check_random_state, iter_chunks, resolve_dtype
 from ..kernels.vector import GaussianKernel
+from ..numerics import default_chunk_size
 from ..losses import Loss
 from ..registry import get_registry
 from .kernel_machine import _LinearProblemMixin, check_solver_params, check_targets
 from .output_matrix import check_output_matrix
-from .sketched_features import default_chunk_size
 
 __all__ = ["RFFKernelMachine"]
 

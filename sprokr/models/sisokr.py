@@ -33,8 +33,18 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
-from .._linalg import DEFAULT_RCOND, matmul
-from .._utils import (
+from ..numerics import (
+    DEFAULT_RCOND,
+    WORK_DTYPE,
+    RowGatherer,
+    SketchedFeatures,
+    default_chunk_size,
+    exact_ridge_factor,
+    matmul,
+    sketched_ridge_coef,
+    topk_search,
+)
+from ..utils import (
     check_paired,
     check_positive,
     check_random_state,
@@ -45,52 +55,11 @@ from .._utils import (
     take_slice,
     unique_inverse,
 )
-from ..decoders.candidates import CandidateIndex, topk_search
-from ..kernels.base import Kernel
-from ..registry import get_registry
-from ..sketches.base import Sketch
+from ..decoders.candidates import CandidateIndex
+from ..registry import get_registry, resolve_kernel, resolve_sketch
 from .base import OUTPUT_DTYPE, OutputKernelModel
-from .ridge import WORK_DTYPE, exact_ridge_factor, sketched_ridge_coef
-from .sketched_features import RowGatherer, SketchedFeatures, default_chunk_size
 
 __all__ = ["SISOKR", "IOKR", "SIOKR", "ISOKR"]
-
-
-
-
-def resolve_kernel(spec, params, side, dtype):
-    """Kernel instance from a registered name (+ params) or an instance."""
-    params = dict(params or {})
-    if isinstance(spec, str):
-        comp = get_registry().get(f"{side}_kernel", spec)
-        if isinstance(comp.factory, type) and "dtype" in comp.factory().get_params():
-            params.setdefault("dtype", dtype.name)
-    return get_registry().create(f"{side}_kernel", spec, params, base=Kernel)
-
-
-def resolve_sketch(spec, m, params, n, side):
-    """Sketch instance (validated for n samples) or None for no sketching."""
-    letter = {"input": "x", "output": "y"}[side]
-    if spec is None:
-        if m is not None:
-            raise ValueError(f"m_{letter}={m} was given but {side}_sketch is None")
-        return None
-    params = dict(params or {})
-    if isinstance(spec, str):
-        if spec != "identity":
-            if m is None:
-                raise ValueError(f"{side}_sketch={spec!r} needs a sketch size m_{letter}")
-            params["m"] = m
-        sketch = get_registry().create("sketch", spec, params, base=Sketch)
-    else:
-        sketch = get_registry().create("sketch", spec, params, base=Sketch)
-        if m is not None and getattr(sketch, "m", m) != m:
-            raise ValueError(f"m_{letter}={m} differs from the sketch instance's m={sketch.m}")
-    try:
-        sketch.validate(n)
-    except ValueError as exc:
-        raise ValueError(f"{side}_sketch: {exc}") from None
-    return sketch
 
 
 class SISOKR(OutputKernelModel, BaseEstimator):
@@ -114,13 +83,13 @@ class SISOKR(OutputKernelModel, BaseEstimator):
     dtype : {"float64", "float32"}
         Precision of the input-kernel blocks (for kernels given by name) and of the
         O(n m_x^2) cross products, which are formed on double-centred blocks
-        (:class:`sprokr._linalg.ShiftedCrossProducts`) so that float32 keeps ~1e-10
+        (:class:`sprokr.numerics.ShiftedCrossProducts`) so that float32 keeps ~1e-10
         relative accuracy on flat kernels (Bibtex F1 identical to float64).  The m_x x m_x
         solve, the coefficients and the output side are always float64.
     rcond : float, optional
         Relative threshold of pseudo-inverses and relative Cholesky shift (default 1e-10).
     solver : {"cholesky", "eigh"}
-        How ``(A^T A + n lam K~_x)^+`` is applied (see :func:`sprokr._linalg.psd_solve`).
+        How ``(A^T A + n lam K~_x)^+`` is applied (see :func:`sprokr.numerics.psd_solve`).
     chunk_size : int, optional
         Rows of the training set processed at once (default: from a 64 MB budget).
     max_memory_mb : float

@@ -19,8 +19,8 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator
 
-from .._linalg import matmul
-from .._utils import check_random_state
+from ..numerics import matmul
+from ..utils import check_random_state
 
 __all__ = ["Sketch", "SketchMatrix"]
 
@@ -70,6 +70,16 @@ class SketchMatrix:
         W = self.weights @ merge
         W = W if sp.issparse(self.weights) else np.asarray(W)
         return SketchMatrix(n_distinct, new_indices, W)
+
+    def unscaled(self):
+        """The same sketch without the scale of uniform sub-sampling (``S`` instead of ``s S``).
+
+        A uniform scale cancels in ridge solutions (``A`` scales by ``s``, ``A^T A`` by
+        ``s^2``, ``gamma`` by ``1/s``), so solvers may skip the pass that applies it.
+        """
+        if self.scale is None:
+            return self
+        return SketchMatrix(self.n, self.indices, self.weights, scale=1.0)
 
     def toarray(self):
         """The dense (m, n) sketch matrix (for tests and small problems)."""

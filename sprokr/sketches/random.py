@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from .._utils import check_fraction
+from ..utils import check_fraction
 from .base import Sketch, SketchMatrix, _coo_to_factored
 
 __all__ = [

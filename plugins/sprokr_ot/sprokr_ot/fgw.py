@@ -19,7 +19,7 @@ import numbers
 import networkx as nx
 import numpy as np
 
-from sprokr._utils import check_random_state, num_samples, take
+from sprokr.utils import check_random_state, num_samples, take
 from sprokr.decoders.base import CandidateSets, Decoder
 
 __all__ = ["graph_to_fgw", "fgw_to_graph", "fgw_distance", "FGWBarycenterDecoder", "label_alphabet"]

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._linalg import matmul, psd_eigh
-from .._utils import iter_chunks, num_samples, take, take_slice
+from ._linalg import matmul, psd_eigh
+from ..utils import iter_chunks, num_samples, take, take_slice
 
 __all__ = ["SketchedFeatures", "RowGatherer", "default_chunk_size"]
 

@@ -31,8 +31,8 @@ import warnings
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
-from .._linalg import cholesky_factor_inplace, cholesky_factor_solve
-from .._utils import iter_chunks
+from ..utils import iter_chunks
+from ._linalg import cholesky_factor_inplace, cholesky_factor_solve
 
 __all__ = ["ridge_by_eigengroups", "adam_solve", "AdamResult"]
 

@@ -14,10 +14,10 @@ import time
 import numpy as np
 import scipy.linalg as sla
 
-from .._linalg import ShiftedCrossProducts, cholesky_solve, psd_solve
-from .._utils import iter_chunks, take_slice
-from ..sketches.base import SketchMatrix
-from .sketched_features import RowGatherer, SketchedFeatures
+from ..utils import iter_chunks, take_slice
+from ._crossprod import ShiftedCrossProducts
+from ._features import RowGatherer, SketchedFeatures
+from ._linalg import cholesky_solve, psd_solve
 
 __all__ = ["WORK_DTYPE", "exact_ridge_factor", "sketched_ridge_coef"]
 
@@ -75,7 +75,7 @@ def sketched_ridge_coef(kernel, R, Xp, n, lam, targets, width, rcond, chunk, sol
     if R.scale is not None:
         # uniform sub-sampling R = s S: A scales by s, G by s^2, gamma by 1/s, and the
         # coefficients W^T gamma = s gamma not at all -- skip the pass that scales A
-        R = SketchMatrix(R.n, R.indices, R.weights, scale=1.0)
+        R = R.unscaled()
     feats = SketchedFeatures(kernel, R, Xp, product_dtype, rcond)
     acc = ShiftedCrossProducts(R.m, width, product_dtype)
     rows = RowGatherer(R.indices, R.m, product_dtype)  # (K R^T)[indices]: gives R K R^T

@@ -93,6 +93,20 @@ def sprokr_losses():
     """
 
 
+@hookspec
+def sprokr_executors():
+    """Executors of the chunked passes, ``{name: factory}``.
+
+    Called when the registry is built.  ``factory(**params)`` returns a
+    :class:`sprokr.executors.Executor`: the object that runs every pass with an ``n``
+    dimension (kernel blocks and their cross products at fit time, candidate embedding,
+    top-k search) as a map over row chunks followed by a merge of the partial results.
+    Estimators resolve ``executor="name"`` (with ``executor_params``) through this hook;
+    the built-ins are ``"local"`` (threads in this process, the default) and ``"dask"``
+    (``dask.distributed``; the ``dask`` extra).
+    """
+
+
 #: hook name -> component kind, in the order ``sprokr plugins`` lists them
 KINDS = {
     "sprokr_input_kernels": "input_kernel",
@@ -101,4 +115,5 @@ KINDS = {
     "sprokr_decoders": "decoder",
     "sprokr_regressors": "regressor",
     "sprokr_losses": "loss",
+    "sprokr_executors": "executor",
 }

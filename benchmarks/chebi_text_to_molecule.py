@@ -44,7 +44,7 @@ def model_method(make_model):
         fit_s = time.perf_counter() - t0
         t0 = time.perf_counter()
         index = m.make_candidate_index(ctx["mol_all"])
-        res = m.predict(ctx["X_te"], candidates=index, top_k=len(index))
+        res = m.predict_topk(ctx["X_te"], candidates=index, k=len(index))
         return _scores(res, len(index)), fit_s, time.perf_counter() - t0
     return run
 

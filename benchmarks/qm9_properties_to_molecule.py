@@ -33,7 +33,7 @@ def model_method(make_model):
         m.fit(ctx["X_tr"], ctx["smi_tr"])
         fit_s = time.perf_counter() - t0
         t0 = time.perf_counter()
-        res = m.predict(ctx["X_te"], candidates=ctx["sets"], top_k=10)
+        res = m.predict_topk(ctx["X_te"], candidates=ctx["sets"], k=10)
         return res.indices, fit_s, time.perf_counter() - t0
     return run
 

@@ -49,7 +49,7 @@ def candidate_method(make_model):
         t0 = time.perf_counter()
         index = m.make_candidate_index(ctx["g_all"])
         embed_s = time.perf_counter() - t0
-        res = m.predict(ctx["smi_te"], candidates=index, top_k=1)
+        res = m.predict_topk(ctx["smi_te"], candidates=index, k=1)
         decode_s = time.perf_counter() - t0
         pred_idx = res.indices[:, 0]
         return {"top1": float(np.mean(pred_idx == ctx["te"])),

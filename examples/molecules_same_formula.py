@@ -19,5 +19,5 @@ formulas = np.array([molecular_formula(s) for s in smiles])
 te = np.arange(240, 300)
 sets = [np.flatnonzero(formulas == formulas[i]) for i in te]
 truth = np.array([np.flatnonzero(s == i)[0] for s, i in zip(sets, te)])
-top = model.predict(X[te], candidates=CandidateSets.from_pool(smiles, sets), top_k=5).indices
+top = model.predict_topk(X[te], candidates=CandidateSets.from_pool(smiles, sets), k=5).indices
 print("top-1", top_k_accuracy(truth, top, 1), "top-5", top_k_accuracy(truth, top, 5))

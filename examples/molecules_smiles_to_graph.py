@@ -15,7 +15,7 @@ graphs = [smiles_to_graph(s) for s in smiles]
 tr, te = np.arange(250), np.arange(250, 300)
 model = IOKR(input_kernel="smiles_spectrum", output_kernel="wl", lam=1e-4)
 model.fit([smiles[i] for i in tr], [graphs[i] for i in tr])
-idx = model.predict([smiles[i] for i in te], candidates=graphs, top_k=1).indices[:, 0]
+idx = model.predict_topk([smiles[i] for i in te], candidates=graphs, k=1).indices[:, 0]
 print("candidate decoding top-1:", np.mean(idx == te))
 fgw = model.set_params(decoder="fgw_barycenter", decoder_params={"n_neighbors": 3}).fit(
     [smiles[i] for i in tr], [graphs[i] for i in tr])

@@ -28,7 +28,7 @@ model = SISOKR(
 print(f"SISOKR F1 on the test sample: {f1_samples(Y_test, model.predict(X_test)):.3f}")
 
 # top-5 candidate label sets for the first document, best first
-top = model.predict(X_test[:1], top_k=5)
+top = model.predict_topk(X_test[:1], k=5)
 for rank, (i, s) in enumerate(zip(top.indices[0], top.scores[0]), 1):
     labels = np.flatnonzero(model.default_index_.candidates[i])
     print(f"  {rank}. score {s:.5f}  labels {labels.tolist()}")

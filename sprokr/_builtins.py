@@ -61,3 +61,11 @@ def sprokr_losses():
     from .losses import BUILTIN_LOSSES
 
     return dict(BUILTIN_LOSSES)
+
+
+@hookimpl
+def sprokr_executors():
+    """Executors of the chunked passes: ``local`` (this process) and ``dask``."""
+    from .numerics import DaskExecutor, LocalExecutor
+
+    return {"local": LocalExecutor, "dask": DaskExecutor}

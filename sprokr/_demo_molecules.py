@@ -36,7 +36,7 @@ def run(out=print) -> dict:
     m.fit(X[tr], [smiles[i] for i in tr])
     fit_s = time.perf_counter() - t0
     t0 = time.perf_counter()
-    top = m.predict(X[te], candidates=smiles, top_k=10).indices
+    top = m.predict_topk(X[te], candidates=smiles, k=10).indices
     dec_s = time.perf_counter() - t0
     res["fingerprints"] = {"top1": top_k_accuracy(te, top, 1), "top10": top_k_accuracy(te, top, 10),
                            "fit_s": fit_s, "decode_s": dec_s}
@@ -45,7 +45,7 @@ def run(out=print) -> dict:
     sets = [np.flatnonzero(np.array(formulas) == formulas[i]) for i in te]
     truth = np.array([int(np.flatnonzero(s == i)[0]) for s, i in zip(sets, te)])
     t0 = time.perf_counter()
-    top = m.predict(X[te], candidates=CandidateSets.from_pool(smiles, sets), top_k=5).indices
+    top = m.predict_topk(X[te], candidates=CandidateSets.from_pool(smiles, sets), k=5).indices
     res["same_formula"] = {"top1": top_k_accuracy(truth, top, 1), "top5": top_k_accuracy(truth, top, 5),
                            "decode_s": time.perf_counter() - t0}
     # 3) SMILES -> graph with the WL output kernel (if sprokr-graphs is installed)
@@ -61,7 +61,7 @@ def run(out=print) -> dict:
         g.fit([smiles[i] for i in tr], [graphs[i] for i in tr])
         fit_s = time.perf_counter() - t0
         t0 = time.perf_counter()
-        idx = g.predict([smiles[i] for i in te], candidates=graphs, top_k=1).indices[:, 0]
+        idx = g.predict_topk([smiles[i] for i in te], candidates=graphs, k=1).indices[:, 0]
         res["smiles_to_graph"] = {"top1": float(np.mean(idx == te)), "fit_s": fit_s,
                                   "decode_s": time.perf_counter() - t0}
     out(f"molecules (QM9 sample: {len(tr)} train / {len(te)} test, {len(smiles)} candidates)")

@@ -60,7 +60,7 @@ def _multilabel_demo(out):
         t2 = time.perf_counter()
         res[name] = {"f1": f1_samples(Yte, pred), "fit_s": t1 - t0, "decode_s": t2 - t1}
         out(f"  {name:28s} F1 {res[name]['f1']:.3f}   fit {t1 - t0:6.3f} s   decode {t2 - t1:6.3f} s")
-    top = models["SISOKR (m_x=400, m_y=100)"].predict(Xte[:1], top_k=3)
+    top = models["SISOKR (m_x=400, m_y=100)"].predict_topk(Xte[:1], k=3)
     out(f"  top-3 candidate scores for the first test document: {np.round(top.scores[0], 5).tolist()}")
     return res
 

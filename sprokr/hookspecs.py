@@ -68,9 +68,13 @@ def sprokr_sketches():
 def sprokr_decoders():
     """Decoders, ``{name: factory}``.
 
-    ``factory(**params)`` returns a :class:`sprokr.decoders.Decoder`; estimators call its
-    ``decode(model, X, candidates=..., top_k=...)`` from ``predict``.  The built-in
-    ``"candidates"`` decoder takes the argmax (or top-k) of the scores over a candidate set.
+    ``factory(**params)`` returns a :class:`sprokr.decoders.Decoder`.  Estimators resolve
+    ``decoder="name"`` with ``decoder_params`` at fit time and call, per batch of queries,
+    ``decode(H, index, top_k=None, weights=None)`` from ``predict`` / ``predict_topk``:
+    ``H`` are the query coordinates in the model's output basis, ``index`` a
+    :class:`sprokr.decoders.CandidateIndex` in the same basis (the model never reaches the
+    decoder); see :class:`sprokr.decoders.Decoder` for the contract.  The built-in
+    ``"candidates"`` decoder takes the argmax (or top-k) of the scores over the index.
     """
 
 
@@ -98,7 +102,7 @@ def sprokr_executors():
     """Executors of the chunked passes, ``{name: factory}``.
 
     Called when the registry is built.  ``factory(**params)`` returns a
-    :class:`sprokr.executors.Executor`: the object that runs every pass with an ``n``
+    :class:`sprokr.numerics.Executor`: the object that runs every pass with an ``n``
     dimension (kernel blocks and their cross products at fit time, candidate embedding,
     top-k search) as a map over row chunks followed by a merge of the partial results.
     Estimators resolve ``executor="name"`` (with ``executor_params``) through this hook;

@@ -31,6 +31,7 @@ __all__ = [
     "lazy_exports",
     "resolve_kernel",
     "resolve_sketch",
+    "resolve_executor",
 ]
 
 ENTRY_POINT_GROUP = "sprokr"
@@ -338,3 +339,20 @@ def resolve_sketch(spec, m, params, n, side):
     except ValueError as exc:
         raise ValueError(f"{side}_sketch: {exc}") from None
     return sketch
+
+
+def resolve_executor(spec, params=None):
+    """Executor from a registered name (``"local"``, ``"dask"``), an instance, or a
+    ``dask.distributed.Client`` (wrapped in the Dask executor).  ``None`` means ``"local"``.
+    """
+    from .numerics import DaskExecutor, Executor
+
+    if spec is None:
+        spec = "local"
+    if not isinstance(spec, (str, Executor)) and type(spec).__name__ == "Client" and \
+            type(spec).__module__.startswith("distributed"):
+        if params:
+            raise ValueError("executor_params cannot be combined with a dask Client; give "
+                             "executor=DaskExecutor(client=..., **params)")
+        return DaskExecutor(client=spec)
+    return get_registry().create("executor", spec, params, base=Executor)

@@ -19,8 +19,16 @@ import time
 
 import numpy as np
 
-from .numerics import DEFAULT_RCOND, SketchedFeatures, default_chunk_size, psd_eigh, topk_search
-from .registry import resolve_kernel, resolve_sketch
+from .numerics import (
+    DEFAULT_RCOND,
+    ChunkTask,
+    LocalExecutor,
+    SketchedFeatures,
+    default_chunk_size,
+    psd_eigh,
+    topk_search,
+)
+from .registry import resolve_executor, resolve_kernel, resolve_sketch
 from .utils import check_positive, check_random_state, iter_chunks, num_samples, take, take_slice, unique_indices
 
 __all__ = [
@@ -116,7 +124,6 @@ def perfect_h_curve(Y_train, Y_val, output_kernel, m_grid, sketch="subsample", s
     (smallest m on the plateau) and ``plot`` (path or None).
     """
     from .models.base import OUTPUT_DTYPE
-    from .models.dsokr import sketched_output_targets
 
     grid = [int(m) for m in m_grid]
     if not grid or any(b <= a for a, b in zip(grid, grid[1:])):
@@ -143,7 +150,8 @@ def perfect_h_curve(Y_train, Y_val, output_kernel, m_grid, sketch="subsample", s
     for m, sk in zip(grid, sketches):
         t0 = time.perf_counter()
         R = sk.draw(n, rng)
-        feats = sketched_output_targets(ky, R, Yp, rc)[0]  # streamed: no n x n block
+        # the basis needs the sketch's support points only: no pass over the n outputs
+        feats = SketchedFeatures.from_support(ky, R, take(Y_train, R.indices), OUTPUT_DTYPE, rc)[0].fit_basis()
         Hv = feats.transform(Yvp)
         proj.append(float(np.mean(np.maximum(kvv - np.einsum("ij,ij->i", Hv, Hv), 0.0))))
         ranks.append(feats.rank)
@@ -186,7 +194,7 @@ def _kernel_loss(ky):
 
 
 def approximate_leverage_scores(Z, kernel, lam, m=None, kernel_params=None, random_state=None,
-                                chunk_size=None, rcond=None):
+                                chunk_size=None, rcond=None, executor=None):
     """Approximate ridge leverage scores ``l_i(lam) = [K (K + n lam I)^-1]_ii`` of a Gram matrix.
 
     ``K`` is replaced by its uniform Nystrom approximation on ``m`` points,
@@ -213,24 +221,47 @@ def approximate_leverage_scores(Z, kernel, lam, m=None, kernel_params=None, rand
 
     lam = check_positive(lam, "lam")
     k = resolve_kernel(kernel, kernel_params, "input", np.dtype(np.float64))
-    Zp = k.prepare(Z)
-    n = num_samples(Zp, "Z")
+    ex = resolve_executor(executor)
+    parts = ex.partition(Z, prepare=(k.prepare,))
+    n = parts.n
     m = min(n, 500) if m is None else int(m)
     R = SubSample(m=m).draw(n, check_random_state(random_state))
-    feats = SketchedFeatures(k, R, Zp, np.float64, rcond if rcond is not None else DEFAULT_RCOND)
-    feats.fit_basis(Zp)
+    feats = SketchedFeatures(k, R, ex.take_rows(parts, R.indices), np.float64,
+                             rcond if rcond is not None else DEFAULT_RCOND).fit_basis()
     chunk = chunk_size or default_chunk_size(R.indices.size, np.float64)
-    BtB = np.zeros((feats.rank, feats.rank))
-    for sl in iter_chunks(n, chunk):
-        B = feats.transform(take_slice(Zp, sl))
-        BtB += B.T @ B
+    BtB = ex.map_reduce(parts, _FeatureGram(feats), chunk)  # B^T B, B = the Nystrom features
     U, d = psd_eigh(BtB, rcond=0.0) if feats.rank else (np.zeros((0, 0)), np.zeros(0))
-    scale = np.sqrt(1.0 / (d + n * lam))
-    scores = np.empty(n)
-    for sl in iter_chunks(n, chunk):
-        C = (feats.transform(take_slice(Zp, sl)) @ U) * scale
-        scores[sl] = np.einsum("ij,ij->i", C, C)
-    return scores
+    return ex.map_rows(parts, _LeverageRows(feats, U, np.sqrt(1.0 / (d + n * lam))), chunk,
+                       name="leverage scores")
+
+
+class _FeatureGram(ChunkTask):
+    """``B^T B`` of the Nystrom features ``B``, summed over chunks."""
+
+    name = "Nystrom feature Gram"
+
+    def __init__(self, features):
+        self.features = features
+
+    def start(self):
+        return np.zeros((self.features.rank, self.features.rank))
+
+    def add(self, acc, rows, Z):
+        B = self.features.transform(Z, dedupe=False).astype(np.float64)
+        acc += B.T @ B
+        return acc
+
+    def merge(self, a, b):
+        return a + b
+
+
+class _LeverageRows:
+    def __init__(self, features, U, scale):
+        self.features, self.U, self.scale = features, U, scale
+
+    def __call__(self, Z):
+        C = (self.features.transform(Z, dedupe=False) @ self.U) * self.scale
+        return np.einsum("ij,ij->i", C, C)
 
 
 def plot_leverage_scores(scores, path, top=400, title="approximate leverage scores"):
@@ -255,15 +286,34 @@ def surrogate_error(model, X, Y, chunk_size=None):
     if feats is not None:
         T = feats.transform(Yp).astype(np.float64)
         return float(np.mean(np.einsum("ij,ij->i", H - T, H - T) + np.maximum(kyy - np.einsum("ij,ij->i", T, T), 0)))
-    Ytr = model._Y_train
-    n = num_samples(Ytr)
-    quad = np.zeros(H.shape[0])
-    cross = np.zeros(H.shape[0])
-    for sl in iter_chunks(n, chunk_size or default_chunk_size(n, np.float64)):
-        Kc = ky.pairwise(take_slice(Ytr, sl), Ytr).astype(np.float64)  # (chunk, n)
-        quad += np.einsum("qi,qi->q", H[:, sl], H @ Kc.T)
-        cross += np.einsum("qi,iq->q", H[:, sl], ky.pairwise(take_slice(Ytr, sl), Yp))
+    Ytr = model.Y_train_
+    ex = LocalExecutor()
+    parts = ex.partition(Ytr)
+    quad, cross = ex.map_reduce(parts, _ExactOutputError(ky, Ytr, Yp, H),
+                                chunk_size or default_chunk_size(parts.n, np.float64))
     return float(np.mean(quad - 2 * cross + kyy))
+
+
+class _ExactOutputError(ChunkTask):
+    """``alpha^T K_y alpha`` and ``alpha^T k_y^y`` per query, over chunks of training outputs."""
+
+    name = "surrogate error"
+
+    def __init__(self, kernel, Ytr, Yq, H):
+        self.kernel, self.Ytr, self.Yq, self.H = kernel, Ytr, Yq, H
+
+    def start(self):
+        return np.zeros(self.H.shape[0]), np.zeros(self.H.shape[0])
+
+    def add(self, acc, rows, Yc):
+        Kc = np.asarray(self.kernel.pairwise(Yc, self.Ytr), dtype=np.float64)  # (chunk, n)
+        Hc = self.H[:, rows]
+        quad = acc[0] + np.einsum("qi,qi->q", Hc, self.H @ Kc.T)
+        cross = acc[1] + np.einsum("qi,iq->q", Hc, self.kernel.pairwise(Yc, self.Yq))
+        return quad, cross
+
+    def merge(self, a, b):
+        return a[0] + b[0], a[1] + b[1]
 
 
 def select_m_x(X, Y, X_val, Y_val, m_grid, budget_s, rtol=0.01, patience=1, random_state=None,

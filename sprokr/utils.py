@@ -16,6 +16,7 @@ __all__ = [
     "check_paired",
     "take",
     "take_slice",
+    "concat_samples",
     "unique_indices",
     "unique_inverse",
     "check_random_state",
@@ -69,6 +70,28 @@ def take_slice(X, sl):
     return take(X, np.arange(sl.start, sl.stop))
 
 
+def concat_samples(parts):
+    """Concatenate collections of samples along rows (arrays, sparse matrices, sequences,
+    or objects whose type has a ``concat(parts)`` class/static method)."""
+    parts = list(parts)
+    if not parts:
+        raise ValueError("nothing to concatenate")
+    if len(parts) == 1:
+        return parts[0]
+    first = parts[0]
+    if isinstance(first, np.ndarray):
+        return np.concatenate(parts, axis=0)
+    if sp.issparse(first):
+        return sp.vstack(parts, format="csr")
+    if isinstance(first, (list, tuple)):
+        return [x for p in parts for x in p]
+    concat = getattr(type(first), "concat", None)
+    if concat is not None:
+        return concat(parts)
+    raise TypeError(f"cannot concatenate collections of type {type(first).__name__}; give it a "
+                    f"concat(parts) static method, or use a list")
+
+
 def unique_inverse(Y):
     """Distinct samples of ``Y``: ``(first, inverse)`` with ``Y[i] == Y[first[inverse[i]]]``.
 
@@ -111,13 +134,26 @@ def unique_indices(Y):
 
 
 def check_random_state(seed):
-    """Turn ``None``, an int or a ``numpy.random.Generator`` into a ``Generator``."""
+    """Turn ``None``, an int, a ``numpy.random.Generator`` or a legacy ``RandomState``
+    into a ``Generator``.
+
+    A ``RandomState`` (scikit-learn's convention) is used as a source of entropy: one draw
+    from it seeds the generator, so the same ``RandomState`` state gives the same result.
+    """
+    if isinstance(seed, bool):
+        raise TypeError("random_state must be None, an int, a numpy.random.Generator or a "
+                        "numpy.random.RandomState; got a bool")
     if seed is None or isinstance(seed, (numbers.Integral, np.integer)):
+        if seed is not None and seed < 0:
+            raise ValueError(f"random_state must be a non-negative int, got {seed}")
         return np.random.default_rng(seed)
     if isinstance(seed, np.random.Generator):
         return seed
+    if isinstance(seed, np.random.RandomState):
+        return np.random.default_rng(int(seed.randint(2**31 - 1)))
     raise TypeError(
-        f"random_state must be None, an int or a numpy.random.Generator; got {type(seed).__name__}"
+        f"random_state must be None, an int, a numpy.random.Generator or a numpy.random.RandomState; "
+        f"got {type(seed).__name__}"
     )
 
 

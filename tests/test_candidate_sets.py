@@ -20,9 +20,9 @@ def test_candidate_sets_match_per_query_decoding(fitted):
     r = np.random.default_rng(1)
     sets = [Y[r.choice(150, size=r.integers(1, 12), replace=False)] for _ in range(len(Xq))]
     pred = m.predict(Xq, candidates=CandidateSets(sets))
-    res = m.predict(Xq, candidates=CandidateSets(sets), top_k=3)
+    res = m.predict_topk(Xq, candidates=CandidateSets(sets), k=3)
     for q in range(len(Xq)):
-        ref = m.predict(Xq[q:q + 1], candidates=sets[q], top_k=3)
+        ref = m.predict_topk(Xq[q:q + 1], candidates=sets[q], k=3)
         kk = min(3, len(sets[q]))
         assert np.array_equal(res.indices[q, :kk], ref.indices[0, :kk])
         assert np.allclose(res.scores[q, :kk], ref.scores[0, :kk])
@@ -34,13 +34,13 @@ def test_candidate_sets_from_pool_and_index(fitted):
     m, Xq, Y = fitted
     r = np.random.default_rng(2)
     idx = [r.choice(150, size=7, replace=False) for _ in range(len(Xq))]
-    a = m.predict(Xq, candidates=CandidateSets.from_pool(Y, idx), top_k=7)
-    b = m.predict(Xq, candidates=CandidateSets([Y[i] for i in idx]), top_k=7)
-    c = m.predict(Xq, candidates=CandidateSets.from_pool(m.make_candidate_index(Y), idx), top_k=7)
+    a = m.predict_topk(Xq, candidates=CandidateSets.from_pool(Y, idx), k=7)
+    b = m.predict_topk(Xq, candidates=CandidateSets([Y[i] for i in idx]), k=7)
+    c = m.predict_topk(Xq, candidates=CandidateSets.from_pool(m.make_candidate_index(Y), idx), k=7)
     assert np.array_equal(a.indices, b.indices) and np.array_equal(a.indices, c.indices)
     # small memory budget: many query batches, same answer
     m2 = m.set_params(max_memory_mb=0.001)
-    d = m2.predict(Xq, candidates=CandidateSets.from_pool(Y, idx), top_k=7)
+    d = m2.predict_topk(Xq, candidates=CandidateSets.from_pool(Y, idx), k=7)
     assert np.array_equal(a.indices, d.indices)
 
 
@@ -69,7 +69,7 @@ def test_ranking_metrics():
 
 def test_shared_candidate_sets_use_one_product_per_set_and_match(fitted):
     """Queries whose sets repeat (same molecular formula) are decoded per distinct set."""
-    from sprokr.decoders.base import _shared_sets
+    from sprokr.decoders import shared_sets
 
     m, Xq, Y = fitted
     r = np.random.default_rng(3)
@@ -79,10 +79,10 @@ def test_shared_candidate_sets_use_one_product_per_set_and_match(fitted):
     sets = CandidateSets.from_pool(Y, idx)
     flat = sets.indices
     ends = np.cumsum(sets.sizes)
-    assert _shared_sets(flat, ends - sets.sizes, ends) is not None  # the shared path is taken
-    res = m.predict(Xq, candidates=sets, top_k=4)
+    assert shared_sets(flat, ends - sets.sizes, ends) is not None  # the shared path is taken
+    res = m.predict_topk(Xq, candidates=sets, k=4)
     for q in range(len(Xq)):
-        ref = m.predict(Xq[q:q + 1], candidates=Y[idx[q]], top_k=4)
+        ref = m.predict_topk(Xq[q:q + 1], candidates=Y[idx[q]], k=4)
         kk = min(4, idx[q].size)
         np.testing.assert_array_equal(res.indices[q, :kk], ref.indices[0, :kk])
         np.testing.assert_allclose(res.scores[q, :kk], ref.scores[0, :kk])

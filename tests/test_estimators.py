@@ -13,7 +13,7 @@ KY = {"gamma": 0.5}
 
 
 def scores(model, X, cands=None):
-    return model.predict(X, candidates=cands, top_k=5)
+    return model.predict_topk(X, candidates=cands, k=5)
 
 
 def test_identity_sketches_equal_iokr(multilabel_data):
@@ -80,8 +80,8 @@ def test_candidates_index_and_top_k(multilabel_data):
     m = SIOKR(lam=1e-3, m_x=50, input_kernel_params=KX, output_kernel_params=KY, random_state=0).fit(Xtr, Ytr)
     cands = np.unique(np.vstack([Ytr, 1 - Ytr[:20]]), axis=0)
     index = m.make_candidate_index(cands)
-    direct = m.predict(Xte, candidates=cands, top_k=4)
-    via_index = m.predict(Xte, candidates=index, top_k=4)
+    direct = m.predict_topk(Xte, candidates=cands, k=4)
+    via_index = m.predict_topk(Xte, candidates=index, k=4)
     np.testing.assert_array_equal(direct.indices, via_index.indices)
     # brute force: full score matrix
     E, off = m.embed_candidates(cands)
@@ -90,7 +90,7 @@ def test_candidates_index_and_top_k(multilabel_data):
     np.testing.assert_allclose(direct.scores, -np.sort(-S, axis=1)[:, :4], rtol=1e-10)
     # a tiny memory budget forces candidate chunking: same answer
     m.set_params(max_memory_mb=1e-4)
-    np.testing.assert_array_equal(m.predict(Xte, candidates=index, top_k=4).indices, direct.indices)
+    np.testing.assert_array_equal(m.predict_topk(Xte, candidates=index, k=4).indices, direct.indices)
     np.testing.assert_array_equal(m.predict(Xte, candidates=cands), cands[direct.indices[:, 0]])
     other = clone(m).fit(Xtr, Ytr)
     with pytest.raises(ValueError, match="another model"):
@@ -165,8 +165,8 @@ def test_predict_errors(multilabel_data):
     m = IOKR(input_kernel_params=KX).fit(Xtr, Ytr)
     with pytest.raises(ValueError, match="empty"):
         m.predict(Xte, candidates=np.zeros((0, Ytr.shape[1])))
-    with pytest.raises(ValueError, match="top_k"):
-        m.predict(Xte, top_k=0)
+    with pytest.raises(ValueError, match="k must be a positive integer"):
+        m.predict_topk(Xte, k=0)
     with pytest.raises(ValueError, match="NaN"):
         m.predict(np.full_like(Xte, np.nan))
 
@@ -181,14 +181,17 @@ def test_repeated_outputs_are_collapsed_exactly(multilabel_data):
     sk = ISOKR(lam=1e-3, output_sketch="subsample", m_y=n, input_kernel_params=KX,
                output_kernel_params=KY, random_state=0).fit(Xtr, Yrep)
     n_distinct = len(np.unique(Yrep, axis=0))
-    assert sk.output_features_.R.n == n_distinct < n  # the collapsed sketch acts on distinct outputs
+    # equal support outputs share one kernel column: one column per distinct output
+    assert sk.output_features_.R.indices.size == n_distinct < n
     np.testing.assert_allclose(scores(sk, Xte).scores, scores(exact, Xte).scores, rtol=1e-5, atol=1e-7)
     # a p-sparsified output sketch: collapsed features span the same space as the plain ones
     kw = dict(lam=1e-3, input_sketch="subsample", m_x=60, output_sketch="psg", m_y=15,
               output_sketch_params={"p": 0.2}, input_kernel_params=KX, output_kernel_params=KY, random_state=3)
     a = SISOKR(**kw).fit(Xtr, Yrep)
-    plain = SketchedFeatures(a.output_kernel_, a.output_sketch_matrix_, Yrep.astype(float), np.float64, 1e-10)
-    plain.fit_basis(None)
+    R = a.output_sketch_matrix_
+    plain = SketchedFeatures(a.output_kernel_, R, Yrep[R.indices].astype(float), np.float64, 1e-10)
+    plain.fit_basis()
+    assert a.output_features_.R.indices.size < R.indices.size  # merged support columns
     C = np.unique(Ytr, axis=0).astype(float)
     Pa, Pp = a.output_features_.transform(C), plain.transform(C)
     np.testing.assert_allclose(Pa @ Pa.T, Pp @ Pp.T, atol=1e-8)
@@ -236,15 +239,16 @@ def test_folded_index_scores_equal_plain_scores(multilabel_data, make):
     index = model.default_index_
     Xp = model.prepare_inputs(np.vstack([Xte] * 4))  # more queries than candidates: folding pays
     plain = index.search(model.predict_coordinates(Xp, prepared=True), 3)
-    assert getattr(index, "_folded", None) is None
-    folded = model.search_index(Xp, index, 3)
-    assert getattr(index, "_folded", None) is not None  # cached for the next batches
+    assert not index.cache
+    H, folded_index = model.search_pair(Xp, index)
+    folded = folded_index.search(H, 3)
+    assert folded_index is not index and index.cache  # cached for the next batches
     np.testing.assert_allclose(folded.scores, plain.scores, rtol=1e-6, atol=1e-9)
     np.testing.assert_array_equal(folded.indices[:, 0], plain.indices[:, 0])
+    np.testing.assert_array_equal(model.predict_topk(np.vstack([Xte] * 4), k=3).indices, folded.indices)
     # a single query does not pay for the fold: a fresh index is searched directly
     fresh = model.make_candidate_index(Y[:40])
-    model.search_index(Xp[:1], fresh, 1)
-    assert getattr(fresh, "_folded", None) is None
+    assert model.search_pair(Xp[:1], fresh)[1] is fresh and not fresh.cache
 
 
 def test_sketched_outputs_are_not_folded(multilabel_data):
@@ -252,4 +256,4 @@ def test_sketched_outputs_are_not_folded(multilabel_data):
     model = SISOKR(lam=1e-3, input_sketch="subsample", m_x=60, output_sketch="psg", m_y=30,
                    random_state=0).fit(X, Y)
     model.predict(Xte)
-    assert getattr(model.default_index_, "_folded", None) is None
+    assert not model.default_index_.cache

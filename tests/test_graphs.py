@@ -82,5 +82,5 @@ def test_wl_output_kernel_by_name_in_fit(graphs):
     assert get_registry().get("output_kernel", "wl").plugin == "graphs"
     m = SISOKR(input_kernel="smiles_spectrum", output_kernel="wl", lam=1e-4, output_sketch="psg",
                m_y=80, output_sketch_params={"p": 0.05}, random_state=0).fit(smiles[:250], G[:250])
-    idx = m.predict(smiles[:30], candidates=G, top_k=1).indices[:, 0]
+    idx = m.predict_topk(smiles[:30], candidates=G, k=1).indices[:, 0]
     assert np.mean(idx == np.arange(30)) > 0.5

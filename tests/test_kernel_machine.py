@@ -259,7 +259,7 @@ def test_float32_sketched_closed_form_on_a_nearly_flat_kernel(rng):
               random_state=0)
     p64 = SketchedKernelMachine(**kw).fit(X, Y).predict(X)
     m32 = SketchedKernelMachine(**kw, dtype="float32").fit(X, Y)
-    assert m32.coef_.dtype == np.float32
+    assert m32.coef_.dtype == np.float64  # one policy: float32 blocks, float64 coefficients
     err = np.sqrt(np.mean((m32.predict(X) - p64) ** 2)) / np.std(Y)
     assert err < 0.05
 

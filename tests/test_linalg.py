@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from sprokr.numerics import ShiftedCrossProducts, psd_eigh, psd_solve
+from sprokr.numerics import ShiftedCrossProducts, column_shift, psd_eigh, psd_solve
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
@@ -11,7 +11,8 @@ def test_shifted_cross_products_are_exact_identities(dtype):
     # a nearly flat block with a row scale factor, like a wide-bandwidth Gaussian kernel
     A = (1.2 + 0.05 * rng.random((700, 40))) * (1 + 0.1 * rng.random((700, 1)))
     T = 0.9 + 1e-3 * rng.standard_normal((700, 7))
-    acc = ShiftedCrossProducts(40, 7, dtype)
+    c = column_shift(A[:50].astype(dtype), dtype)  # a shift fixed before the pass
+    acc = ShiftedCrossProducts(40, 7, dtype, c, T[:50].mean(axis=0))
     for sl in (slice(0, 300), slice(300, 650), slice(650, 700)):
         acc.add(sl, A[sl].astype(dtype), T[sl], overwrite=False)
     AtA, AtT = acc.result()
@@ -25,7 +26,7 @@ def test_shifted_cross_products_are_exact_identities(dtype):
         naive = np.abs((A32.T @ A32).astype(np.float64) - G.T @ G).max()
         assert err < naive / 100
         assert np.abs(AtT - G.T @ T).max() <= 1e-6 * np.abs(G.T @ T).max()
-    ident = ShiftedCrossProducts(40, 700, dtype)
+    ident = ShiftedCrossProducts(40, 700, dtype, c, identity_targets=True)
     ident.add(slice(0, 700), A.astype(dtype))
     np.testing.assert_allclose(ident.result()[1], G.T, rtol=1e-6)
 
@@ -69,7 +70,7 @@ def test_lower_triangle_solvers_ignore_the_upper_triangle():
 def test_lower_only_cross_products_match_full(dtype):
     rng = np.random.default_rng(3)
     A = 1 + 0.1 * rng.random((300, 25))
-    acc = ShiftedCrossProducts(25, 2, dtype)
+    acc = ShiftedCrossProducts(25, 2, dtype, column_shift(A[:10].astype(dtype), dtype))
     acc.add(slice(0, 300), A.astype(dtype), rng.random((300, 2)))
     full, _ = acc.result()
     lower, _ = acc.result(lower_only=True)
@@ -127,3 +128,39 @@ def _child_sum_of_squares():
 
     for_row_blocks(work, a.shape[0])
     return float(a.sum())
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_cross_products_merge_in_any_order(dtype):
+    """Partial sums of disjoint chunks merge to the one-pass result, whatever the order."""
+    rng = np.random.default_rng(7)
+    A = (1.0 + 0.05 * rng.random((900, 30))).astype(dtype)
+    T = rng.standard_normal((900, 4))
+    c, d = column_shift(A[:64], dtype), T[:64].mean(axis=0)
+    whole = ShiftedCrossProducts(30, 4, dtype, c, d).add(slice(0, 900), A, T)
+    bounds = [0, 100, 350, 351, 700, 900]
+    parts = [ShiftedCrossProducts(30, 4, dtype, c, d).add(slice(a, b), A[a:b], T[a:b])
+             for a, b in zip(bounds[:-1], bounds[1:])]
+    results = []
+    for order in ([0, 1, 2, 3, 4], [4, 2, 0, 3, 1]):
+        acc = ShiftedCrossProducts(30, 4, dtype, c, d)
+        for i in order:
+            acc.merge(parts[i])
+        results.append(acc.result())
+        G1, B1 = results[-1]
+        G0, B0 = whole.result()
+        # other chunks round differently in float32; the sums themselves are float64
+        tol = 1e-12 if dtype == np.float64 else 1e-8
+        np.testing.assert_allclose(G1, G0, rtol=tol)
+        np.testing.assert_allclose(B1, B0, rtol=tol, atol=tol * np.abs(B0).max())
+    # the same partial results merged in another order: equal to float64 rounding
+    np.testing.assert_allclose(results[0][0], results[1][0], rtol=1e-14)
+    np.testing.assert_allclose(results[0][1], results[1][1], rtol=1e-13, atol=1e-13 * np.abs(B0).max())
+    # a fixed order is bit-identical run after run
+    again = ShiftedCrossProducts(30, 4, dtype, c, d)
+    for i in [4, 2, 0, 3, 1]:
+        again.merge(ShiftedCrossProducts(30, 4, dtype, c, d).add(
+            slice(bounds[i], bounds[i + 1]), A[bounds[i]:bounds[i + 1]], T[bounds[i]:bounds[i + 1]]))
+    np.testing.assert_array_equal(again.result()[0], acc.result()[0])
+    with pytest.raises(ValueError, match="different shifts"):
+        acc.merge(ShiftedCrossProducts(30, 4, dtype, c + 1, d))

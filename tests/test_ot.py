@@ -53,7 +53,7 @@ def test_fgw_decoder_by_name_returns_graphs_and_smiles(data):
     assert np.mean([nx.is_isomorphic(p, t, **match) for p, t in zip(pred, G[:8])]) >= 0.5
     assert sum(g.graph["smiles"] is not None for g in pred) >= 4
     with pytest.raises(ValueError, match="top_k"):
-        m.predict(smiles[:2], top_k=2)
+        m.predict_topk(smiles[:2], k=2)
 
 
 def test_fgw_decoder_with_sketched_output(data):
@@ -61,13 +61,15 @@ def test_fgw_decoder_with_sketched_output(data):
     m = SISOKR(input_kernel="smiles_spectrum", output_kernel="wl", lam=1e-4, output_sketch="psg",
                m_y=60, output_sketch_params={"p": 0.05}, random_state=0).fit(smiles[:200], G[:200])
     dec = FGWBarycenterDecoder(n_neighbors=3)
-    idx, W, pool = dec.neighbor_weights(m, smiles[200:205])
+    H, index = m.predict_coordinates(smiles[200:205]), m.default_index_
+    idx, W = dec.neighbor_weights(H, index)
     assert np.allclose(W.sum(axis=1), 1) and (W >= 0).all()
     # alpha(x) is exact for sketched outputs too (predict_weights); only an explicit
     # candidate set has no training weights
-    idx_a, W_a, _ = FGWBarycenterDecoder(weights="alpha", n_neighbors=3).neighbor_weights(m, smiles[200:205])
+    alpha = m.predict_weights(smiles[200:205])
+    idx_a, W_a = FGWBarycenterDecoder(weights="alpha", n_neighbors=3).neighbor_weights(H, index, alpha)
     assert np.allclose(W_a.sum(axis=1), 1) and (W_a >= 0).all()
     with pytest.raises(ValueError, match="default candidates"):
-        FGWBarycenterDecoder(weights="alpha").neighbor_weights(m, smiles[:2], candidates=G[:50])
-    out = dec.decode(m, smiles[200:203])
+        FGWBarycenterDecoder(weights="alpha").neighbor_weights(H, m.make_candidate_index(G[:50]))
+    out = dec.decode(H[:3], index)
     assert len(out) == 3

@@ -1,8 +1,13 @@
-"""Decoders: candidate-set decoding (chunked argmax / top-k) and the Decoder protocol."""
-from .base import CandidateDecoder, CandidateSets, Decoder, check_top_k
-from .candidates import CandidateIndex, Decoded, grouped_topk_search, topk_search
+"""Decoders: they turn query coordinates and a candidate index into outputs.
+
+:class:`CandidateIndex` (a candidate set embedded in a model's output basis),
+:class:`CandidateSets` (one candidate set per query), the :class:`Decoder` protocol and the
+built-in ``"candidates"`` decoder (chunked argmax / top-k within a memory budget).
+"""
+from .base import CandidateDecoder, CandidateSets, Decoder, check_top_k, shared_sets
+from .candidates import CandidateIndex, Decoded
 
 BUILTIN_DECODERS = {CandidateDecoder.name: CandidateDecoder}
 
-__all__ = ["Decoder", "CandidateDecoder", "CandidateSets", "CandidateIndex", "Decoded", "topk_search",
-           "grouped_topk_search", "check_top_k", "BUILTIN_DECODERS"]
+__all__ = ["Decoder", "CandidateDecoder", "CandidateSets", "CandidateIndex", "Decoded", "check_top_k",
+           "shared_sets", "BUILTIN_DECODERS"]

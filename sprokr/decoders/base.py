@@ -1,4 +1,12 @@
-"""The ``Decoder`` protocol and the built-in candidate-set decoder."""
+"""The ``Decoder`` protocol, the built-in candidate-set decoder and per-query candidate sets.
+
+A decoder works on coordinates and an index, never on the model: the model computes the
+coordinates ``H`` (n_q, d) of a batch of queries in its output basis and resolves the
+candidates into a :class:`~sprokr.decoders.CandidateIndex` in the same basis, then calls
+``decoder.decode(H, index, top_k)``.  Decoders that build outputs from the training
+examples (FGW barycenters) declare ``needs_weights = True`` and receive the weights
+``alpha(x)`` over the distinct training outputs as well.
+"""
 from __future__ import annotations
 
 import numbers
@@ -7,11 +15,11 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator
 
-from ..utils import iter_chunks, num_samples, take, take_slice
-from ..numerics import DEFAULT_MAX_MEMORY_MB, Decoded, grouped_topk_search, topk_rows
+from ..numerics import DEFAULT_MAX_MEMORY_MB, Decoded, grouped_topk_search, select_topk
+from ..utils import check_positive, num_samples, take
 from .candidates import CandidateIndex
 
-__all__ = ["Decoder", "CandidateDecoder", "CandidateSets", "check_top_k"]
+__all__ = ["Decoder", "CandidateDecoder", "CandidateSets", "check_top_k", "shared_sets"]
 
 
 class CandidateSets:
@@ -21,17 +29,17 @@ class CandidateSets:
 
     * ``CandidateSets([set_0, set_1, ...])``: one collection of raw candidates per query
       (lists of SMILES, lists of graphs, arrays, ...); the sets are concatenated into one
-      pool, embedded in ONE ``embed_candidates`` call;
+      pool, embedded in ONE call;
     * ``CandidateSets.from_pool(pool, [idx_0, idx_1, ...])``: each set is given by indices
       into a shared ``pool`` (a raw collection, or a :class:`CandidateIndex` of the same
       fitted model), so a candidate shared by many queries is embedded once.  Use it when
       the sets overlap (e.g. every molecule with the query's molecular formula).
 
-    Decoding scores each query only against its own set, in query batches with one
-    vectorised pass per batch (:func:`sprokr.decoders.grouped_topk_search`): no Python
-    loop over (query, candidate) pairs.  ``predict`` returns the best candidate of each
-    set (a list); with ``top_k`` a :data:`Decoded` whose indices are positions *within
-    each query's own set* (``-1``, score ``-inf`` where a set has fewer than k members).
+    Decoding scores each query only against its own set, with one vectorised pass per
+    query batch (:func:`sprokr.numerics.grouped_topk_search`): no Python loop over
+    (query, candidate) pairs.  ``predict`` returns the best candidate of each set (a
+    list); ``predict_topk`` a :data:`Decoded` whose indices are positions *within each
+    query's own set* (``-1``, score ``-inf`` where a set has fewer than k members).
     """
 
     def __init__(self, sets):
@@ -52,13 +60,16 @@ class CandidateSets:
     def from_pool(cls, pool, indices):
         """Sets as index arrays into a shared ``pool`` of candidates (or a CandidateIndex)."""
         n_pool = len(pool) if isinstance(pool, CandidateIndex) else num_samples(pool, "pool")
-        idx = [np.asarray(i, dtype=np.intp).ravel() for i in indices]
+        idx = [np.asarray(i).ravel() for i in indices]
         if not idx:
             raise ValueError("CandidateSets needs at least one candidate set")
         for q, i in enumerate(idx):
             if i.size == 0:
                 raise ValueError(f"the candidate set of query {q} is empty; every query needs "
                                  f"at least one candidate")
+            if i.dtype.kind not in "iu":
+                raise TypeError(f"the candidate set of query {q} must hold integer indices into the "
+                                f"pool, got dtype {i.dtype}")
             if i.min() < 0 or i.max() >= n_pool:
                 raise ValueError(f"the candidate set of query {q} has indices outside the pool "
                                  f"of {n_pool} candidates")
@@ -66,7 +77,7 @@ class CandidateSets:
         self._sets = None
         self.sizes = np.asarray([i.size for i in idx], dtype=np.intp)
         self.pool = pool
-        self.indices = np.concatenate(idx)
+        self.indices = np.concatenate(idx).astype(np.intp)
         return self
 
     def __len__(self):
@@ -81,8 +92,9 @@ class CandidateSets:
         pool = self.pool.candidates if isinstance(self.pool, CandidateIndex) else self.pool
         return take(pool, sel)
 
-    def _flat_pool(self):
-        """(pool collection or CandidateIndex, flat pool index of every (query, candidate) pair)."""
+    def flat_pool(self):
+        """``(pool, flat)``: the pool (raw collection or CandidateIndex) and the pool index of
+        every (query, candidate) pair, queries in order."""
         if self.pool is not None:
             return self.pool, self.indices
         first = self._sets[0]
@@ -95,36 +107,53 @@ class CandidateSets:
         return pool, np.arange(int(self.sizes.sum()), dtype=np.intp)
 
 
-def check_top_k(top_k):
+def check_top_k(top_k, name="top_k"):
+    """``None`` or a positive int (clear error otherwise)."""
     if top_k is None:
         return None
     if not isinstance(top_k, (numbers.Integral, np.integer)) or isinstance(top_k, bool) or top_k < 1:
-        raise ValueError(f"top_k must be a positive integer or None, got {top_k!r}")
+        raise ValueError(f"{name} must be a positive integer, got {top_k!r}")
     return int(top_k)
 
 
 class Decoder(BaseEstimator):
-    """Turns a fitted model's prediction for ``X`` into outputs.
+    """Turns query coordinates and a candidate index into outputs.
 
-    ``decode(model, X, candidates=None, top_k=None)`` is called by ``model.predict``.
-    Decoders registered through the ``sprokr_decoders`` hook subclass this.
+    Decoders registered through the ``sprokr_decoders`` hook subclass this.  A model
+    calls, per batch of queries,
 
-    The model interface a decoder may rely on (SISOKR and DSOKR provide it):
-    ``prepare_inputs(X)``, ``predict_coordinates(Xp, prepared=True)`` -> (n_q, d),
-    ``make_candidate_index(candidates)``, ``default_index_``, ``_index_token``, and
-    optionally ``search_index(Xp, index, k, max_memory_mb)`` -> ``Decoded`` (top-k of a
-    :class:`CandidateIndex` for prepared queries; defaults to ``index.search`` on the
-    predicted coordinates).
+    ``decode(H, index, top_k=None, weights=None)``
+        ``H`` (n_q, d): the coordinates of the predictions in the model's output basis;
+        ``index``: a :class:`CandidateIndex` in the same basis (``index.candidates`` holds
+        the raw candidates, ``index.kernel`` the output kernel); ``top_k``: None to return
+        the decoded outputs (a collection of n_q outputs), or an int to return a
+        :data:`Decoded` ``(indices, scores)`` of shape (n_q, top_k) into the index;
+        ``weights`` (n_q, n_distinct_training_outputs): ``alpha(x)`` over the model's
+        distinct training outputs, given only to decoders with ``needs_weights = True``
+        when the candidates are the training outputs (models that can compute them).
+    ``decode_sets(H, index, sizes, flat, top_k=None)`` (optional)
+        per-query candidate sets: query ``q`` is scored against the index rows
+        ``flat[starts[q]:starts[q] + sizes[q]]``.
+
+    ``max_memory_mb`` (budget of one score block) is the decoder's own parameter; a model's
+    ``max_memory_mb``, when set, is handed to the decoder at fit time.
     """
 
     name = None
+    #: whether ``decode`` wants the weights ``alpha(x)`` over the training outputs
+    needs_weights = False
+    #: queries decoded per batch by the models
+    query_batch_size = 4096
 
-    def decode(self, model, X, candidates=None, top_k=None):  # pragma: no cover - abstract
+    def decode(self, H, index, top_k=None, weights=None):  # pragma: no cover - abstract
         raise NotImplementedError
+
+    def decode_sets(self, H, index, sizes, flat, top_k=None):
+        raise ValueError(f"the {type(self).__name__} decoder does not take per-query candidate sets")
 
 
 class CandidateDecoder(Decoder):
-    """``argmax_c <h(x), psi(c)> - k(c,c)/2`` over a candidate set, chunked over queries.
+    """``argmax_c <h(x), psi(c)> - k(c,c)/2`` over a candidate set (or its top-k).
 
     Parameters
     ----------
@@ -140,118 +169,50 @@ class CandidateDecoder(Decoder):
         self.query_chunk = query_chunk
         self.max_memory_mb = max_memory_mb
 
-    def resolve_index(self, model, candidates):
-        """A :class:`CandidateIndex` from None (training outputs), an index or a collection."""
-        if candidates is None:
-            return model.default_index_
-        if isinstance(candidates, CandidateIndex):
-            if candidates.owner is not model._index_token:
-                raise ValueError(
-                    "this CandidateIndex was built by another model (or before the last fit); "
-                    "rebuild it with model.make_candidate_index(candidates)"
-                )
-            return candidates
-        return model.make_candidate_index(candidates)
+    @property
+    def query_batch_size(self):
+        return self.query_chunk
 
-    def decode(self, model, X, candidates=None, top_k=None):
-        k = check_top_k(top_k)
-        if isinstance(candidates, CandidateSets):
-            return self.decode_sets(model, X, candidates, k)
-        index = self.resolve_index(model, candidates)
-        Xp = model.prepare_inputs(X)
-        n_q = num_samples(Xp, "X")
-        budget = getattr(model, "max_memory_mb", None) or self.max_memory_mb
-        idx = np.empty((n_q, k or 1), dtype=np.intp)
-        scores = np.empty((n_q, k or 1))
-        for sl in iter_chunks(n_q, self.query_chunk):
-            search = getattr(model, "search_index", None)
-            if search is not None:  # the model may score some indexes more cheaply
-                res = search(take_slice(Xp, sl), index, k or 1, budget)
-            else:
-                res = index.search(model.predict_coordinates(take_slice(Xp, sl), prepared=True), k or 1, budget)
-            kk = res.indices.shape[1]
-            idx[sl, :kk], scores[sl, :kk] = res.indices, res.scores
-        kk = min(k or 1, len(index))
-        idx, scores = idx[:, :kk], scores[:, :kk]
-        if k is None:
-            return index.take(idx[:, 0])
-        return Decoded(idx, scores)
+    def validate(self):
+        """Check the parameters (clear errors); called by the models at fit time."""
+        check_top_k(self.query_chunk, "query_chunk")
+        check_positive(self.max_memory_mb, "max_memory_mb")
+        return self
 
-    def decode_sets(self, model, X, sets, k=None):
-        """Decode query ``q`` over its own candidate set ``sets`` (a :class:`CandidateSets`)."""
-        Xp = model.prepare_inputs(X)
-        n_q = num_samples(Xp, "X")
-        if n_q != len(sets):
-            raise ValueError(f"{n_q} queries but {len(sets)} candidate sets; give one set per query")
-        pool, flat = sets._flat_pool()
-        # embed every distinct pool candidate once, in one call
-        if isinstance(pool, CandidateIndex):
-            if pool.owner is not model._index_token:
-                raise ValueError("the pool CandidateIndex was built by another model (or before the "
-                                 "last fit); rebuild it with model.make_candidate_index(pool)")
-            E, offsets, raw = pool.embeddings, pool.offsets, pool.candidates
-        else:
-            E, offsets = model.embed_candidates(pool)
-            raw = pool
-        budget = getattr(model, "max_memory_mb", None) or self.max_memory_mb
-        kk = k or 1
-        sizes = sets.sizes
+    def decode(self, H, index, top_k=None, weights=None):
+        res = index.search(H, top_k or 1, self.max_memory_mb)
+        if top_k is None:
+            return index.take(res.indices[:, 0])
+        return res
+
+    def decode_sets(self, H, index, sizes, flat, top_k=None):
+        """Decode query ``q`` over its own rows ``flat[...]`` of ``index``."""
+        kk = top_k or 1
+        n_q = H.shape[0]
         ends = np.cumsum(sizes)
         starts = ends - sizes
-        idx = np.full((n_q, kk), -1, dtype=np.intp)
-        scores = np.full((n_q, kk), -np.inf)
-        groups = _shared_sets(flat, starts, ends)
-        if groups is not None:
-            self._decode_shared_sets(model, Xp, E, offsets, flat, starts, ends, groups, kk, idx, scores)
-        else:
-            self._decode_pairs(model, Xp, E, offsets, flat, starts, ends, sizes, kk, budget, idx, scores)
-        if k is not None:
-            return Decoded(idx, scores)
-        best = flat[starts + idx[:, 0]]
-        return take(raw, best)
-
-    def _decode_shared_sets(self, model, Xp, E, offsets, flat, starts, ends, groups, kk, idx, scores):
-        """Queries sharing one candidate set: one GEMM per (query batch, distinct set).
-
-        Sets often repeat (every molecule with the query's formula): scoring a set against
-        all its queries at once is a matrix product instead of one gathered row per pair.
-        """
-        n_q = num_samples(Xp)
-        for sl in iter_chunks(n_q, self.query_chunk):
-            H = model.predict_coordinates(take_slice(Xp, sl), prepared=True)
+        E = index.gather_embeddings()
+        offsets = index.offsets
+        groups = shared_sets(flat, starts, ends)
+        if groups is not None:  # sets repeat: one product per distinct set
+            idx = np.full((n_q, kk), -1, dtype=np.int64)
+            scores = np.full((n_q, kk), -np.inf)
             for members in groups:
-                qs = members[(members >= sl.start) & (members < sl.stop)]
-                if qs.size == 0:
-                    continue
-                rows = flat[starts[qs[0]]:ends[qs[0]]]
-                S = H[qs - sl.start] @ E[rows].T
+                rows = flat[starts[members[0]]:ends[members[0]]]
+                S = H[members] @ E[rows].T
                 if offsets is not None:
                     S += offsets[rows]
-                loc = topk_rows(S, kk)
-                s_loc = np.take_along_axis(S, loc, axis=1)
-                order = np.argsort(-s_loc, axis=1, kind="stable")
-                kq = loc.shape[1]
-                idx[qs, :kq] = np.take_along_axis(loc, order, axis=1)
-                scores[qs, :kq] = np.take_along_axis(s_loc, order, axis=1)
-
-    def _decode_pairs(self, model, Xp, E, offsets, flat, starts, ends, sizes, kk, budget, idx, scores):
-        """Distinct sets: gather each (query, candidate) row and score in one vectorised pass."""
-        n_q = num_samples(Xp)
-        # query batches whose gathered (pairs x d) block fits the memory budget
-        pairs_budget = max(1, int(budget * 2**20 // (8 * max(E.shape[1], 1))))
-        q0 = 0
-        while q0 < n_q:
-            q1 = int(np.searchsorted(ends, starts[q0] + pairs_budget, side="right"))
-            q1 = min(max(q1, q0 + 1), n_q, q0 + self.query_chunk)
-            rows = flat[starts[q0]:ends[q1 - 1]]
-            H = model.predict_coordinates(take_slice(Xp, slice(q0, q1)), prepared=True)
-            res = grouped_topk_search(H, E[rows], sizes[q0:q1], kk,
-                                      None if offsets is None else offsets[rows])
-            idx[q0:q1], scores[q0:q1] = res.indices, res.scores
-            q0 = q1
+                i, s = select_topk(S, kk)
+                idx[members, :i.shape[1]], scores[members, :i.shape[1]] = i, s
+        else:
+            res = grouped_topk_search(H, E[flat], sizes, kk, None if offsets is None else offsets[flat])
+            idx, scores = res.indices, res.scores
+        if top_k is not None:
+            return Decoded(idx, scores)
+        return index.take(flat[starts + idx[:, 0]])
 
 
-def _shared_sets(flat, starts, ends, max_ratio=0.25):
+def shared_sets(flat, starts, ends, max_ratio=0.25):
     """Group queries by identical candidate set; None when sets rarely repeat.
 
     Returns a list of query-index arrays (one per distinct set) if there are at most

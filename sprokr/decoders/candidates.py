@@ -1,21 +1,21 @@
-"""Decoding over a candidate set: ``argmax_c  <h(x), psi(c)> - k(c, c)/2``.
+"""A candidate set embedded in a fitted model's output basis: the input of every decoder.
 
 Every model of the IOKR family predicts, for a query ``x``, coordinates ``H(x)`` of
 ``h(x)`` in some output basis, and embeds any candidate output ``c`` in the same basis as
 ``E(c)`` (the sketched feature map ``psi~(c)``, or the kernel column ``k_Y(Y_train, c)``
-when the output is not sketched).  Scores are then one GEMM ``H E^T``:
-
-* :class:`CandidateIndex` stores ``E`` for a candidate set once, so that every later query
-  batch costs a matrix product and a top-k;
-* the search is chunked over candidates so that the score block stays within a memory
-  budget, keeping a running top-k.
+when the output is not sketched).  Scores are then one GEMM ``H E^T`` plus the offsets
+``-k(c, c)/2``: :class:`CandidateIndex` stores ``E`` (here, or partitioned across an
+executor's workers) once, so that every later query batch costs a product and a top-k.
 """
 from __future__ import annotations
 
-from ..numerics import DEFAULT_MAX_MEMORY_MB, Decoded, grouped_topk_search, topk_search
-from ..utils import num_samples, take
+import numpy as np
 
-__all__ = ["CandidateIndex", "Decoded", "topk_search", "grouped_topk_search"]
+from ..numerics import DEFAULT_MAX_MEMORY_MB, Decoded, TopKTask, score_block_size, topk_search
+from ..utils import iter_chunks, num_samples, take
+
+__all__ = ["CandidateIndex", "Decoded"]
+
 
 class CandidateIndex:
     """A candidate set embedded once in a fitted model's output basis.
@@ -24,39 +24,109 @@ class CandidateIndex:
     ``model.predict(X, candidates=index)``.  Embedding is the only step that evaluates the
     output kernel; each later query batch costs ``O(n_queries n_candidates d)`` flops.
 
-    Attributes
-    ----------
+    Parameters / attributes
+    -----------------------
     candidates : collection
-        The raw candidates, as given (returned by ``predict``).
-    embeddings : ndarray of shape (n_candidates, d)
+        The raw candidates, as given (what ``predict`` returns).
+    embeddings : ndarray of shape (n_candidates, d) or None
+        ``E``; None when the embeddings are held by an executor (``partitions``).
     offsets : ndarray of shape (n_candidates,) or None
         ``-k(c, c)/2`` when the output kernel is not normalised.
-    owner : object
-        Identity token of the fitted output basis the index belongs to.
+    owner : str or None
+        Token of the fitted model whose output basis the embeddings are in
+        (``model.index_token_``); a model refuses an index with another token.
+    kernel : Kernel or None
+        The output kernel that embedded the candidates (decoders that build outputs from
+        candidates use it, e.g. FGW barycenter weights).
+    partitions : RowPartitions or None
+        Row partitions of ``E`` held by an executor (a distributed index); when
+        ``offsets`` is not None their last column holds the offsets, so that a search is
+        one product ``[H, 1] [E, offsets]^T`` where the partitions live.
+    dim : int, optional
+        ``d``, needed with ``partitions`` only.
+    cache : dict
+        Derived forms of the index computed by models (e.g. an index folded with a
+        model's coefficients), keyed by the model's token.
     """
 
-    def __init__(self, candidates, embeddings, offsets=None, owner=None):
+    def __init__(self, candidates, embeddings, offsets=None, owner=None, kernel=None, partitions=None,
+                 dim=None):
         n = num_samples(candidates, "candidates")
         if n == 0:
             raise ValueError("the candidate set is empty; expected at least one candidate")
-        if embeddings.shape[0] != n:
-            raise ValueError("one embedding row is needed per candidate")
+        if embeddings is None and partitions is None:
+            raise ValueError("a CandidateIndex needs embeddings or partitions")
+        rows = embeddings.shape[0] if embeddings is not None else partitions.n
+        if rows != n:
+            raise ValueError(f"one embedding row is needed per candidate: {rows} rows for {n} candidates")
+        if offsets is not None and np.shape(offsets) != (n,):
+            raise ValueError(f"offsets must have shape ({n},), got {np.shape(offsets)}")
         self.candidates = candidates
         self.embeddings = embeddings
         self.offsets = offsets
         self.owner = owner
+        self.kernel = kernel
+        self.partitions = partitions
+        self._dim = embeddings.shape[1] if embeddings is not None else int(dim)
+        self.cache = {}
 
     def __len__(self):
-        return self.embeddings.shape[0]
+        return self.embeddings.shape[0] if self.embeddings is not None else self.partitions.n
+
+    @property
+    def dim(self):
+        """Dimension ``d`` of the embeddings."""
+        return self._dim
+
+    def __getstate__(self):  # derived forms are recomputed, never shipped or saved
+        state = dict(self.__dict__)
+        state["cache"] = {}
+        return state
+
+    def _check_queries(self, H):
+        H = np.asarray(H)
+        if H.ndim != 2 or H.shape[1] != self.dim:
+            raise ValueError(
+                f"query coordinates of shape {H.shape} do not match the index's dimension "
+                f"{self.dim}; was the index built by this model?"
+            )
+        return H
 
     def search(self, H, k=1, max_memory_mb=DEFAULT_MAX_MEMORY_MB):
-        """Top-k candidates for query coordinates ``H`` (n_queries, d): a :data:`Decoded`."""
-        if H.shape[1] != self.embeddings.shape[1]:
-            raise ValueError(
-                f"query coordinates have dimension {H.shape[1]} but the index has "
-                f"{self.embeddings.shape[1]}; was the index built by this model?"
-            )
-        return topk_search(H, self.embeddings, k, self.offsets, max_memory_mb)
+        """Top-k candidates for query coordinates ``H`` (n_queries, d): a :data:`Decoded`.
+
+        Ties are broken by the smaller candidate index; a distributed index is searched
+        where its partitions live and the partial top-k lists are merged exactly.
+        """
+        H = self._check_queries(H)
+        k = min(int(k), len(self))
+        if self.partitions is None:
+            return topk_search(H, self.embeddings, k, self.offsets, max_memory_mb)
+        parts = self.partitions
+        if self.offsets is not None:  # the partitions carry the offsets as a last column
+            H = np.hstack([H, np.ones((H.shape[0], 1), dtype=H.dtype)])
+        block = score_block_size(H.shape[0], k, 8, max_memory_mb)
+        return parts.executor.map_reduce(parts, TopKTask(H, k), block)
+
+    def scores(self, H, max_memory_mb=DEFAULT_MAX_MEMORY_MB):
+        """All scores ``H E^T + offsets``, shape (n_queries, n_candidates) (float64)."""
+        H = self._check_queries(H)
+        E = self.embeddings if self.embeddings is not None else self.gather_embeddings()
+        out = np.empty((H.shape[0], len(self)))
+        block = score_block_size(H.shape[0], 1, 8, max_memory_mb)
+        for sl in iter_chunks(len(self), block):
+            out[:, sl] = H @ np.asarray(E[sl], dtype=np.float64).T
+            if self.offsets is not None:
+                out[:, sl] += self.offsets[sl]
+        return out
+
+    def gather_embeddings(self):
+        """``E`` as one local array (gathered from the executor for a distributed index)."""
+        if self.embeddings is not None:
+            return self.embeddings
+        parts = self.partitions
+        E = parts.executor.take_rows(parts, np.arange(parts.n), which=0)
+        return E[:, :self.dim] if self.offsets is not None else E
 
     def take(self, idx):
         """The raw candidates at positions ``idx``."""

@@ -5,7 +5,7 @@ Two input forms, both in scikit-learn order ``(y_true, y_pred)``:
 * ``y_true`` : int array (n,) -- the position of the true output in each query's candidate
   list (``-1`` when the truth is not among the candidates: never a hit, reciprocal rank 0);
 * ``y_pred`` : int array (n, k) -- ranked candidate positions, best first (as in
-  ``model.predict(X, top_k=k).indices``); ``-1`` entries are padding.
+  ``model.predict_topk(X, k=k).indices``); ``-1`` entries are padding.
 
 :func:`ranks_from_scores` turns a full score matrix into the rank of the truth (1 = best;
 ties count against the truth: rank = 1 + number of candidates scoring strictly higher).

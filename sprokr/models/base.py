@@ -1,72 +1,212 @@
-"""The decoding interface shared by every model that predicts in an output-kernel basis.
+"""Decoding for every model that predicts in an output-kernel basis (IOKR family, DSOKR).
 
-A model (SISOKR family, DSOKR) predicts coordinates ``H(x)`` of ``h(x)`` on an output
-basis and embeds candidates in the same basis; :class:`OutputKernelModel` turns that into
-``predict`` / ``make_candidate_index`` / ``score`` through the model's decoder.  A model
-provides: ``output_kernel_``, ``output_features_`` (a fitted
-:class:`~sprokr.models.SketchedFeatures`, or None to use ``_exact_output_embedding``),
-``decoder_``, ``_index_token``, ``prepare_inputs`` and ``predict_coordinates``.
+A model predicts coordinates ``H(x)`` of ``h(x)`` on an output basis and embeds candidates
+in the same basis; :class:`OutputKernelModel` turns that into ``predict`` /
+``predict_topk`` / ``predict_scores`` / ``make_candidate_index`` / ``score`` through the
+model's decoder.  A model provides: ``output_kernel_``, ``output_features_`` (a fitted
+:class:`~sprokr.numerics.SketchedFeatures`, or None for exact outputs, then
+``exact_output_embedding``), ``decoder_``, ``executor_``, ``index_token_``, ``dtype_``,
+``prepare_inputs`` and ``predict_coordinates``; optionally ``search_pair`` (a cheaper
+equivalent of (coordinates, index) for a batch) and ``predict_weights``.
 """
 from __future__ import annotations
+
+import uuid
 
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
-from ..utils import iter_chunks, num_samples, take_slice
+from ..decoders.base import CandidateSets, Decoder, check_top_k
 from ..decoders.candidates import CandidateIndex
+from ..numerics import candidate_offsets, default_chunk_size
+from ..registry import get_registry
+from ..utils import check_positive, iter_chunks, num_samples, take_slice
 
-__all__ = ["OutputKernelModel"]
+__all__ = ["OutputKernelModel", "OUTPUT_DTYPE", "make_decoder", "new_index_token"]
 
 OUTPUT_DTYPE = np.dtype(np.float64)
+
+
+def new_index_token():
+    """A fresh identifier for a fitted output basis (persistent: a string, not ``object()``)."""
+    return uuid.uuid4().hex
+
+
+def make_decoder(spec, params, max_memory_mb):
+    """The model's decoder: by name or instance; the model's ``max_memory_mb`` (if not None)
+    becomes the decoder's budget, and conflicting budgets are an error."""
+    params = dict(params or {})
+    if max_memory_mb is not None:
+        check_positive(max_memory_mb, "max_memory_mb")
+        given = params.get("max_memory_mb", getattr(spec, "max_memory_mb", None) if not isinstance(spec, str) else None)
+        if given is not None and given != max_memory_mb:
+            raise ValueError(f"max_memory_mb={max_memory_mb} conflicts with the decoder's max_memory_mb={given}; "
+                             f"give the budget once (the model's max_memory_mb or the decoder's)")
+    if isinstance(spec, str):
+        if max_memory_mb is not None:
+            comp = get_registry().get("decoder", spec)
+            factory = comp.factory
+            if isinstance(factory, type) and "max_memory_mb" in factory._get_param_names():
+                params["max_memory_mb"] = max_memory_mb
+        dec = get_registry().create("decoder", spec, params, base=Decoder)
+    else:
+        from sklearn.base import clone
+
+        dec = get_registry().create("decoder", spec, params, base=Decoder)
+        dec = clone(dec)  # never modify the user's instance
+        if max_memory_mb is not None and "max_memory_mb" in dec.get_params():
+            dec.set_params(max_memory_mb=max_memory_mb)
+    validate = getattr(dec, "validate", None)
+    if validate is not None:
+        validate()
+    return dec
 
 
 class OutputKernelModel:
     """Mixin: candidate decoding for models with an output-kernel basis."""
 
+    # ------------------------------------------------------------------ candidates
     def embed_candidates(self, candidates):
         """Output coordinates ``E(c)`` (n_c, d) and offsets ``-k(c,c)/2`` (None if normalised)."""
         check_is_fitted(self, "output_rank_")
         ky = self.output_kernel_
-        Cp = ky.prepare(candidates)
-        if num_samples(Cp) == 0:
+        if num_samples(candidates, "candidates") == 0:
             raise ValueError("the candidate set is empty; expected at least one candidate")
+        try:
+            Cp = ky.prepare(candidates)
+        except ValueError as exc:
+            raise ValueError(f"candidates: {exc}") from None
+        offsets = candidate_offsets(ky, Cp)
         if self.output_features_ is not None:
-            E = self.output_features_.transform(Cp, getattr(self, "chunk_size", None))
+            f = self.output_features_
+            E = np.empty((num_samples(Cp), f.rank), dtype=f.dtype)
+            for sl in iter_chunks(num_samples(Cp), self._chunk(f.R.indices.size)):
+                E[sl] = f.transform(take_slice(Cp, sl))
         else:
-            E = self._exact_output_embedding(Cp)
-        offsets = None if ky.normalized else -0.5 * ky.diag(Cp).astype(OUTPUT_DTYPE)
+            E = self.exact_output_embedding(Cp)
+        if not np.isfinite(E).all():
+            raise ValueError("candidates: the output kernel returned non-finite values on them")
         return E, offsets
 
     def make_candidate_index(self, candidates):
         """Embed a candidate set once; pass the result as ``predict(X, candidates=index)``."""
-        if num_samples(candidates, "candidates") == 0:
-            raise ValueError("the candidate set is empty; expected at least one candidate")
         E, offsets = self.embed_candidates(candidates)
-        return CandidateIndex(candidates, E, offsets, owner=self._index_token)
+        return CandidateIndex(candidates, E, offsets, owner=self.index_token_, kernel=self.output_kernel_)
 
-    def search_index(self, Xp, index, k=1, max_memory_mb=None):
-        """Top-k of a :class:`CandidateIndex` for prepared queries ``Xp`` (a ``Decoded``)."""
-        budget = max_memory_mb or getattr(self, "max_memory_mb", None) or 256
-        return index.search(self.predict_coordinates(Xp, prepared=True), k, budget)
+    def _chunk(self, width):
+        return self.chunk_size or default_chunk_size(width, np.float64)
 
-    def predict(self, X, candidates=None, top_k=None):
+    def resolve_index(self, candidates):
+        """A :class:`CandidateIndex` from None (training outputs), an index or a collection."""
+        if candidates is None:
+            return self.default_index_
+        if isinstance(candidates, CandidateIndex):
+            if candidates.owner != self.index_token_:
+                raise ValueError(
+                    "candidates: this CandidateIndex was built by another model (or before the "
+                    "last fit); rebuild it with model.make_candidate_index(candidates)"
+                )
+            return candidates
+        return self.make_candidate_index(candidates)
+
+    # ------------------------------------------------------------------ decoding
+    def search_pair(self, Xp, index):
+        """``(H, index')`` with scores ``H E'^T``: by default the coordinates and the index."""
+        return self.predict_coordinates(Xp, prepared=True), index
+
+    def _batches(self, Xp):
+        n_q = num_samples(Xp, "X")
+        size = getattr(self.decoder_, "query_batch_size", None) or 4096
+        return n_q, list(iter_chunks(n_q, size))
+
+    def _decode(self, X, candidates, top_k):
+        check_is_fitted(self, "output_rank_")
+        if isinstance(candidates, CandidateSets):
+            return self._decode_sets(X, candidates, top_k)
+        index = self.resolve_index(candidates)
+        Xp = self.prepare_inputs(X)
+        n_q, batches = self._batches(Xp)
+        dec = self.decoder_
+        weights = dec.needs_weights and candidates is None and hasattr(self, "predict_weights")
+        outs = []
+        for sl in batches:
+            Xb = take_slice(Xp, sl)
+            H, idx = self.search_pair(Xb, index)
+            W = self.predict_weights(Xb, prepared=True) if weights else None
+            outs.append(dec.decode(H, idx, top_k=top_k, weights=W))
+        if top_k is not None:
+            from ..numerics import Decoded
+
+            return Decoded(np.concatenate([o.indices for o in outs]), np.concatenate([o.scores for o in outs]))
+        return _concat_outputs(outs)
+
+    def _decode_sets(self, X, sets, top_k):
+        Xp = self.prepare_inputs(X)
+        n_q, batches = self._batches(Xp)
+        if n_q != len(sets):
+            raise ValueError(f"candidates: {n_q} queries but {len(sets)} candidate sets; give one set per query")
+        pool, flat = sets.flat_pool()
+        index = self.resolve_index(pool)
+        ends = np.cumsum(sets.sizes)
+        starts = ends - sets.sizes
+        outs = []
+        for sl in batches:
+            H = self.predict_coordinates(take_slice(Xp, sl), prepared=True)
+            f = flat[starts[sl.start]:ends[sl.stop - 1]]
+            outs.append(self.decoder_.decode_sets(H, index, sets.sizes[sl], f, top_k=top_k))
+        if top_k is not None:
+            from ..numerics import Decoded
+
+            return Decoded(np.concatenate([o.indices for o in outs]), np.concatenate([o.scores for o in outs]))
+        return _concat_outputs(outs)
+
+    def predict(self, X, candidates=None):
         """Decode ``X`` over a candidate set.
 
         Parameters
         ----------
         X : inputs the model accepts, n_q samples
-        candidates : collection, CandidateIndex or None
+        candidates : collection, CandidateIndex, CandidateSets or None
             Candidate outputs (default: the distinct training outputs).
-        top_k : int, optional
-            If given, return a :data:`sprokr.decoders.Decoded` ``(indices, scores)`` of
-            shape (n_q, top_k) into the candidate set instead of the decoded outputs.
 
         Returns
         -------
-        The decoded outputs (a subset of the candidates, in their own type), or ``Decoded``.
+        The decoded outputs (n_q of them, from the candidates, in their own type).
+        """
+        return self._decode(X, candidates, None)
+
+    def predict_topk(self, X, k=5, candidates=None):
+        """The ``k`` best candidates of each query, best first.
+
+        Returns
+        -------
+        Decoded
+            ``indices`` (n_q, k') into the candidate set (into each query's own set for
+            :class:`CandidateSets`, ``-1`` where a set is smaller) and ``scores``;
+            ``k' = min(k, n_candidates)``; ties are broken by the smaller index.
+        """
+        return self._decode(X, candidates, check_top_k(k, "k"))
+
+    def predict_scores(self, X, candidates=None):
+        """Scores of every candidate, ``<h(x), psi(c)> - k(c, c)/2``, shape (n_q, n_c).
+
+        The full score matrix (its argmax is ``predict``'s choice, its ranking
+        ``predict_topk``'s); computed in query batches and candidate blocks within the
+        decoder's memory budget (the returned matrix itself is n_q x n_c float64).
         """
         check_is_fitted(self, "output_rank_")
-        return self.decoder_.decode(self, X, candidates=candidates, top_k=top_k)
+        if isinstance(candidates, CandidateSets):
+            raise ValueError("candidates: predict_scores takes one candidate set for all queries, "
+                             "not CandidateSets")
+        index = self.resolve_index(candidates)
+        Xp = self.prepare_inputs(X)
+        n_q, batches = self._batches(Xp)
+        budget = getattr(self.decoder_, "max_memory_mb", None) or 256
+        out = np.empty((n_q, len(index)))
+        for sl in batches:
+            H, idx = self.search_pair(take_slice(Xp, sl), index)
+            out[sl] = idx.scores(H, budget)
+        return out
 
     def score(self, X, Y):
         """Minus the mean squared output-kernel distance ``|psi(f(x)) - psi(y)|^2`` (0 is best)."""
@@ -79,3 +219,12 @@ class OutputKernelModel:
             a, b = take_slice(A, sl), take_slice(B, sl)
             total += float(np.sum(ky.diag(a) + ky.diag(b) - 2 * np.diag(ky.pairwise(a, b))))
         return -total / n
+
+
+def _concat_outputs(outs):
+    """Concatenate decoded output batches (arrays, sparse matrices or lists)."""
+    from ..utils import concat_samples
+
+    if len(outs) == 1:
+        return outs[0]
+    return concat_samples([o if not isinstance(o, tuple) else list(o) for o in outs])

@@ -23,27 +23,38 @@ import numpy as np
 from sklearn.base import BaseEstimator, clone
 from sklearn.utils.validation import check_is_fitted
 
-from ..decoders.candidates import CandidateIndex, Decoded
-from ..numerics import DEFAULT_RCOND, SketchedFeatures, topk_rows
-from ..registry import get_registry, resolve_kernel, resolve_sketch
-from ..utils import check_paired, check_random_state, iter_chunks, num_samples, take, take_slice, unique_indices, unique_inverse
-from .base import OUTPUT_DTYPE, OutputKernelModel
+from ..decoders.candidates import CandidateIndex
+from ..numerics import (
+    DEFAULT_RCOND,
+    Decoded,
+    SketchedFeatures,
+    candidate_offsets,
+    default_chunk_size,
+    merge_topk,
+    select_topk,
+)
+from ..registry import get_registry, resolve_executor, resolve_kernel, resolve_sketch
+from ..utils import check_paired, check_random_state, iter_chunks, num_samples, take, take_slice, unique_indices
+from .base import OUTPUT_DTYPE, OutputKernelModel, make_decoder, new_index_token
+from .sisokr import check_chunk_size
 
-__all__ = ["DSOKR", "DSOKREnsemble", "sketched_output_targets"]
+__all__ = ["DSOKR", "DSOKREnsemble", "sketched_output_targets", "validation_split", "check_validation_fraction"]
 
 
-def sketched_output_targets(kernel, R, Yp, rcond=DEFAULT_RCOND, chunk_size=None, distinct=None):
+def sketched_output_targets(kernel, R, Y, rcond=DEFAULT_RCOND, chunk_size=None, executor=None, prepared=False):
     """Output basis and training targets of an output sketch, streamed over row chunks.
 
     Parameters
     ----------
     kernel : Kernel
     R : SketchMatrix (m, n)
-    Yp : prepared collection of the n training outputs
-    distinct : (first, inverse), optional
-        From :func:`sprokr.utils.unique_inverse` of the raw outputs.  When at most half
-        the outputs are distinct, the sketch is collapsed onto them (``R P``, exact) and
-        kernel values are computed between distinct outputs only, as in SISOKR.
+    Y : the n training outputs (raw, or prepared with ``prepared=True``)
+    rcond : relative eigenvalue threshold of the basis
+    chunk_size : int, optional
+    executor : Executor, optional (default: local)
+
+    Support points that are equal outputs share one kernel column (exact), and every chunk
+    computes its kernel block once per distinct output in it.
 
     Returns
     -------
@@ -55,22 +66,30 @@ def sketched_output_targets(kernel, R, Yp, rcond=DEFAULT_RCOND, chunk_size=None,
         ``r_i = k(y_i, y_i) - |psi~(y_i)|^2`` (clipped at 0): the squared norm of the part
         of ``psi(y_i)`` outside the sketched subspace.
     """
-    n = num_samples(Yp)
-    if distinct is not None and distinct[0].size <= n // 2:
-        first, inverse = distinct
-        Yu = take(Yp, first)
-        feats = SketchedFeatures(kernel, R.collapse(inverse, first.size), Yu, OUTPUT_DTYPE, rcond)
-        Tu = feats.transform_raw(Yu, chunk_size)
-        feats.set_basis(Tu[feats.R.indices])
-        Psi_u = Tu @ feats.basis_
-        r_u = np.maximum(kernel.diag(Yu).astype(np.float64) - np.einsum("ij,ij->i", Psi_u, Psi_u), 0.0)
-        return feats, Psi_u[inverse], r_u[inverse]
-    feats = SketchedFeatures(kernel, R, Yp, OUTPUT_DTYPE, rcond)
-    raw = feats.transform_raw(Yp, chunk_size)  # K_y R^T: the n x m targets before rotation
-    feats.set_basis(raw[R.indices])
-    Psi = raw @ feats.basis_
-    offsets = np.maximum(kernel.diag(Yp).astype(np.float64) - np.einsum("ij,ij->i", Psi, Psi), 0.0)
-    return feats, Psi, offsets
+    from ..numerics import LocalExecutor
+
+    ex = executor if executor is not None else LocalExecutor()
+    parts = ex.partition(Y, prepare=(None if prepared else kernel.prepare,))
+    raw_sel = ex.take_rows(parts, R.indices, which=0)
+    if prepared:
+        feats = SketchedFeatures(kernel, R, raw_sel, OUTPUT_DTYPE, rcond).fit_basis()
+    else:
+        feats = SketchedFeatures.from_support(kernel, R, take(Y, R.indices), OUTPUT_DTYPE, rcond)[0].fit_basis()
+    chunk = chunk_size or default_chunk_size(feats.R.indices.size, OUTPUT_DTYPE)
+    out = ex.map_rows(parts, _TargetsAndResiduals(feats, kernel), chunk, name="output targets")
+    return feats, np.ascontiguousarray(out[:, :-1]), out[:, -1].copy()
+
+
+class _TargetsAndResiduals:
+    """``[psi~(y), r(y)]`` rows for a chunk of prepared outputs."""
+
+    def __init__(self, features, kernel):
+        self.features, self.kernel = features, kernel
+
+    def __call__(self, Yp):
+        Psi = self.features.transform(Yp)
+        r = np.maximum(np.asarray(self.kernel.diag(Yp), dtype=np.float64) - np.einsum("ij,ij->i", Psi, Psi), 0.0)
+        return np.hstack([Psi, r[:, None]])
 
 
 def _accepts(func, name):
@@ -104,9 +123,10 @@ class DSOKR(OutputKernelModel, BaseEstimator):
     rcond : float, optional
         Relative eigenvalue threshold of the output basis.
     chunk_size : int, optional
-    max_memory_mb : float
-        Budget of one score block while decoding.
-    random_state : None, int or numpy.random.Generator
+    max_memory_mb : float, optional
+        Budget of one score block while decoding (handed to the decoder).
+    executor, executor_params : executor of the output-side passes (default ``"local"``).
+    random_state : None, int, numpy.random.Generator or RandomState
         Seeds the output sketch, the validation split and (when it has a
         ``random_state`` parameter left to None) the regressor.
     verbose : int
@@ -122,6 +142,7 @@ class DSOKR(OutputKernelModel, BaseEstimator):
         ``p``.
     regressor_ : fitted regressor
     default_index_ : CandidateIndex of the distinct training outputs
+    index_token_ : str
     validation_loss_ : float or None
         Kernel-induced loss ``mean |h(x) - psi(y)|^2_H`` on the validation data.
     n_train_, fit_time_ : int, float
@@ -130,7 +151,8 @@ class DSOKR(OutputKernelModel, BaseEstimator):
     def __init__(self, output_kernel="gaussian", output_sketch="subsample", m_y=100, regressor="mlp",
                  output_kernel_params=None, output_sketch_params=None, regressor_params=None,
                  validation_fraction=None, decoder="candidates", decoder_params=None, rcond=None,
-                 chunk_size=None, max_memory_mb=256, random_state=None, verbose=0):
+                 chunk_size=None, max_memory_mb=None, executor="local", executor_params=None,
+                 random_state=None, verbose=0):
         self.output_kernel = output_kernel
         self.output_sketch = output_sketch
         self.m_y = m_y
@@ -144,6 +166,8 @@ class DSOKR(OutputKernelModel, BaseEstimator):
         self.rcond = rcond
         self.chunk_size = chunk_size
         self.max_memory_mb = max_memory_mb
+        self.executor = executor
+        self.executor_params = executor_params
         self.random_state = random_state
         self.verbose = verbose
 
@@ -171,22 +195,16 @@ class DSOKR(OutputKernelModel, BaseEstimator):
         ``X``: anything the regressor accepts (n samples); ``Y``: anything the output kernel
         accepts.  Returns self.
         """
-        from ..decoders.base import Decoder
-
         t0 = time.perf_counter()
         n = check_paired(X, Y)
-        vf = self.validation_fraction
-        if vf is not None and not (isinstance(vf, numbers.Real) and 0 < vf < 1):
-            raise ValueError(f"validation_fraction must lie in (0, 1) or be None, got {vf!r}")
+        vf = check_validation_fraction(self.validation_fraction)
         rcond = self.rcond if self.rcond is not None else DEFAULT_RCOND
+        chunk = check_chunk_size(self.chunk_size)
         rng = check_random_state(self.random_state)
         ky = resolve_kernel(self.output_kernel, self.output_kernel_params, "output", OUTPUT_DTYPE)
         if validation_data is None and vf is not None:
-            perm = rng.permutation(n)
-            n_val = max(1, int(round(vf * n)))
-            val_idx, tr_idx = np.sort(perm[:n_val]), np.sort(perm[n_val:])
-            validation_data = (take(X, val_idx), take(Y, val_idx))
-            X, Y, n = take(X, tr_idx), take(Y, tr_idx), n - n_val
+            (X, Y), validation_data = validation_split(X, Y, vf, rng)
+            n = num_samples(Y)
         if validation_data is not None:
             if len(validation_data) != 2 or num_samples(validation_data[0], "X_val") != num_samples(
                 validation_data[1], "Y_val"
@@ -195,12 +213,12 @@ class DSOKR(OutputKernelModel, BaseEstimator):
         sy = resolve_sketch(self.output_sketch, self.m_y, self.output_sketch_params, n, "output")
         if sy is None:
             raise ValueError("DSOKR needs an output sketch (output_sketch=None was given)")
-        decoder = get_registry().create("decoder", self.decoder, self.decoder_params, base=Decoder)
-        Yp = ky.prepare(Y)
+        decoder = make_decoder(self.decoder, self.decoder_params, self.max_memory_mb)
+        executor = resolve_executor(self.executor, self.executor_params)
         R = sy.draw(n, rng)  # the sketch is drawn first: same seed, same sketch as ISOKR
         reg = self._make_regressor(rng)
 
-        feats, Psi, r = sketched_output_targets(ky, R, Yp, rcond, self.chunk_size, distinct=unique_inverse(Y))
+        feats, Psi, r = sketched_output_targets(ky, R, Y, rcond, chunk, executor)
         p = Psi.shape[1]
         self._log(f"output basis: m_y={R.m}, rank p={p}, mean residual r={r.mean():.4g} "
                   f"({time.perf_counter() - t0:.2f} s)")
@@ -228,12 +246,14 @@ class DSOKR(OutputKernelModel, BaseEstimator):
         # ---- validated: learned state starts here
         u = unique_indices(Y)
         self.output_kernel_, self.output_sketch_matrix_, self.output_features_ = ky, R, feats
-        self.decoder_, self.regressor_, self.output_rank_, self.n_train_ = decoder, reg, p, n
+        self.decoder_, self.executor_, self.regressor_, self.output_rank_, self.n_train_ = \
+            decoder, executor, reg, p, n
         self.validation_loss_ = val_loss
         self.train_offsets_ = r
-        self._index_token = object()
-        offsets = None if ky.normalized else -0.5 * ky.diag(take(Yp, u)).astype(OUTPUT_DTYPE)
-        self.default_index_ = CandidateIndex(take(Y, u), Psi[u], offsets, owner=self._index_token)
+        self.index_token_ = new_index_token()
+        Yu = take(Y, u)
+        self.default_index_ = CandidateIndex(Yu, Psi[u], candidate_offsets(ky, ky.prepare(Yu)),
+                                             owner=self.index_token_, kernel=ky)
         self.fit_time_ = time.perf_counter() - t0
         self._log(f"fit done in {self.fit_time_:.2f} s (n={n}, p={p})")
         return self
@@ -249,6 +269,8 @@ class DSOKR(OutputKernelModel, BaseEstimator):
                 f"{n_q} inputs, but DSOKR needs ({n_q}, {p}): one column per output-basis vector "
                 f"(p = rank of R_y K_y R_y^T = output_rank_). Make the regressor output p values."
             )
+        if not np.isfinite(G).all():
+            raise ValueError(f"regressor {type(reg).__name__} returned non-finite predictions")
         return G
 
     # ------------------------------------------------------------- model interface
@@ -282,8 +304,25 @@ class DSOKR(OutputKernelModel, BaseEstimator):
         return self.predict_coordinates(X) @ self.output_basis_vectors(feature_map)
 
 
+def check_validation_fraction(vf):
+    """None or a number in (0, 1)."""
+    if vf is not None and (isinstance(vf, bool) or not isinstance(vf, numbers.Real) or not 0 < vf < 1):
+        raise ValueError(f"validation_fraction must lie in (0, 1) or be None, got {vf!r}")
+    return vf
 
-class DSOKREnsemble(BaseEstimator):
+
+def validation_split(X, Y, fraction, rng):
+    """``((X_train, Y_train), (X_val, Y_val))``: a seeded random split of the pairs."""
+    n = num_samples(Y)
+    perm = rng.permutation(n)
+    n_val = max(1, int(round(fraction * n)))
+    if n_val >= n:
+        raise ValueError(f"validation_fraction={fraction} leaves no training pair out of {n}")
+    val_idx, tr_idx = np.sort(perm[:n_val]), np.sort(perm[n_val:])
+    return (take(X, tr_idx), take(Y, tr_idx)), (take(X, val_idx), take(Y, val_idx))
+
+
+class DSOKREnsemble(OutputKernelModel, BaseEstimator):
     """Ensemble of DSOKR models over ``T`` output sketches.
 
     ``mean``: ``argmax_c sum_t w_t g_t(x)^T psi~_t(c) - k(c,c)/2`` with ``sum_t w_t = 1``;
@@ -294,14 +333,19 @@ class DSOKREnsemble(BaseEstimator):
     estimators : DSOKR or list of DSOKR
         A list is used as given (each keeps its own ``random_state``, so different sketch
         types can be mixed); a single DSOKR is cloned ``n_estimators`` times with seeds
-        drawn from ``random_state``.
+        drawn from ``random_state``.  All members must use the same output kernel.
     n_estimators : int
         Only with a single DSOKR.
     aggregation : {"mean", "max"}
     weights : array-like of shape (T,), optional
         Non-negative weights of the mean, normalised to sum 1 (default uniform).
+    validation_fraction : float, optional
+        Held out ONCE (seeded by ``random_state``) and given to every member as its
+        validation data, so that all members are trained on the same pairs (a member's own
+        ``validation_fraction`` is not allowed: members trained on different pairs could
+        not share one candidate index).
     random_state : None, int or numpy.random.Generator
-    max_memory_mb : float
+    max_memory_mb : float, optional
 
     Attributes
     ----------
@@ -310,61 +354,76 @@ class DSOKREnsemble(BaseEstimator):
     default_index_ : CandidateIndex over the distinct training outputs
     """
 
-    def __init__(self, estimators, n_estimators=3, aggregation="mean", weights=None, random_state=None,
-                 max_memory_mb=256):
+    def __init__(self, estimators, n_estimators=3, aggregation="mean", weights=None,
+                 validation_fraction=None, random_state=None, max_memory_mb=None):
         self.estimators = estimators
         self.n_estimators = n_estimators
         self.aggregation = aggregation
         self.weights = weights
+        self.validation_fraction = validation_fraction
         self.random_state = random_state
         self.max_memory_mb = max_memory_mb
 
-    def _members(self):
+    def _members(self, rng):
         if isinstance(self.estimators, DSOKR):
             T = self.n_estimators
-            if not isinstance(T, (numbers.Integral, np.integer)) or T < 1:
+            if isinstance(T, bool) or not isinstance(T, (numbers.Integral, np.integer)) or T < 1:
                 raise ValueError(f"n_estimators must be a positive integer, got {T!r}")
-            rng = check_random_state(self.random_state)
-            return [clone(self.estimators).set_params(random_state=int(rng.integers(2**31 - 1)))
-                    for _ in range(T)]
-        members = list(self.estimators)
-        if not members or not all(isinstance(e, DSOKR) for e in members):
-            raise TypeError("estimators must be a DSOKR or a non-empty list of DSOKR")
-        return [clone(e) for e in members]
+            members = [clone(self.estimators).set_params(random_state=int(rng.integers(2**31 - 1)))
+                       for _ in range(T)]
+        else:
+            members = list(self.estimators) if isinstance(self.estimators, (list, tuple)) else []
+            if not members or not all(isinstance(e, DSOKR) for e in members):
+                raise TypeError("estimators must be a DSOKR or a non-empty list of DSOKR")
+            members = [clone(e) for e in members]
+        if any(e.validation_fraction is not None for e in members):
+            raise ValueError("members must not set validation_fraction: set it on the ensemble, which "
+                             "holds out one validation split for all members")
+        return members
 
     def fit(self, X, Y, validation_data=None):
-        """Fit every member on the same data.  Returns self."""
+        """Fit every member on the same training pairs.  Returns self."""
         if self.aggregation not in ("mean", "max"):
             raise ValueError(f"aggregation must be 'mean' or 'max', got {self.aggregation!r}")
-        members = self._members()
+        check_paired(X, Y)
+        vf = check_validation_fraction(self.validation_fraction)
+        rng = check_random_state(self.random_state)
+        members = self._members(rng)
         w = np.full(len(members), 1.0 / len(members)) if self.weights is None else np.asarray(
             self.weights, dtype=float)
-        if w.shape != (len(members),) or (w < 0).any() or not w.sum() > 0 or not np.isfinite(w).all():
+        if w.shape != (len(members),) or not np.isfinite(w).all() or (w < 0).any() or not w.sum() > 0:
             raise ValueError(f"weights must be {len(members)} non-negative numbers with a positive sum")
-        fitted = []
-        for e in members:
-            fitted.append(e.fit(X, Y, validation_data=validation_data))
+        decoder = make_decoder("candidates", None, self.max_memory_mb)
+        if validation_data is None and vf is not None:
+            (X, Y), validation_data = validation_split(X, Y, vf, rng)
+        fitted = [e.fit(X, Y, validation_data=validation_data) for e in members]
         kernels = {type(e.output_kernel_).__name__ + repr(e.output_kernel_.get_params()) for e in fitted}
         if len(kernels) > 1:
             raise ValueError("all ensemble members must use the same output kernel")
         self.estimators_, self.weights_ = fitted, w / w.sum()
-        self.output_kernel_ = fitted[0].output_kernel_
-        self._index_token = object()
-        self.default_index_ = self._index(fitted[0].default_index_.candidates,
-                                          [e.default_index_.embeddings for e in fitted],
-                                          fitted[0].default_index_.offsets)
+        self.output_kernel_, self.decoder_ = fitted[0].output_kernel_, decoder
+        self.output_features_, self.output_rank_ = None, sum(e.output_rank_ for e in fitted)
+        self.index_token_ = new_index_token()
+        d0 = fitted[0].default_index_
+        self.default_index_ = self._index(d0.candidates, [e.default_index_.embeddings for e in fitted], d0.offsets)
         return self
 
     def _index(self, candidates, Es, offsets):
-        idx = CandidateIndex(candidates, np.hstack(Es), offsets, owner=self._index_token)
-        idx.splits = np.cumsum([E.shape[1] for E in Es])[:-1]
-        return idx
+        return CandidateIndex(candidates, np.hstack(Es), offsets, owner=self.index_token_, kernel=self.output_kernel_)
+
+    def _splits(self):
+        return np.cumsum([e.output_rank_ for e in self.estimators_])[:-1]
+
+    def embed_candidates(self, candidates):
+        """Concatenated member embeddings ``[E_1(c), ..., E_T(c)]`` and the offsets."""
+        check_is_fitted(self, "estimators_")
+        parts = [e.embed_candidates(candidates) for e in self.estimators_]
+        return np.hstack([E for E, _ in parts]), parts[0][1]
 
     def make_candidate_index(self, candidates):
         """Embed a candidate set once for every member."""
-        check_is_fitted(self, "estimators_")
-        parts = [e.embed_candidates(candidates) for e in self.estimators_]
-        return self._index(candidates, [E for E, _ in parts], parts[0][1])
+        E, offsets = self.embed_candidates(candidates)
+        return CandidateIndex(candidates, E, offsets, owner=self.index_token_, kernel=self.output_kernel_)
 
     def prepare_inputs(self, X):
         check_is_fitted(self, "estimators_")
@@ -376,48 +435,49 @@ class DSOKREnsemble(BaseEstimator):
         check_is_fitted(self, "estimators_")
         return np.hstack([w * e.predict_coordinates(X) for w, e in zip(self.weights_, self.estimators_)])
 
-    def predict(self, X, candidates=None, top_k=None):
-        """Decode ``X``; same contract as :meth:`DSOKR.predict`."""
-        from ..decoders.base import CandidateDecoder, check_top_k
+    def _decode(self, X, candidates, top_k):
+        if self.aggregation == "mean":
+            return super()._decode(X, candidates, top_k)
+        from ..decoders.base import CandidateSets
 
         check_is_fitted(self, "estimators_")
-        dec = CandidateDecoder(max_memory_mb=self.max_memory_mb)
-        if self.aggregation == "mean":
-            return dec.decode(self, X, candidates=candidates, top_k=top_k)
-        k = check_top_k(top_k)
-        index = dec.resolve_index(self, candidates)
+        if isinstance(candidates, CandidateSets):
+            raise ValueError("candidates: CandidateSets are decoded with aggregation='mean' only")
+        index = self.resolve_index(candidates)
         n_q = num_samples(X, "X")
-        kk = min(k or 1, len(index))
-        idx, scores = np.empty((n_q, kk), dtype=np.intp), np.empty((n_q, kk))
+        kk = min(top_k or 1, len(index))
+        idx, scores = np.empty((n_q, kk), dtype=np.int64), np.empty((n_q, kk))
         for sl in iter_chunks(n_q, 2048):
             Xq = take_slice(X, sl)
             Hs = [e.predict_coordinates(Xq) for e in self.estimators_]
             idx[sl], scores[sl] = self._max_search(Hs, index, kk)
-        return index.take(idx[:, 0]) if k is None else Decoded(idx, scores)
+        return index.take(idx[:, 0]) if top_k is None else Decoded(idx, scores)
 
     def _max_search(self, Hs, index, k):
         """Top-k of ``max_t H_t E_t^T + offsets``, chunked over candidates."""
-        Es = np.split(index.embeddings, index.splits, axis=1)
+        Es = np.split(index.gather_embeddings(), self._splits(), axis=1)
         nq, nc = Hs[0].shape[0], len(index)
-        block = max(k, int(self.max_memory_mb * 2**20 / (16 * max(nq, 1))))
-        rows = np.arange(nq)[:, None]
-        best_i = np.empty((nq, 0), dtype=np.intp)
-        best_s = np.empty((nq, 0))
+        budget = self.decoder_.max_memory_mb
+        block = max(k, int(budget * 2**20 / (16 * max(nq, 1))))
+        best = (np.full((nq, k), -1, dtype=np.int64), np.full((nq, k), -np.inf))
         for sl in iter_chunks(nc, block):
             S = Hs[0] @ Es[0][sl].T
             for H, E in zip(Hs[1:], Es[1:]):
                 np.maximum(S, H @ E[sl].T, out=S)
             if index.offsets is not None:
                 S += index.offsets[sl][None, :]
-            loc = topk_rows(S, min(k, S.shape[1]))
-            all_i = np.concatenate([best_i, loc + sl.start], axis=1)
-            all_s = np.concatenate([best_s, S[rows, loc]], axis=1)
-            sel = topk_rows(all_s, min(k, all_s.shape[1]))
-            best_i, best_s = all_i[rows, sel], all_s[rows, sel]
-        order = np.argsort(-best_s, axis=1, kind="stable")
-        return best_i[rows, order], best_s[rows, order]
+            best = merge_topk(best, select_topk(S, k, sl.start), k)
+        return best
 
-    def score(self, X, Y):
-        """Minus the mean squared output-kernel distance of the decoded outputs (0 is best)."""
+    def predict_scores(self, X, candidates=None):
+        """Scores of every candidate (aggregated over members), shape (n_q, n_c)."""
+        if self.aggregation == "mean":
+            return super().predict_scores(X, candidates)
         check_is_fitted(self, "estimators_")
-        return OutputKernelModel.score(self, X, Y)
+        index = self.resolve_index(candidates)
+        Es = np.split(index.gather_embeddings(), self._splits(), axis=1)
+        S = None
+        for e, E in zip(self.estimators_, Es):
+            s = e.predict_coordinates(X) @ E.T
+            S = s if S is None else np.maximum(S, s)
+        return S if index.offsets is None else S + index.offsets

@@ -26,10 +26,13 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..numerics import (
     DEFAULT_RCOND,
-    RowGatherer,
-    ShiftedCrossProducts,
+    CrossProductTask,
+    KernelExpansion,
+    KernelRows,
     SketchedFeatures,
     adam_solve,
+    check_gram_block,
+    column_shift,
     default_chunk_size,
     matmul,
     ridge_by_eigengroups,
@@ -43,8 +46,9 @@ from ..utils import (
     take_slice,
 )
 from ..losses import Loss, PinballLoss, check_quantile_levels
-from ..registry import get_registry, resolve_kernel, resolve_sketch
+from ..registry import get_registry, resolve_executor, resolve_kernel, resolve_sketch
 from .output_matrix import check_output_matrix, joint_quantile_matrix
+from .sisokr import check_chunk_size
 
 __all__ = ["SketchedKernelMachine", "JointQuantileRegressor", "check_targets", "check_solver_params"]
 
@@ -167,7 +171,8 @@ class SketchedKernelMachine(_LinearProblemMixin, RegressorMixin, BaseEstimator):
         Centre and scale each target column with its training mean and standard deviation
         before fitting (predictions are mapped back).  Recommended for targets far from
         zero or not of unit scale; ``False`` solves the paper's problem on the raw targets.
-    random_state : None, int or numpy.random.Generator
+    executor, executor_params : runs the chunked passes (``"local"`` default, ``"dask"``).
+    random_state : None, int, numpy.random.Generator or RandomState
         Seeds the sketch, then Adam's mini-batch order.
     verbose : bool
 
@@ -192,7 +197,7 @@ class SketchedKernelMachine(_LinearProblemMixin, RegressorMixin, BaseEstimator):
                  lam=1e-4, sketch=None, m=None, sketch_params=None, output_matrix=None,
                  solver="auto", learning_rate=1e-2, batch_size=256, max_epochs=100, tol=1e-4,
                  n_iter_no_change=5, init="ridge", dtype="float64", rcond=None, chunk_size=None,
-                 normalize_y=False, random_state=None, verbose=False):
+                 normalize_y=False, executor="local", executor_params=None, random_state=None, verbose=False):
         self.kernel = kernel
         self.kernel_params = kernel_params
         self.loss = loss
@@ -213,6 +218,8 @@ class SketchedKernelMachine(_LinearProblemMixin, RegressorMixin, BaseEstimator):
         self.rcond = rcond
         self.chunk_size = chunk_size
         self.normalize_y = normalize_y
+        self.executor = executor
+        self.executor_params = executor_params
         self.random_state = random_state
         self.verbose = verbose
 
@@ -229,7 +236,7 @@ class SketchedKernelMachine(_LinearProblemMixin, RegressorMixin, BaseEstimator):
         t0 = time.perf_counter()
         n = num_samples(X, "X")
         if n < 1:
-            raise ValueError("cannot fit on 0 samples")
+            raise ValueError("cannot fit on 0 samples: X is empty")
         loss, Y, scalar, M_spec = self._loss_and_targets(y, n)
         Y, y_mean, y_scale = self._normalised_targets(Y)
         d = Y.shape[1]
@@ -238,63 +245,70 @@ class SketchedKernelMachine(_LinearProblemMixin, RegressorMixin, BaseEstimator):
         lam = check_positive(self.lam, "lam")
         dtype = resolve_dtype(self.dtype)
         solver = check_solver_params(self, loss)
+        chunk = check_chunk_size(self.chunk_size)
+        rcond = self.rcond
+        if rcond is not None:
+            rcond = check_positive(rcond, "rcond", strict=False)
         kernel = resolve_kernel(self.kernel, self.kernel_params, "input", dtype)
         sketch = resolve_sketch(self.sketch, self.m, self.sketch_params, n, "input")
-        Xp = kernel.prepare(X)
+        executor = resolve_executor(self.executor, self.executor_params)
         rng = check_random_state(self.random_state)
         R = sketch.draw(n, rng) if sketch is not None else None
+        parts = executor.partition(X, Y, prepare=(kernel.prepare, None))
 
-        # ---- validated: learned state starts here
-        self.kernel_, self.loss_, self.sketch_matrix_ = kernel, loss, R
-        self.output_matrix_, self.n_train_, self._scalar = M, n, scalar
-        self.y_mean_, self.y_scale_, self._dtype = y_mean, y_scale, dtype
-        # float32 kernel blocks resolve eigenvalues of R K R^T down to ~1e-7 of the largest
-        rcond = self.rcond if self.rcond is not None else (DEFAULT_RCOND if dtype == np.float64 else 1e-6)
-        args = (Xp, Y, n, lam, V, e, solver, loss, rng)
-        if R is None:
-            self._fit_exact(*args)
-        else:
-            self._fit_sketched(*args, R, rcond)
+        # ---- validated: learned state starts here; any failure restores the previous state
+        previous = dict(self.__dict__)
+        try:
+            self.kernel_, self.loss_, self.sketch_matrix_, self.executor_ = kernel, loss, R, executor
+            self.output_matrix_, self.n_train_, self._scalar = M, n, scalar
+            self.y_mean_, self.y_scale_, self.dtype_ = y_mean, y_scale, dtype
+            # float32 kernel blocks resolve eigenvalues of R K R^T down to ~1e-7 of the largest
+            if rcond is None:
+                rcond = DEFAULT_RCOND if dtype == np.float64 else 1e-6
+            args = (parts, Y, n, lam, V, e, solver, loss, rng)
+            if R is None:
+                self._fit_exact(*args, chunk)
+            else:
+                self._fit_sketched(*args, R, rcond, chunk)
+        except BaseException:
+            self.__dict__.clear()
+            self.__dict__.update(previous)
+            raise
         self.fit_time_ = time.perf_counter() - t0
         if self.verbose:
             print(f"[{type(self).__name__}] fit in {self.fit_time_:.3f} s, rank {self.rank_}", flush=True)
         return self
 
-    def _fit_sketched(self, Xp, Y, n, lam, V, e, solver, loss, rng, R, rcond):
-        dtype = self._dtype
-        feats = SketchedFeatures(self.kernel_, R, Xp, dtype, rcond)
-        rows = RowGatherer(R.indices, R.m, dtype)  # (K R^T)[indices] gives R K R^T
-        chunk = self.chunk_size or default_chunk_size(R.indices.size, dtype)
+    def _fit_sketched(self, parts, Y, n, lam, V, e, solver, loss, rng, R, rcond, chunk):
+        dtype, ex = self.dtype_, self.executor_
+        support = ex.take_rows(parts, R.indices, which=0)
+        feats = SketchedFeatures(self.kernel_, R, support, dtype, rcond)
+        A_sel = feats.support_rows()  # (K R^T)[indices]: R K R^T and the centring shift
+        feats.fit_basis(A_sel)
+        B = feats.basis_.astype(np.float64)  # U D^-1/2: z = B^T R k^x
+        chunk = chunk or default_chunk_size(R.indices.size, dtype)
         if solver == "closed_form":
-            # accumulate (K R^T)^T (K R^T) and (K R^T)^T Y: memory O(m^2 + chunk x m')
-            acc = ShiftedCrossProducts(R.m, Y.shape[1], dtype, np.float64)
-            for sl in iter_chunks(n, chunk):
-                A = feats.block(take_slice(Xp, sl))
-                rows.add(sl, A)
-                acc.add(sl, A, Y[sl], overwrite=True)
-            AtA, AtY = acc.result()
-            feats.set_basis(rows.rows)
-            B = feats.basis_.astype(np.float64)  # U D^-1/2: z = B^T R k^x
+            # (K R^T)^T (K R^T) and (K R^T)^T Y summed over row chunks: memory O(m^2 + chunk x m')
+            task = CrossProductTask(feats, np.asarray, Y.shape[1], column_shift(A_sel, dtype),
+                                    Y[R.indices].mean(axis=0), identity_targets=False)
+            AtA, AtY = ex.map_reduce(parts, task, chunk).result()
             # G = Z^T Z and H = Z^T Y of the linear problem, from Z = (K R^T) B
             C = ridge_by_eigengroups(B.T @ AtA @ B, B.T @ AtY, n, lam, V, e)
             self.converged_, self.n_epochs_, self.objective_ = True, 0, []
-        else:
-            A = np.empty((n, R.m), dtype=dtype)  # Adam revisits every row: keep K R^T
-            for sl in iter_chunks(n, chunk):
-                A[sl] = feats.block(take_slice(Xp, sl))
-                rows.add(sl, A[sl])
-            feats.set_basis(rows.rows)
-            B = feats.basis_.astype(np.float64)
-            Z = matmul(A, feats.basis_)
-            del A
+        else:  # the iterative solvers revisit every row: the n x r features are kept
+            Z = ex.map_rows(parts, _FeatureRows(feats), chunk, name="sketched features")
             C = self._solve_on_features(Z, Y, solver, loss, lam, V, e, rng)
         self.rank_ = B.shape[1]
         self.X_support_ = feats.Z_sel
         self._set_coef(R.apply_left_transpose(B @ C))
 
-    def _fit_exact(self, Xp, Y, n, lam, V, e, solver, loss, rng):
-        """Exact machine: n x n Gram; (E2) with G = K, or Adam on the Cholesky features."""
-        K = self._gram(Xp, n)
+    def _fit_exact(self, parts, Y, n, lam, V, e, solver, loss, rng, chunk):
+        """Exact machine: n x n Gram (float64); (E2) with G = K, or the iterative solver on
+        the Cholesky features."""
+        from .sisokr import all_rows
+
+        Xp = all_rows(self.executor_, parts, 0)
+        K = self._gram(parts, Xp, n, chunk)
         self.X_support_, self.rank_ = Xp, n
         if solver == "closed_form" or self.init == "ridge":
             # ridge_by_eigengroups with G = K, H = Y: alpha~_j = e_j (e_j K + n lam I)^-1 y~_j
@@ -303,48 +317,51 @@ class SketchedKernelMachine(_LinearProblemMixin, RegressorMixin, BaseEstimator):
             except np.linalg.LinAlgError:
                 # e K + n lam I numerically indefinite (tiny lam, flat kernel) and K was
                 # factorised in place: recompute it and solve through its eigenpairs
-                K = self._gram(Xp, n)
+                K = self._gram(parts, Xp, n, chunk)
                 beta0 = ridge_by_eigengroups(K, Y, n, lam, V, e, overwrite_g=False)
         if solver == "closed_form":
             self.converged_, self.n_epochs_, self.objective_ = True, 0, []
             self._set_coef(beta0)
             return
         # K = L L^T: the rows of L are exact features (z(x) = L^-1 k^x), |f|^2 = |Omega|^2
-        K64 = np.asarray(K, dtype=np.float64)
-        del K
-        K64.flat[:: n + 1] += 1e-10 * float(np.mean(np.diag(K64)))
-        L = sla.cholesky(K64, lower=True, overwrite_a=True, check_finite=False)
+        K.flat[:: n + 1] += 1e-10 * float(np.mean(np.diag(K)))
+        L = sla.cholesky(K, lower=True, overwrite_a=True, check_finite=False)
         C0 = L.T @ beta0 if self.init == "ridge" else None
-        C = self._solve_on_features(L.astype(self._dtype), Y, solver, loss, lam, V, e, rng, C0=C0)
+        C = self._solve_on_features(L.astype(self.dtype_), Y, solver, loss, lam, V, e, rng, C0=C0)
         self._set_coef(sla.solve_triangular(L, C, lower=True, trans="T", check_finite=False))
 
-    def _gram(self, Xp, n):
-        chunk = self.chunk_size or default_chunk_size(n, self._dtype)
-        K = np.empty((n, n), dtype=self._dtype)
-        for sl in iter_chunks(n, chunk):
-            K[sl] = self.kernel_.pairwise(take_slice(Xp, sl), Xp)
+    def _gram(self, parts, Xp, n, chunk):
+        """The n x n Gram in float64 (kernel blocks in the model's dtype, solves in float64)."""
+        K = np.empty((n, n))
+        self.executor_.map_rows(parts, KernelRows(self.kernel_, Xp, np.float64), chunk or default_chunk_size(n, self.dtype_),
+                                out=K, name="Gram rows")
+        check_gram_block(K[:1], (1, n), "kernel")
+        if not np.isfinite(K).all():
+            raise ValueError("the kernel returned non-finite values (NaN, inf or overflow) on the training data")
         return K
 
     def _set_coef(self, beta):
-        self.coef_ = np.asarray(beta, dtype=self._dtype)
-        self._coef_sum = np.asarray(beta, dtype=np.float64).sum(axis=0)
+        self.coef_ = np.asarray(beta, dtype=np.float64)
+        self._expansion = KernelExpansion(self.kernel_, self.X_support_, self.coef_, self.dtype_)
 
     # ------------------------------------------------------------------ predict
     def predict(self, X):
         """Predictions, shape (n_q,) for 1-D training targets, else (n_q, d)."""
         check_is_fitted(self, "coef_")
-        Xp = self.kernel_.prepare(X)
-        nq = num_samples(Xp)
-        out = np.empty((nq, self.coef_.shape[1]))
-        chunk = self.chunk_size or default_chunk_size(num_samples(self.X_support_), self._dtype)
-        for sl in iter_chunks(nq, chunk):
-            Kq = np.asarray(self.kernel_.pairwise(take_slice(Xp, sl), self.X_support_), dtype=self._dtype)
-            # k^T beta = (k - mu)^T beta + mu 1^T beta: removing the common offset of the
-            # kernel row keeps float32 products accurate when beta's entries cancel
-            mu = Kq.mean(axis=1, keepdims=True)
-            Kq -= mu
-            out[sl] = matmul(Kq, self.coef_) + mu.astype(np.float64) * self._coef_sum
-        return self._finish_predict(out)
+        ex = self.executor_
+        parts = ex.partition(X, prepare=(self.kernel_.prepare,))
+        chunk = self.chunk_size or default_chunk_size(num_samples(self.X_support_), self.dtype_)
+        return self._finish_predict(ex.map_rows(parts, self._expansion, chunk, name="predictions"))
+
+
+class _FeatureRows:
+    """``X_chunk -> z(X_chunk)``: the sketched feature map on a partition's inputs."""
+
+    def __init__(self, features):
+        self.features = features
+
+    def __call__(self, X):
+        return self.features.transform(X, dedupe=False)
 
 
 class JointQuantileRegressor(SketchedKernelMachine):
@@ -372,7 +389,7 @@ class JointQuantileRegressor(SketchedKernelMachine):
                  kernel_params=None, lam=1e-4, sketch=None, m=None, sketch_params=None,
                  learning_rate=1e-2, batch_size=256, max_epochs=100, tol=1e-4, n_iter_no_change=5,
                  init="ridge", dtype="float64", rcond=None, chunk_size=None, normalize_y=False,
-                 random_state=None, verbose=False):
+                 executor="local", executor_params=None, random_state=None, verbose=False):
         self.taus = taus
         self.gamma_tau = gamma_tau
         self.kernel = kernel
@@ -391,6 +408,8 @@ class JointQuantileRegressor(SketchedKernelMachine):
         self.rcond = rcond
         self.chunk_size = chunk_size
         self.normalize_y = normalize_y
+        self.executor = executor
+        self.executor_params = executor_params
         self.random_state = random_state
         self.verbose = verbose
 

@@ -33,9 +33,25 @@ import scipy.linalg as sla
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
-from ..numerics import DEFAULT_RCOND, default_chunk_size, exact_ridge_factor, sketched_ridge_coef
+from ..numerics import (
+    DEFAULT_RCOND,
+    KernelExpansion,
+    LocalExecutor,
+    default_chunk_size,
+    exact_ridge_factor,
+    sketched_ridge,
+)
 from ..registry import resolve_kernel, resolve_sketch
-from ..utils import check_paired, check_positive, check_random_state, iter_chunks, num_samples, resolve_dtype, take_slice
+from ..utils import (
+    check_paired,
+    check_positive,
+    check_random_state,
+    iter_chunks,
+    num_samples,
+    resolve_dtype,
+    take,
+    take_slice,
+)
 
 __all__ = [
     "KernelRidgeRegressor",
@@ -170,23 +186,32 @@ class KernelRidgeRegressor(RegressorMixin, BaseEstimator):
         """Fit on inputs ``X`` (n samples) and targets ``T`` (n, p).  Returns self."""
         T = _as_targets(T)
         n = check_paired(X, T, "X", "T")
+        if not np.isfinite(np.asarray(T, dtype=np.float64)).all():
+            raise ValueError("T contains NaN or infinite values; expected finite targets")
         lam = check_positive(self.lam, "lam")
         dtype = resolve_dtype(self.dtype)
         rcond = self.rcond if self.rcond is not None else DEFAULT_RCOND
         k = resolve_kernel(self.kernel, self.kernel_params, "input", dtype)
         sk = resolve_sketch(self.input_sketch, self.m_x, self.input_sketch_params, n, "input")
-        Xp = k.prepare(X)
+        ex = LocalExecutor()
         T64 = np.asarray(T, dtype=np.float64)
+        parts = ex.partition(X, T64, prepare=(k.prepare, None))
+        Xp = parts.blocks[0][0]
         if sk is None:
-            cho = exact_ridge_factor(k, Xp, n, lam, self.chunk_size or default_chunk_size(n, dtype))
+            chunk = self.chunk_size or default_chunk_size(n, dtype)
+            cho = exact_ridge_factor(k, parts, Xp, lam, chunk, ex)
             coef, support, R = sla.cho_solve(cho, T64, check_finite=False), Xp, None
         else:
             R = sk.draw(n, check_random_state(self.random_state))
             chunk = self.chunk_size or default_chunk_size(R.indices.size, dtype)
-            coef, support = sketched_ridge_coef(k, R, Xp, n, lam, lambda sl: T64[sl], T64.shape[1],
-                                                rcond, chunk)
-        self.kernel_, self.sketch_matrix_, self.X_support_ = k, R, support
-        self.coef_ = np.asarray(coef, dtype=dtype)
+            support = take(Xp, R.indices)
+            sol = sketched_ridge(k, R, support, parts, lam, np.asarray, T64.shape[1], rcond, chunk, ex,
+                                 dtype=dtype, ref_targets=T64[R.indices])
+            coef = sol.coef
+        self.kernel_, self.sketch_matrix_ = k, R
+        self.X_support_ = k.prepare_support(support)
+        self.coef_ = np.asarray(coef, dtype=np.float64)  # float64 whatever the dtype (one policy)
+        self._expansion = KernelExpansion(k, self.X_support_, self.coef_, dtype)
         self.n_outputs_ = T.shape[1]
         return self
 
@@ -196,8 +221,8 @@ class KernelRidgeRegressor(RegressorMixin, BaseEstimator):
         Xp = self.kernel_.prepare(X)
         n_q = num_samples(Xp)
         out = np.empty((n_q, self.n_outputs_), dtype=np.float64)
-        for sl in iter_chunks(n_q, default_chunk_size(num_samples(self.X_support_), self.coef_.dtype)):
-            out[sl] = self.kernel_.pairwise(take_slice(Xp, sl), self.X_support_) @ self.coef_
+        for sl in iter_chunks(n_q, default_chunk_size(num_samples(self.X_support_), np.float64)):
+            out[sl] = self._expansion(take_slice(Xp, sl))
         return out
 
 

@@ -4,10 +4,11 @@ Notation of the SISOKR paper (El Ahmad et al.): ``n`` training pairs, input sket
 ``R_x`` (m_x x n), output sketch ``R_y`` (m_y x n), ridge ``lam``.
 
 Output side.  With ``K~_y = R_y K_y R_y^T = U D U^T`` (rank p_y) the sketched output
-feature map is ``psi~(y) = D^-1/2 U^T R_y k_y^y`` (``SketchedFeatures``); training targets
-are ``Psi~ = K_y R_y^T U D^-1/2`` (n x p_y).  Without output sketch the output
-coordinates of a candidate ``c`` are the kernel column ``k_y(Y_train, c)``, i.e. the
-targets are ``I_n``.
+feature map is ``psi~(y) = D^-1/2 U^T R_y k_y^y`` (:class:`~sprokr.numerics.SketchedFeatures`,
+from the sketch's support points alone); the training targets are
+``Psi~ = K_y R_y^T U D^-1/2`` (n x p_y), computed chunk by chunk.  Without output sketch
+the output coordinates of a candidate ``c`` are the kernel column ``k_y(Y_train, c)``,
+i.e. the targets are ``I_n``.
 
 Input side.  With ``A = K_x R_x^T`` (n x m_x), sketched kernel ridge regression of the
 targets ``T`` gives
@@ -16,15 +17,18 @@ targets ``T`` gives
     H(x)  = k_x^x^T R_x^T gamma                          (the predicted coordinates)
 
 which is the paper's ``Omega`` in factored form:  ``scores = K_x^{te,tr} R_x^T Omega^T
-R_y K_y^{tr,c}`` with ``Omega^T = gamma D^-1/2 U^T``.  ``A^T A`` and ``A^T T`` are
-accumulated over row chunks, so memory is O(m_x^2 + chunk x m'), never n x n.  Without
-input sketch (IOKR / ISOKR): ``H(x) = k_x^x^T (K_x + n lam I)^-1 T`` by Cholesky.
+R_y K_y^{tr,c}`` with ``Omega^T = gamma D^-1/2 U^T``.  ``A^T A`` and ``A^T T`` are summed
+over row chunks by the executor (:func:`sprokr.numerics.sketched_ridge`), so memory is
+O(m_x^2 + chunk x m'), never n x n.  Without input sketch (IOKR / ISOKR):
+``H(x) = k_x^x^T (K_x + n lam I)^-1 T`` by Cholesky.
 
 Decoding: ``argmax_c H(x) . E(c) - k_y(c, c)/2`` over a candidate set (see
 :mod:`sprokr.decoders`).
 """
 from __future__ import annotations
 
+import logging
+import numbers
 import time
 
 import numpy as np
@@ -33,33 +37,46 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
+from ..decoders.candidates import CandidateIndex
 from ..numerics import (
     DEFAULT_RCOND,
     WORK_DTYPE,
-    RowGatherer,
+    KernelExpansion,
+    KernelRows,
     SketchedFeatures,
+    candidate_offsets,
+    check_gram_block,
     default_chunk_size,
+    distinct_samples,
     exact_ridge_factor,
     matmul,
-    sketched_ridge_coef,
-    topk_search,
+    sketched_ridge,
 )
+from ..registry import resolve_executor, resolve_kernel, resolve_sketch
 from ..utils import (
     check_paired,
     check_positive,
     check_random_state,
-    iter_chunks,
+    concat_samples,
     num_samples,
     resolve_dtype,
     take,
-    take_slice,
     unique_inverse,
 )
-from ..decoders.candidates import CandidateIndex
-from ..registry import get_registry, resolve_kernel, resolve_sketch
-from .base import OUTPUT_DTYPE, OutputKernelModel
+from .base import OUTPUT_DTYPE, OutputKernelModel, make_decoder, new_index_token
 
-__all__ = ["SISOKR", "IOKR", "SIOKR", "ISOKR"]
+__all__ = ["SISOKR", "IOKR", "SIOKR", "ISOKR", "check_chunk_size", "all_rows"]
+
+logger = logging.getLogger("sprokr.models")
+
+
+def check_chunk_size(chunk_size):
+    """None or an integer >= 1."""
+    if chunk_size is None:
+        return None
+    if isinstance(chunk_size, bool) or not isinstance(chunk_size, (numbers.Integral, np.integer)) or chunk_size < 1:
+        raise ValueError(f"chunk_size must be None or an integer >= 1, got {chunk_size!r}")
+    return int(chunk_size)
 
 
 class SISOKR(OutputKernelModel, BaseEstimator):
@@ -81,23 +98,30 @@ class SISOKR(OutputKernelModel, BaseEstimator):
     decoder : str or Decoder, default "candidates"
     decoder_params : dict, optional
     dtype : {"float64", "float32"}
-        Precision of the input-kernel blocks (for kernels given by name) and of the
-        O(n m_x^2) cross products, which are formed on double-centred blocks
+        Precision of the input-kernel blocks (for kernels given by name), of the O(n m_x^2)
+        cross products -- formed on double-centred blocks
         (:class:`sprokr.numerics.ShiftedCrossProducts`) so that float32 keeps ~1e-10
-        relative accuracy on flat kernels (Bibtex F1 identical to float64).  The m_x x m_x
-        solve, the coefficients and the output side are always float64.
+        relative accuracy on flat kernels (Bibtex F1 identical to float64) -- and of the
+        prediction products (centred, :class:`sprokr.numerics.KernelExpansion`).  Sums,
+        solves, coefficients and the output side are float64.
     rcond : float, optional
         Relative threshold of pseudo-inverses and relative Cholesky shift (default 1e-10).
     solver : {"cholesky", "eigh"}
         How ``(A^T A + n lam K~_x)^+`` is applied (see :func:`sprokr.numerics.psd_solve`).
     chunk_size : int, optional
         Rows of the training set processed at once (default: from a 64 MB budget).
-    max_memory_mb : float
-        Budget of one score block while decoding.
-    random_state : None, int or numpy.random.Generator
+    max_memory_mb : float, optional
+        Budget of one score block while decoding, handed to the decoder (default: the
+        decoder's own, 256 MB).
+    executor : str, Executor or dask.distributed.Client, default "local"
+        Runs the chunked passes (``"local"``: this process; ``"dask"``: the workers of the
+        current ``dask.distributed`` client; see ``docs/scaling.md``).
+    executor_params : dict, optional
+        Parameters of an executor given by name.
+    random_state : None, int, numpy.random.Generator or RandomState
         Seeds the sketches (input sketch drawn first).
     verbose : bool
-        Print the time of each training phase.
+        Log the time of each training phase (logger ``sprokr``) and show it.
 
     Attributes
     ----------
@@ -106,12 +130,19 @@ class SISOKR(OutputKernelModel, BaseEstimator):
     coef_ : ndarray of shape (m'_x or n, d) or None
         Coefficients on the input support samples (None for exact IOKR, which keeps a
         Cholesky factor instead).
+    X_support_ : prepared support inputs (``coef_``'s rows)
     output_rank_ : int
         ``d``, the dimension of the output coordinates (p_y, or n without output sketch).
     output_features_ : SketchedFeatures or None
         The output feature map ``psi~`` (None without output sketch).
+    Y_train_ : prepared training outputs (without output sketch only) or None
+    default_index_ : CandidateIndex of the distinct training outputs
+    index_token_ : str
+        Identifies the fitted output basis (candidate indexes carry it).
+    executor_ : Executor
     n_train_ : int
     fit_time_ : float (s)
+    fit_times_ : dict of phase -> seconds
     """
 
     def __init__(
@@ -133,7 +164,9 @@ class SISOKR(OutputKernelModel, BaseEstimator):
         rcond=None,
         solver="cholesky",
         chunk_size=None,
-        max_memory_mb=256,
+        max_memory_mb=None,
+        executor="local",
+        executor_params=None,
         random_state=None,
         verbose=False,
     ):
@@ -155,38 +188,39 @@ class SISOKR(OutputKernelModel, BaseEstimator):
         self.solver = solver
         self.chunk_size = chunk_size
         self.max_memory_mb = max_memory_mb
+        self.executor = executor
+        self.executor_params = executor_params
         self.random_state = random_state
         self.verbose = verbose
 
     # ------------------------------------------------------------------ fit
     def fit(self, X, Y):
         """Fit on ``n`` pairs.  ``X``, ``Y``: anything the kernels accept.  Returns self."""
-        from ..decoders.base import Decoder
-
         t0 = time.perf_counter()
         n = check_paired(X, Y)
         lam = check_positive(self.lam, "lam")
         dtype = resolve_dtype(self.dtype)
         if self.solver not in ("cholesky", "eigh"):
             raise ValueError(f"solver must be 'cholesky' or 'eigh', got {self.solver!r}")
-        rcond = self.rcond if self.rcond is not None else DEFAULT_RCOND
+        rcond = DEFAULT_RCOND if self.rcond is None else check_positive(self.rcond, "rcond", strict=False)
+        chunk = check_chunk_size(self.chunk_size)
         kx = resolve_kernel(self.input_kernel, self.input_kernel_params, "input", dtype)
         ky = resolve_kernel(self.output_kernel, self.output_kernel_params, "output", OUTPUT_DTYPE)
         sx = resolve_sketch(self.input_sketch, self.m_x, self.input_sketch_params, n, "input")
         sy = resolve_sketch(self.output_sketch, self.m_y, self.output_sketch_params, n, "output")
-        decoder = get_registry().create("decoder", self.decoder, self.decoder_params, base=Decoder)
-        Xp = kx.prepare(X)
-        Yp = ky.prepare(Y)
+        decoder = make_decoder(self.decoder, self.decoder_params, self.max_memory_mb)
+        executor = resolve_executor(self.executor, self.executor_params)
         rng = check_random_state(self.random_state)
         Rx = sx.draw(n, rng) if sx is not None else None
         Ry = sy.draw(n, rng) if sy is not None else None
-        u, inv = unique_inverse(Y)
+        # prepared inputs, prepared outputs and raw outputs, partitioned where they are used
+        parts = executor.partition(X, Y, Y, prepare=(_NamedPrepare(kx.prepare, "X"), _NamedPrepare(ky.prepare, "Y"), None))
 
-        # ---- validated: learned state starts here.  A numerical failure further on
-        # (e.g. an indefinite exact system) restores the previous state before re-raising.
+        # ---- validated: learned state starts here.  Any failure further on (a numerical
+        # one, a worker's) restores the previous state before re-raising.
         previous = dict(self.__dict__)
         try:
-            self._fit_validated(Y, Xp, Yp, n, lam, dtype, rcond, kx, ky, decoder, Rx, Ry, u, inv)
+            self._fit_validated(parts, n, lam, dtype, rcond, chunk, kx, ky, decoder, executor, Rx, Ry)
         except BaseException:
             self.__dict__.clear()
             self.__dict__.update(previous)
@@ -195,152 +229,134 @@ class SISOKR(OutputKernelModel, BaseEstimator):
         self._log(f"fit done in {self.fit_time_:.3f} s (n={n}, output rank {self.output_rank_})")
         return self
 
-    def _fit_validated(self, Y, Xp, Yp, n, lam, dtype, rcond, kx, ky, decoder, Rx, Ry, u, inv):
-        """The training proper, on validated and prepared inputs."""
-        self.input_kernel_, self.output_kernel_, self.decoder_ = kx, ky, decoder
+    def _fit_validated(self, parts, n, lam, dtype, rcond, chunk, kx, ky, decoder, executor, Rx, Ry):
+        """The training proper, on validated inputs partitioned by the executor."""
+        self.input_kernel_, self.output_kernel_, self.decoder_, self.executor_ = kx, ky, decoder, executor
         self.input_sketch_matrix_, self.output_sketch_matrix_ = Rx, Ry
-        self.n_train_, self._dtype, self._rcond = n, dtype, rcond
-        self.output_features_ = None
-        out_rows = self._init_output_side(Yp, Ry, u, inv) if Ry is not None else None
-        self._Y_train = Yp if Ry is None else None
-        chunk = self.chunk_size or default_chunk_size(max(Rx.indices.size if Rx else n, 1), dtype)
+        self.n_train_, self.dtype_, self.rcond_ = n, dtype, rcond
+        self.index_token_ = new_index_token()
+        self.fit_times_ = {}
+        t = time.perf_counter()
+        # output side: the feature map psi~ from the output sketch's support points
+        self.output_features_, self.Y_train_ = None, None
+        if Ry is not None:
+            raw_sel = executor.take_rows(parts, Ry.indices, which=2)
+            fy, keep = SketchedFeatures.from_support(ky, Ry, raw_sel, OUTPUT_DTYPE, rcond)
+            self.output_features_ = fy.fit_basis()
+            self._support_outputs = (take(raw_sel, keep), fy.R.indices)
+            targets, width = fy.transform, fy.rank
+        else:  # exact outputs: candidates are embedded against every training output
+            targets, width = None, n
+            self.Y_train_ = all_rows(executor, parts, 1)
+        self.fit_times_["output_side"] = time.perf_counter() - t
+        width_kx = Rx.indices.size if Rx is not None else n
+        width_ky = self.output_features_.R.indices.size if Ry is not None else 0
+        chunk = chunk or default_chunk_size(max(width_kx, width_ky), dtype)
+        t = time.perf_counter()
         if Rx is not None:
-            E_default = self._fit_sketched_input(Xp, Yp, n, lam, Rx, Ry, u, chunk, out_rows)
+            self._fit_sketched_input(parts, lam, dtype, rcond, chunk, Rx, targets, width)
         else:
-            E_default = self._fit_exact_input(Xp, Yp, n, lam, Ry, u, chunk, out_rows)
-        self.output_rank_ = E_default.shape[1]
-        self._train_inverse, self._n_distinct = inv, u.size
-        self._index_token = object()
-        offsets = None if ky.normalized else -0.5 * ky.diag(take(Yp, u)).astype(OUTPUT_DTYPE)
-        self.default_index_ = CandidateIndex(take(Y, u), E_default, offsets, owner=self._index_token)
+            self._fit_exact_input(parts, lam, chunk, targets)
+        self.fit_times_["input_side"] = time.perf_counter() - t
+        t = time.perf_counter()
+        self._build_default_index(parts, chunk)
+        self.fit_times_["default_index"] = time.perf_counter() - t
+        self._log(", ".join(f"{k} {v:.3f} s" for k, v in self.fit_times_.items()))
+
+    def _fit_sketched_input(self, parts, lam, dtype, rcond, chunk, Rx, targets, width):
+        """Sketched ridge of the targets ``Psi~`` (or ``I_n``), one pass over the data."""
+        ex = self.executor_
+        support = ex.take_rows(parts, Rx.indices, which=0)
+        ref = None
+        if targets is not None:  # targets at the input sketch's support: the centring shift
+            ref = targets(ex.take_rows(parts, Rx.indices, which=1))
+        sol = sketched_ridge(self.input_kernel_, Rx, support, parts, lam, targets, width, rcond, chunk, ex,
+                             self.solver, dtype, ref)
+        self.fit_times_.update({f"ridge_{k}": v for k, v in sol.times.items()})
+        self.X_support_ = self.input_kernel_.prepare_support(support)
+        self._set_coef(sol.coef)
+
+    def _fit_exact_input(self, parts, lam, chunk, targets):
+        """Cholesky of ``K_x + n lam I`` (n x n: only when no input sketch is asked for)."""
+        ex, kx = self.executor_, self.input_kernel_
+        Xp = all_rows(ex, parts, 0)
+        cho = exact_ridge_factor(kx, parts, Xp, lam, chunk, ex)
+        self.X_support_ = kx.prepare_support(Xp)
+        if targets is None:  # IOKR: h(x) = sum_i alpha_i(x) psi(y_i), alpha = (K + n lam I)^-1 k_x
+            self.coef_, self._cho, self._expansion = None, cho, None
+            self.output_rank_ = parts.n
+            return
+        T = ex.map_rows(parts, targets, chunk, name="output targets", which=1)
+        self._set_coef(sla.cho_solve(cho, np.asarray(T, dtype=WORK_DTYPE), check_finite=False))
+
+    def _set_coef(self, beta):
+        """Store the coefficients on the support samples and the prediction map."""
+        self.coef_ = np.asarray(beta, dtype=WORK_DTYPE)
+        self._cho = None
+        self._expansion = KernelExpansion(self.input_kernel_, self.X_support_, self.coef_, self.dtype_)
+        self.output_rank_ = self.coef_.shape[1] if self.output_features_ is not None else self.n_train_
+
+    def _build_default_index(self, parts, chunk):
+        """The distinct training outputs, embedded: the default candidate set."""
+        ex, ky = self.executor_, self.output_kernel_
+        first, Yu = distinct_samples(ex, parts, 2, chunk)
+        self.n_distinct_outputs_ = first.size
+        if self.output_features_ is None:
+            self.output_groups_ = unique_inverse(all_rows(ex, parts, 2))[1]
+            index = self.make_candidate_index(Yu)
+        else:
+            sel_raw, sel_idx = self._support_outputs
+            self._support_groups = _groups_of(sel_raw, sel_idx, Yu, first)
+            del self._support_outputs
+            upart = ex.partition(Yu, prepare=(_NamedPrepare(ky.prepare, "Y"),))
+            fy = self.output_features_
+            offsets = None if ky.normalized else ex.map_rows(upart, _Offsets(ky), chunk, name="output offsets")
+            if isinstance(upart.blocks[0], tuple):  # local: the embeddings are held here
+                E = ex.map_rows(upart, fy.transform, chunk, name="candidate embedding")
+                index = CandidateIndex(Yu, E, offsets, owner=self.index_token_, kernel=ky)
+            else:  # distributed: the embeddings stay on the workers, offsets as a last column
+                Ep = ex.map_rows(upart, _Embed(fy, ky), chunk, keep=True, name="candidate embedding")
+                index = CandidateIndex(Yu, None, offsets, owner=self.index_token_, kernel=ky, partitions=Ep,
+                                       dim=fy.rank)
+        self.default_index_ = index
 
     def _log(self, msg):
+        logger.info("[%s] %s", type(self).__name__, msg)
         if self.verbose:
             print(f"[{type(self).__name__}] {msg}", flush=True)
 
-    def _init_output_side(self, Yp, Ry, u, inv):
-        """Set up ``psi~`` and return ``rows(idx)``: rows of the training targets.
-
-        Structured outputs repeat (Bibtex: 2058 distinct label sets among 4880 documents).
-        Rows of ``K_y R_y^T`` depend on the output only, so when at most half the outputs
-        are distinct they are computed once per distinct output, with the sketch collapsed
-        onto distinct outputs (``R_y P``): an exact identity that also merges repeated
-        sketch columns, and whose basis is known before the input-side pass -- the rows
-        are then the targets ``Psi~ = K_y R_y^T U D^-1/2`` themselves (n x p_y: fewer
-        right-hand sides than m_y).  Otherwise they are the raw rows of ``K_y R_y^T``
-        (n x m_y), rotated after the input pass.
-        """
-        n = inv.size
-        if u.size > n // 2:
-            self.output_features_ = SketchedFeatures(self.output_kernel_, Ry, Yp, OUTPUT_DTYPE, self._rcond)
-            return lambda sl: self.output_features_.block(take_slice(Yp, sl))
-        t0 = time.perf_counter()
-        Yu = take(Yp, u)
-        self.output_features_ = SketchedFeatures(self.output_kernel_, Ry.collapse(inv, u.size), Yu, OUTPUT_DTYPE, self._rcond)
-        Tu = self.output_features_.block(Yu)  # (n_distinct, m_y)
-        self.output_features_.set_basis(Tu[self.output_features_.R.indices])
-        Psi_u = matmul(Tu, self.output_features_.basis_)  # (n_distinct, p_y)
-        self._log(f"output side on {u.size} distinct outputs: {time.perf_counter() - t0:.3f} s")
-        return lambda sl: Psi_u[inv[sl]]
-
-    def _fit_sketched_input(self, Xp, Yp, n, lam, Rx, Ry, u, chunk, out_rows):
-        """Sketched ridge of the targets ``Psi~`` (or ``I_n``).
-
-        When the output basis is not known yet, the raw rows ``K_y R_y^T`` are solved for
-        and rotated afterwards, ``gamma = G^+ A^T Psi~ = (G^+ A^T K_y R_y^T) U D^-1/2``, so
-        that the basis comes from rows gathered during the same pass.
-        """
-        targets, width = None, n
-        basis_known = Ry is not None and self.output_features_.basis_ is not None
-        if Ry is not None:
-            width = self.output_features_.rank if basis_known else Ry.m
-            targets = out_rows
-        if Ry is not None and not basis_known:
-            rows_y = RowGatherer(Ry.indices, Ry.m, OUTPUT_DTYPE)  # gives K~_y
-            rows_u = RowGatherer(u, Ry.m, OUTPUT_DTYPE)  # default candidates' raw embeddings
-
-            def targets(sl):
-                T = out_rows(sl)
-                rows_y.add(sl, T)
-                rows_u.add(sl, T)
-                return T
-
-        beta, support = sketched_ridge_coef(self.input_kernel_, Rx, Xp, n, lam, targets, width,
-                                            self._rcond, chunk, self.solver, self._log if self.verbose else None,
-                                            product_dtype=self._dtype)
-        if basis_known:
-            E_default = out_rows(u)  # targets were already rotated
-        elif Ry is not None:
-            self.output_features_.set_basis(rows_y.rows)
-            V = self.output_features_.basis_
-            beta, E_default = matmul(beta, V), matmul(rows_u.rows, V)
-        else:
-            E_default = self._exact_output_embedding(take(Yp, u))
-        self._set_coef(beta)
-        self.X_support_ = self.input_kernel_.prepare_support(support)
-        self._cho = None
-        return E_default
-
-    def _fit_exact_input(self, Xp, Yp, n, lam, Ry, u, chunk, out_rows):
-        """Cholesky of ``K_x + n lam I`` (n x n: only when no input sketch is asked for)."""
-        kx = self.input_kernel_
-        cho = exact_ridge_factor(kx, Xp, n, lam, chunk)
-        self.X_support_ = kx.prepare_support(Xp)
-        if Ry is None:
-            self.coef_, self._cho = None, cho
-            return self._exact_output_embedding(take(Yp, u))
-        rotated = self.output_features_.basis_ is not None
-        T = np.empty((n, self.output_features_.rank if rotated else Ry.m), dtype=OUTPUT_DTYPE)
-        for sl in iter_chunks(n, chunk):
-            T[sl] = out_rows(sl)
-        if rotated:
-            Psi = T
-        else:
-            self.output_features_.set_basis(T[Ry.indices])
-            Psi = matmul(T, self.output_features_.basis_)
-        self._set_coef(sla.cho_solve(cho, Psi, check_finite=False))
-        self._cho = None
-        return Psi[u]
-
-    def _set_coef(self, beta):
-        """Store the coefficients on the support samples (and their column sums, float64)."""
-        self.coef_ = np.asarray(beta, dtype=WORK_DTYPE)
-        self._coef32, self._coef_sum = self.coef_.astype(np.float32), self.coef_.sum(axis=0)
-
-    def _exact_output_embedding(self, Cp):
+    def exact_output_embedding(self, Cp):
         """Output coordinates without sketch: ``k_y(c, Y_train)`` rows, shape (n_c, n)."""
         n_c = num_samples(Cp)
         E = np.empty((n_c, self.n_train_), dtype=OUTPUT_DTYPE)
-        chunk = default_chunk_size(self.n_train_, OUTPUT_DTYPE)
-        for sl in iter_chunks(n_c, chunk):
-            E[sl] = self.output_kernel_.pairwise(take_slice(Cp, sl), self._Y_train)
+        from ..utils import iter_chunks, take_slice
+
+        for sl in iter_chunks(n_c, default_chunk_size(self.n_train_, OUTPUT_DTYPE)):
+            E[sl] = check_gram_block(self.output_kernel_.pairwise(take_slice(Cp, sl), self.Y_train_),
+                                     (sl.stop - sl.start, self.n_train_), "output kernel")
         return E
 
     # ------------------------------------------------------------------ predict
     def prepare_inputs(self, X):
         """Validate and prepare query inputs (the input kernel's ``prepare``)."""
-        check_is_fitted(self, "coef_")
-        return self.input_kernel_.prepare(X)
+        check_is_fitted(self, "output_rank_")
+        try:
+            return self.input_kernel_.prepare(X)
+        except ValueError as exc:
+            raise ValueError(f"X: {exc}") from None
 
     def predict_coordinates(self, X, prepared=False):
         """Coordinates ``H(x)`` of the predicted output in the output basis, (n_q, d)."""
-        check_is_fitted(self, "coef_")
-        Xp = X if prepared else self.input_kernel_.prepare(X)
-        Kq = np.asarray(self.input_kernel_.pairwise(Xp, self.X_support_))
+        check_is_fitted(self, "output_rank_")
+        Xp = X if prepared else self.prepare_inputs(X)
         if self.coef_ is None:
+            Kq = check_gram_block(self.input_kernel_.pairwise(Xp, self.X_support_),
+                                  (num_samples(Xp), self.n_train_), "input kernel")
             return sla.cho_solve(self._cho, np.asarray(Kq, dtype=WORK_DTYPE).T, check_finite=False).T
-        if Kq.dtype == np.float32:
-            # k^T beta = (k - mu)^T beta + mu 1^T beta, mu the row mean of k: the ridge
-            # coefficients of a flat kernel cancel, and removing the common offset of the
-            # kernel row keeps the (2x faster) float32 product accurate (~1e-6 here).
-            mu = Kq.mean(axis=1, keepdims=True, dtype=np.float64)
-            Kq = Kq - mu.astype(np.float32)
-            return matmul(Kq, self._coef32) + mu * self._coef_sum
-        return matmul(np.asarray(Kq, dtype=WORK_DTYPE), self.coef_)
+        return self._expansion(Xp)
 
-
-    def search_index(self, Xp, index, k=1, max_memory_mb=None):
-        """Top-k of a :class:`CandidateIndex` for prepared queries ``Xp`` (a ``Decoded``).
+    def search_pair(self, Xp, index):
+        """``(H, index')`` for a batch of prepared queries: the cheapest equivalent scoring.
 
         Without output sketch the coordinates have one entry per training sample and
         ``scores = K_q C E^T``, with ``C`` the coefficients (sketched input, m x n) or
@@ -349,30 +365,31 @@ class SISOKR(OutputKernelModel, BaseEstimator):
         product instead of ``n_q m n + n_q n n_c`` flops (Bibtex SIOKR: 12 instead of 53
         GFlop); it is done when it pays off already for this batch, or is cached.
         """
-        budget = max_memory_mb or self.max_memory_mb
-        F = self._folded_index(index, num_samples(Xp)) if self.output_features_ is None else None
-        if F is None:
-            return super().search_index(Xp, index, k, budget)
-        Kq = np.asarray(self.input_kernel_.pairwise(Xp, self.X_support_), dtype=WORK_DTYPE)
-        return topk_search(Kq, F, k, index.offsets, budget)
+        if self.output_features_ is None:
+            F = self._folded_index(index, num_samples(Xp))
+            if F is not None:
+                Kq = check_gram_block(self.input_kernel_.pairwise(Xp, self.X_support_),
+                                      (num_samples(Xp), F.dim), "input kernel")
+                return np.asarray(Kq, dtype=WORK_DTYPE), F
+        return self.predict_coordinates(Xp, prepared=True), index
 
     def _folded_index(self, index, n_q):
-        """``E C^T`` for ``index`` (cached on it), or None when folding does not pay."""
-        F = getattr(index, "_folded", None)
+        """``E C^T`` for ``index`` as a CandidateIndex (cached on it), or None when it does not pay."""
+        F = index.cache.get(self.index_token_)
         if F is not None:
             return F
-        n_c, d = index.embeddings.shape
+        n_c, d = len(index), index.dim
         m = d if self.coef_ is None else self.coef_.shape[0]
         # fold once + folded product  vs  product with C + product with E
         if m * d * n_c + n_q * m * n_c > n_q * m * d + n_q * d * n_c:
             return None
-        E = index.embeddings
+        E = np.asarray(index.gather_embeddings(), dtype=WORK_DTYPE)
         if self.coef_ is None:  # exact input: F^T = (K + n lam I)^-1 E^T
-            F = np.ascontiguousarray(sla.cho_solve(self._cho, np.asarray(E, dtype=WORK_DTYPE).T,
-                                                   check_finite=False).T)
+            Fe = np.ascontiguousarray(sla.cho_solve(self._cho, E.T, check_finite=False).T)
         else:
-            F = matmul(np.asarray(E, dtype=WORK_DTYPE), self.coef_.T)
-        index._folded = F
+            Fe = matmul(E, self.coef_.T)
+        F = CandidateIndex(index.candidates, Fe, index.offsets, owner=index.owner, kernel=index.kernel)
+        index.cache[self.index_token_] = F
         return F
 
     def predict_weights(self, X, prepared=False):
@@ -381,25 +398,78 @@ class SISOKR(OutputKernelModel, BaseEstimator):
 
         Exact for every variant: without output sketch ``H(x)`` are weights over the
         training samples; with one, ``h = sum_j H_j e~_j`` and the basis vectors are
-        ``e~ = (R_y^T U D^-1/2)^T psi(Y)``.  Weights of repeated outputs are summed.
-        Used by decoders that build outputs from training examples (FGW barycenters).
+        ``e~ = (R_y^T U D^-1/2)^T psi(Y)``, whose weights sit on the output sketch's support.
+        Weights of repeated outputs are summed.  Used by decoders that build outputs from
+        training examples (FGW barycenters).
 
         Returns
         -------
         ndarray of shape (n_queries, n_distinct_training_outputs)
         """
         H = self.predict_coordinates(X, prepared=prepared)
+        n_u = self.n_distinct_outputs_
         f = self.output_features_
         if f is None:
-            C = H
-        else:
-            C = np.zeros((H.shape[0], f.R.n))
-            C[:, f.R.indices] = f.R.apply_left_transpose(f.basis_ @ H.T).T
-            if f.R.n == self._n_distinct:  # the sketch was collapsed onto distinct outputs
-                return C
-        n = self._train_inverse.size
-        P = sp.csr_matrix((np.ones(n), (np.arange(n), self._train_inverse)), shape=(n, self._n_distinct))
-        return np.asarray((P.T @ C.T).T)
+            n = self.output_groups_.size
+            P = sp.csr_matrix((np.ones(n), (np.arange(n), self.output_groups_)), shape=(n, n_u))
+            return np.asarray((P.T @ H.T).T)
+        Cs = f.R.apply_left_transpose(np.asarray(f.basis_, dtype=np.float64) @ H.T).T  # (n_q, m')
+        g = self._support_groups
+        P = sp.csr_matrix((np.ones(g.size), (np.arange(g.size), g)), shape=(g.size, n_u))
+        return np.asarray((P.T @ Cs.T).T)
+
+
+def all_rows(executor, parts, which):
+    """The whole collection ``which`` of ``parts`` in this process (exact methods need it)."""
+    if parts.n_partitions == 1 and isinstance(parts.blocks[0], tuple):
+        return parts.blocks[0][which]
+    return executor.take_rows(parts, np.arange(parts.n), which=which)
+
+
+def _groups_of(sel_raw, sel_idx, Yu, first):
+    """Distinct-output group of each support sample (``sel_idx`` its training indices)."""
+    n_u = first.size
+    u, inverse = unique_inverse(concat_samples([Yu, sel_raw]))
+    if u.size == n_u:  # every support output matched one distinct output (hashable samples)
+        return inverse[n_u:]
+    # unhashable samples (graphs) are all distinct: the groups are the training samples
+    return np.searchsorted(first, sel_idx)
+
+
+class _Offsets:
+    def __init__(self, kernel):
+        self.kernel = kernel
+
+    def __call__(self, Cp):
+        return candidate_offsets(self.kernel, Cp)
+
+
+class _Embed:
+    """``[psi~(c), -k(c,c)/2]`` rows of a distributed candidate index."""
+
+    def __init__(self, features, kernel):
+        self.features, self.kernel = features, kernel
+
+    def __call__(self, Cp):
+        E = self.features.transform(Cp)
+        off = candidate_offsets(self.kernel, Cp)
+        return E if off is None else np.hstack([E, off[:, None].astype(E.dtype)])
+
+
+class _NamedPrepare:
+    """A kernel's ``prepare`` whose errors name the argument (``X`` or ``Y``)."""
+
+    def __init__(self, prepare, name):
+        self.prepare, self.name = prepare, name
+
+    def __call__(self, data):
+        try:
+            return self.prepare(data)
+        except (ValueError, TypeError) as exc:
+            msg = str(exc)
+            if msg.startswith(f"{self.name} ") or msg.startswith(f"{self.name}:"):
+                raise
+            raise type(exc)(f"{self.name}: {msg}") from None
 
 
 class IOKR(SISOKR):
@@ -417,14 +487,17 @@ class IOKR(SISOKR):
         dtype="float64",
         rcond=None,
         chunk_size=None,
-        max_memory_mb=256,
+        max_memory_mb=None,
+        executor="local",
+        executor_params=None,
         verbose=False,
     ):
         super().__init__(
             input_kernel=input_kernel, output_kernel=output_kernel, lam=lam,
             input_kernel_params=input_kernel_params, output_kernel_params=output_kernel_params,
             decoder=decoder, decoder_params=decoder_params, dtype=dtype, rcond=rcond,
-            chunk_size=chunk_size, max_memory_mb=max_memory_mb, verbose=verbose,
+            chunk_size=chunk_size, max_memory_mb=max_memory_mb, executor=executor,
+            executor_params=executor_params, verbose=verbose,
         )
 
 
@@ -447,7 +520,9 @@ class SIOKR(SISOKR):
         rcond=None,
         solver="cholesky",
         chunk_size=None,
-        max_memory_mb=256,
+        max_memory_mb=None,
+        executor="local",
+        executor_params=None,
         random_state=None,
         verbose=False,
     ):
@@ -456,8 +531,8 @@ class SIOKR(SISOKR):
             input_sketch=input_sketch, m_x=m_x, input_kernel_params=input_kernel_params,
             output_kernel_params=output_kernel_params, input_sketch_params=input_sketch_params,
             decoder=decoder, decoder_params=decoder_params, dtype=dtype, rcond=rcond,
-            solver=solver, chunk_size=chunk_size, max_memory_mb=max_memory_mb,
-            random_state=random_state, verbose=verbose,
+            solver=solver, chunk_size=chunk_size, max_memory_mb=max_memory_mb, executor=executor,
+            executor_params=executor_params, random_state=random_state, verbose=verbose,
         )
 
 
@@ -479,7 +554,9 @@ class ISOKR(SISOKR):
         dtype="float64",
         rcond=None,
         chunk_size=None,
-        max_memory_mb=256,
+        max_memory_mb=None,
+        executor="local",
+        executor_params=None,
         random_state=None,
         verbose=False,
     ):
@@ -488,6 +565,6 @@ class ISOKR(SISOKR):
             output_sketch=output_sketch, m_y=m_y, input_kernel_params=input_kernel_params,
             output_kernel_params=output_kernel_params, output_sketch_params=output_sketch_params,
             decoder=decoder, decoder_params=decoder_params, dtype=dtype, rcond=rcond,
-            chunk_size=chunk_size, max_memory_mb=max_memory_mb, random_state=random_state,
-            verbose=verbose,
+            chunk_size=chunk_size, max_memory_mb=max_memory_mb, executor=executor,
+            executor_params=executor_params, random_state=random_state, verbose=verbose,
         )

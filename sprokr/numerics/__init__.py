@@ -1,15 +1,19 @@
-"""sprokr's numerics: linear algebra, chunked passes and top-k search, in one package.
+"""sprokr's numerics: linear algebra, chunked passes, executors and top-k search, in one package.
 
 Every estimator composes these; none writes its own solve or chunk loop.  The private
 submodules are re-exported here (the public names are this package's ``__all__``):
 
+* ``_executor``   -- the executor interface (map over row chunks, merge), the local executor;
+* ``_dask``       -- the Dask executor (``dask.distributed``; the ``dask`` extra);
 * ``_linalg``     -- BLAS ``matmul``, PSD eigenpairs / solves, in-place Cholesky;
 * ``_parallel``   -- row-block thread parallelism for the passes BLAS does not cover;
-* ``_crossprod``  -- double-centred ``A^T A`` / ``A^T T`` accumulators (float32-accurate);
+* ``_crossprod``  -- mergeable double-centred ``A^T A`` / ``A^T T`` sums (float32-accurate);
 * ``_features``   -- sketched kernel features ``K R^T`` and the feature map ``D^-1/2 U^T R k``;
+* ``_products``   -- kernel block x coefficients (the float32 policy), candidate offsets;
 * ``_ridge``      -- exact and sketched kernel ridge solves;
 * ``_optim``      -- solvers of the linear problem of the sketched kernel machines;
-* ``_topk``       -- chunked top-k over ``H E^T + offsets`` and its merge.
+* ``_topk``       -- chunked, mergeable top-k over ``H E^T + offsets``;
+* ``_distinct``   -- distinct samples of a partitioned collection.
 """
 from ._parallel import for_row_blocks, n_workers
 from ._linalg import (
@@ -22,22 +26,42 @@ from ._linalg import (
     psd_eigh,
     psd_solve,
 )
-from ._crossprod import ShiftedCrossProducts
-from ._features import RowGatherer, SketchedFeatures, default_chunk_size
-from ._topk import DEFAULT_MAX_MEMORY_MB, Decoded, grouped_topk_search, topk_rows, topk_search
-from ._ridge import WORK_DTYPE, exact_ridge_factor, sketched_ridge_coef
+from ._executor import ChunkError, ChunkTask, Executor, LocalExecutor, RowPartitions, tree_reduce
+from ._dask import DaskExecutor, dask_available
+from ._crossprod import ShiftedCrossProducts, column_shift
+from ._features import KernelRows, SketchedFeatures, default_chunk_size
+from ._products import KernelExpansion, candidate_offsets, check_gram_block
+from ._topk import (
+    DEFAULT_MAX_MEMORY_MB,
+    Decoded,
+    TopKTask,
+    grouped_topk_search,
+    merge_topk,
+    score_block_size,
+    select_topk,
+    topk_rows,
+    topk_search,
+)
+from ._distinct import DistinctTask, distinct_samples
+from ._ridge import WORK_DTYPE, CrossProductTask, RidgeSolution, exact_ridge_factor, sketched_ridge
 from ._optim import AdamResult, adam_solve, ridge_by_eigengroups
 
 __all__ = [
+    # executors
+    "Executor", "LocalExecutor", "DaskExecutor", "dask_available", "ChunkTask", "ChunkError",
+    "RowPartitions", "tree_reduce",
     # dense linear algebra
     "matmul", "psd_eigh", "psd_solve", "cholesky_solve", "cholesky_solver",
     "cholesky_factor_inplace", "cholesky_factor_solve", "DEFAULT_RCOND", "WORK_DTYPE",
     # parallel passes
     "for_row_blocks", "n_workers",
-    # chunked accumulations and sketched features
-    "ShiftedCrossProducts", "RowGatherer", "SketchedFeatures", "default_chunk_size",
+    # chunked sums, sketched features, products
+    "ShiftedCrossProducts", "column_shift", "SketchedFeatures", "KernelRows", "default_chunk_size",
+    "KernelExpansion", "candidate_offsets", "check_gram_block", "DistinctTask", "distinct_samples",
     # ridge solves and kernel-machine solvers
-    "exact_ridge_factor", "sketched_ridge_coef", "ridge_by_eigengroups", "adam_solve", "AdamResult",
+    "exact_ridge_factor", "sketched_ridge", "CrossProductTask", "RidgeSolution",
+    "ridge_by_eigengroups", "adam_solve", "AdamResult",
     # top-k search
-    "Decoded", "DEFAULT_MAX_MEMORY_MB", "topk_rows", "topk_search", "grouped_topk_search",
+    "Decoded", "DEFAULT_MAX_MEMORY_MB", "TopKTask", "topk_rows", "select_topk", "merge_topk",
+    "topk_search", "grouped_topk_search", "score_block_size",
 ]

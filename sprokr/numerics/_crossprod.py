@@ -1,4 +1,9 @@
-"""Double-centred cross products ``A^T A`` and ``A^T T`` accumulated over row chunks."""
+"""Double-centred cross products ``A^T A`` and ``A^T T``, accumulated and merged over row chunks.
+
+The one product the sketched methods cannot avoid is ``A^T A`` of the n x m kernel block
+``A = K R^T``.  It is formed chunk by chunk; partial sums from different chunks (or
+different machines) merge by addition, so the result does not depend on the chunk order.
+"""
 from __future__ import annotations
 
 import numpy as np
@@ -7,64 +12,98 @@ from scipy.linalg import get_blas_funcs
 from ._linalg import matmul
 from ._parallel import for_row_blocks
 
-__all__ = ["ShiftedCrossProducts"]
+__all__ = ["ShiftedCrossProducts", "column_shift"]
+
+
+def column_shift(A_ref, dtype):
+    """Centring shift ``c`` (m,) from reference rows of ``A``, rounded to ``dtype``.
+
+    The shift must be fixed before the pass (so that every chunk, in any order or on any
+    machine, uses the same one); any value keeps the identities exact, a representative
+    one (column means of the rows at the sketch's support points) keeps float32 accurate.
+    It is rounded to the block's dtype so that the identity uses exactly the values that
+    are subtracted.
+    """
+    A_ref = np.asarray(A_ref)
+    if A_ref.shape[0] == 0:
+        return np.zeros(A_ref.shape[1])
+    return A_ref.mean(axis=0, dtype=np.float64).astype(dtype).astype(np.float64)
 
 
 class ShiftedCrossProducts:
-    """Accumulate ``A^T A`` and ``A^T T`` over row chunks, accurately in float32.
+    """``A^T A`` and ``A^T T`` over row chunks: accurate in float32, mergeable.
 
     Kernel blocks are often far from centred (a Gaussian kernel with a wide bandwidth is
     ~constant, and rows differ by a scale factor), and the rounding error of a float32
     ``A^T A`` scales with ``|A|^2``.  Each chunk is double-centred,
-    ``A = A_c + 1 c^T + r 1^T = A_c + Q P^T`` with ``c`` the column means of the first
-    chunk, ``r`` the row means of ``A - 1 c^T``, ``Q = [1, r]`` (n x 2), ``P = [c, 1]``
-    (m x 2).  Then, exactly,
+    ``A = A_c + 1 c^T + r 1^T = A_c + Q P^T`` with ``c`` a column shift fixed before the
+    pass (:func:`column_shift`), ``r`` the row means of ``A - 1 c^T``, ``Q = [1, r]``
+    (rows x 2), ``P = [c, 1]`` (m x 2).  Then, exactly,
 
         A^T A = A_c^T A_c + S P^T + P S^T + P (Q^T Q) P^T,      S = A_c^T Q
         A^T T = A_c^T T_c + S_1 d^T + P (Q^T T),                T_c = T - 1 d^T
 
-    The large products run in the working dtype on blocks ~200x smaller than ``A``
-    (Bibtex: float32 error 1e-10 of the diagonal instead of 2e-9 with column centring
-    only, 4e-8 without); the thin corrections are float64.  ``A_c^T A_c`` is one BLAS
-    ``syrk`` per chunk into the lower triangle of a Fortran-ordered accumulator (half the
-    flops of a GEMM, no temporaries); the centring passes run on row blocks in parallel.
-    ``T=None`` means ``T = I_n`` (then ``A^T T = A^T``, stored as is).
+    with ``d`` a fixed target shift.  The large products run in the block's dtype on
+    blocks ~200x smaller than ``A`` (Bibtex: float32 error 1e-10 of the diagonal instead
+    of 2e-9 with column centring only, 4e-8 without); each chunk's products are added to
+    float64 sums, as are the thin corrections.  Every sum is additive: :meth:`merge` adds
+    the sums of another accumulator built with the same shifts, so partial results of
+    disjoint chunks combine in any order to the same result (to float64 rounding).
+    ``A_c^T A_c`` is one BLAS ``syrk`` per chunk (lower triangle, half the flops of a
+    GEMM); the centring passes run on row blocks in parallel.
+
+    Parameters
+    ----------
+    m : int
+        Columns of ``A``.
+    width : int
+        Columns of ``T`` (``n`` with ``identity_targets``).
+    dtype : float32 or float64
+        Precision of the per-chunk products.
+    c : ndarray of shape (m,)
+        Column shift (see :func:`column_shift`).
+    d : ndarray of shape (width,), optional
+        Target shift (default 0); ignored with ``identity_targets``.
+    identity_targets : bool
+        ``T = I_n``: then ``A^T T = A^T`` is stored as is (columns of the chunk's rows).
     """
 
-    def __init__(self, m, width, dtype, target_dtype=None):
+    def __init__(self, m, width, dtype, c, d=None, identity_targets=False):
         self.dtype = np.dtype(dtype)
-        self.AtA = np.zeros((m, m), dtype=self.dtype, order="F")  # lower triangle only
-        self.AtT = np.zeros((m, width), dtype=self.dtype)
+        self.c = np.asarray(c, dtype=np.float64)
+        if self.c.shape != (m,):
+            raise ValueError(f"column shift must have shape ({m},), got {self.c.shape}")
+        self.identity_targets = bool(identity_targets)
+        self.d = None if identity_targets else (np.zeros(width) if d is None else np.asarray(d, dtype=np.float64))
+        self.AtA = np.zeros((m, m), order="F")  # float64, lower triangle only
+        self.AtT = np.zeros((m, width))
         self.S = np.zeros((m, 2))  # A_c^T [1, r]
         self.QQ = np.zeros((2, 2))  # [1, r]^T [1, r]
-        self.QT = None  # [1, r]^T T
-        self.c = self.d = None
-        self.identity_targets = False
-        self._syrk = get_blas_funcs("syrk", dtype=self.dtype)
+        self.QT = np.zeros((2, width))  # [1, r]^T T
+        self._tmp = None  # per-chunk syrk buffer of a float32 accumulation
 
-    def add(self, sl, A, T=None, overwrite=False):
-        """Add rows ``sl`` of A and T (``overwrite=True``: A may be centred in place)."""
+    def add(self, rows, A, T=None, overwrite=False):
+        """Add the rows ``rows`` (a slice of global row numbers) of ``A`` and ``T``.
+
+        ``overwrite=True``: ``A`` may be centred in place.
+        """
         A = np.asarray(A)
-        if self.c is None:
-            # the shift is rounded to the block's dtype so that the identity uses exactly
-            # the values that are subtracted
-            self.c = A.mean(axis=0, dtype=np.float64).astype(A.dtype).astype(np.float64)
-            if T is not None:
-                self.d = T.mean(axis=0, dtype=np.float64)
-                self.QT = np.zeros((2, T.shape[1]))
-        if T is None:
-            self.identity_targets = True
-            self.AtT[:, sl] = A.T
+        if A.shape[1] != self.c.size:
+            raise ValueError(f"block has {A.shape[1]} columns, expected {self.c.size}")
+        if self.identity_targets:
+            self.AtT[:, rows] = A.T
+        elif T is None:
+            raise ValueError("targets T are needed (the accumulator was built with targets)")
         # centre in the block's own precision (a float32 block's rounding is already in A)
         Ac = A if overwrite and A.flags.c_contiguous else np.array(A, order="C")
         c_w = self.c.astype(A.dtype)
         r_w = np.empty(A.shape[0], dtype=A.dtype)
 
-        def centre(rows):
-            block = Ac[rows]
+        def centre(blk):
+            block = Ac[blk]
             np.subtract(block, c_w, out=block)
-            r_w[rows] = block.mean(axis=1, dtype=np.float64)
-            block -= r_w[rows, None]
+            r_w[blk] = block.mean(axis=1, dtype=np.float64)
+            block -= r_w[blk, None]
 
         for_row_blocks(centre, A.shape[0], A.size)
         r = r_w.astype(np.float64)
@@ -72,29 +111,59 @@ class ShiftedCrossProducts:
         self.S += matmul(Ac.T, Q).astype(np.float64)  # one pass: column sums and A_c^T r
         self.QQ += [[r.size, r.sum()], [r.sum(), r @ r]]
         Aw = Ac.astype(self.dtype, copy=False)
-        # AtA += Aw^T Aw: Aw^T is the Fortran-ordered view, syrk writes the lower triangle
-        res = self._syrk(1.0, Aw.T, beta=1.0, c=self.AtA, trans=0, lower=1, overwrite_c=1)
-        if not np.shares_memory(res, self.AtA):  # pragma: no cover - f2py made a copy
-            self.AtA = res
-        if T is not None:
+        self._add_gram(Aw)
+        if not self.identity_targets:
             T = np.asarray(T, dtype=np.float64)
+            if T.shape != (A.shape[0], self.AtT.shape[1]):
+                raise ValueError(f"targets of shape {T.shape}, expected {(A.shape[0], self.AtT.shape[1])}")
             self.QT[0] += T.sum(axis=0)
             self.QT[1] += r @ T
             self.AtT += matmul(Aw.T, (T - self.d).astype(self.dtype, copy=False))
+        return self
+
+    def _add_gram(self, Aw):
+        """``AtA += Aw^T Aw`` (lower triangle), the product in Aw's dtype, the sum in float64."""
+        syrk = get_blas_funcs("syrk", dtype=Aw.dtype)
+        if Aw.dtype == np.float64:  # straight into the float64 sum
+            res = syrk(1.0, Aw.T, beta=1.0, c=self.AtA, trans=0, lower=1, overwrite_c=1)
+            if not np.shares_memory(res, self.AtA):  # pragma: no cover - f2py made a copy
+                self.AtA = res
+            return
+        m = Aw.shape[1]
+        if self._tmp is None or self._tmp.dtype != Aw.dtype:
+            self._tmp = np.zeros((m, m), dtype=Aw.dtype, order="F")
+        # Aw^T is the Fortran-ordered view of Aw; beta=0 overwrites the buffer's lower triangle
+        res = syrk(1.0, Aw.T, beta=0.0, c=self._tmp, trans=0, lower=1, overwrite_c=1)
+        np.add(self.AtA, res, out=self.AtA)
+
+    def merge(self, other):
+        """Add the sums of ``other`` (same shape and shifts, disjoint rows); returns self."""
+        if other.AtA.shape != self.AtA.shape or other.AtT.shape != self.AtT.shape:
+            raise ValueError("cannot merge accumulators of different shapes")
+        if not np.array_equal(other.c, self.c) or (self.d is not None and not np.array_equal(other.d, self.d)):
+            raise ValueError("cannot merge accumulators built with different shifts")
+        self.AtA += other.AtA
+        self.AtT += other.AtT
+        self.S += other.S
+        self.QQ += other.QQ
+        self.QT += other.QT
+        return self
+
+    def __getstate__(self):  # the float32 buffer is scratch space: never shipped
+        state = dict(self.__dict__)
+        state["_tmp"] = None
+        return state
 
     def result(self, lower_only=False, plus=None):
-        """``(A^T A + plus, A^T T)`` in float64 (a fresh array; ``plus`` optional, (m, m)).
+        """``(A^T A + plus, A^T T)`` in float64 (fresh arrays; ``plus`` optional, (m, m)).
 
         With ``lower_only=True`` ``A^T A`` is Fortran-ordered and only its lower triangle
         is meaningful (what a Cholesky factorization reads); otherwise it is symmetric.
-        ``plus`` (e.g. the ridge term) is added in the same pass as the float64 cast.
         """
         P = np.stack([self.c, np.ones_like(self.c)], axis=1)  # (m, 2)
-        AtA = np.empty(self.AtA.shape, dtype=np.float64, order="F")
-        if plus is None:
-            np.copyto(AtA, self.AtA)
-        else:
-            np.add(self.AtA, plus, out=AtA, dtype=np.float64)  # the float64 loop
+        AtA = np.array(self.AtA, order="F")
+        if plus is not None:
+            AtA += plus
         # S P^T + P S^T + P QQ P^T = W M W^T, W = [S, P], M = [[0, I], [I, QQ]]: one GEMM
         W = np.hstack([self.S, P])
         M = np.block([[np.zeros((2, 2)), np.eye(2)], [np.eye(2), self.QQ]])
@@ -105,8 +174,7 @@ class ShiftedCrossProducts:
         if not lower_only:
             AtA = np.tril(AtA) + np.tril(AtA, -1).T
         if self.identity_targets:
-            return AtA, self.AtT.astype(np.float64, copy=False)
-        AtT = self.AtT.astype(np.float64)  # a copy: result() may be called again
-        AtT += self.S[:, :1] * self.d[None, :]
+            return AtA, self.AtT.copy()
+        AtT = self.AtT + self.S[:, :1] * self.d[None, :]
         AtT += P @ self.QT
         return AtA, AtT

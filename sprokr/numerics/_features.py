@@ -1,25 +1,31 @@
 """Sketched kernel features ``K R^T`` and the sketched feature map ``D^-1/2 U^T R k(., z)``.
 
 Shared by the input side (SIOKR, sketched kernel machines) and the output side (ISOKR,
-DSOKR): for a kernel ``k``, training samples ``Z`` and a sketch ``R = W S``,
+DSOKR): for a kernel ``k``, a sketch ``R = W S`` (m x n) and its support points
+``Z_S = Z[indices]`` (the m' samples with a non-null column),
 
-* ``block(Zq)`` = ``k(Zq, Z) R^T = k(Zq, Z[indices]) W^T``  (q x m): only the kernel
-  columns of the ``m'`` selected samples are computed (decomposition trick);
-* ``set_basis(rows)`` takes the rows of ``K R^T`` at the selected samples (gathered while
-  the training chunks stream by, so no kernel value is computed twice), forms
-  ``K~ = R K R^T = W (K R^T)[indices]`` and its eigenpairs ``(U, D)`` of rank ``r``;
-* ``transform(Zq)`` = ``block(Zq) U D^-1/2`` (q x r): the feature map ``psi~`` (output
+* ``block(Zq)`` = ``k(Zq, Z) R^T = k(Zq, Z_S) W^T`` (q x m): only the kernel columns of
+  the support are computed (decomposition trick), so no pass ever needs the n samples;
+* ``support_rows()`` = ``(K R^T)[indices] = k(Z_S, Z_S) W^T`` (m' x m), from the support
+  alone; it gives ``K~ = R K R^T = W (K R^T)[indices]``;
+* ``fit_basis()`` takes the eigenpairs ``(U, D)`` of ``K~`` (rank ``r``) and
+  ``transform(Zq)`` = ``block(Zq) U D^-1/2`` (q x r) is the feature map ``psi~`` (output
   side) or ``z`` (input side) whose inner products are the Nystrom-type approximation
   ``k(a, b) ~ k_a^T R^T K~^+ R k_b``.
+
+Support points that are equal samples (outputs repeat: Bibtex has 2058 distinct label
+sets among 4880 documents) share one kernel column: :meth:`SketchedFeatures.from_support`
+merges their columns of ``W`` (exact, since ``k(., z_i) = k(., z_j)`` when ``z_i = z_j``).
 """
 from __future__ import annotations
 
 import numpy as np
+import scipy.sparse as sp
 
+from ..utils import num_samples, take, unique_inverse
 from ._linalg import matmul, psd_eigh
-from ..utils import iter_chunks, num_samples, take, take_slice
 
-__all__ = ["SketchedFeatures", "RowGatherer", "default_chunk_size"]
+__all__ = ["SketchedFeatures", "KernelRows", "default_chunk_size"]
 
 
 def default_chunk_size(width, dtype, budget_mb=64):
@@ -27,21 +33,14 @@ def default_chunk_size(width, dtype, budget_mb=64):
     return int(max(128, min(8192, budget_mb * 2**20 // (max(width, 1) * np.dtype(dtype).itemsize))))
 
 
-class RowGatherer:
-    """Collect the rows at given global positions from a stream of row chunks."""
+class KernelRows:
+    """``Zq -> k(Zq, Z)`` as an array of ``dtype``: the rows of a Gram block, for a chunked pass."""
 
-    def __init__(self, positions, width, dtype):
-        self.positions = np.asarray(positions, dtype=np.intp)
-        self.rows = np.empty((self.positions.size, width), dtype=dtype)
-        self._order = np.argsort(self.positions, kind="stable")
-        self._sorted = self.positions[self._order]
+    def __init__(self, kernel, Z, dtype=np.float64):
+        self.kernel, self.Z, self.dtype = kernel, Z, np.dtype(dtype)
 
-    def add(self, sl, block):
-        """Offer rows ``sl.start .. sl.stop`` (a slice) of the full matrix."""
-        lo, hi = np.searchsorted(self._sorted, [sl.start, sl.stop])
-        if hi > lo:
-            dest = self._order[lo:hi]
-            self.rows[dest] = block[self._sorted[lo:hi] - sl.start]
+    def __call__(self, Zq):
+        return np.asarray(self.kernel.pairwise(Zq, self.Z), dtype=self.dtype)
 
 
 class SketchedFeatures:
@@ -50,60 +49,88 @@ class SketchedFeatures:
     Parameters
     ----------
     kernel : Kernel
-    R : SketchMatrix
-    Z : prepared collection of the n training samples
-    dtype : numpy dtype of the computations
+    R : SketchMatrix (m, n)
+    support : prepared collection of the m' support samples ``Z[R.indices]``
+    dtype : numpy dtype of the kernel blocks and products
     rcond : relative eigenvalue threshold of the feature map
+
+    Attributes
+    ----------
+    basis_ : ndarray of shape (m, r) or None
+        ``U D^-1/2`` after :meth:`fit_basis`.
+    eigenvalues_ : ndarray of shape (r,) or None
     """
 
-    def __init__(self, kernel, R, Z, dtype, rcond):
+    def __init__(self, kernel, R, support, dtype, rcond):
+        if num_samples(support) != R.indices.size:
+            raise ValueError(f"{num_samples(support)} support samples for a sketch with "
+                             f"{R.indices.size} non-null columns")
         self.kernel = kernel
         self.R = R
-        self.Z_sel = take(Z, R.indices)
+        self.Z_sel = support
         self.dtype = np.dtype(dtype)
         self.rcond = rcond
         self.basis_ = None
         self.eigenvalues_ = None
 
+    @classmethod
+    def from_support(cls, kernel, R, raw_support, dtype, rcond, merge_duplicates=True):
+        """Features from RAW support samples ``Z[R.indices]``, equal samples merged.
+
+        Returns the features (whose ``R`` may have fewer non-null columns, same ``K R^T``)
+        and the position, in ``raw_support``, of each kept support sample.
+        """
+        keep = np.arange(num_samples(raw_support))
+        if merge_duplicates and keep.size > 1:
+            first, inverse = unique_inverse(raw_support)
+            if first.size < keep.size:
+                R = R.merge_columns(inverse, first)
+                keep = first
+        support = kernel.prepare(take(raw_support, keep) if keep.size < num_samples(raw_support) else raw_support)
+        return cls(kernel, R, support, dtype, rcond), keep
+
     @property
     def m(self):
         return self.R.m
-
-    def block(self, Zq):
-        """``k(Zq, Z) R^T`` of shape (len(Zq), m)."""
-        KS = np.asarray(self.kernel.pairwise(Zq, self.Z_sel), dtype=self.dtype)
-        return self.R.apply_right(KS, overwrite=True)
-
-    def set_basis(self, KRt_sel):
-        """Eigen-basis ``U D^-1/2`` of ``K~ = R K R^T`` from the rows ``(K R^T)[indices]``."""
-        Kt = self.R.sandwich_from_rows(np.asarray(KRt_sel, dtype=np.float64))
-        U, d = psd_eigh(Kt, self.rcond)
-        self.eigenvalues_ = d
-        self.basis_ = (U / np.sqrt(d)).astype(self.dtype)
-        return self
 
     @property
     def rank(self):
         return self.basis_.shape[1]
 
-    def transform_raw(self, Zq, chunk_size=None):
-        """``k(Zq, Z) R^T`` for all of ``Zq`` in row chunks, shape (len(Zq), m)."""
-        n = num_samples(Zq)
-        chunk = chunk_size or default_chunk_size(self.R.indices.size, self.dtype)
-        out = np.empty((n, self.m), dtype=self.dtype)
-        for sl in iter_chunks(n, chunk):
-            out[sl] = self.block(take_slice(Zq, sl))
-        return out
+    def block(self, Zq):
+        """``k(Zq, Z) R^T`` of shape (len(Zq), m)."""
+        KS = np.asarray(self.kernel.pairwise(Zq, self.Z_sel), dtype=self.dtype)
+        if KS.shape != (num_samples(Zq), self.R.indices.size):
+            raise ValueError(f"kernel {type(self.kernel).__name__} returned a block of shape {KS.shape}, "
+                             f"expected {(num_samples(Zq), self.R.indices.size)}")
+        return self.R.apply_right(KS, overwrite=True)
 
-    def transform(self, Zq, chunk_size=None):
-        """Sketched feature map of prepared samples, shape (len(Zq), rank)."""
-        n = num_samples(Zq)
-        chunk = chunk_size or default_chunk_size(self.R.indices.size, self.dtype)
-        out = np.empty((n, self.rank), dtype=self.dtype)
-        for sl in iter_chunks(n, chunk):
-            out[sl] = matmul(self.block(take_slice(Zq, sl)), self.basis_)
-        return out
+    def support_rows(self):
+        """``(K R^T)[indices]`` (m' x m): the rows of ``K R^T`` at the support points."""
+        return self.block(self.Z_sel)
 
-    def fit_basis(self, Z, chunk_size=None):
-        """Compute the basis directly (when no training loop streams the rows by)."""
-        return self.set_basis(self.block(self.Z_sel))
+    def fit_basis(self, rows=None):
+        """Eigen-basis ``U D^-1/2`` of ``K~ = R K R^T`` (from :meth:`support_rows`)."""
+        rows = self.support_rows() if rows is None else rows
+        Kt = self.R.sandwich_from_rows(np.asarray(rows, dtype=np.float64))
+        U, d = psd_eigh(Kt, self.rcond)
+        self.eigenvalues_ = d
+        self.basis_ = (U / np.sqrt(d)).astype(self.dtype)
+        return self
+
+    def transform(self, Zq, dedupe=True):
+        """Sketched feature map of prepared samples, shape (len(Zq), rank).
+
+        ``dedupe``: for array samples with many repeated rows (label sets), the kernel
+        block is computed once per distinct row of ``Zq``.
+        """
+        if self.basis_ is None:
+            raise ValueError("the feature map has no basis yet: call fit_basis() first")
+        n = num_samples(Zq)
+        if dedupe and n >= 64 and (isinstance(Zq, np.ndarray) or sp.issparse(Zq)):
+            first, inverse = unique_inverse(Zq)
+            if first.size <= 0.75 * n:
+                return self.transform(take(Zq, first), dedupe=False)[inverse]
+        return matmul(self.block(Zq), self.basis_)
+
+    __call__ = transform

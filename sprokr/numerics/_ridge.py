@@ -1,11 +1,12 @@
-"""Kernel ridge solvers shared by every estimator (IOKR family, DSOKR's kernel surrogate).
+"""Kernel ridge solves shared by every estimator (IOKR family, DSOKR's kernel surrogate, machines).
 
 Objective ``1/n sum_i |g(x_i) - t_i|^2 + lam |g|^2`` for vector targets ``T`` (n x p):
 
 * exact: ``g(x) = k_x^T (K + n lam I)^-1 T`` -- Cholesky, never an explicit inverse;
 * sketched (``alpha = R^T gamma``, ``A = K R^T``):
   ``gamma = (A^T A + n lam R K R^T)^+ A^T T`` and ``g(x) = k_x^T R^T gamma``, with ``A^T A``
-  and ``A^T T`` accumulated over row chunks (memory O(m^2 + chunk x m'), never n x n).
+  and ``A^T T`` accumulated over row chunks by the executor (memory O(m^2 + chunk x m'),
+  never n x n) and ``R K R^T`` from the support points alone.
 """
 from __future__ import annotations
 
@@ -14,98 +15,132 @@ import time
 import numpy as np
 import scipy.linalg as sla
 
-from ..utils import iter_chunks, take_slice
-from ._crossprod import ShiftedCrossProducts
-from ._features import RowGatherer, SketchedFeatures
+from ._crossprod import ShiftedCrossProducts, column_shift
+from ._executor import ChunkTask
+from ._features import KernelRows, SketchedFeatures
 from ._linalg import cholesky_solve, psd_solve
 
-__all__ = ["WORK_DTYPE", "exact_ridge_factor", "sketched_ridge_coef"]
+__all__ = ["WORK_DTYPE", "exact_ridge_factor", "sketched_ridge", "CrossProductTask", "RidgeSolution"]
 
 #: Precision of the solves and of the returned coefficients.  Kernels are often nearly flat
 #: (a Gaussian with sigma^2 = 1e4 is ~0.8 everywhere) and with a small ridge the solution
 #: depends on directions ~1e-10 below the largest one: a plain float32 ``A^T A`` costs
 #: accuracy (Bibtex SISOKR F1 0.438 instead of 0.441).  The cross products may still run in
-#: float32 (``product_dtype``) because ``ShiftedCrossProducts`` double-centres the blocks
-#: first; the m x m solve is float64.
+#: float32 because ``ShiftedCrossProducts`` double-centres the blocks first; the sums and
+#: the m x m solve are float64.
 WORK_DTYPE = np.dtype(np.float64)
 
 
-def exact_ridge_factor(kernel, Xp, n, lam, chunk):
-    """Cholesky factor of ``K + n lam I`` (n x n), for ``scipy.linalg.cho_solve``."""
+def exact_ridge_factor(kernel, parts, Xp, lam, chunk, executor):
+    """Cholesky factor of ``K + n lam I`` (n x n), for ``scipy.linalg.cho_solve``.
+
+    ``parts``: row partitions of the prepared inputs (the Gram rows are computed by the
+    executor); ``Xp``: all prepared inputs (the columns).
+    """
+    n = parts.n
     K = np.empty((n, n), dtype=WORK_DTYPE)
-    for sl in iter_chunks(n, chunk):
-        K[sl] = kernel.pairwise(take_slice(Xp, sl), Xp)
+    executor.map_rows(parts, KernelRows(kernel, Xp, WORK_DTYPE), chunk, out=K, name="Gram rows")
+    if not np.isfinite(K.diagonal()).all():
+        raise ValueError("the input kernel returned non-finite values (NaN or inf) on the training data")
     K.flat[:: n + 1] += n * lam
     try:
         return sla.cho_factor(K, lower=True, overwrite_a=True, check_finite=False)
     except np.linalg.LinAlgError:
         raise ValueError(
             f"K + n lam I is not numerically positive definite (n lam = {n * lam:.3g}): the "
-            f"kernel is too flat for this ridge; increase lam or use a sketched model"
+            f"kernel is too flat for this ridge, or not positive semi-definite; increase lam or "
+            f"use a sketched model"
         ) from None
 
 
-def sketched_ridge_coef(kernel, R, Xp, n, lam, targets, width, rcond, chunk, solver="cholesky", log=None,
-                        product_dtype=WORK_DTYPE):
-    """Coefficients ``W^T gamma`` on the support ``Xp[R.indices]`` of the sketched ridge.
+class CrossProductTask(ChunkTask):
+    """The pass of a sketched ridge: ``A^T A`` and ``A^T T`` of ``A = K R^T`` per chunk.
+
+    Chunks are ``(X_chunk, Y_chunk, ...)``: ``A = K R^T`` from ``X_chunk`` and
+    ``T = targets(Y_chunk)`` (``T = I_n`` when ``identity_targets``; further chunks unused).
+    """
+
+    name = "kernel cross products"
+
+    def __init__(self, features, targets, width, c, d, identity_targets):
+        self.features, self.targets, self.width = features, targets, width
+        self.c, self.d, self.identity_targets = c, d, identity_targets
+
+    def start(self):
+        return ShiftedCrossProducts(self.features.m, self.width, self.features.dtype, self.c, self.d,
+                                    self.identity_targets)
+
+    def add(self, acc, rows, X, Y=None, *rest):
+        A = self.features.block(X)
+        T = None if self.identity_targets else self.targets(Y)
+        return acc.add(rows, A, T, overwrite=True)
+
+    def merge(self, a, b):
+        return a.merge(b)
+
+
+class RidgeSolution:
+    """Result of :func:`sketched_ridge`: ``coef`` (m', width) on ``support`` and timings."""
+
+    def __init__(self, coef, support, features, times):
+        self.coef, self.support, self.features, self.times = coef, support, features, times
+
+
+def sketched_ridge(kernel, R, support, parts, lam, targets, width, rcond, chunk, executor,
+                   solver="cholesky", dtype=WORK_DTYPE, ref_targets=None):
+    """Coefficients ``W^T gamma`` on the support points of the sketched ridge.
 
     Parameters
     ----------
     kernel : Kernel
     R : SketchMatrix (m, n)
-    Xp : prepared training inputs
-    n : int
+    support : prepared support samples ``X[R.indices]``
+    parts : RowPartitions of ``(X,)`` (``targets=None``: ``T = I_n``) or ``(X, Y)``
     lam : float
-    targets : callable ``slice -> ndarray (rows, width)`` or None
-        Rows of ``T`` for a chunk of samples; None means ``T = I_n`` (``width = n``).
+    targets : callable ``Y_chunk -> T_chunk`` (rows, width), or None for ``T = I_n``
     width : int
-        Number of target columns.
-    rcond : relative threshold / Cholesky shift of the m x m solve
+        Number of target columns (``n`` for ``T = I_n``).
+    rcond : relative threshold of the m x m solve
     chunk : rows per chunk
+    executor : Executor
     solver : {"cholesky", "eigh"}
-    log : callable, optional
-        Receives one progress line per chunk and phase.
-    product_dtype : dtype of the O(n m^2) cross products (on double-centred blocks)
+    dtype : dtype of the O(n m^2) cross products (on double-centred blocks)
+    ref_targets : ndarray (m', width), optional
+        Targets at the support points; their column means centre ``T``.
 
     Returns
     -------
-    coef : ndarray (m', width), float64 -- ``g(x) = k(x, X[R.indices]) coef``
-    support : prepared ``Xp[R.indices]``
+    RidgeSolution
+        ``coef`` (m', width) float64 with ``g(x) = k(x, support) coef``, the support, the
+        features and the time of each phase.
     """
-    if R.scale is not None:
-        # uniform sub-sampling R = s S: A scales by s, G by s^2, gamma by 1/s, and the
-        # coefficients W^T gamma = s gamma not at all -- skip the pass that scales A
-        R = R.unscaled()
-    feats = SketchedFeatures(kernel, R, Xp, product_dtype, rcond)
-    acc = ShiftedCrossProducts(R.m, width, product_dtype)
-    rows = RowGatherer(R.indices, R.m, product_dtype)  # (K R^T)[indices]: gives R K R^T
     t0 = time.perf_counter()
-    for sl in iter_chunks(n, chunk):
-        A = feats.block(take_slice(Xp, sl))
-        t1 = time.perf_counter()
-        rows.add(sl, A)
-        acc.add(sl, A, None if targets is None else targets(sl), overwrite=True)
-        if log:
-            log(f"rows {sl.start}-{sl.stop} of {n}: kernel {t1 - t0:.3f} s, products "
-                f"{time.perf_counter() - t1:.3f} s")
-        t0 = time.perf_counter()
-    rows.rows *= n * lam  # (K R^T)[indices], ours to scale in place
-
-    def system():
-        """``G = A^T A + n lam R K R^T`` (Fortran-ordered float64, lower triangle)."""
-        # R K R^T = W (K R^T)_S, symmetric up to rounding: add its Fortran-ordered view
-        ridge = rows.rows if R.scale == 1 else R.sandwich_from_rows(rows.rows)
-        return acc.result(lower_only=True, plus=ridge.T)
-
-    G, AtT = system()
+    # a uniform sub-sampling scale cancels in the solution: skip the pass that applies it
+    feats = SketchedFeatures(kernel, R.unscaled(), support, dtype, rcond)
+    A_sel = feats.support_rows()  # (K R^T)[indices]: the shift and R K R^T
+    identity = targets is None
+    d = None if identity or ref_targets is None else np.asarray(ref_targets, dtype=np.float64).mean(axis=0)
+    task = CrossProductTask(feats, targets, width, column_shift(A_sel, dtype), d, identity)
+    t1 = time.perf_counter()
+    acc = executor.map_reduce(parts, task, chunk)
+    t2 = time.perf_counter()
+    Kt = feats.R.sandwich_from_rows(np.asarray(A_sel, dtype=np.float64))  # R K R^T
+    ridge = parts.n * lam * 0.5 * (Kt + Kt.T)
+    G, AtT = acc.result(lower_only=True, plus=ridge)
+    if not (np.isfinite(G.diagonal()).all() and np.isfinite(AtT).all()):
+        raise ValueError("the input kernel returned non-finite values (NaN, inf or overflow) on the "
+                         "training data")
+    if np.min(Kt.diagonal(), initial=0.0) < -1e-8 * max(np.max(np.abs(Kt.diagonal()), initial=0.0), 1e-300):
+        raise ValueError("the input kernel is not positive semi-definite (negative values on the "
+                         "diagonal of R K R^T)")
     gamma = None
     if solver == "cholesky":
         try:
             gamma = cholesky_solve(G, AtT, rcond, overwrite=True)
-        except np.linalg.LinAlgError:  # numerically indefinite: rebuild G, use eigh
-            G, AtT = system()
+        except np.linalg.LinAlgError:  # numerically indefinite: G was overwritten, rebuild it
+            G = acc.result(lower_only=True, plus=ridge)[0]
     if gamma is None:
-        gamma = psd_solve(G, AtT, rcond, method=solver, lower_only=True)
-    if log:
-        log(f"{R.m} x {R.m} solve: {time.perf_counter() - t0:.3f} s")
-    return R.apply_left_transpose(gamma), feats.Z_sel
+        gamma = psd_solve(G, AtT, rcond, method="eigh", lower_only=True)
+    t3 = time.perf_counter()
+    coef = feats.R.apply_left_transpose(gamma)
+    return RidgeSolution(coef, support, feats, {"support": t1 - t0, "pass": t2 - t1, "solve": t3 - t2})

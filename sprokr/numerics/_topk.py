@@ -1,4 +1,13 @@
-"""Top-k selection over score blocks ``H E^T + offsets``, chunked over candidates."""
+"""Top-k of ``H E^T + offsets`` over candidates: chunked, mergeable, deterministic ties.
+
+The score block of a chunk of candidates is one GEMM; selecting from it must cost less
+than the GEMM.  A running top-k per query keeps the k-th best score as a threshold: after
+the first chunk almost no score beats it, so each later chunk costs one comparison pass
+and the handful of survivors are merged (no per-chunk partial sort).  Partial top-k lists
+of disjoint candidate sets merge exactly (:func:`merge_topk`) -- the same result in any
+order, ties broken by the smaller candidate index -- so a candidate index can be split
+across workers (:class:`TopKTask` runs through any executor).
+"""
 from __future__ import annotations
 
 from collections import namedtuple
@@ -6,18 +15,21 @@ from collections import namedtuple
 import numpy as np
 
 from ..utils import iter_chunks
+from ._executor import ChunkTask
 from ._linalg import matmul
 
-__all__ = ["Decoded", "DEFAULT_MAX_MEMORY_MB", "topk_rows", "topk_search", "grouped_topk_search"]
+__all__ = ["Decoded", "DEFAULT_MAX_MEMORY_MB", "topk_rows", "select_topk", "merge_topk",
+           "TopKTask", "topk_search", "grouped_topk_search", "score_block_size"]
 
 #: Result of a top-k decoding: ``indices`` and ``scores`` of shape (n_queries, k), best first.
 Decoded = namedtuple("Decoded", ["indices", "scores"])
 
 DEFAULT_MAX_MEMORY_MB = 256
+_EMPTY = np.iinfo(np.int64).max  # sorts after every real index
 
 
 def topk_rows(S, k):
-    """Column indices of the k largest entries of each row of S (unordered)."""
+    """Column indices of the k largest entries of each row of S (unordered, ties arbitrary)."""
     if k >= S.shape[1]:
         return np.broadcast_to(np.arange(S.shape[1]), S.shape).copy()
     if k == 1:
@@ -25,8 +37,113 @@ def topk_rows(S, k):
     return np.argpartition(-S, k - 1, axis=1)[:, :k]
 
 
+def _rank(idx, scores, k):
+    """Per row: the k best (score desc, index asc) of ``(idx, scores)`` (n, w) arrays."""
+    key = np.where(idx < 0, _EMPTY, idx)
+    order = np.lexsort((key, -scores), axis=1)[:, :k]
+    return np.take_along_axis(idx, order, axis=1), np.take_along_axis(scores, order, axis=1)
+
+
+def merge_topk(a, b, k):
+    """Merge two top-k lists ``(indices, scores)`` of disjoint candidates (exact, any order)."""
+    return _rank(np.concatenate([a[0], b[0]], axis=1), np.concatenate([a[1], b[1]], axis=1), k)
+
+
+def select_topk(S, k, offset=0):
+    """Top-k of each row of a score block, best first, ties by the smaller column.
+
+    Returns ``(indices + offset, scores)`` of shape (n_rows, min(k, n_cols)).
+    """
+    n, c = S.shape
+    k = min(int(k), c)
+    if k == c:
+        cols = np.broadcast_to(np.arange(c), S.shape)
+        return _rank(cols + offset, S, k)
+    if k == 1:
+        j = np.argmax(S, axis=1)  # the first maximum: the smallest column among ties
+        return (j + offset)[:, None], S[np.arange(n), j][:, None]
+    kth = np.partition(S, c - k, axis=1)[:, c - k]  # the k-th largest score per row
+    r, cc = np.nonzero(S >= kth[:, None])  # k per row, more only with ties at the k-th
+    return _gather_rank(r, cc + offset, S[r, cc], n, k)
+
+
+def _gather_rank(r, idx, s, n, k):
+    """Top-k per row from flat survivors ``(row, index, score)``."""
+    order = np.lexsort((idx, -s, r))
+    r, idx, s = r[order], idx[order], s[order]
+    starts = np.searchsorted(r, np.arange(n))
+    pos = np.arange(r.size) - starts[r]
+    keep = pos < k
+    out_i = np.full((n, k), -1, dtype=np.int64)
+    out_s = np.full((n, k), -np.inf, dtype=s.dtype if s.size else np.float64)
+    out_i[r[keep], pos[keep]] = idx[keep]
+    out_s[r[keep], pos[keep]] = s[keep]
+    return out_i, out_s
+
+
+def score_block_size(n_queries, k, itemsize, max_memory_mb):
+    """Candidates per score block so that one (n_queries x block) block fits the budget."""
+    return max(int(k), 64, int(max_memory_mb * 2**20 / (itemsize * max(n_queries, 1))))
+
+
+class TopKTask(ChunkTask):
+    """Running top-k of ``H E^T + offsets`` over chunks of candidates (one executor pass).
+
+    Chunks are ``(E_chunk,)`` or ``(E_chunk, offsets_chunk)``; the partial result is a
+    pair ``(indices, scores)`` of shape (n_queries, k) with ``-1`` / ``-inf`` for empty
+    slots.  Scores are computed in the dtype of ``E`` (float32 candidates score in float32).
+    """
+
+    name = "top-k search"
+
+    def __init__(self, H, k):
+        self.H = np.asarray(H)
+        self.k = int(k)
+
+    def start(self):
+        nq = self.H.shape[0]
+        return np.full((nq, self.k), -1, dtype=np.int64), np.full((nq, self.k), -np.inf)
+
+    def add(self, state, rows, E, offsets=None):
+        H = self.H.astype(E.dtype, copy=False) if E.dtype in (np.float32, np.float64) else self.H
+        S = matmul(H, np.asarray(E).T)
+        if offsets is not None:
+            S += np.asarray(offsets, dtype=S.dtype)[None, :]
+        return self._fold(state, S, rows.start)
+
+    def _fold(self, state, S, offset):
+        idx, sc = state
+        k = self.k
+        thr = sc[:, k - 1]
+        if not np.isfinite(thr).all():  # a slot is still empty: full selection on this block
+            return merge_topk(state, select_topk(S, k, offset), k)
+        if k == 1:
+            j = np.argmax(S, axis=1)
+            s = S[np.arange(S.shape[0]), j]
+            better = s > sc[:, 0]  # equal scores keep the smaller (earlier) index
+            tie = (s == sc[:, 0]) & (j + offset < idx[:, 0])
+            upd = better | tie
+            idx, sc = idx.copy(), sc.copy()
+            idx[upd, 0], sc[upd, 0] = j[upd] + offset, s[upd]
+            return idx, sc
+        r, c = np.nonzero(S >= thr.astype(S.dtype)[:, None])  # few survivors after warm-up
+        if r.size == 0:
+            return state
+        if r.size > 4 * k * S.shape[0]:  # badly ordered candidates: plain selection
+            return merge_topk(state, select_topk(S, k, offset), k)
+        rows = np.repeat(np.arange(S.shape[0]), k)
+        return _gather_rank(np.concatenate([rows, r]), np.concatenate([idx.ravel(), c + offset]),
+                            np.concatenate([sc.ravel(), S[r, c].astype(sc.dtype)]), S.shape[0], k)
+
+    def merge(self, a, b):
+        return merge_topk(a, b, self.k)
+
+    def finish(self, state):
+        return Decoded(*state)
+
+
 def topk_search(H, E, k=1, offsets=None, max_memory_mb=DEFAULT_MAX_MEMORY_MB):
-    """Top-k of ``H E^T + offsets`` per row, chunked over the candidates.
+    """Top-k of ``H E^T + offsets`` per row, chunked over the candidates (in this process).
 
     Parameters
     ----------
@@ -43,30 +160,17 @@ def topk_search(H, E, k=1, offsets=None, max_memory_mb=DEFAULT_MAX_MEMORY_MB):
     Returns
     -------
     Decoded
-        ``indices`` (int, shape (n_queries, k)) and ``scores``, sorted best first.
+        ``indices`` (int, shape (n_queries, min(k, n_candidates))) and ``scores``, best
+        first; ties are broken by the smaller candidate index.
     """
     nq, nc = H.shape[0], E.shape[0]
     k = min(int(k), nc)
+    task = TopKTask(H, k)
+    state = task.start()
     itemsize = np.result_type(H.dtype, E.dtype).itemsize
-    block = max(k, int(max_memory_mb * 2**20 / (itemsize * max(nq, 1))))
-    best_i = best_s = None
-    rows = np.arange(nq)[:, None]
-    for sl in iter_chunks(nc, block):
-        S = matmul(H, E[sl].T)
-        if offsets is not None:
-            S += offsets[sl][None, :]
-        loc = topk_rows(S, k)
-        s_loc = S[rows, loc]
-        i_loc = loc + sl.start
-        if best_i is None:
-            best_i, best_s = i_loc, s_loc
-        else:
-            all_i = np.concatenate([best_i, i_loc], axis=1)
-            all_s = np.concatenate([best_s, s_loc], axis=1)
-            sel = topk_rows(all_s, k)
-            best_i, best_s = all_i[rows, sel], all_s[rows, sel]
-    order = np.argsort(-best_s, axis=1, kind="stable")
-    return Decoded(best_i[rows, order], best_s[rows, order])
+    for sl in iter_chunks(nc, score_block_size(nq, k, itemsize, max_memory_mb)):
+        state = task.add(state, sl, E[sl], None if offsets is None else offsets[sl])
+    return task.finish(state)
 
 
 def grouped_topk_search(H, E, group_sizes, k=1, offsets=None):
@@ -90,14 +194,4 @@ def grouped_topk_search(H, E, group_sizes, k=1, offsets=None):
         scores = scores + offsets
     starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
     local = np.arange(owner.size) - starts[owner]
-    order = np.lexsort((-scores, owner))  # by query, then by decreasing score
-    rank = np.arange(owner.size) - starts[owner[order]]
-    keep = order[rank < k]
-    out_i = np.full((nq, k), -1, dtype=np.intp)
-    out_s = np.full((nq, k), -np.inf, dtype=scores.dtype)
-    r = rank[rank < k]
-    out_i[owner[keep], r] = local[keep]
-    out_s[owner[keep], r] = scores[keep]
-    return Decoded(out_i, out_s)
-
-
+    return Decoded(*_gather_rank(owner, local, scores, nq, k))

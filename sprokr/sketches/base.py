@@ -56,20 +56,24 @@ class SketchMatrix:
     def shape(self):
         return (self.m, self.n)
 
-    def collapse(self, inverse, n_distinct):
-        """The sketch acting on distinct samples: ``R P`` where ``P`` (n x n_distinct) maps
-        each sample to its distinct value (``inverse``).
+    def merge_columns(self, inverse, first):
+        """The sketch with the columns of equal samples merged onto one representative.
 
-        When samples repeat, ``K = P K_u P^T`` and ``K R^T = P (K_u (R P)^T)``: kernel
-        values are then needed between distinct samples only.
+        ``inverse`` (m',) gives each non-null column its group, ``first`` (groups,) the
+        position (into ``indices``) of each group's representative.  The columns of a group
+        are summed: ``K R^T`` is unchanged when the samples of a group are equal
+        (``k(., z_i) = k(., z_j)``), but only one kernel column per group is computed.
         """
-        cols = np.asarray(inverse)[self.indices]
-        new_indices, pos = np.unique(cols, return_inverse=True)
-        merge = sp.csr_matrix((np.ones(cols.size), (np.arange(cols.size), pos)),
-                              shape=(cols.size, new_indices.size))
+        inverse, first = np.asarray(inverse, dtype=np.intp), np.asarray(first, dtype=np.intp)
+        g = first.size
+        merge = sp.csr_matrix((np.ones(inverse.size), (np.arange(inverse.size), inverse)),
+                              shape=(inverse.size, g))
         W = self.weights @ merge
-        W = W if sp.issparse(self.weights) else np.asarray(W)
-        return SketchMatrix(n_distinct, new_indices, W)
+        W = W.tocsr() if sp.issparse(W) else np.asarray(W)
+        new = self.indices[first]
+        order = np.argsort(new, kind="stable")  # keep the indices sorted
+        W = W[:, order]
+        return SketchMatrix(self.n, new[order], W.tocsr() if sp.issparse(W) else np.ascontiguousarray(W))
 
     def unscaled(self):
         """The same sketch without the scale of uniform sub-sampling (``S`` instead of ``s S``).

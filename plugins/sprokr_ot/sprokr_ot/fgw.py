@@ -20,7 +20,7 @@ import networkx as nx
 import numpy as np
 
 from sprokr.utils import check_random_state, num_samples, take
-from sprokr.decoders.base import CandidateSets, Decoder
+from sprokr.decoders import Decoder
 
 __all__ = ["graph_to_fgw", "fgw_to_graph", "fgw_distance", "FGWBarycenterDecoder", "label_alphabet"]
 
@@ -112,6 +112,8 @@ class FGWBarycenterDecoder(Decoder):
     """
 
     name = "fgw_barycenter"
+    #: the model hands over alpha(x) with the default candidates (exact weights)
+    needs_weights = True
 
     def __init__(self, n_neighbors=5, alpha=0.5, weights="auto", max_iter=50,
                  node_label="label", edge_label="label", to_smiles=True, random_state=0):
@@ -132,61 +134,63 @@ class FGWBarycenterDecoder(Decoder):
         if self.weights not in ("auto", "alpha", "projection"):
             raise ValueError(f"weights must be 'auto', 'alpha' or 'projection', got {self.weights!r}")
 
-    def neighbor_weights(self, model, X, candidates=None):
-        """Per query: (indices into the graph pool, weights summing to 1), and the pool."""
-        self._check()
-        from sprokr.decoders.candidates import CandidateIndex
+    def neighbor_weights(self, H, index, weights=None):
+        """Per query: indices into ``index.candidates`` and weights summing to 1.
 
-        if candidates is None:
-            index = model.default_index_
-        elif isinstance(candidates, CandidateIndex):
-            index = candidates
-        else:
-            index = model.make_candidate_index(candidates)
-        pool = index.candidates
-        Xp = model.prepare_inputs(X)
+        Parameters
+        ----------
+        H : ndarray (n_q, d)
+            Query coordinates in the model's output basis (those of ``index``).
+        index : CandidateIndex
+            The candidate graphs, embedded by the model (``index.kernel``: output kernel).
+        weights : ndarray (n_q, n_candidates), optional
+            ``alpha(x)`` over the candidates -- given by IOKR-family models when the
+            candidates are their distinct training outputs.
+
+        Returns
+        -------
+        idx : ndarray (n_q, K) of int, W : ndarray (n_q, K)
+        """
+        self._check()
         K = min(self.n_neighbors, len(index))
-        # alpha(x) over the distinct training outputs (= the default candidates), exact for
-        # every model that exposes it (the IOKR family)
-        exact = candidates is None and hasattr(model, "predict_weights")
         mode = self.weights
         if mode == "auto":
-            mode = "alpha" if exact else "projection"
-        H = model.predict_weights(Xp, prepared=True) if mode == "alpha" and exact else \
-            model.predict_coordinates(Xp, prepared=True)
+            mode = "alpha" if weights is not None else "projection"
         if mode == "alpha":
-            if not exact:
-                raise ValueError("weights='alpha' needs the default candidates (the training "
-                                 "outputs) and a model with predict_weights (IOKR family); use "
-                                 "weights='projection'")
-            idx = np.argpartition(-H, K - 1, axis=1)[:, :K] if K < H.shape[1] else \
-                np.broadcast_to(np.arange(H.shape[1]), H.shape).copy()
-            W = np.take_along_axis(H, idx, axis=1)
+            if weights is None:
+                raise ValueError("weights='alpha' needs alpha(x) over the training outputs: available "
+                                 "with the default candidates (the training outputs) of an IOKR-family "
+                                 "model; use weights='projection'")
+            A = np.asarray(weights, dtype=np.float64)
+            idx = np.argpartition(-A, K - 1, axis=1)[:, :K] if K < A.shape[1] else \
+                np.broadcast_to(np.arange(A.shape[1]), A.shape).copy()
+            W = np.take_along_axis(A, idx, axis=1)
         else:
             res = index.search(H, K)
             idx, s = res.indices, res.scores
-            ky = model.output_kernel_
+            ky = index.kernel
             uniq = np.unique(idx)
-            sel = ky.prepare(take(pool, uniq))
+            sel = ky.prepare(take(index.candidates, uniq))
             Kuu = np.asarray(ky.pairwise(sel, sel), dtype=np.float64)
             loc = np.searchsorted(uniq, idx)
-            W = np.empty_like(s)
+            # the scores are <h, psi(c)> - k(c,c)/2: back to inner products
+            inner = s if index.offsets is None else s - index.offsets[idx]
+            W = np.empty_like(inner)
             for q in range(idx.shape[0]):  # K x K solves, per query
                 Kss = Kuu[np.ix_(loc[q], loc[q])] + 1e-8 * np.eye(K)
                 try:
-                    W[q] = np.linalg.solve(Kss, s[q])
+                    W[q] = np.linalg.solve(Kss, inner[q])
                 except np.linalg.LinAlgError:
-                    W[q] = s[q]
+                    W[q] = inner[q]
         W = np.maximum(W, 0.0)
         tot = W.sum(axis=1, keepdims=True)
         none = tot[:, 0] <= 0
         W[none] = 0.0
         W[none, 0] = 1.0  # no positive weight: fall back to the best neighbour
         if none.any() and mode == "alpha":
-            best = H[none].argmax(axis=1)
-            idx[none, 0] = best
+            idx[none, 0] = np.asarray(weights)[none].argmax(axis=1)
         W = W / W.sum(axis=1, keepdims=True)
-        return idx, W, pool
+        return idx, W
 
     def barycenter(self, graphs, weights, alphabet, rng=None):
         """FGW barycenter of ``graphs`` with ``weights`` as a networkx graph."""
@@ -214,13 +218,12 @@ class FGWBarycenterDecoder(Decoder):
                 init_C=FC[top][1].copy(), init_X=FC[top][0].copy(), random_state=seed)
         return fgw_to_graph(F, C, alphabet, self.node_label, self.edge_label)
 
-    def decode(self, model, X, candidates=None, top_k=None):
+    def decode(self, H, index, top_k=None, weights=None):
         if top_k is not None:
             raise ValueError("the FGW barycenter decoder builds one graph per query; top_k is not "
                              "supported (use the 'candidates' decoder for rankings)")
-        if isinstance(candidates, CandidateSets):
-            raise ValueError("the FGW barycenter decoder does not take per-query candidate sets")
-        idx, W, pool = self.neighbor_weights(model, X, candidates)
+        idx, W = self.neighbor_weights(H, index, weights)
+        pool = index.candidates
         n_q = idx.shape[0]
         used = [pool[int(i)] for i in np.unique(idx)]
         for g in used:

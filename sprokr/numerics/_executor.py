@@ -1,0 +1,319 @@
+"""Executors: every pass with an ``n`` dimension is a map over row chunks and a merge.
+
+A pass is described by a :class:`ChunkTask` -- ``start()`` an empty partial result,
+``add(partial, rows, *chunks)`` folds one chunk of rows into it, ``merge(a, b)`` combines
+two partial results computed on disjoint rows -- and run by an :class:`Executor` on data
+split into row partitions (:class:`RowPartitions`):
+
+* :class:`LocalExecutor` (``"local"``, the default): one partition in this process; the
+  chunks are folded one after the other (BLAS and :func:`for_row_blocks` use the cores).
+  ``order="shuffled"`` folds them in a seeded random order and splits the data into
+  ``n_partitions`` merged in a random order -- the test that results do not depend on
+  the chunk order;
+* :class:`sprokr.numerics.DaskExecutor` (``"dask"``): partitions live on ``dask.distributed``
+  workers, each folds its own chunks, and the partial results are tree-reduced.
+
+Partial results merge in any order to the same result (to float64 rounding): the
+accumulators are sums with shifts fixed before the pass, and top-k lists break ties by
+candidate index.  A fixed partitioning and order give bit-identical results.
+"""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from ..utils import concat_samples, iter_chunks, num_samples, take, take_slice
+
+__all__ = ["ChunkTask", "RowPartitions", "Executor", "LocalExecutor", "ChunkError", "tree_reduce"]
+
+
+class ChunkError(RuntimeError):
+    """A chunked pass failed on some rows; names the rows and the original error."""
+
+
+class ChunkTask:
+    """One chunked pass: ``start``, ``add`` (fold a chunk), ``merge`` and ``finish``.
+
+    Subclasses must be picklable (the Dask executor ships them to the workers once per
+    pass): they hold only what every chunk needs -- kernel parameters, support points,
+    sketch weights, shifts -- never n-sized data.
+    """
+
+    #: short name used in progress bars and error messages
+    name = "pass"
+
+    def start(self):
+        """An empty partial result."""
+        raise NotImplementedError
+
+    def add(self, partial, rows, *chunks):
+        """Fold the chunk of global rows ``rows`` (a slice) into ``partial``; return it.
+
+        ``chunks`` are the aligned pieces (e.g. inputs and outputs) of those rows, in the
+        order the collections were given to :meth:`Executor.partition`.  ``partial`` may be
+        updated in place.
+        """
+        raise NotImplementedError
+
+    def merge(self, a, b):
+        """Combine partial results of disjoint rows (may update ``a`` in place)."""
+        raise NotImplementedError
+
+    def finish(self, partial):
+        """The result of the pass from the merged partial result (default: itself)."""
+        return partial
+
+
+class RowPartitions:
+    """Aligned collections split into contiguous row partitions.
+
+    Attributes
+    ----------
+    n : int
+        Number of rows.
+    bounds : ndarray of shape (n_partitions + 1,)
+        Partition ``j`` holds rows ``bounds[j]:bounds[j+1]``.
+    blocks : list
+        Per partition: a tuple of collections (local) or a handle the executor understands
+        (Dask futures).
+    executor : Executor
+        The executor that made them (and must run passes over them).
+    """
+
+    def __init__(self, n, bounds, blocks, executor):
+        self.n = int(n)
+        self.bounds = np.asarray(bounds, dtype=np.int64)
+        self.blocks = blocks
+        self.executor = executor
+
+    @property
+    def n_partitions(self):
+        return len(self.blocks)
+
+    def slices(self):
+        """Global row slice of every partition."""
+        return [slice(int(a), int(b)) for a, b in zip(self.bounds[:-1], self.bounds[1:])]
+
+
+def tree_reduce(items, merge):
+    """Merge a list pairwise, in a fixed pattern (so that a fixed list order is reproducible)."""
+    items = list(items)
+    if not items:
+        raise ValueError("nothing to reduce")
+    while len(items) > 1:
+        nxt = [merge(items[i], items[i + 1]) for i in range(0, len(items) - 1, 2)]
+        if len(items) % 2:
+            nxt.append(items[-1])
+        items = nxt
+    return items[0]
+
+
+def fold_chunks(task, start, block, chunk_size, order=None):
+    """Fold the chunks of one partition (global rows from ``start``) into a partial result.
+
+    ``order`` optionally permutes the chunks.  A failing chunk raises :class:`ChunkError`
+    naming its rows.
+    """
+    n = num_samples(block[0])
+    partial = task.start()
+    slices = list(iter_chunks(n, chunk_size))
+    if order is not None:
+        slices = [slices[i] for i in order(len(slices))]
+    for sl in slices:
+        rows = slice(start + sl.start, start + sl.stop)
+        try:
+            partial = task.add(partial, rows, *(take_slice(c, sl) for c in block))
+        except ChunkError:
+            raise
+        except Exception as exc:
+            raise ChunkError(f"{task.name} failed on rows {rows.start}-{rows.stop}: "
+                             f"{type(exc).__name__}: {exc}") from exc
+    return partial
+
+
+def map_chunks(fn, start, block, chunk_size, name="pass", out=None, which=0):
+    """``fn(chunk)`` on every chunk of collection ``which`` of one partition (``which=None``:
+    ``fn(*chunks)`` of every collection), outputs stacked along rows.
+
+    With ``out`` (an array for the partition's rows) the outputs are written into it.
+    """
+    n = num_samples(block[0])
+    outs = []
+    for sl in iter_chunks(n, chunk_size):
+        try:
+            if which is None:
+                res = np.asarray(fn(*(take_slice(c, sl) for c in block)))
+            else:
+                res = np.asarray(fn(take_slice(block[which], sl)))
+            if res.shape[0] != sl.stop - sl.start:
+                raise ValueError(f"the pass returned {res.shape[0]} rows for {sl.stop - sl.start}")
+            if out is not None:
+                out[sl] = res
+            else:
+                outs.append(res)
+        except Exception as exc:
+            raise ChunkError(f"{name} failed on rows {start + sl.start}-{start + sl.stop}: "
+                             f"{type(exc).__name__}: {exc}") from exc
+    if out is not None:
+        return out
+    if not outs:
+        return np.empty((0,))
+    return outs[0] if len(outs) == 1 else np.concatenate(outs, axis=0)
+
+
+class Executor:
+    """Runs chunked passes over row partitions.  Subclasses: local threads, Dask.
+
+    The interface every estimator uses:
+
+    ``partition(*collections, prepare=None)``
+        split aligned collections (``X``, ``Y``, ...) into :class:`RowPartitions`,
+        applying ``prepare[i]`` (e.g. a kernel's ``prepare``) to collection ``i`` where
+        the partition lives;
+    ``map_reduce(parts, task, chunk_size)``
+        run a :class:`ChunkTask` over every chunk and merge the partial results;
+    ``map_rows(parts, fn, chunk_size, keep=False, out=None, which=0)``
+        ``fn(chunk) -> (rows, ...)`` array for every chunk of collection ``which``
+        (``which=None``: ``fn(*chunks)`` of all collections); the row-stacked result
+        (written into ``out`` when given), or with ``keep=True`` the outputs left where
+        they were computed, as new :class:`RowPartitions` (a distributed candidate index);
+    ``take_rows(parts, indices, which=0)``
+        the rows ``indices`` of one collection, gathered here (sketch support points).
+    """
+
+    name = None
+
+    def partition(self, *collections, prepare=None):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def map_reduce(self, parts, task, chunk_size):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def map_rows(self, parts, fn, chunk_size, keep=False, name="pass", out=None, which=0):  # pragma: no cover
+        raise NotImplementedError
+
+    def take_rows(self, parts, indices, which=0):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def close(self):
+        """Release resources this executor created (not those it was given)."""
+
+    def _check_parts(self, parts):
+        if not isinstance(parts, RowPartitions):
+            raise TypeError(f"expected RowPartitions, got {type(parts).__name__}")
+        if parts.executor is not self:
+            raise ValueError("these partitions were made by another executor")
+
+
+def _check_aligned(collections):
+    if not collections:
+        raise ValueError("partition needs at least one collection")
+    sizes = [num_samples(c, f"collection {i}") for i, c in enumerate(collections)]
+    if len(set(sizes)) > 1:
+        raise ValueError(f"collections to partition have different numbers of rows: {sizes}")
+    return sizes[0]
+
+
+def _prepared(collections, prepare):
+    if prepare is None:
+        return tuple(collections)
+    if len(prepare) != len(collections):
+        raise ValueError("prepare needs one function (or None) per collection")
+    return tuple(c if f is None else f(c) for c, f in zip(collections, prepare))
+
+
+class LocalExecutor(Executor):
+    """Chunked passes in this process (BLAS threads and row-block threads use the cores).
+
+    Parameters
+    ----------
+    order : {"natural", "shuffled"}
+        ``"shuffled"`` folds chunks in a random order and merges the partitions in a
+        random order (seeded by ``random_state``): results equal the natural order's to
+        rounding.  For tests of order independence.
+    n_partitions : int, default 1
+        Split the rows into this many partitions, folded separately and tree-merged (the
+        pattern of a distributed run, in one process).
+    random_state : None, int or numpy.random.Generator
+    """
+
+    name = "local"
+
+    def __init__(self, order="natural", n_partitions=1, random_state=None):
+        self.order = order
+        self.n_partitions = n_partitions
+        self.random_state = random_state
+
+    def get_params(self, deep=True):
+        return {"order": self.order, "n_partitions": self.n_partitions, "random_state": self.random_state}
+
+    def __repr__(self):
+        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
+        return f"LocalExecutor({args})"
+
+    def _validate(self):
+        if self.order not in ("natural", "shuffled"):
+            raise ValueError(f"order must be 'natural' or 'shuffled', got {self.order!r}")
+        p = self.n_partitions
+        if isinstance(p, bool) or not isinstance(p, (numbers.Integral, np.integer)) or p < 1:
+            raise ValueError(f"n_partitions must be an integer >= 1, got {p!r}")
+
+    def _rng(self):
+        from ..utils import check_random_state
+
+        return check_random_state(self.random_state) if self.order == "shuffled" else None
+
+    def partition(self, *collections, prepare=None):
+        self._validate()
+        n = _check_aligned(collections)
+        prepared = _prepared(collections, prepare)
+        p = max(1, min(int(self.n_partitions), n))
+        if p == 1:
+            return RowPartitions(n, [0, n], [prepared], self)
+        bounds = np.linspace(0, n, p + 1).astype(np.int64)
+        blocks = [tuple(take_slice(c, slice(int(a), int(b))) for c in prepared)
+                  for a, b in zip(bounds[:-1], bounds[1:])]
+        return RowPartitions(n, bounds, blocks, self)
+
+    def map_reduce(self, parts, task, chunk_size):
+        self._check_parts(parts)
+        rng = self._rng()
+        order = None if rng is None else rng.permutation
+        partials = [fold_chunks(task, int(sl.start), block, chunk_size, order)
+                    for sl, block in zip(parts.slices(), parts.blocks)]
+        if rng is not None:
+            partials = [partials[i] for i in rng.permutation(len(partials))]
+        return task.finish(tree_reduce(partials, task.merge))
+
+    def map_rows(self, parts, fn, chunk_size, keep=False, name="pass", out=None, which=0):
+        self._check_parts(parts)
+        outs = [map_chunks(fn, int(sl.start), block, chunk_size, name, None if out is None else out[sl], which)
+                for sl, block in zip(parts.slices(), parts.blocks)]
+        if out is not None:
+            return out
+        if keep:
+            return RowPartitions(parts.n, parts.bounds, [(o,) for o in outs], self)
+        return outs[0] if len(outs) == 1 else np.concatenate(outs, axis=0)
+
+    def take_rows(self, parts, indices, which=0):
+        self._check_parts(parts)
+        idx = np.asarray(indices, dtype=np.intp)
+        if parts.n_partitions == 1:
+            return take(parts.blocks[0][which], idx)
+        return _take_from_blocks([b[which] for b in parts.blocks], parts.bounds, idx)
+
+
+def _take_from_blocks(blocks, bounds, idx):
+    """Rows ``idx`` (global, any order) from row blocks; returned in the order of ``idx``."""
+    owner = np.searchsorted(bounds, idx, side="right") - 1
+    order = np.argsort(owner, kind="stable")
+    pieces = []
+    for j in np.unique(owner):
+        sel = order[owner[order] == j]
+        pieces.append((sel, take(blocks[j], idx[sel] - bounds[j])))
+    got = concat_samples([p for _, p in pieces])
+    pos = np.concatenate([s for s, _ in pieces])
+    inv = np.empty_like(pos)
+    inv[pos] = np.arange(pos.size)
+    return take(got, inv)

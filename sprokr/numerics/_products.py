@@ -1,0 +1,76 @@
+"""Kernel block x coefficients and candidate offsets, with one float32 policy.
+
+Policy (every estimator): kernel blocks and the large products may run in float32; sums,
+solves and stored coefficients are float64.  A float32 product ``k^T beta`` is formed on
+the centred row, ``k^T beta = (k - mu)^T beta + mu 1^T beta`` with ``mu`` the row mean of
+``k``: the ridge coefficients of a flat kernel cancel (their entries are large with a small
+sum), and removing the common offset of the row keeps the float32 product accurate
+(~1e-6 relative on Bibtex instead of ~1e-3).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..utils import num_samples
+from ._linalg import matmul
+
+__all__ = ["KernelExpansion", "candidate_offsets", "check_gram_block"]
+
+
+def check_gram_block(K, shape, what="kernel"):
+    """A Gram block as an ndarray, checked for shape and finiteness (clear errors)."""
+    K = np.asarray(K)
+    if K.shape != tuple(shape):
+        raise ValueError(f"the {what} returned a Gram block of shape {K.shape}, expected {tuple(shape)}")
+    if K.dtype.kind not in "fiub":
+        raise TypeError(f"the {what} returned a Gram block of dtype {K.dtype}, expected real numbers")
+    if K.dtype.kind == "f" and not np.isfinite(K).all():
+        raise ValueError(f"the {what} returned non-finite values (NaN, inf or overflow); check the "
+                         f"inputs' scale and the kernel parameters")
+    return K
+
+
+class KernelExpansion:
+    """``g(x) = k(x, support) coef``: the prediction of every kernel model, chunk by chunk.
+
+    Parameters
+    ----------
+    kernel : Kernel
+    support : prepared support samples (m rows)
+    coef : ndarray of shape (m, p)
+        Stored in float64.
+    dtype : float32 or float64
+        Precision of the kernel block and of the product (float32: centred, see module).
+    """
+
+    def __init__(self, kernel, support, coef, dtype=np.float64):
+        self.kernel, self.support = kernel, support
+        self.coef = np.asarray(coef, dtype=np.float64)
+        self.dtype = np.dtype(dtype)
+        self._coef32 = self.coef.astype(np.float32) if self.dtype == np.float32 else None
+        self._coef_sum = self.coef.sum(axis=0)
+
+    @property
+    def n_outputs(self):
+        return self.coef.shape[1]
+
+    def __call__(self, Xq):
+        """``k(Xq, support) coef`` as float64, shape (len(Xq), p)."""
+        m = self.coef.shape[0]
+        Kq = check_gram_block(self.kernel.pairwise(Xq, self.support), (num_samples(Xq), m), "input kernel")
+        if self.dtype == np.float32:
+            Kq = np.array(Kq, dtype=np.float32)  # a copy: centred in place
+            mu = Kq.mean(axis=1, keepdims=True, dtype=np.float64)
+            Kq -= mu.astype(np.float32)
+            return matmul(Kq, self._coef32).astype(np.float64) + mu * self._coef_sum
+        return matmul(np.asarray(Kq, dtype=np.float64), self.coef)
+
+
+def candidate_offsets(kernel, Cp):
+    """``-k(c, c)/2`` for prepared candidates (float64), or None for a normalised kernel."""
+    if kernel.normalized:
+        return None
+    diag = np.asarray(kernel.diag(Cp), dtype=np.float64)
+    if not np.isfinite(diag).all():
+        raise ValueError("the output kernel returned non-finite values k(c, c) for the candidates")
+    return -0.5 * diag

@@ -291,7 +291,7 @@ class SketchedKernelMachine(_LinearProblemMixin, RegressorMixin, BaseEstimator):
             # (K R^T)^T (K R^T) and (K R^T)^T Y summed over row chunks: memory O(m^2 + chunk x m')
             task = CrossProductTask(feats, np.asarray, Y.shape[1], column_shift(A_sel, dtype),
                                     Y[R.indices].mean(axis=0), identity_targets=False)
-            AtA, AtY = ex.map_reduce(parts, task, chunk).result()
+            AtA, AtY = ex.map_reduce(parts, task, chunk)[0].result()
             # G = Z^T Z and H = Z^T Y of the linear problem, from Z = (K R^T) B
             C = ridge_by_eigengroups(B.T @ AtA @ B, B.T @ AtY, n, lam, V, e)
             self.converged_, self.n_epochs_, self.objective_ = True, 0, []

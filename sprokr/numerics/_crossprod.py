@@ -30,6 +30,14 @@ def column_shift(A_ref, dtype):
     return A_ref.mean(axis=0, dtype=np.float64).astype(dtype).astype(np.float64)
 
 
+def _check_overflow(G, dtype):
+    """The diagonal of a sum of squares is where an overflow shows first (O(m) check)."""
+    if not np.isfinite(G.diagonal()).all():
+        hint = "rescale the inputs" + (" or use dtype='float64'" if np.dtype(dtype) == np.float32 else "")
+        raise ValueError(f"the kernel block's cross products overflow {np.dtype(dtype).name} (non-finite "
+                         f"values): the kernel values are too large; {hint}")
+
+
 class ShiftedCrossProducts:
     """``A^T A`` and ``A^T T`` over row chunks: accurate in float32, mergeable.
 
@@ -128,12 +136,14 @@ class ShiftedCrossProducts:
             res = syrk(1.0, Aw.T, beta=1.0, c=self.AtA, trans=0, lower=1, overwrite_c=1)
             if not np.shares_memory(res, self.AtA):  # pragma: no cover - f2py made a copy
                 self.AtA = res
+            _check_overflow(res, Aw.dtype)
             return
         m = Aw.shape[1]
         if self._tmp is None or self._tmp.dtype != Aw.dtype:
             self._tmp = np.zeros((m, m), dtype=Aw.dtype, order="F")
         # Aw^T is the Fortran-ordered view of Aw; beta=0 overwrites the buffer's lower triangle
         res = syrk(1.0, Aw.T, beta=0.0, c=self._tmp, trans=0, lower=1, overwrite_c=1)
+        _check_overflow(res, Aw.dtype)
         np.add(self.AtA, res, out=self.AtA)
 
     def merge(self, other):

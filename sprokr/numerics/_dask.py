@@ -16,7 +16,7 @@ import numbers
 import numpy as np
 
 from ..utils import concat_samples, num_samples, take, take_slice
-from ._executor import Executor, RowPartitions, fold_chunks, map_chunks
+from ._executor import ChunkError, Executor, RowPartitions, fold_chunks, map_chunks
 
 __all__ = ["DaskExecutor", "dask_available"]
 
@@ -36,8 +36,11 @@ def _require_distributed():
     return distributed
 
 
-def _prepare_block(prepare, *collections):
-    return tuple(c if f is None else f(c) for c, f in zip(collections, prepare))
+def _prepare_block(prepare, start, stop, *collections):
+    try:
+        return tuple(c if f is None else f(c) for c, f in zip(collections, prepare))
+    except Exception as exc:
+        raise ChunkError(f"preparing rows {start}-{stop} failed: {type(exc).__name__}: {exc}") from exc
 
 
 def _fold(task, start, block, chunk_size):
@@ -156,7 +159,8 @@ class DaskExecutor(Executor):
             else:
                 parts = [take_slice(c, slice(int(a), int(z))) for a, z in zip(bounds[:-1], bounds[1:])]
                 pieces.append(client.scatter(parts))
-        blocks = [client.submit(_prepare_block, prepare, *(p[j] for p in pieces), pure=False)
+        blocks = [client.submit(_prepare_block, prepare, int(bounds[j]), int(bounds[j + 1]),
+                                *(p[j] for p in pieces), pure=False)
                   for j in range(len(bounds) - 1)]
         return RowPartitions(n, bounds, blocks, self)
 

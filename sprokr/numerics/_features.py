@@ -24,6 +24,7 @@ import scipy.sparse as sp
 
 from ..utils import num_samples, take, unique_inverse
 from ._linalg import matmul, psd_eigh
+from ._products import check_gram_block
 
 __all__ = ["SketchedFeatures", "KernelRows", "default_chunk_size"]
 
@@ -99,11 +100,9 @@ class SketchedFeatures:
 
     def block(self, Zq):
         """``k(Zq, Z) R^T`` of shape (len(Zq), m)."""
-        KS = np.asarray(self.kernel.pairwise(Zq, self.Z_sel), dtype=self.dtype)
-        if KS.shape != (num_samples(Zq), self.R.indices.size):
-            raise ValueError(f"kernel {type(self.kernel).__name__} returned a block of shape {KS.shape}, "
-                             f"expected {(num_samples(Zq), self.R.indices.size)}")
-        return self.R.apply_right(KS, overwrite=True)
+        KS = check_gram_block(self.kernel.pairwise(Zq, self.Z_sel), (num_samples(Zq), self.R.indices.size),
+                              f"kernel {type(self.kernel).__name__}")
+        return self.R.apply_right(np.asarray(KS, dtype=self.dtype), overwrite=True)
 
     def support_rows(self):
         """``(K R^T)[indices]`` (m' x m): the rows of ``K R^T`` at the support points."""

@@ -19,6 +19,7 @@ from ._crossprod import ShiftedCrossProducts, column_shift
 from ._executor import ChunkTask
 from ._features import KernelRows, SketchedFeatures
 from ._linalg import cholesky_solve, psd_solve
+from ..utils import take
 
 __all__ = ["WORK_DTYPE", "exact_ridge_factor", "sketched_ridge", "CrossProductTask", "RidgeSolution"]
 
@@ -29,6 +30,9 @@ __all__ = ["WORK_DTYPE", "exact_ridge_factor", "sketched_ridge", "CrossProductTa
 #: float32 because ``ShiftedCrossProducts`` double-centres the blocks first; the sums and
 #: the m x m solve are float64.
 WORK_DTYPE = np.dtype(np.float64)
+
+#: support rows whose column means give the centring shift of the cross products
+_SHIFT_ROWS = 256
 
 
 def exact_ridge_factor(kernel, parts, Xp, lam, chunk, executor):
@@ -58,25 +62,38 @@ class CrossProductTask(ChunkTask):
 
     Chunks are ``(X_chunk, Y_chunk, ...)``: ``A = K R^T`` from ``X_chunk`` and
     ``T = targets(Y_chunk)`` (``T = I_n`` when ``identity_targets``; further chunks unused).
+    With ``gather`` (sorted row numbers, e.g. the sketch's support) the rows of ``A`` at
+    those positions are collected as well -- ``(K R^T)[indices]`` gives ``R K R^T`` without
+    computing a kernel value twice.  The partial result is ``(ShiftedCrossProducts,
+    gathered rows or None)``; gathered rows of disjoint chunks are disjoint, so they merge
+    by addition too.
     """
 
     name = "kernel cross products"
 
-    def __init__(self, features, targets, width, c, d, identity_targets):
+    def __init__(self, features, targets, width, c, d, identity_targets, gather=None):
         self.features, self.targets, self.width = features, targets, width
         self.c, self.d, self.identity_targets = c, d, identity_targets
+        self.gather = None if gather is None else np.asarray(gather, dtype=np.int64)
 
     def start(self):
-        return ShiftedCrossProducts(self.features.m, self.width, self.features.dtype, self.c, self.d,
-                                    self.identity_targets)
+        acc = ShiftedCrossProducts(self.features.m, self.width, self.features.dtype, self.c, self.d,
+                                   self.identity_targets)
+        rows = None if self.gather is None else np.zeros((self.gather.size, self.features.m), self.features.dtype)
+        return acc, rows
 
-    def add(self, acc, rows, X, Y=None, *rest):
+    def add(self, partial, rows, X, Y=None, *rest):
+        acc, got = partial
         A = self.features.block(X)
+        if got is not None:  # before A is centred in place
+            lo, hi = np.searchsorted(self.gather, [rows.start, rows.stop])
+            got[lo:hi] = A[self.gather[lo:hi] - rows.start]
         T = None if self.identity_targets else self.targets(Y)
-        return acc.add(rows, A, T, overwrite=True)
+        acc.add(rows, A, T, overwrite=True)
+        return acc, got
 
     def merge(self, a, b):
-        return a.merge(b)
+        return a[0].merge(b[0]), None if a[1] is None else np.add(a[1], b[1], out=a[1])
 
 
 class RidgeSolution:
@@ -117,14 +134,18 @@ def sketched_ridge(kernel, R, support, parts, lam, targets, width, rcond, chunk,
     t0 = time.perf_counter()
     # a uniform sub-sampling scale cancels in the solution: skip the pass that applies it
     feats = SketchedFeatures(kernel, R.unscaled(), support, dtype, rcond)
-    A_sel = feats.support_rows()  # (K R^T)[indices]: the shift and R K R^T
+    # the centring shift, fixed before the pass: column means of A at (up to 256) support rows
+    ref = np.linspace(0, R.indices.size - 1, min(R.indices.size, _SHIFT_ROWS)).astype(np.intp)
+    c = column_shift(feats.block(take(support, ref)), dtype)
     identity = targets is None
-    d = None if identity or ref_targets is None else np.asarray(ref_targets, dtype=np.float64).mean(axis=0)
-    task = CrossProductTask(feats, targets, width, column_shift(A_sel, dtype), d, identity)
+    d = None
+    if not identity and ref_targets is not None:
+        d = np.asarray(ref_targets, dtype=np.float64)[ref].mean(axis=0)
+    task = CrossProductTask(feats, targets, width, c, d, identity, gather=R.indices)
     t1 = time.perf_counter()
-    acc = executor.map_reduce(parts, task, chunk)
+    acc, A_sel = executor.map_reduce(parts, task, chunk)
     t2 = time.perf_counter()
-    Kt = feats.R.sandwich_from_rows(np.asarray(A_sel, dtype=np.float64))  # R K R^T
+    Kt = feats.R.sandwich_from_rows(np.asarray(A_sel, dtype=np.float64))  # R K R^T = W (K R^T)_S
     ridge = parts.n * lam * 0.5 * (Kt + Kt.T)
     G, AtT = acc.result(lower_only=True, plus=ridge)
     if not (np.isfinite(G.diagonal()).all() and np.isfinite(AtT).all()):

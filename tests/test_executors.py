@@ -1,0 +1,194 @@
+"""The executor layer: local, shuffled-order local and Dask executors give the same models.
+
+Dask tests use a 2-worker LocalCluster (separate processes: the tasks really travel) and
+are skipped, with a reason, when dask.distributed is not installed (CI installs it).
+"""
+import numpy as np
+import pytest
+
+from sprokr import DSOKR, IOKR, ISOKR, SIOKR, SISOKR, SketchedKernelMachine
+from sprokr.numerics import (
+    ChunkError,
+    LocalExecutor,
+    TopKTask,
+    merge_topk,
+    select_topk,
+    topk_search,
+)
+
+SHUFFLED = LocalExecutor(order="shuffled", n_partitions=3, random_state=0)
+
+
+@pytest.fixture(scope="module")
+def data():
+    r = np.random.default_rng(1)
+    X = r.standard_normal((420, 6))
+    W = r.standard_normal((6, 8))
+    Y = (X @ W > 0.7).astype(np.int8)
+    return X[:360], Y[:360], X[360:], Y[360:]
+
+
+@pytest.fixture(scope="module")
+def client():
+    distributed = pytest.importorskip("distributed", reason="dask.distributed is not installed "
+                                                            "(pip install 'sprokr[dask]')")
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                       dashboard_address=None)
+    c = distributed.Client(cluster)
+    yield c
+    c.close()
+    cluster.close()
+
+
+MODELS = {
+    "SISOKR": lambda ex: SISOKR(lam=1e-3, input_sketch="subsample", m_x=80, output_sketch="psg", m_y=30,
+                                output_sketch_params={"p": 0.05}, random_state=0, chunk_size=50, executor=ex),
+    "SIOKR": lambda ex: SIOKR(lam=1e-3, m_x=80, random_state=0, chunk_size=50, executor=ex),
+    "ISOKR": lambda ex: ISOKR(lam=1e-3, m_y=30, output_sketch_params={"p": 0.05}, random_state=0,
+                              chunk_size=50, executor=ex),
+    "IOKR": lambda ex: IOKR(lam=1e-3, chunk_size=50, executor=ex),
+    "SISOKR-psr-input": lambda ex: SISOKR(lam=1e-3, input_sketch="psr", m_x=40, input_sketch_params={"p": 0.05},
+                                          output_sketch="subsample", m_y=40, random_state=1, chunk_size=64,
+                                          executor=ex),
+}
+
+
+def _check_same(a, b, Xte, rtol=1e-8):
+    sa, sb = a.predict_scores(Xte), b.predict_scores(Xte)
+    scale = np.abs(sa).max()
+    np.testing.assert_allclose(sb, sa, rtol=0, atol=rtol * scale)
+    ta, tb = a.predict_topk(Xte, k=5), b.predict_topk(Xte, k=5)
+    np.testing.assert_array_equal(ta.indices[:, 0], tb.indices[:, 0])
+    np.testing.assert_array_equal(np.asarray(a.predict(Xte)), np.asarray(b.predict(Xte)))
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_shuffled_chunk_order_gives_the_same_model(data, name):
+    Xtr, Ytr, Xte, _ = data
+    a = MODELS[name]("local").fit(Xtr, Ytr)
+    b = MODELS[name](SHUFFLED).fit(Xtr, Ytr)
+    _check_same(a, b, Xte)
+
+
+def test_fixed_partitioning_is_bit_identical(data):
+    Xtr, Ytr, Xte, _ = data
+    ex = LocalExecutor(n_partitions=3)
+    a = MODELS["SISOKR"](ex).fit(Xtr, Ytr)
+    b = MODELS["SISOKR"](ex).fit(Xtr, Ytr)
+    np.testing.assert_array_equal(a.coef_, b.coef_)
+    np.testing.assert_array_equal(a.predict_scores(Xte), b.predict_scores(Xte))
+
+
+def test_dask_without_client_is_a_clear_error(data):
+    pytest.importorskip("distributed", reason="dask.distributed is not installed")
+    import distributed
+
+    try:
+        distributed.default_client()
+        pytest.skip("a default client exists in this process")
+    except ValueError:
+        pass
+    Xtr, Ytr, _, _ = data
+    with pytest.raises(ValueError, match="needs a running dask.distributed Client"):
+        SISOKR(input_sketch="subsample", m_x=20, executor="dask").fit(Xtr, Ytr)
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_dask_fit_and_predict_equal_local(data, client, name):
+    Xtr, Ytr, Xte, _ = data
+    a = MODELS[name]("local").fit(Xtr, Ytr)
+    b = MODELS[name](client).fit(Xtr, Ytr)
+    _check_same(a, b, Xte)
+
+
+def test_dask_by_name_uses_the_default_client_and_dask_arrays(data, client):
+    da = pytest.importorskip("dask.array")
+    Xtr, Ytr, Xte, _ = data
+    a = MODELS["SISOKR"]("local").fit(Xtr, Ytr)
+    b = MODELS["SISOKR"]("dask").fit(da.from_array(Xtr, chunks=(100, 6)), da.from_array(Ytr, chunks=(70, 8)))
+    _check_same(a, b, Xte)
+    # the default candidate index stays on the workers; its top-k lists merge exactly
+    assert b.default_index_.partitions is not None and b.default_index_.embeddings is None
+
+
+def test_dask_kernel_machine_and_dsokr_equal_local(data, client):
+    Xtr, Ytr, Xte, _ = data
+    y = Xtr @ np.arange(1.0, 7.0)
+    kw = dict(kernel_params={"sigma2": 4.0}, lam=1e-4, sketch="psr", m=60, sketch_params={"p": 0.05},
+              random_state=0, chunk_size=64)
+    a = SketchedKernelMachine(**kw).fit(Xtr, y)
+    b = SketchedKernelMachine(**kw, executor=client).fit(Xtr, y)
+    np.testing.assert_allclose(b.predict(Xte), a.predict(Xte), rtol=1e-8, atol=1e-8 * np.abs(a.predict(Xte)).max())
+    kw = dict(output_kernel="gaussian", output_sketch="psg", m_y=30, output_sketch_params={"p": 0.05},
+              regressor="kernel_ridge", regressor_params={"lam": 1e-3}, random_state=0)
+    d1 = DSOKR(**kw).fit(Xtr, Ytr)
+    d2 = DSOKR(**kw, executor=client).fit(Xtr, Ytr)
+    _check_same(d1, d2, Xte)
+
+
+@pytest.mark.parametrize("executor", ["local", "dask"])
+def test_a_failing_chunk_names_its_rows_and_leaves_the_model_unchanged(data, request, executor):
+    Xtr, Ytr, Xte, _ = data
+    ex = request.getfixturevalue("client") if executor == "dask" else LocalExecutor()
+    model = SISOKR(input_kernel="linear", lam=1e-3, input_sketch="subsample", m_x=40, random_state=0,
+                   chunk_size=50, executor=ex).fit(Xtr, Ytr)
+    before = model.predict_scores(Xte)
+    coef = model.coef_.copy()
+    bad = Xtr.copy()
+    rows = np.setdiff1d(np.arange(300, 310), model.input_sketch_matrix_.indices)  # not support points
+    bad[rows] *= 1e200  # overflows the linear kernel in those rows only
+    with pytest.raises(ChunkError, match=r"rows \d+-\d+.*non-finite") as err:
+        model.fit(bad, Ytr)
+    lo, hi = map(int, __import__("re").search(r"rows (\d+)-(\d+)", str(err.value)).groups())
+    assert lo <= rows[0] < hi  # the chunk named holds the first bad row
+    np.testing.assert_array_equal(model.coef_, coef)
+    np.testing.assert_array_equal(model.predict_scores(Xte), before)
+
+
+# ---------------------------------------------------------------------- top-k merge
+def _reference_topk(S, k):
+    """Best first, ties by the smaller index: a full lexsort per row."""
+    order = np.lexsort((np.broadcast_to(np.arange(S.shape[1]), S.shape), -S), axis=1)[:, :k]
+    return order, np.take_along_axis(S, order, axis=1)
+
+
+@pytest.mark.parametrize("k", [1, 3, 7])
+def test_topk_with_ties_is_deterministic_in_any_order(k):
+    rng = np.random.default_rng(0)
+    H = rng.integers(-2, 3, size=(40, 3)).astype(float)
+    E = rng.integers(-2, 3, size=(500, 3)).astype(float)  # many exact ties
+    S = H @ E.T
+    ref_i, ref_s = _reference_topk(S, k)
+    res = topk_search(H, E, k, max_memory_mb=0.01)  # many small candidate blocks
+    np.testing.assert_array_equal(res.indices, ref_i)
+    np.testing.assert_array_equal(res.scores, ref_s)
+    # partial lists of candidate blocks, merged in a shuffled order
+    task = TopKTask(H, k)
+    bounds = [0, 37, 38, 200, 333, 500]
+    parts = [task.add(task.start(), slice(a, b), E[a:b]) for a, b in zip(bounds[:-1], bounds[1:])]
+    for order in ([0, 1, 2, 3, 4], [3, 0, 4, 2, 1]):
+        acc = task.start()
+        for i in order:
+            acc = merge_topk(acc, parts[i], k)
+        np.testing.assert_array_equal(acc[0], ref_i)
+        np.testing.assert_array_equal(acc[1], ref_s)
+    np.testing.assert_array_equal(select_topk(S, k)[0], ref_i)
+
+
+def test_distributed_index_topk_equals_local(client):
+    from sprokr.decoders import CandidateIndex
+    from sprokr.numerics import DaskExecutor
+
+    rng = np.random.default_rng(2)
+    H = rng.standard_normal((30, 5))
+    E = np.round(rng.standard_normal((1000, 5)), 1)
+    off = -0.5 * np.round(rng.random(1000), 1)
+    ex = DaskExecutor(client=client, n_partitions=4)
+    parts = ex.map_rows(ex.partition(np.hstack([E, off[:, None]])), np.asarray, 128, keep=True)
+    dist = CandidateIndex(np.arange(1000), None, off, partitions=parts, dim=5)
+    local = CandidateIndex(np.arange(1000), E, off)
+    for k in (1, 4):
+        a, b = local.search(H, k), dist.search(H, k, max_memory_mb=0.01)
+        np.testing.assert_array_equal(a.indices, b.indices)
+        np.testing.assert_allclose(a.scores, b.scores, rtol=1e-12)
+    np.testing.assert_allclose(dist.gather_embeddings(), E)

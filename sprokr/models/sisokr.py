@@ -213,14 +213,24 @@ class SISOKR(OutputKernelModel, BaseEstimator):
         rng = check_random_state(self.random_state)
         Rx = sx.draw(n, rng) if sx is not None else None
         Ry = sy.draw(n, rng) if sy is not None else None
+        # Structured outputs repeat (Bibtex: 2058 distinct label sets among 4880 documents).
+        # In this process the targets psi~(y) are then computed once per distinct output,
+        # and the chunks gather them by the distinct id of each sample (a 4th collection).
+        distinct = None
+        if Ry is not None and executor.in_process:
+            first, inverse = unique_inverse(Y)
+            if first.size <= n // 2:
+                distinct = (first, inverse)
         # prepared inputs, prepared outputs and raw outputs, partitioned where they are used
-        parts = executor.partition(X, Y, Y, prepare=(_NamedPrepare(kx.prepare, "X"), _NamedPrepare(ky.prepare, "Y"), None))
+        extra = () if distinct is None else (distinct[1],)
+        parts = executor.partition(X, Y, Y, *extra, prepare=(_NamedPrepare(kx.prepare, "X"),
+                                                             _NamedPrepare(ky.prepare, "Y"), None) + (None,) * len(extra))
 
         # ---- validated: learned state starts here.  Any failure further on (a numerical
         # one, a worker's) restores the previous state before re-raising.
         previous = dict(self.__dict__)
         try:
-            self._fit_validated(parts, n, lam, dtype, rcond, chunk, kx, ky, decoder, executor, Rx, Ry)
+            self._fit_validated(parts, n, lam, dtype, rcond, chunk, kx, ky, decoder, executor, Rx, Ry, distinct)
         except BaseException:
             self.__dict__.clear()
             self.__dict__.update(previous)
@@ -229,7 +239,7 @@ class SISOKR(OutputKernelModel, BaseEstimator):
         self._log(f"fit done in {self.fit_time_:.3f} s (n={n}, output rank {self.output_rank_})")
         return self
 
-    def _fit_validated(self, parts, n, lam, dtype, rcond, chunk, kx, ky, decoder, executor, Rx, Ry):
+    def _fit_validated(self, parts, n, lam, dtype, rcond, chunk, kx, ky, decoder, executor, Rx, Ry, distinct):
         """The training proper, on validated inputs partitioned by the executor."""
         self.input_kernel_, self.output_kernel_, self.decoder_, self.executor_ = kx, ky, decoder, executor
         self.input_sketch_matrix_, self.output_sketch_matrix_ = Rx, Ry
@@ -239,44 +249,51 @@ class SISOKR(OutputKernelModel, BaseEstimator):
         t = time.perf_counter()
         # output side: the feature map psi~ from the output sketch's support points
         self.output_features_, self.Y_train_ = None, None
+        which, psi_u = 1, None
         if Ry is not None:
             raw_sel = executor.take_rows(parts, Ry.indices, which=2)
             fy, keep = SketchedFeatures.from_support(ky, Ry, raw_sel, OUTPUT_DTYPE, rcond)
             self.output_features_ = fy.fit_basis()
             self._support_outputs = (take(raw_sel, keep), fy.R.indices)
             targets, width = fy.transform, fy.rank
+            if distinct is not None:  # psi~ once per distinct output, gathered by id
+                Yu = take(all_rows(executor, parts, 2), distinct[0])
+                upart = executor.partition(Yu, prepare=(_NamedPrepare(ky.prepare, "Y"),))
+                psi_u = (Yu, executor.map_rows(upart, fy.transform, chunk or default_chunk_size(
+                    fy.R.indices.size, OUTPUT_DTYPE), name="output targets"), upart)
+                targets, which = _RowsOf(psi_u[1]), 3
         else:  # exact outputs: candidates are embedded against every training output
             targets, width = None, n
             self.Y_train_ = all_rows(executor, parts, 1)
         self.fit_times_["output_side"] = time.perf_counter() - t
         width_kx = Rx.indices.size if Rx is not None else n
-        width_ky = self.output_features_.R.indices.size if Ry is not None else 0
+        width_ky = self.output_features_.R.indices.size if Ry is not None and psi_u is None else 0
         chunk = chunk or default_chunk_size(max(width_kx, width_ky), dtype)
         t = time.perf_counter()
         if Rx is not None:
-            self._fit_sketched_input(parts, lam, dtype, rcond, chunk, Rx, targets, width)
+            self._fit_sketched_input(parts, lam, dtype, rcond, chunk, Rx, targets, width, which)
         else:
-            self._fit_exact_input(parts, lam, chunk, targets)
+            self._fit_exact_input(parts, lam, chunk, targets, which)
         self.fit_times_["input_side"] = time.perf_counter() - t
         t = time.perf_counter()
-        self._build_default_index(parts, chunk)
+        self._build_default_index(parts, chunk, distinct, psi_u)
         self.fit_times_["default_index"] = time.perf_counter() - t
         self._log(", ".join(f"{k} {v:.3f} s" for k, v in self.fit_times_.items()))
 
-    def _fit_sketched_input(self, parts, lam, dtype, rcond, chunk, Rx, targets, width):
+    def _fit_sketched_input(self, parts, lam, dtype, rcond, chunk, Rx, targets, width, which):
         """Sketched ridge of the targets ``Psi~`` (or ``I_n``), one pass over the data."""
         ex = self.executor_
         support = ex.take_rows(parts, Rx.indices, which=0)
         ref = None
         if targets is not None:  # targets at the input sketch's support: the centring shift
-            ref = targets(ex.take_rows(parts, Rx.indices, which=1))
+            ref = targets(ex.take_rows(parts, Rx.indices, which=which))
         sol = sketched_ridge(self.input_kernel_, Rx, support, parts, lam, targets, width, rcond, chunk, ex,
-                             self.solver, dtype, ref)
+                             self.solver, dtype, ref, which)
         self.fit_times_.update({f"ridge_{k}": v for k, v in sol.times.items()})
         self.X_support_ = self.input_kernel_.prepare_support(support)
         self._set_coef(sol.coef)
 
-    def _fit_exact_input(self, parts, lam, chunk, targets):
+    def _fit_exact_input(self, parts, lam, chunk, targets, which):
         """Cholesky of ``K_x + n lam I`` (n x n: only when no input sketch is asked for)."""
         ex, kx = self.executor_, self.input_kernel_
         Xp = all_rows(ex, parts, 0)
@@ -286,7 +303,7 @@ class SISOKR(OutputKernelModel, BaseEstimator):
             self.coef_, self._cho, self._expansion = None, cho, None
             self.output_rank_ = parts.n
             return
-        T = ex.map_rows(parts, targets, chunk, name="output targets", which=1)
+        T = ex.map_rows(parts, targets, chunk, name="output targets", which=which)
         self._set_coef(sla.cho_solve(cho, np.asarray(T, dtype=WORK_DTYPE), check_finite=False))
 
     def _set_coef(self, beta):
@@ -296,9 +313,17 @@ class SISOKR(OutputKernelModel, BaseEstimator):
         self._expansion = KernelExpansion(self.input_kernel_, self.X_support_, self.coef_, self.dtype_)
         self.output_rank_ = self.coef_.shape[1] if self.output_features_ is not None else self.n_train_
 
-    def _build_default_index(self, parts, chunk):
+    def _build_default_index(self, parts, chunk, distinct, psi_u):
         """The distinct training outputs, embedded: the default candidate set."""
         ex, ky = self.executor_, self.output_kernel_
+        if psi_u is not None:  # computed before the pass
+            Yu, E, upart = psi_u
+            self.n_distinct_outputs_ = E.shape[0]
+            self._support_groups = distinct[1][self.output_features_.R.indices]
+            del self._support_outputs
+            offsets = None if ky.normalized else ex.map_rows(upart, _Offsets(ky), chunk, name="output offsets")
+            self.default_index_ = CandidateIndex(Yu, E, offsets, owner=self.index_token_, kernel=ky)
+            return
         first, Yu = distinct_samples(ex, parts, 2, chunk)
         self.n_distinct_outputs_ = first.size
         if self.output_features_ is None:
@@ -434,6 +459,16 @@ def _groups_of(sel_raw, sel_idx, Yu, first):
         return inverse[n_u:]
     # unhashable samples (graphs) are all distinct: the groups are the training samples
     return np.searchsorted(first, sel_idx)
+
+
+class _RowsOf:
+    """``ids -> table[ids]``: targets gathered by the distinct id of each sample."""
+
+    def __init__(self, table):
+        self.table = table
+
+    def __call__(self, ids):
+        return self.table[np.asarray(ids)]
 
 
 class _Offsets:

@@ -183,6 +183,9 @@ class Executor:
     """
 
     name = None
+    #: True when the partitions live in this process (models may then use n-sized index
+    #: vectors, e.g. the distinct output of every training sample)
+    in_process = False
 
     def partition(self, *collections, prepare=None):  # pragma: no cover - abstract
         raise NotImplementedError
@@ -239,6 +242,7 @@ class LocalExecutor(Executor):
     """
 
     name = "local"
+    in_process = True
 
     def __init__(self, order="natural", n_partitions=1, random_state=None):
         self.order = order

@@ -98,11 +98,15 @@ class SketchedFeatures:
     def rank(self):
         return self.basis_.shape[1]
 
-    def block(self, Zq):
-        """``k(Zq, Z) R^T`` of shape (len(Zq), m)."""
+    def kernel_block(self, Zq):
+        """``k(Zq, Z_S)`` of shape (len(Zq), m'), checked for shape and finiteness."""
         KS = check_gram_block(self.kernel.pairwise(Zq, self.Z_sel), (num_samples(Zq), self.R.indices.size),
                               f"kernel {type(self.kernel).__name__}")
-        return self.R.apply_right(np.asarray(KS, dtype=self.dtype), overwrite=True)
+        return np.asarray(KS, dtype=self.dtype)
+
+    def block(self, Zq):
+        """``k(Zq, Z) R^T`` of shape (len(Zq), m)."""
+        return self.R.apply_right(self.kernel_block(Zq), overwrite=True)
 
     def support_rows(self):
         """``(K R^T)[indices]`` (m' x m): the rows of ``K R^T`` at the support points."""
@@ -115,6 +119,8 @@ class SketchedFeatures:
         U, d = psd_eigh(Kt, self.rcond)
         self.eigenvalues_ = d
         self.basis_ = (U / np.sqrt(d)).astype(self.dtype)
+        # psi~ = k(., Z_S) W^T U D^-1/2: one product with the (m' x r) map W^T U D^-1/2
+        self._map = np.ascontiguousarray(self.R.apply_left_transpose(U / np.sqrt(d)), dtype=self.dtype)
         return self
 
     def transform(self, Zq, dedupe=True):
@@ -130,6 +136,6 @@ class SketchedFeatures:
             first, inverse = unique_inverse(Zq)
             if first.size <= 0.75 * n:
                 return self.transform(take(Zq, first), dedupe=False)[inverse]
-        return matmul(self.block(Zq), self.basis_)
+        return matmul(self.kernel_block(Zq), self._map)
 
     __call__ = transform

@@ -60,8 +60,8 @@ def exact_ridge_factor(kernel, parts, Xp, lam, chunk, executor):
 class CrossProductTask(ChunkTask):
     """The pass of a sketched ridge: ``A^T A`` and ``A^T T`` of ``A = K R^T`` per chunk.
 
-    Chunks are ``(X_chunk, Y_chunk, ...)``: ``A = K R^T`` from ``X_chunk`` and
-    ``T = targets(Y_chunk)`` (``T = I_n`` when ``identity_targets``; further chunks unused).
+    Chunks are ``(X_chunk, ...)``: ``A = K R^T`` from ``X_chunk`` and
+    ``T = targets(chunks[which])`` (``T = I_n`` when ``identity_targets``).
     With ``gather`` (sorted row numbers, e.g. the sketch's support) the rows of ``A`` at
     those positions are collected as well -- ``(K R^T)[indices]`` gives ``R K R^T`` without
     computing a kernel value twice.  The partial result is ``(ShiftedCrossProducts,
@@ -71,10 +71,11 @@ class CrossProductTask(ChunkTask):
 
     name = "kernel cross products"
 
-    def __init__(self, features, targets, width, c, d, identity_targets, gather=None):
+    def __init__(self, features, targets, width, c, d, identity_targets, gather=None, which=1):
         self.features, self.targets, self.width = features, targets, width
         self.c, self.d, self.identity_targets = c, d, identity_targets
         self.gather = None if gather is None else np.asarray(gather, dtype=np.int64)
+        self.which = which
 
     def start(self):
         acc = ShiftedCrossProducts(self.features.m, self.width, self.features.dtype, self.c, self.d,
@@ -82,13 +83,13 @@ class CrossProductTask(ChunkTask):
         rows = None if self.gather is None else np.zeros((self.gather.size, self.features.m), self.features.dtype)
         return acc, rows
 
-    def add(self, partial, rows, X, Y=None, *rest):
+    def add(self, partial, rows, *chunks):
         acc, got = partial
-        A = self.features.block(X)
+        A = self.features.block(chunks[0])
         if got is not None:  # before A is centred in place
             lo, hi = np.searchsorted(self.gather, [rows.start, rows.stop])
             got[lo:hi] = A[self.gather[lo:hi] - rows.start]
-        T = None if self.identity_targets else self.targets(Y)
+        T = None if self.identity_targets else self.targets(chunks[self.which])
         acc.add(rows, A, T, overwrite=True)
         return acc, got
 
@@ -104,7 +105,7 @@ class RidgeSolution:
 
 
 def sketched_ridge(kernel, R, support, parts, lam, targets, width, rcond, chunk, executor,
-                   solver="cholesky", dtype=WORK_DTYPE, ref_targets=None):
+                   solver="cholesky", dtype=WORK_DTYPE, ref_targets=None, which=1):
     """Coefficients ``W^T gamma`` on the support points of the sketched ridge.
 
     Parameters
@@ -112,9 +113,10 @@ def sketched_ridge(kernel, R, support, parts, lam, targets, width, rcond, chunk,
     kernel : Kernel
     R : SketchMatrix (m, n)
     support : prepared support samples ``X[R.indices]``
-    parts : RowPartitions of ``(X,)`` (``targets=None``: ``T = I_n``) or ``(X, Y)``
+    parts : RowPartitions of ``(X, ...)``
     lam : float
-    targets : callable ``Y_chunk -> T_chunk`` (rows, width), or None for ``T = I_n``
+    targets : callable ``chunk -> T_chunk`` (rows, width) applied to collection ``which`` of
+        ``parts``, or None for ``T = I_n``
     width : int
         Number of target columns (``n`` for ``T = I_n``).
     rcond : relative threshold of the m x m solve
@@ -141,7 +143,7 @@ def sketched_ridge(kernel, R, support, parts, lam, targets, width, rcond, chunk,
     d = None
     if not identity and ref_targets is not None:
         d = np.asarray(ref_targets, dtype=np.float64)[ref].mean(axis=0)
-    task = CrossProductTask(feats, targets, width, c, d, identity, gather=R.indices)
+    task = CrossProductTask(feats, targets, width, c, d, identity, gather=R.indices, which=which)
     t1 = time.perf_counter()
     acc, A_sel = executor.map_reduce(parts, task, chunk)
     t2 = time.perf_counter()

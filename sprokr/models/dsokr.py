@@ -414,15 +414,15 @@ class DSOKREnsemble(OutputKernelModel, BaseEstimator):
     def _splits(self):
         return np.cumsum([e.output_rank_ for e in self.estimators_])[:-1]
 
-    def embed_candidates(self, candidates):
+    def embed_candidates(self, candidates, dtype=None):
         """Concatenated member embeddings ``[E_1(c), ..., E_T(c)]`` and the offsets."""
         check_is_fitted(self, "estimators_")
-        parts = [e.embed_candidates(candidates) for e in self.estimators_]
+        parts = [e.embed_candidates(candidates, dtype) for e in self.estimators_]
         return np.hstack([E for E, _ in parts]), parts[0][1]
 
-    def make_candidate_index(self, candidates):
+    def make_candidate_index(self, candidates, dtype=None):
         """Embed a candidate set once for every member."""
-        E, offsets = self.embed_candidates(candidates)
+        E, offsets = self.embed_candidates(candidates, dtype)
         return CandidateIndex(candidates, E, offsets, owner=self.index_token_, kernel=self.output_kernel_)
 
     def prepare_inputs(self, X):

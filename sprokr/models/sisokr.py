@@ -340,7 +340,7 @@ class SISOKR(OutputKernelModel, BaseEstimator):
                 E = ex.map_rows(upart, fy.transform, chunk, name="candidate embedding")
                 index = CandidateIndex(Yu, E, offsets, owner=self.index_token_, kernel=ky)
             else:  # distributed: the embeddings stay on the workers, offsets as a last column
-                Ep = ex.map_rows(upart, _Embed(fy, ky), chunk, keep=True, name="candidate embedding")
+                Ep = ex.map_rows(upart, _Embed(fy, ky, np.float64), chunk, keep=True, name="candidate embedding")
                 index = CandidateIndex(Yu, None, offsets, owner=self.index_token_, kernel=ky, partitions=Ep,
                                        dim=fy.rank)
         self.default_index_ = index
@@ -482,11 +482,11 @@ class _Offsets:
 class _Embed:
     """``[psi~(c), -k(c,c)/2]`` rows of a distributed candidate index."""
 
-    def __init__(self, features, kernel):
-        self.features, self.kernel = features, kernel
+    def __init__(self, features, kernel, dtype):
+        self.features, self.kernel, self.dtype = features, kernel, dtype
 
     def __call__(self, Cp):
-        E = self.features.transform(Cp)
+        E = self.features.transform(Cp).astype(self.dtype, copy=False)
         off = candidate_offsets(self.kernel, Cp)
         return E if off is None else np.hstack([E, off[:, None].astype(E.dtype)])
 

@@ -161,7 +161,7 @@ def run_decode(args):
     """Index build, top-1 / top-10 search vs the same float32 GEMM and faiss IndexFlatIP."""
     from sprokr.numerics import score_block_size
 
-    n_fit, nc, nq = 100_000, int(args.candidates), 1000
+    n_fit, nc, nq = int(args.decode_fit_n), int(args.candidates), 1000
     X, Y, Xt, _ = make_data(n_fit, args.seed, args.data)
     model = sisokr(n_fit, args).fit(X, Y)
     rng = np.random.default_rng(7)
@@ -242,6 +242,7 @@ def main(argv=None):
     ap.add_argument("--dask-max-n", type=float, default=1e6)
     ap.add_argument("--sklearn-max-n", type=float, default=1e6)
     ap.add_argument("--candidates", type=float, default=1e6, help="candidates of the decoding test (0: skip)")
+    ap.add_argument("--decode-fit-n", type=float, default=1e5, help="training pairs of the model whose index is searched")
     ap.add_argument("--one", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)

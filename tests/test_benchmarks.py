@@ -51,3 +51,14 @@ def test_quantiles_smoke(tmp_path):
     assert {"pinball", "crossing", "fit_s"} <= set(exact)
     for name, r in res.items():
         assert r["pinball"] < 1.1 * exact["pinball"], name
+
+
+def test_scale_smoke(tmp_path):
+    """benchmarks/scale.py end to end on tiny settings (every configuration in its own process)."""
+    res = run_json("scale.py", "--grid", "3000", "--m-x", "100", "--m-y", "20", "--candidates", "5000",
+                   "--decode-fit-n", "3000", "--no-dask", cwd=tmp_path)
+    assert {"syrk@3000", "sisokr_local@3000", "sklearn@3000", "decode"} <= set(res)
+    local, sk = res["sisokr_local@3000"], res["sklearn@3000"]
+    assert 0.3 < local["f1"] <= 1 and 0.3 < sk["f1"] <= 1 and local["peak_gb"] > 0
+    assert local["fit_over_syrk"] > 0 and "speedup_vs_sklearn" in local
+    assert res["decode"]["top10_max_score_diff_faiss"] < 1e-3  # same scores as faiss's exact index

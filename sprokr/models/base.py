@@ -18,7 +18,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..decoders.base import CandidateSets, Decoder, check_top_k
 from ..decoders.candidates import CandidateIndex
-from ..numerics import candidate_offsets, default_chunk_size
+from ..numerics import LocalExecutor, candidate_offsets, default_chunk_size
 from ..registry import get_registry
 from ..utils import check_positive, iter_chunks, num_samples, take_slice
 
@@ -83,8 +83,11 @@ class OutputKernelModel:
         if self.output_features_ is not None:
             f = self.output_features_
             E = np.empty((num_samples(Cp), f.rank), dtype=np.float64 if dtype is None else dtype)
-            for sl in iter_chunks(num_samples(Cp), self._chunk(f.R.indices.size)):
-                E[sl] = f.transform(take_slice(Cp, sl))
+            ex = getattr(self, "executor_", None) or LocalExecutor()
+            if not ex.in_process:  # the candidates are embedded here; a distributed index is
+                ex = LocalExecutor()  # built by the models that hold one (the default index)
+            ex.map_rows(ex.partition(Cp), f.transform, self._chunk(f.R.indices.size), out=E,
+                        name="candidate embedding")
         else:
             E = self.exact_output_embedding(Cp)
             if dtype is not None:

@@ -27,11 +27,12 @@ from ..decoders.candidates import CandidateIndex
 from ..numerics import (
     DEFAULT_RCOND,
     Decoded,
+    LocalExecutor,
     SketchedFeatures,
+    TopKTask,
     candidate_offsets,
     default_chunk_size,
-    merge_topk,
-    select_topk,
+    score_block_size,
 )
 from ..registry import get_registry, resolve_executor, resolve_kernel, resolve_sketch
 from ..utils import check_paired, check_random_state, iter_chunks, num_samples, take, take_slice, unique_indices
@@ -446,28 +447,16 @@ class DSOKREnsemble(OutputKernelModel, BaseEstimator):
         index = self.resolve_index(candidates)
         n_q = num_samples(X, "X")
         kk = min(top_k or 1, len(index))
+        ex = LocalExecutor()
+        E = index.gather_embeddings()
+        parts = ex.partition(E) if index.offsets is None else ex.partition(E, index.offsets)
+        block = score_block_size(min(n_q, 2048), kk, 16, self.decoder_.max_memory_mb)
         idx, scores = np.empty((n_q, kk), dtype=np.int64), np.empty((n_q, kk))
         for sl in iter_chunks(n_q, 2048):
             Xq = take_slice(X, sl)
-            Hs = [e.predict_coordinates(Xq) for e in self.estimators_]
-            idx[sl], scores[sl] = self._max_search(Hs, index, kk)
+            task = _MaxTopKTask([e.predict_coordinates(Xq) for e in self.estimators_], self._splits(), kk)
+            idx[sl], scores[sl] = ex.map_reduce(parts, task, block)
         return index.take(idx[:, 0]) if top_k is None else Decoded(idx, scores)
-
-    def _max_search(self, Hs, index, k):
-        """Top-k of ``max_t H_t E_t^T + offsets``, chunked over candidates."""
-        Es = np.split(index.gather_embeddings(), self._splits(), axis=1)
-        nq, nc = Hs[0].shape[0], len(index)
-        budget = self.decoder_.max_memory_mb
-        block = max(k, int(budget * 2**20 / (16 * max(nq, 1))))
-        best = (np.full((nq, k), -1, dtype=np.int64), np.full((nq, k), -np.inf))
-        for sl in iter_chunks(nc, block):
-            S = Hs[0] @ Es[0][sl].T
-            for H, E in zip(Hs[1:], Es[1:]):
-                np.maximum(S, H @ E[sl].T, out=S)
-            if index.offsets is not None:
-                S += index.offsets[sl][None, :]
-            best = merge_topk(best, select_topk(S, k, sl.start), k)
-        return best
 
     def predict_scores(self, X, candidates=None):
         """Scores of every candidate (aggregated over members), shape (n_q, n_c)."""
@@ -481,3 +470,22 @@ class DSOKREnsemble(OutputKernelModel, BaseEstimator):
             s = e.predict_coordinates(X) @ E.T
             S = s if S is None else np.maximum(S, s)
         return S if index.offsets is None else S + index.offsets
+
+
+class _MaxTopKTask(TopKTask):
+    """Top-k of ``max_t H_t E_t^T + offsets`` over chunks of the members' embeddings."""
+
+    name = "ensemble top-k search"
+
+    def __init__(self, Hs, splits, k):
+        super().__init__(Hs[0], k)
+        self.Hs, self.splits = Hs, splits
+
+    def add(self, state, rows, E, offsets=None):
+        Es = np.split(np.asarray(E, dtype=np.float64), self.splits, axis=1)
+        S = self.Hs[0] @ Es[0].T
+        for H, Et in zip(self.Hs[1:], Es[1:]):
+            np.maximum(S, H @ Et.T, out=S)
+        if offsets is not None:
+            S += offsets[None, :]
+        return self.fold_scores(state, S, rows.start)

@@ -218,12 +218,9 @@ class KernelRidgeRegressor(RegressorMixin, BaseEstimator):
     def predict(self, X):
         """Predicted targets, (n_q, p)."""
         check_is_fitted(self, "coef_")
-        Xp = self.kernel_.prepare(X)
-        n_q = num_samples(Xp)
-        out = np.empty((n_q, self.n_outputs_), dtype=np.float64)
-        for sl in iter_chunks(n_q, default_chunk_size(num_samples(self.X_support_), np.float64)):
-            out[sl] = self._expansion(take_slice(Xp, sl))
-        return out
+        ex = LocalExecutor()
+        return ex.map_rows(ex.partition(X, prepare=(self.kernel_.prepare,)), self._expansion,
+                           default_chunk_size(num_samples(self.X_support_), np.float64), name="predictions")
 
 
 # --------------------------------------------------------------------------- sklearn MLP

@@ -40,6 +40,7 @@ from sklearn.utils.validation import check_is_fitted
 from ..decoders.candidates import CandidateIndex
 from ..numerics import (
     DEFAULT_RCOND,
+    LocalExecutor,
     WORK_DTYPE,
     KernelExpansion,
     KernelRows,
@@ -352,14 +353,10 @@ class SISOKR(OutputKernelModel, BaseEstimator):
 
     def exact_output_embedding(self, Cp):
         """Output coordinates without sketch: ``k_y(c, Y_train)`` rows, shape (n_c, n)."""
-        n_c = num_samples(Cp)
-        E = np.empty((n_c, self.n_train_), dtype=OUTPUT_DTYPE)
-        from ..utils import iter_chunks, take_slice
-
-        for sl in iter_chunks(n_c, default_chunk_size(self.n_train_, OUTPUT_DTYPE)):
-            E[sl] = check_gram_block(self.output_kernel_.pairwise(take_slice(Cp, sl), self.Y_train_),
-                                     (sl.stop - sl.start, self.n_train_), "output kernel")
-        return E
+        ex = LocalExecutor()  # exact outputs: the training outputs are in this process
+        E = np.empty((num_samples(Cp), self.n_train_), dtype=OUTPUT_DTYPE)
+        return ex.map_rows(ex.partition(Cp), KernelRows(self.output_kernel_, self.Y_train_, OUTPUT_DTYPE),
+                           default_chunk_size(self.n_train_, OUTPUT_DTYPE), out=E, name="candidate embedding")
 
     # ------------------------------------------------------------------ predict
     def prepare_inputs(self, X):

@@ -41,7 +41,8 @@ class KernelRows:
         self.kernel, self.Z, self.dtype = kernel, Z, np.dtype(dtype)
 
     def __call__(self, Zq):
-        return np.asarray(self.kernel.pairwise(Zq, self.Z), dtype=self.dtype)
+        return np.asarray(check_gram_block(self.kernel.pairwise(Zq, self.Z), (num_samples(Zq), num_samples(self.Z)),
+                                           f"kernel {type(self.kernel).__name__}"), dtype=self.dtype)
 
 
 class SketchedFeatures:

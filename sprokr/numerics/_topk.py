@@ -14,7 +14,6 @@ from collections import namedtuple
 
 import numpy as np
 
-from ..utils import iter_chunks
 from ._executor import ChunkTask
 from ._linalg import matmul
 
@@ -109,9 +108,10 @@ class TopKTask(ChunkTask):
         S = matmul(H, np.asarray(E).T)
         if offsets is not None:
             S += np.asarray(offsets, dtype=S.dtype)[None, :]
-        return self._fold(state, S, rows.start)
+        return self.fold_scores(state, S, rows.start)
 
-    def _fold(self, state, S, offset):
+    def fold_scores(self, state, S, offset):
+        """Fold a score block ``S`` (n_queries, c) of candidates ``offset .. offset + c``."""
         idx, sc = state
         k = self.k
         thr = sc[:, k - 1]
@@ -163,14 +163,14 @@ def topk_search(H, E, k=1, offsets=None, max_memory_mb=DEFAULT_MAX_MEMORY_MB):
         ``indices`` (int, shape (n_queries, min(k, n_candidates))) and ``scores``, best
         first; ties are broken by the smaller candidate index.
     """
+    from ._executor import LocalExecutor
+
     nq, nc = H.shape[0], E.shape[0]
     k = min(int(k), nc)
-    task = TopKTask(H, k)
-    state = task.start()
+    ex = LocalExecutor()
+    parts = ex.partition(E) if offsets is None else ex.partition(E, offsets)
     itemsize = np.result_type(H.dtype, E.dtype).itemsize
-    for sl in iter_chunks(nc, score_block_size(nq, k, itemsize, max_memory_mb)):
-        state = task.add(state, sl, E[sl], None if offsets is None else offsets[sl])
-    return task.finish(state)
+    return ex.map_reduce(parts, TopKTask(H, k), score_block_size(nq, k, itemsize, max_memory_mb))
 
 
 def grouped_topk_search(H, E, group_sizes, k=1, offsets=None):

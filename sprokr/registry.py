@@ -299,7 +299,12 @@ def resolve_kernel(spec, params, side, dtype):
         comp = get_registry().get(f"{side}_kernel", spec)
         if isinstance(comp.factory, type) and "dtype" in comp.factory().get_params():
             params.setdefault("dtype", dtype.name)
-    return get_registry().create(f"{side}_kernel", spec, params, base=Kernel)
+    kernel = get_registry().create(f"{side}_kernel", spec, params, base=Kernel)
+    try:
+        kernel.check_params()
+    except (ValueError, TypeError) as exc:
+        raise type(exc)(f"{side}_kernel {spec if isinstance(spec, str) else type(spec).__name__!r}: {exc}") from None
+    return kernel
 
 
 def resolve_sketch(spec, m, params, n, side):

@@ -25,6 +25,7 @@ __all__ = [
     "check_fraction",
     "iter_chunks",
     "resolve_dtype",
+    "NamedPrepare",
 ]
 
 
@@ -162,7 +163,8 @@ def check_finite(X, name="X"):
     data = X.data if sp.issparse(X) else X
     if isinstance(data, np.ndarray) and data.dtype.kind in "fc" and not np.isfinite(data).all():
         bad = int(np.size(data) - np.count_nonzero(np.isfinite(data)))
-        raise ValueError(f"{name} contains {bad} NaN or infinite value(s); expected finite numbers")
+        verb = "contain" if name.endswith("s") and not name.endswith("ss") else "contains"
+        raise ValueError(f"{name} {verb} {bad} NaN or infinite value(s); expected finite numbers")
     return X
 
 
@@ -195,3 +197,31 @@ def resolve_dtype(dtype):
     if dt not in (np.float32, np.float64):
         raise ValueError(f"dtype must be float32 or float64, got {dtype!r}")
     return dt
+
+
+class NamedPrepare:
+    """A kernel's ``prepare`` whose errors name the estimator argument (``X``, ``Y``, ...).
+
+    Kernels word their messages without the argument ("the samples contain 2 NaN ...");
+    the models wrap ``prepare`` so that the user reads "Y contains 2 NaN ...".
+    Picklable (the Dask executor prepares partitions on the workers).
+    """
+
+    def __init__(self, prepare, name):
+        self.prepare, self.name = prepare, name
+
+    def __call__(self, data):
+        try:
+            return self.prepare(data)
+        except (ValueError, TypeError) as exc:
+            raise type(exc)(name_error(str(exc), self.name)) from None
+
+
+def name_error(msg, name):
+    """``msg`` of a kernel or validation error, rewritten to name the argument ``name``."""
+    for generic, verb in (("the samples contain", "contains"), ("the samples", "")):
+        if msg.startswith(generic):
+            return f"{name} {verb}{msg[len(generic):]}" if verb else f"{name}{msg[len(generic):]}"
+    if msg.startswith(f"{name} ") or msg.startswith(f"{name}:"):
+        return msg
+    return f"{name}: {msg}"

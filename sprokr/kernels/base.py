@@ -35,8 +35,20 @@ class Kernel(BaseEstimator):
     #: True when k(x, x) == 1 for every x
     normalized = False
 
+    def check_params(self):
+        """Validate the kernel's parameters (clear errors naming them).
+
+        Called when a model resolves the kernel at ``fit``, before any fitted state
+        changes; the default accepts anything.  Returns self.
+        """
+        return self
+
     def prepare(self, X):
-        """Validate raw samples and return the prepared collection (default: unchanged)."""
+        """Validate raw samples and return the prepared collection (default: unchanged).
+
+        Error messages should not name the estimator argument (``X``, ``Y``, candidates):
+        the models prefix it.
+        """
         num_samples(X)
         return X
 
@@ -101,6 +113,9 @@ class VectorKernel(Kernel):
                 raise ValueError(
                     f"kernel {self.name!r} expects a 2-D array (n_samples, n_features); got {X.ndim}-D"
                 )
-        check_finite(X, "X")
+        if X.shape[1] == 0:
+            raise ValueError(f"kernel {self.name!r} got samples with 0 features; expected an array of shape "
+                             f"(n_samples, n_features) with n_features >= 1")
+        check_finite(X, "the samples")
         return X
 

@@ -55,6 +55,14 @@ def _l1_distances(A, B, dtype, finish=None):
     return out
 
 
+def _check_scale(name, value, optional=True):
+    if value is None and optional:
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) \
+            or not np.isfinite(value) or value <= 0:
+        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
+
+
 def _resolve_gamma(gamma, sigma2, A):
     if gamma is not None and sigma2 is not None:
         raise ValueError("give either gamma or sigma2, not both")
@@ -95,6 +103,16 @@ class PolynomialKernel(VectorKernel):
         self.coef0 = coef0
         self.dtype = dtype
 
+    def check_params(self):
+        _check_scale("gamma", self.gamma)
+        d = self.degree
+        if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 1:
+            raise ValueError(f"degree must be an integer >= 1, got {d!r}")
+        if not isinstance(self.coef0, (int, float, np.integer, np.floating)) or not np.isfinite(self.coef0) \
+                or self.coef0 < 0:
+            raise ValueError(f"coef0 must be a finite number >= 0 (a PSD kernel), got {self.coef0!r}")
+        return self
+
     def pairwise(self, A, B):
         g = 1.0 / A.shape[1] if self.gamma is None else self.gamma
         # g a.b + coef0 in the product itself (coef0 as a rank-one term), then the power
@@ -132,6 +150,13 @@ class GaussianKernel(VectorKernel):
         self.sigma2 = sigma2
         self.dtype = dtype
 
+    def check_params(self):
+        _check_scale("gamma", self.gamma)
+        _check_scale("sigma2", self.sigma2)
+        if self.gamma is not None and self.sigma2 is not None:
+            raise ValueError("give either gamma or sigma2, not both")
+        return self
+
     def pairwise(self, A, B):
         g = _resolve_gamma(self.gamma, self.sigma2, A)
         # exp(2g a.b - g|a|^2 - g|b|^2): the norms ride along in the product as two extra
@@ -159,6 +184,10 @@ class LaplacianKernel(VectorKernel):
     def __init__(self, gamma=None, dtype="float64"):
         self.gamma = gamma
         self.dtype = dtype
+
+    def check_params(self):
+        _check_scale("gamma", self.gamma)
+        return self
 
     def pairwise(self, A, B):
         g = 1.0 / A.shape[1] if self.gamma is None else self.gamma

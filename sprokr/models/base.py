@@ -20,11 +20,37 @@ from ..decoders.base import CandidateSets, Decoder, check_top_k
 from ..decoders.candidates import CandidateIndex
 from ..numerics import LocalExecutor, candidate_offsets, default_chunk_size
 from ..registry import get_registry
-from ..utils import check_positive, iter_chunks, num_samples, take_slice
+from ..utils import NamedPrepare, check_positive, iter_chunks, num_samples, take_slice
 
-__all__ = ["OutputKernelModel", "OUTPUT_DTYPE", "make_decoder", "new_index_token"]
+__all__ = ["OutputKernelModel", "OUTPUT_DTYPE", "make_decoder", "new_index_token", "set_n_features",
+           "check_n_features"]
 
 OUTPUT_DTYPE = np.dtype(np.float64)
+
+
+def set_n_features(est, Xp):
+    """Record ``n_features_in_`` when the prepared inputs are an array or sparse matrix."""
+    import scipy.sparse as sp
+
+    if isinstance(Xp, np.ndarray) or sp.issparse(Xp):
+        est.n_features_in_ = int(Xp.shape[1])
+    elif hasattr(est, "n_features_in_"):
+        del est.n_features_in_
+
+
+def check_n_features(est, Xp, raw=None):
+    """Prepared query inputs must have the training feature count (clear error naming it)."""
+    import scipy.sparse as sp
+
+    expected = getattr(est, "n_features_in_", None)
+    if expected is None or not (isinstance(Xp, np.ndarray) or sp.issparse(Xp)):
+        return
+    if Xp.shape[1] != expected:
+        hint = ""
+        if Xp.shape[1] == 1 and Xp.shape[0] == expected:
+            hint = "; a single sample must be 2-D: X.reshape(1, -1)"
+        raise ValueError(f"X has {Xp.shape[1]} features per sample but the model was fitted with "
+                         f"{expected}: expected shape (n_samples, {expected}){hint}")
 
 
 def new_index_token():
@@ -75,10 +101,7 @@ class OutputKernelModel:
         ky = self.output_kernel_
         if num_samples(candidates, "candidates") == 0:
             raise ValueError("the candidate set is empty; expected at least one candidate")
-        try:
-            Cp = ky.prepare(candidates)
-        except ValueError as exc:
-            raise ValueError(f"candidates: {exc}") from None
+        Cp = NamedPrepare(ky.prepare, "candidates")(candidates)
         offsets = candidate_offsets(ky, Cp)
         if self.output_features_ is not None:
             f = self.output_features_

@@ -32,12 +32,14 @@ from ..numerics import (
     SketchedFeatures,
     adam_solve,
     check_gram_block,
+    check_kernel_sample,
     column_shift,
     default_chunk_size,
     matmul,
     ridge_by_eigengroups,
 )
 from ..utils import (
+    NamedPrepare,
     check_positive,
     check_random_state,
     iter_chunks,
@@ -48,6 +50,7 @@ from ..utils import (
 from ..losses import Loss, PinballLoss, check_quantile_levels
 from ..registry import get_registry, resolve_executor, resolve_kernel, resolve_sketch
 from .output_matrix import check_output_matrix, joint_quantile_matrix
+from .base import check_n_features, set_n_features
 from .sisokr import check_chunk_size
 
 __all__ = ["SketchedKernelMachine", "JointQuantileRegressor", "check_targets", "check_solver_params"]
@@ -254,7 +257,9 @@ class SketchedKernelMachine(_LinearProblemMixin, RegressorMixin, BaseEstimator):
         executor = resolve_executor(self.executor, self.executor_params)
         rng = check_random_state(self.random_state)
         R = sketch.draw(n, rng) if sketch is not None else None
-        parts = executor.partition(X, Y, prepare=(kernel.prepare, None))
+        parts = executor.partition(X, Y, prepare=(NamedPrepare(kernel.prepare, "X"), None))
+        sample = np.arange(min(n, 64)) if R is None else R.indices[:64]
+        check_kernel_sample(kernel, executor.take_rows(parts, sample, which=0), "kernel")
 
         # ---- validated: learned state starts here; any failure restores the previous state
         previous = dict(self.__dict__)
@@ -341,6 +346,7 @@ class SketchedKernelMachine(_LinearProblemMixin, RegressorMixin, BaseEstimator):
         return K
 
     def _set_coef(self, beta):
+        set_n_features(self, self.X_support_)
         self.coef_ = np.asarray(beta, dtype=np.float64)
         self._expansion = KernelExpansion(self.kernel_, self.X_support_, self.coef_, self.dtype_)
 
@@ -349,9 +355,22 @@ class SketchedKernelMachine(_LinearProblemMixin, RegressorMixin, BaseEstimator):
         """Predictions, shape (n_q,) for 1-D training targets, else (n_q, d)."""
         check_is_fitted(self, "coef_")
         ex = self.executor_
-        parts = ex.partition(X, prepare=(self.kernel_.prepare,))
+        parts = ex.partition(X, prepare=(_CheckedPrepare(self),))
         chunk = self.chunk_size or default_chunk_size(num_samples(self.X_support_), self.dtype_)
         return self._finish_predict(ex.map_rows(parts, self._expansion, chunk, name="predictions"))
+
+
+class _CheckedPrepare:
+    """Query inputs prepared by the fitted kernel and checked against ``n_features_in_``."""
+
+    def __init__(self, est):
+        self.prepare = NamedPrepare(est.kernel_.prepare, "X")
+        self.n_features_in_ = getattr(est, "n_features_in_", None)
+
+    def __call__(self, X):
+        Xp = self.prepare(X)
+        check_n_features(self, Xp)
+        return Xp
 
 
 class _FeatureRows:

@@ -47,6 +47,7 @@ from ..numerics import (
     SketchedFeatures,
     candidate_offsets,
     check_gram_block,
+    check_kernel_sample,
     default_chunk_size,
     distinct_samples,
     exact_ridge_factor,
@@ -63,8 +64,9 @@ from ..utils import (
     resolve_dtype,
     take,
     unique_inverse,
+    NamedPrepare,
 )
-from .base import OUTPUT_DTYPE, OutputKernelModel, make_decoder, new_index_token
+from .base import OUTPUT_DTYPE, OutputKernelModel, check_n_features, make_decoder, new_index_token, set_n_features
 
 __all__ = ["SISOKR", "IOKR", "SIOKR", "ISOKR", "check_chunk_size", "all_rows"]
 
@@ -224,8 +226,13 @@ class SISOKR(OutputKernelModel, BaseEstimator):
                 distinct = (first, inverse)
         # prepared inputs, prepared outputs and raw outputs, partitioned where they are used
         extra = () if distinct is None else (distinct[1],)
-        parts = executor.partition(X, Y, Y, *extra, prepare=(_NamedPrepare(kx.prepare, "X"),
-                                                             _NamedPrepare(ky.prepare, "Y"), None) + (None,) * len(extra))
+        parts = executor.partition(X, Y, Y, *extra, prepare=(NamedPrepare(kx.prepare, "X"),
+                                                             NamedPrepare(ky.prepare, "Y"), None) + (None,) * len(extra))
+
+        # the kernels on a few training samples: finite, symmetric, PSD (clear errors early)
+        sample = np.arange(min(n, 64)) if Rx is None else Rx.indices[:64]
+        check_kernel_sample(kx, executor.take_rows(parts, sample, which=0), "input kernel")
+        check_kernel_sample(ky, executor.take_rows(parts, np.arange(min(n, 64)), which=1), "output kernel")
 
         # ---- validated: learned state starts here.  Any failure further on (a numerical
         # one, a worker's) restores the previous state before re-raising.
@@ -259,7 +266,7 @@ class SISOKR(OutputKernelModel, BaseEstimator):
             targets, width = fy.transform, fy.rank
             if distinct is not None:  # psi~ once per distinct output, gathered by id
                 Yu = take(all_rows(executor, parts, 2), distinct[0])
-                upart = executor.partition(Yu, prepare=(_NamedPrepare(ky.prepare, "Y"),))
+                upart = executor.partition(Yu, prepare=(NamedPrepare(ky.prepare, "Y"),))
                 psi_u = (Yu, executor.map_rows(upart, fy.transform, chunk or default_chunk_size(
                     fy.R.indices.size, OUTPUT_DTYPE), name="output targets"), upart)
                 targets, which = _RowsOf(psi_u[1]), 3
@@ -302,12 +309,14 @@ class SISOKR(OutputKernelModel, BaseEstimator):
         self.X_support_ = kx.prepare_support(Xp)
         if targets is None:  # IOKR: h(x) = sum_i alpha_i(x) psi(y_i), alpha = (K + n lam I)^-1 k_x
             self.coef_, self._cho, self._expansion = None, cho, None
+            set_n_features(self, Xp)
             self.output_rank_ = parts.n
             return
         T = ex.map_rows(parts, targets, chunk, name="output targets", which=which)
         self._set_coef(sla.cho_solve(cho, np.asarray(T, dtype=WORK_DTYPE), check_finite=False))
 
     def _set_coef(self, beta):
+        set_n_features(self, self.X_support_)
         """Store the coefficients on the support samples and the prediction map."""
         self.coef_ = np.asarray(beta, dtype=WORK_DTYPE)
         self._cho = None
@@ -334,7 +343,7 @@ class SISOKR(OutputKernelModel, BaseEstimator):
             sel_raw, sel_idx = self._support_outputs
             self._support_groups = _groups_of(sel_raw, sel_idx, Yu, first)
             del self._support_outputs
-            upart = ex.partition(Yu, prepare=(_NamedPrepare(ky.prepare, "Y"),))
+            upart = ex.partition(Yu, prepare=(NamedPrepare(ky.prepare, "Y"),))
             fy = self.output_features_
             offsets = None if ky.normalized else ex.map_rows(upart, _Offsets(ky), chunk, name="output offsets")
             if isinstance(upart.blocks[0], tuple):  # local: the embeddings are held here
@@ -362,10 +371,9 @@ class SISOKR(OutputKernelModel, BaseEstimator):
     def prepare_inputs(self, X):
         """Validate and prepare query inputs (the input kernel's ``prepare``)."""
         check_is_fitted(self, "output_rank_")
-        try:
-            return self.input_kernel_.prepare(X)
-        except ValueError as exc:
-            raise ValueError(f"X: {exc}") from None
+        Xp = NamedPrepare(self.input_kernel_.prepare, "X")(X)
+        check_n_features(self, Xp)
+        return Xp
 
     def predict_coordinates(self, X, prepared=False):
         """Coordinates ``H(x)`` of the predicted output in the output basis, (n_q, d)."""
@@ -486,22 +494,6 @@ class _Embed:
         E = self.features.transform(Cp).astype(self.dtype, copy=False)
         off = candidate_offsets(self.kernel, Cp)
         return E if off is None else np.hstack([E, off[:, None].astype(E.dtype)])
-
-
-class _NamedPrepare:
-    """A kernel's ``prepare`` whose errors name the argument (``X`` or ``Y``)."""
-
-    def __init__(self, prepare, name):
-        self.prepare, self.name = prepare, name
-
-    def __call__(self, data):
-        try:
-            return self.prepare(data)
-        except (ValueError, TypeError) as exc:
-            msg = str(exc)
-            if msg.startswith(f"{self.name} ") or msg.startswith(f"{self.name}:"):
-                raise
-            raise type(exc)(f"{self.name}: {msg}") from None
 
 
 class IOKR(SISOKR):

@@ -30,7 +30,7 @@ from ._executor import ChunkError, ChunkTask, Executor, LocalExecutor, RowPartit
 from ._dask import DaskExecutor, dask_available
 from ._crossprod import ShiftedCrossProducts, column_shift
 from ._features import KernelRows, SketchedFeatures, default_chunk_size
-from ._products import KernelExpansion, candidate_offsets, check_gram_block
+from ._products import KernelExpansion, candidate_offsets, check_gram_block, check_kernel_sample
 from ._topk import (
     DEFAULT_MAX_MEMORY_MB,
     Decoded,
@@ -57,7 +57,7 @@ __all__ = [
     "for_row_blocks", "n_workers",
     # chunked sums, sketched features, products
     "ShiftedCrossProducts", "column_shift", "SketchedFeatures", "KernelRows", "default_chunk_size",
-    "KernelExpansion", "candidate_offsets", "check_gram_block", "DistinctTask", "distinct_samples",
+    "KernelExpansion", "candidate_offsets", "check_gram_block", "check_kernel_sample", "DistinctTask", "distinct_samples",
     # ridge solves and kernel-machine solvers
     "exact_ridge_factor", "sketched_ridge", "CrossProductTask", "RidgeSolution",
     "ridge_by_eigengroups", "adam_solve", "AdamResult",

@@ -14,7 +14,7 @@ import numpy as np
 from ..utils import num_samples
 from ._linalg import matmul
 
-__all__ = ["KernelExpansion", "candidate_offsets", "check_gram_block"]
+__all__ = ["KernelExpansion", "candidate_offsets", "check_gram_block", "check_kernel_sample"]
 
 
 def check_gram_block(K, shape, what="kernel"):
@@ -28,6 +28,27 @@ def check_gram_block(K, shape, what="kernel"):
         raise ValueError(f"the {what} returned non-finite values (NaN, inf or overflow); check the "
                          f"inputs' scale and the kernel parameters")
     return K
+
+
+def check_kernel_sample(kernel, sample, what="kernel"):
+    """Check a kernel on a few prepared samples: finite, symmetric, positive semi-definite.
+
+    A cheap guard (at most 64 samples) run by the models before training, so that a
+    kernel returning NaN, the wrong shape or an indefinite Gram (e.g. ``-K``) is reported
+    as such instead of failing deep inside LAPACK or giving silent nonsense.
+    """
+    n = num_samples(sample)
+    if n == 0:
+        return
+    K = check_gram_block(kernel.pairwise(sample, sample), (n, n), what).astype(np.float64)
+    scale = max(float(np.max(np.abs(K))), 1e-300)
+    if np.max(np.abs(K - K.T)) > 1e-6 * scale:
+        raise ValueError(f"the {what} is not symmetric: k(a, b) != k(b, a) on the training samples")
+    d_min = float(np.linalg.eigvalsh(0.5 * (K + K.T))[0])
+    if d_min < -1e-6 * scale:
+        raise ValueError(f"the {what} is not positive semi-definite: its Gram matrix on {n} training "
+                         f"samples has the eigenvalue {d_min:.3g} (largest entry {scale:.3g}); sprokr's "
+                         f"models need a PSD kernel")
 
 
 class KernelExpansion:

@@ -136,12 +136,12 @@ def perfect_h_curve(Y_train, Y_val, output_kernel, m_grid, sketch="subsample", s
         sketches = [_with_m(s, m, n) for s, m in zip(sketches, grid)]
     rng = check_random_state(random_state)
     rc = rcond if rcond is not None else DEFAULT_RCOND
-    Yp, Yvp = ky.prepare(Y_train), ky.prepare(Y_val)
+    Yp, Yvp = ky.prepare_outputs(Y_train), ky.prepare_outputs(Y_val)
     kvv = ky.diag(Yvp).astype(np.float64)
     decode = candidates is not None or metric is not None
     if decode:
         C = candidates if candidates is not None else take(Y_train, unique_indices(Y_train))
-        Cp = ky.prepare(C)
+        Cp = ky.prepare_outputs(C)
         off = None if ky.normalized else -0.5 * ky.diag(Cp).astype(np.float64)
         if metric is None:
             metric, greater_is_better = _kernel_loss(ky), False
@@ -183,7 +183,7 @@ def _with_m(sketch, m, n):
 
 def _kernel_loss(ky):
     def loss(Y_true, Y_pred):
-        A, B = ky.prepare(Y_true), ky.prepare(Y_pred)
+        A, B = ky.prepare_outputs(Y_true), ky.prepare_outputs(Y_pred)
         total = 0.0
         for sl in iter_chunks(num_samples(A), 512):
             a, b = take_slice(A, sl), take_slice(B, sl)
@@ -280,7 +280,7 @@ def surrogate_error(model, X, Y, chunk_size=None):
     """
     ky = model.output_kernel_
     H = np.asarray(model.predict_coordinates(X), dtype=np.float64)
-    Yp = ky.prepare(Y)
+    Yp = ky.prepare_outputs(Y)
     kyy = ky.diag(Yp).astype(np.float64)
     feats = getattr(model, "output_features_", None)
     if feats is not None:

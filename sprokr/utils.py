@@ -38,6 +38,8 @@ def num_samples(X, name="X"):
     try:
         return len(X)
     except TypeError:
+        if hasattr(X, "__array__"):  # array-likes without a length (scikit-learn's checks use one)
+            return num_samples(np.asarray(X), name)
         raise TypeError(
             f"{name} must be an array, a sparse matrix or a sequence of samples; "
             f"got {type(X).__name__}, which has no length"
@@ -46,6 +48,8 @@ def num_samples(X, name="X"):
 
 def check_paired(X, Y, x_name="X", y_name="Y"):
     """Number of samples ``n >= 1`` of two collections that must pair up one to one."""
+    if Y is None:
+        raise ValueError(f"fit requires y to be passed, but the target y is None: give the outputs {y_name}")
     n, ny = num_samples(X, x_name), num_samples(Y, y_name)
     if n != ny:
         raise ValueError(f"{x_name} and {y_name} have different numbers of samples: {n} and {ny}")
@@ -57,6 +61,8 @@ def check_paired(X, Y, x_name="X", y_name="Y"):
 def take(X, idx):
     """Samples ``X[idx]`` for arrays, sparse matrices, sequences and objects with ``take``."""
     idx = np.asarray(idx)
+    if sp.issparse(X) and X.format not in ("csr", "csc"):
+        X = X.tocsr()  # coo, dia, dok, ... are not row-indexable
     if isinstance(X, np.ndarray) or sp.issparse(X):
         return X[idx]
     if hasattr(X, "take") and not isinstance(X, (list, tuple)):
@@ -66,6 +72,8 @@ def take(X, idx):
 
 def take_slice(X, sl):
     """Samples ``X[sl]`` for a slice: a view for arrays, sparse matrices and lists."""
+    if sp.issparse(X) and X.format not in ("csr", "csc"):
+        X = X.tocsr()
     if isinstance(X, (np.ndarray, list, tuple)) or sp.issparse(X):
         return X[sl]
     return take(X, np.arange(sl.start, sl.stop))
@@ -103,6 +111,11 @@ def unique_inverse(Y):
     n = num_samples(Y)
     if sp.issparse(Y):
         Y = Y.toarray()
+    if isinstance(Y, np.ndarray) and Y.dtype == object:
+        try:  # numbers stored as objects compare as numbers
+            Y = Y.astype(np.float64)
+        except (TypeError, ValueError):
+            Y = [tuple(np.ravel(y)) if np.ndim(y) else y for y in Y]
     if isinstance(Y, np.ndarray):
         Y2 = np.ascontiguousarray(Y.reshape(n, -1))
         if n == 0:

@@ -56,6 +56,15 @@ class Kernel(BaseEstimator):
         """Gram block between prepared collections ``A`` and ``B``: ndarray (len(A), len(B))."""
         raise NotImplementedError
 
+    def prepare_outputs(self, Y):
+        """``prepare`` for the OUTPUT side (training outputs, candidates); default: ``prepare``.
+
+        Models prepare outputs through this method, so that an output kernel may accept
+        forms an input kernel rejects (vector kernels take a 1-D array as one scalar
+        output per sample).
+        """
+        return self.prepare(Y)
+
     def prepare_support(self, A):
         """Representation of prepared samples that will be the *right* operand of many
         ``pairwise`` calls (a model's support points).  Default: unchanged."""
@@ -93,10 +102,33 @@ class VectorKernel(Kernel):
     of the n x d data).
     """
 
+    def prepare_outputs(self, Y):
+        """Outputs: a 1-D array is one scalar output per sample, shape (n, 1)."""
+        import scipy.sparse as sp
+
+        if sp.issparse(Y) or not (hasattr(Y, "shape") or isinstance(Y, (list, tuple))):
+            return self.prepare(Y)
+        arr = np.asarray(Y)
+        if arr.dtype.kind in "OUS":
+            try:
+                arr = arr.astype(np.float64)
+            except (TypeError, ValueError):
+                raise ValueError(f"Unknown label type: the output kernel {self.name!r} takes numeric outputs "
+                                 f"(arrays of shape (n,) or (n, d)); got values of dtype {arr.dtype}") from None
+        return self.prepare(arr.reshape(-1, 1) if arr.ndim == 1 else arr)
+
     def prepare(self, X):
         import scipy.sparse as sp
 
         dt = self._dtype()
+        if not sp.issparse(X):
+            try:
+                X = np.asarray(X)
+            except (TypeError, ValueError) as exc:
+                raise TypeError(f"kernel {self.name!r} expects a numeric array or sparse matrix of shape "
+                                f"(n_samples, n_features); got {type(X).__name__} ({exc})") from None
+        if X.dtype.kind == "c":
+            raise ValueError(f"Complex data not supported: kernel {self.name!r} takes real numbers")
         if sp.issparse(X):
             X = sp.csr_matrix(X, dtype=dt)
         else:
@@ -107,15 +139,15 @@ class VectorKernel(Kernel):
                     f"kernel {self.name!r} expects a numeric array or sparse matrix of shape "
                     f"(n_samples, n_features); got {type(X).__name__} ({exc})"
                 ) from None
-            if X.ndim == 1:
-                X = X[:, None]
             if X.ndim != 2:
                 raise ValueError(
-                    f"kernel {self.name!r} expects a 2-D array (n_samples, n_features); got {X.ndim}-D"
+                    f"kernel {self.name!r} expects a 2-D array (n_samples, n_features); got a {X.ndim}-D "
+                    f"array of shape {X.shape}. Reshape your data: X.reshape(-1, 1) for a single feature, "
+                    f"X.reshape(1, -1) for a single sample"
                 )
         if X.shape[1] == 0:
-            raise ValueError(f"kernel {self.name!r} got samples with 0 features; expected an array of shape "
-                             f"(n_samples, n_features) with n_features >= 1")
+            raise ValueError(f"the samples have 0 feature(s) (shape={X.shape}) while a minimum of 1 is "
+                             f"required by kernel {self.name!r}")
         check_finite(X, "the samples")
         return X
 

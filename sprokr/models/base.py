@@ -38,19 +38,20 @@ def set_n_features(est, Xp):
         del est.n_features_in_
 
 
-def check_n_features(est, Xp, raw=None):
-    """Prepared query inputs must have the training feature count (clear error naming it)."""
+def check_n_features(est, Xp, expected=None):
+    """Prepared query inputs must have the training feature count (clear error naming it).
+
+    ``est``: the fitted estimator, or its class name with ``expected`` the feature count.
+    """
     import scipy.sparse as sp
 
-    expected = getattr(est, "n_features_in_", None)
+    name = est if isinstance(est, str) else type(est).__name__
+    expected = getattr(est, "n_features_in_", None) if expected is None else expected
     if expected is None or not (isinstance(Xp, np.ndarray) or sp.issparse(Xp)):
         return
     if Xp.shape[1] != expected:
-        hint = ""
-        if Xp.shape[1] == 1 and Xp.shape[0] == expected:
-            hint = "; a single sample must be 2-D: X.reshape(1, -1)"
-        raise ValueError(f"X has {Xp.shape[1]} features per sample but the model was fitted with "
-                         f"{expected}: expected shape (n_samples, {expected}){hint}")
+        raise ValueError(f"X has {Xp.shape[1]} features, but {name} is expecting {expected} "
+                         f"features as input: expected shape (n_samples, {expected})")
 
 
 def new_index_token():
@@ -101,7 +102,7 @@ class OutputKernelModel:
         ky = self.output_kernel_
         if num_samples(candidates, "candidates") == 0:
             raise ValueError("the candidate set is empty; expected at least one candidate")
-        Cp = NamedPrepare(ky.prepare, "candidates")(candidates)
+        Cp = NamedPrepare(ky.prepare_outputs, "candidates")(candidates)
         offsets = candidate_offsets(ky, Cp)
         if self.output_features_ is not None:
             f = self.output_features_
@@ -255,11 +256,14 @@ class OutputKernelModel:
             out[sl] = idx.scores(H, budget)
         return out
 
-    def score(self, X, Y):
-        """Minus the mean squared output-kernel distance ``|psi(f(x)) - psi(y)|^2`` (0 is best)."""
+    def score(self, X, y):
+        """Minus the mean squared output-kernel distance ``|psi(f(x)) - psi(y)|^2`` (0 is best).
+
+        ``y``: the true outputs of ``X`` (anything the output kernel accepts).
+        """
         pred = self.predict(X)
         ky = self.output_kernel_
-        A, B = ky.prepare(pred), ky.prepare(Y)
+        A, B = ky.prepare_outputs(pred), NamedPrepare(ky.prepare_outputs, "y")(y)
         n = num_samples(B)
         total = 0.0
         for sl in iter_chunks(n, 512):

@@ -70,7 +70,7 @@ def sketched_output_targets(kernel, R, Y, rcond=DEFAULT_RCOND, chunk_size=None, 
     from ..numerics import LocalExecutor
 
     ex = executor if executor is not None else LocalExecutor()
-    parts = ex.partition(Y, prepare=(None if prepared else kernel.prepare,))
+    parts = ex.partition(Y, prepare=(None if prepared else kernel.prepare_outputs,))
     raw_sel = ex.take_rows(parts, R.indices, which=0)
     if prepared:
         feats = SketchedFeatures(kernel, R, raw_sel, OUTPUT_DTYPE, rcond).fit_basis()
@@ -172,6 +172,14 @@ class DSOKR(OutputKernelModel, BaseEstimator):
         self.random_state = random_state
         self.verbose = verbose
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True  # the built-in regressors take scipy sparse inputs
+        tags.target_tags.required = True
+        tags.target_tags.multi_output = True
+        tags.target_tags.single_output = True
+        return tags
+
     def _log(self, msg):
         if self.verbose:
             print(f"[{type(self).__name__}] {msg}", flush=True)
@@ -225,7 +233,7 @@ class DSOKR(OutputKernelModel, BaseEstimator):
                   f"({time.perf_counter() - t0:.2f} s)")
         ev = None
         if validation_data is not None:
-            Yvp = ky.prepare(validation_data[1])
+            Yvp = ky.prepare_outputs(validation_data[1])
             Tv = feats.transform(Yvp)
             rv = np.maximum(ky.diag(Yvp).astype(np.float64) - np.einsum("ij,ij->i", Tv, Tv), 0.0)
             ev = (validation_data[0], Tv, rv)
@@ -246,6 +254,11 @@ class DSOKR(OutputKernelModel, BaseEstimator):
 
         # ---- validated: learned state starts here
         u = unique_indices(Y)
+        shape = getattr(X, "shape", None)
+        if shape is not None and len(shape) == 2:  # array inputs: the feature count is checked at predict
+            self.n_features_in_ = int(shape[1])
+        elif hasattr(self, "n_features_in_"):
+            del self.n_features_in_
         self.output_kernel_, self.output_sketch_matrix_, self.output_features_ = ky, R, feats
         self.decoder_, self.executor_, self.regressor_, self.output_rank_, self.n_train_ = \
             decoder, executor, reg, p, n
@@ -253,7 +266,7 @@ class DSOKR(OutputKernelModel, BaseEstimator):
         self.train_offsets_ = r
         self.index_token_ = new_index_token()
         Yu = take(Y, u)
-        self.default_index_ = CandidateIndex(Yu, Psi[u], candidate_offsets(ky, ky.prepare(Yu)),
+        self.default_index_ = CandidateIndex(Yu, Psi[u], candidate_offsets(ky, ky.prepare_outputs(Yu)),
                                              owner=self.index_token_, kernel=ky)
         self.fit_time_ = time.perf_counter() - t0
         self._log(f"fit done in {self.fit_time_:.2f} s (n={n}, p={p})")
@@ -279,11 +292,18 @@ class DSOKR(OutputKernelModel, BaseEstimator):
         """Inputs for :meth:`predict_coordinates` (unchanged: the regressor prepares them)."""
         check_is_fitted(self, "regressor_")
         num_samples(X, "X")
+        shape = getattr(X, "shape", None)
+        if getattr(self, "n_features_in_", None) is not None and shape is not None and len(shape) == 2 \
+                and shape[1] != self.n_features_in_:
+            raise ValueError(f"X has {shape[1]} features, but {type(self).__name__} is expecting "
+                             f"{self.n_features_in_} features as input")
         return X
 
     def predict_coordinates(self, X, prepared=False):
         """``g_W(x)``: coordinates of ``h(x)`` on the sketched output basis, (n_q, p)."""
         check_is_fitted(self, "regressor_")
+        if not prepared:
+            X = self.prepare_inputs(X)
         return self._check_output(self.regressor_.predict(X), num_samples(X, "X"), self.output_rank_,
                                   self.regressor_)
 
@@ -365,6 +385,14 @@ class DSOKREnsemble(OutputKernelModel, BaseEstimator):
         self.random_state = random_state
         self.max_memory_mb = max_memory_mb
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        tags.target_tags.required = True
+        tags.target_tags.multi_output = True
+        tags.target_tags.single_output = True
+        return tags
+
     def _members(self, rng):
         if isinstance(self.estimators, DSOKR):
             T = self.n_estimators
@@ -403,6 +431,10 @@ class DSOKREnsemble(OutputKernelModel, BaseEstimator):
             raise ValueError("all ensemble members must use the same output kernel")
         self.estimators_, self.weights_ = fitted, w / w.sum()
         self.output_kernel_, self.decoder_ = fitted[0].output_kernel_, decoder
+        if hasattr(fitted[0], "n_features_in_"):
+            self.n_features_in_ = fitted[0].n_features_in_
+        elif hasattr(self, "n_features_in_"):
+            del self.n_features_in_
         self.output_features_, self.output_rank_ = None, sum(e.output_rank_ for e in fitted)
         self.index_token_ = new_index_token()
         d0 = fitted[0].default_index_
@@ -428,8 +460,7 @@ class DSOKREnsemble(OutputKernelModel, BaseEstimator):
 
     def prepare_inputs(self, X):
         check_is_fitted(self, "estimators_")
-        num_samples(X, "X")
-        return X
+        return self.estimators_[0].prepare_inputs(X)
 
     def predict_coordinates(self, X, prepared=False):
         """Concatenated ``[w_1 g_1(x), ..., w_T g_T(x)]`` (mean aggregation), (n_q, sum p_t)."""

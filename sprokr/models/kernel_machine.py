@@ -56,9 +56,17 @@ from .sisokr import check_chunk_size
 __all__ = ["SketchedKernelMachine", "JointQuantileRegressor", "check_targets", "check_solver_params"]
 
 
-def check_targets(y, n):
+def check_targets(y, n, owner="this estimator"):
     """Targets as a float64 (n, d) copy and whether they were 1-D."""
-    Y = np.array(y, dtype=np.float64)  # a copy: the caller's array is never touched
+    if y is None:
+        raise ValueError(f"{owner} requires y to be passed, but the target y is None")
+    y = np.asarray(y)
+    if y.dtype.kind == "c":
+        raise ValueError("Complex data not supported: y must hold real numbers")
+    try:
+        Y = np.array(y, dtype=np.float64)  # a copy: the caller's array is never touched
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"y must be numbers of shape (n,) or (n, d): {exc}") from None
     if Y.ndim not in (1, 2):
         raise ValueError(f"y must be 1-D (n,) or 2-D (n, d), got {Y.ndim}-D")
     if Y.shape[0] != n:
@@ -226,10 +234,17 @@ class SketchedKernelMachine(_LinearProblemMixin, RegressorMixin, BaseEstimator):
         self.random_state = random_state
         self.verbose = verbose
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True  # vector kernels take scipy sparse matrices
+        tags.target_tags.multi_output = True
+        tags.target_tags.single_output = True
+        return tags
+
     # ------------------------------------------------------------------ hooks
     def _loss_and_targets(self, y, n):
         """(loss, Y (n, d), scalar?, output matrix spec) -- overridden by the quantile regressor."""
-        Y, scalar = check_targets(y, n)
+        Y, scalar = check_targets(y, n, type(self).__name__)
         loss = get_registry().create("loss", self.loss, self.loss_params, base=Loss)
         return loss, Y, scalar, self.output_matrix
 
@@ -363,13 +378,13 @@ class SketchedKernelMachine(_LinearProblemMixin, RegressorMixin, BaseEstimator):
 class _CheckedPrepare:
     """Query inputs prepared by the fitted kernel and checked against ``n_features_in_``."""
 
-    def __init__(self, est):
+    def __init__(self, est):  # picklable: no reference to the estimator (its executor may hold a client)
         self.prepare = NamedPrepare(est.kernel_.prepare, "X")
-        self.n_features_in_ = getattr(est, "n_features_in_", None)
+        self.name, self.expected = type(est).__name__, getattr(est, "n_features_in_", None)
 
     def __call__(self, X):
         Xp = self.prepare(X)
-        check_n_features(self, Xp)
+        check_n_features(self.name, Xp, self.expected)
         return Xp
 
 
@@ -432,13 +447,54 @@ class JointQuantileRegressor(SketchedKernelMachine):
         self.random_state = random_state
         self.verbose = verbose
 
+    def __sklearn_tags__(self):
+        # predictions have one column per level, not the shape of y: not a plain regressor
+        # (scikit-learn's regressor checks compare the two shapes); score is the D^2 pinball
+        tags = super().__sklearn_tags__()
+        tags.estimator_type = None
+        tags.regressor_tags = None
+        tags.target_tags.multi_output = False
+        tags.target_tags.required = True
+        tags.input_tags.sparse = False
+        return tags
+
+    def fit(self, X, y):
+        """Fit on ``X`` (n, p) dense and scalar targets ``y`` (n,).  Returns self."""
+        _refuse_sparse(X, type(self).__name__)
+        return super().fit(X, y)
+
+    def predict(self, X):
+        """Conditional quantiles, shape (n_q, len(taus)): one column per level."""
+        _refuse_sparse(X, type(self).__name__)
+        return super().predict(X)
+
+    def score(self, X, y, sample_weight=None):
+        """Mean over the levels of the D^2 pinball score (1 is best; 0 is the constant quantile).
+
+        ``y`` (n,) scalar targets; see :func:`sklearn.metrics.d2_pinball_score`.
+        """
+        from sklearn.metrics import d2_pinball_score
+
+        P = self.predict(X)
+        taus = check_quantile_levels(self.taus)
+        y = np.asarray(y, dtype=np.float64).ravel()
+        return float(np.mean([d2_pinball_score(y, P[:, j], alpha=t, sample_weight=sample_weight)
+                              for j, t in enumerate(taus)]))
+
     def _loss_and_targets(self, y, n):
         taus = check_quantile_levels(self.taus)
         if np.any(np.diff(taus) <= 0):
             raise ValueError(f"taus must be strictly increasing, got {taus.tolist()}")
-        y1, _ = check_targets(y, n)
+        y1, _ = check_targets(y, n, type(self).__name__)
         if y1.shape[1] != 1:
             raise ValueError(f"JointQuantileRegressor takes scalar targets (n,), got shape {np.shape(y)}")
         M = joint_quantile_matrix(taus, self.gamma_tau)
         # l_tau(f(x), y) = L_tau(f(x) - y 1_d): the target repeated once per level
         return PinballLoss(tau=taus), np.repeat(y1, taus.size, axis=1), False, M
+
+
+def _refuse_sparse(X, owner):
+    import scipy.sparse as sp
+
+    if sp.issparse(X):
+        raise TypeError(f"sparse input is not supported by {owner}; pass a dense array (X.toarray())")

@@ -42,7 +42,9 @@ from ..numerics import (
     sketched_ridge,
 )
 from ..registry import resolve_kernel, resolve_sketch
+from .base import check_n_features, set_n_features
 from ..utils import (
+    NamedPrepare,
     check_paired,
     check_positive,
     check_random_state,
@@ -182,45 +184,64 @@ class KernelRidgeRegressor(RegressorMixin, BaseEstimator):
         self.chunk_size = chunk_size
         self.random_state = random_state
 
-    def fit(self, X, T):
-        """Fit on inputs ``X`` (n samples) and targets ``T`` (n, p).  Returns self."""
-        T = _as_targets(T)
-        n = check_paired(X, T, "X", "T")
-        if not np.isfinite(np.asarray(T, dtype=np.float64)).all():
-            raise ValueError("T contains NaN or infinite values; expected finite targets")
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        tags.target_tags.multi_output = True
+        tags.target_tags.single_output = True
+        return tags
+
+    def fit(self, X, y):
+        """Fit on inputs ``X`` (n samples) and targets ``y`` (n,) or (n, p).  Returns self."""
+        from .kernel_machine import check_targets
+        from .sisokr import check_chunk_size
+
+        n = num_samples(X, "X")
+        if n < 1:
+            raise ValueError("cannot fit on 0 samples: X is empty")
+        T64, scalar = check_targets(y, n, type(self).__name__)
         lam = check_positive(self.lam, "lam")
         dtype = resolve_dtype(self.dtype)
         rcond = self.rcond if self.rcond is not None else DEFAULT_RCOND
+        chunk = check_chunk_size(self.chunk_size)
         k = resolve_kernel(self.kernel, self.kernel_params, "input", dtype)
         sk = resolve_sketch(self.input_sketch, self.m_x, self.input_sketch_params, n, "input")
         ex = LocalExecutor()
-        T64 = np.asarray(T, dtype=np.float64)
-        parts = ex.partition(X, T64, prepare=(k.prepare, None))
+        parts = ex.partition(X, T64, prepare=(NamedPrepare(k.prepare, "X"), None))
         Xp = parts.blocks[0][0]
         if sk is None:
-            chunk = self.chunk_size or default_chunk_size(n, dtype)
-            cho = exact_ridge_factor(k, parts, Xp, lam, chunk, ex)
+            cho = exact_ridge_factor(k, parts, Xp, lam, chunk or default_chunk_size(n, dtype), ex)
             coef, support, R = sla.cho_solve(cho, T64, check_finite=False), Xp, None
         else:
             R = sk.draw(n, check_random_state(self.random_state))
-            chunk = self.chunk_size or default_chunk_size(R.indices.size, dtype)
             support = take(Xp, R.indices)
-            sol = sketched_ridge(k, R, support, parts, lam, np.asarray, T64.shape[1], rcond, chunk, ex,
+            sol = sketched_ridge(k, R, support, parts, lam, np.asarray, T64.shape[1], rcond,
+                                 chunk or default_chunk_size(R.indices.size, dtype), ex,
                                  dtype=dtype, ref_targets=T64[R.indices])
             coef = sol.coef
+        # ---- validated and solved: learned state
         self.kernel_, self.sketch_matrix_ = k, R
         self.X_support_ = k.prepare_support(support)
+        set_n_features(self, Xp)
         self.coef_ = np.asarray(coef, dtype=np.float64)  # float64 whatever the dtype (one policy)
         self._expansion = KernelExpansion(k, self.X_support_, self.coef_, dtype)
-        self.n_outputs_ = T.shape[1]
+        self.n_outputs_, self._scalar = T64.shape[1], scalar
         return self
 
     def predict(self, X):
-        """Predicted targets, (n_q, p)."""
+        """Predicted targets, (n_q,) for 1-D training targets, else (n_q, p)."""
         check_is_fitted(self, "coef_")
         ex = LocalExecutor()
-        return ex.map_rows(ex.partition(X, prepare=(self.kernel_.prepare,)), self._expansion,
-                           default_chunk_size(num_samples(self.X_support_), np.float64), name="predictions")
+        prepare = NamedPrepare(self.kernel_.prepare, "X")
+
+        def checked(Xq):
+            Xp = prepare(Xq)
+            check_n_features(self, Xp)
+            return Xp
+
+        P = ex.map_rows(ex.partition(X, prepare=(checked,)), self._expansion,
+                        default_chunk_size(num_samples(self.X_support_), np.float64), name="predictions")
+        return P[:, 0] if getattr(self, "_scalar", False) else P
 
 
 # --------------------------------------------------------------------------- sklearn MLP
@@ -274,7 +295,7 @@ class MLPSurrogate(RegressorMixin, BaseEstimator):
         from sklearn.neural_network import MLPRegressor
 
         T = _as_targets(T)
-        X = np.asarray(X)
+        X = _mlp_inputs(X)
         if X.shape[0] != T.shape[0]:
             raise ValueError(f"X and T have different numbers of samples: {X.shape[0]} and {T.shape[0]}")
         if int(self.max_epochs) < 1:
@@ -284,7 +305,6 @@ class MLPSurrogate(RegressorMixin, BaseEstimator):
         mu = T.mean(axis=0)
         scale = float(np.sqrt(np.mean((T - mu) ** 2))) or 1.0
         Ts = ((T - mu) / scale).astype(np.float32)
-        X = X.astype(np.float32, copy=False)
         model = MLPRegressor(
             hidden_layer_sizes=self.hidden_layer_sizes, activation=self.activation, alpha=self.alpha,
             learning_rate_init=self.learning_rate_init, batch_size=min(self.batch_size, X.shape[0]),
@@ -308,8 +328,31 @@ class MLPSurrogate(RegressorMixin, BaseEstimator):
     def predict(self, X):
         """Predicted targets, (n_q, p)."""
         check_is_fitted(self, "model_")
-        G = self.model_.predict(np.asarray(X, dtype=np.float32))
+        G = self.model_.predict(_mlp_inputs(X))
         return _as_targets(G) * self.scale_ + self.mu_
+
+
+def _mlp_inputs(X):
+    """Inputs of the MLP as float32: a dense 2-D array, or a CSR matrix kept sparse."""
+    import scipy.sparse as sp
+
+    if sp.issparse(X):
+        return sp.csr_matrix(X, dtype=np.float32)
+    X = np.asarray(X)
+    if X.ndim != 2:
+        raise ValueError(f"X must be a 2-D array (n_samples, n_features) for the MLP; got shape {X.shape}. "
+                         f"Reshape your data: X.reshape(-1, 1) for a single feature")
+    if X.dtype.kind not in "fiub":
+        try:  # numbers stored as objects are fine; other objects raise numpy's TypeError
+            X = X.astype(np.float32)
+        except ValueError:
+            raise ValueError(f"X must hold numbers for the MLP, got dtype {X.dtype}") from None
+    if X.shape[1] == 0:
+        raise ValueError(f"X has 0 feature(s) (shape={X.shape}) while a minimum of 1 is required.")
+    X = X.astype(np.float32, copy=False)
+    if not np.isfinite(X).all():
+        raise ValueError("X contains NaN or infinite values; expected finite numbers")
+    return X
 
 
 # --------------------------------------------------------------------------- torch

@@ -15,11 +15,12 @@ import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
-from ..utils import check_positive, check_random_state, iter_chunks, resolve_dtype
+from ..utils import NamedPrepare, check_positive, check_random_state, resolve_dtype
 from ..kernels.vector import GaussianKernel
-from ..numerics import default_chunk_size
+from ..numerics import LocalExecutor, default_chunk_size, matmul
 from ..losses import Loss
 from ..registry import get_registry
+from .base import check_n_features
 from .kernel_machine import _LinearProblemMixin, check_solver_params, check_targets
 from .output_matrix import check_output_matrix
 
@@ -69,14 +70,24 @@ class RFFKernelMachine(_LinearProblemMixin, RegressorMixin, BaseEstimator):
         self.random_state = random_state
         self.verbose = verbose
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True  # X @ weights works on scipy sparse inputs
+        tags.target_tags.multi_output = True
+        tags.target_tags.single_output = True
+        return tags
+
     def fit(self, X, y):
-        """Fit on arrays ``X`` (n, p) and ``y`` (n,) or (n, d).  Returns self."""
+        """Fit on ``X`` (n, p) (dense or sparse) and ``y`` (n,) or (n, d).  Returns self."""
         t0 = time.perf_counter()
         dtype = resolve_dtype(self.dtype)
         kernel = GaussianKernel(gamma=self.gamma, sigma2=self.sigma2, dtype=dtype.name)
-        Xp = kernel.prepare(X)
+        kernel.check_params()
+        Xp = NamedPrepare(kernel.prepare, "X")(X)
         n, p = Xp.shape
-        Y, scalar = check_targets(y, n)
+        if n < 1:
+            raise ValueError("cannot fit on 0 samples: X is empty")
+        Y, scalar = check_targets(y, n, type(self).__name__)
         Y, y_mean, y_scale = self._normalised_targets(Y)
         loss = get_registry().create("loss", self.loss, self.loss_params, base=Loss)
         loss.validate(Y.shape[1])
@@ -86,40 +97,59 @@ class RFFKernelMachine(_LinearProblemMixin, RegressorMixin, BaseEstimator):
         s = self.n_components
         if isinstance(s, bool) or not isinstance(s, (numbers.Integral, np.integer)) or s < 1:
             raise ValueError(f"n_components must be an integer >= 1, got {s!r}")
-        if self.gamma is not None and self.sigma2 is not None:
-            raise ValueError("give gamma or sigma2, not both")
         g = 1.0 / p if self.gamma is None and self.sigma2 is None else (
             check_positive(self.gamma, "gamma") if self.gamma is not None
             else 1.0 / (2.0 * check_positive(self.sigma2, "sigma2")))
         rng = check_random_state(self.random_state)
 
-        # ---- validated: learned state starts here
-        self.weights_ = (rng.standard_normal((p, s)) * np.sqrt(2.0 * g)).astype(dtype)
-        self.offsets_ = rng.uniform(0.0, 2.0 * np.pi, s).astype(dtype)
-        self.output_matrix_, self._scalar, self._dtype = M, scalar, dtype
-        self.y_mean_, self.y_scale_ = y_mean, y_scale
-        Z = self.transform(Xp)
-        self.coef_ = self._solve_on_features(Z, Y, solver, loss, lam, V, e, rng).astype(dtype)
-        self.loss_ = loss
+        # ---- validated: learned state starts here; any failure restores the previous state
+        previous = dict(self.__dict__)
+        try:
+            self.weights_ = (rng.standard_normal((p, s)) * np.sqrt(2.0 * g)).astype(dtype)
+            self.offsets_ = rng.uniform(0.0, 2.0 * np.pi, s).astype(dtype)
+            self.output_matrix_, self._scalar, self.dtype_ = M, scalar, dtype
+            self.y_mean_, self.y_scale_ = y_mean, y_scale
+            self.n_features_in_ = p
+            Z = self._features(Xp)
+            self.coef_ = np.asarray(self._solve_on_features(Z, Y, solver, loss, lam, V, e, rng), dtype=np.float64)
+            self.loss_ = loss
+        except BaseException:
+            self.__dict__.clear()
+            self.__dict__.update(previous)
+            raise
         self.fit_time_ = time.perf_counter() - t0
         return self
 
-    def transform(self, X):
+    def random_features(self, X):
         """Random Fourier features ``z(x)``, shape (n, n_components), chunked over n."""
         check_is_fitted(self, "weights_")
-        X = np.asarray(X, dtype=self.weights_.dtype)
-        if X.ndim == 1:
-            X = X[:, None]
+        kernel = GaussianKernel(dtype=self.weights_.dtype.name)
+        Xp = NamedPrepare(kernel.prepare, "X")(X)
+        check_n_features(self, Xp)
+        return self._features(Xp)
+
+    def _features(self, Xp):
         s = self.weights_.shape[1]
-        Z = np.empty((X.shape[0], s), dtype=self.weights_.dtype)
-        for sl in iter_chunks(X.shape[0], default_chunk_size(s, Z.dtype)):
-            B = X[sl] @ self.weights_
-            B += self.offsets_
-            np.cos(B, out=B)
-            Z[sl] = B * np.sqrt(2.0 / s)
-        return Z
+        ex = LocalExecutor()
+        return ex.map_rows(ex.partition(Xp), _CosineFeatures(self.weights_, self.offsets_),
+                           default_chunk_size(s, self.weights_.dtype), name="random features")
 
     def predict(self, X):
         """Predictions, shape (n_q,) for 1-D training targets, else (n_q, d)."""
         check_is_fitted(self, "coef_")
-        return self._finish_predict(np.asarray(self.transform(X) @ self.coef_, dtype=np.float64))
+        Z = self.random_features(X)
+        return self._finish_predict(matmul(np.asarray(Z, dtype=np.float64), self.coef_))
+
+
+class _CosineFeatures:
+    """``sqrt(2/s) cos(X W + b)`` for a chunk of inputs (dense or sparse)."""
+
+    def __init__(self, weights, offsets):
+        self.weights, self.offsets = weights, offsets
+
+    def __call__(self, X):
+        B = np.asarray(X @ self.weights, dtype=self.weights.dtype)
+        B += self.offsets
+        np.cos(B, out=B)
+        B *= np.sqrt(2.0 / self.weights.shape[1])
+        return B

@@ -196,6 +196,14 @@ class SISOKR(OutputKernelModel, BaseEstimator):
         self.random_state = random_state
         self.verbose = verbose
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True  # the vector kernels take scipy sparse inputs
+        tags.target_tags.required = True
+        tags.target_tags.multi_output = True  # label sets, vectors, structured objects
+        tags.target_tags.single_output = True
+        return tags
+
     # ------------------------------------------------------------------ fit
     def fit(self, X, Y):
         """Fit on ``n`` pairs.  ``X``, ``Y``: anything the kernels accept.  Returns self."""
@@ -227,7 +235,7 @@ class SISOKR(OutputKernelModel, BaseEstimator):
         # prepared inputs, prepared outputs and raw outputs, partitioned where they are used
         extra = () if distinct is None else (distinct[1],)
         parts = executor.partition(X, Y, Y, *extra, prepare=(NamedPrepare(kx.prepare, "X"),
-                                                             NamedPrepare(ky.prepare, "Y"), None) + (None,) * len(extra))
+                                                             NamedPrepare(ky.prepare_outputs, "Y"), None) + (None,) * len(extra))
 
         # the kernels on a few training samples: finite, symmetric, PSD (clear errors early)
         sample = np.arange(min(n, 64)) if Rx is None else Rx.indices[:64]
@@ -266,7 +274,7 @@ class SISOKR(OutputKernelModel, BaseEstimator):
             targets, width = fy.transform, fy.rank
             if distinct is not None:  # psi~ once per distinct output, gathered by id
                 Yu = take(all_rows(executor, parts, 2), distinct[0])
-                upart = executor.partition(Yu, prepare=(NamedPrepare(ky.prepare, "Y"),))
+                upart = executor.partition(Yu, prepare=(NamedPrepare(ky.prepare_outputs, "Y"),))
                 psi_u = (Yu, executor.map_rows(upart, fy.transform, chunk or default_chunk_size(
                     fy.R.indices.size, OUTPUT_DTYPE), name="output targets"), upart)
                 targets, which = _RowsOf(psi_u[1]), 3
@@ -343,7 +351,7 @@ class SISOKR(OutputKernelModel, BaseEstimator):
             sel_raw, sel_idx = self._support_outputs
             self._support_groups = _groups_of(sel_raw, sel_idx, Yu, first)
             del self._support_outputs
-            upart = ex.partition(Yu, prepare=(NamedPrepare(ky.prepare, "Y"),))
+            upart = ex.partition(Yu, prepare=(NamedPrepare(ky.prepare_outputs, "Y"),))
             fy = self.output_features_
             offsets = None if ky.normalized else ex.map_rows(upart, _Offsets(ky), chunk, name="output offsets")
             if isinstance(upart.blocks[0], tuple):  # local: the embeddings are held here

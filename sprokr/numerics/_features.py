@@ -77,7 +77,8 @@ class SketchedFeatures:
 
     @classmethod
     def from_support(cls, kernel, R, raw_support, dtype, rcond, merge_duplicates=True):
-        """Features from RAW support samples ``Z[R.indices]``, equal samples merged.
+        """Features from RAW support OUTPUTS ``Z[R.indices]`` (``kernel.prepare_outputs``),
+        equal samples merged.
 
         Returns the features (whose ``R`` may have fewer non-null columns, same ``K R^T``)
         and the position, in ``raw_support``, of each kept support sample.
@@ -88,7 +89,7 @@ class SketchedFeatures:
             if first.size < keep.size:
                 R = R.merge_columns(inverse, first)
                 keep = first
-        support = kernel.prepare(take(raw_support, keep) if keep.size < num_samples(raw_support) else raw_support)
+        support = kernel.prepare_outputs(take(raw_support, keep) if keep.size < num_samples(raw_support) else raw_support)
         return cls(kernel, R, support, dtype, rcond), keep
 
     @property

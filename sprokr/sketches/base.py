@@ -168,7 +168,7 @@ class Sketch(BaseEstimator):
         if m < 1:
             raise ValueError(f"sketch size m must be >= 1, got {m}")
         if m > n:
-            raise ValueError(f"sketch size m={m} is larger than the number of samples n={n}")
+            raise ValueError(f"sketch size m={m} is larger than the number of samples n_samples={n}")
 
     def _draw(self, n, rng):  # pragma: no cover - abstract
         raise NotImplementedError

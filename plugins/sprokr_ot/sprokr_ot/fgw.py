@@ -170,7 +170,7 @@ class FGWBarycenterDecoder(Decoder):
             idx, s = res.indices, res.scores
             ky = index.kernel
             uniq = np.unique(idx)
-            sel = ky.prepare(take(index.candidates, uniq))
+            sel = ky.prepare_outputs(take(index.candidates, uniq))
             Kuu = np.asarray(ky.pairwise(sel, sel), dtype=np.float64)
             loc = np.searchsorted(uniq, idx)
             # the scores are <h, psi(c)> - k(c,c)/2: back to inner products

@@ -1,0 +1,45 @@
+"""scikit-learn conformance: ``check_estimator`` passes for every estimator (default settings
+where they apply; small sketches so that the checks' tiny data sets can be sketched)."""
+import warnings
+
+import pytest
+from sklearn.utils.estimator_checks import check_estimator
+
+from sprokr import (
+    DSOKR,
+    IOKR,
+    ISOKR,
+    SIOKR,
+    SISOKR,
+    DSOKREnsemble,
+    JointQuantileRegressor,
+    RFFKernelMachine,
+    SketchedKernelMachine,
+)
+from sprokr.models import KernelRidgeRegressor, MLPSurrogate
+
+ESTIMATORS = [
+    SketchedKernelMachine(),
+    SketchedKernelMachine(loss="huber", sketch="identity", random_state=0),  # the sketched path, any n
+    SketchedKernelMachine(loss="huber"),
+    JointQuantileRegressor(),
+    RFFKernelMachine(random_state=0),
+    IOKR(),
+    SIOKR(m_x=5, random_state=0),
+    ISOKR(m_y=5, output_sketch_params={"p": 0.3}, random_state=0),
+    SISOKR(input_sketch="subsample", m_x=5, output_sketch="psg", m_y=4, output_sketch_params={"p": 0.3},
+           random_state=0),
+    DSOKR(m_y=3, regressor="kernel_ridge", random_state=0),
+    DSOKR(m_y=3, regressor_params={"max_epochs": 5}, random_state=0),  # the default MLP surrogate
+    DSOKREnsemble(DSOKR(m_y=3, regressor="kernel_ridge"), n_estimators=2, random_state=0),
+    KernelRidgeRegressor(),
+]
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS, ids=lambda e: repr(e).replace("\n", "")[:60])
+def test_check_estimator(estimator):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # convergence warnings of the checks' tiny problems
+        results = check_estimator(estimator, on_fail=None)
+    failed = [(r["check_name"], str(r["exception"])[:300]) for r in results if r["status"] == "failed"]
+    assert not failed, failed

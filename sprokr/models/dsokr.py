@@ -31,11 +31,12 @@ from ..numerics import (
     SketchedFeatures,
     TopKTask,
     candidate_offsets,
+    check_kernel_sample,
     default_chunk_size,
     score_block_size,
 )
 from ..registry import get_registry, resolve_executor, resolve_kernel, resolve_sketch
-from ..utils import check_paired, check_random_state, iter_chunks, num_samples, take, take_slice, unique_indices
+from ..utils import NamedPrepare, check_paired, check_random_state, iter_chunks, num_samples, take, take_slice, unique_indices
 from .base import OUTPUT_DTYPE, OutputKernelModel, make_decoder, new_index_token
 from .sisokr import check_chunk_size
 
@@ -226,6 +227,8 @@ class DSOKR(OutputKernelModel, BaseEstimator):
         executor = resolve_executor(self.executor, self.executor_params)
         R = sy.draw(n, rng)  # the sketch is drawn first: same seed, same sketch as ISOKR
         reg = self._make_regressor(rng)
+        sample = NamedPrepare(ky.prepare_outputs, "Y")(take(Y, np.arange(min(n, 64))))
+        check_kernel_sample(ky, sample, "output kernel")
 
         feats, Psi, r = sketched_output_targets(ky, R, Y, rcond, chunk, executor)
         p = Psi.shape[1]

@@ -111,7 +111,7 @@ class Decoder(BaseEstimator):
 
     The model interface a decoder may rely on (SISOKR and DSOKR provide it):
     ``prepare_inputs(X)``, ``predict_coordinates(Xp, prepared=True)`` -> (n_q, d),
-    ``make_candidate_index(candidates)``, ``default_index_``, ``_index_token``, and
+    ``make_candidate_index(candidates)``, ``default_index_``, ``index_token_``, and
     optionally ``search_index(Xp, index, k, max_memory_mb)`` -> ``Decoded`` (top-k of a
     :class:`CandidateIndex` for prepared queries; defaults to ``index.search`` on the
     predicted coordinates).
@@ -145,7 +145,7 @@ class CandidateDecoder(Decoder):
         if candidates is None:
             return model.default_index_
         if isinstance(candidates, CandidateIndex):
-            if candidates.owner is not model._index_token:
+            if candidates.owner != model.index_token_:
                 raise ValueError(
                     "this CandidateIndex was built by another model (or before the last fit); "
                     "rebuild it with model.make_candidate_index(candidates)"
@@ -186,7 +186,7 @@ class CandidateDecoder(Decoder):
         pool, flat = sets._flat_pool()
         # embed every distinct pool candidate once, in one call
         if isinstance(pool, CandidateIndex):
-            if pool.owner is not model._index_token:
+            if pool.owner != model.index_token_:
                 raise ValueError("the pool CandidateIndex was built by another model (or before the "
                                  "last fit); rebuild it with model.make_candidate_index(pool)")
             E, offsets, raw = pool.embeddings, pool.offsets, pool.candidates

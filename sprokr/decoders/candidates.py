@@ -13,11 +13,12 @@ when the output is not sketched).  Scores are then one GEMM ``H E^T``:
 from __future__ import annotations
 
 from ..numerics import DEFAULT_MAX_MEMORY_MB, Decoded, grouped_topk_search, topk_search
+from ..persistence import SaveMixin
 from ..utils import num_samples, take
 
 __all__ = ["CandidateIndex", "Decoded", "topk_search", "grouped_topk_search"]
 
-class CandidateIndex:
+class CandidateIndex(SaveMixin):
     """A candidate set embedded once in a fitted model's output basis.
 
     Build it with ``model.make_candidate_index(candidates)``; pass it to
@@ -31,8 +32,9 @@ class CandidateIndex:
     embeddings : ndarray of shape (n_candidates, d)
     offsets : ndarray of shape (n_candidates,) or None
         ``-k(c, c)/2`` when the output kernel is not normalised.
-    owner : object
-        Identity token of the fitted output basis the index belongs to.
+    owner : str or None
+        ``index_token_`` of the fitted model the index belongs to (a random hex string drawn
+        at each fit, so it survives saving and loading).
     """
 
     def __init__(self, candidates, embeddings, offsets=None, owner=None):

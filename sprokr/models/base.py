@@ -5,7 +5,7 @@ basis and embeds candidates in the same basis; :class:`OutputKernelModel` turns 
 ``predict`` / ``make_candidate_index`` / ``score`` through the model's decoder.  A model
 provides: ``output_kernel_``, ``output_features_`` (a fitted
 :class:`~sprokr.models.SketchedFeatures`, or None to use ``_exact_output_embedding``),
-``decoder_``, ``_index_token``, ``prepare_inputs`` and ``predict_coordinates``.
+``decoder_``, ``index_token_``, ``prepare_inputs`` and ``predict_coordinates``.
 """
 from __future__ import annotations
 
@@ -14,13 +14,14 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..utils import iter_chunks, num_samples, take_slice
 from ..decoders.candidates import CandidateIndex
+from ..persistence import SaveMixin
 
 __all__ = ["OutputKernelModel"]
 
 OUTPUT_DTYPE = np.dtype(np.float64)
 
 
-class OutputKernelModel:
+class OutputKernelModel(SaveMixin):
     """Mixin: candidate decoding for models with an output-kernel basis."""
 
     def embed_candidates(self, candidates):
@@ -42,7 +43,7 @@ class OutputKernelModel:
         if num_samples(candidates, "candidates") == 0:
             raise ValueError("the candidate set is empty; expected at least one candidate")
         E, offsets = self.embed_candidates(candidates)
-        return CandidateIndex(candidates, E, offsets, owner=self._index_token)
+        return CandidateIndex(candidates, E, offsets, owner=self.index_token_)
 
     def search_index(self, Xp, index, k=1, max_memory_mb=None):
         """Top-k of a :class:`CandidateIndex` for prepared queries ``Xp`` (a ``Decoded``)."""

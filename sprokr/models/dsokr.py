@@ -18,12 +18,14 @@ from __future__ import annotations
 import inspect
 import numbers
 import time
+import uuid
 
 import numpy as np
 from sklearn.base import BaseEstimator, clone
 from sklearn.utils.validation import check_is_fitted
 
 from ..decoders.candidates import CandidateIndex, Decoded
+from ..persistence import SaveMixin
 from ..numerics import DEFAULT_RCOND, SketchedFeatures, topk_rows
 from ..registry import get_registry, resolve_kernel, resolve_sketch
 from ..utils import check_paired, check_random_state, iter_chunks, num_samples, take, take_slice, unique_indices, unique_inverse
@@ -231,9 +233,9 @@ class DSOKR(OutputKernelModel, BaseEstimator):
         self.decoder_, self.regressor_, self.output_rank_, self.n_train_ = decoder, reg, p, n
         self.validation_loss_ = val_loss
         self.train_offsets_ = r
-        self._index_token = object()
+        self.index_token_ = uuid.uuid4().hex  # persistent: survives save/load and pickle
         offsets = None if ky.normalized else -0.5 * ky.diag(take(Yp, u)).astype(OUTPUT_DTYPE)
-        self.default_index_ = CandidateIndex(take(Y, u), Psi[u], offsets, owner=self._index_token)
+        self.default_index_ = CandidateIndex(take(Y, u), Psi[u], offsets, owner=self.index_token_)
         self.fit_time_ = time.perf_counter() - t0
         self._log(f"fit done in {self.fit_time_:.2f} s (n={n}, p={p})")
         return self
@@ -283,7 +285,7 @@ class DSOKR(OutputKernelModel, BaseEstimator):
 
 
 
-class DSOKREnsemble(BaseEstimator):
+class DSOKREnsemble(SaveMixin, BaseEstimator):
     """Ensemble of DSOKR models over ``T`` output sketches.
 
     ``mean``: ``argmax_c sum_t w_t g_t(x)^T psi~_t(c) - k(c,c)/2`` with ``sum_t w_t = 1``;
@@ -349,14 +351,14 @@ class DSOKREnsemble(BaseEstimator):
             raise ValueError("all ensemble members must use the same output kernel")
         self.estimators_, self.weights_ = fitted, w / w.sum()
         self.output_kernel_ = fitted[0].output_kernel_
-        self._index_token = object()
+        self.index_token_ = uuid.uuid4().hex  # persistent: survives save/load and pickle
         self.default_index_ = self._index(fitted[0].default_index_.candidates,
                                           [e.default_index_.embeddings for e in fitted],
                                           fitted[0].default_index_.offsets)
         return self
 
     def _index(self, candidates, Es, offsets):
-        idx = CandidateIndex(candidates, np.hstack(Es), offsets, owner=self._index_token)
+        idx = CandidateIndex(candidates, np.hstack(Es), offsets, owner=self.index_token_)
         idx.splits = np.cumsum([E.shape[1] for E in Es])[:-1]
         return idx
 

@@ -34,6 +34,7 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
 from ..numerics import DEFAULT_RCOND, default_chunk_size, exact_ridge_factor, sketched_ridge_coef
+from ..persistence import SaveMixin
 from ..registry import resolve_kernel, resolve_sketch
 from ..utils import check_paired, check_positive, check_random_state, iter_chunks, num_samples, resolve_dtype, take_slice
 
@@ -124,7 +125,7 @@ class _EarlyStopping:
 
 
 # --------------------------------------------------------------------------- kernel ridge
-class KernelRidgeRegressor(RegressorMixin, BaseEstimator):
+class KernelRidgeRegressor(SaveMixin, RegressorMixin, BaseEstimator):
     """Kernel ridge regression of vector targets with a sprokr kernel (optionally sketched).
 
     Minimises ``1/n sum_i |g(x_i) - t_i|^2 + lam |g|^2``.  Exact: ``g(x) = k_x^T (K + n lam
@@ -202,7 +203,7 @@ class KernelRidgeRegressor(RegressorMixin, BaseEstimator):
 
 
 # --------------------------------------------------------------------------- sklearn MLP
-class MLPSurrogate(RegressorMixin, BaseEstimator):
+class MLPSurrogate(SaveMixin, RegressorMixin, BaseEstimator):
     """scikit-learn ``MLPRegressor`` (Adam) with early stopping on the kernel-induced loss.
 
     Trained one epoch at a time (``partial_fit``); after each epoch the loss
@@ -360,7 +361,7 @@ def token_cnn(vocab_size, embed_dim=64, channels=128, kernel_size=5, hidden=256,
     return build
 
 
-class TorchRegressor(RegressorMixin, BaseEstimator):
+class TorchRegressor(SaveMixin, RegressorMixin, BaseEstimator):
     """A torch network trained on DSOKR targets with the loss ``c(|h(x) - psi(y)|^2_H)``.
 
     ``|h(x_i) - psi(y_i)|^2_H = |g(x_i) - psi~(y_i)|^2 + r_i`` (``r_i`` the sample offsets),

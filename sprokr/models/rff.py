@@ -19,6 +19,7 @@ from ..utils import check_positive, check_random_state, iter_chunks, resolve_dty
 from ..kernels.vector import GaussianKernel
 from ..numerics import default_chunk_size
 from ..losses import Loss
+from ..persistence import SaveMixin
 from ..registry import get_registry
 from .kernel_machine import _LinearProblemMixin, check_solver_params, check_targets
 from .output_matrix import check_output_matrix
@@ -26,7 +27,7 @@ from .output_matrix import check_output_matrix
 __all__ = ["RFFKernelMachine"]
 
 
-class RFFKernelMachine(_LinearProblemMixin, RegressorMixin, BaseEstimator):
+class RFFKernelMachine(SaveMixin, _LinearProblemMixin, RegressorMixin, BaseEstimator):
     """Gaussian-kernel machine on ``n_components`` random Fourier features.
 
     Parameters

@@ -26,6 +26,7 @@ Decoding: ``argmax_c H(x) . E(c) - k_y(c, c)/2`` over a candidate set (see
 from __future__ import annotations
 
 import time
+import uuid
 
 import numpy as np
 import scipy.linalg as sla
@@ -210,9 +211,9 @@ class SISOKR(OutputKernelModel, BaseEstimator):
             E_default = self._fit_exact_input(Xp, Yp, n, lam, Ry, u, chunk, out_rows)
         self.output_rank_ = E_default.shape[1]
         self._train_inverse, self._n_distinct = inv, u.size
-        self._index_token = object()
+        self.index_token_ = uuid.uuid4().hex  # persistent: survives save/load and pickle
         offsets = None if ky.normalized else -0.5 * ky.diag(take(Yp, u)).astype(OUTPUT_DTYPE)
-        self.default_index_ = CandidateIndex(take(Y, u), E_default, offsets, owner=self._index_token)
+        self.default_index_ = CandidateIndex(take(Y, u), E_default, offsets, owner=self.index_token_)
 
     def _log(self, msg):
         if self.verbose:

@@ -469,9 +469,11 @@ class _Writer:
         if self._component_types is None:
             self._component_types = _registered_types()
         hit = self._component_types.get(type(value))
-        if hit is None:
-            return None
         own = getattr(value, "name", None)
+        if hit is None:
+            hit = _probe_factory(value, own)
+            if hit is None:
+                return None
         attr = path.rpartition(".")[2]
         # prefer the name the class gives itself (nystrom == subsample), then the kind the
         # attribute names (a kernel class is registered as input and output kernel)
@@ -541,6 +543,34 @@ def _factory_class(factory):
         cls = getattr(mod, attr, None) if mod is not None else None
         return cls if isinstance(cls, type) else None
     return None
+
+
+def _probe_factory(value, name):
+    """Components registered by a factory *function* under the object's own ``name``.
+
+    The class a function builds is unknown until it is called, so the factory is called
+    with the object's parameters and the result's class compared (at save time only).
+    """
+    from .hookspecs import KINDS
+    from .registry import get_registry
+
+    if not isinstance(name, str) or not hasattr(value, "get_params"):
+        return None
+    reg = get_registry()
+    found = []
+    for kind in KINDS.values():
+        if name not in reg.names(kind):
+            continue
+        try:
+            comp = reg.get(kind, name)
+            if isinstance(comp.factory, type) or hasattr(comp.factory, "target"):
+                continue  # a class or a lazy class: already compared by class
+            probe = comp.factory(**value.get_params(deep=False))
+        except Exception:
+            continue
+        if type(probe) is type(value):
+            found.append((kind, name, comp.plugin))
+    return found or None
 
 
 def _registered_types():

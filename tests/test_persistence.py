@@ -514,6 +514,48 @@ def test_missing_plugin_is_named(tmp_path):
         sprokr.load(_edit_manifest(path, tmp_path / "b.sprokr", other_plugin))
 
 
+class _ScaledGaussian(GaussianKernel):
+    """A third-party kernel class, registered below through a factory function."""
+
+    name = "scaled_gaussian"
+
+
+class _PluginKernel(GaussianKernel):
+    """A third-party kernel class registered as a class."""
+
+
+class _RuntimePlugin:
+    @sprokr.hookimpl
+    def sprokr_input_kernels(self):
+        return {"scaled_gaussian": lambda **params: _ScaledGaussian(**params)}
+
+    @sprokr.hookimpl
+    def sprokr_output_kernels(self):
+        return {"plain_gaussian_copy": _PluginKernel}
+
+
+def test_uninstalled_plugin_is_named(tmp_path):
+    """A model using a plugin's components, loaded after the plugin is gone."""
+    from sprokr.registry import get_registry, reset_registry
+
+    reset_registry()
+    try:
+        get_registry().register(_RuntimePlugin(), name="runtime")
+        model = SIOKR(input_kernel="scaled_gaussian", input_kernel_params={"gamma": 0.3},
+                      output_kernel="plain_gaussian_copy", m_x=20, random_state=0).fit(ML[0], ML[1])
+        path = model.save(tmp_path / "m.sprokr")
+        comps = {(c["kind"], c["name"], c["plugin"]) for c in read_manifest(path)["components"]}
+        assert {("input_kernel", "scaled_gaussian", "runtime"),
+                ("output_kernel", "plain_gaussian_copy", "runtime")} <= comps
+        loaded, _ = _roundtrip(model, tmp_path, "m2.sprokr")
+        _same_outputs(model.predict(ML[2], top_k=2), loaded.predict(ML[2], top_k=2))
+        reset_registry()  # the plugin is no longer installed
+        with pytest.raises(MissingPluginError, match="input_kernel 'scaled_gaussian'.*plugin 'runtime'"):
+            sprokr.load(path)
+    finally:
+        reset_registry()
+
+
 def test_classes_outside_the_allow_list_are_refused(small_model_file, tmp_path, monkeypatch):
     _, path = small_model_file
     imported = []

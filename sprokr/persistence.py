@@ -187,7 +187,11 @@ def save(obj, path):
     """
     path = Path(path)
     writer = _Writer()
-    root = writer.encode(obj, type(obj).__name__)
+    try:
+        root = writer.encode(obj, type(obj).__name__)
+    except RecursionError:
+        raise UnsavableObjectError(f"cannot save {type(obj).__name__}: its attributes are nested too "
+                                   f"deeply or hold a list/dict that contains itself") from None
     if not isinstance(root, dict) or root.get("@") not in ("object", "component"):
         raise UnsavableObjectError(
             f"save expects a sprokr estimator, CandidateIndex or CandidateSets; got {_qualname(type(obj))}")
@@ -338,7 +342,7 @@ class _Writer:
             return self._scalar(value, path)
         if type(value) is float:
             return value if math.isfinite(value) else {"@": "float", "v": repr(value)}
-        if isinstance(value, list):
+        if type(value) is list:
             return [self.encode(v, f"{path}[{i}]") for i, v in enumerate(value)]
         if type(value) is tuple:
             return {"@": "tuple", "items": [self.encode(v, f"{path}[{i}]") for i, v in enumerate(value)]}
@@ -411,12 +415,12 @@ class _Writer:
 
     def _scalar(self, value, path):
         dt = value.dtype
-        if dt.kind in "biuf":
+        if dt.kind in "biu" or (dt.kind == "f" and dt.itemsize <= 8):  # exact as a JSON number
             v = value.item()
             if dt.kind == "f" and not math.isfinite(v):
                 v = {"@": "float", "v": repr(v)}
             return {"@": "npscalar", "dtype": self._dtype_str(dt, path), "v": v}
-        # anything else (complex, strings, datetimes): a 0-d array entry
+        # anything else (long double, complex, strings, datetimes): a 0-d array entry
         return {"@": "npscalar", "dtype": self._dtype_str(dt, path), "array": self._array(np.asarray(value), path)}
 
     def _array(self, a, path):

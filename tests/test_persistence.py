@@ -674,3 +674,33 @@ def test_documented_example_runs(capsys):
     code = re.findall(r"```python\n(.*?)```", section, re.S)[0]
     exec(compile(code, "docs/reliability.md Persistence example", "exec"), {})
     assert "'kind': 'input_kernel', 'name': 'gaussian'" in capsys.readouterr().out
+
+
+def test_generic_values_roundtrip(tmp_path):
+    """Every value kind of the format, as (future) attributes of an estimator."""
+    model = SketchedKernelMachine(random_state=np.random.default_rng(5))
+    shared = np.arange(6.0).reshape(2, 3)
+    model.values_ = {
+        "floats": [float("nan"), float("inf"), -float("inf"), 0.1, -0.0, 1e308],
+        "ints": [0, -1, 2**70], "text": "é", "bytes": b"\x00\xff", "none": None, "flags": (True, False),
+        "set": {3, 1, 2}, "frozen": frozenset({"a"}), (1, "tuple key"): "v",
+        "scalars": [np.float32(1.1), np.float16(2.5), np.longdouble(1) / 3, np.complex128(1 + 2j),
+                    np.int8(-3), np.uint64(2**63), np.bool_(True), np.str_("s"), np.float64("nan")],
+        "dtypes": [np.dtype("float32"), np.dtype("<U3")],
+        "arrays": [shared, shared, shared.T, np.asfortranarray(shared), np.array(["ab", "c"]),
+                   np.array(["2020-01-01"], dtype="datetime64[D]"), np.zeros((0, 4), np.float32),
+                   np.array(3.5)],
+        "sparse": [sp.csr_matrix(shared), sp.csc_array(shared), sp.coo_matrix(shared)],
+        "rng": [np.random.RandomState(4), np.random.Generator(np.random.MT19937(1))],
+    }
+    loaded, _ = _roundtrip(model, tmp_path)
+    arrays = loaded.values_["arrays"]
+    assert arrays[0] is arrays[1]  # shared objects stay shared
+    assert arrays[3].flags.f_contiguous
+    assert loaded.random_state.random() == model.random_state.random()  # generator state exact
+    model.values_ = [np.array([object()], dtype=object)]
+    with pytest.raises(UnsavableObjectError, match=r"values_\[0\]\[0\] of type builtins\.object"):
+        model.save(tmp_path / "x.sprokr")
+    model.values_ = [np.ma.masked_array([1.0], mask=[True])]  # a subclass would lose its mask
+    with pytest.raises(UnsavableObjectError, match=r"values_\[0\] of type numpy\.ma\.MaskedArray"):
+        model.save(tmp_path / "x.sprokr")

@@ -161,14 +161,15 @@ def _qualname(cls):
 class SaveMixin:
     """``save(path)`` for sprokr estimators and candidate indexes (see :mod:`sprokr.persistence`)."""
 
-    def save(self, path):
+    def save(self, path, metadata=None):
         """Write this object to ``path`` in the safe model format; returns the path.
 
         Load it with :func:`sprokr.load` (a candidate index: ``sprokr.load(path, model=...)``).
+        ``metadata``: optional plain-JSON dict stored with the model (see :func:`save`).
         Raises :class:`~sprokr.persistence.UnsavableObjectError` naming the attribute when
         some state (e.g. a user-defined kernel class or a callable) cannot be represented.
         """
-        return save(self, path)
+        return save(self, path, metadata=metadata)
 
     @classmethod
     def load(cls, path, **kwargs):
@@ -179,13 +180,23 @@ class SaveMixin:
         return obj
 
 
-def save(obj, path):
+def save(obj, path, metadata=None):
     """Save an estimator (or CandidateIndex / CandidateSets) to ``path``; returns the path.
+
+    Parameters
+    ----------
+    obj : estimator, CandidateIndex or CandidateSets
+    path : str or path-like
+    metadata : dict, optional
+        Plain JSON data (str keys; str, numbers, bools, None, lists, dicts) kept verbatim
+        in the manifest, e.g. the configuration and column names a command-line tool
+        needs; read it back with ``read_manifest(path)["metadata"]``.
 
     The file is written to a temporary file next to ``path`` and moved into place, so an
     error (or a crash) never leaves a half-written model at ``path``.
     """
     path = Path(path)
+    _check_metadata(metadata)
     writer = _Writer()
     try:
         root = writer.encode(obj, type(obj).__name__)
@@ -214,6 +225,7 @@ def save(obj, path):
                     "plugins": writer.plugin_table(),
                     "components": writer.components,
                     "class": root.get("class"),
+                    "metadata": metadata,
                     "arrays": writer.array_table,
                     "root": root,
                 }
@@ -234,6 +246,28 @@ def save(obj, path):
             os.unlink(tmp)
         raise
     return path
+
+
+def _check_metadata(value, where="metadata"):
+    """Raise unless ``value`` is plain JSON (so that it is stored and read back unchanged)."""
+    if value is None or type(value) in (bool, int, str):
+        return
+    if type(value) is float:
+        if not math.isfinite(value):
+            raise ValueError(f"{where} holds {value!r}; only finite numbers are JSON")
+        return
+    if type(value) is list:
+        for i, v in enumerate(value):
+            _check_metadata(v, f"{where}[{i}]")
+        return
+    if type(value) is dict:
+        for k, v in value.items():
+            if type(k) is not str:
+                raise ValueError(f"{where} has the key {k!r}; metadata keys must be strings")
+            _check_metadata(v, f"{where}[{k!r}]")
+        return
+    raise ValueError(f"{where} holds a {type(value).__name__}; metadata must be plain JSON "
+                     f"(dict with str keys, list, str, int, float, bool, None)")
 
 
 def _zip_info(name, compression):

@@ -704,3 +704,15 @@ def test_generic_values_roundtrip(tmp_path):
     model.values_ = [np.ma.masked_array([1.0], mask=[True])]  # a subclass would lose its mask
     with pytest.raises(UnsavableObjectError, match=r"values_\[0\] of type numpy\.ma\.MaskedArray"):
         model.save(tmp_path / "x.sprokr")
+
+
+def test_metadata_kept_verbatim(small_model_file, tmp_path):
+    model, _ = small_model_file
+    meta = {"columns": {"input": ["mu", "alpha"], "output": "smiles"}, "seed": 3, "note": None, "w": 0.5}
+    path = model.save(tmp_path / "m.sprokr", metadata=meta)
+    assert read_manifest(path)["metadata"] == meta
+    assert_same_state(model, sprokr.load(path))
+    for bad in ({1: "x"}, {"a": (1, 2)}, {"a": float("nan")}, {"a": np.float64(1.0)}):
+        with pytest.raises(ValueError, match="metadata"):
+            model.save(tmp_path / "bad.sprokr", metadata=bad)
+    assert not (tmp_path / "bad.sprokr").exists()

@@ -556,7 +556,8 @@ class _Writer:
                 "class": _qualname(type(value))}
         node["params"] = self._encode_fields(params, path)
         node["state"] = self._encode_fields(state, path)
-        self.components.append({"path": path, "kind": kind, "name": name, "plugin": plugin})
+        self.components.append({"path": path, "kind": kind, "name": name, "plugin": plugin,
+                                "params": node["params"]})
         return node
 
     def _object(self, value, path, key):

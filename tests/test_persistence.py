@@ -673,7 +673,7 @@ def test_documented_example_runs(capsys):
     section = text.split("## Persistence", 1)[1]
     code = re.findall(r"```python\n(.*?)```", section, re.S)[0]
     exec(compile(code, "docs/reliability.md Persistence example", "exec"), {})
-    assert "'kind': 'input_kernel', 'name': 'gaussian'" in capsys.readouterr().out
+    assert "'kind': 'input_kernel', 'name': 'gaussian', 'plugin': 'sprokr'" in capsys.readouterr().out
 
 
 def test_generic_values_roundtrip(tmp_path):

@@ -716,3 +716,19 @@ def test_metadata_kept_verbatim(small_model_file, tmp_path):
         with pytest.raises(ValueError, match="metadata"):
             model.save(tmp_path / "bad.sprokr", metadata=bad)
     assert not (tmp_path / "bad.sprokr").exists()
+
+
+def test_benchmark_smoke(tmp_path):
+    """benchmarks/persistence.py runs end to end and follows the --json convention."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "persistence.py"
+    out = subprocess.run([sys.executable, str(script), "--n", "80", "--flips", "20", "--repeats", "1", "--json"],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    res = json.loads(out.stdout.strip().splitlines()[-1])
+    assert set(res) == {"safe", "pickle"}
+    assert res["safe"]["refused"] == 20  # every corruption of the safe format is refused
+    assert sum(res["pickle"][k] for k in ("refused", "identical", "different", "fails_at_predict")) == 20

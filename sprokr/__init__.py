@@ -21,6 +21,7 @@ from .models import (
     RFFKernelMachine,
     SketchedKernelMachine,
 )
+from .persistence import load
 from .registry import get_registry, list_components
 from .sketches import Sketch, SketchMatrix
 
@@ -33,6 +34,8 @@ __all__ = [
     "SketchedKernelMachine", "JointQuantileRegressor", "RFFKernelMachine",
     # building blocks
     "Kernel", "Sketch", "SketchMatrix", "CandidateIndex", "CandidateSets", "Decoded",
+    # the safe model format (model.save(path) / sprokr.load(path))
+    "load",
     # plugin host
     "hookimpl", "get_registry", "list_components", "__version__",
 ]

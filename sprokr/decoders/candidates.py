@@ -12,12 +12,13 @@ from __future__ import annotations
 import numpy as np
 
 from ..numerics import DEFAULT_MAX_MEMORY_MB, Decoded, TopKTask, score_block_size, topk_search
+from ..persistence import SaveMixin
 from ..utils import iter_chunks, num_samples, take
 
 __all__ = ["CandidateIndex", "Decoded"]
 
 
-class CandidateIndex:
+class CandidateIndex(SaveMixin):
     """A candidate set embedded once in a fitted model's output basis.
 
     Build it with ``model.make_candidate_index(candidates)``; pass it to
@@ -33,8 +34,9 @@ class CandidateIndex:
     offsets : ndarray of shape (n_candidates,) or None
         ``-k(c, c)/2`` when the output kernel is not normalised.
     owner : str or None
-        Token of the fitted model whose output basis the embeddings are in
-        (``model.index_token_``); a model refuses an index with another token.
+        ``index_token_`` of the fitted model whose output basis the embeddings are in (a
+        random hex string drawn at each fit, so it survives saving and loading); a model
+        refuses an index with another token.
     kernel : Kernel or None
         The output kernel that embedded the candidates (decoders that build outputs from
         candidates use it, e.g. FGW barycenter weights).
@@ -68,7 +70,6 @@ class CandidateIndex:
         self.kernel = kernel
         self.partitions = partitions
         self._dim = embeddings.shape[1] if embeddings is not None else int(dim)
-        self.cache = {}
 
     def __len__(self):
         return self.embeddings.shape[0] if self.embeddings is not None else self.partitions.n
@@ -78,9 +79,18 @@ class CandidateIndex:
         """Dimension ``d`` of the embeddings."""
         return self._dim
 
-    def __getstate__(self):  # derived forms are recomputed, never shipped or saved
+    @property
+    def cache(self):
+        """Derived forms of the index computed by models, keyed by the model's token
+        (recomputed on demand: never shipped, pickled or saved)."""
+        derived = self.__dict__.get("_derived")
+        if derived is None:
+            derived = self.__dict__["_derived"] = {}
+        return derived
+
+    def __getstate__(self):
         state = dict(self.__dict__)
-        state["cache"] = {}
+        state.pop("_derived", None)
         return state
 
     def _check_queries(self, H):

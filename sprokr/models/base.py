@@ -19,6 +19,7 @@ from sklearn.utils.validation import check_is_fitted
 from ..decoders.base import CandidateSets, Decoder, check_top_k
 from ..decoders.candidates import CandidateIndex
 from ..numerics import LocalExecutor, candidate_offsets, default_chunk_size
+from ..persistence import SaveMixin
 from ..registry import get_registry
 from ..utils import NamedPrepare, check_positive, iter_chunks, num_samples, take_slice
 
@@ -89,7 +90,7 @@ def make_decoder(spec, params, max_memory_mb):
     return dec
 
 
-class OutputKernelModel:
+class OutputKernelModel(SaveMixin):
     """Mixin: candidate decoding for models with an output-kernel basis."""
 
     # ------------------------------------------------------------------ candidates

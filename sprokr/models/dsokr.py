@@ -35,6 +35,7 @@ from ..numerics import (
     default_chunk_size,
     score_block_size,
 )
+from ..persistence import SaveMixin
 from ..registry import get_registry, resolve_executor, resolve_kernel, resolve_sketch
 from ..utils import NamedPrepare, check_paired, check_random_state, iter_chunks, num_samples, take, take_slice, unique_indices
 from .base import OUTPUT_DTYPE, OutputKernelModel, make_decoder, new_index_token

@@ -47,6 +47,7 @@ from ..utils import (
     resolve_dtype,
     take_slice,
 )
+from ..persistence import SaveMixin
 from ..losses import Loss, PinballLoss, check_quantile_levels
 from ..registry import get_registry, resolve_executor, resolve_kernel, resolve_sketch
 from .output_matrix import check_output_matrix, joint_quantile_matrix
@@ -140,7 +141,7 @@ class _LinearProblemMixin:
         return P[:, 0] if self._scalar else P
 
 
-class SketchedKernelMachine(_LinearProblemMixin, RegressorMixin, BaseEstimator):
+class SketchedKernelMachine(SaveMixin, _LinearProblemMixin, RegressorMixin, BaseEstimator):
     """Kernel machine with a generic loss, optional sketching and a decomposable kernel ``k M``.
 
     Parameters

@@ -41,6 +41,7 @@ from ..numerics import (
     exact_ridge_factor,
     sketched_ridge,
 )
+from ..persistence import SaveMixin
 from ..registry import resolve_kernel, resolve_sketch
 from .base import check_n_features, set_n_features
 from ..utils import (
@@ -142,7 +143,7 @@ class _EarlyStopping:
 
 
 # --------------------------------------------------------------------------- kernel ridge
-class KernelRidgeRegressor(RegressorMixin, BaseEstimator):
+class KernelRidgeRegressor(SaveMixin, RegressorMixin, BaseEstimator):
     """Kernel ridge regression of vector targets with a sprokr kernel (optionally sketched).
 
     Minimises ``1/n sum_i |g(x_i) - t_i|^2 + lam |g|^2``.  Exact: ``g(x) = k_x^T (K + n lam
@@ -245,7 +246,7 @@ class KernelRidgeRegressor(RegressorMixin, BaseEstimator):
 
 
 # --------------------------------------------------------------------------- sklearn MLP
-class MLPSurrogate(RegressorMixin, BaseEstimator):
+class MLPSurrogate(SaveMixin, RegressorMixin, BaseEstimator):
     """scikit-learn ``MLPRegressor`` (Adam) with early stopping on the kernel-induced loss.
 
     Trained one epoch at a time (``partial_fit``); after each epoch the loss
@@ -425,7 +426,7 @@ def token_cnn(vocab_size, embed_dim=64, channels=128, kernel_size=5, hidden=256,
     return build
 
 
-class TorchRegressor(RegressorMixin, BaseEstimator):
+class TorchRegressor(SaveMixin, RegressorMixin, BaseEstimator):
     """A torch network trained on DSOKR targets with the loss ``c(|h(x) - psi(y)|^2_H)``.
 
     ``|h(x_i) - psi(y_i)|^2_H = |g(x_i) - psi~(y_i)|^2 + r_i`` (``r_i`` the sample offsets),

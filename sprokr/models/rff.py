@@ -19,6 +19,7 @@ from ..utils import NamedPrepare, check_positive, check_random_state, resolve_dt
 from ..kernels.vector import GaussianKernel
 from ..numerics import LocalExecutor, default_chunk_size, matmul
 from ..losses import Loss
+from ..persistence import SaveMixin
 from ..registry import get_registry
 from .base import check_n_features
 from .kernel_machine import _LinearProblemMixin, check_solver_params, check_targets
@@ -27,7 +28,7 @@ from .output_matrix import check_output_matrix
 __all__ = ["RFFKernelMachine"]
 
 
-class RFFKernelMachine(_LinearProblemMixin, RegressorMixin, BaseEstimator):
+class RFFKernelMachine(SaveMixin, _LinearProblemMixin, RegressorMixin, BaseEstimator):
     """Gaussian-kernel machine on ``n_components`` random Fourier features.
 
     Parameters

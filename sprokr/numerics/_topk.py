@@ -16,6 +16,7 @@ import numpy as np
 
 from ._executor import ChunkTask
 from ._linalg import matmul
+from ._parallel import for_row_blocks
 
 __all__ = ["Decoded", "DEFAULT_MAX_MEMORY_MB", "topk_rows", "select_topk", "merge_topk",
            "TopKTask", "topk_search", "grouped_topk_search", "score_block_size"]
@@ -80,6 +81,45 @@ def _gather_rank(r, idx, s, n, k):
     return out_i, out_s
 
 
+#: columns per group of the two-level threshold scan
+_GROUP = 64
+#: columns of a score block scanned before the threshold is updated
+_SLICE = 8192
+
+
+def _survivors(S, thr):
+    """``(rows, cols, scores)`` of the entries with ``S[i, j] >= thr[i]``, in one cheap pass.
+
+    After the first candidates almost no score beats the running k-th best, so locating the
+    few survivors dominates.  A two-level scan keeps it one fast pass: the maximum of every
+    group of 64 columns (a strided view, no copy) is compared with the threshold, and only
+    the groups that hold a survivor are looked at again.
+    """
+    n, c = S.shape
+    G = _GROUP
+    g = c // G
+    rs, cs, vs = [], [], []
+    if g:
+        st = S.strides
+        V = np.lib.stride_tricks.as_strided(S, shape=(n, g, G), strides=(st[0], G * st[1], st[1]), writeable=False)
+        rg, gg = np.nonzero(V.max(axis=2) >= thr[:, None])
+        if rg.size:
+            vals = V[rg, gg]  # (groups with a survivor, 64)
+            ii, jj = np.nonzero(vals >= thr[rg, None])
+            rs.append(rg[ii])
+            cs.append(gg[ii] * G + jj)
+            vs.append(vals[ii, jj])
+    if g * G < c:  # the last, partial group
+        tail = S[:, g * G:]
+        ii, jj = np.nonzero(tail >= thr[:, None])
+        rs.append(ii)
+        cs.append(jj + g * G)
+        vs.append(tail[ii, jj])
+    if not rs:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, S.dtype)
+    return np.concatenate(rs), np.concatenate(cs), np.concatenate(vs)
+
+
 def score_block_size(n_queries, k, itemsize, max_memory_mb):
     """Candidates per score block so that one (n_queries x block) block fits the budget."""
     return max(int(k), 64, int(max_memory_mb * 2**20 / (itemsize * max(n_queries, 1))))
@@ -111,12 +151,36 @@ class TopKTask(ChunkTask):
         return self.fold_scores(state, S, rows.start)
 
     def fold_scores(self, state, S, offset):
-        """Fold a score block ``S`` (n_queries, c) of candidates ``offset .. offset + c``."""
+        """Fold a score block ``S`` (n_queries, c) of candidates ``offset .. offset + c``.
+
+        The rows are split over the row-block threads (the selection is memory-bound and
+        single-threaded in numpy); each thread folds its own queries.
+        """
+        idx, sc = state
+        out_i, out_s = idx.copy(), sc.copy()
+
+        def work(rows):
+            out_i[rows], out_s[rows] = self._fold_rows((idx[rows], sc[rows]), S[rows], offset)
+
+        for_row_blocks(work, S.shape[0], S.size)
+        return out_i, out_s
+
+    def _fold_rows(self, state, S, offset):
         idx, sc = state
         k = self.k
         thr = sc[:, k - 1]
-        if not np.isfinite(thr).all():  # a slot is still empty: full selection on this block
-            return merge_topk(state, select_topk(S, k, offset), k)
+        if not np.isfinite(thr).all():
+            # a slot is still empty: full selection on a first slice of the block only
+            # (cheap), then thresholds for the rest
+            w0 = min(S.shape[1], max(4 * k, 1024))
+            state = merge_topk(state, select_topk(S[:, :w0], k, offset), k)
+            if w0 == S.shape[1]:
+                return state
+            S, offset = S[:, w0:], offset + w0
+            idx, sc = state
+            thr = sc[:, k - 1]
+            if not np.isfinite(thr).all():  # fewer candidates than k so far (or -inf scores)
+                return merge_topk(state, select_topk(S, k, offset), k)
         if k == 1:
             j = np.argmax(S, axis=1)
             s = S[np.arange(S.shape[0]), j]
@@ -126,14 +190,16 @@ class TopKTask(ChunkTask):
             idx, sc = idx.copy(), sc.copy()
             idx[upd, 0], sc[upd, 0] = j[upd] + offset, s[upd]
             return idx, sc
-        r, c = np.nonzero(S >= thr.astype(S.dtype)[:, None])  # few survivors after warm-up
-        if r.size == 0:
-            return state
-        if r.size > 4 * k * S.shape[0]:  # badly ordered candidates: plain selection
-            return merge_topk(state, select_topk(S, k, offset), k)
+        # column slices: the threshold tightens after each (few survivors once warmed up)
         rows = np.repeat(np.arange(S.shape[0]), k)
-        return _gather_rank(np.concatenate([rows, r]), np.concatenate([idx.ravel(), c + offset]),
-                            np.concatenate([sc.ravel(), S[r, c].astype(sc.dtype)]), S.shape[0], k)
+        for start in range(0, S.shape[1], _SLICE):
+            r, c, v = _survivors(S[:, start:start + _SLICE], thr.astype(S.dtype))
+            if r.size == 0:
+                continue
+            idx, sc = _gather_rank(np.concatenate([rows, r]), np.concatenate([idx.ravel(), c + offset + start]),
+                                   np.concatenate([sc.ravel(), v.astype(sc.dtype)]), S.shape[0], k)
+            thr = sc[:, k - 1]
+        return idx, sc
 
     def merge(self, a, b):
         return merge_topk(a, b, self.k)

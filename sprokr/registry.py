@@ -4,13 +4,25 @@
 >>> reg = get_registry()
 >>> k = reg.create("input_kernel", "gaussian", {"sigma2": 1.0})
 
-Third-party plugins are loaded from the entry-point group ``sprokr``.  A plugin that fails
-to import, or whose hook raises, produces a :class:`PluginWarning` naming it and the error;
-the other components stay available.
+Third-party plugins are loaded from the entry-point group ``sprokr``.  The host never goes
+down because of a plugin: a plugin that fails to import (even by calling ``sys.exit``),
+whose hook has a wrong signature or raises, or that registers a factory that is not
+callable produces a :class:`PluginWarning` naming the plugin (and the component) and is
+skipped; a hook name that is not one of :mod:`sprokr.hookspecs` (a typo) is reported too.
+
+Names.  Every component is reachable by its qualified name ``"plugin:name"``
+(``"sprokr:gaussian"``, ``"chem:morgan_tanimoto"``).  The bare name (``"gaussian"``) means:
+the built-in component when sprokr provides one (built-ins always win, so a plugin can
+never disable a default), else the one plugin that provides it; when several third-party
+plugins provide the same bare name, it is ambiguous and looking it up raises
+:class:`PluginConflictError` listing the qualified names to use instead.
 """
 from __future__ import annotations
 
+import difflib
+import importlib
 import importlib.metadata
+import inspect
 import warnings
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -24,6 +36,7 @@ __all__ = [
     "Registry",
     "PluginWarning",
     "PluginConflictError",
+    "PluginComponentError",
     "get_registry",
     "reset_registry",
     "list_components",
@@ -35,14 +48,22 @@ __all__ = [
 ]
 
 ENTRY_POINT_GROUP = "sprokr"
+BUILTIN = "sprokr"
+
+_PLURALS = {"input_kernel": "input kernels", "output_kernel": "output kernels", "sketch": "sketches",
+            "decoder": "decoders", "regressor": "regressors", "loss": "losses", "executor": "executors"}
 
 
 class PluginWarning(UserWarning):
-    """A plugin could not be loaded or one of its hooks failed; it was skipped."""
+    """A plugin, one of its hooks or one of its components was skipped (the message says why)."""
 
 
 class PluginConflictError(ValueError):
-    """Two plugins registered the same component name for the same kind."""
+    """A bare component name is provided by several third-party plugins (use ``plugin:name``)."""
+
+
+class PluginComponentError(TypeError):
+    """A plugin's component could not be built (its factory failed or returned the wrong type)."""
 
 
 @dataclass(frozen=True)
@@ -53,6 +74,16 @@ class Component:
     kind: str
     factory: Callable[..., Any]
     plugin: str
+
+    @property
+    def qualified_name(self):
+        """``"plugin:name"``: always unambiguous."""
+        return f"{self.plugin}:{self.name}"
+
+
+def _suggest(word, choices):
+    close = difflib.get_close_matches(word, list(choices), n=3, cutoff=0.6)
+    return f" (did you mean {' or '.join(repr(c) for c in close)}?)" if close else ""
 
 
 class Registry:
@@ -67,42 +98,49 @@ class Registry:
     def __init__(self, entry_points=True):
         self.pm = pluggy.PluginManager(hookspecs.PROJECT)
         self.pm.add_hookspecs(hookspecs)
-        self._components: dict[str, dict[str, Component]] = {k: {} for k in hookspecs.KINDS.values()}
-        self._conflicts: dict[tuple[str, str], list[str]] = {}
+        #: kind -> bare name -> components providing it, in registration order
+        self._components: dict[str, dict[str, list[Component]]] = {k: {} for k in hookspecs.KINDS.values()}
         from . import _builtins
 
-        self.register(_builtins, name="sprokr")
+        self.register(_builtins, name=BUILTIN)
         if entry_points:
             self._load_entry_points()
 
     # -- registration -----------------------------------------------------------------
     def _load_entry_points(self):
         for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
-            if self.pm.has_plugin(ep.name):
+            if self.pm.has_plugin(ep.name) or ep.name == BUILTIN:
                 continue
             try:
                 plugin = ep.load()
-            except Exception as exc:  # a broken plugin must not take the host down
-                warnings.warn(
-                    f"sprokr plugin {ep.name!r} ({ep.value}) failed to load and was skipped: "
-                    f"{type(exc).__name__}: {exc}",
-                    PluginWarning,
-                    stacklevel=3,
-                )
+            except (Exception, SystemExit) as exc:  # a broken plugin must not take the host down
+                what = f"exited (SystemExit: {exc.code!r})" if isinstance(exc, SystemExit) else \
+                    f"failed to load: {type(exc).__name__}: {exc}"
+                self._warn(f"sprokr plugin {ep.name!r} ({ep.value}) {what}; it was skipped")
                 continue
-            self._register(plugin, ep.name, strict=False)
+            self._register(plugin, ep.name)
 
     def register(self, plugin, name=None):
         """Register a plugin object (module or instance with ``@hookimpl`` functions).
 
-        Raises :class:`PluginConflictError` (and registers nothing) if one of its
-        component names is already provided by another plugin for the same kind.
+        Returns the plugin name, or None when the plugin was refused (a
+        :class:`PluginWarning` says why).  A component whose bare name another plugin
+        already provides stays reachable as ``"plugin:name"`` (see the module docstring).
         """
-        return self._register(plugin, name, strict=True)
+        return self._register(plugin, name)
 
-    def _register(self, plugin, name, strict):
-        name = self.pm.register(plugin, name=name)
-        collected = []
+    @staticmethod
+    def _warn(msg):
+        warnings.warn(msg, PluginWarning, stacklevel=4)
+
+    def _register(self, plugin, name):
+        label = name or getattr(plugin, "__name__", type(plugin).__name__)
+        self._check_hook_names(plugin, label)
+        try:
+            name = self.pm.register(plugin, name=name)
+        except Exception as exc:  # pluggy.PluginValidationError: a hook with a wrong signature
+            self._warn(f"sprokr plugin {label!r} was skipped: {type(exc).__name__}: {exc}")
+            return None
         for hook_name, kind in hookspecs.KINDS.items():
             caller = getattr(self.pm.hook, hook_name)
             for impl in caller.get_hookimpls():
@@ -110,57 +148,99 @@ class Registry:
                     continue
                 try:
                     provided = impl.function() or {}
-                    items = dict(provided).items()
+                    items = list(dict(provided).items())
                 except Exception as exc:
-                    warnings.warn(
-                        f"sprokr plugin {name!r}: hook {hook_name} raised "
-                        f"{type(exc).__name__}: {exc}; its {kind} components were skipped",
-                        PluginWarning,
-                        stacklevel=4,
-                    )
+                    self._warn(f"sprokr plugin {name!r}: hook {hook_name} raised {type(exc).__name__}: "
+                               f"{exc}; its {_PLURALS[kind]} were skipped")
                     continue
-                collected.extend(Component(str(n), kind, f, name) for n, f in items)
-        clashes = [c for c in collected if c.name in self._components[c.kind]]
-        if clashes and strict:
-            self.pm.unregister(name=name)
-            c = clashes[0]
-            other = self._components[c.kind][c.name].plugin
-            raise PluginConflictError(
-                f"{c.kind} {c.name!r} is registered by both plugin {other!r} and plugin {name!r}"
-            )
-        for c in collected:
-            if c.name in self._components[c.kind]:
-                owners = self._conflicts.setdefault((c.kind, c.name), [self._components[c.kind][c.name].plugin])
-                owners.append(name)
-                warnings.warn(
-                    f"{c.kind} {c.name!r} is registered by both plugin {owners[0]!r} and plugin "
-                    f"{name!r}; looking it up will fail until one is removed",
-                    PluginWarning,
-                    stacklevel=4,
-                )
-                continue
-            self._components[c.kind][c.name] = c
+                for cname, factory in items:
+                    self._add(Component(str(cname), kind, factory, name))
         return name
+
+    def _check_hook_names(self, plugin, label):
+        """Report functions marked ``@hookimpl`` whose name is not a known hook (a typo)."""
+        marker = f"{hookspecs.PROJECT}_impl"
+        for attr in dir(plugin):
+            if attr.startswith("__") or attr in hookspecs.KINDS:
+                continue
+            try:
+                obj = getattr(plugin, attr)
+            except Exception:
+                continue
+            if callable(obj) and hasattr(obj, marker):
+                self._warn(f"sprokr plugin {label!r}: {attr!r} is not a sprokr hook and is ignored"
+                           f"{_suggest(attr, hookspecs.KINDS)} (hooks: {', '.join(hookspecs.KINDS)})")
+
+    def _add(self, comp):
+        if not callable(comp.factory):
+            self._warn(f"sprokr plugin {comp.plugin!r}: the {comp.kind} {comp.name!r} was skipped: its "
+                       f"factory is not callable (got {type(comp.factory).__name__})")
+            return
+        if ":" in comp.name:
+            self._warn(f"sprokr plugin {comp.plugin!r}: the {comp.kind} {comp.name!r} was skipped: a "
+                       f"component name cannot contain ':'")
+            return
+        same = self._components[comp.kind].setdefault(comp.name, [])
+        same[:] = [c for c in same if c.plugin != comp.plugin]  # a re-registration replaces
+        if same:
+            owners = ", ".join(repr(c.plugin) for c in same)
+            rule = "the built-in keeps the name" if any(c.plugin == BUILTIN for c in same) or comp.plugin == BUILTIN \
+                else "the bare name is now ambiguous"
+            self._warn(f"{comp.kind} {comp.name!r} is registered by plugin {comp.plugin!r} and by {owners}: "
+                       f"{rule}; use the qualified names ({', '.join(repr(c.qualified_name) for c in same + [comp])})")
+        same.append(comp)
 
     # -- lookup ------------------------------------------------------------------------
     def names(self, kind):
-        """Sorted component names of one kind."""
+        """Sorted bare component names of one kind."""
         self._check_kind(kind)
-        return sorted(self._components[kind])
+        return sorted(n for n, comps in self._components[kind].items() if comps)
 
     def get(self, kind, name):
-        """The :class:`Component` called ``name``; clear errors for unknown or clashing names."""
+        """The :class:`Component` called ``name`` (bare or ``"plugin:name"``); clear errors
+        for unknown or ambiguous names."""
         self._check_kind(kind)
-        if (kind, name) in self._conflicts:
-            a, *rest = self._conflicts[(kind, name)]
+        if not isinstance(name, str):
+            raise TypeError(f"a {kind} name must be a string, got {type(name).__name__}")
+        plugin, _, bare = name.rpartition(":")
+        comps = self._components[kind].get(bare, [])
+        if plugin:
+            match = [c for c in comps if c.plugin == plugin]
+            if match:
+                return match[0]
+            others = ", ".join(c.qualified_name for c in comps) or "none"
+            raise ValueError(f"unknown {kind} {name!r}: plugin {plugin!r} provides no {kind} {bare!r} "
+                             f"(qualified names of {bare!r}: {others})")
+        if not comps:
+            known = self.names(kind)
+            raise ValueError(f"unknown {kind} {name!r}{_suggest(name, known)}; known {_PLURALS[kind]}: "
+                             f"{', '.join(known) or '(none)'}")
+        builtin = [c for c in comps if c.plugin == BUILTIN]
+        if builtin:
+            return builtin[0]
+        if len(comps) > 1:
             raise PluginConflictError(
-                f"{kind} {name!r} is registered by both plugin {a!r} and plugin {rest[0]!r}"
+                f"{kind} {name!r} is registered by several plugins "
+                f"({', '.join(repr(c.plugin) for c in comps)}); use a qualified name: "
+                f"{', '.join(repr(c.qualified_name) for c in comps)}"
             )
+        return comps[0]
+
+    def factory_parameters(self, comp):
+        """Names of the keyword parameters a component's factory accepts (None: any).
+
+        For a lazy factory the target is imported (it is about to be used anyway).
+        """
+        target = comp.factory
+        if hasattr(target, "target"):
+            target = _import_target(comp)
         try:
-            return self._components[kind][name]
-        except KeyError:
-            known = ", ".join(self.names(kind)) or "(none)"
-            raise ValueError(f"unknown {kind} {name!r}; known {kind}s: {known}") from None
+            sig = inspect.signature(target)
+        except (TypeError, ValueError):
+            return None
+        if any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values()):
+            return None
+        return {n for n, p in sig.parameters.items() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
 
     def create(self, kind, spec, params=None, base=None):
         """Instantiate a component given by name (with ``params``) or return an instance.
@@ -169,9 +249,10 @@ class Registry:
         ----------
         kind : str
             One of ``input_kernel``, ``output_kernel``, ``sketch``, ``decoder``,
-            ``regressor``, ``loss``.
+            ``regressor``, ``loss``, ``executor``.
         spec : str or object
-            A registered name, or an already-built component (returned unchanged).
+            A registered name (bare or ``"plugin:name"``), or an already-built component
+            (returned unchanged).
         params : dict, optional
             Keyword arguments for the factory (only with a name).
         base : type, optional
@@ -179,37 +260,78 @@ class Registry:
         """
         if isinstance(spec, str):
             comp = self.get(kind, spec)
+            params = dict(params or {})
+            where = f"{kind} {spec!r} (plugin {comp.plugin!r})"
+            accepted = self.factory_parameters(comp)
+            if accepted is not None and set(params) - accepted:
+                bad = sorted(set(params) - accepted)
+                raise TypeError(f"invalid parameters {params!r} for {where}: unknown {', '.join(bad)}"
+                                f"{_suggest(bad[0], accepted)}; accepted: {', '.join(sorted(accepted)) or '(none)'}")
             try:
-                obj = comp.factory(**(params or {}))
-            except TypeError as exc:
-                raise TypeError(f"invalid parameters {params!r} for {kind} {spec!r}: {exc}") from None
-        else:
-            if params:
-                raise ValueError(
-                    f"{kind} parameters {params!r} were given with a {kind} instance; "
-                    f"set them on the instance, or give the {kind} by name"
-                )
-            obj = spec
-        if base is not None and not isinstance(obj, base):
+                obj = comp.factory(**params)
+            except ImportError as exc:
+                raise ImportError(f"{where} cannot be imported: {exc}") from exc
+            except (TypeError, ValueError) as exc:
+                raise _renamed(exc, f"{where}: {exc}") from exc
+            if base is not None and not isinstance(obj, base):
+                raise PluginComponentError(
+                    f"{where}: its factory returned a {type(obj).__name__}, not a {base.__name__}; "
+                    f"the plugin is broken (report it to its authors)")
+            return obj
+        if params:
+            raise ValueError(
+                f"{kind} parameters {params!r} were given with a {kind} instance; "
+                f"set them on the instance, or give the {kind} by name"
+            )
+        if base is not None and not isinstance(spec, base):
             raise TypeError(
                 f"{kind} must be a registered name ({', '.join(self.names(kind))}) or a "
-                f"{base.__name__} instance; got {type(obj).__name__}"
+                f"{base.__name__} instance; got {type(spec).__name__}"
             )
-        return obj
+        return spec
 
     def list_components(self):
-        """All components as dicts ``{"name", "kind", "plugin"}`` sorted by kind and name."""
+        """All components as dicts ``{"name", "kind", "plugin", "qualified_name"}``.
+
+        ``name`` is what to type: the bare name when it resolves to this component, else
+        the qualified name.
+        """
         rows = []
         for kind in hookspecs.KINDS.values():
-            for name in sorted(self._components[kind]):
-                rows.append({"name": name, "kind": kind, "plugin": self._components[kind][name].plugin})
-        for (kind, name), owners in sorted(self._conflicts.items()):
-            rows.append({"name": name, "kind": kind, "plugin": " + ".join(owners) + " (CONFLICT)"})
+            for bare in sorted(self._components[kind]):
+                comps = self._components[kind][bare]
+                try:
+                    winner = self.get(kind, bare)
+                except PluginConflictError:
+                    winner = None
+                for c in comps:
+                    rows.append({"name": bare if c is winner else c.qualified_name, "kind": kind,
+                                 "plugin": c.plugin, "qualified_name": c.qualified_name})
         return rows
 
     def _check_kind(self, kind):
         if kind not in self._components:
-            raise ValueError(f"unknown component kind {kind!r}; kinds: {', '.join(self._components)}")
+            raise ValueError(f"unknown component kind {kind!r}{_suggest(str(kind), self._components)}; "
+                             f"kinds: {', '.join(self._components)}")
+
+
+def _renamed(exc, msg):
+    """``exc`` with the message ``msg`` when its type allows it, else ``exc`` itself."""
+    try:
+        return type(exc)(msg)
+    except Exception:
+        return exc
+
+
+def _import_target(comp):
+    """The object a lazy factory names, imported; errors name the plugin and component."""
+    target = comp.factory.target
+    module, _, attr = target.partition(":")
+    try:
+        return getattr(importlib.import_module(module), attr)
+    except (ImportError, AttributeError) as exc:
+        raise ImportError(f"{comp.kind} {comp.name!r} of plugin {comp.plugin!r}: cannot import {target} "
+                          f"({type(exc).__name__}: {exc}); is the plugin's library installed?") from exc
 
 
 def lazy_factory(target):
@@ -296,8 +418,9 @@ def resolve_kernel(spec, params, side, dtype):
 
     params = dict(params or {})
     if isinstance(spec, str):
-        comp = get_registry().get(f"{side}_kernel", spec)
-        if isinstance(comp.factory, type) and "dtype" in comp.factory().get_params():
+        reg = get_registry()
+        accepted = reg.factory_parameters(reg.get(f"{side}_kernel", spec))
+        if accepted is not None and "dtype" in accepted:  # lazily registered kernels too
             params.setdefault("dtype", dtype.name)
     kernel = get_registry().create(f"{side}_kernel", spec, params, base=Kernel)
     try:

@@ -65,7 +65,7 @@ def test_external_plugin_kernel_is_discovered_and_used_by_name(site):
     install_fake_distribution(site, "sprokr-charbag", "charbag_plugin", PLUGIN_SOURCE,
                               {"charbag": "charbag_plugin"})
     rows = sprokr.list_components()
-    assert {"name": "charbag", "kind": "input_kernel", "plugin": "charbag"} in rows
+    assert {"name": "charbag", "kind": "input_kernel", "plugin": "charbag", "qualified_name": "charbag:charbag"} in rows
     X = ["abc", "abd", "xyz", "xyy", "aab", "zzy"]
     Y = np.array([[1, 0], [1, 0], [0, 1], [0, 1], [1, 0], [0, 1]])
     model = sprokr.IOKR(input_kernel="charbag", output_kernel="linear", lam=1e-2).fit(X, Y)
@@ -98,7 +98,7 @@ def sprokr_sketches():
     assert "psg" in reg.names("sketch")
 
 
-def test_two_plugins_with_the_same_name_give_an_error_naming_both(site):
+def test_a_plugin_cannot_disable_a_builtin(site):
     install_fake_distribution(site, "sprokr-clash", "clash_plugin", '''
 import sprokr
 from sprokr.kernels import LinearKernel
@@ -107,34 +107,120 @@ from sprokr.kernels import LinearKernel
 def sprokr_input_kernels():
     return {"gaussian": LinearKernel}
 ''', {"clash": "clash_plugin"})
-    with pytest.warns(PluginWarning, match="registered by both"):
+    with pytest.warns(PluginWarning, match="built-in keeps the name.*'sprokr:gaussian', 'clash:gaussian'"):
         reg = get_registry()
-    with pytest.raises(PluginConflictError, match=r"'sprokr'.*'clash'"):
-        reg.get("input_kernel", "gaussian")
-    assert any("CONFLICT" in r["plugin"] for r in reg.list_components())
-    # explicit registration refuses the clash up front and leaves the registry intact
-    reg2 = Registry(entry_points=False)
+    assert reg.get("input_kernel", "gaussian").plugin == "sprokr"  # built-ins win
+    assert reg.get("input_kernel", "clash:gaussian").factory.__name__ == "LinearKernel"
+    sprokr.IOKR(lam=1e-2).fit(np.eye(3), np.eye(3))  # the default kernel still works
+    rows = {(r["name"], r["plugin"]) for r in reg.list_components() if r["kind"] == "input_kernel"}
+    assert ("gaussian", "sprokr") in rows and ("clash:gaussian", "clash") in rows
 
-    class Dup:
+
+def test_two_third_party_plugins_make_the_bare_name_ambiguous():
+    reg = Registry(entry_points=False)
+
+    class A:
         @sprokr.hookimpl
         def sprokr_sketches(self):
-            return {"psg": object}
+            return {"mysketch": sprokr.sketches.SubSample}
 
-    with pytest.raises(PluginConflictError, match=r"sketch 'psg'.*'sprokr'.*'dup'"):
-        reg2.register(Dup(), name="dup")
-    assert reg2.get("sketch", "psg").plugin == "sprokr"
+    class B:
+        @sprokr.hookimpl
+        def sprokr_sketches(self):
+            return {"mysketch": sprokr.sketches.GaussianSketch}
+
+    reg.register(A(), name="a")
+    assert reg.get("sketch", "mysketch").plugin == "a"
+    with pytest.warns(PluginWarning, match="ambiguous"):
+        reg.register(B(), name="b")
+    with pytest.raises(PluginConflictError, match=r"'a', 'b'.*'a:mysketch', 'b:mysketch'"):
+        reg.get("sketch", "mysketch")
+    assert isinstance(reg.create("sketch", "b:mysketch", {"m": 3}), sprokr.sketches.GaussianSketch)
+    with pytest.raises(ValueError, match="plugin 'c' provides no sketch 'mysketch'"):
+        reg.get("sketch", "c:mysketch")
 
 
-def test_unknown_names_list_known_ones():
+def test_wrong_hook_signature_does_not_take_the_host_down(site):
+    install_fake_distribution(site, "sprokr-clash", "clash_plugin", '''
+import sprokr
+
+@sprokr.hookimpl
+def sprokr_input_kernels(config):  # hooks take no argument
+    return {}
+''', {"clash": "clash_plugin"})
+    with pytest.warns(PluginWarning, match=r"'clash' was skipped.*"):
+        reg = get_registry()
+    assert "gaussian" in reg.names("input_kernel")
+    out = subprocess.run([sys.executable, "-m", "sprokr.cli", "plugins"], capture_output=True, text=True,
+                         env={**__import__("os").environ, "PYTHONPATH": str(site)})
+    assert out.returncode == 0 and "gaussian" in out.stdout
+
+
+def test_plugin_calling_sys_exit_at_import_does_not_kill_the_host(site):
+    (site / "broken_plugin.py").write_text("import sys\nsys.exit(3)\n")
+    info = site / "sprokr-broken-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: sprokr-broken\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text("[sprokr]\nbroken = broken_plugin\n")
+    with pytest.warns(PluginWarning, match=r"'broken'.*exited \(SystemExit: 3\)"):
+        reg = get_registry()
+    assert "psg" in reg.names("sketch")
+
+
+def test_broken_factories_are_named(site):
     reg = Registry(entry_points=False)
-    with pytest.raises(ValueError, match="unknown sketch 'foo'; known sketchs: accumulation, countsketch"):
-        reg.create("sketch", "foo")
-    with pytest.raises(ValueError, match="unknown component kind"):
-        reg.names("widgets")
-    with pytest.raises(TypeError, match="invalid parameters"):
-        reg.create("input_kernel", "gaussian", {"bandwidth": 3})
-    with pytest.raises(ValueError, match="instance"):
-        reg.create("input_kernel", sprokr.kernels.GaussianKernel(), {"gamma": 1.0})
+
+    class Bad:
+        @sprokr.hookimpl
+        def sprokr_input_kernels(self):
+            return {"notcallable": 42, "wrongtype": dict, "lazymissing": lazy("nonexistent_mod:Kernel")}
+
+    from sprokr.registry import PluginComponentError, lazy_factory as lazy
+
+    with pytest.warns(PluginWarning, match=r"plugin 'bad'.*'notcallable' was skipped.*not callable"):
+        reg.register(Bad(), name="bad")
+    assert "notcallable" not in reg.names("input_kernel")
+    with pytest.raises(PluginComponentError, match=r"'wrongtype' \(plugin 'bad'\).*returned a dict, not a Kernel"):
+        reg.create("input_kernel", "wrongtype", base=sprokr.Kernel)
+    with pytest.raises(ImportError, match=r"'lazymissing' of plugin 'bad'.*nonexistent_mod"):
+        reg.create("input_kernel", "lazymissing")
+
+
+def test_misspelled_hook_is_reported():
+    reg = Registry(entry_points=False)
+
+    class Typo:
+        @sprokr.hookimpl
+        def sprokr_input_kernel(self):
+            return {}
+
+    with pytest.warns(PluginWarning, match=r"'sprokr_input_kernel' is not a sprokr hook.*did you mean "
+                                            r"'sprokr_input_kernels'"):
+        reg.register(Typo(), name="typo")
+
+
+def test_kernel_needing_arguments_and_lazy_kernels_get_dtype():
+    import sprokr.registry as registry
+
+    class NeedsArg(sprokr.kernels.GaussianKernel):
+        def __init__(self, scale, gamma=None, sigma2=None, dtype="float64"):
+            super().__init__(gamma=gamma, sigma2=sigma2, dtype=dtype)
+            self.scale = scale
+
+    class P:
+        @sprokr.hookimpl
+        def sprokr_input_kernels(self):
+            return {"needsarg": NeedsArg, "lazygauss": registry.lazy_factory("sprokr.kernels.vector:GaussianKernel")}
+
+    reg = Registry(entry_points=False)
+    reg.register(P(), name="p")
+    old, registry._REGISTRY = registry._REGISTRY, reg
+    try:
+        k = registry.resolve_kernel("needsarg", {"scale": 2.0}, "input", np.dtype("float32"))
+        assert k.scale == 2.0 and k.dtype == "float32"
+        assert registry.resolve_kernel("lazygauss", None, "input", np.dtype("float32")).dtype == "float32"
+    finally:
+        registry._REGISTRY = old
 
 
 def test_cli_lists_components():

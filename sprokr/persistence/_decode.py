@@ -257,8 +257,9 @@ class Reader:
 
         kind, name, plugin = node["kind"], node["name"], node["plugin"]
         reg = get_registry()
+        qualified = f"{plugin}:{name}"  # the saved component itself, whatever the bare name means now
         try:
-            reg.get(kind, name)
+            reg.get(kind, qualified)
         except ValueError as exc:
             if "unknown component kind" in str(exc):
                 raise ModelFormatError(f"{self.path}: unknown component kind {kind!r} at {path}") from None
@@ -269,7 +270,7 @@ class Reader:
                 f"{missing_plugin_hint(self.manifest, plugin)}") from None
         params = self._fields(node, "params", path)
         try:
-            obj = reg.create(kind, name, params)
+            obj = reg.create(kind, qualified, params)
         except ImportError as exc:
             raise MissingPluginError(
                 f"{self.path}: the {kind} {name!r} ({path}) of plugin {plugin!r} cannot be imported "

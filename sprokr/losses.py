@@ -58,15 +58,41 @@ class Loss(BaseEstimator):
     """Base class: ``value`` and ``gradient`` on (n, d) predictions and targets.
 
     Subclasses set ``closed_form = True`` only when the minimiser of the regularised
-    empirical risk is the ridge solution (the square loss).  ``validate(d)`` is called by
-    the estimators before any state changes, with the number of outputs.
+    empirical risk is the ridge solution (the square loss).  ``validate(d, Y)`` is called
+    by the estimators before any state changes, with the number of outputs and the targets.
+
+    Two optional methods let the solvers certify their result (a duality gap) and handle
+    non-smooth losses (the built-ins have both):
+
+    ``conjugate(A, Y)`` -> ndarray (n,)
+        the Fenchel conjugate ``l_i^*(a_i) = sup_p a_i . p - l(p, y_i)`` per sample
+        (``inf`` outside its domain);
+    ``smoothed(mu)`` -> Loss
+        the Moreau envelope ``min_q l(q) + |p - q|^2 / (2 mu)``: differentiable, within
+        ``mu/2 |grad|^2`` of the loss, and its gradients lie in the conjugate's domain.
+    ``smooth = True`` marks a differentiable loss (no smoothing needed).
     """
 
     name = None
     closed_form = False
+    smooth = False
 
-    def validate(self, d):
-        """Raise ``ValueError`` if the loss cannot be used with ``d`` outputs."""
+    def validate(self, d, Y=None):
+        """Raise ``ValueError`` if the loss cannot be used with ``d`` outputs (targets ``Y``)."""
+
+    def conjugate(self, A, Y):
+        """Fenchel conjugate per sample (see the class docstring); None when unknown."""
+        return None
+
+    def smoothed(self, mu):
+        """The Moreau envelope with parameter ``mu`` (see the class docstring); None when unknown."""
+        return None
+
+    def dual_box(self, A, Y):
+        """``(lo, hi)`` (n, d): a box around ``A`` inside the conjugate's domain on which the
+        conjugate is linear, for the entries the solvers may move to tighten a duality
+        gap; None when the loss has no such form."""
+        return None
 
     def value(self, P, Y):  # pragma: no cover - abstract
         raise NotImplementedError
@@ -80,6 +106,7 @@ class SquareLoss(Loss):
 
     name = "square"
     closed_form = True
+    smooth = True
 
     def value(self, P, Y):
         R = P - Y
@@ -87,6 +114,9 @@ class SquareLoss(Loss):
 
     def gradient(self, P, Y):
         return P - Y
+
+    def conjugate(self, A, Y):
+        return np.einsum("ij,ij->i", A, Y) + 0.5 * np.einsum("ij,ij->i", A, A)
 
 
 class HuberLoss(Loss):
@@ -99,13 +129,19 @@ class HuberLoss(Loss):
     """
 
     name = "huber"
+    smooth = True
 
     def __init__(self, kappa=1.0):
         self.kappa = kappa
 
-    def validate(self, d):
+    def validate(self, d, Y=None):
         if _nonneg(self.kappa, "kappa") == 0:
             raise ValueError("kappa must be > 0 (kappa = 0 is the zero loss)")
+
+    def conjugate(self, A, Y):
+        s = np.linalg.norm(A, axis=1)
+        out = np.einsum("ij,ij->i", A, Y) + 0.5 * s * s
+        return np.where(s <= float(self.kappa) * (1 + 1e-12), out, np.inf)
 
     def value(self, P, Y):
         k = float(self.kappa)
@@ -134,7 +170,7 @@ class EpsilonInsensitiveLoss(Loss):
     def __init__(self, epsilon=0.1):
         self.epsilon = epsilon
 
-    def validate(self, d):
+    def validate(self, d, Y=None):
         _nonneg(self.epsilon, "epsilon")
 
     def value(self, P, Y):
@@ -145,6 +181,18 @@ class EpsilonInsensitiveLoss(Loss):
         r = np.linalg.norm(R, axis=1, keepdims=True)
         outside = r > float(self.epsilon)
         return np.where(outside, R / np.maximum(r, 1e-300), 0.0)
+
+    def conjugate(self, A, Y):
+        s = np.linalg.norm(A, axis=1)
+        return np.where(s <= 1 + 1e-12, np.einsum("ij,ij->i", A, Y) + float(self.epsilon) * s, np.inf)
+
+    def smoothed(self, mu):
+        return _SmoothedRadial(self, mu)
+
+    def dual_box(self, A, Y):
+        if A.shape[1] != 1:
+            return None  # a ball, not a box, for vector outputs
+        return np.where(A >= 0, 0.0, -1.0), np.where(A >= 0, 1.0, 0.0)
 
 
 class PinballLoss(Loss):
@@ -165,10 +213,23 @@ class PinballLoss(Loss):
     def __init__(self, tau=0.5):
         self.tau = tau
 
-    def validate(self, d):
+    def validate(self, d, Y=None):
         t = check_quantile_levels(self.tau)
         if t.size not in (1, d):
             raise ValueError(f"pinball loss has {t.size} quantile levels but the targets have {d} outputs")
+
+    def conjugate(self, A, Y):
+        t = check_quantile_levels(self.tau)
+        tol = 1e-12
+        ok = np.all((A >= -t - tol) & (A <= 1.0 - t + tol), axis=1)
+        return np.where(ok, np.einsum("ij,ij->i", A, Y), np.inf)
+
+    def smoothed(self, mu):
+        return _SmoothedPinball(self, mu)
+
+    def dual_box(self, A, Y):
+        t = check_quantile_levels(self.tau) * np.ones((1, A.shape[1]))
+        return np.broadcast_to(-t, A.shape), np.broadcast_to(1.0 - t, A.shape)
 
     def value(self, P, Y):
         t = check_quantile_levels(self.tau)
@@ -186,11 +247,79 @@ class HingeLoss(Loss):
 
     name = "hinge"
 
+    def validate(self, d, Y=None):
+        if Y is not None and not np.all(np.isin(np.asarray(Y), (-1.0, 1.0))):
+            bad = np.unique(np.asarray(Y)[~np.isin(np.asarray(Y), (-1.0, 1.0))])[:5]
+            raise ValueError(f"the hinge loss needs labels y in {{-1, +1}}; got values {bad.tolist()} "
+                             f"(encode the classes as -1 and +1)")
+
     def value(self, P, Y):
         return np.sum(np.maximum(0.0, 1.0 - Y * P), axis=1)
 
     def gradient(self, P, Y):
         return np.where(Y * P < 1.0, -Y, 0.0)
+
+    def conjugate(self, A, Y):
+        b = A * Y
+        ok = np.all((b >= -1 - 1e-12) & (b <= 1e-12), axis=1)
+        return np.where(ok, np.sum(b, axis=1), np.inf)
+
+    def smoothed(self, mu):
+        return _SmoothedHinge(self, mu)
+
+    def dual_box(self, A, Y):
+        return np.where(Y > 0, -1.0, 0.0), np.where(Y > 0, 0.0, 1.0)
+
+
+class _Smoothed(Loss):
+    """Moreau envelope of a built-in loss (used by the solvers; see :meth:`Loss.smoothed`)."""
+
+    smooth = True
+
+    def __init__(self, base, mu):
+        self.base, self.mu = base, float(mu)
+
+
+class _SmoothedRadial(_Smoothed):
+    """``env_mu g(|r|)`` for the epsilon-insensitive ``g(t) = max(t - eps, 0)``."""
+
+    def value(self, P, Y):
+        e, mu = float(self.base.epsilon), self.mu
+        t = np.maximum(np.linalg.norm(P - Y, axis=1) - e, 0.0)
+        return np.where(t <= mu, t * t / (2 * mu), t - mu / 2)
+
+    def gradient(self, P, Y):
+        e, mu = float(self.base.epsilon), self.mu
+        R = P - Y
+        r = np.linalg.norm(R, axis=1, keepdims=True)
+        return R / np.maximum(r, 1e-300) * np.minimum(np.maximum(r - e, 0.0) / mu, 1.0)
+
+
+class _SmoothedPinball(_Smoothed):
+    """``sum_j env_mu rho_tau(y_j - p_j)``: quadratic within ``(tau - 1) mu .. tau mu``."""
+
+    def value(self, P, Y):
+        t, mu = check_quantile_levels(self.base.tau), self.mu
+        U = Y - P
+        return np.sum(np.where(U >= t * mu, t * U - mu * t * t / 2,
+                               np.where(U <= (t - 1) * mu, (t - 1) * U - mu * (t - 1) ** 2 / 2, U * U / (2 * mu))),
+                      axis=1)
+
+    def gradient(self, P, Y):
+        t, mu = check_quantile_levels(self.base.tau), self.mu
+        return -np.clip((Y - P) / mu, t - 1, t) * np.ones_like(P)
+
+
+class _SmoothedHinge(_Smoothed):
+    """``sum_j env_mu max(0, 1 - y_j p_j)``."""
+
+    def value(self, P, Y):
+        mu = self.mu
+        T = 1.0 - Y * P
+        return np.sum(np.where(T >= mu, T - mu / 2, np.where(T > 0, T * T / (2 * mu), 0.0)), axis=1)
+
+    def gradient(self, P, Y):
+        return -Y * np.clip((1.0 - Y * P) / self.mu, 0.0, 1.0)
 
 
 #: name -> factory, registered by :mod:`sprokr._builtins` through the ``sprokr_losses`` hook

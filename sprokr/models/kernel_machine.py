@@ -32,6 +32,7 @@ from ..numerics import (
     SketchedFeatures,
     adam_solve,
     check_gram_block,
+    lbfgs_solve,
     check_kernel_sample,
     column_shift,
     default_chunk_size,
@@ -80,11 +81,14 @@ def check_targets(y, n, owner="this estimator"):
 
 def check_solver_params(est, loss):
     """Validate the optimisation parameters shared by the kernel machines; returns the solver."""
-    if est.solver not in ("auto", "closed_form", "adam"):
-        raise ValueError(f"solver must be 'auto', 'closed_form' or 'adam', got {est.solver!r}")
+    if est.solver not in ("auto", "closed_form", "lbfgs", "adam"):
+        raise ValueError(f"solver must be 'auto', 'closed_form', 'lbfgs' or 'adam', got {est.solver!r}")
     solver = est.solver
     if solver == "auto":
-        solver = "closed_form" if loss.closed_form else "adam"
+        solver = "closed_form" if loss.closed_form else "lbfgs"
+    v = getattr(est, "max_iter", 1)
+    if isinstance(v, bool) or not isinstance(v, (numbers.Integral, np.integer)) or v < 1:
+        raise ValueError(f"max_iter must be an integer >= 1, got {v!r}")
     if solver == "closed_form" and not loss.closed_form:
         raise ValueError(f"solver='closed_form' needs the square loss, got {type(loss).__name__}")
     check_positive(est.learning_rate, "learning_rate")
@@ -110,14 +114,19 @@ class _LinearProblemMixin:
         if C0 is None and (solver == "closed_form" or self.init == "ridge"):
             C0 = ridge_by_eigengroups(matmul(Z.T, Z), matmul(Z.T, Y.astype(Z.dtype)), n, lam, V, e)
         if solver == "closed_form":
-            self.converged_, self.n_epochs_, self.objective_ = True, 0, []
+            self.converged_, self.n_epochs_, self.objective_, self.objective_gap_ = True, 0, [], 0.0
             return C0
-        res = adam_solve(
-            Z, Y, loss, lam, V, e, coef0=C0, learning_rate=self.learning_rate,
-            batch_size=self.batch_size, max_epochs=self.max_epochs, tol=self.tol,
-            n_iter_no_change=self.n_iter_no_change, rng=rng, verbose=self.verbose,
-        )
+        if solver == "lbfgs":
+            res = lbfgs_solve(Z, Y, loss, lam, V, e, coef0=C0, tol=self.tol, max_iter=self.max_iter,
+                              verbose=self.verbose)
+        else:
+            res = adam_solve(
+                Z, Y, loss, lam, V, e, coef0=C0, learning_rate=self.learning_rate,
+                batch_size=self.batch_size, max_epochs=self.max_epochs, tol=self.tol,
+                n_iter_no_change=self.n_iter_no_change, rng=rng, verbose=self.verbose,
+            )
         self.converged_, self.n_epochs_, self.objective_ = res.converged, res.n_epochs, res.objective
+        self.objective_gap_ = res.gap
         return res.coef
 
     def _normalised_targets(self, Y):
@@ -166,12 +175,22 @@ class SketchedKernelMachine(SaveMixin, _LinearProblemMixin, RegressorMixin, Base
     output_matrix : None, "identity" or array (d, d)
         ``M`` of the decomposable kernel (symmetric PSD); see
         :func:`sprokr.models.graph_laplacian_matrix` and :func:`joint_quantile_matrix`.
-    solver : {"auto", "closed_form", "adam"}
-        ``auto``: closed form for the square loss, Adam otherwise.
-    learning_rate, batch_size, max_epochs, tol, n_iter_no_change :
-        Adam step size, mini-batch size and stopping rule (:func:`sprokr.numerics.adam_solve`).
+    solver : {"auto", "closed_form", "lbfgs", "adam"}
+        ``auto``: closed form for the square loss, L-BFGS otherwise
+        (:func:`sprokr.numerics.lbfgs_solve`: full batch, through the Moreau envelope with
+        a decreasing smoothing for non-smooth losses); ``adam``: mini-batch Adam.
+    tol : float
+        Relative duality gap at which the solution is accepted: ``converged_`` is True only
+        when the gap of the returned solution is certified below ``tol``
+        (``objective_gap_``; the loss's conjugate gives the certificate).
+    max_iter : int
+        L-BFGS iterations in total.
+    learning_rate, batch_size, max_epochs, n_iter_no_change :
+        Adam step size, mini-batch size, epoch budget and step-halving rule
+        (:func:`sprokr.numerics.adam_solve`).
     init : {"ridge", "zeros"}
-        Adam's starting point: the square-loss solution (one r x r Cholesky) or zero.
+        The iterative solvers' starting point: the square-loss solution (one r x r
+        Cholesky) or zero.
     dtype : {"float64", "float32"}
         Precision of kernel blocks and features (the r x r systems are solved in float64).
     rcond : float, optional
@@ -198,7 +217,11 @@ class SketchedKernelMachine(SaveMixin, _LinearProblemMixin, RegressorMixin, Base
     X_support_ : prepared samples (the ``m'`` selected training points, or all of them)
     rank_ : int, dimension ``r`` of the feature map (n for the exact machine)
     y_mean_, y_scale_ : ndarray (d,), the target normalisation (0 and 1 without ``normalize_y``)
-    converged_ : bool, n_epochs_ : int, objective_ : list of float (Adam's per-epoch objective)
+    converged_ : bool
+        True when the relative duality gap is certified below ``tol`` (always for the closed form).
+    objective_gap_ : float or None
+        The certified relative duality gap of the solution (None when the loss has no conjugate).
+    n_epochs_ : int (L-BFGS iterations or Adam epochs), objective_ : list of float
     n_train_ : int, fit_time_ : float (s)
 
     Memory: the closed form accumulates ``(K R^T)^T (K R^T)`` over row chunks (O(m^2 +
@@ -207,7 +230,7 @@ class SketchedKernelMachine(SaveMixin, _LinearProblemMixin, RegressorMixin, Base
 
     def __init__(self, kernel="gaussian", kernel_params=None, loss="square", loss_params=None,
                  lam=1e-4, sketch=None, m=None, sketch_params=None, output_matrix=None,
-                 solver="auto", learning_rate=1e-2, batch_size=256, max_epochs=100, tol=1e-4,
+                 solver="auto", learning_rate=1e-2, batch_size=256, max_epochs=100, max_iter=1000, tol=1e-6,
                  n_iter_no_change=5, init="ridge", dtype="float64", rcond=None, chunk_size=None,
                  normalize_y=False, executor="local", executor_params=None, random_state=None, verbose=False):
         self.kernel = kernel
@@ -223,6 +246,7 @@ class SketchedKernelMachine(SaveMixin, _LinearProblemMixin, RegressorMixin, Base
         self.learning_rate = learning_rate
         self.batch_size = batch_size
         self.max_epochs = max_epochs
+        self.max_iter = max_iter
         self.tol = tol
         self.n_iter_no_change = n_iter_no_change
         self.init = init
@@ -416,13 +440,12 @@ class JointQuantileRegressor(SketchedKernelMachine):
     solver to Adam).
     """
 
-    # fixed by the model (not constructor parameters)
-    solver = "adam"
+    # fixed by the model (not a constructor parameter)
     loss = "pinball"
 
     def __init__(self, taus=(0.1, 0.3, 0.5, 0.7, 0.9), gamma_tau=10.0, kernel="gaussian",
                  kernel_params=None, lam=1e-4, sketch=None, m=None, sketch_params=None,
-                 learning_rate=1e-2, batch_size=256, max_epochs=100, tol=1e-4, n_iter_no_change=5,
+                 solver="auto", learning_rate=1e-2, batch_size=256, max_epochs=100, max_iter=1000, tol=1e-6, n_iter_no_change=5,
                  init="ridge", dtype="float64", rcond=None, chunk_size=None, normalize_y=False,
                  executor="local", executor_params=None, random_state=None, verbose=False):
         self.taus = taus
@@ -433,9 +456,11 @@ class JointQuantileRegressor(SketchedKernelMachine):
         self.sketch = sketch
         self.m = m
         self.sketch_params = sketch_params
+        self.solver = solver
         self.learning_rate = learning_rate
         self.batch_size = batch_size
         self.max_epochs = max_epochs
+        self.max_iter = max_iter
         self.tol = tol
         self.n_iter_no_change = n_iter_no_change
         self.init = init

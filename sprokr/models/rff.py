@@ -50,7 +50,7 @@ class RFFKernelMachine(SaveMixin, _LinearProblemMixin, RegressorMixin, BaseEstim
 
     def __init__(self, gamma=None, sigma2=None, n_components=100, loss="square", loss_params=None,
                  lam=1e-4, output_matrix=None, solver="auto", learning_rate=1e-2, batch_size=256,
-                 max_epochs=100, tol=1e-4, n_iter_no_change=5, init="ridge", dtype="float64",
+                 max_epochs=100, max_iter=1000, tol=1e-6, n_iter_no_change=5, init="ridge", dtype="float64",
                  normalize_y=False, random_state=None, verbose=False):
         self.gamma = gamma
         self.sigma2 = sigma2
@@ -63,6 +63,7 @@ class RFFKernelMachine(SaveMixin, _LinearProblemMixin, RegressorMixin, BaseEstim
         self.learning_rate = learning_rate
         self.batch_size = batch_size
         self.max_epochs = max_epochs
+        self.max_iter = max_iter
         self.tol = tol
         self.n_iter_no_change = n_iter_no_change
         self.init = init

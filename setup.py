@@ -43,6 +43,8 @@ EXTRAS = {
     # editable): the figures, the Dask executor and the documentation build are tested.
     "test": ["pytest>=7"] + PLOT + DASK + DOCS,
 }
-EXTRAS["all"] = sorted({r for k in ("chem", "graphs", "ot", "dask", "torch", "plot") for r in EXTRAS[k]})
+# `all`: every plugin and optional library except torch, whose default Linux wheels pull
+# several GB of CUDA libraries -- ask for it explicitly: pip install ".[all,torch]"
+EXTRAS["all"] = sorted({r for k in ("chem", "graphs", "ot", "dask", "plot") for r in EXTRAS[k]})
 
 setup(extras_require=EXTRAS)

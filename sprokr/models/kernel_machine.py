@@ -181,8 +181,13 @@ class SketchedKernelMachine(_LinearProblemMixin, RegressorMixin, BaseEstimator):
     X_support_ : prepared samples (the ``m'`` selected training points, or all of them)
     rank_ : int, dimension ``r`` of the feature map (n for the exact machine)
     y_mean_, y_scale_ : ndarray (d,), the target normalisation (0 and 1 without ``normalize_y``)
-    converged_ : bool, n_epochs_ : int, objective_ : list of float (Adam's per-epoch objective)
-    n_train_ : int, fit_time_ : float (s)
+    converged_ : bool
+    n_epochs_ : int
+    objective_ : list of float
+        Adam's per-epoch objective.
+    n_train_ : int
+    fit_time_ : float
+        Training time (s).
 
     Memory: the closed form accumulates ``(K R^T)^T (K R^T)`` over row chunks (O(m^2 +
     chunk x m')); Adam keeps the n x r features.  The exact machine holds the n x n Gram.

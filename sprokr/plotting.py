@@ -16,6 +16,7 @@ import os
 from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.axes import Axes
@@ -71,7 +72,7 @@ def _axes(ax: Optional["Axes"], figsize: Tuple[float, float] = (5.0, 3.5)) -> Tu
     return fig, fig.add_subplot()
 
 
-def plot_curve(x: Sequence[float], y: Sequence[float], *, xlabel: str = "", ylabel: str = "",
+def plot_curve(x: ArrayLike, y: ArrayLike, *, xlabel: str = "", ylabel: str = "",
                title: Optional[str] = None, mark: Optional[float] = None, mark_label: str = "plateau",
                logx: bool = False, logy: bool = False, path: Optional[PathLike] = None,
                ax: Optional["Axes"] = None) -> "Figure":
@@ -98,11 +99,11 @@ def plot_curve(x: Sequence[float], y: Sequence[float], *, xlabel: str = "", ylab
     -------
     matplotlib.figure.Figure
     """
-    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-    if x.ndim != 1 or x.shape != y.shape:
-        raise ValueError(f"x and y must be 1-D of the same length; got shapes {x.shape} and {y.shape}")
+    xs, ys = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if xs.ndim != 1 or xs.shape != ys.shape:
+        raise ValueError(f"x and y must be 1-D of the same length; got shapes {xs.shape} and {ys.shape}")
     fig, ax = _axes(ax)
-    ax.plot(x, y, "o-")
+    ax.plot(xs, ys, "o-")
     if mark is not None:
         ax.axvline(mark, color="tab:red", ls="--", label=f"{mark_label}: {mark:g}")
         ax.legend()
@@ -238,7 +239,7 @@ def plot_accuracy_vs_time(results: Mapping[str, Any], *, metric: str, time_key: 
     return _finish(fig, path)
 
 
-def plot_leverage_scores(scores: Sequence[float], *, top: Optional[int] = 400,
+def plot_leverage_scores(scores: ArrayLike, *, top: Optional[int] = 400,
                          title: str = "approximate leverage scores", logy: bool = False,
                          path: Optional[PathLike] = None) -> "Figure":
     """The ``top`` largest leverage scores, sorted decreasingly.
@@ -298,7 +299,7 @@ def _same(a: Any, b: Any) -> bool:
 
 
 def plot_molecules(predicted: Sequence[Any], truth: Optional[Sequence[Any]] = None, *,
-                   scores: Optional[Any] = None, max_rows: int = 8, image_size: int = 220,
+                   scores: Optional[ArrayLike] = None, max_rows: int = 8, image_size: int = 220,
                    title: Optional[str] = None, path: Optional[PathLike] = None) -> "Figure":
     """Predicted molecules drawn next to the true ones (RDKit depictions).
 

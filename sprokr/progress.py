@@ -147,7 +147,7 @@ def log_message(message: str, *, verbose: bool = False, logger: Union[logging.Lo
     if log.isEnabledFor(level):
         log.log(level, message)
     if verbose and not _is_shown(log, level):
-        _console.handle(log.makeRecord(log.name, level, "(sprokr)", 0, message, None, None))
+        _console.handle(log.makeRecord(log.name, level, "(sprokr)", 0, message, (), None))
 
 
 class PhaseTimer:

@@ -252,12 +252,13 @@ class GramBlock:
                     f"column of training sample {int(bad.max())}; pass the (n_samples, n_train) block "
                     "against all training samples, or GramBlock(values, columns=training indices)")
             return train_idx
-        if self._col_sorted is None:
+        if self._col_sorted is None or self._col_order is None:
             self._col_order = np.argsort(self.columns, kind="stable")
             self._col_sorted = self.columns[self._col_order]
-        pos = np.searchsorted(self._col_sorted, train_idx)
-        pos_c = np.minimum(pos, self._col_sorted.size - 1)
-        ok = (self._col_sorted.size > 0) & (self._col_sorted[pos_c] == train_idx)
+        col_sorted, col_order = self._col_sorted, self._col_order
+        pos = np.searchsorted(col_sorted, train_idx)
+        pos_c = np.minimum(pos, col_sorted.size - 1)
+        ok = (col_sorted.size > 0) & (col_sorted[pos_c] == train_idx)
         if not np.all(ok):
             missing = np.unique(train_idx[~ok])
             shown = ", ".join(map(str, missing[:10])) + (", ..." if missing.size > 10 else "")
@@ -265,7 +266,7 @@ class GramBlock:
                 f"precomputed kernel: the block lacks the columns of {missing.size} training sample(s) "
                 f"that {purpose} need: [{shown}]; its columns must include "
                 "sprokr.kernels.precomputed.required_columns(model)")
-        return self._col_order[pos_c]
+        return col_order[pos_c]
 
 
 def _is_symmetric(V: np.ndarray, rtol: float = SYMMETRY_RTOL, chunk: int = 1024):
@@ -303,7 +304,7 @@ class PrecomputedKernel(Kernel):
     for the whole protocol and :func:`required_columns` for sketched models.
     """
 
-    name = "precomputed"
+    name = "precomputed"  # type: ignore[assignment]  # Kernel.name defaults to None
 
     def __init__(self, normalized: bool = False, dtype: str = "float64") -> None:
         self.normalized = normalized

@@ -1,6 +1,7 @@
 """The code examples of the documentation run as written: every Python block of the README
 and of the guide pages listed below, each in a fresh namespace (so that copying one block
 alone works: no NameError)."""
+import logging
 import re
 from pathlib import Path
 
@@ -29,8 +30,21 @@ def test_readme_commands_and_blocks():
     assert len(python_blocks("README.md")) >= 4
 
 
+@pytest.fixture
+def restore_logging():
+    """Examples may configure logging (basicConfig): undo it for the other tests."""
+    root, sprokr_log = logging.getLogger(), logging.getLogger("sprokr")
+    saved = root.handlers[:], root.level, sprokr_log.level
+    yield
+    for h in root.handlers[:]:
+        if h not in saved[0]:
+            root.removeHandler(h)
+    root.setLevel(saved[1])
+    sprokr_log.setLevel(saved[2])
+
+
 @pytest.mark.parametrize("path, index", all_blocks())
-def test_documented_example_runs(path, index, capsys):
+def test_documented_example_runs(path, index, capsys, restore_logging):
     block = python_blocks(path)[index]
     if "sprokr_chem" in block:
         pytest.importorskip("sprokr_chem")

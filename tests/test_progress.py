@@ -6,6 +6,17 @@ import pytest
 from sprokr import progress as prog
 
 
+@pytest.fixture(autouse=True)
+def unconfigured_logging(monkeypatch):
+    """As in a fresh interpreter: no handler on the root logger, sprokr's level unset."""
+    root, log = logging.getLogger(), logging.getLogger("sprokr")
+    monkeypatch.setattr(root, "handlers", [h for h in root.handlers if type(h).__name__ == "LogCaptureHandler"])
+    level = log.level
+    log.setLevel(logging.NOTSET)  # setLevel (not the attribute): it clears the loggers' caches
+    yield
+    log.setLevel(level)
+
+
 def test_library_logger_has_only_a_null_handler():
     log = logging.getLogger("sprokr")
     assert prog.logger is log and prog.get_logger() is log

@@ -1,7 +1,10 @@
 """Loaders for the benchmark data (Mulan ARFF) and the small samples shipped with sprokr.
 
-The benchmark data live outside the package (``../shared/data`` next to a checkout, or a
-path given by the user); nothing is downloaded.
+The benchmark data live outside the package and nothing is downloaded: the loaders take a
+``path``, the benchmark scripts ``--data PATH``, and both default to
+:func:`default_data_dir` -- ``$SPROKR_DATA`` when set (a directory holding ``bibtex/``,
+``rf1/``, ``qm9/``, ``chebi20/``), else ``shared/data`` beside the checkout, the current
+directory or one of its parents.
 """
 from __future__ import annotations
 
@@ -11,7 +14,11 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["read_arff", "load_bibtex", "load_bibtex_sample", "load_rf1", "default_data_dir", "sample_path"]
+__all__ = ["read_arff", "load_bibtex", "load_bibtex_sample", "load_rf1", "default_data_dir", "sample_path",
+           "data_not_found", "ENV_DATA"]
+
+#: environment variable naming the directory of the benchmark data
+ENV_DATA = "SPROKR_DATA"
 
 _SAMPLES = Path(__file__).resolve().parent / "data"
 
@@ -25,21 +32,54 @@ def sample_path(name):
 
 
 def default_data_dir():
-    """Where the benchmark data live: ``$SPROKR_DATA`` if set, else the first existing
-    ``shared/data`` beside the source checkout (editable installs) or beside the current
-    directory or one of its parents (a regular install run from the checkout); else the
-    checkout-relative path, which the loaders report as missing with its full path.
+    """Where the benchmark data live.
+
+    ``$SPROKR_DATA`` if set, else the first existing ``shared/data`` beside the source
+    checkout (editable installs) or beside the current directory or one of its parents (a
+    regular install run from the checkout).  When there is none: ``shared/data`` beside
+    the checkout for a source checkout, else beside the current directory -- never a path
+    inside the installed package; the loaders then report it as missing, with how to give
+    the location (:func:`data_not_found`).
+
+    Returns
+    -------
+    pathlib.Path
     """
-    env = os.environ.get("SPROKR_DATA")
+    env = os.environ.get(ENV_DATA)
     if env:
         return Path(env)
-    beside_source = Path(__file__).resolve().parents[2] / "shared" / "data"
+    checkout = Path(__file__).resolve().parents[1]
+    beside_source = checkout.parent / "shared" / "data"
     cwd = Path.cwd().resolve()
-    for root in (beside_source.parents[1], cwd, *cwd.parents):
+    for root in (checkout.parent, cwd, *cwd.parents):
         candidate = root / "shared" / "data"
         if candidate.is_dir():
             return candidate
-    return beside_source
+    if (checkout / "pyproject.toml").is_file():  # running from a source checkout
+        return beside_source
+    return cwd / "shared" / "data"
+
+
+def data_not_found(path, what):
+    """The ``FileNotFoundError`` of missing benchmark data, saying how to give their location.
+
+    Parameters
+    ----------
+    path : str or Path
+        The path that does not exist.
+    what : str
+        The data set, e.g. ``"Bibtex (bibtex-train.arff)"``.
+
+    Returns
+    -------
+    FileNotFoundError
+        To be raised by the caller.
+    """
+    return FileNotFoundError(
+        f"{what} not found: {path} does not exist.  The benchmark data are not shipped with sprokr: "
+        f"pass their location (benchmark scripts: --data PATH; loaders: path=...) or set the environment "
+        f"variable {ENV_DATA} to the directory holding bibtex/, rf1/, qm9/ and chebi20/ "
+        f"(now {'set to ' + repr(os.environ[ENV_DATA]) if os.environ.get(ENV_DATA) else 'unset'}).")
 
 
 def read_arff(path, missing=np.nan):
@@ -110,6 +150,8 @@ def load_bibtex(path=None):
     root = Path(path) if path else default_data_dir() / "bibtex"
     out = []
     for split in ("train", "test"):
+        if not (root / f"bibtex-{split}.arff").is_file():
+            raise data_not_found(root / f"bibtex-{split}.arff", f"Bibtex (bibtex-{split}.arff)")
         M, _ = read_arff(root / f"bibtex-{split}.arff")
         X = M[:, :1836].tocsr()
         Y = M[:, 1836:].toarray().astype(np.int8)
@@ -125,6 +167,8 @@ def load_rf1(path=None):
     root = Path(path) if path else default_data_dir() / "rf1"
     out = []
     for split in ("train", "test"):
+        if not (root / f"rf1-{split}.arff").is_file():
+            raise data_not_found(root / f"rf1-{split}.arff", f"River Flow 1 (rf1-{split}.arff)")
         M, _ = read_arff(root / f"rf1-{split}.arff", missing=0.0)
         out += [M[:, :64], M[:, 64:]]
     return tuple(out)

@@ -11,7 +11,10 @@
 * :func:`select_m_x` -- validation surrogate error of SIOKR for growing ``m_x`` until
   convergence or a training-time budget.
 
-Plots use matplotlib's Agg backend (extra ``plot``).
+Figures (extra ``plot``) are drawn by :mod:`sprokr.plotting`, which returns matplotlib
+``Figure`` objects and never changes the global backend.  Progress lines go to the
+``sprokr.selection`` logger (shown on standard error with ``verbose=True``, see
+:mod:`sprokr.progress`).
 """
 from __future__ import annotations
 
@@ -28,6 +31,8 @@ from .numerics import (
     psd_eigh,
     topk_search,
 )
+from .progress import get_logger, log_message
+from .progress import progress as progress_bar
 from .registry import resolve_executor, resolve_kernel, resolve_sketch
 from .utils import check_positive, check_random_state, iter_chunks, num_samples, take, take_slice, unique_indices
 
@@ -40,6 +45,8 @@ __all__ = [
     "surrogate_error",
     "select_m_x",
 ]
+
+_LOGGER = get_logger("selection")
 
 
 def plateau_index(values, greater_is_better=False, rtol=0.05, atol=0.0):
@@ -59,34 +66,20 @@ def plateau_index(values, greater_is_better=False, rtol=0.05, atol=0.0):
     return int(bad[-1] + 1) if bad.size else 0
 
 
-def plot_curve(x, y, path, xlabel, ylabel, title=None, mark=None, logx=False):
-    """Save a line plot of ``y`` against ``x`` as PNG (matplotlib Agg); returns ``path``."""
-    import matplotlib
+def plot_curve(x, y, path=None, xlabel="", ylabel="", title=None, mark=None, logx=False):
+    """Line plot of ``y`` against ``x`` (see :func:`sprokr.plotting.plot_curve`).
 
-    matplotlib.use("Agg", force=False)
-    import matplotlib.pyplot as plt
+    Returns the :class:`matplotlib.figure.Figure`; it is saved to ``path`` when one is given.
+    The global matplotlib backend is not touched.
+    """
+    from .plotting import plot_curve as _plot
 
-    fig, ax = plt.subplots(figsize=(5, 3.5), dpi=100)
-    ax.plot(x, y, "o-")
-    if mark is not None:
-        ax.axvline(mark, color="tab:red", ls="--", label=f"plateau: {mark}")
-        ax.legend()
-    if logx:
-        ax.set_xscale("log")
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel(ylabel)
-    if title:
-        ax.set_title(title)
-    ax.grid(alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
-    return path
+    return _plot(x, y, xlabel=xlabel, ylabel=ylabel, title=title, mark=mark, logx=logx, path=path)
 
 
 def perfect_h_curve(Y_train, Y_val, output_kernel, m_grid, sketch="subsample", sketch_params=None,
                     output_kernel_params=None, candidates=None, metric=None, greater_is_better=None,
-                    rtol=0.05, rcond=None, random_state=None, plot=None, verbose=False):
+                    rtol=0.05, rcond=None, random_state=None, plot=None, verbose=False, progress=None):
     """The "perfect h" curve: validation error of ``h(y) = P~_Y psi(y)`` for each ``m_y``.
 
     For each ``m`` in ``m_grid`` an output sketch ``R`` (m x n) is drawn on the training
@@ -115,7 +108,13 @@ def perfect_h_curve(Y_train, Y_val, output_kernel, m_grid, sketch="subsample", s
     random_state : None, int or Generator
         One generator for the successive sketches.
     plot : str or path, optional
-        Save the curve as PNG there.
+        Save the figure of :func:`sprokr.plotting.plot_sketch_size_curve` there (PNG, PDF
+        or SVG by extension).
+    verbose : bool
+        Show one line per size on standard error (always logged at INFO on the
+        ``sprokr.selection`` logger).
+    progress : bool, optional
+        Progress bar over the sizes (default: :func:`sprokr.progress.progress_enabled`).
 
     Returns
     -------
@@ -147,6 +146,7 @@ def perfect_h_curve(Y_train, Y_val, output_kernel, m_grid, sketch="subsample", s
             metric, greater_is_better = _kernel_loss(ky), False
     gib = bool(greater_is_better)
     proj, met, ranks, times = [], [], [], []
+    bar = progress_bar(total=len(grid), desc="perfect h", unit="sizes", enabled=progress)
     for m, sk in zip(grid, sketches):
         t0 = time.perf_counter()
         R = sk.draw(n, rng)
@@ -159,17 +159,20 @@ def perfect_h_curve(Y_train, Y_val, output_kernel, m_grid, sketch="subsample", s
             idx = topk_search(Hv, feats.transform(Cp), 1, off).indices[:, 0]
             met.append(float(metric(Y_val, take(C, idx))))
         times.append(time.perf_counter() - t0)
-        if verbose:
-            extra = f", metric {met[-1]:.5g}" if decode else ""
-            print(f"[perfect_h] m_y={m}: rank {ranks[-1]}, projection error {proj[-1]:.5g}{extra} "
-                  f"({times[-1]:.2f} s)", flush=True)
+        extra = f", metric {met[-1]:.5g}" if decode else ""
+        bar.update(1)
+        log_message(f"perfect_h m_y={m}: rank {ranks[-1]}, projection error {proj[-1]:.5g}{extra} "
+                    f"({times[-1]:.2f} s)", verbose=verbose, logger=_LOGGER)
+    bar.close()
     curve, crit = (met, "metric") if decode else (proj, "projection_error")
     k = plateau_index(curve, greater_is_better=gib if decode else False, rtol=rtol)
     out = {"m": grid, "projection_error": proj, "metric": met if decode else None, "ranks": ranks,
            "times": times, "criterion": crit, "plateau_m": grid[k], "plot": None}
     if plot is not None:
-        out["plot"] = str(plot_curve(grid, curve, plot, "m_y", crit.replace("_", " "),
-                                     "perfect h (validation)", mark=grid[k]))
+        from .plotting import plot_sketch_size_curve
+
+        plot_sketch_size_curve(out, path=plot)
+        out["plot"] = str(plot)
     return out
 
 
@@ -264,10 +267,14 @@ class _LeverageRows:
         return np.einsum("ij,ij->i", C, C)
 
 
-def plot_leverage_scores(scores, path, top=400, title="approximate leverage scores"):
-    """Save the ``top`` largest scores, sorted decreasingly, as a PNG; returns ``path``."""
-    s = np.sort(np.asarray(scores, dtype=float))[::-1][:top]
-    return plot_curve(np.arange(1, s.size + 1), s, path, "rank", "leverage score", title)
+def plot_leverage_scores(scores, path=None, top=400, title="approximate leverage scores"):
+    """The ``top`` largest scores, sorted decreasingly (see :func:`sprokr.plotting.plot_leverage_scores`).
+
+    Returns the :class:`matplotlib.figure.Figure`; it is saved to ``path`` when one is given.
+    """
+    from .plotting import plot_leverage_scores as _plot
+
+    return _plot(scores, top=top, title=title, path=path)
 
 
 def surrogate_error(model, X, Y, chunk_size=None):
@@ -317,7 +324,7 @@ class _ExactOutputError(ChunkTask):
 
 
 def select_m_x(X, Y, X_val, Y_val, m_grid, budget_s, rtol=0.01, patience=1, random_state=None,
-               verbose=False, **siokr_params):
+               verbose=False, progress=None, **siokr_params):
     """Choose the input sketch size of SIOKR by validation surrogate error under a time budget.
 
     SIOKR is fitted for increasing ``m_x`` in ``m_grid``; the loop stops when the training
@@ -331,6 +338,11 @@ def select_m_x(X, Y, X_val, Y_val, m_grid, budget_s, rtol=0.01, patience=1, rand
     m_grid : increasing sequence of int
     budget_s : float
         Training-time budget of one fit (s).
+    verbose : bool
+        Show one line per size on standard error (always logged at INFO on the
+        ``sprokr.selection`` logger).
+    progress : bool, optional
+        Progress bar over the sizes (default: :func:`sprokr.progress.progress_enabled`).
     **siokr_params : passed to :class:`sprokr.SIOKR` (kernels, lam, sketch, ...); an
         ``output_sketch`` here makes the models SISOKR.
 
@@ -348,6 +360,7 @@ def select_m_x(X, Y, X_val, Y_val, m_grid, budget_s, rtol=0.01, patience=1, rand
     rng = check_random_state(random_state)
     params = {"input_sketch": "subsample", **siokr_params}
     ms, errs, times, stopped, flat = [], [], [], "grid", 0
+    bar = progress_bar(total=len(grid), desc="select m_x", unit="sizes", enabled=progress)
     for m in grid:
         model = SISOKR(m_x=m, random_state=int(rng.integers(2**31 - 1)), **params)
         t0 = time.perf_counter()
@@ -355,8 +368,9 @@ def select_m_x(X, Y, X_val, Y_val, m_grid, budget_s, rtol=0.01, patience=1, rand
         t = time.perf_counter() - t0
         err = surrogate_error(model, X_val, Y_val)
         ms.append(m), errs.append(err), times.append(t)
-        if verbose:
-            print(f"[select_m_x] m_x={m}: validation surrogate error {err:.5g}, fit {t:.2f} s", flush=True)
+        bar.update(1)
+        log_message(f"select_m_x m_x={m}: validation surrogate error {err:.5g}, fit {t:.2f} s",
+                    verbose=verbose, logger=_LOGGER)
         if t > budget_s:
             stopped = "budget"
             break
@@ -366,6 +380,7 @@ def select_m_x(X, Y, X_val, Y_val, m_grid, budget_s, rtol=0.01, patience=1, rand
             if flat >= patience:
                 stopped = "converged"
                 break
+    bar.close()
     ok = [i for i, t in enumerate(times) if t <= budget_s] or [0]
     best = min(errs[i] for i in ok)
     sel = next(ms[i] for i in ok if errs[i] <= best + rtol * abs(best))

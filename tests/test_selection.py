@@ -66,7 +66,8 @@ def test_leverage_scores_exact_with_full_nystrom_and_usable_as_probabilities(rng
     assert np.corrcoef(s_small, exact)[0, 1] > 0.6  # 0.74 observed; unrelated scores give ~0
     R = SubSample(m=30, probabilities=s_small).draw(n, np.random.default_rng(0))
     assert R.m == 30
-    assert plot_leverage_scores(s, tmp_path / "lev.png") == tmp_path / "lev.png"
+    fig = plot_leverage_scores(s, tmp_path / "lev.png")  # a Figure, saved because a path is given
+    assert fig.axes and (tmp_path / "lev.png").read_bytes()[:4] == b"\x89PNG"
 
 
 def test_surrogate_error_matches_explicit_computation(multilabel_data):

@@ -1,5 +1,6 @@
-"""Kernels: the :class:`Kernel` protocol and the numeric built-ins on vectors."""
+"""Kernels: the :class:`Kernel` protocol, the numeric built-ins on vectors and ``"precomputed"``."""
 from .base import Kernel, VectorKernel
+from .precomputed import GramBlock, PrecomputedKernel
 from .vector import (
     CosineKernel,
     GaussianKernel,
@@ -20,7 +21,8 @@ BUILTIN_KERNELS = {
         CosineKernel,
         TanimotoKernel,
         MinMaxKernel,
+        PrecomputedKernel,
     )
 }
 
-__all__ = ["Kernel", "VectorKernel", "BUILTIN_KERNELS", *(c.__name__ for c in BUILTIN_KERNELS.values())]
+__all__ = ["Kernel", "VectorKernel", "GramBlock", "BUILTIN_KERNELS", *(c.__name__ for c in BUILTIN_KERNELS.values())]

@@ -78,7 +78,7 @@ def _resolve_gamma(gamma, sigma2, A):
 
 
 class LinearKernel(VectorKernel):
-    """``k(a, b) = a . b``."""
+    """``k(a, b) = a^T b``."""
 
     name = "linear"
 
@@ -93,7 +93,7 @@ class LinearKernel(VectorKernel):
 
 
 class PolynomialKernel(VectorKernel):
-    """``k(a, b) = (gamma a . b + coef0) ** degree`` (gamma defaults to 1 / n_features)."""
+    """``k(a, b) = (gamma a^T b + coef0) ** degree`` (gamma defaults to 1 / n_features)."""
 
     name = "polynomial"
 
@@ -200,7 +200,7 @@ class LaplacianKernel(VectorKernel):
 
 
 class CosineKernel(VectorKernel):
-    """``k(a, b) = a . b / (|a| |b|)``; a zero vector has similarity 0 to everything else."""
+    """``k(a, b) = a^T b / (|a| |b|)``; a zero vector has similarity 0 to everything else."""
 
     name = "cosine"
     normalized = True

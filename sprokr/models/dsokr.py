@@ -5,7 +5,7 @@ El Ahmad et al. (2024).  With an output sketch ``R_y`` (m_y x n) and the eigenpa
 ``e~_j = sum_i [R_y^T U D^-1/2]_ij psi(y_i)`` is orthonormal in the output RKHS, and the
 coordinates of ``psi(y)`` on it are ``psi~(y) = D^-1/2 U^T R_y k_y^y`` (p,) -- the
 :class:`~sprokr.models.SketchedFeatures` of the output kernel.  Any regressor
-``g_W: X -> R^p`` then defines ``h(x) = sum_j g_W(x)_j e~_j`` and
+``g_W: X -> R^p`` then defines ``h(x) = sum_j g_W(x)_j e~_j`` and::
 
     |h(x) - psi(y)|^2_H = |g_W(x) - psi~(y)|^2 + r(y),    r(y) = k(y, y) - |psi~(y)|^2 >= 0,
 
@@ -73,11 +73,14 @@ def sketched_output_targets(kernel, R, Y, rcond=DEFAULT_RCOND, chunk_size=None, 
 
     ex = executor if executor is not None else LocalExecutor()
     parts = ex.partition(Y, prepare=(None if prepared else kernel.prepare_outputs,))
+    # the kernel on a few training outputs: finite, symmetric, PSD (clear errors early)
+    check_kernel_sample(kernel, ex.take_rows(parts, np.arange(min(parts.n, 64)), which=0), "output kernel")
     raw_sel = ex.take_rows(parts, R.indices, which=0)
     if prepared:
         feats = SketchedFeatures(kernel, R, raw_sel, OUTPUT_DTYPE, rcond).fit_basis()
     else:
-        feats = SketchedFeatures.from_support(kernel, R, take(Y, R.indices), OUTPUT_DTYPE, rcond)[0].fit_basis()
+        feats = SketchedFeatures.from_support(kernel, R, take(Y, R.indices), OUTPUT_DTYPE, rcond,
+                                              prepared=raw_sel)[0].fit_basis()
     chunk = chunk_size or default_chunk_size(feats.R.indices.size, OUTPUT_DTYPE)
     out = ex.map_rows(parts, _TargetsAndResiduals(feats, kernel), chunk, name="output targets")
     return feats, np.ascontiguousarray(out[:, :-1]), out[:, -1].copy()
@@ -228,9 +231,6 @@ class DSOKR(OutputKernelModel, BaseEstimator):
         executor = resolve_executor(self.executor, self.executor_params)
         R = sy.draw(n, rng)  # the sketch is drawn first: same seed, same sketch as ISOKR
         reg = self._make_regressor(rng)
-        sample = NamedPrepare(ky.prepare_outputs, "Y")(take(Y, np.arange(min(n, 64))))
-        check_kernel_sample(ky, sample, "output kernel")
-
         feats, Psi, r = sketched_output_targets(ky, R, Y, rcond, chunk, executor)
         p = Psi.shape[1]
         self._log(f"output basis: m_y={R.m}, rank p={p}, mean residual r={r.mean():.4g} "

@@ -218,11 +218,17 @@ class SketchedKernelMachine(SaveMixin, _LinearProblemMixin, RegressorMixin, Base
     rank_ : int, dimension ``r`` of the feature map (n for the exact machine)
     y_mean_, y_scale_ : ndarray (d,), the target normalisation (0 and 1 without ``normalize_y``)
     converged_ : bool
+    converged_ : bool
         True when the relative duality gap is certified below ``tol`` (always for the closed form).
     objective_gap_ : float or None
         The certified relative duality gap of the solution (None when the loss has no conjugate).
-    n_epochs_ : int (L-BFGS iterations or Adam epochs), objective_ : list of float
-    n_train_ : int, fit_time_ : float (s)
+    n_epochs_ : int
+        L-BFGS iterations or Adam epochs.
+    objective_ : list of float
+        The objective after each solver stage (L-BFGS) or epoch (Adam).
+    n_train_ : int
+    fit_time_ : float
+        Training time (s).
 
     Memory: the closed form accumulates ``(K R^T)^T (K R^T)`` over row chunks (O(m^2 +
     chunk x m')); Adam keeps the n x r features.  The exact machine holds the n x n Gram.

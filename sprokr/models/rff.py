@@ -44,8 +44,11 @@ class RFFKernelMachine(SaveMixin, _LinearProblemMixin, RegressorMixin, BaseEstim
 
     Attributes
     ----------
-    weights_ : ndarray (n_features, s), offsets_ : ndarray (s,)
-    coef_ : ndarray (s, d), converged_, n_epochs_, objective_, fit_time_, y_mean_, y_scale_
+    weights_ : ndarray (n_features, s)
+    offsets_ : ndarray (s,)
+    coef_ : ndarray (s, d)
+    converged_, n_epochs_, objective_, fit_time_, y_mean_, y_scale_
+        As in :class:`~sprokr.SketchedKernelMachine`.
     """
 
     def __init__(self, gamma=None, sigma2=None, n_components=100, loss="square", loss_params=None,

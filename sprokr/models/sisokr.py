@@ -268,13 +268,15 @@ class SISOKR(OutputKernelModel, BaseEstimator):
         which, psi_u = 1, None
         if Ry is not None:
             raw_sel = executor.take_rows(parts, Ry.indices, which=2)
-            fy, keep = SketchedFeatures.from_support(ky, Ry, raw_sel, OUTPUT_DTYPE, rcond)
+            fy, keep = SketchedFeatures.from_support(ky, Ry, raw_sel, OUTPUT_DTYPE, rcond,
+                                                     prepared=executor.take_rows(parts, Ry.indices, which=1))
             self.output_features_ = fy.fit_basis()
             self._support_outputs = (take(raw_sel, keep), fy.R.indices)
             targets, width = fy.transform, fy.rank
             if distinct is not None:  # psi~ once per distinct output, gathered by id
                 Yu = take(all_rows(executor, parts, 2), distinct[0])
-                upart = executor.partition(Yu, prepare=(NamedPrepare(ky.prepare_outputs, "Y"),))
+                # prepared as training samples (a precomputed kernel then knows their rows)
+                upart = executor.partition(executor.take_rows(parts, distinct[0], which=1))
                 psi_u = (Yu, executor.map_rows(upart, fy.transform, chunk or default_chunk_size(
                     fy.R.indices.size, OUTPUT_DTYPE), name="output targets"), upart)
                 targets, which = _RowsOf(psi_u[1]), 3
@@ -351,7 +353,7 @@ class SISOKR(OutputKernelModel, BaseEstimator):
             sel_raw, sel_idx = self._support_outputs
             self._support_groups = _groups_of(sel_raw, sel_idx, Yu, first)
             del self._support_outputs
-            upart = ex.partition(Yu, prepare=(NamedPrepare(ky.prepare_outputs, "Y"),))
+            upart = ex.partition(ex.take_rows(parts, first, which=1))
             fy = self.output_features_
             offsets = None if ky.normalized else ex.map_rows(upart, _Offsets(ky), chunk, name="output offsets")
             if isinstance(upart.blocks[0], tuple):  # local: the embeddings are held here

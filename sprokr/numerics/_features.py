@@ -76,9 +76,12 @@ class SketchedFeatures:
         self.eigenvalues_ = None
 
     @classmethod
-    def from_support(cls, kernel, R, raw_support, dtype, rcond, merge_duplicates=True):
+    def from_support(cls, kernel, R, raw_support, dtype, rcond, merge_duplicates=True, prepared=None):
         """Features from RAW support OUTPUTS ``Z[R.indices]`` (``kernel.prepare_outputs``),
         equal samples merged.
+
+        ``prepared``, if given, is the same samples already prepared as training samples
+        (a precomputed kernel knows its training rows only when prepared from the full Gram).
 
         Returns the features (whose ``R`` may have fewer non-null columns, same ``K R^T``)
         and the position, in ``raw_support``, of each kept support sample.
@@ -89,7 +92,11 @@ class SketchedFeatures:
             if first.size < keep.size:
                 R = R.merge_columns(inverse, first)
                 keep = first
-        support = kernel.prepare_outputs(take(raw_support, keep) if keep.size < num_samples(raw_support) else raw_support)
+        sub = keep.size < num_samples(raw_support)
+        if prepared is not None:
+            support = take(prepared, keep) if sub else prepared
+        else:
+            support = kernel.prepare_outputs(take(raw_support, keep) if sub else raw_support)
         return cls(kernel, R, support, dtype, rcond), keep
 
     @property

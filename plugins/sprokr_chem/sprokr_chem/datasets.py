@@ -28,7 +28,9 @@ def load_qm9(path=None, properties=None):
         path = default_data_dir() / "qm9" / "qm9_dev.csv"
     path = Path(path)
     if not path.exists():
-        raise FileNotFoundError(f"QM9 file not found: {path}")
+        from sprokr.datasets import data_not_found
+
+        raise data_not_found(path, "QM9 CSV")
     with open(path, newline="") as fh:
         rows = list(csv.DictReader(fh))
     if not rows or "smiles" not in rows[0]:
@@ -49,6 +51,10 @@ def load_chebi20(path=None, on_error="raise"):
         from sprokr.datasets import default_data_dir
 
         path = default_data_dir() / "chebi20" / "val.sdf.zip"
+    if not Path(path).exists():
+        from sprokr.datasets import data_not_found
+
+        raise data_not_found(path, "ChEBI-20 SDF")
     mols, props, report = read_sdf(path, on_error=on_error)
     keep = [i for i, p in enumerate(props) if str(p.get("Description", "")).strip()]
     if len(keep) != len(mols):

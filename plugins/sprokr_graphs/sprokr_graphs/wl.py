@@ -8,7 +8,7 @@ The core variant (GraKeL's ``CoreFramework``, Nikolentzos et al. 2018) sums the 
 over the i-cores of both graphs, ``i = max core .. min_core + 1``.
 
 Both are inner products of explicit count vectors, so ``prepare`` computes every graph's
-vector ONCE (a per-graph loop, O(h |E|)) and ``pairwise`` is a sparse matrix product.  A
+vector ONCE (a per-graph loop, ``O(h |E|)``) and ``pairwise`` is a sparse matrix product.  A
 label is identified by a stable 64-bit hash (blake2b) of (core level, round, label), so
 no vocabulary has to be fitted: graphs prepared at different times share one feature
 space, the same in every process.  ``normalize=True`` (the default) divides by the norms,

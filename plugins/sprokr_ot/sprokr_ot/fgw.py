@@ -1,7 +1,7 @@
 """Fused Gromov-Wasserstein (FGW) distance and FGW-barycenter decoding (POT).
 
 A labelled graph becomes a pair ``(F, C)``: ``F`` the one-hot node labels over an
-alphabet (n x |A|), ``C`` the structure matrix holding the edge weights (bond orders for
+alphabet (``n x |A|``), ``C`` the structure matrix holding the edge weights (bond orders for
 molecule graphs of sprokr-chem; 1 for unlabelled edges).  The FGW distance mixes the
 feature cost ``|F_i - F'_j|^2`` and the structure cost ``|C_ik - C'_jl|^2`` with weight
 ``alpha`` on the structure (POT's convention).

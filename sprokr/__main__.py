@@ -1,0 +1,7 @@
+"""``python -m sprokr ...``: the same command line as the ``sprokr`` script."""
+import sys
+
+from .cli import main
+
+if __name__ == "__main__":
+    sys.exit(main())

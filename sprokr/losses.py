@@ -69,7 +69,11 @@ class Loss(BaseEstimator):
         (``inf`` outside its domain);
     ``smoothed(mu)`` -> Loss
         the Moreau envelope ``min_q l(q) + |p - q|^2 / (2 mu)``: differentiable, within
-        ``mu/2 |grad|^2`` of the loss, and its gradients lie in the conjugate's domain.
+        ``mu/2 |grad|^2`` of the loss, and its gradients lie in the conjugate's domain;
+    ``dual_box(A, Y)`` -> (lo, hi) or None
+        per-entry bounds of the conjugate's domain (lets the solver refine the dual at the
+        kinks).
+
     ``smooth = True`` marks a differentiable loss (no smoothing needed).
     """
 

@@ -25,8 +25,8 @@ class CandidateIndex(SaveMixin):
     ``model.predict(X, candidates=index)``.  Embedding is the only step that evaluates the
     output kernel; each later query batch costs ``O(n_queries n_candidates d)`` flops.
 
-    Parameters / attributes
-    -----------------------
+    Parameters
+    ----------
     candidates : collection
         The raw candidates, as given (what ``predict`` returns).
     embeddings : ndarray of shape (n_candidates, d) or None
@@ -46,6 +46,11 @@ class CandidateIndex(SaveMixin):
         one product ``[H, 1] [E, offsets]^T`` where the partitions live.
     dim : int, optional
         ``d``, needed with ``partitions`` only.
+
+    Attributes
+    ----------
+    candidates, embeddings, offsets, owner, kernel, partitions, dim :
+        As given.
     cache : dict
         Derived forms of the index computed by models (e.g. an index folded with a
         model's coefficients), keyed by the model's token.

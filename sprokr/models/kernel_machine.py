@@ -55,7 +55,7 @@ from .output_matrix import check_output_matrix, joint_quantile_matrix
 from .base import check_n_features, set_n_features
 from .sisokr import check_chunk_size
 
-__all__ = ["SketchedKernelMachine", "JointQuantileRegressor", "check_targets", "check_solver_params"]
+__all__ = ["SketchedKernelMachine", "JointQuantileRegressor", "FeatureProblemMixin", "check_targets", "check_solver_params"]
 
 
 def check_targets(y, n, owner="this estimator"):
@@ -102,8 +102,12 @@ def check_solver_params(est, loss):
     return solver
 
 
-class _LinearProblemMixin:
-    """Closed form or Adam on features ``Z``; shared with the random Fourier features."""
+class FeatureProblemMixin:
+    """The linear problem (E1) on features ``Z``: closed form, L-BFGS or Adam.
+
+    Shared by the sketched machines and the random-Fourier-feature machine; sets
+    ``converged_``, ``n_iter_``, ``n_epochs_``, ``objective_`` and ``objective_gap_``.
+    """
 
     def _solve_on_features(self, Z, Y, solver, loss, lam, V, e, rng, C0=None):
         """Output coefficients ``C`` (r, d) of the linear problem on features ``Z`` (n, r).
@@ -114,7 +118,7 @@ class _LinearProblemMixin:
         if C0 is None and (solver == "closed_form" or self.init == "ridge"):
             C0 = ridge_by_eigengroups(matmul(Z.T, Z), matmul(Z.T, Y.astype(Z.dtype)), n, lam, V, e)
         if solver == "closed_form":
-            self.converged_, self.n_epochs_, self.objective_, self.objective_gap_ = True, 0, [], 0.0
+            self._closed_form_done()
             return C0
         if solver == "lbfgs":
             res = lbfgs_solve(Z, Y, loss, lam, V, e, coef0=C0, tol=self.tol, max_iter=self.max_iter,
@@ -127,7 +131,13 @@ class _LinearProblemMixin:
             )
         self.converged_, self.n_epochs_, self.objective_ = res.converged, res.n_epochs, res.objective
         self.objective_gap_ = res.gap
+        self.n_iter_ = max(1, int(res.n_epochs))
         return res.coef
+
+    def _closed_form_done(self):
+        """Solver attributes of a direct solve (exact: gap 0, one 'iteration')."""
+        self.converged_, self.n_epochs_, self.objective_, self.objective_gap_ = True, 0, [], 0.0
+        self.n_iter_ = 1
 
     def _normalised_targets(self, Y):
         """``(Y', mean, scale)``: targets centred and scaled per column when ``normalize_y``.
@@ -150,7 +160,7 @@ class _LinearProblemMixin:
         return P[:, 0] if self._scalar else P
 
 
-class SketchedKernelMachine(SaveMixin, _LinearProblemMixin, RegressorMixin, BaseEstimator):
+class SketchedKernelMachine(SaveMixin, FeatureProblemMixin, RegressorMixin, BaseEstimator):
     """Kernel machine with a generic loss, optional sketching and a decomposable kernel ``k M``.
 
     Parameters
@@ -182,9 +192,12 @@ class SketchedKernelMachine(SaveMixin, _LinearProblemMixin, RegressorMixin, Base
     tol : float
         Relative duality gap at which the solution is accepted: ``converged_`` is True only
         when the gap of the returned solution is certified below ``tol``
-        (``objective_gap_``; the loss's conjugate gives the certificate).
+        (``objective_gap_``; the loss's conjugate gives the certificate).  The default 1e-4
+        puts the returned objective within 0.01 % of the optimum.
     max_iter : int
-        L-BFGS iterations in total.
+        L-BFGS iterations in total (default 3000; a smoothing stage gets at most a third).
+        Sketched problems need tens to hundreds; the exact machine on its n Cholesky
+        features, poorly conditioned, up to a few thousand.
     learning_rate, batch_size, max_epochs, n_iter_no_change :
         Adam step size, mini-batch size, epoch budget and step-halving rule
         (:func:`sprokr.numerics.adam_solve`).
@@ -223,7 +236,9 @@ class SketchedKernelMachine(SaveMixin, _LinearProblemMixin, RegressorMixin, Base
     objective_gap_ : float or None
         The certified relative duality gap of the solution (None when the loss has no conjugate).
     n_epochs_ : int
-        L-BFGS iterations or Adam epochs.
+        L-BFGS iterations or Adam epochs (0 for the closed form).
+    n_iter_ : int
+        The same, at least 1 (scikit-learn's convention; 1 for the closed form).
     objective_ : list of float
         The objective after each solver stage (L-BFGS) or epoch (Adam).
     n_train_ : int
@@ -236,7 +251,7 @@ class SketchedKernelMachine(SaveMixin, _LinearProblemMixin, RegressorMixin, Base
 
     def __init__(self, kernel="gaussian", kernel_params=None, loss="square", loss_params=None,
                  lam=1e-4, sketch=None, m=None, sketch_params=None, output_matrix=None,
-                 solver="auto", learning_rate=1e-2, batch_size=256, max_epochs=100, max_iter=1000, tol=1e-6,
+                 solver="auto", learning_rate=1e-2, batch_size=256, max_epochs=100, max_iter=3000, tol=1e-4,
                  n_iter_no_change=5, init="ridge", dtype="float64", rcond=None, chunk_size=None,
                  normalize_y=False, executor="local", executor_params=None, random_state=None, verbose=False):
         self.kernel = kernel
@@ -345,7 +360,7 @@ class SketchedKernelMachine(SaveMixin, _LinearProblemMixin, RegressorMixin, Base
             AtA, AtY = ex.map_reduce(parts, task, chunk)[0].result()
             # G = Z^T Z and H = Z^T Y of the linear problem, from Z = (K R^T) B
             C = ridge_by_eigengroups(B.T @ AtA @ B, B.T @ AtY, n, lam, V, e)
-            self.converged_, self.n_epochs_, self.objective_ = True, 0, []
+            self._closed_form_done()
         else:  # the iterative solvers revisit every row: the n x r features are kept
             Z = ex.map_rows(parts, _FeatureRows(feats), chunk, name="sketched features")
             C = self._solve_on_features(Z, Y, solver, loss, lam, V, e, rng)
@@ -371,7 +386,7 @@ class SketchedKernelMachine(SaveMixin, _LinearProblemMixin, RegressorMixin, Base
                 K = self._gram(parts, Xp, n, chunk)
                 beta0 = ridge_by_eigengroups(K, Y, n, lam, V, e, overwrite_g=False)
         if solver == "closed_form":
-            self.converged_, self.n_epochs_, self.objective_ = True, 0, []
+            self._closed_form_done()
             self._set_coef(beta0)
             return
         # K = L L^T: the rows of L are exact features (z(x) = L^-1 k^x), |f|^2 = |Omega|^2
@@ -451,7 +466,7 @@ class JointQuantileRegressor(SketchedKernelMachine):
 
     def __init__(self, taus=(0.1, 0.3, 0.5, 0.7, 0.9), gamma_tau=10.0, kernel="gaussian",
                  kernel_params=None, lam=1e-4, sketch=None, m=None, sketch_params=None,
-                 solver="auto", learning_rate=1e-2, batch_size=256, max_epochs=100, max_iter=1000, tol=1e-6, n_iter_no_change=5,
+                 solver="auto", learning_rate=1e-2, batch_size=256, max_epochs=100, max_iter=3000, tol=1e-4, n_iter_no_change=5,
                  init="ridge", dtype="float64", rcond=None, chunk_size=None, normalize_y=False,
                  executor="local", executor_params=None, random_state=None, verbose=False):
         self.taus = taus

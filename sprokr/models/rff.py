@@ -22,13 +22,13 @@ from ..losses import Loss
 from ..persistence import SaveMixin
 from ..registry import get_registry
 from .base import check_n_features
-from .kernel_machine import _LinearProblemMixin, check_solver_params, check_targets
+from .kernel_machine import FeatureProblemMixin, check_solver_params, check_targets
 from .output_matrix import check_output_matrix
 
 __all__ = ["RFFKernelMachine"]
 
 
-class RFFKernelMachine(SaveMixin, _LinearProblemMixin, RegressorMixin, BaseEstimator):
+class RFFKernelMachine(SaveMixin, FeatureProblemMixin, RegressorMixin, BaseEstimator):
     """Gaussian-kernel machine on ``n_components`` random Fourier features.
 
     Parameters
@@ -53,7 +53,7 @@ class RFFKernelMachine(SaveMixin, _LinearProblemMixin, RegressorMixin, BaseEstim
 
     def __init__(self, gamma=None, sigma2=None, n_components=100, loss="square", loss_params=None,
                  lam=1e-4, output_matrix=None, solver="auto", learning_rate=1e-2, batch_size=256,
-                 max_epochs=100, max_iter=1000, tol=1e-6, n_iter_no_change=5, init="ridge", dtype="float64",
+                 max_epochs=100, max_iter=3000, tol=1e-4, n_iter_no_change=5, init="ridge", dtype="float64",
                  normalize_y=False, random_state=None, verbose=False):
         self.gamma = gamma
         self.sigma2 = sigma2

@@ -44,7 +44,7 @@ from ._topk import (
 )
 from ._distinct import DistinctTask, distinct_samples
 from ._ridge import WORK_DTYPE, CrossProductTask, RidgeSolution, exact_ridge_factor, sketched_ridge
-from ._optim import AdamResult, SolverResult, adam_solve, duality_gap, lbfgs_solve, ridge_by_eigengroups
+from ._optim import SolverResult, adam_solve, duality_gap, lbfgs_solve, ridge_by_eigengroups
 
 __all__ = [
     # executors
@@ -60,7 +60,7 @@ __all__ = [
     "KernelExpansion", "candidate_offsets", "check_gram_block", "check_kernel_sample", "DistinctTask", "distinct_samples",
     # ridge solves and kernel-machine solvers
     "exact_ridge_factor", "sketched_ridge", "CrossProductTask", "RidgeSolution",
-    "ridge_by_eigengroups", "adam_solve", "lbfgs_solve", "duality_gap", "SolverResult", "AdamResult",
+    "ridge_by_eigengroups", "adam_solve", "lbfgs_solve", "duality_gap", "SolverResult",
     # top-k search
     "Decoded", "DEFAULT_MAX_MEMORY_MB", "TopKTask", "topk_rows", "select_topk", "merge_topk",
     "topk_search", "grouped_topk_search", "score_block_size",

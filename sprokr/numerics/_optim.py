@@ -23,7 +23,7 @@ solved by Cholesky, one factorisation per distinct eigenvalue (one for ``M = I``
 
 Other losses: full-batch L-BFGS (:func:`lbfgs_solve`; the problem after sketching is
 only r x d), on the loss itself when it is smooth (Huber) and on its Moreau envelope with
-a decreasing smoothing parameter when it is not (pinball, epsilon-insensitive, hinge),
+a decreasing smoothing parameter when it is not (each stage aimed at the tolerance) (pinball, epsilon-insensitive, hinge),
 stopped on a certified duality gap.  Adam (Kingma & Ba, 2015) on mini-batch
 sub-gradients remains available (:func:`adam_solve`) with the same certificate.
 
@@ -43,11 +43,11 @@ import warnings
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
+from ..progress import log_message
 from ..utils import iter_chunks
 from ._linalg import cholesky_factor_inplace, cholesky_factor_solve
 
-__all__ = ["ridge_by_eigengroups", "adam_solve", "lbfgs_solve", "duality_gap", "refine_dual", "SolverResult",
-           "AdamResult"]
+__all__ = ["ridge_by_eigengroups", "adam_solve", "lbfgs_solve", "duality_gap", "refine_dual", "SolverResult"]
 
 
 def ridge_by_eigengroups(G, H, n, lam, V, e, overwrite_g=False):
@@ -108,7 +108,6 @@ class SolverResult:
         self.gap = gap
 
 
-AdamResult = SolverResult  # the former name
 
 
 def _sqrt_m(V, e):
@@ -192,7 +191,7 @@ def refine_dual(Z, Y, loss, lam, S, Omega, A, max_free=20000):
     return out
 
 
-def lbfgs_solve(Z, Y, loss, lam, V, e, coef0=None, tol=1e-6, max_iter=1000, verbose=False):
+def lbfgs_solve(Z, Y, loss, lam, V, e, coef0=None, tol=1e-4, max_iter=3000, verbose=False):
     """Minimise (E1) by full-batch L-BFGS, stopped on a certified duality gap.
 
     Smooth losses (``loss.smooth``) are minimised directly.  Non-smooth ones with a Moreau
@@ -230,6 +229,10 @@ def lbfgs_solve(Z, Y, loss, lam, V, e, coef0=None, tol=1e-6, max_iter=1000, verb
     scale = float(np.std(Y)) or 1.0
     mu = None if smooth else 0.1 * scale
     history, used, converged, gap = [], 0, False, None
+    best = (np.inf, Omega)  # (relative gap, Omega): the best-certified iterate is returned
+    # a smoothing stage that stalls (the envelope's curvature grows as mu shrinks) must not
+    # eat the whole budget: each stage gets at most a third of it, the next warm-starts
+    stage_cap = max(50, max_iter // 3)
 
     def fg(w, f_loss):
         Om = w.reshape(r, d)
@@ -241,7 +244,7 @@ def lbfgs_solve(Z, Y, loss, lam, V, e, coef0=None, tol=1e-6, max_iter=1000, verb
 
     while True:
         f_loss = loss if mu is None else loss.smoothed(mu)
-        budget = max(1, max_iter - used)
+        budget = max(1, min(max_iter - used, stage_cap if mu is not None else max_iter))
         res = minimize(fg, Omega.ravel(), args=(f_loss,), jac=True, method="L-BFGS-B",
                        options={"maxiter": budget, "maxcor": 20, "ftol": 1e-15, "gtol": 1e-12 * max(scale, 1.0)})
         used += int(res.nit)
@@ -253,11 +256,12 @@ def lbfgs_solve(Z, Y, loss, lam, V, e, coef0=None, tol=1e-6, max_iter=1000, verb
                 # the points at the kinks get the sub-gradients that certify Omega best
                 gap_abs = min(gap_abs, duality_gap(Z, Y, loss, lam, S, Omega, refine_dual(Z, Y, loss, lam, S, Omega, A))[2])
             gap = None if gap_abs is None else gap_abs / max(abs(primal), 1e-300)
+            if gap is not None and gap < best[0]:
+                best = (gap, Omega)
         else:
             primal = fg(Omega.ravel(), loss)[0]
         history.append(primal)
-        if verbose:
-            print(f"[lbfgs] mu={mu}: {res.nit} iterations, objective {primal:.8g}, gap {gap}", flush=True)
+        log_message(f"L-BFGS mu={mu}: {res.nit} iterations, objective {primal:.8g}, gap {gap}", verbose=verbose, logger="optim")
         if gap is not None and gap <= tol:
             converged = True
             break
@@ -267,9 +271,18 @@ def lbfgs_solve(Z, Y, loss, lam, V, e, coef0=None, tol=1e-6, max_iter=1000, verb
         if used >= max_iter:
             break
         if mu is not None:
-            mu /= 10.0
+            # the envelope's bias, hence the gap, shrinks about linearly with mu: aim the
+            # next stage at half the tolerance (10x to 100x smaller); a stage cut short by
+            # its cap has not reached its own optimum yet, so mu then shrinks gently
+            if res.nit >= budget:
+                shrink = 0.3
+            else:
+                shrink = 0.1 if gap is None or gap <= 0 else min(0.1, max(1e-2, 0.5 * tol / gap))
+            mu *= shrink
             if mu < 1e-12 * scale:
                 break
+    if np.isfinite(best[0]):
+        gap, Omega = best
     if not converged:
         warnings.warn(
             f"L-BFGS did not reach the duality gap tol={tol} within max_iter={max_iter} iterations "
@@ -315,7 +328,7 @@ def adam_solve(Z, Y, loss, lam, V, e, coef0=None, learning_rate=1e-2, batch_size
 
     Returns
     -------
-    AdamResult
+    SolverResult
     """
     n, r = Z.shape
     d = Y.shape[1]
@@ -349,8 +362,7 @@ def adam_solve(Z, Y, loss, lam, V, e, coef0=None, learning_rate=1e-2, batch_size
             Omega = Omega - lr * step
         F = _objective(Z, Y, Omega, S, loss, lam)
         history.append(F)
-        if verbose:
-            print(f"[adam] epoch {epoch}: objective {F:.6g} (lr {lr:.2g})", flush=True)
+        log_message(f"Adam epoch {epoch}: objective {F:.6g} (lr {lr:.2g})", verbose=verbose, logger="optim")
         if F < best - tol * abs(best):
             best, best_Omega, stall = F, Omega.copy(), 0
         else:

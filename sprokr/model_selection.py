@@ -210,7 +210,10 @@ def _resolve_scoring(scoring):
         except ValueError:
             raise ValueError(f"scoring={scoring!r} is not 'kernel_loss' nor a scikit-learn scorer name") from None
     if callable(scoring):
-        return scoring, getattr(scoring, "__name__", type(scoring).__name__)
+        name = getattr(scoring, "__name__", None)
+        if name is None:  # a scikit-learn scorer object: make_scorer(f1_samples)
+            name = repr(scoring) if "(" in repr(scoring) else type(scoring).__name__
+        return scoring, name
     raise ValueError(f"scoring must be None, 'kernel_loss', a scorer name or a callable "
                      f"scorer(estimator, X, Y), got {scoring!r}")
 
@@ -642,11 +645,9 @@ class LambdaPath:
         adapter = _adapter_for(estimator)
         self.method = "refit" if adapter is None else method
         self.times_ = {}
-        self._fitted = {}
         t0 = time.perf_counter()
         lam_ref = float(self.lams.max())  # the best-conditioned fit
         self.estimator_ = clone(estimator).set_params(lam=lam_ref).fit(X, Y)
-        self._fitted[lam_ref] = self.estimator_
         self.times_["fit"] = time.perf_counter() - t0
         self.adapter = None
         if self.method != "refit":
@@ -674,14 +675,11 @@ class LambdaPath:
     def estimator_at(self, lam):
         """The fitted estimator at ``lam`` (a lightweight copy, or a refit on the refit route)."""
         lam = check_positive(lam, "lam")
-        if lam in self._fitted and (self.method == "refit" or self._fitted[lam] is not self.estimator_):
-            return self._fitted[lam]
-        if self.method == "refit":
-            est = clone(self.estimator).set_params(lam=lam).fit(self.X, self.Y)
-        else:
-            est = self.adapter.fitted(self.coef(lam), lam)
-        self._fitted[lam] = est
-        return est
+        if self.method != "refit":  # not cached: a copy is cheap, and may hold an m x n coef_
+            return self.adapter.fitted(self.coef(lam), lam)
+        if lam == self.estimator_.lam:
+            return self.estimator_
+        return clone(self.estimator).set_params(lam=lam).fit(self.X, self.Y)
 
     def losses(self, X_val, Y_val):
         """Mean validation kernel-induced loss of every ``lam`` (see :func:`kernel_loss_scorer`)."""
@@ -702,14 +700,18 @@ class LambdaPath:
         name or a callable ``scorer(estimator, X, Y)`` applied to :meth:`estimator_at`.
         """
         scorer, name = _resolve_scoring(scoring)
+        what = type(self.estimator).__name__
         if scorer is None:
             out = -self.losses(X_val, Y_val)
-        else:
-            t0 = time.perf_counter()
-            out = np.array([float(scorer(self.estimator_at(lam), X_val, Y_val)) for lam in self.lams])
-            self.times_["score"] = time.perf_counter() - t0
-        for lam, s in zip(self.lams, out):
-            logger.info("[%s] lam=%.3g: %s %.6g", type(self.estimator).__name__, lam, name, s)
+            for lam, s in zip(self.lams, out):
+                logger.info("[%s] lam=%.3g: %s %.6g", what, lam, name, s)
+            return out
+        t0 = time.perf_counter()
+        out = np.empty(len(self.lams))
+        for i, lam in enumerate(self.lams):
+            out[i] = float(scorer(self.estimator_at(lam), X_val, Y_val))
+            logger.info("[%s] lam=%.3g: %s %.6g (%.1f s)", what, lam, name, out[i], time.perf_counter() - t0)
+        self.times_["score"] = time.perf_counter() - t0
         return out
 
 

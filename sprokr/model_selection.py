@@ -105,9 +105,10 @@ logger = logging.getLogger("sprokr.model_selection")
 DEFAULT_LAMS = tuple(float(v) for v in np.logspace(-9, -1, 17))
 
 #: time of an m x m symmetric eigendecomposition (LAPACK ``syevd``) in units of a Cholesky
-#: factorisation (``potrf``) of the same matrix: 20-30 measured for m = 500 ... 2250 on the
-#: 2-core development machine, single-threaded.  Used by ``method="auto"``.
-EIGH_COST = 25.0
+#: factorisation (``potrf``) of the same matrix, for ``method="auto"``.  Measured 8-30 on the
+#: shared 2-core development machine (m = 300 ... 2250, depending on size and load); 12
+#: reproduces the measured parity of the two routes on Bibtex SISOKR (m = 2250, 13 lams).
+EIGH_COST = 12.0
 
 #: support rows whose kernel columns give the centring shift of the cross products
 _SHIFT_ROWS = 256
@@ -253,11 +254,12 @@ class _RidgeSystem:
         return B if cols is None else B[:, cols]
 
     def matrix(self, lam):
-        G = self.G0.copy()
         if self.Kt is None:
+            G = self.G0.copy()
             G.flat[:: self.m + 1] += self.n * lam
-        else:
-            G += (self.n * lam) * self.Kt
+            return G
+        G = np.multiply(self.Kt, self.n * lam)
+        G += self.G0
         return G
 
     # ---- the eigen route
@@ -327,7 +329,7 @@ class _RidgeSystem:
         if method == "cholesky":
             per = m**3 / 3 + (4 * m * m * n_val if quad else 2 * m * m * p + 2 * n_val * m * p)
             return L * per
-        once = EIGH_COST * m**3 / 3 + (10 * m**3 / 3 if self.Kt is not None else 0.0)
+        once = EIGH_COST * m**3 / 3 + (2 * m**3 if self.Kt is not None else 0.0)  # + Cholesky, 3 trsm
         once += 2 * m * m * (m if quad else p) + 2 * n_val * m * m
         return once + L * (2 * n_val * m * m if quad else 2 * n_val * m * p)
 

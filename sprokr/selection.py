@@ -9,7 +9,7 @@
   input) from a uniform Nystrom approximation, ``O(n m)`` kernel evaluations; pass them as
   ``SubSample(probabilities=...)``.  :func:`plot_leverage_scores` draws the sorted scores.
 * :func:`select_m_x` -- validation surrogate error of SIOKR for growing ``m_x`` until
-  convergence or a training-time budget.
+  convergence or a training-time budget (the loop: :func:`grow_until_plateau`).
 
 Figures (extra ``plot``) are drawn by :mod:`sprokr.plotting`, which returns matplotlib
 ``Figure`` objects and never changes the global backend.  Progress lines go to the
@@ -44,6 +44,7 @@ __all__ = [
     "plot_curve",
     "surrogate_error",
     "select_m_x",
+    "grow_until_plateau",
 ]
 
 _LOGGER = get_logger("selection")
@@ -323,6 +324,66 @@ class _ExactOutputError(ChunkTask):
         return a[0] + b[0], a[1] + b[1]
 
 
+def grow_until_plateau(grid, evaluate, budget_s=None, rtol=0.01, patience=1, name="m", log=None):
+    """Evaluate increasing sizes until the error stops improving or a time budget is exceeded.
+
+    The loop behind :func:`select_m_x` and :func:`sprokr.model_selection.select_model`:
+    ``evaluate(size) -> (error, seconds)`` is called for each size of ``grid`` in turn (lower
+    error is better; any sign).  It stops when an evaluation takes longer than ``budget_s``
+    ("budget") or when the error has failed ``patience`` times in a row to improve on the
+    best one so far by more than ``rtol`` (relative; "converged"); otherwise after the whole
+    grid ("grid").  The selected size is the smallest one whose error is within ``rtol`` of
+    the best error among the evaluations that stayed within budget.
+
+    Parameters
+    ----------
+    grid : increasing sequence of int
+    evaluate : callable ``size -> (error, seconds)``
+    budget_s : float, optional
+        Time budget of one evaluation (s); None: no budget.
+    rtol : float >= 0
+    patience : int >= 1
+    name : str
+        Name of the size in log messages.
+    log : callable, optional
+        ``log(message)`` after each evaluation.
+
+    Returns
+    -------
+    dict with ``m`` (evaluated sizes), ``errors``, ``fit_times``, ``selected_m`` and
+    ``stopped`` ("converged", "budget" or "grid").
+    """
+    if budget_s is not None:
+        budget_s = check_positive(budget_s, "budget_s")
+    rtol = check_positive(rtol, "rtol", strict=False)
+    if isinstance(patience, bool) or not isinstance(patience, (int, np.integer)) or patience < 1:
+        raise ValueError(f"patience must be an integer >= 1, got {patience!r}")
+    grid = [int(m) for m in grid]
+    if not grid or any(b <= a for a, b in zip(grid, grid[1:])):
+        raise ValueError(f"the grid of {name} must be a non-empty increasing sequence of sizes, got {grid}")
+    limit = np.inf if budget_s is None else budget_s
+    ms, errs, times, stopped, flat = [], [], [], "grid", 0
+    for m in grid:
+        err, t = evaluate(m)
+        err, t = float(err), float(t)
+        ms.append(m), errs.append(err), times.append(t)
+        if log is not None:
+            log(f"{name}={m}: validation error {err:.6g} ({t:.2f} s)")
+        if t > limit:
+            stopped = "budget"
+            break
+        if len(errs) > 1:
+            prev = min(errs[:-1])
+            flat = flat + 1 if err > prev - rtol * abs(prev) else 0
+            if flat >= patience:
+                stopped = "converged"
+                break
+    ok = [i for i, t in enumerate(times) if t <= limit] or [0]
+    best = min(errs[i] for i in ok)
+    sel = next(ms[i] for i in ok if errs[i] <= best + rtol * abs(best))
+    return {"m": ms, "errors": errs, "fit_times": times, "selected_m": sel, "stopped": stopped}
+
+
 def select_m_x(X, Y, X_val, Y_val, m_grid, budget_s, rtol=0.01, patience=1, random_state=None,
                verbose=False, progress=None, **siokr_params):
     """Choose the input sketch size of SIOKR by validation surrogate error under a time budget.
@@ -330,7 +391,9 @@ def select_m_x(X, Y, X_val, Y_val, m_grid, budget_s, rtol=0.01, patience=1, rand
     SIOKR is fitted for increasing ``m_x`` in ``m_grid``; the loop stops when the training
     time of a fit exceeds ``budget_s`` or when the error has improved by less than ``rtol``
     (relative) ``patience`` times in a row.  The selected ``m_x`` is the smallest one whose
-    error is within ``rtol`` of the best error seen among fits that stayed within budget.
+    error is within ``rtol`` of the best error seen among fits that stayed within budget
+    (:func:`grow_until_plateau`).  :func:`sprokr.model_selection.select_model` does the
+    same with a whole ``lam`` path per ``m_x``.
 
     Parameters
     ----------
@@ -354,34 +417,24 @@ def select_m_x(X, Y, X_val, Y_val, m_grid, budget_s, rtol=0.01, patience=1, rand
     from .models.sisokr import SISOKR
 
     budget_s = check_positive(budget_s, "budget_s")
-    grid = [int(m) for m in m_grid]
-    if not grid or any(b <= a for a, b in zip(grid, grid[1:])):
-        raise ValueError("m_grid must be a non-empty increasing sequence of sketch sizes")
     rng = check_random_state(random_state)
     params = {"input_sketch": "subsample", **siokr_params}
-    ms, errs, times, stopped, flat = [], [], [], "grid", 0
-    bar = progress_bar(total=len(grid), desc="select m_x", unit="sizes", enabled=progress)
-    for m in grid:
+    m_grid = list(m_grid)
+    bar = progress_bar(total=len(m_grid), desc="select m_x", unit="sizes", enabled=progress)
+
+    def evaluate(m):
         model = SISOKR(m_x=m, random_state=int(rng.integers(2**31 - 1)), **params)
         t0 = time.perf_counter()
         model.fit(X, Y)
         t = time.perf_counter() - t0
         err = surrogate_error(model, X_val, Y_val)
-        ms.append(m), errs.append(err), times.append(t)
         bar.update(1)
-        log_message(f"select_m_x m_x={m}: validation surrogate error {err:.5g}, fit {t:.2f} s",
-                    verbose=verbose, logger=_LOGGER)
-        if t > budget_s:
-            stopped = "budget"
-            break
-        if len(errs) > 1:
-            prev = min(errs[:-1])
-            flat = flat + 1 if err > prev - rtol * abs(prev) else 0
-            if flat >= patience:
-                stopped = "converged"
-                break
-    bar.close()
-    ok = [i for i, t in enumerate(times) if t <= budget_s] or [0]
-    best = min(errs[i] for i in ok)
-    sel = next(ms[i] for i in ok if errs[i] <= best + rtol * abs(best))
-    return {"m": ms, "errors": errs, "fit_times": times, "selected_m": sel, "stopped": stopped}
+        return err, t
+
+    def log(msg):
+        log_message(f"select_m_x {msg}", verbose=verbose, logger=_LOGGER)
+
+    try:
+        return grow_until_plateau(m_grid, evaluate, budget_s, rtol, patience, name="m_x", log=log)
+    finally:
+        bar.close()

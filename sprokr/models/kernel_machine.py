@@ -420,6 +420,23 @@ class SketchedKernelMachine(SaveMixin, FeatureProblemMixin, RegressorMixin, Base
         chunk = self.chunk_size or default_chunk_size(num_samples(self.X_support_), self.dtype_)
         return self._finish_predict(ex.map_rows(parts, self._expansion, chunk, name="predictions"))
 
+    def with_coef(self, coef, lam=None):
+        """A fitted copy with other coefficients on ``X_support_`` (kernel, sketch, target
+        normalisation shared).  For model selection: the solutions of a ``lam`` path are
+        scored as models.  ``coef``: shape of ``coef_``; ``lam`` is recorded as the copy's
+        parameter."""
+        import copy
+
+        check_is_fitted(self, "coef_")
+        coef = np.asarray(coef, dtype=np.float64)
+        if coef.shape != self.coef_.shape or not np.isfinite(coef).all():
+            raise ValueError(f"coef must be a finite array of shape {self.coef_.shape}, got shape {coef.shape}")
+        new = copy.copy(self)
+        if lam is not None:
+            new.lam = check_positive(lam, "lam")
+        new._set_coef(coef)
+        return new
+
 
 class _CheckedPrepare:
     """Query inputs prepared by the fitted kernel and checked against ``n_features_in_``."""

@@ -244,6 +244,23 @@ class KernelRidgeRegressor(SaveMixin, RegressorMixin, BaseEstimator):
                         default_chunk_size(num_samples(self.X_support_), np.float64), name="predictions")
         return P[:, 0] if getattr(self, "_scalar", False) else P
 
+    def with_coef(self, coef, lam=None):
+        """A fitted copy with other coefficients on ``X_support_`` (kernel and support shared).
+
+        For model selection: the solutions of a ``lam`` path are scored as models.
+        ``coef``: (n_support, n_outputs_); ``lam`` is recorded as the copy's parameter.
+        """
+        check_is_fitted(self, "coef_")
+        coef = np.asarray(coef, dtype=np.float64)
+        if coef.shape != self.coef_.shape or not np.isfinite(coef).all():
+            raise ValueError(f"coef must be a finite array of shape {self.coef_.shape}, got shape {coef.shape}")
+        new = copy.copy(self)
+        if lam is not None:
+            new.lam = check_positive(lam, "lam")
+        new.coef_ = coef
+        new._expansion = KernelExpansion(self.kernel_, self.X_support_, coef, resolve_dtype(self.dtype))
+        return new
+
 
 # --------------------------------------------------------------------------- sklearn MLP
 class MLPSurrogate(SaveMixin, RegressorMixin, BaseEstimator):

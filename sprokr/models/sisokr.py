@@ -27,6 +27,7 @@ Decoding: ``argmax_c H(x) . E(c) - k_y(c, c)/2`` over a candidate set (see
 """
 from __future__ import annotations
 
+import copy
 import logging
 import numbers
 import time
@@ -457,6 +458,43 @@ class SISOKR(OutputKernelModel, BaseEstimator):
         g = self._support_groups
         P = sp.csr_matrix((np.ones(g.size), (np.arange(g.size), g)), shape=(g.size, n_u))
         return np.asarray((P.T @ Cs.T).T)
+
+    def with_coef(self, coef, lam=None):
+        """A fitted copy of this model with other coefficients on ``X_support_``.
+
+        Kernels, sketches, output basis, decoder and default candidates are shared with this
+        model (not copied); only the prediction map changes.  Model selection
+        (:mod:`sprokr.model_selection`) computes the solutions of a whole ``lam`` path from
+        one pass over the data and scores each as a model through its copy.
+
+        Parameters
+        ----------
+        coef : array-like of shape (n_support, output_rank_)
+            ``H(x) = k(x, X_support_) coef``; ``n_support`` is ``m'_x`` with an input
+            sketch, else ``n_train_`` (exact IOKR too: then ``coef = (K + n lam I)^-1``).
+        lam : float, optional
+            Recorded as the copy's ``lam`` parameter.
+
+        The copy has its own ``index_token_``: a candidate index built by this model must be
+        rebuilt with the copy's ``make_candidate_index``.
+        """
+        check_is_fitted(self, "output_rank_")
+        Rx = self.input_sketch_matrix_
+        shape = (Rx.indices.size if Rx is not None else self.n_train_, self.output_rank_)
+        coef = np.asarray(coef, dtype=WORK_DTYPE)
+        if coef.shape != shape:
+            raise ValueError(f"coef must have shape {shape}, got {coef.shape}")
+        if not np.isfinite(coef).all():
+            raise ValueError("coef contains NaN or infinite values")
+        new = copy.copy(self)
+        if lam is not None:
+            new.lam = check_positive(lam, "lam")
+        new._set_coef(coef)
+        new.index_token_ = new_index_token()  # folded indexes cached under the old token depend on coef_
+        d = self.default_index_
+        new.default_index_ = CandidateIndex(d.candidates, d.embeddings, d.offsets, owner=new.index_token_,
+                                            kernel=d.kernel, partitions=d.partitions, dim=d.dim)
+        return new
 
 
 def all_rows(executor, parts, which):

@@ -1,0 +1,317 @@
+"""Model selection: lam paths equal refits, LambdaSearchCV, select_model, scorers, errors."""
+import json
+import logging
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+from sklearn.model_selection import GridSearchCV, PredefinedSplit
+
+from sprokr import DSOKR, IOKR, ISOKR, SIOKR, SISOKR, SketchedKernelMachine
+from sprokr.metrics import f1_samples_scorer, ranks_from_scores
+from sprokr.model_selection import (
+    LambdaSearchCV,
+    check_lams,
+    kernel_loss_scorer,
+    lambda_path,
+    retrieval_scorer,
+    select_model,
+)
+from sprokr.models import KernelRidgeRegressor, graph_laplacian_matrix
+from sprokr.numerics import LocalExecutor
+from sprokr.selection import surrogate_error
+
+KX, KY = {"gamma": 0.1}, {"gamma": 0.5}
+LAMS = np.logspace(-7, -1, 7)
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _iokr_family():
+    return {
+        "IOKR": IOKR(input_kernel_params=KX, output_kernel_params=KY),
+        "SIOKR": SIOKR(m_x=60, input_kernel_params=KX, output_kernel_params=KY, random_state=0,
+                       executor=LocalExecutor(order="shuffled", n_partitions=3, random_state=1)),
+        "ISOKR": ISOKR(m_y=30, output_sketch="subsample", input_kernel_params=KX, output_kernel_params=KY,
+                       random_state=0),
+        "SISOKR": SISOKR(input_sketch="subsample", m_x=60, output_sketch="psg", m_y=30, output_sketch_params={"p": 0.05},
+                         input_kernel_params=KX, output_kernel_params=KY, random_state=0),
+    }
+
+
+def _refit_coef(est, lam, X, Y):
+    m = clone(est).set_params(lam=lam).fit(X, Y)
+    return m, (m.coef_ if m.coef_ is not None else None)
+
+
+@pytest.mark.parametrize("method", ["eigh", "cholesky"])
+@pytest.mark.parametrize("name", ["IOKR", "SIOKR", "ISOKR", "SISOKR"])
+def test_iokr_path_equals_refits(multilabel_data, name, method):
+    Xtr, Ytr, Xv, Yv = multilabel_data
+    est = _iokr_family()[name]
+    refits = [clone(est).set_params(lam=lam).fit(Xtr, Ytr) for lam in LAMS]
+    ref = np.array([surrogate_error(m, Xv, Yv) for m in refits])
+    path = lambda_path(est, Xtr, Ytr, LAMS, method)
+    losses = path.losses(Xv, Yv)
+    assert path.method == method
+    np.testing.assert_allclose(losses, ref, rtol=1e-7)
+    assert np.argmin(losses) == np.argmin(ref)
+    assert 0 < np.argmin(ref) < len(LAMS) - 1  # an interior optimum: the test can tell lams apart
+    for i in (1, 4):
+        copy = path.estimator_at(LAMS[i])
+        assert copy.lam == LAMS[i] and copy is not path.estimator_at(LAMS[i + 1])
+        if refits[i].coef_ is not None:  # exact IOKR keeps a Cholesky factor instead
+            np.testing.assert_allclose(copy.coef_, refits[i].coef_, rtol=1e-6,
+                                       atol=1e-7 * np.abs(refits[i].coef_).max())
+        np.testing.assert_allclose(copy.predict_coordinates(Xv), refits[i].predict_coordinates(Xv),
+                                   rtol=1e-6, atol=1e-8)
+        np.testing.assert_array_equal(copy.predict(Xv), refits[i].predict(Xv))
+    # the copies do not touch the fitted state they share
+    assert path.estimator_.lam == LAMS.max()
+
+
+def _vector_data(rng):
+    X = rng.standard_normal((260, 5))
+    W = rng.standard_normal((5, 3))
+    T = np.sin(X @ W) + 0.3 * rng.standard_normal((260, 3))
+    return X[:200], T[:200], X[200:], T[200:]
+
+
+VECTOR_MODELS = {
+    "krr": KernelRidgeRegressor(kernel_params={"gamma": 0.2}),
+    "krr_sketch": KernelRidgeRegressor(kernel_params={"gamma": 0.2}, input_sketch="subsample", m_x=80,
+                                       random_state=0),
+    "machine": SketchedKernelMachine(kernel_params={"gamma": 0.2}, normalize_y=True),
+    "machine_sketch_M": SketchedKernelMachine(kernel_params={"gamma": 0.2}, sketch="subsample", m=80,
+                                              output_matrix=graph_laplacian_matrix(np.ones((3, 3)) - np.eye(3), 0.5),
+                                              normalize_y=True, random_state=0),
+}
+
+
+@pytest.mark.parametrize("method", ["eigh", "cholesky"])
+@pytest.mark.parametrize("name", list(VECTOR_MODELS))
+def test_vector_path_equals_refits(rng, name, method):
+    Xtr, Ttr, Xv, Tv = _vector_data(rng)
+    est = VECTOR_MODELS[name]
+    lams = np.logspace(-6, 0, 7)
+    refits = [clone(est).set_params(lam=lam).fit(Xtr, Ttr) for lam in lams]
+    ref = np.array([-kernel_loss_scorer(m, Xv, Tv) for m in refits])
+    path = lambda_path(est, Xtr, Ttr, lams, method)
+    losses = path.losses(Xv, Tv)
+    np.testing.assert_allclose(losses, ref, rtol=1e-7)
+    assert 0 < np.argmin(ref) < len(lams) - 1 and np.argmin(losses) == np.argmin(ref)
+    copy = path.estimator_at(lams[2])
+    np.testing.assert_allclose(copy.predict(Xv), refits[2].predict(Xv), rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_flat_kernel_path_ranks_like_refits(rng, dtype):
+    """A nearly constant input kernel (Gaussian, gamma 1e-3 on 6-D data: k ~ 0.99) with lams down
+    to 1e-12: the cross products are far from the whitened scale of R K R^T, yet the path
+    reproduces the refits' validation losses (whitening by K~ = R K R^T does not: ~1e5 off)."""
+    X = rng.standard_normal((400, 6))
+    Y = (X @ rng.standard_normal((6, 8)) > 0.7).astype(np.int8)
+    est = SISOKR(input_sketch="subsample", m_x=150, output_sketch="subsample", m_y=40, dtype=dtype,
+                 input_kernel_params={"gamma": 1e-3}, output_kernel_params={"gamma": 0.5}, random_state=0)
+    lams = np.logspace(-12, -2, 11)
+    ref = np.array([surrogate_error(clone(est).set_params(lam=lam).fit(X[:300], Y[:300]), X[300:], Y[300:])
+                    for lam in lams])
+    for method in ("eigh", "cholesky"):
+        losses = lambda_path(est, X[:300], Y[:300], lams, method).losses(X[300:], Y[300:])
+        np.testing.assert_allclose(losses, ref, rtol=1e-4)
+        assert np.argmin(losses) == np.argmin(ref)
+
+
+def test_search_picks_the_known_best_lam(rng):
+    """Noisy targets: small lam overfits, large lam underfits; the brute-force refits give the
+    reference choice, and LambdaSearchCV must pick the same on the same split."""
+    Xtr, Ttr, Xv, Tv = _vector_data(rng)
+    est = KernelRidgeRegressor(kernel_params={"gamma": 0.5})
+    lams = np.logspace(-8, 1, 19)
+    ref = [-kernel_loss_scorer(clone(est).set_params(lam=lam).fit(Xtr, Ttr), Xv, Tv) for lam in lams]
+    best = int(np.argmin(ref))
+    assert 2 < best < len(lams) - 3
+    for method in ("auto", "eigh", "cholesky", "refit"):
+        s = LambdaSearchCV(est, lams, method=method).fit(Xtr, Ttr, validation_data=(Xv, Tv))
+        assert s.best_lam_ == lams[best] and s.best_index_ == best
+        np.testing.assert_allclose(-s.scores_, ref, rtol=1e-7)
+        # refit on all the data given to fit, at the chosen lam
+        np.testing.assert_allclose(s.predict(Xv), clone(est).set_params(lam=lams[best]).fit(Xtr, Ttr).predict(Xv))
+
+
+def test_scorer_path_equals_refit_route(multilabel_data):
+    Xtr, Ytr, _, _ = multilabel_data
+    est = _iokr_family()["SISOKR"]
+    kw = dict(lams=LAMS, scoring=f1_samples_scorer(), validation_fraction=0.3, random_state=0)
+    fast = LambdaSearchCV(est, method="eigh", **kw).fit(Xtr, Ytr)
+    slow = LambdaSearchCV(est, method="refit", **kw).fit(Xtr, Ytr)
+    np.testing.assert_allclose(fast.scores_, slow.scores_)
+    assert fast.best_lam_ == slow.best_lam_ and fast.method_ == "eigh" and slow.method_ == "refit"
+    assert np.ptp(fast.scores_) > 0.05  # the metric sees the lam
+
+
+def test_gridsearchcv_with_a_sprokr_scorer_makes_the_same_choice(multilabel_data):
+    Xtr, Ytr, Xv, Yv = multilabel_data
+    est = _iokr_family()["SIOKR"].set_params(executor="local")
+    X, Y = np.vstack([Xtr, Xv]), np.vstack([Ytr, Yv])
+    fold = PredefinedSplit(np.r_[np.full(len(Xtr), -1), np.zeros(len(Xv))])
+    gs = GridSearchCV(est, {"lam": list(LAMS)}, scoring=f1_samples_scorer(), cv=fold).fit(X, Y)
+    s = LambdaSearchCV(est, LAMS, scoring=f1_samples_scorer()).fit(Xtr, Ytr, validation_data=(Xv, Yv))
+    np.testing.assert_allclose(s.scores_, gs.cv_results_["mean_test_score"])
+    assert s.best_lam_ == gs.best_params_["lam"]
+
+
+def test_gridsearchcv_over_kernel_parameters_with_an_inner_lam_search(multilabel_data):
+    Xtr, Ytr, Xte, Yte = multilabel_data
+    inner = LambdaSearchCV(_iokr_family()["SISOKR"], LAMS, validation_fraction=0.25, random_state=0)
+    grid = [{"gamma": g} for g in (0.01, 0.1, 1.0)]
+    gs = GridSearchCV(inner, {"estimator__input_kernel_params": grid}, scoring=kernel_loss_scorer, cv=2)
+    gs.fit(Xtr, Ytr)
+    best = gs.best_estimator_
+    assert gs.best_params_["estimator__input_kernel_params"] in grid
+    assert best.best_lam_ in LAMS and best.best_estimator_.n_train_ == len(Xtr)
+    assert best.predict(Xte).shape == Yte.shape and np.isfinite(gs.cv_results_["mean_test_score"]).all()
+    # the default score of the search is its kernel loss
+    assert best.score(Xte, Yte) == pytest.approx(-surrogate_error(best.best_estimator_, Xte, Yte))
+
+
+def test_refit_false_keeps_the_copy_and_leaves_the_estimator_untouched(multilabel_data):
+    Xtr, Ytr, Xv, _ = multilabel_data
+    est = _iokr_family()["ISOKR"]
+    before = est.get_params()
+    s = LambdaSearchCV(est, LAMS, refit=False, random_state=3).fit(Xtr, Ytr)
+    assert est.get_params() == before and not hasattr(est, "coef_")
+    assert s.best_estimator_.lam == s.best_lam_ and s.best_estimator_.n_train_ == s.n_train_ < len(Xtr)
+    assert s.n_train_ + s.n_val_ == len(Xtr)
+    top = s.predict_topk(Xv, k=3)
+    assert top.indices.shape == (len(Xv), 3)
+    assert s.predict_scores(Xv).shape == (len(Xv), len(s.best_estimator_.default_index_))
+
+
+def test_seeded_reproducibility(multilabel_data):
+    Xtr, Ytr, _, _ = multilabel_data
+    est = SISOKR(input_sketch="subsample", m_x=50, output_sketch="subsample", m_y=20, input_kernel_params=KX,
+                 output_kernel_params=KY)  # random_state None: drawn from the search's seed
+    a = LambdaSearchCV(est, LAMS, random_state=7).fit(Xtr, Ytr)
+    b = LambdaSearchCV(est, LAMS, random_state=7).fit(Xtr, Ytr)
+    c = LambdaSearchCV(est, LAMS, random_state=8).fit(Xtr, Ytr)
+    np.testing.assert_array_equal(a.scores_, b.scores_)
+    assert a.best_lam_ == b.best_lam_
+    np.testing.assert_array_equal(a.predict_coordinates(Xtr[:5]), b.predict_coordinates(Xtr[:5]))
+    assert not np.allclose(a.scores_, c.scores_)
+    r1 = select_model(est, Xtr, Ytr, LAMS, m_x_grid=[20, 40], random_state=5)
+    r2 = select_model(est, Xtr, Ytr, LAMS, m_x_grid=[20, 40], random_state=5)
+    assert r1["best_params"] == r2["best_params"] and r1["m_x"]["best_scores"] == r2["m_x"]["best_scores"]
+
+
+@pytest.mark.parametrize("lams, match", [
+    ([], "empty"), ([1e-3, 0.0], "> 0"), ([1e-3, -1.0], "> 0"), ([np.nan], "> 0"), ([np.inf], "> 0"),
+    ([1e-3, 1e-3], "duplicate"), (["1e-3"], "real numbers"), ([True], "real numbers"), (None, "sequence"),
+    (0.1, "sequence"), ("0.1", "sequence"),
+])
+def test_bad_grids_are_named(lams, match):
+    with pytest.raises(ValueError, match=match):
+        check_lams(lams)
+
+
+def test_bad_arguments_are_named(multilabel_data):
+    Xtr, Ytr, _, _ = multilabel_data
+    est = _iokr_family()["SIOKR"]
+    with pytest.raises(ValueError, match="lams"):
+        LambdaSearchCV(est, [1e-3, -1e-3]).fit(Xtr, Ytr)
+    with pytest.raises(ValueError, match="'lam' parameter"):
+        LambdaSearchCV(DSOKR(), LAMS).fit(Xtr, Ytr)
+    with pytest.raises(ValueError, match="scoring"):
+        LambdaSearchCV(est, LAMS, scoring="no_such_metric").fit(Xtr, Ytr)
+    with pytest.raises(ValueError, match="validation_fraction"):
+        LambdaSearchCV(est, LAMS, validation_fraction=1.5).fit(Xtr, Ytr)
+    with pytest.raises(ValueError, match="validation_data"):
+        LambdaSearchCV(est, LAMS, validation_fraction=None).fit(Xtr, Ytr)
+    with pytest.raises(ValueError, match="method"):
+        LambdaSearchCV(est, LAMS, method="qr").fit(Xtr, Ytr)
+    with pytest.raises(ValueError, match="refit"):
+        LambdaSearchCV(est, LAMS, refit="yes").fit(Xtr, Ytr)
+    with pytest.raises(ValueError, match="different numbers of samples"):
+        LambdaSearchCV(est, LAMS).fit(Xtr, Ytr, validation_data=(Xtr[:5], Ytr[:4]))
+    with pytest.raises(ValueError, match="m_y_grid needs an estimator with an output sketch"):
+        select_model(est, Xtr, Ytr, LAMS, m_y_grid=[10, 20])
+    with pytest.raises(ValueError, match="increasing"):
+        select_model(est, Xtr, Ytr, LAMS, m_x_grid=[40, 20])
+    with pytest.raises(ValueError, match="metric"):
+        retrieval_scorer("ndcg")
+
+
+def test_retrieval_scorer_ranks_validation_outputs(multilabel_data):
+    Xtr, Ytr, Xv, Yv = multilabel_data
+    m = ISOKR(lam=1e-3, m_y=30, input_kernel_params=KX, output_kernel_params=KY, random_state=0).fit(Xtr, Ytr)
+    S = m.predict_scores(Xv, candidates=Yv)
+    ranks = ranks_from_scores(S, np.arange(len(Yv)))
+    assert retrieval_scorer("mrr", query_batch=7)(m, Xv, Yv) == pytest.approx(np.mean(1 / ranks))
+    assert retrieval_scorer("top_k", k=5)(m, Xv, Yv) == pytest.approx(np.mean(ranks <= 5))
+    extra = retrieval_scorer("top_k", k=5, extra_candidates=Ytr)(m, Xv, Yv)
+    assert extra <= np.mean(ranks <= 5)  # more distractors never help
+    s = LambdaSearchCV(m, LAMS, scoring=retrieval_scorer("mrr"), random_state=0).fit(Xtr, Ytr)
+    assert 0 < s.best_score_ <= 1
+
+
+def test_select_model_chooses_sizes_and_returns_plain_data(rng):
+    """Inputs in a 3-D subspace with a linear kernel: K has rank 3, so any m_x >= 3 sub-sample
+    is an exact Nystrom basis and the growth stops; outputs in a 4-D subspace: the
+    perfect-h projection error vanishes from m_y = 4."""
+    n = 240
+    Z = rng.standard_normal((n, 3))
+    X = Z @ rng.standard_normal((3, 6))
+    U = np.linalg.qr(rng.standard_normal((10, 4)))[0]
+    Y = (Z @ rng.standard_normal((3, 4)) + 0.3 * rng.standard_normal((n, 4))) @ U.T
+    est = SISOKR(input_kernel="linear", output_kernel="linear", input_sketch="subsample", m_x=2,
+                 output_sketch="subsample", m_y=2, random_state=0)
+    res = select_model(est, X, Y, LAMS, m_y_grid=[2, 4, 8, 16], m_x_grid=[2, 4, 8, 16, 32],
+                       param_grid={"rcond": [1e-10, 1e-8]}, random_state=0)
+    best = res["best_params"]
+    assert res["perfect_h"]["plateau_m"] == 4 and best["m_y"] == 4
+    assert res["m_x"]["stopped"] == "converged" and best["m_x"] == res["m_x"]["selected_m"] == 4
+    assert res["m_x"]["best_scores"][0] < res["m_x"]["best_scores"][1]
+    assert best["lam"] in LAMS and best["rcond"] in (1e-10, 1e-8) and len(res["grid"]) == 2
+    json.dumps(res)  # plain data, for figures
+    assert res["n_train"] + res["n_val"] == n
+    model = clone(est).set_params(**best).fit(X, Y)
+    assert model.input_sketch_matrix_.m == 4
+
+
+def test_progress_is_logged_per_candidate(multilabel_data, caplog):
+    Xtr, Ytr, _, _ = multilabel_data
+    with caplog.at_level(logging.INFO, logger="sprokr"):
+        LambdaSearchCV(_iokr_family()["ISOKR"], LAMS, random_state=0).fit(Xtr, Ytr)
+    lines = [r.getMessage() for r in caplog.records if r.name == "sprokr.model_selection"]
+    assert sum("lam=" in m and "kernel_loss" in m for m in lines) == len(LAMS)
+    assert any("best lam" in m for m in lines)
+
+
+def test_documented_example_runs(capsys):
+    code = re.findall(r"```python\n(.*?)```", (ROOT / "docs/model_selection.md").read_text(), re.S)[0]
+    exec(compile(code, "docs/model_selection.md example", "exec"), {})
+    assert "chosen lam" in capsys.readouterr().out
+
+
+def test_bibtex_benchmark_smoke(tmp_path):
+    """benchmarks/model_selection_bibtex.py end to end on a tiny slice (the real run's numbers
+    are in docs/model_selection.md): the JSON convention and the rows, not timings."""
+    import subprocess
+    import sys
+
+    from sprokr.datasets import default_data_dir
+
+    data = default_data_dir() / "bibtex"
+    if not data.is_dir():
+        pytest.skip("needs ../shared/data/bibtex")
+    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "model_selection_bibtex.py"), "--data", str(data),
+                          "--n-train", "400",
+                          "--m-x", "60", "--m-y", "15", "--lams", "-6", "-2", "3", "--sigma2", "--brute-force",
+                          "--json"], cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    res = json.loads(out.stdout.strip().splitlines()[-1])
+    assert set(res) == {"paper", "path-kl/eigh", "path-kl/chol", "path-f1", "brute-f1"}
+    assert res["path-kl/eigh"]["lam"] == res["path-kl/chol"]["lam"]
+    assert res["path-f1"]["lam"] == res["brute-f1"]["lam"]  # the path and the refits agree
+    assert all(0 < r["f1"] <= 1 and r["fit_s"] > 0 for r in res.values())

@@ -40,12 +40,15 @@ def check_kernel_sample(kernel, sample, what="kernel"):
     n = num_samples(sample)
     if n == 0:
         return
-    K = check_gram_block(kernel.pairwise(sample, sample), (n, n), what).astype(np.float64)
+    K = check_gram_block(kernel.pairwise(sample, sample), (n, n), what)
+    # rounding: a float32 kernel is symmetric / PSD only to a few float32 ulps
+    eps = np.finfo(K.dtype).eps if K.dtype.kind == "f" else np.finfo(np.float64).eps
+    K = K.astype(np.float64)
     scale = max(float(np.max(np.abs(K))), 1e-300)
-    if np.max(np.abs(K - K.T)) > 1e-6 * scale:
+    if np.max(np.abs(K - K.T)) > max(1e-6, 100 * eps) * scale:
         raise ValueError(f"the {what} is not symmetric: k(a, b) != k(b, a) on the training samples")
     d_min = float(np.linalg.eigvalsh(0.5 * (K + K.T))[0])
-    if d_min < -1e-6 * scale:
+    if d_min < -max(1e-6, 10 * n * eps) * scale:
         raise ValueError(f"the {what} is not positive semi-definite: its Gram matrix on {n} training "
                          f"samples has the eigenvalue {d_min:.3g} (largest entry {scale:.3g}); sprokr's "
                          f"models need a PSD kernel")

@@ -55,6 +55,7 @@ __all__ = [
     "logger",
     "get_logger",
     "log_message",
+    "log_estimator",
     "timed_phase",
     "PhaseTimer",
     "progress",
@@ -125,6 +126,22 @@ def _is_shown(log: logging.Logger, level: int) -> bool:
             break
         current = current.parent
     return False
+
+
+def log_estimator(estimator: Any, message: str, level: int = logging.INFO) -> None:
+    """Log ``message`` on the ``sprokr.<EstimatorClass>`` logger, shown when
+    ``estimator.verbose`` is true (the estimators' phase timings).
+
+    Parameters
+    ----------
+    estimator : object
+        Any object; its class name names the logger, its ``verbose`` attribute (if any)
+        forces the message to standard error.
+    message : str
+    level : int
+    """
+    log_message(message, verbose=bool(getattr(estimator, "verbose", False)), logger=type(estimator).__name__,
+                level=level)
 
 
 def log_message(message: str, *, verbose: bool = False, logger: Union[logging.Logger, str, None] = None,

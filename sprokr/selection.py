@@ -152,7 +152,8 @@ def perfect_h_curve(Y_train, Y_val, output_kernel, m_grid, sketch="subsample", s
         t0 = time.perf_counter()
         R = sk.draw(n, rng)
         # the basis needs the sketch's support points only: no pass over the n outputs
-        feats = SketchedFeatures.from_support(ky, R, take(Y_train, R.indices), OUTPUT_DTYPE, rc)[0].fit_basis()
+        feats = SketchedFeatures.from_support(ky, R, take(Y_train, R.indices), OUTPUT_DTYPE, rc,
+                                              prepared=take(Yp, R.indices))[0].fit_basis()
         Hv = feats.transform(Yvp)
         proj.append(float(np.mean(np.maximum(kvv - np.einsum("ij,ij->i", Hv, Hv), 0.0))))
         ranks.append(feats.rank)

@@ -141,8 +141,8 @@ def test_mlp_early_stopping_and_validation_loss(multilabel_data, capsys):
                regressor_params={"hidden_layer_sizes": (32,), "max_epochs": 400, "patience": 5,
                                  "learning_rate_init": 1e-2},
                validation_fraction=0.25, random_state=0, verbose=1).fit(Xtr, Ytr)
-    out = capsys.readouterr().out
-    assert "val kernel loss" in out and "[DSOKR] fit done" in out
+    out = capsys.readouterr().err
+    assert "val kernel loss" in out and "[sprokr.DSOKR] fit done" in out
     reg = ds.regressor_
     assert reg.n_epochs_ < 400  # stopped early
     vals = [v for _, v in reg.history_]

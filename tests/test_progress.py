@@ -84,3 +84,38 @@ def test_progress_bar_or_no_op(capsys, monkeypatch):
         tb.update(4)
     err = capsys.readouterr().err
     assert "decode" in err and "4/4" in err
+
+
+def test_executor_passes_show_bars_named_after_the_pass(capsys, monkeypatch):
+    import numpy as np
+
+    from sprokr.numerics import LocalExecutor
+
+    monkeypatch.delenv(prog.ENV_PROGRESS, raising=False)
+    X = np.arange(40.0).reshape(20, 2)
+    ex = LocalExecutor(progress=True, n_partitions=2)
+    out = ex.map_rows(ex.partition(X), lambda c: c.sum(axis=1, keepdims=True), 4, name="row sums")
+    np.testing.assert_array_equal(out[:, 0], X.sum(axis=1))
+    err = capsys.readouterr().err
+    assert "row sums" in err and "20" in err
+    quiet = LocalExecutor(progress=False)
+    quiet.map_rows(quiet.partition(X), lambda c: c, 4, name="row sums")
+    assert capsys.readouterr().err == ""
+    with pytest.raises(ValueError, match="progress must be True, False or None"):
+        LocalExecutor(progress="yes").partition(X)
+
+
+def test_estimator_fit_and_predict_show_progress_and_log_phases(capsys, caplog):
+    import numpy as np
+
+    from sprokr.models import SISOKR
+
+    rng = np.random.default_rng(0)
+    X, Y = rng.normal(size=(300, 4)), (rng.random((300, 5)) > 0.5).astype(float)
+    model = SISOKR(input_sketch="subsample", m_x=40, output_sketch="subsample", m_y=20, random_state=0,
+                   executor_params={"progress": True})
+    with caplog.at_level(logging.INFO, logger="sprokr"):
+        model.fit(X, Y).predict(X[:10])
+    err = capsys.readouterr().err
+    assert "rows" in err  # tqdm bars of the chunked passes
+    assert any(r.name == "sprokr.SISOKR" and "fit done" in r.getMessage() for r in caplog.records)

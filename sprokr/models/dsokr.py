@@ -35,9 +35,9 @@ from ..numerics import (
     default_chunk_size,
     score_block_size,
 )
-from ..persistence import SaveMixin
 from ..registry import get_registry, resolve_executor, resolve_kernel, resolve_sketch
-from ..utils import NamedPrepare, check_paired, check_random_state, iter_chunks, num_samples, take, take_slice, unique_indices
+from ..progress import log_estimator
+from ..utils import check_paired, check_random_state, iter_chunks, num_samples, take, take_slice, unique_indices
 from .base import OUTPUT_DTYPE, OutputKernelModel, make_decoder, new_index_token
 from .sisokr import check_chunk_size
 
@@ -186,8 +186,7 @@ class DSOKR(OutputKernelModel, BaseEstimator):
         return tags
 
     def _log(self, msg):
-        if self.verbose:
-            print(f"[{type(self).__name__}] {msg}", flush=True)
+        log_estimator(self, msg)
 
     def _make_regressor(self, rng):
         reg = get_registry().create("regressor", self.regressor, self.regressor_params)

@@ -39,14 +39,13 @@ from ..numerics import (
     matmul,
     ridge_by_eigengroups,
 )
+from ..progress import log_estimator
 from ..utils import (
     NamedPrepare,
     check_positive,
     check_random_state,
-    iter_chunks,
     num_samples,
     resolve_dtype,
-    take_slice,
 )
 from ..persistence import SaveMixin
 from ..losses import Loss, PinballLoss, check_quantile_levels
@@ -341,8 +340,7 @@ class SketchedKernelMachine(SaveMixin, FeatureProblemMixin, RegressorMixin, Base
             self.__dict__.update(previous)
             raise
         self.fit_time_ = time.perf_counter() - t0
-        if self.verbose:
-            print(f"[{type(self).__name__}] fit in {self.fit_time_:.3f} s, rank {self.rank_}", flush=True)
+        log_estimator(self, f"fit in {self.fit_time_:.3f} s, rank {self.rank_}")
         return self
 
     def _fit_sketched(self, parts, Y, n, lam, V, e, solver, loss, rng, R, rcond, chunk):

@@ -44,6 +44,7 @@ from ..numerics import (
 from ..persistence import SaveMixin
 from ..registry import resolve_kernel, resolve_sketch
 from .base import check_n_features, set_n_features
+from ..progress import log_message
 from ..utils import (
     NamedPrepare,
     check_paired,
@@ -53,7 +54,6 @@ from ..utils import (
     num_samples,
     resolve_dtype,
     take,
-    take_slice,
 )
 
 __all__ = [
@@ -134,11 +134,9 @@ class _EarlyStopping:
         every = 1 if self.verbose > 1 else max(1, self.max_epochs // 10)
         if self.verbose and (epoch % every == 0 or self.bad > self.patience):
             v = "" if val_loss is None else f", val kernel loss {val_loss:.5g}"
-            print(
-                f"[{self.name}] epoch {epoch + 1}/{self.max_epochs}: train loss {train_loss:.5g}{v} "
-                f"(best epoch {self.best_epoch + 1}, {time.perf_counter() - self.t0:.1f} s)",
-                flush=True,
-            )
+            log_message(f"epoch {epoch + 1}/{self.max_epochs}: train loss {train_loss:.5g}{v} "
+                        f"(best epoch {self.best_epoch + 1}, {time.perf_counter() - self.t0:.1f} s)",
+                        verbose=True, logger=self.name)
         return self.bad > self.patience
 
 

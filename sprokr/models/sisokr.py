@@ -28,7 +28,6 @@ Decoding: ``argmax_c H(x) . E(c) - k_y(c, c)/2`` over a candidate set (see
 from __future__ import annotations
 
 import copy
-import logging
 import numbers
 import time
 
@@ -56,6 +55,7 @@ from ..numerics import (
     sketched_ridge,
 )
 from ..registry import resolve_executor, resolve_kernel, resolve_sketch
+from ..progress import log_estimator
 from ..utils import (
     check_paired,
     check_positive,
@@ -71,7 +71,6 @@ from .base import OUTPUT_DTYPE, OutputKernelModel, check_n_features, make_decode
 
 __all__ = ["SISOKR", "IOKR", "SIOKR", "ISOKR", "check_chunk_size", "all_rows"]
 
-logger = logging.getLogger("sprokr.models")
 
 
 def check_chunk_size(chunk_size):
@@ -125,7 +124,7 @@ class SISOKR(OutputKernelModel, BaseEstimator):
     random_state : None, int, numpy.random.Generator or RandomState
         Seeds the sketches (input sketch drawn first).
     verbose : bool
-        Log the time of each training phase (logger ``sprokr``) and show it.
+        Log the time of each training phase (logger ``sprokr.<class name>``) and show it on standard error.
 
     Attributes
     ----------
@@ -367,9 +366,7 @@ class SISOKR(OutputKernelModel, BaseEstimator):
         self.default_index_ = index
 
     def _log(self, msg):
-        logger.info("[%s] %s", type(self).__name__, msg)
-        if self.verbose:
-            print(f"[{type(self).__name__}] {msg}", flush=True)
+        log_estimator(self, msg)
 
     def exact_output_embedding(self, Cp):
         """Output coordinates without sketch: ``k_y(c, Y_train)`` rows, shape (n_c, n)."""

@@ -16,7 +16,7 @@ import numbers
 import numpy as np
 
 from ..utils import concat_samples, num_samples, take, take_slice
-from ._executor import ChunkError, Executor, RowPartitions, fold_chunks, map_chunks
+from ._executor import ChunkError, Executor, RowPartitions, check_progress, fold_chunks, map_chunks
 
 __all__ = ["DaskExecutor", "dask_available"]
 
@@ -75,6 +75,10 @@ class DaskExecutor(Executor):
     n_partitions : int, optional
         Row partitions for data given as local arrays or sequences (default: twice the
         number of worker threads).  A dask array keeps its own row chunks.
+    progress : bool or None
+        Progress bars over the rows of each pass (a partition counts when it is done);
+        None (default) follows ``$SPROKR_PROGRESS``, then whether standard error is a
+        terminal.
 
     Raises
     ------
@@ -86,14 +90,24 @@ class DaskExecutor(Executor):
 
     name = "dask"
 
-    def __init__(self, client=None, address=None, n_partitions=None):
+    def __init__(self, client=None, address=None, n_partitions=None, progress=None):
         self.client = client
         self.address = address
         self.n_partitions = n_partitions
+        self.progress = progress
         self._own_client = None
 
     def get_params(self, deep=True):
-        return {"client": self.client, "address": self.address, "n_partitions": self.n_partitions}
+        return {"client": self.client, "address": self.address, "n_partitions": self.n_partitions,
+                "progress": self.progress}
+
+    def _track(self, parts, futures, name):
+        """Progress over the rows of a pass: a partition's rows count when its future is done."""
+        distributed = _require_distributed()
+        sizes = {f.key: int(sl.stop - sl.start) for f, sl in zip(futures, parts.slices())}
+        with self.progress_bar(parts, name) as bar:
+            for f in distributed.as_completed(futures):
+                bar.update(sizes[f.key])
 
     def __repr__(self):
         return f"DaskExecutor(client={self.client!r}, n_partitions={self.n_partitions!r})"
@@ -138,6 +152,7 @@ class DaskExecutor(Executor):
 
     # ------------------------------------------------------------------ data
     def partition(self, *collections, prepare=None):
+        check_progress(self.progress)
         client = self.get_client()
         if not collections:
             raise ValueError("partition needs at least one collection")
@@ -173,6 +188,7 @@ class DaskExecutor(Executor):
         partials = [client.submit(_fold, task_f, int(sl.start), block, chunk_size, pure=False)
                     for sl, block in zip(parts.slices(), parts.blocks)]
         keep.extend(partials)
+        self._track(parts, partials, task.name)
         while len(partials) > 1:  # fixed pairing: reproducible for a fixed partitioning
             nxt = [client.submit(_merge, task_f, partials[i], partials[i + 1], pure=False)
                    for i in range(0, len(partials) - 1, 2)]
@@ -190,6 +206,7 @@ class DaskExecutor(Executor):
         [fn_f] = client.scatter([fn], broadcast=True)
         outs = [client.submit(_map, fn_f, int(sl.start), block, chunk_size, name, which, pure=False)
                 for sl, block in zip(parts.slices(), parts.blocks)]
+        self._track(parts, outs, name)
         if keep:
             blocks = [client.submit(_as_block, o, pure=False) for o in outs]
             return RowPartitions(parts.n, parts.bounds, blocks, self)

@@ -109,10 +109,11 @@ def tree_reduce(items, merge):
     return items[0]
 
 
-def fold_chunks(task, start, block, chunk_size, order=None):
+def fold_chunks(task, start, block, chunk_size, order=None, on_rows=None):
     """Fold the chunks of one partition (global rows from ``start``) into a partial result.
 
-    ``order`` optionally permutes the chunks.  A failing chunk raises :class:`ChunkError`
+    ``order`` optionally permutes the chunks; ``on_rows(k)`` is called after each chunk of
+    ``k`` rows (a progress bar's ``update``).  A failing chunk raises :class:`ChunkError`
     naming its rows.
     """
     n = num_samples(block[0])
@@ -129,14 +130,17 @@ def fold_chunks(task, start, block, chunk_size, order=None):
         except Exception as exc:
             raise ChunkError(f"{task.name} failed on rows {rows.start}-{rows.stop}: "
                              f"{type(exc).__name__}: {exc}") from exc
+        if on_rows is not None:
+            on_rows(sl.stop - sl.start)
     return partial
 
 
-def map_chunks(fn, start, block, chunk_size, name="pass", out=None, which=0):
+def map_chunks(fn, start, block, chunk_size, name="pass", out=None, which=0, on_rows=None):
     """``fn(chunk)`` on every chunk of collection ``which`` of one partition (``which=None``:
     ``fn(*chunks)`` of every collection), outputs stacked along rows.
 
-    With ``out`` (an array for the partition's rows) the outputs are written into it.
+    With ``out`` (an array for the partition's rows) the outputs are written into it;
+    ``on_rows(k)`` is called after each chunk of ``k`` rows.
     """
     n = num_samples(block[0])
     outs = []
@@ -155,11 +159,19 @@ def map_chunks(fn, start, block, chunk_size, name="pass", out=None, which=0):
         except Exception as exc:
             raise ChunkError(f"{name} failed on rows {start + sl.start}-{start + sl.stop}: "
                              f"{type(exc).__name__}: {exc}") from exc
+        if on_rows is not None:
+            on_rows(sl.stop - sl.start)
     if out is not None:
         return out
     if not outs:
         return np.empty((0,))
     return outs[0] if len(outs) == 1 else np.concatenate(outs, axis=0)
+
+
+def check_progress(value):
+    """``progress`` must be None, True or False."""
+    if value is not None and not isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"progress must be True, False or None, got {value!r}")
 
 
 class Executor:
@@ -186,6 +198,18 @@ class Executor:
     #: True when the partitions live in this process (models may then use n-sized index
     #: vectors, e.g. the distinct output of every training sample)
     in_process = False
+
+    #: progress bars on passes: True / False, or None to follow ``$SPROKR_PROGRESS`` and
+    #: whether standard error is a terminal (see :mod:`sprokr.progress`)
+    progress = None
+
+    def progress_bar(self, parts, name):
+        """A bar over the rows of one pass.  Automatic bars (``progress=None``) appear only
+        once a pass has lasted half a second; ``progress=True`` shows every pass."""
+        from ..progress import progress
+
+        return progress(total=parts.n, desc=name, unit="rows", enabled=self.progress,
+                        delay=0.0 if self.progress else 0.5, unit_scale=True)
 
     def partition(self, *collections, prepare=None):  # pragma: no cover - abstract
         raise NotImplementedError
@@ -239,18 +263,23 @@ class LocalExecutor(Executor):
         Split the rows into this many partitions, folded separately and tree-merged (the
         pattern of a distributed run, in one process).
     random_state : None, int or numpy.random.Generator
+    progress : bool or None
+        Progress bars (tqdm, on standard error) on passes longer than half a second; None
+        (default) follows ``$SPROKR_PROGRESS``, then whether standard error is a terminal.
     """
 
     name = "local"
     in_process = True
 
-    def __init__(self, order="natural", n_partitions=1, random_state=None):
+    def __init__(self, order="natural", n_partitions=1, random_state=None, progress=None):
         self.order = order
         self.n_partitions = n_partitions
         self.random_state = random_state
+        self.progress = progress
 
     def get_params(self, deep=True):
-        return {"order": self.order, "n_partitions": self.n_partitions, "random_state": self.random_state}
+        return {"order": self.order, "n_partitions": self.n_partitions, "random_state": self.random_state,
+                "progress": self.progress}
 
     def __repr__(self):
         args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
@@ -262,6 +291,7 @@ class LocalExecutor(Executor):
         p = self.n_partitions
         if isinstance(p, bool) or not isinstance(p, (numbers.Integral, np.integer)) or p < 1:
             raise ValueError(f"n_partitions must be an integer >= 1, got {p!r}")
+        check_progress(self.progress)
 
     def _rng(self):
         from ..utils import check_random_state
@@ -284,16 +314,19 @@ class LocalExecutor(Executor):
         self._check_parts(parts)
         rng = self._rng()
         order = None if rng is None else rng.permutation
-        partials = [fold_chunks(task, int(sl.start), block, chunk_size, order)
-                    for sl, block in zip(parts.slices(), parts.blocks)]
+        with self.progress_bar(parts, task.name) as bar:
+            partials = [fold_chunks(task, int(sl.start), block, chunk_size, order, bar.update)
+                        for sl, block in zip(parts.slices(), parts.blocks)]
         if rng is not None:
             partials = [partials[i] for i in rng.permutation(len(partials))]
         return task.finish(tree_reduce(partials, task.merge))
 
     def map_rows(self, parts, fn, chunk_size, keep=False, name="pass", out=None, which=0):
         self._check_parts(parts)
-        outs = [map_chunks(fn, int(sl.start), block, chunk_size, name, None if out is None else out[sl], which)
-                for sl, block in zip(parts.slices(), parts.blocks)]
+        with self.progress_bar(parts, name) as bar:
+            outs = [map_chunks(fn, int(sl.start), block, chunk_size, name, None if out is None else out[sl],
+                               which, bar.update)
+                    for sl, block in zip(parts.slices(), parts.blocks)]
         if out is not None:
             return out
         if keep:

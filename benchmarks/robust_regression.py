@@ -132,13 +132,13 @@ def cross_validate(X, y, loss, log):
     return best[1]
 
 
-def run(n, seeds, sizes, cv, log, blob_std=0.25):
+def run(n, seeds, sizes, cv, log, blob_std=0.25, losses=("huber", "epsilon_insensitive")):
     rng = np.random.default_rng(0)
     Xtr, ytr, _, _ = make_data(n, rng, blob_std)
     Xte, yte, fte, main = make_data(n, rng, blob_std)
     ym = float(np.mean(ytr))
     results, curves = {}, {}
-    for loss in ("huber", "epsilon_insensitive"):
+    for loss in losses:
         hp = dict(cross_validate(Xtr, ytr, loss, log) if cv else SELECTED[blob_std][loss], loss=loss)
         for name, (family, s, build) in methods(n, sizes).items():
             rows = []
@@ -203,6 +203,8 @@ def main(argv=None):
     ap.add_argument("--png", default="robust_regression.png")
     ap.add_argument("--out-json", default="robust_regression.json")
     ap.add_argument("--cv", action="store_true", help="recompute hyper-parameters by 5-fold CV")
+    ap.add_argument("--losses", nargs="+", default=["huber", "epsilon_insensitive"],
+                    choices=["huber", "epsilon_insensitive"])
     ap.add_argument("--blob-std", type=float, default=0.25,
                     help="standard deviation of the 1 %% Gaussian component (paper's code: 0.25; "
                          "its text, covariance 0.25 I: 0.5)")
@@ -213,7 +215,7 @@ def main(argv=None):
                  f"{sorted(SELECTED)}); add --cv to select them")
     log = (lambda *a: print(*a, file=sys.stderr, flush=True)) if args.json else print
     get_registry()  # build the plugin registry once, outside the timed fits
-    results, curves = run(args.n, args.seeds, args.sizes, args.cv, log, args.blob_std)
+    results, curves = run(args.n, args.seeds, args.sizes, args.cv, log, args.blob_std, tuple(args.losses))
     plot(curves, args.png)
     Path(args.out_json).write_text(json.dumps(results, indent=1))
     print(f"{'method':44s} {'paper':>8s} {'all pts':>8s} {'uniform':>8s} {'fit_s':>7s} {'predict_s':>9s}")

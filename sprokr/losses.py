@@ -74,12 +74,14 @@ class Loss(BaseEstimator):
         per-entry bounds of the conjugate's domain (lets the solver refine the dual at the
         kinks).
 
-    ``smooth = True`` marks a differentiable loss (no smoothing needed).
+    ``smooth = True`` marks a differentiable loss (no smoothing needed); ``labels = True``
+    a loss whose targets are class labels (the estimators then refuse ``normalize_y``).
     """
 
     name = None
     closed_form = False
     smooth = False
+    labels = False
 
     def validate(self, d, Y=None):
         """Raise ``ValueError`` if the loss cannot be used with ``d`` outputs (targets ``Y``)."""
@@ -250,6 +252,7 @@ class HingeLoss(Loss):
     """Hinge loss ``sum_j max(0, 1 - y_j p_j)`` for labels ``y in {-1, +1}`` (SVM)."""
 
     name = "hinge"
+    labels = True
 
     def validate(self, d, Y=None):
         if Y is not None and not np.all(np.isin(np.asarray(Y), (-1.0, 1.0))):

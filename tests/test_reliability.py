@@ -250,3 +250,19 @@ def test_decoder_budget_reaches_the_decoder_and_randomstate_is_accepted(data):
     np.testing.assert_array_equal(model.predict_scores(Xt), again.predict_scores(Xt))
     model = SISOKR(max_memory_mb=2).fit(X, Y)
     assert model.decoder_.max_memory_mb == 2
+
+
+@pytest.mark.parametrize("Estimator", ["SketchedKernelMachine", "RFFKernelMachine"])
+def test_hinge_needs_plus_minus_one_labels_before_any_state_changes(Estimator):
+    import sprokr.models as models
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 3))
+    y = np.where(X[:, 0] > 0, 1.0, -1.0)
+    est = getattr(models, Estimator)(loss="hinge", random_state=0).fit(X, y)
+    before = est.predict(X)
+    with pytest.raises(ValueError, match=r"hinge loss needs labels y in \{-1, \+1\}.*\[0\.0\]"):
+        est.fit(X, (y > 0).astype(float))  # 0/1 labels
+    with pytest.raises(ValueError, match="normalize_y=True would change the class labels"):
+        est.set_params(normalize_y=True).fit(X, y)
+    np.testing.assert_array_equal(est.predict(X), before)  # the fitted model is intact

@@ -138,7 +138,7 @@ class FeatureProblemMixin:
         self.converged_, self.n_epochs_, self.objective_, self.objective_gap_ = True, 0, [], 0.0
         self.n_iter_ = 1
 
-    def _normalised_targets(self, Y):
+    def _normalised_targets(self, Y, loss):
         """``(Y', mean, scale)``: targets centred and scaled per column when ``normalize_y``.
 
         The machines have no intercept; centring lets the kernel model the variation
@@ -150,6 +150,9 @@ class FeatureProblemMixin:
         d = Y.shape[1]
         if not self.normalize_y:
             return Y, np.zeros(d), np.ones(d)
+        if getattr(loss, "labels", False):
+            raise ValueError(f"normalize_y=True would change the class labels the {type(loss).__name__} "
+                             "needs; use normalize_y=False")
         mean, scale = Y.mean(axis=0), Y.std(axis=0)
         scale[scale == 0] = 1.0  # a constant target is only centred
         return (Y - mean) / scale, mean, scale
@@ -301,9 +304,9 @@ class SketchedKernelMachine(SaveMixin, FeatureProblemMixin, RegressorMixin, Base
         if n < 1:
             raise ValueError("cannot fit on 0 samples: X is empty")
         loss, Y, scalar, M_spec = self._loss_and_targets(y, n)
-        Y, y_mean, y_scale = self._normalised_targets(Y)
+        loss.validate(Y.shape[1], Y)  # on the targets as given (hinge: labels +-1)
+        Y, y_mean, y_scale = self._normalised_targets(Y, loss)
         d = Y.shape[1]
-        loss.validate(d)
         M, V, e = check_output_matrix(M_spec, d)
         lam = check_positive(self.lam, "lam")
         dtype = resolve_dtype(self.dtype)

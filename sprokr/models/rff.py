@@ -93,9 +93,9 @@ class RFFKernelMachine(SaveMixin, FeatureProblemMixin, RegressorMixin, BaseEstim
         if n < 1:
             raise ValueError("cannot fit on 0 samples: X is empty")
         Y, scalar = check_targets(y, n, type(self).__name__)
-        Y, y_mean, y_scale = self._normalised_targets(Y)
         loss = get_registry().create("loss", self.loss, self.loss_params, base=Loss)
-        loss.validate(Y.shape[1])
+        loss.validate(Y.shape[1], Y)  # on the targets as given (hinge: labels +-1)
+        Y, y_mean, y_scale = self._normalised_targets(Y, loss)
         M, V, e = check_output_matrix(self.output_matrix, Y.shape[1])
         lam = check_positive(self.lam, "lam")
         solver = check_solver_params(self, loss)

@@ -19,6 +19,7 @@ Losses are extensible like kernels: a plugin returns ``{name: factory}`` from th
 """
 from __future__ import annotations
 
+from typing import Optional
 import numbers
 
 import numpy as np
@@ -78,7 +79,7 @@ class Loss(BaseEstimator):
     a loss whose targets are class labels (the estimators then refuse ``normalize_y``).
     """
 
-    name = None
+    name: Optional[str] = None
     closed_form = False
     smooth = False
     labels = False

@@ -9,6 +9,7 @@ examples (FGW barycenters) declare ``needs_weights = True`` and receive the weig
 """
 from __future__ import annotations
 
+from typing import Optional
 import numbers
 
 import numpy as np
@@ -139,7 +140,7 @@ class Decoder(BaseEstimator):
     ``max_memory_mb``, when set, is handed to the decoder at fit time.
     """
 
-    name = None
+    name: Optional[str] = None
     #: whether ``decode`` wants the weights ``alpha(x)`` over the training outputs
     needs_weights = False
     #: queries decoded per batch by the models

@@ -19,6 +19,7 @@ arguments, so ``get_params``/``clone`` and grid searches over kernel parameters 
 """
 from __future__ import annotations
 
+from typing import Optional
 import numpy as np
 from sklearn.base import BaseEstimator
 
@@ -31,7 +32,7 @@ class Kernel(BaseEstimator):
     """Base class of all kernels.  Subclasses implement ``pairwise`` (and usually ``prepare``)."""
 
     #: name under which the kernel is registered (set by subclasses)
-    name = None
+    name: Optional[str] = None
     #: True when k(x, x) == 1 for every x
     normalized = False
 

@@ -304,7 +304,7 @@ class PrecomputedKernel(Kernel):
     for the whole protocol and :func:`required_columns` for sketched models.
     """
 
-    name = "precomputed"  # type: ignore[assignment]  # Kernel.name defaults to None
+    name = "precomputed"
 
     def __init__(self, normalized: bool = False, dtype: str = "float64") -> None:
         self.normalized = normalized

@@ -11,12 +11,14 @@ equivalent of (coordinates, index) for a batch) and ``predict_weights``.
 """
 from __future__ import annotations
 
+from typing import Any, Optional
+
 import uuid
 
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
-from ..decoders.base import CandidateSets, Decoder, check_top_k
+from ..decoders.base import CandidateSets, Decoded, Decoder, check_top_k
 from ..decoders.candidates import CandidateIndex
 from ..numerics import LocalExecutor, candidate_offsets, default_chunk_size
 from ..persistence import SaveMixin
@@ -93,6 +95,15 @@ def make_decoder(spec, params, max_memory_mb):
 class OutputKernelModel(SaveMixin):
     """Mixin: candidate decoding for models with an output-kernel basis."""
 
+    # learned by the models' fit (declared for readers and type checkers)
+    index_token_: str
+    output_kernel_: Any
+    decoder_: Decoder
+
+    def prepare_inputs(self, X: Any) -> Any:
+        """Validate and prepare query inputs (each model's input side)."""
+        raise NotImplementedError
+
     # ------------------------------------------------------------------ candidates
     def embed_candidates(self, candidates, dtype=None):
         """Output coordinates ``E(c)`` (n_c, d) and offsets ``-k(c,c)/2`` (None if normalised).
@@ -121,7 +132,7 @@ class OutputKernelModel(SaveMixin):
             raise ValueError("candidates: the output kernel returned non-finite values on them")
         return E, offsets
 
-    def make_candidate_index(self, candidates, dtype=None):
+    def make_candidate_index(self, candidates: Any, dtype: Optional[str] = None) -> CandidateIndex:
         """Embed a candidate set once; pass the result as ``predict(X, candidates=index)``.
 
         Parameters
@@ -135,11 +146,10 @@ class OutputKernelModel(SaveMixin):
             the coordinates over many orders of magnitude and float32 scores then lose
             the ranking: compare ``predict_topk`` with both on validation data first.
         """
-        if dtype is not None:
-            dtype = np.dtype(dtype)
-            if dtype not in (np.float32, np.float64):
-                raise ValueError(f"dtype must be 'float32' or 'float64', got {dtype}")
-        E, offsets = self.embed_candidates(candidates, dtype)
+        dt = None if dtype is None else np.dtype(dtype)
+        if dt is not None and dt not in (np.float32, np.float64):
+            raise ValueError(f"dtype must be 'float32' or 'float64', got {dt}")
+        E, offsets = self.embed_candidates(candidates, dt)
         return CandidateIndex(candidates, E, offsets, owner=self.index_token_, kernel=self.output_kernel_)
 
     def _chunk(self, width):
@@ -209,7 +219,7 @@ class OutputKernelModel(SaveMixin):
             return Decoded(np.concatenate([o.indices for o in outs]), np.concatenate([o.scores for o in outs]))
         return _concat_outputs(outs)
 
-    def predict(self, X, candidates=None):
+    def predict(self, X: Any, candidates: Any = None) -> Any:
         """Decode ``X`` over a candidate set.
 
         Parameters
@@ -224,7 +234,7 @@ class OutputKernelModel(SaveMixin):
         """
         return self._decode(X, candidates, None)
 
-    def predict_topk(self, X, k=5, candidates=None):
+    def predict_topk(self, X: Any, k: int = 5, candidates: Any = None) -> Decoded:
         """The ``k`` best candidates of each query, best first.
 
         Returns
@@ -236,7 +246,7 @@ class OutputKernelModel(SaveMixin):
         """
         return self._decode(X, candidates, check_top_k(k, "k"))
 
-    def predict_scores(self, X, candidates=None):
+    def predict_scores(self, X: Any, candidates: Any = None) -> Any:
         """Scores of every candidate, ``<h(x), psi(c)> - k(c, c)/2``, shape (n_q, n_c).
 
         The full score matrix (its argmax is ``predict``'s choice, its ranking
@@ -257,7 +267,7 @@ class OutputKernelModel(SaveMixin):
             out[sl] = idx.scores(H, budget)
         return out
 
-    def score(self, X, y):
+    def score(self, X: Any, y: Any) -> float:
         """Minus the mean squared output-kernel distance ``|psi(f(x)) - psi(y)|^2`` (0 is best).
 
         ``y``: the true outputs of ``X`` (anything the output kernel accepts).

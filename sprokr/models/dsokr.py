@@ -15,6 +15,8 @@ candidate set, through the same decoders and :class:`~sprokr.CandidateIndex` as 
 """
 from __future__ import annotations
 
+from typing import Any, Optional, Tuple, Self
+
 import inspect
 import numbers
 import time
@@ -202,7 +204,7 @@ class DSOKR(OutputKernelModel, BaseEstimator):
                 reg.set_params(verbose=self.verbose)
         return reg
 
-    def fit(self, X, Y, validation_data=None):
+    def fit(self, X: Any, Y: Any, validation_data: Optional[Tuple[Any, Any]] = None) -> Self:
         """Fit on ``n`` pairs; ``validation_data=(X_val, Y_val)`` enables early stopping.
 
         ``X``: anything the regressor accepts (n samples); ``Y``: anything the output kernel
@@ -413,7 +415,7 @@ class DSOKREnsemble(OutputKernelModel, BaseEstimator):
                              "holds out one validation split for all members")
         return members
 
-    def fit(self, X, Y, validation_data=None):
+    def fit(self, X: Any, Y: Any, validation_data: Optional[Tuple[Any, Any]] = None) -> Self:
         """Fit every member on the same training pairs.  Returns self."""
         if self.aggregation not in ("mean", "max"):
             raise ValueError(f"aggregation must be 'mean' or 'max', got {self.aggregation!r}")
@@ -456,7 +458,7 @@ class DSOKREnsemble(OutputKernelModel, BaseEstimator):
         parts = [e.embed_candidates(candidates, dtype) for e in self.estimators_]
         return np.hstack([E for E, _ in parts]), parts[0][1]
 
-    def make_candidate_index(self, candidates, dtype=None):
+    def make_candidate_index(self, candidates: Any, dtype: Optional[str] = None) -> CandidateIndex:
         """Embed a candidate set once for every member."""
         E, offsets = self.embed_candidates(candidates, dtype)
         return CandidateIndex(candidates, E, offsets, owner=self.index_token_, kernel=self.output_kernel_)
@@ -492,7 +494,7 @@ class DSOKREnsemble(OutputKernelModel, BaseEstimator):
             idx[sl], scores[sl] = ex.map_reduce(parts, task, block)
         return index.take(idx[:, 0]) if top_k is None else Decoded(idx, scores)
 
-    def predict_scores(self, X, candidates=None):
+    def predict_scores(self, X: Any, candidates: Any = None) -> Any:
         """Scores of every candidate (aggregated over members), shape (n_q, n_c)."""
         if self.aggregation == "mean":
             return super().predict_scores(X, candidates)

@@ -16,6 +16,8 @@ Cholesky of ``e K + n lam I``; other losses on the features ``L`` of ``K = L L^T
 """
 from __future__ import annotations
 
+from typing import Any, Self
+
 import numbers
 import time
 
@@ -297,7 +299,7 @@ class SketchedKernelMachine(SaveMixin, FeatureProblemMixin, RegressorMixin, Base
         return loss, Y, scalar, self.output_matrix
 
     # ------------------------------------------------------------------ fit
-    def fit(self, X, y):
+    def fit(self, X: Any, y: Any) -> Self:
         """Fit on ``n`` samples.  ``X``: what the kernel accepts; ``y``: (n,) or (n, d).  Returns self."""
         t0 = time.perf_counter()
         n = num_samples(X, "X")
@@ -413,7 +415,7 @@ class SketchedKernelMachine(SaveMixin, FeatureProblemMixin, RegressorMixin, Base
         self._expansion = KernelExpansion(self.kernel_, self.X_support_, self.coef_, self.dtype_)
 
     # ------------------------------------------------------------------ predict
-    def predict(self, X):
+    def predict(self, X: Any) -> np.ndarray:
         """Predictions, shape (n_q,) for 1-D training targets, else (n_q, d)."""
         check_is_fitted(self, "coef_")
         ex = self.executor_
@@ -523,17 +525,17 @@ class JointQuantileRegressor(SketchedKernelMachine):
         tags.input_tags.sparse = False
         return tags
 
-    def fit(self, X, y):
+    def fit(self, X: Any, y: Any) -> Self:
         """Fit on ``X`` (n, p) dense and scalar targets ``y`` (n,).  Returns self."""
         _refuse_sparse(X, type(self).__name__)
         return super().fit(X, y)
 
-    def predict(self, X):
+    def predict(self, X: Any) -> np.ndarray:
         """Conditional quantiles, shape (n_q, len(taus)): one column per level."""
         _refuse_sparse(X, type(self).__name__)
         return super().predict(X)
 
-    def score(self, X, y, sample_weight=None):
+    def score(self, X: Any, y: Any, sample_weight: Any = None) -> float:
         """Mean over the levels of the D^2 pinball score (1 is best; 0 is the constant quantile).
 
         ``y`` (n,) scalar targets; see :func:`sklearn.metrics.d2_pinball_score`.

@@ -25,6 +25,8 @@ Built-ins (registered through the ``sprokr_regressors`` hook, see :mod:`sprokr._
 """
 from __future__ import annotations
 
+from typing import Any, Self
+
 import copy
 import time
 
@@ -190,7 +192,7 @@ class KernelRidgeRegressor(SaveMixin, RegressorMixin, BaseEstimator):
         tags.target_tags.single_output = True
         return tags
 
-    def fit(self, X, y):
+    def fit(self, X: Any, y: Any) -> Self:
         """Fit on inputs ``X`` (n samples) and targets ``y`` (n,) or (n, p).  Returns self."""
         from .kernel_machine import check_targets
         from .sisokr import check_chunk_size
@@ -227,7 +229,7 @@ class KernelRidgeRegressor(SaveMixin, RegressorMixin, BaseEstimator):
         self.n_outputs_, self._scalar = T64.shape[1], scalar
         return self
 
-    def predict(self, X):
+    def predict(self, X: Any) -> np.ndarray:
         """Predicted targets, (n_q,) for 1-D training targets, else (n_q, p)."""
         check_is_fitted(self, "coef_")
         ex = LocalExecutor()
@@ -306,7 +308,7 @@ class MLPSurrogate(SaveMixin, RegressorMixin, BaseEstimator):
         self.random_state = random_state
         self.verbose = verbose
 
-    def fit(self, X, T, sample_offsets=None, eval_set=None):
+    def fit(self, X: Any, T: Any, sample_offsets: Any = None, eval_set: Any = None) -> Self:
         """Fit on ``X`` (n, d) and targets ``T`` (n, p).  Returns self."""
         from sklearn.neural_network import MLPRegressor
 
@@ -341,7 +343,7 @@ class MLPSurrogate(SaveMixin, RegressorMixin, BaseEstimator):
         self.n_outputs_ = T.shape[1]
         return self
 
-    def predict(self, X):
+    def predict(self, X: Any) -> np.ndarray:
         """Predicted targets, (n_q, p)."""
         check_is_fitted(self, "model_")
         G = self.model_.predict(_mlp_inputs(X))
@@ -497,7 +499,7 @@ class TorchRegressor(SaveMixin, RegressorMixin, BaseEstimator):
             return torch.as_tensor(X, dtype=torch.long)
         return torch.as_tensor(np.asarray(X, dtype=np.float32))
 
-    def fit(self, X, T, sample_offsets=None, eval_set=None):
+    def fit(self, X: Any, T: Any, sample_offsets: Any = None, eval_set: Any = None) -> Self:
         """Fit on ``X`` (n, ...) and targets ``T`` (n, p).  Returns self."""
         if not torch_available():
             raise ImportError("TorchRegressor needs torch: pip install 'sprokr[torch]'")
@@ -558,7 +560,7 @@ class TorchRegressor(SaveMixin, RegressorMixin, BaseEstimator):
         d2 = np.einsum("ij,ij->i", G - Tv, G - Tv) + (0 if rv is None else rv)
         return float(c(torch.as_tensor(d2)).mean())
 
-    def predict(self, X):
+    def predict(self, X: Any) -> np.ndarray:
         """Predicted targets, (n_q, p) float32."""
         check_is_fitted(self, "module_")
         import torch

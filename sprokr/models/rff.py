@@ -8,6 +8,8 @@ output matrices and solvers, so the two are compared on equal terms.
 """
 from __future__ import annotations
 
+from typing import Any, Self
+
 import numbers
 import time
 
@@ -82,7 +84,7 @@ class RFFKernelMachine(SaveMixin, FeatureProblemMixin, RegressorMixin, BaseEstim
         tags.target_tags.single_output = True
         return tags
 
-    def fit(self, X, y):
+    def fit(self, X: Any, y: Any) -> Self:
         """Fit on ``X`` (n, p) (dense or sparse) and ``y`` (n,) or (n, d).  Returns self."""
         t0 = time.perf_counter()
         dtype = resolve_dtype(self.dtype)
@@ -125,7 +127,7 @@ class RFFKernelMachine(SaveMixin, FeatureProblemMixin, RegressorMixin, BaseEstim
         self.fit_time_ = time.perf_counter() - t0
         return self
 
-    def random_features(self, X):
+    def random_features(self, X: Any) -> np.ndarray:
         """Random Fourier features ``z(x)``, shape (n, n_components), chunked over n."""
         check_is_fitted(self, "weights_")
         kernel = GaussianKernel(dtype=self.weights_.dtype.name)
@@ -139,7 +141,7 @@ class RFFKernelMachine(SaveMixin, FeatureProblemMixin, RegressorMixin, BaseEstim
         return ex.map_rows(ex.partition(Xp), _CosineFeatures(self.weights_, self.offsets_),
                            default_chunk_size(s, self.weights_.dtype), name="random features")
 
-    def predict(self, X):
+    def predict(self, X: Any) -> np.ndarray:
         """Predictions, shape (n_q,) for 1-D training targets, else (n_q, d)."""
         check_is_fitted(self, "coef_")
         Z = self.random_features(X)

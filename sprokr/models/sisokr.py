@@ -27,6 +27,8 @@ Decoding: ``argmax_c H(x) . E(c) - k_y(c, c)/2`` over a candidate set (see
 """
 from __future__ import annotations
 
+from typing import Any, Self
+
 import copy
 import numbers
 import time
@@ -205,7 +207,7 @@ class SISOKR(OutputKernelModel, BaseEstimator):
         return tags
 
     # ------------------------------------------------------------------ fit
-    def fit(self, X, Y):
+    def fit(self, X: Any, Y: Any) -> Self:
         """Fit on ``n`` pairs.  ``X``, ``Y``: anything the kernels accept.  Returns self."""
         t0 = time.perf_counter()
         n = check_paired(X, Y)

@@ -19,6 +19,7 @@ candidate index.  A fixed partitioning and order give bit-identical results.
 """
 from __future__ import annotations
 
+from typing import Optional
 import numbers
 
 import numpy as np
@@ -194,7 +195,7 @@ class Executor:
         the rows ``indices`` of one collection, gathered here (sketch support points).
     """
 
-    name = None
+    name: Optional[str] = None
     #: True when the partitions live in this process (models may then use n-sized index
     #: vectors, e.g. the distinct output of every training sample)
     in_process = False

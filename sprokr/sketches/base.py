@@ -13,6 +13,7 @@ sketches have ``E[m'] = n (1 - (1 - p)^m)``; Gaussian sketches and CountSketch h
 """
 from __future__ import annotations
 
+from typing import Optional
 import numbers
 
 import numpy as np
@@ -146,7 +147,7 @@ class Sketch(BaseEstimator):
     :class:`SketchMatrix`; the same seed gives the same matrix.
     """
 
-    name = None
+    name: Optional[str] = None
     #: True when every column of R may be non-null (needs the full Gram matrix)
     dense_columns = False
 

@@ -23,6 +23,7 @@ __all__ = [
     "check_finite",
     "check_positive",
     "check_fraction",
+    "copy_with_coef",
     "iter_chunks",
     "resolve_dtype",
     "NamedPrepare",
@@ -238,3 +239,22 @@ def name_error(msg, name):
     if msg.startswith(f"{name} ") or msg.startswith(f"{name}:"):
         return msg
     return f"{name}: {msg}"
+
+
+def copy_with_coef(estimator, coef, shape, lam=None):
+    """A shallow copy of a fitted ``estimator`` for new coefficients (the models' ``with_coef``).
+
+    Checks ``coef`` (finite, of ``shape``) and records ``lam`` (> 0) as the copy's
+    parameter; the caller installs the coefficients.  Returns ``(copy, coef as float64)``.
+    """
+    import copy
+
+    coef = np.asarray(coef, dtype=np.float64)
+    if coef.shape != tuple(shape):
+        raise ValueError(f"coef must have shape {tuple(shape)}, got {coef.shape}")
+    if not np.isfinite(coef).all():
+        raise ValueError("coef contains NaN or infinite values")
+    new = copy.copy(estimator)
+    if lam is not None:
+        new.lam = check_positive(lam, "lam")
+    return new, coef

@@ -43,6 +43,7 @@ from ..numerics import (
 )
 from ..progress import log_estimator
 from ..utils import (
+    copy_with_coef,
     NamedPrepare,
     check_positive,
     check_random_state,
@@ -428,15 +429,8 @@ class SketchedKernelMachine(SaveMixin, FeatureProblemMixin, RegressorMixin, Base
         normalisation shared).  For model selection: the solutions of a ``lam`` path are
         scored as models.  ``coef``: shape of ``coef_``; ``lam`` is recorded as the copy's
         parameter."""
-        import copy
-
         check_is_fitted(self, "coef_")
-        coef = np.asarray(coef, dtype=np.float64)
-        if coef.shape != self.coef_.shape or not np.isfinite(coef).all():
-            raise ValueError(f"coef must be a finite array of shape {self.coef_.shape}, got shape {coef.shape}")
-        new = copy.copy(self)
-        if lam is not None:
-            new.lam = check_positive(lam, "lam")
+        new, coef = copy_with_coef(self, coef, self.coef_.shape, lam)
         new._set_coef(coef)
         return new
 

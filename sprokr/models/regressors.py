@@ -48,6 +48,7 @@ from ..registry import resolve_kernel, resolve_sketch
 from .base import check_n_features, set_n_features
 from ..progress import log_message
 from ..utils import (
+    copy_with_coef,
     NamedPrepare,
     check_paired,
     check_positive,
@@ -251,12 +252,7 @@ class KernelRidgeRegressor(SaveMixin, RegressorMixin, BaseEstimator):
         ``coef``: (n_support, n_outputs_); ``lam`` is recorded as the copy's parameter.
         """
         check_is_fitted(self, "coef_")
-        coef = np.asarray(coef, dtype=np.float64)
-        if coef.shape != self.coef_.shape or not np.isfinite(coef).all():
-            raise ValueError(f"coef must be a finite array of shape {self.coef_.shape}, got shape {coef.shape}")
-        new = copy.copy(self)
-        if lam is not None:
-            new.lam = check_positive(lam, "lam")
+        new, coef = copy_with_coef(self, coef, self.coef_.shape, lam)
         new.coef_ = coef
         new._expansion = KernelExpansion(self.kernel_, self.X_support_, coef, resolve_dtype(self.dtype))
         return new

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 from typing import Any, Self
 
-import copy
 import numbers
 import time
 
@@ -59,6 +58,7 @@ from ..numerics import (
 from ..registry import resolve_executor, resolve_kernel, resolve_sketch
 from ..progress import log_estimator
 from ..utils import (
+    copy_with_coef,
     check_paired,
     check_positive,
     check_random_state,
@@ -480,14 +480,7 @@ class SISOKR(OutputKernelModel, BaseEstimator):
         check_is_fitted(self, "output_rank_")
         Rx = self.input_sketch_matrix_
         shape = (Rx.indices.size if Rx is not None else self.n_train_, self.output_rank_)
-        coef = np.asarray(coef, dtype=WORK_DTYPE)
-        if coef.shape != shape:
-            raise ValueError(f"coef must have shape {shape}, got {coef.shape}")
-        if not np.isfinite(coef).all():
-            raise ValueError("coef contains NaN or infinite values")
-        new = copy.copy(self)
-        if lam is not None:
-            new.lam = check_positive(lam, "lam")
+        new, coef = copy_with_coef(self, coef, shape, lam)
         new._set_coef(coef)
         new.index_token_ = new_index_token()  # folded indexes cached under the old token depend on coef_
         d = self.default_index_

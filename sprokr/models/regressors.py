@@ -249,7 +249,7 @@ class KernelRidgeRegressor(SaveMixin, RegressorMixin, BaseEstimator):
         """A fitted copy with other coefficients on ``X_support_`` (kernel and support shared).
 
         For model selection: the solutions of a ``lam`` path are scored as models.
-        ``coef``: (n_support, n_outputs_); ``lam`` is recorded as the copy's parameter.
+        ``coef``: shape (n_support, ``n_outputs_``); ``lam`` is recorded as the copy's parameter.
         """
         check_is_fitted(self, "coef_")
         new, coef = copy_with_coef(self, coef, self.coef_.shape, lam)

@@ -468,7 +468,7 @@ class SISOKR(OutputKernelModel, BaseEstimator):
 
         Parameters
         ----------
-        coef : array-like of shape (n_support, output_rank_)
+        coef : array-like of shape (n_support, ``output_rank_``)
             ``H(x) = k(x, X_support_) coef``; ``n_support`` is ``m'_x`` with an input
             sketch, else ``n_train_`` (exact IOKR too: then ``coef = (K + n lam I)^-1``).
         lam : float, optional

@@ -148,3 +148,22 @@ def test_count_fingerprint_kernels_equal_their_definitions_and_are_psd(qm9):
     assert MorganCountTanimotoKernel()(chains)[0, 1] < 0.99 and MorganMinMaxKernel()(chains)[0, 1] < 0.99
     for M in (K, T):
         assert np.allclose(M, M.T) and np.linalg.eigvalsh(M).min() > -1e-8
+
+
+def test_smiles_spectrum_canonicalises_by_default(qm9):
+    smiles = qm9[0][:40]
+    # toluene-ol written three ways: Kekule, aromatic, explicit hydrogens in another atom order
+    forms = ["CC1=CC=CC=C1O", "Cc1ccccc1O", "[H]Oc1c([H])c([H])c([H])c([H])c1C([H])([H])[H]"]
+    k = SmilesSpectrumKernel()
+    assert k.canonical is True
+    K = k(forms, smiles)
+    assert np.allclose(K[0], K[1]) and np.allclose(K[0], K[2])
+    assert np.allclose(k(forms), 1.0)
+    # a SMILES with explicit hydrogens and its canonical form: the same kernel row
+    explicit = Chem.MolToSmiles(Chem.AddHs(Chem.MolFromSmiles(smiles[5])), allHsExplicit=True)
+    assert explicit != Chem.MolToSmiles(Chem.MolFromSmiles(smiles[5]))
+    assert np.allclose(k([explicit], smiles), k([smiles[5]], smiles))
+    # the strings as given: the written forms differ
+    assert SmilesSpectrumKernel(canonical=False)(forms)[0, 2] < 0.9
+    with pytest.raises(ValueError, match=r"record 2: 'C1CC'"):
+        k.prepare(["CCO", "CC", "C1CC"])

@@ -285,14 +285,20 @@ class SmilesSpectrumKernel(Kernel):
     ``k(s, t) = <phi(s), phi(t)> / (|phi(s)| |phi(t)|)`` where ``phi`` counts every
     character n-gram of length ``min_n .. n`` (hashed into ``n_features`` buckets by
     scikit-learn's stateless ``HashingVectorizer``, so train and test strings share one
-    feature space without fitting).  With ``canonical=True`` each SMILES is first
-    rewritten as RDKit's canonical SMILES (invalid ones raise the documented error).
+    feature space without fitting).
+
+    With ``canonical=True`` (the default) each SMILES is first rewritten as RDKit's
+    canonical SMILES, so the kernel does not depend on how a molecule is written (atom
+    order, Kekule or aromatic form, explicit hydrogens as QM8 ships them): without it the
+    same molecules written differently share few n-grams.  An invalid SMILES raises
+    :class:`sprokr_chem.MoleculeReadError` (a ``ValueError``) naming its position and text.
+    ``canonical=False`` compares the strings as given (the earlier default).
     """
 
     name = "smiles_spectrum"
     normalized = True
 
-    def __init__(self, n=4, min_n=1, canonical=False, n_features=2**20, dtype="float64"):
+    def __init__(self, n=4, min_n=1, canonical=True, n_features=2**20, dtype="float64"):
         self.n = n
         self.min_n = min_n
         self.canonical = canonical

@@ -64,3 +64,25 @@ def test_scale_smoke(tmp_path):
     assert 0.3 < local["f1"] <= 1 and 0.3 < sk["f1"] <= 1 and local["peak_gb"] > 0
     assert local["fit_over_syrk"] > 0 and "speedup_vs_sklearn" in local
     assert res["decode"]["top10_max_score_diff_faiss"] < 1e-3  # same scores as faiss's exact index
+
+
+def test_output_kernel_twins_smoke(tmp_path):
+    """benchmarks/output_kernel_twins.py on the shipped QM9 sample plus two known twin pairs:
+    acetaldehyde / vinyl alcohol (only bond orders separate them) and two cage molecules
+    that no 1-WL colouring separates."""
+    pytest.importorskip("sprokr_chem")
+    pytest.importorskip("sprokr_graphs")
+    import csv
+
+    from sprokr.datasets import sample_path
+
+    with open(sample_path("qm9_sample.csv"), newline="") as fh:
+        smiles = [r["smiles"] for r in csv.DictReader(fh)]
+    extra = ["CC=O", "C=CO", "C1C2C1C1CC2C2CC21", "C1C2C1C1CC3C1CC23"]
+    path = tmp_path / "qm9_twins.csv"
+    path.write_text("smiles\n" + "\n".join(smiles + extra) + "\n")
+    res = run_json("output_kernel_twins.py", "--data", str(path), cwd=tmp_path)
+    n = len(set(smiles)) + len(extra)
+    assert res["wl plain"]["n_twins"] >= 4 and res["wl plain"]["twins_frac"] >= 4 / n
+    for name in ("wl chem", "core_wl chem", "morgan counts"):
+        assert res[name]["n_twins"] == 2 and res[name]["n_groups"] == 1, (name, res[name])

@@ -120,3 +120,50 @@ def test_registry_names_match_the_lazy_kernel_classes():
     assert names == set(KERNELS)
     for name, cls in KERNELS.items():
         assert type(reg.create("input_kernel", name)) is cls
+
+
+def test_count_fingerprint_kernels_equal_their_definitions_and_are_psd(qm9):
+    from sprokr_chem import MorganCountTanimotoKernel, unary_counts
+
+    smiles = qm9[0][:80] + ["CCCC", "CCCCCC", "CCCCCCCCCCCCCCCCCCCC", "C"]
+    C = morgan_fingerprints(smiles, counts=True).toarray()
+    mn = np.minimum(C[:, None, :], C[None, :, :]).sum(-1)
+    mx = np.maximum(C[:, None, :], C[None, :, :]).sum(-1)
+    K = MorganMinMaxKernel()(smiles)
+    assert np.allclose(K, mn / mx, atol=1e-12)
+    # the explicit feature map: binary expansion, inner products = sums of minima
+    U = unary_counts(morgan_fingerprints(smiles, counts=True))
+    assert set(np.unique(U.data)) == {1.0} and np.allclose((U @ U.T).toarray(), mn)
+    # prepared in separate batches (different expansion widths) the blocks agree
+    k = MorganMinMaxKernel()
+    assert np.allclose(k.pairwise(k.prepare(smiles[-4:-1]), k.prepare(smiles[-1:])), K[-4:-1, -1:])
+    G = C @ C.T
+    sq = np.diag(G)
+    T = MorganCountTanimotoKernel()(smiles)
+    assert np.allclose(T, G / (sq[:, None] + sq[None, :] - G), atol=1e-12)
+    assert np.allclose(T, MorganTanimotoKernel(counts=True)(smiles))
+    # counts separate chain lengths that bit vectors confuse
+    chains = ["CCCCCCCC", "CCCCCCCCC"]
+    assert MorganTanimotoKernel()(chains)[0, 1] == pytest.approx(1.0)
+    assert MorganCountTanimotoKernel()(chains)[0, 1] < 0.99 and MorganMinMaxKernel()(chains)[0, 1] < 0.99
+    for M in (K, T):
+        assert np.allclose(M, M.T) and np.linalg.eigvalsh(M).min() > -1e-8
+
+
+def test_smiles_spectrum_canonicalises_by_default(qm9):
+    smiles = qm9[0][:40]
+    # toluene-ol written three ways: Kekule, aromatic, explicit hydrogens in another atom order
+    forms = ["CC1=CC=CC=C1O", "Cc1ccccc1O", "[H]Oc1c([H])c([H])c([H])c([H])c1C([H])([H])[H]"]
+    k = SmilesSpectrumKernel()
+    assert k.canonical is True
+    K = k(forms, smiles)
+    assert np.allclose(K[0], K[1]) and np.allclose(K[0], K[2])
+    assert np.allclose(k(forms), 1.0)
+    # a SMILES with explicit hydrogens and its canonical form: the same kernel row
+    explicit = Chem.MolToSmiles(Chem.AddHs(Chem.MolFromSmiles(smiles[5])), allHsExplicit=True)
+    assert explicit != Chem.MolToSmiles(Chem.MolFromSmiles(smiles[5]))
+    assert np.allclose(k([explicit], smiles), k([smiles[5]], smiles))
+    # the strings as given: the written forms differ
+    assert SmilesSpectrumKernel(canonical=False)(forms)[0, 2] < 0.9
+    with pytest.raises(ValueError, match=r"record 2: 'C1CC'"):
+        k.prepare(["CCO", "CC", "C1CC"])

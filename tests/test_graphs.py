@@ -12,6 +12,7 @@ from sprokr import SISOKR  # noqa: E402
 from sprokr.metrics import graph_edit_distance, mean_graph_edit_distance  # noqa: E402
 from sprokr.registry import get_registry  # noqa: E402
 from sprokr_graphs import CoreWLKernel, WLKernel  # noqa: E402
+from collections import Counter  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -24,12 +25,13 @@ def test_wl_matches_grakel_and_is_psd(graphs):
 
     _, G = graphs
     sub = G[:60]
-    K = WLKernel(n_iter=3)(sub)
+    plain = dict(node_label="label", edge_label=None)  # the earlier default, GraKeL's WL
+    K = WLKernel(n_iter=3, **plain)(sub)
     ref = WeisfeilerLehman(n_iter=3, normalize=True).fit_transform(
         grakel.graph_from_networkx(sub, node_labels_tag="label"))
     assert np.allclose(K, ref, atol=1e-10)
     assert np.linalg.eigvalsh(K).min() > -1e-8
-    Kc = CoreWLKernel(n_iter=2)(sub)
+    Kc = CoreWLKernel(n_iter=2, **plain)(sub)
     ref = CoreFramework(normalize=True, base_graph_kernel=(WeisfeilerLehman, {"n_iter": 2})).fit_transform(
         grakel.graph_from_networkx(sub, node_labels_tag="label"))
     assert np.allclose(Kc, ref, atol=1e-10)
@@ -84,3 +86,89 @@ def test_wl_output_kernel_by_name_in_fit(graphs):
                m_y=80, output_sketch_params={"p": 0.05}, random_state=0).fit(smiles[:250], G[:250])
     idx = m.predict_topk(smiles[:30], candidates=G, k=1).indices[:, 0]
     assert np.mean(idx == np.arange(30)) > 0.5
+
+
+def _naive_wl_counts(G, n_iter, node_attrs, edge_attr, tag=()):
+    """WL label counts written plainly: labels are nested tuples, neighbours sorted."""
+    lab = {v: tuple(G.nodes[v][a] for a in node_attrs) for v in G}
+    counts = Counter((tag, 0, lab[v]) for v in G)
+    for t in range(1, n_iter + 1):
+        lab = {v: (lab[v], tuple(sorted(
+            (G.edges[v, u][edge_attr] if edge_attr else None, lab[u]) for u in G[v])))
+            for v in G}
+        counts.update((tag, t, lab[v]) for v in G)
+    return counts
+
+
+def _naive_core_counts(G, n_iter, node_attrs, edge_attr, levels):
+    counts = Counter()
+    core = nx.core_number(G)
+    for level in levels:
+        sub = G.subgraph([v for v in G if core[v] >= level])
+        counts.update(_naive_wl_counts(sub, n_iter, node_attrs, edge_attr, tag=level))
+    return counts
+
+
+def _naive_gram(counts):
+    K = np.array([[sum(a[k] * b[k] for k in a if k in b) for b in counts] for a in counts], dtype=float)
+    d = np.sqrt(np.diag(K))
+    return K / np.outer(d, d)
+
+
+@pytest.mark.parametrize("node_attrs,edge_attr", [
+    (("label", "aromatic", "num_hs"), "bond_order"),   # the default on molecule graphs
+    (("label",), "bond_order"),
+    (("label",), None),
+])
+def test_edge_labelled_wl_equals_naive_reference(node_attrs, edge_attr):
+    from sprokr_chem import smiles_to_graph
+
+    # small molecules that the plain WL confuses (single vs double vs triple bonds, charges,
+    # aromatic rings, pyrrole vs pyridine nitrogens)
+    smiles = ["CCO", "C=CO", "C#CO", "CC=O", "c1ccccc1", "C1=CCCCC1", "C1CCCCC1", "c1cc[nH]c1",
+              "c1ccncc1", "C[N+](C)(C)C", "CC(=O)[O-]", "CC(=O)O", "OC1CC2CC1C2", "N#CC1=CC1"]
+    G = [smiles_to_graph(s) for s in smiles]
+    nl = node_attrs[0] if len(node_attrs) == 1 else node_attrs
+    for n_iter in (1, 3):
+        K = WLKernel(n_iter=n_iter, node_label=nl, edge_label=edge_attr)(G)
+        ref = _naive_gram([_naive_wl_counts(g, n_iter, node_attrs, edge_attr) for g in G])
+        assert np.allclose(K, ref, atol=1e-12)
+    max_core = max(max(nx.core_number(g).values()) for g in G)
+    Kc = CoreWLKernel(n_iter=2, node_label=nl, edge_label=edge_attr)(G)
+    ref = _naive_gram([_naive_core_counts(g, 2, node_attrs, edge_attr, range(max_core, -1, -1))
+                       for g in G])
+    assert np.allclose(Kc, ref, atol=1e-12)
+    assert np.linalg.eigvalsh(K).min() > -1e-10
+
+
+def test_wl_default_labelling_on_molecules_and_plain_graphs(graphs):
+    from sprokr_chem import smiles_to_graph
+
+    G = [smiles_to_graph(s) for s in ("CC=O", "C=CO", "CCO")]
+    # bond orders separate the enol from acetaldehyde (the plain WL cannot)
+    assert WLKernel(node_label="label", edge_label=None)(G)[0, 1] == pytest.approx(1.0)
+    assert WLKernel()(G)[0, 1] < 0.9
+    F = WLKernel().prepare(G)
+    assert F.labelling == "nodes=label,aromatic,num_hs;edges=bond_order"
+    # graphs without the molecule attributes fall back to the plain labelling ...
+    H = [nx.relabel_nodes(nx.Graph(g.edges()), {}) for g in G]
+    for h, g in zip(H, G):
+        nx.set_node_attributes(h, {v: g.nodes[v]["label"] for v in h}, "label")
+    Fh = WLKernel().prepare(H)
+    assert Fh.labelling == "nodes=label;edges=-"
+    assert np.allclose(WLKernel().pairwise(Fh, Fh), WLKernel(node_label="label", edge_label=None)(G))
+    # ... and mixing the two labellings is refused with a clear message
+    with pytest.raises(ValueError, match="different labellings"):
+        WLKernel().pairwise(F, Fh)
+    with pytest.raises(ValueError, match="has no 'bond_order' attribute"):
+        WLKernel(edge_label="bond_order").prepare(H)
+
+
+def test_wl_features_do_not_depend_on_notation():
+    from sprokr_chem import smiles_to_graph
+
+    # one molecule written three ways (Kekule / aromatic / explicit hydrogens, other atom order)
+    forms = ["CC1=CC=CC=C1O", "Cc1ccccc1O", "[H]Oc1c([H])c([H])c([H])c([H])c1C([H])([H])[H]"]
+    for cls in (WLKernel, CoreWLKernel):
+        K = cls()([smiles_to_graph(s) for s in forms])
+        assert np.allclose(K, 1.0)

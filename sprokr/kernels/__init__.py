@@ -1,6 +1,7 @@
-"""Kernels: the :class:`Kernel` protocol, the numeric built-ins on vectors and ``"precomputed"``."""
+"""Kernels: the :class:`Kernel` protocol, the numeric built-ins on vectors, ``"text"`` and ``"precomputed"``."""
 from .base import Kernel, VectorKernel
 from .precomputed import GramBlock, PrecomputedKernel
+from .text import TextKernel
 from .vector import (
     CosineKernel,
     GaussianKernel,
@@ -22,6 +23,7 @@ BUILTIN_KERNELS = {
         TanimotoKernel,
         MinMaxKernel,
         PrecomputedKernel,
+        TextKernel,
     )
 }
 

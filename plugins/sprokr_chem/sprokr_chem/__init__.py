@@ -2,7 +2,7 @@
 
 Registered through the ``sprokr`` entry-point group (module :mod:`sprokr_chem.plugin`):
 input and output kernels ``morgan_tanimoto``, ``morgan_gaussian_tanimoto``,
-``morgan_minmax``, ``morgan_cosine`` (SMILES or RDKit molecules) and ``smiles_spectrum``
+``morgan_count_tanimoto``, ``morgan_minmax``, ``morgan_cosine`` (SMILES or RDKit molecules) and ``smiles_spectrum``
 (SMILES strings).  Also: SMILES / SDF readers that name invalid records, Morgan
 fingerprints, and molecule <-> labelled graph conversion.
 """
@@ -24,6 +24,8 @@ _EXPORTS = {
     "read_smiles": ".io",
     "to_mol": ".io",
     "MorganCosineKernel": ".kernels",
+    "MorganCountTanimotoKernel": ".kernels",
+    "unary_counts": ".kernels",
     "MorganGaussianTanimotoKernel": ".kernels",
     "MorganMinMaxKernel": ".kernels",
     "MorganTanimotoKernel": ".kernels",

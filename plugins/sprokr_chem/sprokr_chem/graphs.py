@@ -3,9 +3,14 @@
 A molecule becomes an undirected ``networkx.Graph`` over its heavy atoms:
 
 * node attribute ``label``: the element symbol, with the formal charge appended when it
-  is not zero (``"C"``, ``"N+"``, ``"O-"``); also ``symbol`` and ``charge``;
+  is not zero (``"C"``, ``"N+"``, ``"O-"``); also ``symbol``, ``charge``, ``aromatic``
+  (bool, RDKit's aromaticity perception) and ``num_hs`` (total hydrogen count);
 * edge attribute ``label``: the bond order as an int (1, 2, 3) after kekulisation, or
-  ``1.5`` for aromatic bonds when ``kekulize=False``.
+  ``1.5`` for aromatic bonds when ``kekulize=False``;
+* edge attribute ``bond_order``: the bond order with aromatic bonds as ``1.5`` whatever
+  ``kekulize`` is.  Unlike a Kekule structure (which RDKit picks from the atom order, so
+  two SMILES of one molecule can give different ones), it does not depend on how the
+  molecule was written: the chemistry-aware WL kernels of sprokr-graphs label edges with it.
 
 Hydrogens are implicit, so a graph built by another route (e.g. an FGW barycenter) can
 be turned back into a molecule: RDKit adds the hydrogens valence requires, and
@@ -60,18 +65,23 @@ def _parse_label(label):
 def mol_to_graph(mol, kekulize=True):
     """Labelled graph of a molecule (RDKit ``Mol`` or SMILES string); see the module doc."""
     mol = to_mol(mol)
+    # aromaticity and hydrogen counts are read before kekulisation clears the flags
+    aromatic_order = {b.GetIdx(): _BOND_ORDER.get(b.GetBondType()) for b in mol.GetBonds()}
+    atoms = [(a.GetSymbol(), a.GetFormalCharge(), a.GetIsAromatic(), a.GetTotalNumHs())
+             for a in mol.GetAtoms()]
     if kekulize:
         mol = Chem.Mol(mol)
         Chem.Kekulize(mol, clearAromaticFlags=True)
     G = nx.Graph()
-    for a in mol.GetAtoms():
-        G.add_node(a.GetIdx(), label=_atom_label(a.GetSymbol(), a.GetFormalCharge()),
-                   symbol=a.GetSymbol(), charge=a.GetFormalCharge())
+    for i, (symbol, charge, aromatic, num_hs) in enumerate(atoms):
+        G.add_node(i, label=_atom_label(symbol, charge), symbol=symbol, charge=charge,
+                   aromatic=bool(aromatic), num_hs=int(num_hs))
     for b in mol.GetBonds():
         order = _BOND_ORDER.get(b.GetBondType())
-        if order is None:
+        if order is None or aromatic_order[b.GetIdx()] is None:
             raise GraphConversionError(f"unsupported bond type {b.GetBondType()} in {Chem.MolToSmiles(mol)}")
-        G.add_edge(b.GetBeginAtomIdx(), b.GetEndAtomIdx(), label=order)
+        G.add_edge(b.GetBeginAtomIdx(), b.GetEndAtomIdx(), label=order,
+                   bond_order=aromatic_order[b.GetIdx()])
     return G
 
 

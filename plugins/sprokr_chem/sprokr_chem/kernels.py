@@ -25,7 +25,9 @@ from .io import to_mol
 
 __all__ = [
     "morgan_fingerprints",
+    "unary_counts",
     "MorganTanimotoKernel",
+    "MorganCountTanimotoKernel",
     "MorganGaussianTanimotoKernel",
     "MorganMinMaxKernel",
     "MorganCosineKernel",
@@ -103,6 +105,49 @@ def morgan_fingerprints(molecules, radius=2, n_bits=2048, counts=False, dtype=np
     return sp.csr_matrix((dat, ind, np.asarray(indptr)), shape=(n, int(n_bits)))
 
 
+def unary_counts(X, n_bits=None):
+    """Binary "unary" expansion of a count matrix: column ``f + n_bits (t - 1)`` is ``[x_f >= t]``.
+
+    ``sum_f min(a_f, b_f) = <u(a), u(b)>`` and ``sum_f a_f = |u(a)|^2``, so the MinMax kernel
+    of counts is the Tanimoto kernel of the expansions -- an explicit binary feature map
+    (which also proves MinMax positive semi-definite).  ``X``: CSR (n, n_bits) of
+    non-negative integer counts; a matrix whose entries are all 0/1 is returned unchanged
+    (the expansion is idempotent), so already expanded rows can be passed again.
+
+    Returns a CSR matrix of shape (n, n_bits * max count) with unit entries.
+    """
+    X = sp.csr_matrix(X)
+    n_bits = X.shape[1] if n_bits is None else int(n_bits)
+    if X.nnz == 0 or X.data.max() <= 1:
+        return X
+    if X.data.min() < 0 or np.any(X.data != np.round(X.data)):
+        raise ValueError("unary_counts expects non-negative integer counts")
+    X = X.copy()
+    X.eliminate_zeros()
+    reps = X.data.astype(np.int64)
+    t_max = int(reps.max())
+    row_nnz = np.add.reduceat(reps, X.indptr[:-1]) * (np.diff(X.indptr) > 0) if reps.size else 0
+    indptr = np.concatenate([[0], np.cumsum(row_nnz)])
+    # entry (f, c) -> columns f, f + n_bits, ..., f + n_bits (c - 1)
+    starts = np.repeat(np.cumsum(reps) - reps, reps)
+    level = np.arange(reps.sum()) - starts
+    cols = np.repeat(X.indices.astype(np.int64), reps) + n_bits * level
+    out = sp.csr_matrix((np.ones(cols.size, dtype=X.dtype), cols, indptr),
+                        shape=(X.shape[0], n_bits * t_max))
+    out.sort_indices()
+    return out
+
+
+def _same_width(A, B):
+    """The two CSR matrices with as many columns (zero columns appended to the narrower)."""
+    w = max(A.shape[1], B.shape[1])
+    if A.shape[1] != w:
+        A = sp.csr_matrix((A.data, A.indices, A.indptr), shape=(A.shape[0], w))
+    if B.shape[1] != w:
+        B = sp.csr_matrix((B.data, B.indices, B.indptr), shape=(B.shape[0], w))
+    return A, B
+
+
 class _FingerprintKernel(Kernel):
     """Morgan fingerprints (computed once in ``prepare``) + a vector kernel on them."""
 
@@ -128,22 +173,62 @@ class _FingerprintKernel(Kernel):
 
 
 class MorganTanimotoKernel(_FingerprintKernel):
-    """Tanimoto similarity of Morgan bit fingerprints (``counts=False``)."""
+    """Tanimoto similarity of Morgan fingerprints.
+
+    ``counts=False`` (default): bit vectors, the classical Tanimoto.  ``counts=True``: the
+    generalised Tanimoto ``a.b / (|a|^2 + |b|^2 - a.b)`` of count vectors (PSD on
+    non-negative vectors); it separates molecules that differ only in how many times an
+    environment occurs (e.g. chain lengths), which bit vectors cannot.
+    """
 
     name = "morgan_tanimoto"
+
+    def __init__(self, radius=2, n_bits=2048, counts=False, dtype="float64"):
+        super().__init__(radius, n_bits, dtype)
+        self.counts = counts
+
+    @property
+    def _counts(self):
+        return bool(self.counts)
 
     def _vector_kernel(self):
         return TanimotoKernel(dtype=self.dtype)
 
 
+class MorganCountTanimotoKernel(MorganTanimotoKernel):
+    """Tanimoto on Morgan **count** fingerprints (``MorganTanimotoKernel(counts=True)``)."""
+
+    name = "morgan_count_tanimoto"
+
+    def __init__(self, radius=2, n_bits=2048, counts=True, dtype="float64"):
+        super().__init__(radius, n_bits, counts, dtype)
+
+
 class MorganMinMaxKernel(_FingerprintKernel):
-    """MinMax kernel on Morgan count fingerprints (Tanimoto generalised to counts)."""
+    """MinMax kernel on Morgan count fingerprints (Tanimoto generalised to counts).
+
+    ``k(a, b) = sum_f min(a_f, b_f) / sum_f max(a_f, b_f)``.  Prepared molecules are the
+    binary unary expansions of their counts (:func:`unary_counts`), an explicit feature map
+    on which MinMax is the Tanimoto kernel: a Gram block is one sparse-aware BLAS product
+    (no dense L1-distance pass), and the kernel is PSD.
+    """
 
     name = "morgan_minmax"
     _counts = True
 
     def _vector_kernel(self):
-        return MinMaxKernel(dtype=self.dtype)
+        return TanimotoKernel(dtype=self.dtype)
+
+    def prepare(self, X):
+        if sp.issparse(X):  # count fingerprints or their expansion
+            X = MinMaxKernel(dtype=self.dtype).prepare(X)
+        else:
+            X = morgan_fingerprints(X, self.radius, self.n_bits, True, self._dtype())
+        return unary_counts(X, self.n_bits)
+
+    def pairwise(self, A, B):
+        A, B = _same_width(unary_counts(A, self.n_bits), unary_counts(B, self.n_bits))
+        return self._vector_kernel().pairwise(A, B)
 
 
 class MorganCosineKernel(_FingerprintKernel):
@@ -173,9 +258,14 @@ class MorganGaussianTanimotoKernel(_FingerprintKernel):
 
     name = "morgan_gaussian_tanimoto"
 
-    def __init__(self, gamma=1.0, radius=2, n_bits=2048, dtype="float64"):
+    def __init__(self, gamma=1.0, radius=2, n_bits=2048, dtype="float64", counts=False):
         super().__init__(radius, n_bits, dtype)
         self.gamma = gamma
+        self.counts = counts
+
+    @property
+    def _counts(self):
+        return bool(self.counts)
 
     def _vector_kernel(self):
         return TanimotoKernel(dtype=self.dtype)
@@ -195,14 +285,20 @@ class SmilesSpectrumKernel(Kernel):
     ``k(s, t) = <phi(s), phi(t)> / (|phi(s)| |phi(t)|)`` where ``phi`` counts every
     character n-gram of length ``min_n .. n`` (hashed into ``n_features`` buckets by
     scikit-learn's stateless ``HashingVectorizer``, so train and test strings share one
-    feature space without fitting).  With ``canonical=True`` each SMILES is first
-    rewritten as RDKit's canonical SMILES (invalid ones raise the documented error).
+    feature space without fitting).
+
+    With ``canonical=True`` (the default) each SMILES is first rewritten as RDKit's
+    canonical SMILES, so the kernel does not depend on how a molecule is written (atom
+    order, Kekule or aromatic form, explicit hydrogens as QM8 ships them): without it the
+    same molecules written differently share few n-grams.  An invalid SMILES raises
+    :class:`sprokr_chem.MoleculeReadError` (a ``ValueError``) naming its position and text.
+    ``canonical=False`` compares the strings as given (the earlier default).
     """
 
     name = "smiles_spectrum"
     normalized = True
 
-    def __init__(self, n=4, min_n=1, canonical=False, n_features=2**20, dtype="float64"):
+    def __init__(self, n=4, min_n=1, canonical=True, n_features=2**20, dtype="float64"):
         self.n = n
         self.min_n = min_n
         self.canonical = canonical
@@ -245,6 +341,6 @@ class SmilesSpectrumKernel(Kernel):
 
 KERNELS = {
     k.name: k
-    for k in (MorganTanimotoKernel, MorganGaussianTanimotoKernel, MorganMinMaxKernel,
+    for k in (MorganTanimotoKernel, MorganCountTanimotoKernel, MorganGaussianTanimotoKernel, MorganMinMaxKernel,
               MorganCosineKernel, SmilesSpectrumKernel)
 }

@@ -7,6 +7,7 @@ from sprokr.registry import lazy_factory
 
 _KERNELS = {
     "morgan_tanimoto": "MorganTanimotoKernel",
+    "morgan_count_tanimoto": "MorganCountTanimotoKernel",
     "morgan_gaussian_tanimoto": "MorganGaussianTanimotoKernel",
     "morgan_minmax": "MorganMinMaxKernel",
     "morgan_cosine": "MorganCosineKernel",

@@ -16,6 +16,9 @@ _EXPORTS = {
     "GrakelKernel": ".wl",
     "WLFeatures": ".wl",
     "wl_features": ".wl",
+    "resolve_labels": ".wl",
+    "CHEM_NODE_LABELS": ".wl",
+    "CHEM_EDGE_LABEL": ".wl",
 }
 
 __all__ = sorted(_EXPORTS)

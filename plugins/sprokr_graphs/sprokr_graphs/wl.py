@@ -4,6 +4,18 @@ The WL subtree kernel with ``n_iter = h`` relabelling rounds (GraKeL's
 ``WeisfeilerLehman(n_iter=h)``) is ``k(G, G') = sum_{t=0..h} <c_t(G), c_t(G')>`` where
 ``c_t(G)`` counts the node labels after ``t`` relabelling rounds (round 0: the original
 labels; round t+1: the label of v and the sorted multiset of its neighbours' labels).
+With edge labels (``edge_label``) the multiset holds the pairs (label of the edge to the
+neighbour, label of the neighbour), so a single and a double bond relabel differently.
+
+Labelling of molecule graphs (:func:`sprokr_chem.mol_to_graph`).  By default
+(``node_label="auto"``, ``edge_label="auto"``) a batch whose nodes all carry the atom
+attributes ``label``, ``aromatic`` and ``num_hs`` gets the atom labels (element + formal
+charge, aromaticity, total hydrogen count) and a batch whose edges all carry
+``bond_order`` gets bond orders (1, 2, 3, aromatic 1.5) as edge labels; other graphs keep
+the plain behaviour (node attribute ``label``, unlabelled edges).  The old kernel (equal to
+GraKeL's) is ``node_label="label", edge_label=None``.  The labelling a batch was prepared
+with is recorded in its :class:`WLFeatures` (``labelling``), and ``pairwise`` refuses to
+compare batches prepared with different labellings.
 The core variant (GraKeL's ``CoreFramework``, Nikolentzos et al. 2018) sums the WL kernel
 over the i-cores of both graphs, ``i = max core .. min_core + 1``.
 
@@ -29,7 +41,16 @@ import scipy.sparse as sp
 
 from sprokr.kernels.base import Kernel
 
-__all__ = ["WLFeatures", "wl_features", "WLKernel", "CoreWLKernel", "GrakelKernel"]
+__all__ = ["WLFeatures", "wl_features", "resolve_labels", "labelling_name", "WLKernel", "CoreWLKernel", "GrakelKernel",
+           "CHEM_NODE_LABELS", "CHEM_EDGE_LABEL"]
+
+#: node attributes of the chemistry-aware atom labels (set by sprokr_chem.mol_to_graph):
+#: element + formal charge, aromaticity, total hydrogen count
+CHEM_NODE_LABELS = ("label", "aromatic", "num_hs")
+#: edge attribute of the chemistry-aware bond labels (1, 2, 3, aromatic 1.5)
+CHEM_EDGE_LABEL = "bond_order"
+#: labelling of features saved before labellings were recorded (plain WL)
+LEGACY_LABELLING = "nodes=label;edges=-"
 
 
 def _h(data: bytes) -> int:
@@ -40,12 +61,19 @@ class WLFeatures:
     """Prepared graphs: one sparse row of (hashed label id, value) per graph.
 
     Supports ``len`` and ``take`` (so the estimators can index it) and ``to_csr(columns)``.
+    ``labelling`` names the node/edge labels the features were computed with (a string such
+    as ``"nodes=label,aromatic,num_hs;edges=bond_order"``).
     """
 
-    def __init__(self, indptr, ids, values):
+    def __init__(self, indptr, ids, values, labelling=LEGACY_LABELLING):
         self.indptr = np.asarray(indptr, dtype=np.int64)
         self.ids = np.asarray(ids, dtype=np.int64)
         self.values = np.asarray(values, dtype=np.float64)
+        self.labelling = str(labelling)
+
+    def get_labelling(self):
+        """The labelling string (features saved by older versions: the plain WL labelling)."""
+        return getattr(self, "labelling", LEGACY_LABELLING)
 
     def __len__(self):
         return self.indptr.size - 1
@@ -56,7 +84,7 @@ class WLFeatures:
         lens = stops - starts
         indptr = np.concatenate([[0], np.cumsum(lens)])
         pos = np.repeat(starts - indptr[:-1], lens) + np.arange(indptr[-1])
-        return WLFeatures(indptr, self.ids[pos], self.values[pos])
+        return WLFeatures(indptr, self.ids[pos], self.values[pos], self.get_labelling())
 
     def to_csr(self, columns):
         """CSR matrix whose column j is the label id ``columns[j]`` (sorted ids)."""
@@ -65,13 +93,18 @@ class WLFeatures:
 
     @staticmethod
     def concat(parts):
+        parts = list(parts)
+        labellings = {p.get_labelling() for p in parts}
+        if len(labellings) > 1:
+            raise ValueError(f"cannot concatenate WL features with different labellings: {sorted(labellings)}")
         indptr, ids, vals, off = [np.zeros(1, np.int64)], [], [], 0
         for p in parts:
             indptr.append(p.indptr[1:] + off)
             off += p.indptr[-1]
             ids.append(p.ids)
             vals.append(p.values)
-        return WLFeatures(np.concatenate(indptr), np.concatenate(ids), np.concatenate(vals))
+        return WLFeatures(np.concatenate(indptr), np.concatenate(ids), np.concatenate(vals),
+                          labellings.pop() if labellings else LEGACY_LABELLING)
 
 
 def _check_graph(G, i, node_label):
@@ -79,10 +112,59 @@ def _check_graph(G, i, node_label):
         raise TypeError(f"graph {i}: expected a networkx graph, got {type(G).__name__}")
     if G.is_directed():
         raise ValueError(f"graph {i}: the WL kernels here take undirected graphs")
+    attrs = (node_label,) if isinstance(node_label, str) else tuple(node_label)
     for v, d in G.nodes(data=True):
-        if node_label not in d:
-            raise ValueError(f"graph {i}: node {v!r} has no {node_label!r} attribute "
-                             f"(set node_label=... to the attribute holding the labels)")
+        for a in attrs:
+            if a not in d:
+                raise ValueError(f"graph {i}: node {v!r} has no {a!r} attribute "
+                                 f"(set node_label=... to the attribute(s) holding the labels)")
+
+
+def _check_edges(G, i, edge_label):
+    for u, v, d in G.edges(data=True):
+        if edge_label not in d:
+            raise ValueError(f"graph {i}: edge ({u!r}, {v!r}) has no {edge_label!r} attribute "
+                             f"(set edge_label=None for unlabelled edges)")
+
+
+def _label_text(value):
+    """Text of a label value; numbers by value (bond order 1 and 1.0 are one label)."""
+    if isinstance(value, (bool, np.bool_)):
+        return str(bool(value))
+    if isinstance(value, (int, float, np.integer, np.floating)):
+        return repr(float(value))
+    return str(value)
+
+
+def resolve_labels(graphs, node_label="auto", edge_label="auto"):
+    """The node attribute(s) and edge attribute (or None) ``"auto"`` stands for on ``graphs``.
+
+    ``node_label="auto"``: :data:`CHEM_NODE_LABELS` if every node of every graph carries
+    them, else ``"label"``.  ``edge_label="auto"``: :data:`CHEM_EDGE_LABEL` if every edge
+    carries it, else ``None`` (unlabelled edges).  Returns ``(node_label, edge_label)``.
+    """
+    if isinstance(node_label, str) and node_label == "auto":
+        ok = all(all(a in d for a in CHEM_NODE_LABELS) for G in graphs if isinstance(G, nx.Graph)
+                 for _, d in G.nodes(data=True))
+        node_label = CHEM_NODE_LABELS if ok else "label"
+    elif not isinstance(node_label, str):
+        node_label = tuple(node_label)
+        if not node_label or not all(isinstance(a, str) for a in node_label):
+            raise ValueError(f"node_label must be 'auto', an attribute name or a tuple of names, "
+                             f"got {node_label!r}")
+    if edge_label == "auto":
+        ok = all(CHEM_EDGE_LABEL in d for G in graphs if isinstance(G, nx.Graph)
+                 for _, _, d in G.edges(data=True))
+        edge_label = CHEM_EDGE_LABEL if ok else None
+    elif edge_label is not None and not isinstance(edge_label, str):
+        raise ValueError(f"edge_label must be 'auto', None or an edge attribute name, got {edge_label!r}")
+    return node_label, edge_label
+
+
+def labelling_name(node_label, edge_label):
+    """The labelling string recorded in :class:`WLFeatures` for resolved labels."""
+    nodes = node_label if isinstance(node_label, str) else ",".join(node_label)
+    return f"nodes={nodes};edges={'-' if edge_label is None else edge_label}"
 
 
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
@@ -102,24 +184,34 @@ def _mix(x):
 class _Batch:
     """Disjoint union of a sequence of graphs as flat arrays (one per-graph loop)."""
 
-    def __init__(self, graphs, node_label):
-        label_hash = {}
-        gid, lab, src, dst = [], [], [], []
+    def __init__(self, graphs, node_label, edge_label=None):
+        label_hash, edge_hash = {}, {}
+        gid, lab, src, dst, elab = [], [], [], [], []
         off = 0
         self.sizes = []
+        single = isinstance(node_label, str)
         for i, G in enumerate(graphs):
             _check_graph(G, i, node_label)
+            if edge_label is not None:
+                _check_edges(G, i, edge_label)
             pos = {v: off + k for k, v in enumerate(G.nodes)}
             for v, d in G.nodes(data=True):
-                key = str(d[node_label])
+                # one attribute: its text, as before (the plain WL features are unchanged)
+                key = str(d[node_label]) if single else "\x1f".join(_label_text(d[a]) for a in node_label)
                 h = label_hash.get(key)
                 if h is None:
                     h = label_hash[key] = _h(b"L" + key.encode()) & 0xFFFFFFFFFFFFFFFF
                 lab.append(h)
-            for u, v in G.edges():
+            for u, v, d in G.edges(data=True):
                 if u != v:
                     src += (pos[u], pos[v])
                     dst += (pos[v], pos[u])
+                    if edge_label is not None:
+                        key = _label_text(d[edge_label])
+                        h = edge_hash.get(key)
+                        if h is None:
+                            h = edge_hash[key] = _h(b"E" + key.encode()) & 0xFFFFFFFFFFFFFFFF
+                        elab += (h, h)
             gid.extend([i] * len(pos))
             self.sizes.append(len(pos))
             off += len(pos)
@@ -128,20 +220,24 @@ class _Batch:
         self.labels = np.asarray(lab, dtype=np.uint64)
         self.src = np.asarray(src, dtype=np.int64)
         self.dst = np.asarray(dst, dtype=np.int64)
+        self.elab = np.asarray(elab, dtype=np.uint64) if edge_label is not None else None
         self.graphs = graphs
 
 
-def _wl_entries(gid, labels, src, dst, n_iter, salt):
+def _wl_entries(gid, labels, src, dst, n_iter, salt, elab=None):
     """(graph id, feature id) of every node at every round: the WL label multisets.
 
     Round t+1 relabels v by a hash of its label and the *sum* of the mixed labels of its
-    neighbours (a commutative multiset hash: no sort, one vectorised pass per round).
+    neighbours (a commutative multiset hash: no sort, one vectorised pass per round).  With
+    edge labels ``elab`` (one hash per directed edge) each neighbour contributes a hash of
+    (edge label, neighbour label) instead.
     """
     n = labels.size
     out_g, out_f = [], []
     cur = labels
     order = np.argsort(src, kind="stable")
     s_sorted, d_sorted = src[order], dst[order]
+    e_sorted = None if elab is None else elab[order]
     starts = np.flatnonzero(np.r_[True, s_sorted[1:] != s_sorted[:-1]]) if src.size else None
     for t in range(n_iter + 1):
         tag = _mix(np.asarray([salt * 1_000_003 + t], dtype=np.uint64))[0]
@@ -150,24 +246,47 @@ def _wl_entries(gid, labels, src, dst, n_iter, salt):
         if t < n_iter:
             acc = np.zeros(n, dtype=np.uint64)
             if src.size:
+                nb = _mix(cur)[d_sorted]
+                if e_sorted is not None:
+                    with np.errstate(over="ignore"):
+                        nb = _mix(nb + e_sorted)
                 with np.errstate(over="ignore"):
-                    acc[s_sorted[starts]] = np.add.reduceat(_mix(cur)[d_sorted], starts)
+                    acc[s_sorted[starts]] = np.add.reduceat(nb, starts)
             with np.errstate(over="ignore"):
                 cur = _mix(cur * np.uint64(31) + _mix(acc ^ np.uint64(0x5851F42D4C957F2D)))
     return np.concatenate(out_g), np.concatenate(out_f)
 
 
-def wl_features(graphs, n_iter=3, node_label="label", core=False, min_core=-1, normalize=True):
-    """Explicit WL (or core-WL) count vectors of a sequence of networkx graphs: :class:`WLFeatures`."""
+def wl_features(graphs, n_iter=3, node_label="label", core=False, min_core=-1, normalize=True,
+                edge_label=None):
+    """Explicit WL (or core-WL) count vectors of a sequence of networkx graphs: :class:`WLFeatures`.
+
+    Parameters
+    ----------
+    graphs : sequence of undirected networkx graphs
+    n_iter : int
+        Relabelling rounds.
+    node_label : str or tuple of str or "auto"
+        Node attribute(s) whose values make the initial labels (see :func:`resolve_labels`).
+    core : bool
+        Core variant (WL summed over the i-cores, ``i > min_core``).
+    normalize : bool
+        Unit-norm rows.
+    edge_label : str or None or "auto"
+        Edge attribute labelling the edges; None: unlabelled edges (GraKeL's WL).
+    """
     if isinstance(graphs, nx.Graph):
         raise TypeError("expected a sequence of graphs, not a single graph")
     if not isinstance(n_iter, (int, np.integer)) or n_iter < 0:
         raise ValueError(f"n_iter must be a non-negative int, got {n_iter!r}")
-    b = _Batch(list(graphs), node_label)
+    graphs = list(graphs)
+    node_label, edge_label = resolve_labels(graphs, node_label, edge_label)
+    labelling = labelling_name(node_label, edge_label)
+    b = _Batch(graphs, node_label, edge_label)
     if b.n_graphs == 0:
-        return WLFeatures([0], [], [])
+        return WLFeatures([0], [], [], labelling)
     if not core:
-        g, f = _wl_entries(b.gid, b.labels, b.src, b.dst, n_iter, 0)
+        g, f = _wl_entries(b.gid, b.labels, b.src, b.dst, n_iter, 0, b.elab)
     else:
         cn = np.concatenate([np.fromiter((c[v] for v in G.nodes), dtype=np.int64, count=len(G))
                              for G, c in ((G, nx.core_number(G)) for G in b.graphs)])
@@ -177,7 +296,7 @@ def wl_features(graphs, n_iter=3, node_label="label", core=False, min_core=-1, n
             newpos = np.cumsum(keep) - 1
             ek = keep[b.src] & keep[b.dst]
             g, f = _wl_entries(b.gid[keep], b.labels[keep], newpos[b.src[ek]], newpos[b.dst[ek]],
-                               n_iter, level + 1)
+                               n_iter, level + 1, None if b.elab is None else b.elab[ek])
             parts_g.append(g)
             parts_f.append(f)
         g, f = np.concatenate(parts_g), np.concatenate(parts_f)
@@ -193,7 +312,7 @@ def wl_features(graphs, n_iter=3, node_label="label", core=False, min_core=-1, n
         nrm = np.sqrt(np.bincount(rg, weights=counts ** 2, minlength=b.n_graphs))
         nrm[nrm == 0] = 1.0
         counts = counts / nrm[rg]
-    return WLFeatures(indptr, rid, counts)
+    return WLFeatures(indptr, rid, counts, labelling)
 
 
 class WLKernel(Kernel):
@@ -204,19 +323,34 @@ class WLKernel(Kernel):
     n_iter : int, default 3
         Number of relabelling rounds, as GraKeL's ``n_iter`` (histograms of rounds 0..n_iter
         are compared; ``n_iter=0`` is the vertex-label histogram kernel).
-    node_label : str
-        Node attribute holding the labels (molecule graphs of sprokr-chem use ``"label"``).
+    node_label : "auto" (default), str or tuple of str
+        Node attribute(s) making the initial labels.  ``"auto"``: the chemistry-aware atom
+        labels :data:`CHEM_NODE_LABELS` (element + charge, aromaticity, total H count) when
+        every node carries them (graphs of :func:`sprokr_chem.mol_to_graph`), else ``"label"``.
+    edge_label : "auto" (default), str or None
+        Edge attribute labelling the edges.  ``"auto"``: the bond order
+        (:data:`CHEM_EDGE_LABEL`) when every edge carries it, else unlabelled edges.
+        ``node_label="label", edge_label=None`` is the plain WL kernel of earlier versions
+        (equal to GraKeL's ``WeisfeilerLehman``).
     normalize : bool, default True
+    min_core : int, default -1
+        Core variant only: the cores ``i > min_core`` are summed.
     """
 
     name = "wl"
     _core = False
 
-    def __init__(self, n_iter=3, node_label="label", normalize=True, min_core=-1):
+    def __init__(self, n_iter=3, node_label="auto", normalize=True, min_core=-1, edge_label="auto"):
         self.n_iter = n_iter
         self.node_label = node_label
         self.normalize = normalize
         self.min_core = min_core
+        self.edge_label = edge_label
+
+    def __setstate__(self, state):
+        # kernels pickled before edge labels existed keep their plain labelling
+        state.setdefault("edge_label", None)
+        self.__dict__.update(state)
 
     @property
     def normalized(self):
@@ -226,11 +360,17 @@ class WLKernel(Kernel):
         if isinstance(X, WLFeatures):
             return X
         return wl_features(list(X), self.n_iter, self.node_label, self._core, self.min_core,
-                           self.normalize)
+                           self.normalize, self.edge_label)
 
     def pairwise(self, A, B):
         if not isinstance(A, WLFeatures) or not isinstance(B, WLFeatures):
             raise TypeError("pairwise expects prepared graphs (WLKernel.prepare)")
+        la, lb = A.get_labelling(), B.get_labelling()
+        if la != lb and len(A) and len(B):
+            raise ValueError(
+                f"the two sets of graphs were prepared with different labellings ({la!r} vs {lb!r}): "
+                f"with node_label/edge_label='auto' this happens when only one set carries the "
+                f"molecule attributes; pass node_label=... and edge_label=... explicitly")
         cols = np.unique(np.concatenate([A.ids, B.ids]))
         return np.asarray((A.to_csr(cols) @ B.to_csr(cols).T).toarray())
 
@@ -242,7 +382,10 @@ class WLKernel(Kernel):
 
 
 class CoreWLKernel(WLKernel):
-    """Core variant of the WL kernel: WL summed over the i-cores, ``i > min_core``."""
+    """Core variant of the WL kernel: WL summed over the i-cores, ``i > min_core``.
+
+    Same parameters (and the same chemistry-aware labelling by default) as :class:`WLKernel`.
+    """
 
     name = "core_wl"
     _core = True

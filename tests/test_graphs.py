@@ -172,3 +172,17 @@ def test_wl_features_do_not_depend_on_notation():
     for cls in (WLKernel, CoreWLKernel):
         K = cls()([smiles_to_graph(s) for s in forms])
         assert np.allclose(K, 1.0)
+
+
+@pytest.mark.parametrize("normalize", [True, False])
+@pytest.mark.parametrize("core", [False, True])
+def test_empty_graph_kernel_equals_its_diagonal(normalize, core):
+    from sprokr_graphs.wl import CoreWLKernel, WLKernel
+
+    k = (CoreWLKernel if core else WLKernel)(normalize=normalize)
+    G = nx.path_graph(3)
+    nx.set_node_attributes(G, "C", "label")
+    P = k.prepare_outputs([nx.Graph(), G, nx.Graph()])
+    K = k.pairwise(P, P)
+    np.testing.assert_allclose(np.diag(K), k.diag(P))  # k(E, E) = diag(E)
+    assert K[0, 2] == K[0, 0] > 0 and K[0, 1] == 0 == K[1, 0]

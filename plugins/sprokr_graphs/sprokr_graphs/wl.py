@@ -257,6 +257,10 @@ def _wl_entries(gid, labels, src, dst, n_iter, salt, elab=None):
     return np.concatenate(out_g), np.concatenate(out_f)
 
 
+#: feature id of "the graph has no nodes" (hashed WL labels never take it in practice)
+EMPTY_GRAPH_FEATURE = np.iinfo(np.int64).min
+
+
 def wl_features(graphs, n_iter=3, node_label="label", core=False, min_core=-1, normalize=True,
                 edge_label=None):
     """Explicit WL (or core-WL) count vectors of a sequence of networkx graphs: :class:`WLFeatures`.
@@ -307,6 +311,15 @@ def wl_features(graphs, n_iter=3, node_label="label", core=False, min_core=-1, n
     starts = np.flatnonzero(np.r_[True, (g[1:] != g[:-1]) | (fi[1:] != fi[:-1])])
     counts = np.diff(np.r_[starts, g.size]).astype(np.float64)
     rg, rid = g[starts], fi[starts]
+    # A graph without nodes has no WL label at all: it gets one reserved feature, so that
+    # k(E, E) = 1 = diag while k(E, G) = 0 (a zero row would give k(E, E) = 0 != diag = 1)
+    empty = np.flatnonzero(np.bincount(rg, minlength=b.n_graphs) == 0)
+    if empty.size:
+        rg = np.r_[rg, empty]
+        rid = np.r_[rid, np.full(empty.size, EMPTY_GRAPH_FEATURE, dtype=rid.dtype)]
+        counts = np.r_[counts, np.ones(empty.size)]
+        order = np.lexsort((rid, rg))
+        rg, rid, counts = rg[order], rid[order], counts[order]
     indptr = np.concatenate([[0], np.cumsum(np.bincount(rg, minlength=b.n_graphs))])
     if normalize:
         nrm = np.sqrt(np.bincount(rg, weights=counts ** 2, minlength=b.n_graphs))

@@ -72,3 +72,25 @@ def test_text_kernel_errors():
     with pytest.raises(ValueError, match="refit"):
         k = TextKernel(n_features=2**10).fit(DOCS)
         k.set_params(n_features=2**11).prepare(DOCS)
+
+
+def test_models_fit_a_copy_of_an_unfitted_text_kernel_on_their_training_texts(tmp_path):
+    import numpy as np
+
+    import sprokr
+    from sprokr import SISOKR
+    from sprokr.kernels.text import TextKernel
+
+    texts = ["a red apple", "green apple pie", "the red car", "a fast car", "apple and car"] * 8
+    Y = np.array([[1, 0], [1, 0], [0, 1], [0, 1], [1, 1]] * 8, dtype=float)
+    mine = TextKernel()
+    model = SISOKR(input_kernel=mine, random_state=0).fit(texts, Y)
+    assert not hasattr(mine, "idf_")  # the user's kernel is not modified
+    assert np.all(np.isfinite(model.input_kernel_.idf_))
+    fitted = TextKernel().fit(texts[:3])  # a kernel fitted by the user is used as is
+    assert SISOKR(input_kernel=fitted).fit(texts, Y).input_kernel_ is fitted
+    by_name = SISOKR(input_kernel="text", random_state=0).fit(texts, Y)
+    np.testing.assert_array_equal(by_name.input_kernel_.idf_, model.input_kernel_.idf_)
+    by_name.save(tmp_path / "m.sprokr")
+    again = sprokr.load(tmp_path / "m.sprokr")
+    np.testing.assert_array_equal(again.predict(texts[:5]), by_name.predict(texts[:5]))

@@ -25,7 +25,7 @@ from sklearn.base import BaseEstimator
 
 from ..utils import check_finite, resolve_dtype, num_samples
 
-__all__ = ["Kernel", "VectorKernel"]
+__all__ = ["Kernel", "VectorKernel", "fit_on_training_inputs"]
 
 
 class Kernel(BaseEstimator):
@@ -35,6 +35,10 @@ class Kernel(BaseEstimator):
     name: Optional[str] = None
     #: True when k(x, x) == 1 for every x
     normalized = False
+    #: True for kernels with statistics learned from data (``fit(X)``, fitted state ending
+    #: in ``_``, e.g. the text kernel's idf): a model fits an unfitted one on its training
+    #: inputs (see :func:`fit_on_training_inputs`)
+    learns_from_data = False
 
     def check_params(self):
         """Validate the kernel's parameters (clear errors naming them).
@@ -152,3 +156,22 @@ class VectorKernel(Kernel):
         check_finite(X, "the samples")
         return X
 
+
+def fit_on_training_inputs(kernel, X):
+    """The kernel a model uses on training inputs ``X``.
+
+    A kernel with ``learns_from_data`` that has not been fitted yet is cloned (the user's
+    object is never modified) and fitted on ``X``; any other kernel, or one the user
+    fitted already (on other data, on purpose), is returned as is.
+    """
+    from sklearn.base import clone
+    from sklearn.utils.validation import check_is_fitted
+    from sklearn.exceptions import NotFittedError
+
+    if not getattr(kernel, "learns_from_data", False):
+        return kernel
+    try:
+        check_is_fitted(kernel)
+        return kernel
+    except NotFittedError:
+        return clone(kernel).fit(X)

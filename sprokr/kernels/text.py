@@ -79,6 +79,7 @@ class TextKernel(Kernel):
         Average number of word / character n-grams of a training text (after :meth:`fit`).
     """
 
+    learns_from_data = True
     name = "text"
     normalized = True
 

@@ -41,6 +41,7 @@ from ..numerics import (
     matmul,
     ridge_by_eigengroups,
 )
+from ..kernels.base import fit_on_training_inputs
 from ..progress import log_estimator
 from ..utils import (
     copy_with_coef,
@@ -319,6 +320,7 @@ class SketchedKernelMachine(SaveMixin, FeatureProblemMixin, RegressorMixin, Base
         if rcond is not None:
             rcond = check_positive(rcond, "rcond", strict=False)
         kernel = resolve_kernel(self.kernel, self.kernel_params, "input", dtype)
+        kernel = fit_on_training_inputs(kernel, X)  # data-dependent kernels: a fitted copy
         sketch = resolve_sketch(self.sketch, self.m, self.sketch_params, n, "input")
         executor = resolve_executor(self.executor, self.executor_params)
         rng = check_random_state(self.random_state)

@@ -56,6 +56,7 @@ from ..numerics import (
     sketched_ridge,
 )
 from ..registry import resolve_executor, resolve_kernel, resolve_sketch
+from ..kernels.base import fit_on_training_inputs
 from ..progress import log_estimator
 from ..utils import (
     copy_with_coef,
@@ -222,6 +223,7 @@ class SISOKR(OutputKernelModel, BaseEstimator):
         sx = resolve_sketch(self.input_sketch, self.m_x, self.input_sketch_params, n, "input")
         sy = resolve_sketch(self.output_sketch, self.m_y, self.output_sketch_params, n, "output")
         decoder = make_decoder(self.decoder, self.decoder_params, self.max_memory_mb)
+        kx = fit_on_training_inputs(kx, X)  # data-dependent kernels (text idf): a fitted copy
         executor = resolve_executor(self.executor, self.executor_params)
         rng = check_random_state(self.random_state)
         Rx = sx.draw(n, rng) if sx is not None else None

@@ -1,4 +1,5 @@
-"""Command line: ``sprokr plugins`` lists components, ``sprokr demo`` runs the shipped demo.
+"""Command line: ``sprokr plugins`` lists components, ``sprokr demo`` runs the shipped demo,
+``sprokr fit | predict | evaluate | select`` work on data files (see :mod:`sprokr.cli._tasks`).
 
 Also ``python -m sprokr ...``.  With ``--json`` a command prints exactly one JSON document on
 standard output; everything meant for a human goes to standard error.
@@ -60,7 +61,7 @@ def install_hint(extra: str) -> str:
 
 
 def cmd_plugins(args):
-    from .registry import list_components
+    from ..registry import list_components
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -83,9 +84,9 @@ def _multilabel_demo(out):
     import numpy as np
     from sklearn.preprocessing import StandardScaler
 
-    from .datasets import load_bibtex_sample
-    from .metrics import f1_samples
-    from .models import IOKR, SISOKR
+    from ..datasets import load_bibtex_sample
+    from ..metrics import f1_samples
+    from ..models import IOKR, SISOKR
 
     Xtr, Ytr, Xte, Yte = load_bibtex_sample()
     sc = StandardScaler(with_mean=False).fit(Xtr)
@@ -125,7 +126,7 @@ def cmd_demo(args):
     out: Callable[..., None] = functools.partial(print, file=sys.stderr if args.json else sys.stdout)
     out("sprokr demo -- structured prediction with sketched kernel methods\n")
     res = {"multilabel": _multilabel_demo(out)}
-    from . import _demo_molecules
+    from .. import _demo_molecules
 
     out("")
     try:
@@ -139,11 +140,13 @@ def cmd_demo(args):
 
 def main(argv: Optional[List[str]] = None) -> int:
     """Run the ``sprokr`` command line with ``argv`` (default: ``sys.argv[1:]``); returns the exit code."""
-    from . import __version__
+    from .. import __version__
 
     ap = argparse.ArgumentParser(
         prog="sprokr", description="Structured prediction with sketched kernel methods.",
         epilog="examples:\n  sprokr plugins\n  sprokr demo\n  sprokr demo --json > demo.json\n"
+               "  sprokr fit --config model.toml --train train.csv -o model.sprokr\n"
+               "  sprokr predict model.sprokr --input queries.csv -o predictions.csv\n"
                "  python -m sprokr plugins --json",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--version", action="version", version=f"sprokr {__version__}")
@@ -155,9 +158,19 @@ def main(argv: Optional[List[str]] = None) -> int:
     d.add_argument("--json", action="store_true",
                    help="print one JSON object of results on stdout (the text goes to stderr)")
     d.set_defaults(func=cmd_demo)
+    from ._tasks import add_task_commands
+
+    add_task_commands(sub)
     args = ap.parse_args(argv)
     try:
         return args.func(args)
+    except (ValueError, TypeError, FileNotFoundError) as exc:
+        if args.command not in ("fit", "predict", "evaluate", "select"):
+            raise
+        # a user-facing error (unreadable file, missing column, invalid molecule, bad
+        # parameter): one line, no traceback
+        print(f"sprokr {args.command}: error: {exc}", file=sys.stderr)
+        return 2
     except BrokenPipeError:  # e.g. `sprokr plugins | head`: the reader left, stop quietly
         import os
 

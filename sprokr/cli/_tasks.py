@@ -1,0 +1,350 @@
+"""``sprokr fit | predict | evaluate | select``: models from files, for users who do not code.
+
+A model is described by a TOML file::
+
+    estimator = "SISOKR"            # a class of sprokr.models
+    random_state = 0
+
+    [params]                         # the estimator's parameters (components by name)
+    lam = 1e-4
+    input_kernel = "smiles_spectrum"
+    output_kernel = "wl"
+    input_sketch = "subsample"
+    m_x = 400
+
+    [input]                          # which columns are the inputs, and what they hold
+    column = "smiles"
+    type = "smiles"                  # numeric | text | smiles | molecule | labels
+
+    [output]
+    column = "target"
+    type = "molecule"                # SMILES column -> molecule graphs, written back as SMILES
+
+    [select]                         # optional, for `sprokr select`
+    lams = [1e-6, 1e-5, 1e-4, 1e-3]
+    m_x_grid = [100, 200, 400]
+
+``fit`` stores the configuration inside the saved model (the safe format's metadata), so
+``predict`` and ``evaluate`` read queries and write predictions with the same columns.
+"""
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any, Dict, List, Tuple
+
+import numpy as np
+
+from ..io import ColumnSpec, DataFileError, read_table, write_csv
+
+__all__ = ["ConfigError", "load_config", "build_estimator", "add_task_commands", "CLIError"]
+
+
+class ConfigError(ValueError):
+    """The model configuration is unreadable or names something unknown."""
+
+
+#: errors reported as one line on stderr with exit code 2 (no traceback)
+CLIError = (ConfigError, DataFileError, FileNotFoundError)
+
+_TOP_KEYS = {"estimator", "random_state", "params", "input", "output", "select"}
+
+
+def load_config(path: Any) -> Dict[str, Any]:
+    """Read and check a model configuration (TOML) file."""
+    import tomllib
+
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError(f"{p}: no such configuration file")
+    try:
+        cfg = tomllib.loads(p.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{p}: not valid TOML: {exc}") from exc
+    return check_config(cfg, str(p))
+
+
+def check_config(cfg: Dict[str, Any], where: str = "config") -> Dict[str, Any]:
+    """Check the keys of a configuration dict; returns it."""
+    unknown = set(cfg) - _TOP_KEYS
+    if unknown:
+        raise ConfigError(f"{where}: unknown keys {sorted(unknown)}; expected {sorted(_TOP_KEYS)}")
+    for key in ("estimator", "input", "output"):
+        if key not in cfg:
+            raise ConfigError(f"{where}: missing {key!r}")
+    try:
+        ColumnSpec.from_config(cfg["input"], "input")
+        ColumnSpec.from_config(cfg["output"], "output")
+    except ValueError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
+    build_estimator(cfg, where)  # names and parameters checked now, not after reading data
+    return cfg
+
+
+def build_estimator(cfg: Dict[str, Any], where: str = "config") -> Any:
+    """The unfitted estimator a configuration describes (unknown names/parameters named)."""
+    from .. import models
+
+    name = cfg.get("estimator")
+    classes = [n for n in models.__all__ if isinstance(getattr(models, n), type) and hasattr(getattr(models, n), "fit")]
+    if name not in classes:
+        raise ConfigError(f"{where}: unknown estimator {name!r}; known: {', '.join(sorted(classes))}")
+    cls = getattr(models, name)
+    params = dict(cfg.get("params", {}))
+    if not isinstance(params, dict):
+        raise ConfigError(f"{where}: [params] must be a table")
+    if "random_state" in cfg:
+        params.setdefault("random_state", cfg["random_state"])
+    valid = set(cls().get_params())
+    bad = sorted(set(params) - valid)
+    if bad:
+        raise ConfigError(f"{where}: {name} has no parameter(s) {bad}; its parameters: {', '.join(sorted(valid))}")
+    return cls(**params)
+
+
+def _specs(cfg: Dict[str, Any]) -> Tuple[ColumnSpec, ColumnSpec]:
+    return ColumnSpec.from_config(cfg["input"], "input"), ColumnSpec.from_config(cfg["output"], "output")
+
+
+def _out(args: Any):
+    """Human-readable lines: stdout, or stderr with --json (stdout then holds JSON only)."""
+    stream = sys.stderr if getattr(args, "json", False) else sys.stdout
+    return lambda msg: print(msg, file=stream)
+
+
+def _model_and_config(path: str) -> Tuple[Any, Dict[str, Any]]:
+    from ..persistence import load, read_manifest
+
+    if not Path(path).is_file():
+        raise FileNotFoundError(f"{path}: no such model file")
+    meta = read_manifest(path).get("metadata") or {}
+    if "config" not in meta:
+        raise ConfigError(f"{path}: this model was not saved by `sprokr fit` (no configuration stored); "
+                          "use it from Python")
+    return load(path), meta["config"]
+
+
+# ---------------------------------------------------------------------------- commands
+def cmd_fit(args: Any) -> int:
+    """``sprokr fit --config C --train T -o M``."""
+    out = _out(args)
+    cfg = load_config(args.config)
+    spec_in, spec_out = _specs(cfg)
+    table = read_table(args.train)
+    X, Y = spec_in.read(table), spec_out.read(table)
+    est = build_estimator(cfg, args.config)
+    t0 = time.perf_counter()
+    est.fit(X, Y)
+    fit_s = time.perf_counter() - t0
+    est.save(args.output, metadata={"config": cfg, "train_file": str(args.train), "n_train": len(table)})
+    res = {"model": str(args.output), "estimator": cfg["estimator"], "n_train": len(table), "fit_s": fit_s}
+    out(f"fitted {cfg['estimator']} on {len(table)} samples of {args.train} in {fit_s:.2f} s -> {args.output}")
+    if args.json:
+        print(json.dumps(res))
+    return 0
+
+
+def _candidates(args: Any, spec_out: ColumnSpec) -> Tuple[Any, Any, List[str]]:
+    """(model-ready candidates or None, their table or None, their column)."""
+    if not args.candidates:
+        return None, None, spec_out.columns
+    table = read_table(args.candidates)
+    cols = [args.candidate_column] if args.candidate_column else spec_out.columns
+    if args.candidate_column is None and spec_out.type in ("molecule", "smiles") and cols[0] not in table.columns \
+            and "smiles" in table.columns:
+        cols = ["smiles"]  # .smi / .sdf pools
+    spec = ColumnSpec(cols, spec_out.type)
+    return spec.read(table), table, cols
+
+
+def cmd_predict(args: Any) -> int:
+    """``sprokr predict M --input Q [--candidates P] [--top-k K] -o out.csv``."""
+    out = _out(args)
+    model, cfg = _model_and_config(args.model)
+    spec_in, spec_out = _specs(cfg)
+    queries = read_table(args.input)
+    X = spec_in.read(queries)
+    C, _, _ = _candidates(args, spec_out)
+    structured = hasattr(model, "predict_topk")
+    if C is not None and not structured:
+        raise ConfigError(f"--candidates: a {type(model).__name__} predicts values, it does not decode candidates")
+    t0 = time.perf_counter()
+    if args.top_k and structured:
+        D = model.predict_topk(X, k=args.top_k, candidates=C)
+        pool = C if C is not None else model.default_index_.candidates
+        rows = [[q, r + 1, spec_out.write(pool[int(j)]), f"{s:.8g}"]
+                for q in range(len(queries)) for r, (j, s) in enumerate(zip(D.indices[q], D.scores[q]))]
+        header = ["query", "rank", "prediction", "score"]
+    else:
+        P = model.predict(X, candidates=C) if structured else model.predict(X)
+        rows = [[q, spec_out.write(P[q])] for q in range(len(queries))]
+        header = ["query", "prediction"]
+    dt = time.perf_counter() - t0
+    write_csv(args.output, header, rows)
+    out(f"{len(queries)} queries of {args.input} predicted in {dt:.2f} s -> {args.output}")
+    if args.json:
+        print(json.dumps({"predictions": str(args.output), "n_queries": len(queries), "decode_s": dt}))
+    return 0
+
+
+def _canonical(smiles: List[str]) -> List[str]:
+    from rdkit import Chem
+
+    return [Chem.MolToSmiles(Chem.MolFromSmiles(s)) for s in smiles]
+
+
+def cmd_evaluate(args: Any) -> int:
+    """``sprokr evaluate M --test T [--candidates P] [--top-k K]``: the task's metrics."""
+    from ..metrics import f1_samples, mean_reciprocal_rank, ranks_from_scores
+
+    out = _out(args)
+    model, cfg = _model_and_config(args.model)
+    spec_in, spec_out = _specs(cfg)
+    test = read_table(args.test)
+    X, Y = spec_in.read(test), spec_out.read(test)
+    res: Dict[str, Any] = {"n_test": len(test)}
+    t0 = time.perf_counter()
+    if spec_out.type == "labels":
+        C, _, _ = _candidates(args, spec_out)
+        P = np.asarray(model.predict(X, candidates=C), dtype=float)
+        res.update(f1_samples=f1_samples(Y, P), exact_match=float(np.mean(np.all(P == Y, axis=1))))
+    elif spec_out.type in ("molecule", "smiles"):
+        C, ctable, ccols = _candidates(args, spec_out)
+        if C is None:
+            raise ConfigError("--candidates: molecule outputs are evaluated by ranking a candidate pool "
+                              "(e.g. --candidates pool.smi holding the true molecules)")
+        pos = {s: i for i, s in enumerate(_canonical([str(v) for v in ctable.column(ccols[0])]))}
+        truth = np.array([pos.get(s, -1) for s in _canonical([str(v) for v in test.column(spec_out.columns[0])])])
+        found = truth >= 0
+        res["truth_in_candidates"] = float(found.mean())
+        if found.any():
+            S = np.asarray(model.predict_scores(X[found] if isinstance(X, np.ndarray) else
+                                                [x for x, f in zip(X, found) if f], candidates=C))
+            ranks = ranks_from_scores(S, truth[found])
+            res.update({"top1": float(np.mean(ranks <= 1)), f"top{args.top_k}": float(np.mean(ranks <= args.top_k)),
+                        "mrr": mean_reciprocal_rank(None, ranks=ranks)})
+    else:
+        P = np.asarray(model.predict(X), dtype=float).reshape(len(test), -1)
+        Yt = np.asarray(Y, dtype=float).reshape(len(test), -1)
+        res.update(mse=float(np.mean((P - Yt) ** 2)),
+                   r2=float(1 - np.sum((P - Yt) ** 2) / max(np.sum((Yt - Yt.mean(0)) ** 2), 1e-300)))
+    res["decode_s"] = time.perf_counter() - t0
+    for k, v in res.items():
+        out(f"{k:20s} {v:.4f}" if isinstance(v, float) else f"{k:20s} {v}")
+    if args.json:
+        print(json.dumps(res))
+    return 0
+
+
+def _toml_value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, np.integer)):
+        return str(int(v))
+    if isinstance(v, (float, np.floating)):
+        return repr(float(v))
+    if isinstance(v, str):
+        return json.dumps(v)
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
+    if isinstance(v, dict):
+        return "{" + ", ".join(f"{json.dumps(k)} = {_toml_value(x)}" for k, x in v.items()) + "}"
+    raise ConfigError(f"cannot write {v!r} ({type(v).__name__}) to TOML")
+
+
+def dump_config(cfg: Dict[str, Any]) -> str:
+    """TOML text of a configuration (scalars first, then the tables)."""
+    lines = [f"{k} = {_toml_value(v)}" for k, v in cfg.items() if not isinstance(v, dict)]
+    for k, v in cfg.items():
+        if isinstance(v, dict):
+            lines += ["", f"[{k}]"] + [f"{kk} = {_toml_value(vv)}" for kk, vv in v.items()]
+    return "\n".join(lines) + "\n"
+
+
+def cmd_select(args: Any) -> int:
+    """``sprokr select --config C --train T -o chosen.toml [--figure F]``."""
+    from ..model_selection import select_model
+
+    out = _out(args)
+    cfg = load_config(args.config)
+    spec_in, spec_out = _specs(cfg)
+    table = read_table(args.train)
+    X, Y = spec_in.read(table), spec_out.read(table)
+    sel = dict(cfg.get("select", {}))
+    allowed = {"lams", "param_grid", "m_x_grid", "m_y_grid", "scoring", "m_x_budget_s"}
+    if set(sel) - allowed:
+        raise ConfigError(f"{args.config}: [select] has unknown keys {sorted(set(sel) - allowed)}; "
+                          f"expected {sorted(allowed)}")
+    est = build_estimator(cfg, args.config)
+    res = select_model(est, X, Y, validation_fraction=args.validation_fraction,
+                       random_state=cfg.get("random_state", 0), **sel)
+    chosen = dict(cfg)
+    chosen["params"] = {**cfg.get("params", {}), **res["best_params"]}
+    Path(args.output).write_text(dump_config(chosen), encoding="utf-8")
+    out(f"selected {res['best_params']} (validation {res['scoring']} {res['best_score']:.4g}) -> {args.output}")
+    if args.figure:
+        from ..plotting import plot_curve
+
+        g = max(res["grid"], key=lambda e: e["best_score"])
+        plot_curve(g["lams"], g["scores"], xlabel="lam", ylabel=f"validation {res['scoring']}",
+                   title=f"{cfg['estimator']}: lam path", mark=g["best_lam"], mark_label="chosen lam",
+                   logx=True, path=args.figure)
+        out(f"figure -> {args.figure}")
+    if args.json:
+        print(json.dumps({"config": str(args.output), "best_params": res["best_params"],
+                          "best_score": res["best_score"], "scoring": str(res["scoring"]),
+                          "time_s": res["time_s"]}, default=float))
+    return 0
+
+
+def add_task_commands(sub: Any) -> None:
+    """Register fit / predict / evaluate / select on an argparse sub-parser set."""
+    import argparse
+
+    raw = argparse.RawDescriptionHelpFormatter
+    p = sub.add_parser("fit", help="fit a model described by a TOML file on a data file", formatter_class=raw,
+                       epilog="examples:\n  sprokr fit --config model.toml --train train.csv -o model.sprokr\n"
+                              "  sprokr fit --config mols.toml --train train.smi -o mols.sprokr --json")
+    p.add_argument("--config", required=True, help="model configuration (TOML; see docs/cli.md)")
+    p.add_argument("--train", required=True, help="training data (.csv .tsv .npz .smi .sdf .arff)")
+    p.add_argument("-o", "--output", required=True, help="where to write the model (safe sprokr format)")
+    p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    p.set_defaults(func=cmd_fit)
+
+    p = sub.add_parser("predict", help="predict with a fitted model", formatter_class=raw,
+                       epilog="examples:\n  sprokr predict model.sprokr --input queries.csv -o predictions.csv\n"
+                              "  sprokr predict mols.sprokr --input q.csv --candidates pool.smi --top-k 10 -o top.csv")
+    p.add_argument("model", help="a model written by `sprokr fit`")
+    p.add_argument("--input", required=True, help="queries (same input columns as the training file)")
+    p.add_argument("--candidates", help="candidate pool (default: the distinct training outputs)")
+    p.add_argument("--candidate-column", help="column of the candidates (default: the output column, or smiles)")
+    p.add_argument("--top-k", type=int, default=0, help="write the k best candidates per query with scores")
+    p.add_argument("-o", "--output", default="-", help="CSV of predictions (default: standard output)")
+    p.add_argument("--json", action="store_true", help="print one JSON summary on stdout (needs -o FILE)")
+    p.set_defaults(func=cmd_predict)
+
+    p = sub.add_parser("evaluate", help="the task's metrics on a labelled test file", formatter_class=raw,
+                       epilog="examples:\n  sprokr evaluate model.sprokr --test test.csv --json\n"
+                              "  sprokr evaluate mols.sprokr --test test.csv --candidates pool.smi --top-k 10")
+    p.add_argument("model")
+    p.add_argument("--test", required=True, help="test data with inputs and true outputs")
+    p.add_argument("--candidates", help="candidate pool (molecules: required; should hold the true molecules)")
+    p.add_argument("--candidate-column")
+    p.add_argument("--top-k", type=int, default=10, help="k of the top-k accuracy (default 10)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_evaluate)
+
+    p = sub.add_parser("select", help="choose lam, kernel parameters and sketch sizes by validation",
+                       formatter_class=raw,
+                       epilog="examples:\n  sprokr select --config model.toml --train train.csv -o chosen.toml\n"
+                              "  sprokr select --config model.toml --train train.csv -o chosen.toml --figure lam.png")
+    p.add_argument("--config", required=True)
+    p.add_argument("--train", required=True, help="training data; a validation split is drawn from it")
+    p.add_argument("--validation-fraction", type=float, default=0.2)
+    p.add_argument("-o", "--output", required=True, help="where to write the chosen configuration (TOML)")
+    p.add_argument("--figure", help="save the validation curve of lam there (PNG, PDF, ...)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_select)
+

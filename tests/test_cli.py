@@ -1,0 +1,144 @@
+"""The file-level command line: sprokr fit / predict / evaluate / select."""
+import csv
+import json
+import subprocess
+import sys
+import tomllib
+
+import numpy as np
+import pytest
+
+from sprokr.cli import main
+from sprokr.datasets import sample_path
+
+MULTI = '''estimator = "SISOKR"
+random_state = 0
+
+[params]
+lam = 1e-3
+input_sketch = "subsample"
+m_x = 60
+
+[input]
+columns = ["f0", "f1", "f2", "f3"]
+
+[output]
+columns = ["sports", "music", "science"]
+type = "labels"
+
+[select]
+lams = [1e-5, 1e-3, 1e-1]
+'''
+
+
+@pytest.fixture
+def multilabel(tmp_path):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(240, 4))
+    Y = (X[:, :3] + 0.3 * rng.normal(size=(240, 3)) > 0).astype(int)
+    for name, sl in (("train.csv", slice(0, 200)), ("test.csv", slice(200, 240))):
+        with open(tmp_path / name, "w", newline="") as fh:
+            w = csv.writer(fh)
+            w.writerow(["f0", "f1", "f2", "f3", "sports", "music", "science"])
+            w.writerows([[*map(float, x), *y] for x, y in zip(X[sl], Y[sl])])
+    (tmp_path / "model.toml").write_text(MULTI)
+    return tmp_path
+
+
+def run(argv, capsys):
+    code = main([str(a) for a in argv])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_multilabel_fit_predict_evaluate_select(multilabel, capsys):
+    d = multilabel
+    code, out, _ = run(["fit", "--config", d / "model.toml", "--train", d / "train.csv", "-o", d / "m.sprokr",
+                        "--json"], capsys)
+    assert code == 0 and json.loads(out)["n_train"] == 200
+    code, out, _ = run(["predict", d / "m.sprokr", "--input", d / "test.csv", "-o", d / "p.csv"], capsys)
+    rows = list(csv.DictReader(open(d / "p.csv")))
+    assert code == 0 and len(rows) == 40
+    assert all(set(filter(None, r["prediction"].split(";"))) <= {"sports", "music", "science"} for r in rows)
+    code, out, _ = run(["evaluate", d / "m.sprokr", "--test", d / "test.csv", "--json"], capsys)
+    res = json.loads(out)
+    assert code == 0 and res["f1_samples"] > 0.6  # far above chance on this easy problem
+    code, out, _ = run(["select", "--config", d / "model.toml", "--train", d / "train.csv", "-o", d / "chosen.toml",
+                        "--figure", d / "lam.png", "--json"], capsys)
+    chosen = tomllib.loads((d / "chosen.toml").read_text())
+    assert code == 0 and chosen["params"]["lam"] == json.loads(out)["best_params"]["lam"] in (1e-5, 1e-3, 1e-1)
+    assert (d / "lam.png").stat().st_size > 0
+
+
+def test_errors_are_one_line_with_exit_code_2(multilabel, capsys):
+    d = multilabel
+    (d / "bad.toml").write_text(MULTI.replace('"f3"]', '"f9"]'))
+    code, _, err = run(["fit", "--config", d / "bad.toml", "--train", d / "train.csv", "-o", d / "m.sprokr"], capsys)
+    assert code == 2 and "no column 'f9'" in err and "'f3'" in err and "Traceback" not in err
+    (d / "bad.toml").write_text(MULTI.replace("m_x = 60", "m_xx = 60"))
+    code, _, err = run(["fit", "--config", d / "bad.toml", "--train", d / "train.csv", "-o", d / "m.sprokr"], capsys)
+    assert code == 2 and "no parameter(s) ['m_xx']" in err
+    (d / "bad.toml").write_text(MULTI.replace('"SISOKR"', '"SISOKRR"'))
+    code, _, err = run(["fit", "--config", d / "bad.toml", "--train", d / "train.csv", "-o", d / "m.sprokr"], capsys)
+    assert code == 2 and "unknown estimator 'SISOKRR'" in err
+    lines = (d / "train.csv").read_text().splitlines()
+    lines[3] = lines[3].replace(lines[3].split(",")[0], "abc", 1)
+    (d / "bad.csv").write_text("\n".join(lines) + "\n")
+    code, _, err = run(["fit", "--config", d / "model.toml", "--train", d / "bad.csv", "-o", d / "m.sprokr"], capsys)
+    assert code == 2 and "bad.csv line 4: column 'f0' holds 'abc'" in err
+    code, _, err = run(["predict", d / "none.sprokr", "--input", d / "test.csv"], capsys)
+    assert code == 2 and "no such model file" in err
+
+
+def test_molecules_from_properties_with_a_candidate_pool(tmp_path, capsys):
+    pytest.importorskip("sprokr_chem")
+    rows = list(csv.DictReader(open(sample_path("qm9_sample.csv"))))[:150]
+    props = ["mu", "alpha", "homo", "lumo", "gap", "r2", "zpve", "cv"]
+    with open(tmp_path / "train.csv", "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows[:120])
+    with open(tmp_path / "test.csv", "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows[120:])
+    (tmp_path / "pool.smi").write_text("".join(f"{r['smiles']} {r['mol_id']}\n" for r in rows))
+    (tmp_path / "mols.toml").write_text(f'''estimator = "IOKR"
+[params]
+lam = 1e-3
+output_kernel = "wl"
+[input]
+columns = {json.dumps(props)}
+[output]
+column = "smiles"
+type = "molecule"
+''')
+    assert run(["fit", "--config", tmp_path / "mols.toml", "--train", tmp_path / "train.csv",
+                "-o", tmp_path / "m.sprokr"], capsys)[0] == 0
+    code, _, _ = run(["predict", tmp_path / "m.sprokr", "--input", tmp_path / "test.csv", "--candidates",
+                      tmp_path / "pool.smi", "--top-k", "3", "-o", tmp_path / "top.csv"], capsys)
+    top = list(csv.DictReader(open(tmp_path / "top.csv")))
+    pool = {r["smiles"] for r in rows}
+    from rdkit import Chem
+
+    canon = {Chem.MolToSmiles(Chem.MolFromSmiles(s)) for s in pool}
+    assert code == 0 and len(top) == 90 and all(r["prediction"] in canon for r in top)
+    code, out, _ = run(["evaluate", tmp_path / "m.sprokr", "--test", tmp_path / "test.csv", "--candidates",
+                        tmp_path / "pool.smi", "--json"], capsys)
+    res = json.loads(out)
+    assert code == 0 and res["truth_in_candidates"] == 1.0 and 0 < res["mrr"] <= 1
+    bad = (tmp_path / "test.csv").read_text().splitlines()
+    bad[2] = bad[2].replace(rows[121]["smiles"], "C1CC((", 1)
+    (tmp_path / "bad.csv").write_text("\n".join(bad) + "\n")
+    code, _, err = run(["evaluate", tmp_path / "m.sprokr", "--test", tmp_path / "bad.csv", "--candidates",
+                        tmp_path / "pool.smi"], capsys)
+    assert code == 2 and "bad.csv line 3: invalid SMILES 'C1CC(('" in err
+
+
+def test_python_dash_m_runs_fit_with_json_only_on_stdout(multilabel):
+    d = multilabel
+    res = subprocess.run([sys.executable, "-m", "sprokr", "fit", "--config", str(d / "model.toml"), "--train",
+                          str(d / "train.csv"), "-o", str(d / "m.sprokr"), "--json"],
+                         capture_output=True, text=True, check=True)
+    assert json.loads(res.stdout)["estimator"] == "SISOKR"
+    assert "fitted SISOKR" in res.stderr

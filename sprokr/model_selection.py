@@ -275,9 +275,7 @@ class _RidgeSystem:
             self.eig = (U, np.maximum(s, 0.0), 1.0, 0.0)
             return self
         for lam0 in np.sort(np.asarray(lams, dtype=np.float64)):
-            G = self.matrix(lam0)
-            shift = self.rcond * float(np.mean(np.diag(G))) if self.shift and self.m else 0.0
-            G.flat[:: self.m + 1] += shift  # the relative shift of the direct solve (cholesky_solve)
+            G = self.matrix(lam0)  # as the refits' Cholesky route: nothing added to G
             try:
                 L = np.tril(cholesky_factor_inplace(np.asfortranarray(G)))
             except np.linalg.LinAlgError:
@@ -295,8 +293,8 @@ class _RidgeSystem:
         return self.eig is not None and lam >= self.eig[3]
 
     def solver(self, lam):
-        """``B -> G(lam)^-1 B``: the direct solve of a refit (Cholesky, relative shift for the
-        sketched systems as :func:`~sprokr.numerics.cholesky_solve`; pseudo-inverse fallback)."""
+        """``B -> G(lam)^-1 B``: the direct solve of a refit on the normal equations (Cholesky,
+        :func:`~sprokr.numerics.cholesky_solver`; pseudo-inverse fallback)."""
         G = self.matrix(lam)
         if self.shift:
             return cholesky_solver(G, self.rcond)

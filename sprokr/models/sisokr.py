@@ -41,6 +41,7 @@ from sklearn.utils.validation import check_is_fitted
 from ..decoders.candidates import CandidateIndex
 from ..numerics import (
     DEFAULT_RCOND,
+    SOLVERS,
     LocalExecutor,
     WORK_DTYPE,
     KernelExpansion,
@@ -111,9 +112,20 @@ class SISOKR(OutputKernelModel, BaseEstimator):
         prediction products (centred, :class:`sprokr.numerics.KernelExpansion`).  Sums,
         solves, coefficients and the output side are float64.
     rcond : float, optional
-        Relative threshold of pseudo-inverses and relative Cholesky shift (default 1e-10).
-    solver : {"cholesky", "eigh"}
-        How ``(A^T A + n lam K~_x)^+`` is applied (see :func:`sprokr.numerics.psd_solve`).
+        Relative threshold of the output side's pseudo-inverse ``K~_y^+`` (default 1e-10)
+        and, when given, of the input side's: the eigenvalues of ``A^T A + n lam K~_x``
+        (``solver="eigh"``) and the pivots of ``K~_x`` (stable route; default: the
+        rounding level ``m_x eps``).  Nothing is ever added to a matrix before a solve.
+    solver : {"auto", "cholesky", "qr", "eigh"}
+        How the sketched ridge ``(A^T A + n lam K~_x)^+ A^T T`` is solved
+        (:func:`sprokr.numerics.sketched_ridge`; ``docs/architecture.md``, "Solvers"):
+        ``"cholesky"`` the normal equations (one float32/64 ``syrk`` pass and a Cholesky,
+        fastest; inaccurate on flat kernels with a small ``lam``); ``"qr"`` the stable
+        route (tall-skinny QR of ``A`` over row chunks in float64 and a least-squares
+        solve, never forming ``A^T A``); ``"auto"`` (default) the normal equations when a
+        cheap condition estimate shows they are accurate, else a second, stable pass;
+        ``"eigh"`` the normal equations' eigendecomposition pseudo-inverse.  Ignored
+        without input sketch (Cholesky of ``K_x + n lam I``, always well conditioned).
     chunk_size : int, optional
         Rows of the training set processed at once (default: from a 64 MB budget).
     max_memory_mb : float, optional
@@ -146,6 +158,11 @@ class SISOKR(OutputKernelModel, BaseEstimator):
     index_token_ : str
         Identifies the fitted output basis (candidate indexes carry it).
     executor_ : Executor
+    solver_ : {"cholesky", "eigh", "qr"}
+        The route the input side's solve took (``"auto"`` resolved).
+    solver_error_estimate_ : float or None
+        The normal equations' rounding-error estimate that ``"auto"`` compares with
+        :data:`sprokr.numerics.NORMAL_EQUATIONS_TOL` (None when they were not formed).
     n_train_ : int
     fit_time_ : float (s)
     fit_times_ : dict of phase -> seconds
@@ -168,7 +185,7 @@ class SISOKR(OutputKernelModel, BaseEstimator):
         decoder_params=None,
         dtype="float64",
         rcond=None,
-        solver="cholesky",
+        solver="auto",
         chunk_size=None,
         max_memory_mb=None,
         executor="local",
@@ -214,8 +231,8 @@ class SISOKR(OutputKernelModel, BaseEstimator):
         n = check_paired(X, Y)
         lam = check_positive(self.lam, "lam")
         dtype = resolve_dtype(self.dtype)
-        if self.solver not in ("cholesky", "eigh"):
-            raise ValueError(f"solver must be 'cholesky' or 'eigh', got {self.solver!r}")
+        if self.solver not in SOLVERS:
+            raise ValueError(f"solver must be one of {', '.join(map(repr, SOLVERS))}, got {self.solver!r}")
         rcond = DEFAULT_RCOND if self.rcond is None else check_positive(self.rcond, "rcond", strict=False)
         chunk = check_chunk_size(self.chunk_size)
         kx = resolve_kernel(self.input_kernel, self.input_kernel_params, "input", dtype)
@@ -309,9 +326,15 @@ class SISOKR(OutputKernelModel, BaseEstimator):
         ref = None
         if targets is not None:  # targets at the input sketch's support: the centring shift
             ref = targets(ex.take_rows(parts, Rx.indices, which=which))
-        sol = sketched_ridge(self.input_kernel_, Rx, support, parts, lam, targets, width, rcond, chunk, ex,
+        # the input side's thresholds default to its own (None: see sketched_ridge)
+        sol = sketched_ridge(self.input_kernel_, Rx, support, parts, lam, targets, width, self.rcond, chunk, ex,
                              self.solver, dtype, ref, which)
         self.fit_times_.update({f"ridge_{k}": v for k, v in sol.times.items()})
+        self.solver_, self.solver_error_estimate_ = sol.method, sol.error_estimate
+        if sol.method == "qr" and self.solver == "auto":
+            why = ("numerically indefinite" if sol.error_estimate is None
+                   else f"too ill-conditioned (error estimate {sol.error_estimate:.2g})")
+            self._log(f"normal equations {why}: solved by the stable QR route")
         self.X_support_ = self.input_kernel_.prepare_support(support)
         self._set_coef(sol.coef)
 
@@ -321,6 +344,8 @@ class SISOKR(OutputKernelModel, BaseEstimator):
         Xp = all_rows(ex, parts, 0)
         cho = exact_ridge_factor(kx, parts, Xp, lam, chunk, ex)
         self.X_support_ = kx.prepare_support(Xp)
+        # Cholesky of K + n lam I: well conditioned (cond <= 1 + |K| / (n lam))
+        self.solver_, self.solver_error_estimate_ = "cholesky", None
         if targets is None:  # IOKR: h(x) = sum_i alpha_i(x) psi(y_i), alpha = (K + n lam I)^-1 k_x
             self.coef_, self._cho, self._expansion = None, cho, None
             set_n_features(self, Xp)
@@ -584,7 +609,7 @@ class SIOKR(SISOKR):
         decoder_params=None,
         dtype="float64",
         rcond=None,
-        solver="cholesky",
+        solver="auto",
         chunk_size=None,
         max_memory_mb=None,
         executor="local",

@@ -10,7 +10,8 @@ submodules are re-exported here (the public names are this package's ``__all__``
 * ``_crossprod``  -- mergeable double-centred ``A^T A`` / ``A^T T`` sums (float32-accurate);
 * ``_features``   -- sketched kernel features ``K R^T`` and the feature map ``D^-1/2 U^T R k``;
 * ``_products``   -- kernel block x coefficients (the float32 policy), candidate offsets;
-* ``_ridge``      -- exact and sketched kernel ridge solves;
+* ``_qr``         -- tall-skinny QR over row chunks (mergeable R factors and ``Q^T T``);
+* ``_ridge``      -- exact and sketched kernel ridge solves (normal equations, stable QR route);
 * ``_optim``      -- solvers of the linear problem of the sketched kernel machines;
 * ``_topk``       -- chunked, mergeable top-k over ``H E^T + offsets``;
 * ``_distinct``   -- distinct samples of a partitioned collection.
@@ -20,11 +21,13 @@ from ._linalg import (
     DEFAULT_RCOND,
     cholesky_factor_inplace,
     cholesky_factor_solve,
+    cholesky_rcond,
     cholesky_solve,
     cholesky_solver,
     matmul,
     psd_eigh,
     psd_solve,
+    sym_norm1,
 )
 from ._executor import ChunkError, ChunkTask, Executor, LocalExecutor, RowPartitions, tree_reduce
 from ._dask import DaskExecutor, dask_available
@@ -43,7 +46,20 @@ from ._topk import (
     topk_search,
 )
 from ._distinct import DistinctTask, distinct_samples
-from ._ridge import WORK_DTYPE, CrossProductTask, RidgeSolution, exact_ridge_factor, sketched_ridge
+from ._qr import TallSkinnyQR, stacked_qr, stacked_qr_apply_t
+from ._ridge import (
+    NORMAL_EQUATIONS_TOL,
+    SOLVERS,
+    WORK_DTYPE,
+    CrossProductTask,
+    QRTask,
+    RidgeSolution,
+    exact_ridge_factor,
+    normal_equations_error,
+    pivot_tolerance,
+    sketched_ridge,
+    stable_ridge_solve,
+)
 from ._optim import SolverResult, adam_solve, duality_gap, lbfgs_solve, ridge_by_eigengroups
 
 __all__ = [
@@ -52,14 +68,16 @@ __all__ = [
     "RowPartitions", "tree_reduce",
     # dense linear algebra
     "matmul", "psd_eigh", "psd_solve", "cholesky_solve", "cholesky_solver",
-    "cholesky_factor_inplace", "cholesky_factor_solve", "DEFAULT_RCOND", "WORK_DTYPE",
+    "cholesky_factor_inplace", "cholesky_factor_solve", "cholesky_rcond", "sym_norm1", "DEFAULT_RCOND",
+    "WORK_DTYPE", "TallSkinnyQR", "stacked_qr", "stacked_qr_apply_t",
     # parallel passes
     "for_row_blocks", "n_workers",
     # chunked sums, sketched features, products
     "ShiftedCrossProducts", "column_shift", "SketchedFeatures", "KernelRows", "default_chunk_size",
     "KernelExpansion", "candidate_offsets", "check_gram_block", "check_kernel_sample", "DistinctTask", "distinct_samples",
     # ridge solves and kernel-machine solvers
-    "exact_ridge_factor", "sketched_ridge", "CrossProductTask", "RidgeSolution",
+    "exact_ridge_factor", "sketched_ridge", "CrossProductTask", "QRTask", "RidgeSolution",
+    "stable_ridge_solve", "normal_equations_error", "pivot_tolerance", "NORMAL_EQUATIONS_TOL", "SOLVERS",
     "ridge_by_eigengroups", "adam_solve", "lbfgs_solve", "duality_gap", "SolverResult",
     # top-k search
     "Decoded", "DEFAULT_MAX_MEMORY_MB", "TopKTask", "topk_rows", "select_topk", "merge_topk",

@@ -5,12 +5,15 @@ One place for the numerics the papers share:
 * ``psd_eigh``: eigenpairs of a PSD matrix above a *relative* threshold -- the
   pseudo-inverse / rank-revealing step of SISOKR (``K~_Y^+``), DSOKR and the sketched
   kernel machines (``z(x) = D^-1/2 U^T R k^x``).
-* ``psd_solve``: ``G^+ B`` for a PSD ``G``.  A Cholesky factorization with a relative
-  diagonal shift (cost m^3/3) is tried first; if ``G`` is too ill-conditioned for it, the
-  eigendecomposition route with the same relative threshold is used.  For the sketched
-  ridge systems ``G = R K^2 R^T + n lam R K R^T`` the null space of ``G`` is the null space
-  of ``R K R^T`` and every vector of it defines the zero function, so both routes give the
-  same predictor up to the threshold; the Cholesky route is ~10x faster than ``eigh``.
+* ``psd_solve``: ``G^+ B`` for a PSD ``G``.  A Cholesky factorization (cost m^3/3, no
+  shift: nothing is added to ``G``) is tried first; if ``G`` is numerically indefinite,
+  the eigendecomposition pseudo-inverse with the relative threshold ``rcond`` is used.
+  The two routes agree whenever ``G`` is numerically positive definite *and* well
+  conditioned; when it is not, neither is accurate (see :func:`sprokr.numerics.sketched_ridge`,
+  which detects that case and solves a least-squares problem instead).
+* ``cholesky_rcond``: LAPACK's O(m^2) estimate of the reciprocal condition number of a
+  matrix from its Cholesky factor -- the cheap check that decides whether a
+  normal-equation solve can be trusted.
 """
 from __future__ import annotations
 
@@ -20,7 +23,8 @@ from scipy.linalg import get_blas_funcs, lapack
 
 
 __all__ = ["matmul", "psd_eigh", "psd_solve", "cholesky_solve", "cholesky_solver",
-           "cholesky_factor_inplace", "cholesky_factor_solve", "DEFAULT_RCOND"]
+           "cholesky_factor_inplace", "cholesky_factor_solve", "cholesky_rcond", "sym_norm1",
+           "DEFAULT_RCOND"]
 
 #: default relative threshold on eigenvalues (relative to the largest one)
 DEFAULT_RCOND = 1e-10
@@ -113,35 +117,53 @@ def cholesky_factor_solve(L, B):
     return X
 
 
-def cholesky_solve(G, B, rcond=DEFAULT_RCOND, overwrite=False):
-    """``(G + shift I)^-1 B`` by Cholesky, reading the lower triangle of ``G`` only.
+def sym_norm1(G, lower_only=False):
+    """1-norm (max column sum of ``|G|``) of a symmetric matrix, from its lower triangle
+    when ``lower_only`` (O(m^2), no copy of the triangle's complement is trusted)."""
+    G = np.asarray(G)
+    if not lower_only:
+        return float(np.abs(G).sum(axis=0).max(initial=0.0))
+    L = np.abs(np.tril(G))
+    return float((L.sum(axis=0) + L.sum(axis=1) - np.diag(L)).max(initial=0.0))
 
-    The relative shift ``rcond * mean(diag(G))`` regularises numerically singular ``G``.
-    ``overwrite=True`` lets a Fortran-ordered float64 ``G`` be factorised in place (saves
-    an m x m copy).  Raises ``numpy.linalg.LinAlgError`` if ``G`` is numerically
-    indefinite.
+
+def cholesky_rcond(L, anorm):
+    """Estimate of ``1 / (|G|_1 |G^-1|_1)`` from the lower Cholesky factor ``L`` of ``G``.
+
+    LAPACK ``pocon`` (Higham's 1-norm estimator, O(m^2), usually within a factor 3 of the
+    truth); ``anorm`` is ``|G|_1`` (:func:`sym_norm1`) of the matrix *before* factorising.
     """
-    m = G.shape[0]
-    shift = rcond * float(np.mean(np.diag(G))) if G.size else 0.0
+    if L.shape[0] == 0:
+        return 1.0
+    pocon = lapack.get_lapack_funcs("pocon", (L,))
+    rc, info = pocon(L.T if L.flags.c_contiguous else L, anorm, uplo="U" if L.flags.c_contiguous else "L")
+    if info != 0:  # pragma: no cover - only for malformed arguments
+        raise ValueError(f"LAPACK pocon failed (info={info})")
+    return float(rc)
+
+
+def cholesky_solve(G, B, overwrite=False):
+    """``G^-1 B`` by Cholesky, reading the lower triangle of ``G`` only.
+
+    Nothing is added to ``G`` (no regularising shift).  ``overwrite=True`` lets a
+    Fortran-ordered float64 ``G`` be factorised in place (saves an m x m copy).  Raises
+    ``numpy.linalg.LinAlgError`` if ``G`` is numerically indefinite.
+    """
     # LAPACK's layout, factorised in place; OpenBLAS potrf/potrs directly (scipy's
     # cho_factor copies C-ordered input once more and checks both triangles for nothing)
     Gs = G if overwrite and G.flags.f_contiguous and G.dtype == np.float64 else np.array(G, np.float64, order="F")
-    Gs.flat[:: m + 1] += shift
     return cholesky_factor_solve(cholesky_factor_inplace(Gs), B)
 
 
 def cholesky_solver(G, rcond=DEFAULT_RCOND, lower_only=False):
-    """Return a function ``B -> G^+ B`` for a PSD ``G`` (Cholesky with a relative shift).
+    """Return a function ``B -> G^+ B`` for a PSD ``G``.
 
-    The shift is ``rcond * mean(diag(G))``.  If Cholesky still fails (numerically
-    indefinite ``G``), fall back to the eigendecomposition pseudo-inverse.  ``G`` is not
+    Cholesky of ``G`` as it is (no shift); if ``G`` is numerically indefinite, the
+    eigendecomposition pseudo-inverse with relative threshold ``rcond``.  ``G`` is not
     modified; with ``lower_only=True`` only its lower triangle is read.
     """
     G = np.asarray(G, dtype=np.float64)
-    m = G.shape[0]
-    shift = rcond * float(np.mean(np.diag(G))) if G.size else 0.0
     Gs = np.array(G, order="F")
-    Gs.flat[:: m + 1] += shift
     try:
         L = cholesky_factor_inplace(Gs)
     except np.linalg.LinAlgError:

@@ -22,7 +22,9 @@ ESTIMATORS = [
     SketchedKernelMachine(),
     SketchedKernelMachine(loss="huber", sketch="identity", random_state=0),  # the sketched path, any n
     SketchedKernelMachine(loss="huber"),
-    JointQuantileRegressor(),
+    # API conformance on sklearn's tiny integer-valued targets (quantiles at ties, the hardest
+    # case of the pinball certificate): a looser gap keeps the ~80 fits fast
+    JointQuantileRegressor(tol=1e-3),
     RFFKernelMachine(random_state=0),
     IOKR(),
     SIOKR(m_x=5, random_state=0),

@@ -176,7 +176,7 @@ def run_seed(args, smiles, graphs, seed, table, log):
             return DSOKR(output_kernel=ky, output_kernel_params=kyp, output_sketch=args.output_sketch, m_y=m,
                          output_sketch_params=_sketch_params(args), regressor="mlp",
                          regressor_params={"hidden_layer_sizes": tuple(hidden), "max_epochs": args.dsokr_epochs,
-                                           "alpha": args.dsokr_alpha},
+                                           "alpha": args.dsokr_alpha, "lr_drops": 2},
                          random_state=seed)
 
         ds, dsel = select_dsokr(make, X_tr, g_tr, m_y, [tuple(h) for h in json.loads(args.dsokr_hidden)],

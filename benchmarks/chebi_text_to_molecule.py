@@ -144,6 +144,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", default=str(default_data_dir() / "chebi20" / "val.sdf.zip"))
     ap.add_argument("--seeds", type=int, default=1)
+    ap.add_argument("--subsample", type=int, default=None, help="use a seeded random subset of this many pairs")
     ap.add_argument("--n-train", type=int, default=2800)
     ap.add_argument("--n-test", type=int, default=None, help="test queries (default: every held-out pair)")
     ap.add_argument("--input-kernel", default="cosine")
@@ -169,6 +170,9 @@ def main(argv=None):
     mols, texts, report = load_chebi20(args.data)
     print(f"read {len(mols)} molecules with descriptions in {time.perf_counter() - t0:.1f} s "
           f"({len(report.skipped)} skipped)", flush=True)
+    if args.subsample is not None and args.subsample < len(mols):
+        keep = np.sort(np.random.default_rng(12345).choice(len(mols), args.subsample, replace=False))
+        mols, texts = [mols[i] for i in keep], [texts[i] for i in keep]
     table, log = SeedTable(), {}
     for seed in range(args.seeds):
         run_seed(args, mols, texts, seed, table, log)

@@ -200,3 +200,29 @@ def test_torch_regressor_robust_losses(multilabel_data):
     assert not np.allclose(preds["square"], preds["cauchy"])
     with pytest.raises(ValueError, match="unknown loss"):
         DSOKR(m_y=20, regressor="torch_mlp", regressor_params={"loss": "nope"}).fit(Xtr, Ytr)
+
+
+def test_mlp_convergence_flag_and_lr_drops(multilabel_data):
+    """converged_ (and no ConvergenceWarning) only when training stopped on a plateau;
+    lr_drops resumes from the best weights with a smaller step, never ending worse."""
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
+
+    Xtr, Ytr, _, _ = multilabel_data
+    common = dict(output_kernel="gaussian", output_sketch="subsample", m_y=30, regressor="mlp",
+                  validation_fraction=0.25, random_state=0)
+    with pytest.warns(ConvergenceWarning, match="max_epochs=2"):
+        short = DSOKR(**common, regressor_params={"hidden_layer_sizes": (16,), "max_epochs": 2}).fit(Xtr, Ytr)
+    assert not short.regressor_.converged_ and short.regressor_.n_epochs_ == 2
+    params = {"hidden_layer_sizes": (32,), "max_epochs": 400, "patience": 3, "learning_rate_init": 1e-2}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        plain = DSOKR(**common, regressor_params=params).fit(Xtr, Ytr)
+        dropped = DSOKR(**common, regressor_params={**params, "lr_drops": 2}).fit(Xtr, Ytr)
+    assert plain.regressor_.converged_ and dropped.regressor_.converged_
+    assert dropped.regressor_.n_epochs_ > plain.regressor_.n_epochs_
+    assert dropped.validation_loss_ <= plain.validation_loss_ * (1 + 1e-6)
+    assert dropped.regressor_.best_epoch_ < dropped.regressor_.n_epochs_
+    with pytest.raises(ValueError, match="lr_drops"):
+        DSOKR(**common, regressor_params={"lr_drops": -1}).fit(Xtr, Ytr)

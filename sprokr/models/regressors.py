@@ -29,10 +29,12 @@ from typing import Any, Self
 
 import copy
 import time
+import warnings
 
 import numpy as np
 import scipy.linalg as sla
 from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
 from ..numerics import (
@@ -279,6 +281,11 @@ class MLPSurrogate(SaveMixin, RegressorMixin, BaseEstimator):
     patience : int
         Epochs without improvement (relative ``tol``) before stopping.
     tol : float
+    lr_drops : int
+        Learning-rate reductions on a plateau: when ``patience`` runs out, training resumes
+        from the best weights with the learning rate divided by ``lr_factor`` (a fresh Adam
+        state), at most ``lr_drops`` times; then it stops.  0: stop at the first plateau.
+    lr_factor : float > 1
     random_state : None, int or numpy.random.Generator
     verbose : int
 
@@ -286,13 +293,18 @@ class MLPSurrogate(SaveMixin, RegressorMixin, BaseEstimator):
     ----------
     model_ : MLPRegressor
     n_epochs_ : int
+    best_epoch_ : int
+        Epoch (0-based) of the kept weights.
     best_loss_ : float
+    converged_ : bool
+        True when training stopped on a plateau of the monitored loss; False when
+        ``max_epochs`` ran out first (a ``ConvergenceWarning`` is then issued).
     history_ : list of (train_loss, val_loss)
     """
 
     def __init__(self, hidden_layer_sizes=(256,), activation="relu", alpha=1e-4,
                  learning_rate_init=1e-3, batch_size=200, max_epochs=200, patience=10, tol=1e-4,
-                 random_state=None, verbose=0):
+                 lr_drops=0, lr_factor=10.0, random_state=None, verbose=0):
         self.hidden_layer_sizes = hidden_layer_sizes
         self.activation = activation
         self.alpha = alpha
@@ -301,6 +313,8 @@ class MLPSurrogate(SaveMixin, RegressorMixin, BaseEstimator):
         self.max_epochs = max_epochs
         self.patience = patience
         self.tol = tol
+        self.lr_drops = lr_drops
+        self.lr_factor = lr_factor
         self.random_state = random_state
         self.verbose = verbose
 
@@ -314,6 +328,10 @@ class MLPSurrogate(SaveMixin, RegressorMixin, BaseEstimator):
             raise ValueError(f"X and T have different numbers of samples: {X.shape[0]} and {T.shape[0]}")
         if int(self.max_epochs) < 1:
             raise ValueError(f"max_epochs must be >= 1, got {self.max_epochs}")
+        if isinstance(self.lr_drops, bool) or not isinstance(self.lr_drops, (int, np.integer)) or self.lr_drops < 0:
+            raise ValueError(f"lr_drops must be an integer >= 0, got {self.lr_drops!r}")
+        if not np.isfinite(self.lr_factor) or self.lr_factor <= 1:
+            raise ValueError(f"lr_factor must be a number > 1, got {self.lr_factor!r}")
         ev = _check_eval_set(eval_set, T.shape[1])
         seed = int(check_random_state(self.random_state).integers(2**31 - 1))
         mu = T.mean(axis=0)
@@ -328,15 +346,33 @@ class MLPSurrogate(SaveMixin, RegressorMixin, BaseEstimator):
         self.model_ = model
         stop = _EarlyStopping(self.patience, self.tol, self.verbose, "MLPSurrogate", self.max_epochs)
         get_state = lambda: ([c.copy() for c in model.coefs_], [b.copy() for b in model.intercepts_])  # noqa: E731
+        drops, converged, lr = 0, False, float(self.learning_rate_init)
         for epoch in range(int(self.max_epochs)):
             model.partial_fit(X, Ts)
             train_loss = float(model.loss_) * 2 * scale**2 * T.shape[1]  # sklearn: half mean squared error
             val_loss = None if ev is None else kernel_induced_loss(self.predict(ev[0]), ev[1], ev[2])
             if stop.update(epoch, train_loss, val_loss, get_state):
-                break
+                if drops >= self.lr_drops:
+                    converged = True
+                    break
+                # plateau: resume from the best weights with a smaller step and a fresh Adam state
+                drops, lr = drops + 1, lr / float(self.lr_factor)
+                model.coefs_, model.intercepts_ = [c.copy() for c in stop.state[0]], [b.copy() for b in stop.state[1]]
+                model.set_params(learning_rate_init=lr)
+                if hasattr(model, "_optimizer"):  # MLPRegressor builds a new optimizer when it has none
+                    del model._optimizer
+                stop.bad = 0
         model.coefs_, model.intercepts_ = stop.state
-        self.n_epochs_, self.best_loss_, self.history_ = epoch + 1, stop.best, stop.history
+        self.n_epochs_, self.best_epoch_, self.best_loss_, self.history_ = epoch + 1, stop.best_epoch, stop.best, \
+            stop.history
+        self.converged_ = converged
         self.n_outputs_ = T.shape[1]
+        if not converged:
+            warnings.warn(
+                f"MLPSurrogate: max_epochs={self.max_epochs} reached before the monitored loss reached a "
+                f"plateau (best epoch {stop.best_epoch + 1}, patience {self.patience}); the best weights are "
+                f"kept, increase max_epochs (or learning_rate_init) to train to convergence",
+                ConvergenceWarning, stacklevel=2)
         return self
 
     def predict(self, X: Any) -> np.ndarray:

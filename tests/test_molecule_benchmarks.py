@@ -1,0 +1,58 @@
+"""Smoke runs of the molecule benchmarks (tiny settings; the real runs and their numbers are
+in docs/molecules.md and docs/benchmarks.md).  They check that each script runs end to end,
+follows the ``--json`` convention and that the evaluation is sane -- not tuned numbers."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from sprokr.datasets import default_data_dir
+
+ROOT = Path(__file__).resolve().parents[1]
+BENCH = ROOT / "benchmarks"
+
+
+def run_json(script, *args, cwd):
+    out = subprocess.run([sys.executable, str(BENCH / script), *args, "--json"], cwd=cwd,
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    return json.loads(out.stdout.strip().splitlines()[-1]), out.stderr
+
+
+def test_qm9_smiles_to_graph_smoke(tmp_path):
+    """On the shipped 300-molecule sample: 200 train, 40 queries among 100 unseen candidates."""
+    sel = tmp_path / "sel.json"
+    res, err = run_json("qm9_smiles_to_graph.py", "--data", str(ROOT / "sprokr" / "data" / "qm9_sample.csv"),
+                        "--n-train", "200", "--n-test", "40", "--input-grid", '[{"n": 3}]',
+                        "--m-y-grid", "20,40", "--m-x-grid", "40,80", "--dsokr-hidden", "[[32]]",
+                        "--dsokr-features", "2000", "--dsokr-epochs", "2000", "--ged-n", "3", "--ged-timeout", "0.05",
+                        "--selection-json", str(sel), cwd=tmp_path)
+    assert set(res) == {"NN", "IOKR", "SISOKR", "DSOKR"}
+    for name, r in res.items():
+        assert {"top1", "top5", "top10", "MRR", "ged_noedge", "ged_noedge_timeout_frac", "fit_s", "decode_s"} <= set(r)
+        assert 0 <= r["top1"] <= r["top5"] <= r["top10"] <= 1 and 0 < r["MRR"] <= 1, name
+        assert 0 <= r["ged_noedge_timeout_frac"] <= 1
+    # 100 candidates: chance MRR ~ 0.05; the exact model must do much better
+    assert res["IOKR"]["MRR"] > 0.2
+    assert res["DSOKR"]["convergence_warnings"] == 0
+    log = json.loads(sel.read_text())["seed0"]
+    assert log["SISOKR"]["best_params"]["m_y"] in (20, 40) and log["SISOKR"]["best_params"]["m_x"] in (40, 80)
+    assert "ConvergenceWarning" not in err
+
+
+@pytest.mark.skipif(not (default_data_dir() / "chebi20" / "val.sdf.zip").exists(),
+                    reason="needs ../shared/data/chebi20/val.sdf.zip")
+def test_chebi_text_to_molecule_smoke(tmp_path):
+    res, err = run_json("chebi_text_to_molecule.py", "--data", str(default_data_dir() / "chebi20" / "val.sdf.zip"),
+                        "--subsample", "400", "--n-train", "300",
+                        "--output-kernels", "morgan_cosine", "--m-y-grid", "30,60", "--m-x-grid", "50,100",
+                        "--dsokr-hidden", "[[32]]", cwd=tmp_path)
+    assert set(res) == {"NN-text", "IOKR", "SISOKR", "DSOKR"}
+    for name, r in res.items():
+        assert {"MRR", "Hits@1", "Hits@10", "fit_s", "decode_s"} <= set(r)
+        assert 0 <= r["Hits@1"] <= r["Hits@10"] <= 1 and 0 < r["MRR"] <= 1, name
+    # 100 unseen candidates: chance MRR ~ 0.05
+    assert res["IOKR"]["MRR"] > 0.1 and res["NN-text"]["MRR"] > 0.1
+    assert "ConvergenceWarning" not in err

@@ -275,7 +275,9 @@ class _RidgeSystem:
             self.eig = (U, np.maximum(s, 0.0), 1.0, 0.0)
             return self
         for lam0 in np.sort(np.asarray(lams, dtype=np.float64)):
-            G = self.matrix(lam0)  # as the refits' Cholesky route: nothing added to G
+            G = self.matrix(lam0)
+            shift = self.rcond * float(np.mean(np.diag(G))) if self.shift and self.m else 0.0
+            G.flat[:: self.m + 1] += shift  # the explicit jitter of the refits' Cholesky route
             try:
                 L = np.tril(cholesky_factor_inplace(np.asfortranarray(G)))
             except np.linalg.LinAlgError:
@@ -296,7 +298,8 @@ class _RidgeSystem:
         """``B -> G(lam)^-1 B``: the direct solve of a refit on the normal equations (Cholesky,
         :func:`~sprokr.numerics.cholesky_solver`; pseudo-inverse fallback)."""
         G = self.matrix(lam)
-        if self.shift:
+        if self.shift:  # the explicit jitter of the refits' Cholesky route
+            G.flat[:: self.m + 1] += self.rcond * float(np.mean(np.diag(G))) if self.m else 0.0
             return cholesky_solver(G, self.rcond)
         try:
             cho = sla.cho_factor(G, lower=True, check_finite=False)

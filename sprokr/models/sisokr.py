@@ -116,16 +116,17 @@ class SISOKR(OutputKernelModel, BaseEstimator):
         and, when given, of the input side's: the eigenvalues of ``A^T A + n lam K~_x``
         (``solver="eigh"``) and the pivots of ``K~_x`` (stable route; default: the
         rounding level ``m_x eps``).  Nothing is ever added to a matrix before a solve.
-    solver : {"auto", "cholesky", "qr", "eigh"}
+    solver : {"cholesky", "auto", "qr", "eigh"}
         How the sketched ridge ``(A^T A + n lam K~_x)^+ A^T T`` is solved
         (:func:`sprokr.numerics.sketched_ridge`; ``docs/architecture.md``, "Solvers"):
-        ``"cholesky"`` the normal equations (one float32/64 ``syrk`` pass and a Cholesky,
-        fastest; inaccurate on flat kernels with a small ``lam``); ``"qr"`` the stable
-        route (tall-skinny QR of ``A`` over row chunks in float64 and a least-squares
-        solve, never forming ``A^T A``); ``"auto"`` (default) the normal equations when a
-        cheap condition estimate shows they are accurate, else a second, stable pass;
-        ``"eigh"`` the normal equations' eigendecomposition pseudo-inverse.  Ignored
-        without input sketch (Cholesky of ``K_x + n lam I``, always well conditioned).
+        ``"cholesky"`` (default) the normal equations (one float32/64 ``syrk`` pass and a
+        Cholesky with an explicit relative jitter ``rcond * mean(diag)``, fastest;
+        inaccurate on flat kernels with a tiny ``lam``); ``"qr"`` the stable route
+        (tall-skinny QR of ``A`` over row chunks in float64 and a least-squares solve,
+        never forming ``A^T A``; several times slower); ``"auto"`` the normal equations
+        when a cheap condition estimate shows they are accurate, else a second, stable
+        pass; ``"eigh"`` the normal equations' eigendecomposition pseudo-inverse.
+        Ignored without input sketch (Cholesky of ``K_x + n lam I``, well conditioned).
     chunk_size : int, optional
         Rows of the training set processed at once (default: from a 64 MB budget).
     max_memory_mb : float, optional
@@ -185,7 +186,7 @@ class SISOKR(OutputKernelModel, BaseEstimator):
         decoder_params=None,
         dtype="float64",
         rcond=None,
-        solver="auto",
+        solver="cholesky",
         chunk_size=None,
         max_memory_mb=None,
         executor="local",
@@ -609,7 +610,7 @@ class SIOKR(SISOKR):
         decoder_params=None,
         dtype="float64",
         rcond=None,
-        solver="auto",
+        solver="cholesky",
         chunk_size=None,
         max_memory_mb=None,
         executor="local",

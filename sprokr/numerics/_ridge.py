@@ -266,7 +266,7 @@ def stable_ridge_solve(RA, rhs, Kt, nlam, rcond=None, semi_normal=False):
 
 
 def sketched_ridge(kernel, R, support, parts, lam, targets, width, rcond, chunk, executor,
-                   solver="auto", dtype=WORK_DTYPE, ref_targets=None, which=1):
+                   solver="cholesky", dtype=WORK_DTYPE, ref_targets=None, which=1):
     """Coefficients ``W^T gamma`` on the support points of the sketched ridge.
 
     ``gamma`` minimises ``|A gamma - T|^2 + n lam gamma^T K~ gamma`` with ``A = K R^T``,
@@ -344,6 +344,12 @@ def sketched_ridge(kernel, R, support, parts, lam, targets, width, rcond, chunk,
             gamma = psd_solve(G, AtT, DEFAULT_RCOND if rcond is None else rcond, method="eigh", lower_only=True)
         else:
             G_norm = sym_norm1(G, lower_only=True)
+            if solver == "cholesky":
+                # the fast route's explicit jitter: rcond * mean(diag G) on the diagonal (a
+                # relative ridge of 1e-10 by default) keeps the factorisation of a
+                # numerically singular G (flat kernels, tiny lam) instead of failing; "auto"
+                # factorises G as it is, for its error check
+                G.flat[:: G.shape[0] + 1] += (DEFAULT_RCOND if rcond is None else rcond) * float(np.mean(G.diagonal()))
             try:
                 L = cholesky_factor_inplace(G)  # G is overwritten
             except np.linalg.LinAlgError:

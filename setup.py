@@ -41,7 +41,7 @@ EXTRAS = {
     "docs": DOCS + PLOT,
     # everything the test suite needs besides the plugins (requirements.txt installs those,
     # editable): the figures, the Dask executor and the documentation build are tested.
-    "test": ["pytest>=7", "mypy>=1.5"] + PLOT + DASK + DOCS,
+    "test": ["pytest>=7", "mypy>=1.5", "mpmath>=1.2"] + PLOT + DASK + DOCS,
 }
 # `all`: every plugin and optional library except torch, whose default Linux wheels pull
 # several GB of CUDA libraries -- ask for it explicitly: pip install ".[all,torch]"

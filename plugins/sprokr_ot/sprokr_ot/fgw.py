@@ -267,6 +267,15 @@ class FGWBarycenterDecoder(Decoder):
         Stop when the barycenter loss varies by less than ``tol`` (relative).
     threshold : float in (0, 1]
         Edges of weight >= ``threshold`` are kept (beyond the spanning tree).
+    n_starts : int, default 3
+        Proposals per query: barycenters started from each of the ``n_starts`` heaviest
+        neighbours (with that neighbour's size), besides the weighted-median one.
+    select : {"score", "median"}
+        ``"score"``: return the proposal -- or neighbour -- with the best model score
+        ``sum_i alpha_i k(y_i, G) - k(G, G)/2`` (the decoding criterion of IOKR, evaluated
+        with the output kernel on the new graph; with ``weights="projection"`` the K
+        neighbours' weights stand in for alpha).  ``"median"``: the weighted-median
+        barycenter only.
     repair : bool
         For molecule graphs: repair graphs that do not sanitise, else return the best
         neighbour (``G.graph["fgw_status"]`` says which).
@@ -280,7 +289,8 @@ class FGWBarycenterDecoder(Decoder):
     counts_ : dict
         After ``decode``: how many graphs were returned as decoded barycenters
         (``"barycenter"``), repaired barycenters (``"repaired"``) or, repair having
-        failed, as the best neighbour (``"neighbor"``).
+        failed, as the best neighbour (``"neighbor"``); with ``select="score"`` also
+        how often a training neighbour scored best and was returned (``"selected_neighbor"``).
 
     ``decode`` returns a list of networkx graphs (one per query).  The barycenter of a
     single graph is that graph.
@@ -291,7 +301,7 @@ class FGWBarycenterDecoder(Decoder):
     needs_weights = True
 
     def __init__(self, n_neighbors=5, alpha=0.5, weights="auto", n_nodes="median", max_iter=50,
-                 tol=1e-5, threshold=0.5, repair=True, node_label="label", edge_label="label",
+                 tol=1e-5, threshold=0.5, n_starts=3, select="score", repair=True, node_label="label", edge_label="label",
                  to_smiles=True, random_state=0):
         self.n_neighbors = n_neighbors
         self.alpha = alpha
@@ -300,6 +310,8 @@ class FGWBarycenterDecoder(Decoder):
         self.max_iter = max_iter
         self.tol = tol
         self.threshold = threshold
+        self.n_starts = n_starts
+        self.select = select
         self.repair = repair
         self.node_label = node_label
         self.edge_label = edge_label
@@ -315,6 +327,10 @@ class FGWBarycenterDecoder(Decoder):
             raise ValueError(f"weights must be 'auto', 'alpha' or 'projection', got {self.weights!r}")
         if self.n_nodes not in ("median", "heaviest"):
             raise ValueError(f"n_nodes must be 'median' or 'heaviest', got {self.n_nodes!r}")
+        if not isinstance(self.n_starts, numbers.Integral) or self.n_starts < 0:
+            raise ValueError(f"n_starts must be a non-negative int, got {self.n_starts!r}")
+        if self.select not in ("score", "median"):
+            raise ValueError(f"select must be 'score' or 'median', got {self.select!r}")
         if not 0 < self.threshold <= 1:
             raise ValueError(f"threshold must lie in (0, 1], got {self.threshold!r}")
 
@@ -387,20 +403,24 @@ class FGWBarycenterDecoder(Decoder):
             return None, None
         return graph_to_smiles, np.asarray(caps, dtype=float)
 
-    def barycenter(self, graphs, weights, alphabet, rng=None, chem=None):
+    def barycenter(self, graphs, weights, alphabet, rng=None, chem=None, start=None):
         """FGW barycenter of ``graphs`` with ``weights``, decoded as a networkx graph.
 
-        ``chem``: ``(to_smiles, caps)`` from the alphabet (computed when None).  For molecule
-        graphs the result sanitises, or is the heaviest neighbour (``graph["fgw_status"]``).
+        ``chem``: ``(to_smiles, caps)`` from the alphabet (computed when None).  ``start``:
+        position in ``graphs`` of the graph to start from, whose size the barycenter takes
+        (default: the ``n_nodes`` rule, started from the heaviest graph of that size).  For
+        molecule graphs the result sanitises, or is the heaviest neighbour
+        (``graph["fgw_status"]``).
         """
         import ot
 
         self._check()
         chem = self._chem(alphabet) if chem is None else chem
         to_smiles, caps = chem
+        start_graph = None if start is None else graphs[start]
         merged = {}
         for g, wi in zip(graphs, np.asarray(weights, dtype=float)):  # same graph twice: add weights
-            if wi > 0:
+            if wi > 0 or g is start_graph:
                 merged[id(g)] = (g, merged.get(id(g), (g, 0.0))[1] + wi)
         graphs = [g for g, _ in merged.values()]
         w = np.array([wi for _, wi in merged.values()])
@@ -412,9 +432,13 @@ class FGWBarycenterDecoder(Decoder):
             return G
         FC = [graph_to_fgw(g, alphabet, self.node_label, self.edge_label) for g in graphs]
         sizes = np.array([f.shape[0] for f, _ in FC])
-        N = int(sizes[top]) if self.n_nodes == "heaviest" else int(_weighted_median(sizes, w))
-        same = np.flatnonzero(sizes == N)
-        start = int(same[np.argmax(w[same])])  # POT#547: start from a real graph, not zeros
+        if start_graph is not None:
+            start = [id(g) for g in graphs].index(id(start_graph))
+            N = int(sizes[start])
+        else:
+            N = int(sizes[top]) if self.n_nodes == "heaviest" else int(_weighted_median(sizes, w))
+            same = np.flatnonzero(sizes == N)
+            start = int(same[np.argmax(w[same])])  # POT#547: start from a real graph, not zeros
         seed = int(check_random_state(rng).integers(2**31 - 1)) if rng is not None else 0
         X, C, log = ot.gromov.fgw_barycenters(
             N, [f for f, _ in FC], [c for _, c in FC], ps=[ot.unif(n) for n in sizes],
@@ -465,8 +489,14 @@ class FGWBarycenterDecoder(Decoder):
                 to_smiles = None
         out = []
         counts = {"barycenter": 0, "repaired": 0, "neighbor": 0}
+        scorer = self._scorer(index, weights, idx, W) if self.select == "score" else None
+        if scorer is not None:
+            counts["selected_neighbor"] = 0
         for q in range(n_q):  # one barycenter per query (an optimisation problem each)
-            G = self.barycenter([pool[int(i)] for i in idx[q]], W[q], alphabet, rng, chem)
+            nbrs = [pool[int(i)] for i in idx[q]]
+            G = self.barycenter(nbrs, W[q], alphabet, rng, chem)
+            if scorer is not None:
+                G = self._select(q, G, nbrs, W[q], alphabet, rng, chem, scorer, counts)
             counts[G.graph["fgw_status"]] += 1
             if to_smiles is not None:
                 G.graph["smiles"] = to_smiles(G) if G.number_of_nodes() else None
@@ -475,3 +505,43 @@ class FGWBarycenterDecoder(Decoder):
             raise RuntimeError("one graph per query expected")
         self.counts_ = counts
         return out
+
+    def _scorer(self, index, weights, idx, W):
+        """``score(q, graphs)``: the model's decoding score of new graphs for query ``q``."""
+        ky = index.kernel
+        if ky is None:
+            return None
+        pool = index.candidates
+        half = 0.0 if index.offsets is None else 0.5  # offsets: the kernel is not normalised
+        if weights is not None:
+            A = np.asarray(weights, dtype=np.float64)
+            rows = np.flatnonzero(np.abs(A).max(axis=0) > 0)
+            coef, ref = A[:, rows], ky.prepare_outputs(take(pool, rows))
+        else:  # projection weights over the K neighbours
+            rows = np.unique(idx)
+            coef = np.zeros((idx.shape[0], rows.size))
+            np.put_along_axis(coef, np.searchsorted(rows, idx), W, axis=1)
+            ref = ky.prepare_outputs(take(pool, rows))
+
+        def score(q, graphs):
+            new = ky.prepare_outputs(graphs)
+            k = np.asarray(ky.pairwise(new, ref), dtype=np.float64)
+            diag = np.diag(np.asarray(ky.pairwise(new, new), dtype=np.float64)) if half else 0.0
+            return k @ coef[q] - half * diag
+        return score
+
+    def _select(self, q, G, nbrs, w, alphabet, rng, chem, score, counts):
+        """Best of the median barycenter, barycenters from the heaviest neighbours, and the
+        neighbours themselves, by the model's score."""
+        props = [G]
+        for s in np.argsort(-np.asarray(w), kind="stable")[: self.n_starts]:
+            props.append(self.barycenter(nbrs, w, alphabet, rng, chem, start=int(s)))
+        props = [p for p in props if p.graph["fgw_status"] != "neighbor" and p.number_of_nodes()]
+        n_bary = len(props)
+        props += [g for g in nbrs]
+        best = int(np.argmax(score(q, props)))
+        if best >= n_bary:
+            out = props[best].copy()
+            out.graph["fgw_status"] = "selected_neighbor"
+            return out
+        return props[best]

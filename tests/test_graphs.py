@@ -9,7 +9,7 @@ pytest.importorskip("sprokr_chem")
 import networkx as nx  # noqa: E402
 
 from sprokr import SISOKR  # noqa: E402
-from sprokr.metrics import graph_edit_distance, mean_graph_edit_distance  # noqa: E402
+from sprokr.metrics import exact_graph_edit_distance, graph_edit_distance, mean_graph_edit_distance  # noqa: E402
 from sprokr.registry import get_registry  # noqa: E402
 from sprokr_graphs import CoreWLKernel, WLKernel  # noqa: E402
 from collections import Counter  # noqa: E402
@@ -76,7 +76,63 @@ def test_ged_self_is_zero_and_counts_edits(graphs):
     assert graph_edit_distance(G[3], H, edge_labels=False)[0] == 0
     res = mean_graph_edit_distance([G[1], G[2]], [G[1], None])
     assert res["mean"] == pytest.approx((G[2].number_of_nodes() + G[2].number_of_edges()) / 2)
-    assert res["n_timeouts"] == 0
+    assert res["n_timeouts"] == 0 and res["n_exact"] == 2
+
+
+def _mol(smiles):
+    from sprokr_chem import smiles_to_graph
+    return smiles_to_graph(smiles)
+
+
+@pytest.mark.parametrize("a, b, with_labels, without", [
+    ("CCO", "CCO", 0, 0),
+    ("CCO", "CCN", 1, 1),          # relabel one atom
+    ("CCO", "CCCO", 2, 2),         # insert one atom and its bond
+    ("CC=C", "CCC", 1, 0),         # a double bond becomes single
+    ("CCC", "C1CC1", 1, 1),        # close the ring: one edge
+    ("C#N", "CC=O", 4, 3),         # N->O, bond order, insert C, insert its bond
+    ("O", "CC", 3, 3),             # relabel, insert one atom and one bond
+])
+def test_exact_ged_on_hand_computed_pairs(a, b, with_labels, without):
+    G, H = _mol(a), _mol(b)
+    assert exact_graph_edit_distance(G, H, edge_labels=True) == (with_labels, True)
+    assert exact_graph_edit_distance(H, G, edge_labels=False) == (without, True)
+    assert exact_graph_edit_distance(G, None) == (G.number_of_nodes() + G.number_of_edges(), True)
+
+
+def test_exact_ged_agrees_with_networkx_on_tiny_graphs():
+    rng = np.random.default_rng(0)
+
+    def rand_graph():
+        G = nx.gnp_random_graph(int(rng.integers(1, 5)), 0.5, seed=int(rng.integers(2**31)))
+        for v in G:
+            G.nodes[v]["label"] = "CNO"[rng.integers(3)]
+        for u, v in G.edges:
+            G.edges[u, v]["label"] = int(rng.integers(1, 3))
+        return G
+
+    match = lambda x, y: x["label"] == y["label"]  # noqa: E731
+    for _ in range(25):
+        G, H = rand_graph(), rand_graph()
+        for el in (True, False):
+            ref = nx.graph_edit_distance(G, H, node_match=match, edge_match=match if el else None)
+            assert exact_graph_edit_distance(G, H, edge_labels=el) == (ref, True)
+        ref = nx.graph_edit_distance(G, H)  # no labels at all
+        assert exact_graph_edit_distance(G, H, edge_labels=False, node_label=None) == (ref, True)
+
+
+def test_exact_ged_on_qm9_molecules_is_symmetric_and_bounded(graphs):
+    _, G = graphs
+    for i in range(3):
+        d, ex = exact_graph_edit_distance(G[i], G[i + 10])
+        assert ex and exact_graph_edit_distance(G[i + 10], G[i]) == (d, True)
+        lo = abs(G[i].number_of_nodes() - G[i + 10].number_of_nodes()) + abs(
+            G[i].number_of_edges() - G[i + 10].number_of_edges())
+        assert lo <= d <= sum(g.number_of_nodes() + g.number_of_edges() for g in (G[i], G[i + 10]))
+    with pytest.raises(ValueError, match="time_limit"):
+        exact_graph_edit_distance(G[0], G[1], time_limit=0)
+    with pytest.raises(ValueError, match="method"):
+        graph_edit_distance(G[0], G[1], method="astar")
 
 
 def test_wl_output_kernel_by_name_in_fit(graphs):

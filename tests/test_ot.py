@@ -73,3 +73,55 @@ def test_fgw_decoder_with_sketched_output(data):
         FGWBarycenterDecoder(weights="alpha").neighbor_weights(H, m.make_candidate_index(G[:50]))
     out = dec.decode(H[:3], index)
     assert len(out) == 3
+
+
+def test_fgw_output_sanitises_on_sample_molecules(data):
+    """Barycenters of unseen molecules' neighbours are valid molecules (RDKit), every graph
+    says how it was obtained, and the counts add up."""
+    from sprokr_chem import graph_to_smiles
+
+    smiles, G = data
+    m = IOKR(input_kernel="smiles_spectrum", output_kernel="wl", lam=1e-4).fit(smiles[:200], G[:200])
+    Xq = smiles[200:215]  # not training molecules: the barycenters are new graphs
+    H, index, alpha = m.predict_coordinates(Xq), m.default_index_, m.predict_weights(Xq)
+    for select in ("median", "score"):
+        dec = FGWBarycenterDecoder(n_neighbors=4, select=select, n_starts=2)
+        out = dec.decode(H, index, weights=alpha)
+        assert all(graph_to_smiles(g) is not None for g in out)
+        assert all(g.graph["smiles"] == graph_to_smiles(g) for g in out)
+        assert sum(dec.counts_.values()) == len(Xq)
+        assert {g.graph["fgw_status"] for g in out} <= set(dec.counts_)
+    # the median barycenters are new graphs (not all copies of a neighbour)
+    nb = [G[i] for i in range(200)]
+    new = [not any(nx.is_isomorphic(g, t, **match) for t in nb) for g in
+           FGWBarycenterDecoder(n_neighbors=4, select="median").decode(H, index, weights=alpha)]
+    assert sum(new) >= 3
+
+
+def test_fgw_decoding_pieces():
+    from sprokr_chem import graph_to_smiles, smiles_to_graph
+    from sprokr_ot import decode_edges, repair_molecule
+    from sprokr_ot.fgw import _max_valence, _weighted_median
+
+    assert [_max_valence(a) for a in ("C", "N", "O", "F", "N+", "O-")] == [4, 3, 2, 1, 4, 1]
+    assert _max_valence("X1") is None
+    assert _weighted_median([9, 7, 8], [0.2, 0.4, 0.4]) == 8
+    assert _weighted_median([9, 7, 8], [0.6, 0.2, 0.2]) == 9
+    # a certain triangle of single bonds, an uncertain extra edge, a double-bond wish
+    P = np.zeros((2, 4, 4))
+    for i, j in ((0, 1), (1, 2), (0, 2)):
+        P[0, i, j] = P[0, j, i] = 1.0
+    P[0, 2, 3] = P[0, 3, 2] = 0.2   # below threshold but needed to connect node 3
+    P[1, 0, 1] = P[1, 1, 0] = 0.9; P[0, 0, 1] = P[0, 1, 0] = 0.1  # mostly a double bond
+    edges = decode_edges(P, [1.0, 2.0], caps=[4, 4, 4, 1])
+    assert edges == {(0, 1): 2.0, (0, 2): 1.0, (1, 2): 1.0, (2, 3): 1.0}
+    assert decode_edges(P, [1.0, 2.0], caps=[1, 4, 4, 4])[(0, 1)] == 1.0  # valence caps the order
+    # repair: a pentavalent carbon loses a bond; disconnected pieces keep the largest one
+    Gb = smiles_to_graph("CC(C)(C)C")
+    Gb.add_edge(1, 5, label=1); Gb.nodes[5]["label"] = "C"
+    caps = {v: _max_valence(d["label"]) for v, d in Gb.nodes(data=True)}
+    assert graph_to_smiles(Gb) is None
+    H = repair_molecule(Gb, graph_to_smiles, caps)
+    assert H is not None and graph_to_smiles(H) == "CC(C)(C)C"
+    with pytest.raises(ValueError, match="select"):
+        FGWBarycenterDecoder(select="best")._check()

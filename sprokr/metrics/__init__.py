@@ -8,6 +8,6 @@ __all__ += ["rrmse", "arrmse", "pinball_loss", "crossing_loss"]
 from .ranking import hits_at_k, mean_reciprocal_rank, ranks_from_scores, top_k_accuracy, true_ranks  # noqa: E402
 
 __all__ += ["top_k_accuracy", "hits_at_k", "mean_reciprocal_rank", "ranks_from_scores", "true_ranks"]
-from .graphs import graph_edit_distance, mean_graph_edit_distance  # noqa: E402
+from .graphs import exact_graph_edit_distance, graph_edit_distance, mean_graph_edit_distance  # noqa: E402
 
-__all__ += ["graph_edit_distance", "mean_graph_edit_distance"]
+__all__ += ["graph_edit_distance", "mean_graph_edit_distance", "exact_graph_edit_distance"]

@@ -15,6 +15,9 @@ _EXPORTS = {
     "graph_to_fgw": ".fgw",
     "fgw_to_graph": ".fgw",
     "label_alphabet": ".fgw",
+    "edge_order_weights": ".fgw",
+    "decode_edges": ".fgw",
+    "repair_molecule": ".fgw",
 }
 
 __all__ = sorted(_EXPORTS)

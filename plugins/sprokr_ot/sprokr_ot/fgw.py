@@ -7,10 +7,22 @@ feature cost ``|F_i - F'_j|^2`` and the structure cost ``|C_ik - C'_jl|^2`` with
 ``alpha`` on the structure (POT's convention).
 
 :class:`FGWBarycenterDecoder` predicts a NEW graph for each query: it takes the training
-graphs with the K largest weights ``alpha_i(x)`` and returns their FGW barycenter (Brogat-
-Motte et al., ICML 2022), decoded into a graph (node label = argmax of the barycenter
-features, bond order = the structure value rounded to the nearest order, no edge below
-0.5), with ``G.graph["smiles"]`` set when sprokr-chem is installed and the graph sanitises.
+graphs with the K largest weights ``alpha_i(x)`` and computes their FGW barycenter
+(Brogat-Motte et al., ICML 2022) with POT's ``fgw_barycenters``, as POT's maintainers
+advise (PythonOT/POT#547, #578): started from a real graph (the heaviest neighbour of the
+chosen size, not POT's zero features), transport plans warm-started between iterations,
+and stopped on the relative variation of the loss.  The node count is the weighted median
+of the neighbours' sizes.  Decoding uses the transport plans, not only the averaged
+structure: ``P_k[i, j] = sum_s w_s (T_s A_k^s T_s^T)_ij / (p_i p_j)`` is the weight with
+which barycenter nodes ``i, j`` are joined by an order-``k`` edge in the neighbours;
+edges are added by decreasing ``P`` (a maximum spanning tree first, so the graph is
+connected, then every edge above 1/2) within each atom's valence, and each edge takes
+its most probable order that the valences allow.  Molecule graphs (labels that are
+element symbols, sprokr-chem installed) are then checked by RDKit sanitisation; a graph
+that fails is repaired (bonds dropped from atoms over their valence, largest fragment
+kept), and if that fails too the decoder returns the best neighbour instead.  Each graph
+says which happened in ``G.graph["fgw_status"]`` (``"barycenter"``, ``"repaired"``,
+``"neighbor"``) and the decoder counts them in ``counts_``.
 """
 from __future__ import annotations
 
@@ -22,7 +34,8 @@ import numpy as np
 from sprokr.utils import check_random_state, num_samples, take
 from sprokr.decoders import Decoder
 
-__all__ = ["graph_to_fgw", "fgw_to_graph", "fgw_distance", "FGWBarycenterDecoder", "label_alphabet"]
+__all__ = ["graph_to_fgw", "fgw_to_graph", "fgw_distance", "FGWBarycenterDecoder", "label_alphabet",
+           "edge_order_weights", "decode_edges", "repair_molecule"]
 
 
 def label_alphabet(graphs, node_label="label"):
@@ -84,6 +97,152 @@ def fgw_distance(G1, G2, alpha=0.5, alphabet=None, node_label="label", edge_labe
                                                      alpha=alpha))
 
 
+def _max_valence(label):
+    """Largest usual valence of an atom label like ``"C"``, ``"N+"``, ``"O-"`` (RDKit's
+    default valence of the isoelectronic neutral element), or None when ``label`` is not an
+    element symbol."""
+    import re
+
+    from rdkit import Chem
+
+    m = re.match(r"^([A-Z][a-z]?)(\d*[+-]+|[+-]\d*)?$", str(label))
+    if not m:
+        return None
+    pt = Chem.GetPeriodicTable()
+    try:
+        z = pt.GetAtomicNumber(m.group(1))
+    except Exception:  # RDKit raises RuntimeError for unknown symbols
+        return None
+    ch = m.group(2) or ""
+    if ch:
+        digits = ch.replace("+", "").replace("-", "")
+        z -= (1 if "+" in ch else -1) * (int(digits) if digits else 1)
+    if z <= 0:
+        return 0
+    vals = [v for v in pt.GetValenceList(z) if v >= 0]
+    return max(vals) if vals else 0
+
+
+def _weighted_median(values, weights):
+    """Smallest value whose cumulative weight reaches half the total."""
+    values, weights = np.asarray(values), np.asarray(weights, dtype=float)
+    o = np.argsort(values, kind="stable")
+    c = np.cumsum(weights[o])
+    return values[o][int(np.searchsorted(c, 0.5 * c[-1] - 1e-12))]
+
+
+def edge_order_weights(T, p, structures, lambdas, orders):
+    """``P[k, i, j]``: weight with which barycenter nodes ``i, j`` are joined by an edge of
+    order ``orders[k]`` in the graphs, through the transport plans.
+
+    Parameters
+    ----------
+    T : list of ndarray (N, n_s)
+        Transport plans from the barycenter to each graph.
+    p : ndarray (N,)
+        Barycenter node masses.
+    structures : list of ndarray (n_s, n_s)
+        The graphs' edge-weight matrices.
+    lambdas : ndarray (S,)
+        Graph weights (sum 1).
+    orders : sequence of float
+
+    Returns
+    -------
+    ndarray (len(orders), N, N), entries in [0, 1], zero diagonal.
+    """
+    N = len(p)
+    P = np.zeros((len(orders), N, N))
+    norm = np.outer(p, p)
+    for Ts, Cs, ws in zip(T, structures, lambdas):
+        Ts = np.asarray(Ts)
+        for k, o in enumerate(orders):
+            A = (np.abs(Cs - o) < 1e-9).astype(float)
+            P[k] += ws * (Ts @ A @ Ts.T)
+    P /= np.maximum(norm, 1e-300)
+    np.clip(P, 0.0, 1.0, out=P)
+    for Pk in P:
+        np.fill_diagonal(Pk, 0.0)
+    return P
+
+
+def decode_edges(P, orders, caps=None, threshold=0.5, connect=True):
+    """Edges ``{(i, j): order}`` from edge-order weights ``P`` (see :func:`edge_order_weights`).
+
+    Edges are taken by decreasing total weight ``sum_k P[k]``: first those joining two
+    components (a maximum spanning forest, when ``connect``), then every other edge of
+    weight >= ``threshold``, each only if both end points have a free valence (``caps``,
+    None: unbounded).  Then each edge is raised to its most probable order, most confident
+    first, as far as the valences allow.
+    """
+    K, N, _ = P.shape
+    caps = np.full(N, np.inf) if caps is None else np.asarray(caps, dtype=float)
+    Pe = P.sum(axis=0)
+    iu, ju = np.triu_indices(N, k=1)
+    order = np.argsort(-Pe[iu, ju], kind="stable")
+    used = np.zeros(N)
+    parent = list(range(N))
+
+    def find(a):
+        while parent[a] != a:
+            parent[a] = parent[parent[a]]
+            a = parent[a]
+        return a
+
+    edges = {}
+    base = min(orders)
+    passes = ((True, 0.0), (False, threshold)) if connect else ((False, threshold),)
+    for join_only, thr in passes:
+        for e in order:
+            i, j = int(iu[e]), int(ju[e])
+            if Pe[i, j] <= 0 or Pe[i, j] < thr:
+                break
+            if (i, j) in edges:
+                continue
+            ri, rj = find(i), find(j)
+            if join_only and ri == rj:
+                continue
+            if used[i] + base <= caps[i] and used[j] + base <= caps[j]:
+                edges[(i, j)] = base
+                used[i] += base
+                used[j] += base
+                parent[ri] = rj
+    ups = []
+    for (i, j) in edges:
+        k = int(np.argmax(P[:, i, j]))
+        if orders[k] > base:
+            ups.append((P[k, i, j] / max(Pe[i, j], 1e-300), i, j, orders[k]))
+    for _, i, j, o in sorted(ups, key=lambda u: -u[0]):
+        # the highest order <= o that both valences allow
+        for cand in sorted((x for x in orders if base < x <= o), reverse=True):
+            add = cand - edges[(i, j)]
+            if used[i] + add <= caps[i] and used[j] + add <= caps[j]:
+                edges[(i, j)] = cand
+                used[i] += add
+                used[j] += add
+                break
+    return edges
+
+
+def repair_molecule(G, to_smiles, caps, edge_label="label"):
+    """A copy of ``G`` that sanitises, or None: bonds lowered/dropped at atoms over their
+    valence (weakest first), then the largest connected fragment kept."""
+    H = G.copy()
+    if caps is not None:
+        for v in H.nodes:
+            cap = caps[v]
+            while sum(float(d.get(edge_label, 1)) for _, _, d in H.edges(v, data=True)) > cap:
+                u, w, d = max(H.edges(v, data=True), key=lambda e: float(e[2].get(edge_label, 1)))
+                o = float(d.get(edge_label, 1))
+                if o > 1:
+                    H.edges[u, w][edge_label] = int(o - 1) if float(o - 1).is_integer() else o - 1
+                else:
+                    H.remove_edge(u, w)
+    if H.number_of_nodes() and not nx.is_connected(H):
+        H = H.subgraph(max(nx.connected_components(H), key=len)).copy()
+    return H if H.number_of_nodes() and to_smiles(H) is not None else None
+
+
 class FGWBarycenterDecoder(Decoder):
     """Decode a graph as the FGW barycenter of the training graphs with the largest weights.
 
@@ -99,15 +258,41 @@ class FGWBarycenterDecoder(Decoder):
         ``"projection"``: for sketched outputs, the K best-scoring training outputs and the
         weights of the best approximation of ``h(x)`` in their span
         (``K_SS w = s``, clipped to >= 0).  ``"auto"``: alpha when available.
+    n_nodes : {"median", "heaviest"}
+        Node count of the barycenter: the weighted median of the neighbours' sizes, or the
+        size of the heaviest neighbour.
     max_iter : int
         Barycenter iterations (POT's ``fgw_barycenters``).
+    tol : float
+        Stop when the barycenter loss varies by less than ``tol`` (relative).
+    threshold : float in (0, 1]
+        Edges of weight >= ``threshold`` are kept (beyond the spanning tree).
+    n_starts : int, default 3
+        Proposals per query: barycenters started from each of the ``n_starts`` heaviest
+        neighbours (with that neighbour's size), besides the weighted-median one.
+    select : {"score", "median"}
+        ``"score"``: return the proposal -- or neighbour -- with the best model score
+        ``sum_i alpha_i k(y_i, G) - k(G, G)/2`` (the decoding criterion of IOKR, evaluated
+        with the output kernel on the new graph; with ``weights="projection"`` the K
+        neighbours' weights stand in for alpha).  ``"median"``: the weighted-median
+        barycenter only.
+    repair : bool
+        For molecule graphs: repair graphs that do not sanitise, else return the best
+        neighbour (``G.graph["fgw_status"]`` says which).
     node_label, edge_label : str
     to_smiles : bool
         Add ``G.graph["smiles"]`` (None when the graph does not sanitise); needs sprokr-chem.
     random_state : int, optional
 
-    ``decode`` returns a list of networkx graphs (one per query).  The barycenter has as
-    many nodes as the heaviest graph and is initialised from it, so the barycenter of a
+    Attributes
+    ----------
+    counts_ : dict
+        After ``decode``: how many graphs were returned as decoded barycenters
+        (``"barycenter"``), repaired barycenters (``"repaired"``) or, repair having
+        failed, as the best neighbour (``"neighbor"``); with ``select="score"`` also
+        how often a training neighbour scored best and was returned (``"selected_neighbor"``).
+
+    ``decode`` returns a list of networkx graphs (one per query).  The barycenter of a
     single graph is that graph.
     """
 
@@ -115,12 +300,19 @@ class FGWBarycenterDecoder(Decoder):
     #: the model hands over alpha(x) with the default candidates (exact weights)
     needs_weights = True
 
-    def __init__(self, n_neighbors=5, alpha=0.5, weights="auto", max_iter=50,
-                 node_label="label", edge_label="label", to_smiles=True, random_state=0):
+    def __init__(self, n_neighbors=5, alpha=0.5, weights="auto", n_nodes="median", max_iter=50,
+                 tol=1e-5, threshold=0.5, n_starts=3, select="score", repair=True, node_label="label", edge_label="label",
+                 to_smiles=True, random_state=0):
         self.n_neighbors = n_neighbors
         self.alpha = alpha
         self.weights = weights
+        self.n_nodes = n_nodes
         self.max_iter = max_iter
+        self.tol = tol
+        self.threshold = threshold
+        self.n_starts = n_starts
+        self.select = select
+        self.repair = repair
         self.node_label = node_label
         self.edge_label = edge_label
         self.to_smiles = to_smiles
@@ -133,6 +325,14 @@ class FGWBarycenterDecoder(Decoder):
             raise ValueError(f"alpha must lie in [0, 1], got {self.alpha!r}")
         if self.weights not in ("auto", "alpha", "projection"):
             raise ValueError(f"weights must be 'auto', 'alpha' or 'projection', got {self.weights!r}")
+        if self.n_nodes not in ("median", "heaviest"):
+            raise ValueError(f"n_nodes must be 'median' or 'heaviest', got {self.n_nodes!r}")
+        if not isinstance(self.n_starts, numbers.Integral) or self.n_starts < 0:
+            raise ValueError(f"n_starts must be a non-negative int, got {self.n_starts!r}")
+        if self.select not in ("score", "median"):
+            raise ValueError(f"select must be 'score' or 'median', got {self.select!r}")
+        if not 0 < self.threshold <= 1:
+            raise ValueError(f"threshold must lie in (0, 1], got {self.threshold!r}")
 
     def neighbor_weights(self, H, index, weights=None):
         """Per query: indices into ``index.candidates`` and weights summing to 1.
@@ -192,31 +392,79 @@ class FGWBarycenterDecoder(Decoder):
         W = W / W.sum(axis=1, keepdims=True)
         return idx, W
 
-    def barycenter(self, graphs, weights, alphabet, rng=None):
-        """FGW barycenter of ``graphs`` with ``weights`` as a networkx graph."""
+    def _chem(self, alphabet):
+        """``(to_smiles, caps)`` for molecule graphs, ``(None, None)`` otherwise."""
+        try:
+            from sprokr_chem import graph_to_smiles
+        except ImportError:
+            return None, None
+        caps = [_max_valence(a) for a in alphabet]
+        if any(c is None for c in caps):
+            return None, None
+        return graph_to_smiles, np.asarray(caps, dtype=float)
+
+    def barycenter(self, graphs, weights, alphabet, rng=None, chem=None, start=None):
+        """FGW barycenter of ``graphs`` with ``weights``, decoded as a networkx graph.
+
+        ``chem``: ``(to_smiles, caps)`` from the alphabet (computed when None).  ``start``:
+        position in ``graphs`` of the graph to start from, whose size the barycenter takes
+        (default: the ``n_nodes`` rule, started from the heaviest graph of that size).  For
+        molecule graphs the result sanitises, or is the heaviest neighbour
+        (``graph["fgw_status"]``).
+        """
         import ot
 
+        self._check()
+        chem = self._chem(alphabet) if chem is None else chem
+        to_smiles, caps = chem
+        start_graph = None if start is None else graphs[start]
         merged = {}
         for g, wi in zip(graphs, np.asarray(weights, dtype=float)):  # same graph twice: add weights
-            if wi > 0:
+            if wi > 0 or g is start_graph:
                 merged[id(g)] = (g, merged.get(id(g), (g, 0.0))[1] + wi)
         graphs = [g for g, _ in merged.values()]
         w = np.array([wi for _, wi in merged.values()])
         w = w / w.sum()
-        FC = [graph_to_fgw(g, alphabet, self.node_label, self.edge_label) for g in graphs]
         top = int(np.argmax(w))
-        N = FC[top][0].shape[0]
-        if N == 0:
-            return nx.Graph()
-        if len(graphs) == 1:
-            F, C = FC[0]
+        if len(graphs) == 1 or graphs[top].number_of_nodes() == 0:
+            G = graphs[top].copy()
+            G.graph["fgw_status"] = "barycenter"
+            return G
+        FC = [graph_to_fgw(g, alphabet, self.node_label, self.edge_label) for g in graphs]
+        sizes = np.array([f.shape[0] for f, _ in FC])
+        if start_graph is not None:
+            start = [id(g) for g in graphs].index(id(start_graph))
+            N = int(sizes[start])
         else:
-            seed = int(check_random_state(rng).integers(2**31 - 1)) if rng is not None else 0
-            F, C = ot.gromov.fgw_barycenters(
-                N, [f for f, _ in FC], [c for _, c in FC], ps=[ot.unif(f.shape[0]) for f, _ in FC],
-                lambdas=list(w), alpha=self.alpha, max_iter=self.max_iter, tol=1e-7,
-                init_C=FC[top][1].copy(), init_X=FC[top][0].copy(), random_state=seed)
-        return fgw_to_graph(F, C, alphabet, self.node_label, self.edge_label)
+            N = int(sizes[top]) if self.n_nodes == "heaviest" else int(_weighted_median(sizes, w))
+            same = np.flatnonzero(sizes == N)
+            start = int(same[np.argmax(w[same])])  # POT#547: start from a real graph, not zeros
+        seed = int(check_random_state(rng).integers(2**31 - 1)) if rng is not None else 0
+        X, C, log = ot.gromov.fgw_barycenters(
+            N, [f for f, _ in FC], [c for _, c in FC], ps=[ot.unif(n) for n in sizes],
+            lambdas=list(w), alpha=self.alpha, max_iter=self.max_iter, tol=self.tol,
+            stop_criterion="loss", warmstartT=True,  # POT#578 / #547
+            init_C=FC[start][1].copy(), init_X=FC[start][0].copy(), random_state=seed, log=True)
+        orders = sorted({float(o) for _, c in FC for o in np.unique(c) if o > 0}) or [1.0]
+        P = edge_order_weights(log["T"], np.asarray(log["p"]), [c for _, c in FC], w, orders)
+        lab = np.asarray(X).argmax(axis=1)
+        edges = decode_edges(P, orders, None if caps is None else caps[lab], self.threshold)
+        G = nx.Graph()
+        for i, a in enumerate(lab):
+            G.add_node(i, **{self.node_label: alphabet[a]})
+        for (i, j), o in edges.items():
+            G.add_edge(i, j, **{self.edge_label: int(o) if float(o).is_integer() else float(o)})
+        G.graph["fgw_status"] = "barycenter"
+        if to_smiles is not None and to_smiles(G) is None:
+            H = repair_molecule(G, to_smiles, None if caps is None else caps[lab], self.edge_label) \
+                if self.repair else None
+            if H is None:
+                H = graphs[top].copy()
+                H.graph["fgw_status"] = "neighbor"
+            else:
+                H.graph["fgw_status"] = "repaired"
+            G = H
+        return _as_training_graph(G, graphs[top])
 
     def decode(self, H, index, top_k=None, weights=None):
         if top_k is not None:
@@ -231,19 +479,87 @@ class FGWBarycenterDecoder(Decoder):
                 raise TypeError(f"the FGW barycenter decoder needs networkx graphs as outputs; "
                                 f"got {type(g).__name__}")
         alphabet = label_alphabet(used, self.node_label)
+        chem = self._chem(alphabet)
         rng = check_random_state(self.random_state)
-        to_smiles = None
-        if self.to_smiles:
+        to_smiles = chem[0] if self.to_smiles else None
+        if self.to_smiles and to_smiles is None:
             try:
                 from sprokr_chem import graph_to_smiles as to_smiles
             except ImportError:
                 to_smiles = None
         out = []
+        counts = {"barycenter": 0, "repaired": 0, "neighbor": 0}
+        scorer = self._scorer(index, weights, idx, W) if self.select == "score" else None
+        if scorer is not None:
+            counts["selected_neighbor"] = 0
         for q in range(n_q):  # one barycenter per query (an optimisation problem each)
-            G = self.barycenter([pool[int(i)] for i in idx[q]], W[q], alphabet, rng)
+            nbrs = [pool[int(i)] for i in idx[q]]
+            G = self.barycenter(nbrs, W[q], alphabet, rng, chem)
+            if scorer is not None:
+                G = self._select(q, G, nbrs, W[q], alphabet, rng, chem, scorer, counts)
+            counts[G.graph["fgw_status"]] += 1
             if to_smiles is not None:
                 G.graph["smiles"] = to_smiles(G) if G.number_of_nodes() else None
             out.append(G)
         if num_samples(out) != n_q:  # pragma: no cover - defensive
             raise RuntimeError("one graph per query expected")
+        self.counts_ = counts
         return out
+
+    def _scorer(self, index, weights, idx, W):
+        """``score(q, graphs)``: the model's decoding score of new graphs for query ``q``."""
+        ky = index.kernel
+        if ky is None:
+            return None
+        pool = index.candidates
+        half = 0.0 if index.offsets is None else 0.5  # offsets: the kernel is not normalised
+        if weights is not None:
+            A = np.asarray(weights, dtype=np.float64)
+            rows = np.flatnonzero(np.abs(A).max(axis=0) > 0)
+            coef, ref = A[:, rows], ky.prepare_outputs(take(pool, rows))
+        else:  # projection weights over the K neighbours
+            rows = np.unique(idx)
+            coef = np.zeros((idx.shape[0], rows.size))
+            np.put_along_axis(coef, np.searchsorted(rows, idx), W, axis=1)
+            ref = ky.prepare_outputs(take(pool, rows))
+
+        def score(q, graphs):
+            new = ky.prepare_outputs(graphs)
+            k = np.asarray(ky.pairwise(new, ref), dtype=np.float64)
+            diag = np.diag(np.asarray(ky.pairwise(new, new), dtype=np.float64)) if half else 0.0
+            return k @ coef[q] - half * diag
+        return score
+
+    def _select(self, q, G, nbrs, w, alphabet, rng, chem, score, counts):
+        """Best of the median barycenter, barycenters from the heaviest neighbours, and the
+        neighbours themselves, by the model's score."""
+        props = [G]
+        for s in np.argsort(-np.asarray(w), kind="stable")[: self.n_starts]:
+            props.append(self.barycenter(nbrs, w, alphabet, rng, chem, start=int(s)))
+        props = [p for p in props if p.graph["fgw_status"] != "neighbor" and p.number_of_nodes()]
+        n_bary = len(props)
+        props += [g for g in nbrs]
+        best = int(np.argmax(score(q, props)))
+        if best >= n_bary:
+            out = props[best].copy()
+            out.graph["fgw_status"] = "selected_neighbor"
+            return out
+        return props[best]
+
+
+def _as_training_graph(G, like):
+    """``G`` with the attributes of the training graphs (``like``): molecule graphs made by
+    ``sprokr_chem.mol_to_graph`` carry aromaticity, H counts and bond orders, which the
+    chemistry-aware WL kernel reads; a decoded graph gets them by a round trip through RDKit."""
+    if G is like or "num_hs" not in next(iter(like.nodes.values()), {}) or "num_hs" in next(iter(G.nodes.values()), {}):
+        return G
+    try:
+        from sprokr_chem import graph_to_mol, mol_to_graph
+    except ImportError:
+        return G
+    mol = graph_to_mol(G, errors="none")
+    if mol is None:
+        return G
+    out = mol_to_graph(mol)
+    out.graph.update(G.graph)
+    return out

@@ -106,6 +106,29 @@ def select_iokr_family(estimator, X, Y, lams, param_grid=None, m_y_grid=None, m_
     return clone(estimator).set_params(**sel["best_params"]), sel
 
 
+def run_sisokr(base, X_tr, Y_tr, X_te, candidates, lams, m_y_grid, m_x_grid, seed, log, finish, fit_it=True):
+    """Select SISOKR (m_y, m_x, lam) on the training data, log the choice, then refit and
+    score it over the candidates (``fit_it``); returns the selected ``m_y``."""
+    t0 = time.perf_counter()
+    sis, ssel = select_iokr_family(base, X_tr, Y_tr, lams, m_y_grid=m_y_grid, m_x_grid=m_x_grid,
+                                   random_state=seed)
+    sel_s = time.perf_counter() - t0
+    log[f"seed{seed}"]["SISOKR"] = {"best_params": ssel["best_params"], "val_mrr": ssel["best_score"],
+                                    "perfect_h": {k: ssel["perfect_h"][k] for k in ("m", "metric", "plateau_m")},
+                                    "m_x": ssel["m_x"] and {k: ssel["m_x"][k] for k in ("m", "best_scores",
+                                                                                        "selected_m", "stopped")},
+                                    "select_s": sel_s}
+    print(f"SISOKR selection: {ssel['best_params']} (validation MRR {ssel['best_score']:.4f}, {sel_s:.0f} s)",
+          flush=True)
+    if fit_it:
+        t0 = time.perf_counter()
+        sis.fit(X_tr, Y_tr)
+        fit_s = time.perf_counter() - t0
+        S, dec_s = full_scores(sis, X_te, candidates)
+        finish("SISOKR", S, fit_s, dec_s, {"select_s": sel_s, "m_x": sis.m_x, "m_y": sis.m_y, "lam": sis.lam})
+    return ssel["best_params"]["m_y"]
+
+
 def select_dsokr(make_dsokr, X, Y, m_y, hidden_grid, random_state=0, validation_fraction=0.2):
     """DSOKR networks tried on one seeded validation split of the training data.
 

@@ -35,7 +35,7 @@ import json
 import time
 
 import numpy as np
-from _molecules import full_scores, rank_metrics, select_dsokr, select_iokr_family, unseen_split
+from _molecules import full_scores, rank_metrics, run_sisokr, select_dsokr, select_iokr_family, unseen_split
 from _report import SeedTable
 from sklearn.feature_extraction.text import TfidfVectorizer
 
@@ -102,23 +102,8 @@ def run_seed(args, mols, texts, seed, table, log):
         base = SISOKR(input_kernel=args.input_kernel, input_kernel_params=kxp, output_kernel=ky,
                       input_sketch="subsample", m_x=args.m_x_grid[0], output_sketch=args.output_sketch,
                       m_y=args.m_y_grid[0], output_sketch_params=sketch_params, random_state=seed)
-        t0 = time.perf_counter()
-        sis, ssel = select_iokr_family(base, X_tr, mol_tr, LAMS, m_y_grid=args.m_y_grid, m_x_grid=args.m_x_grid,
-                                       random_state=seed)
-        sel_s = time.perf_counter() - t0
-        m_y = ssel["best_params"]["m_y"]
-        log[f"seed{seed}"]["SISOKR"] = {"best_params": ssel["best_params"], "val_mrr": ssel["best_score"],
-                                        "perfect_h": {k: ssel["perfect_h"][k] for k in ("m", "metric", "plateau_m")},
-                                        "m_x": {k: ssel["m_x"][k] for k in ("m", "best_scores", "selected_m")},
-                                        "select_s": sel_s}
-        print(f"SISOKR selection: {ssel['best_params']} (validation MRR {ssel['best_score']:.4f}, {sel_s:.0f} s)",
-              flush=True)
-        if "SISOKR" in todo:
-            t0 = time.perf_counter()
-            sis.fit(X_tr, mol_tr)
-            fit_s = time.perf_counter() - t0
-            S, dec_s = full_scores(sis, X_te, cands)
-            finish("SISOKR", S, fit_s, dec_s, {"select_s": sel_s, "m_x": sis.m_x, "m_y": sis.m_y, "lam": sis.lam})
+        m_y = run_sisokr(base, X_tr, mol_tr, X_te, cands, LAMS, args.m_y_grid, args.m_x_grid, seed, log, finish,
+                         fit_it="SISOKR" in todo)
 
     if "DSOKR" in todo:
         def make(m, hidden):

@@ -48,6 +48,7 @@ from _molecules import (
     nearest_neighbour_scores,
     rank_metrics,
     select_dsokr,
+    run_sisokr,
     select_iokr_family,
     unseen_split,
 )
@@ -147,24 +148,8 @@ def run_seed(args, smiles, graphs, seed, table, log):
         base = SISOKR(input_kernel=kx, input_kernel_params=chosen_kxp, output_kernel=ky, output_kernel_params=kyp,
                       input_sketch="subsample", m_x=args.m_x_grid[0], output_sketch=args.output_sketch,
                       m_y=args.m_y_grid[0], output_sketch_params=_sketch_params(args), random_state=seed)
-        t0 = time.perf_counter()
-        sis, ssel = select_iokr_family(base, smi_tr, g_tr, LAMS, m_y_grid=args.m_y_grid, m_x_grid=args.m_x_grid,
-                                       random_state=seed)
-        sel_s = time.perf_counter() - t0
-        m_y = ssel["best_params"]["m_y"]
-        log[f"seed{seed}"]["SISOKR"] = {"best_params": ssel["best_params"], "val_mrr": ssel["best_score"],
-                                        "perfect_h": {k: ssel["perfect_h"][k] for k in ("m", "metric", "plateau_m")},
-                                        "m_x": ssel["m_x"] and {k: ssel["m_x"][k] for k in ("m", "best_scores",
-                                                                                            "selected_m", "stopped")},
-                                        "select_s": sel_s}
-        print(f"SISOKR selection: {ssel['best_params']} (validation MRR {ssel['best_score']:.4f}, {sel_s:.0f} s)",
-              flush=True)
-        if "SISOKR" in todo:
-            t0 = time.perf_counter()
-            sis.fit(smi_tr, g_tr)
-            fit_s = time.perf_counter() - t0
-            S, dec_s = full_scores(sis, smi_te, cands)
-            finish("SISOKR", S, fit_s, dec_s, {"select_s": sel_s, "m_x": sis.m_x, "m_y": sis.m_y, "lam": sis.lam})
+        m_y = run_sisokr(base, smi_tr, g_tr, smi_te, cands, LAMS, args.m_y_grid, args.m_x_grid, seed, log, finish,
+                         fit_it="SISOKR" in todo)
 
     # ---- DSOKR: same output sketch and m_y; network chosen by validation kernel loss
     if "DSOKR" in todo:

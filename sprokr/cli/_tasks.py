@@ -108,6 +108,14 @@ def _specs(cfg: Dict[str, Any]) -> Tuple[ColumnSpec, ColumnSpec]:
     return ColumnSpec.from_config(cfg["input"], "input"), ColumnSpec.from_config(cfg["output"], "output")
 
 
+def _training_data(args: Any) -> Tuple[Dict[str, Any], Any, Any, Any]:
+    """``(config, table, X, Y)`` of ``--config`` and ``--train`` (fit and select)."""
+    cfg = load_config(args.config)
+    spec_in, spec_out = _specs(cfg)
+    table = read_table(args.train)
+    return cfg, table, spec_in.read(table), spec_out.read(table)
+
+
 def _out(args: Any):
     """Human-readable lines: stdout, or stderr with --json (stdout then holds JSON only)."""
     stream = sys.stderr if getattr(args, "json", False) else sys.stdout
@@ -130,10 +138,7 @@ def _model_and_config(path: str) -> Tuple[Any, Dict[str, Any]]:
 def cmd_fit(args: Any) -> int:
     """``sprokr fit --config C --train T -o M``."""
     out = _out(args)
-    cfg = load_config(args.config)
-    spec_in, spec_out = _specs(cfg)
-    table = read_table(args.train)
-    X, Y = spec_in.read(table), spec_out.read(table)
+    cfg, table, X, Y = _training_data(args)
     est = build_estimator(cfg, args.config)
     t0 = time.perf_counter()
     est.fit(X, Y)
@@ -268,10 +273,7 @@ def cmd_select(args: Any) -> int:
     from ..model_selection import select_model
 
     out = _out(args)
-    cfg = load_config(args.config)
-    spec_in, spec_out = _specs(cfg)
-    table = read_table(args.train)
-    X, Y = spec_in.read(table), spec_out.read(table)
+    cfg, _, X, Y = _training_data(args)
     sel = dict(cfg.get("select", {}))
     allowed = {"lams", "param_grid", "m_x_grid", "m_y_grid", "scoring", "m_x_budget_s"}
     if set(sel) - allowed:

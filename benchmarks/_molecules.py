@@ -106,9 +106,13 @@ def select_iokr_family(estimator, X, Y, lams, param_grid=None, m_y_grid=None, m_
     return clone(estimator).set_params(**sel["best_params"]), sel
 
 
-def run_sisokr(base, X_tr, Y_tr, X_te, candidates, lams, m_y_grid, m_x_grid, seed, log, finish, fit_it=True):
+def run_sisokr(base, X_tr, Y_tr, X_te, candidates, lams, m_y_grid, m_x_grid, seed, log, finish, fit_it=True,
+               extra_scores=None):
     """Select SISOKR (m_y, m_x, lam) on the training data, log the choice, then refit and
-    score it over the candidates (``fit_it``); returns the selected ``m_y``."""
+    score it over the candidates (``fit_it``); returns the selected ``m_y``.
+
+    ``extra_scores(model, X_te)``, if given, scores the queries over a second candidate set
+    (e.g. the training molecules), passed to ``finish`` as ``S_train``."""
     t0 = time.perf_counter()
     sis, ssel = select_iokr_family(base, X_tr, Y_tr, lams, m_y_grid=m_y_grid, m_x_grid=m_x_grid,
                                    random_state=seed)
@@ -125,7 +129,8 @@ def run_sisokr(base, X_tr, Y_tr, X_te, candidates, lams, m_y_grid, m_x_grid, see
         sis.fit(X_tr, Y_tr)
         fit_s = time.perf_counter() - t0
         S, dec_s = full_scores(sis, X_te, candidates)
-        finish("SISOKR", S, fit_s, dec_s, {"select_s": sel_s, "m_x": sis.m_x, "m_y": sis.m_y, "lam": sis.lam})
+        kw = {} if extra_scores is None else {"S_train": extra_scores(sis, X_te)}
+        finish("SISOKR", S, fit_s, dec_s, {"select_s": sel_s, "m_x": sis.m_x, "m_y": sis.m_y, "lam": sis.lam}, **kw)
     return ssel["best_params"]["m_y"]
 
 

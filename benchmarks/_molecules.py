@@ -22,6 +22,7 @@ import warnings
 import numpy as np
 from sklearn.base import clone
 
+from sprokr.kernels import fit_on_training_inputs
 from sprokr.model_selection import retrieval_scorer, select_model
 from sprokr.registry import resolve_kernel
 from sprokr.utils import iter_chunks, take, take_slice
@@ -73,7 +74,8 @@ def nearest_neighbour_scores(input_kernel, input_params, output_kernel, output_p
 
     Returns ``(S, nn)`` with ``nn`` the index of the nearest training input per query.
     """
-    kx = resolve_kernel(input_kernel, input_params, "input", np.dtype(np.float64))
+    # a data-dependent input kernel (e.g. the text kernel's idf) is fitted on the training inputs
+    kx = fit_on_training_inputs(resolve_kernel(input_kernel, input_params, "input", np.dtype(np.float64)), X_train)
     ky = resolve_kernel(output_kernel, output_params, "output", np.dtype(np.float64))
     Xtr = kx.prepare(X_train)
     n_q = len(X_query) if not hasattr(X_query, "shape") else X_query.shape[0]

@@ -53,7 +53,7 @@ def test_chebi_text_to_molecule_smoke(tmp_path):
                         "--subsample", "400", "--n-train", "300",
                         "--output-kernels", "morgan_cosine", "--m-y-grid", "30,60", "--m-x-grid", "50,100",
                         "--dsokr-hidden", "[[32]]", cwd=tmp_path)
-    assert set(res) == {"NN-text", "IOKR", "SISOKR", "DSOKR"}
+    assert set(res) == {"NN-text", "NN-textkernel", "IOKR", "SISOKR", "DSOKR"}
     for name, r in res.items():
         assert {"MRR", "Hits@1", "Hits@10", "fit_s", "decode_s"} <= set(r)
         assert 0 <= r["Hits@1"] <= r["Hits@10"] <= 1 and 0 < r["MRR"] <= 1, name

@@ -60,3 +60,17 @@ def test_chebi_text_to_molecule_smoke(tmp_path):
     # 100 unseen candidates: chance MRR ~ 0.05
     assert res["IOKR"]["MRR"] > 0.1 and res["NN-text"]["MRR"] > 0.1
     assert "ConvergenceWarning" not in err
+
+
+def test_qm9_fgw_decoding_smoke(tmp_path):
+    """FGW decoding on the shipped sample: 200 train, 6 unseen test molecules, lam by validation."""
+    res, err = run_json("qm9_fgw_decoding.py", "--data", str(ROOT / "sprokr" / "data" / "qm9_sample.csv"),
+                        "--n-train", "200", "--n-test", "6", "--input-grid", '[{"n": 3}]',
+                        "--methods", "NN,IOKR-train,FGW", "--ged-limit", "20", cwd=tmp_path)
+    assert set(res) == {"NN", "IOKR-train", "FGW"}
+    for name, r in res.items():
+        assert 0 <= r["exact"] <= r["valid"] <= 1 and r["ged_edge"] >= r["ged_noedge"] >= 0, name
+        assert r["ged_inexact"] == 0, name  # small molecules: every GED proved optimal
+    assert res["FGW"]["valid"] >= 0.75  # decoded within valences and repaired
+    # NN and IOKR return training molecules, never one of the unseen test molecules
+    assert res["NN"]["exact"] == 0 and res["IOKR-train"]["exact"] == 0

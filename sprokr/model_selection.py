@@ -193,10 +193,19 @@ def retrieval_scorer(metric="mrr", k=1, extra_candidates=None, query_batch=1024)
         for sl in iter_chunks(n, query_batch):
             S = est.predict_scores(take_slice(X, sl), candidates=index)
             ranks[sl] = ranks_from_scores(S, np.arange(sl.start, sl.stop))
-        return float(np.mean(1.0 / ranks)) if metric == "mrr" else float(np.mean(ranks <= k))
+        return _retrieval_value(ranks, scorer.retrieval)
 
     scorer.__name__ = f"retrieval_{metric}" + (f"@{k}" if metric == "top_k" else "")
+    # what the scorer computes, so that a lam path can score every lam from one
+    # factorisation instead of one fitted copy per lam (LambdaPath.scores)
+    scorer.retrieval = {"metric": metric, "k": int(k), "extra_candidates": extra_candidates,
+                        "query_batch": int(query_batch)}
     return scorer
+
+
+def _retrieval_value(ranks, spec):
+    """MRR or top-k accuracy of the ranks, as :func:`retrieval_scorer` computes them."""
+    return float(np.mean(1.0 / ranks)) if spec["metric"] == "mrr" else float(np.mean(ranks <= spec["k"]))
 
 
 def _resolve_scoring(scoring):
@@ -460,10 +469,14 @@ class _IOKRFamily:
             self._to_support = lambda g: g
         self._out_dtype = OUTPUT_DTYPE
 
+    def query_block(self, X_val):
+        """``Q`` (n_val, m): the predicted coordinates at ``lam`` are ``Q gamma(lam)``."""
+        return _rows_block(self._block, self.base.input_kernel_.prepare(X_val), self.system.m)
+
     def validation(self, X_val, Y_val):
         base = self.base
-        kx, ky, fy = base.input_kernel_, base.output_kernel_, base.output_features_
-        Q = _rows_block(self._block, kx.prepare(X_val), self.system.m)
+        ky, fy = base.output_kernel_, base.output_features_
+        Q = self.query_block(X_val)
         Yvp = ky.prepare(Y_val)
         kyy = np.asarray(ky.diag(Yvp), dtype=np.float64)
         if fy is not None:
@@ -709,10 +722,60 @@ class LambdaPath:
             for lam, s in zip(self.lams, out):
                 logger.info("[%s] lam=%.3g: %s %.6g", what, lam, name, s)
             return out
+        spec = getattr(scorer, "retrieval", None)
+        if spec is not None and self.method != "refit" and hasattr(self.adapter, "query_block"):
+            return self._retrieval_scores(X_val, Y_val, spec, name)
         t0 = time.perf_counter()
         out = np.empty(len(self.lams))
         for i, lam in enumerate(self.lams):
             out[i] = float(scorer(self.estimator_at(lam), X_val, Y_val))
+            logger.info("[%s] lam=%.3g: %s %.6g (%.1f s)", what, lam, name, out[i], time.perf_counter() - t0)
+        self.times_["score"] = time.perf_counter() - t0
+        return out
+
+
+    def _retrieval_scores(self, X_val, Y_val, spec, name):
+        """:func:`retrieval_scorer` for every ``lam`` without a fitted copy per ``lam``.
+
+        The candidate index (the output basis does not depend on ``lam``) and the
+        validation block ``Q`` are computed once; the scores at ``lam`` are
+        ``Q gamma(lam) E^T + offsets``.  With the eigen route ``gamma(lam) = W diag(phi(lam))
+        W^T B``, so ``(Q W) diag(phi) (W^T B E^T)`` costs one ``n_val x r x n_c`` product per
+        ``lam`` (a fitted copy would form the ``m x p`` coefficients and decode through them:
+        for IOKR, an ``n x n`` product per ``lam``).  Equal to the scorer applied to
+        :meth:`estimator_at` (tested).
+        """
+        from .metrics import ranks_from_scores
+
+        t0 = time.perf_counter()
+        pool = Y_val if spec["extra_candidates"] is None else concat_samples([Y_val, spec["extra_candidates"]])
+        index = self.estimator_.make_candidate_index(pool)
+        E = np.asarray(index.gather_embeddings(), dtype=np.float64)  # (n_c, p)
+        offsets = None if index.offsets is None else np.asarray(index.offsets, dtype=np.float64)
+        Q = self.adapter.query_block(X_val)
+        n_val = Q.shape[0]
+        self._resolve(n_val)
+        system = self.system
+        BE = matmul(system.targets(), E.T)  # (m, n_c): B E^T
+        WQ = WBE = None
+        if self.method == "eigh" and len(system.groups) == 1 and system.eig is not None:
+            W = system.eig[0]
+            WQ, WBE = matmul(Q, W), matmul(W.T, BE)
+        truth = np.arange(n_val)
+        out = np.empty(len(self.lams))
+        what = type(self.estimator).__name__
+        for i, lam in enumerate(self.lams):
+            if WQ is not None and system.covers(lam):
+                left, right = WQ * system.phi(lam)[None, :], WBE
+            else:
+                left, right = Q, matmul(system.coef(lam), E.T)  # gamma(lam) E^T
+            ranks = np.empty(n_val)
+            for sl in iter_chunks(n_val, spec["query_batch"]):
+                S = matmul(left[sl], right)
+                if offsets is not None:
+                    S += offsets[None, :]
+                ranks[sl] = ranks_from_scores(S, truth[sl])
+            out[i] = _retrieval_value(ranks, spec)
             logger.info("[%s] lam=%.3g: %s %.6g (%.1f s)", what, lam, name, out[i], time.perf_counter() - t0)
         self.times_["score"] = time.perf_counter() - t0
         return out

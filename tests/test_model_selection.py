@@ -324,3 +324,25 @@ def test_bibtex_benchmark_smoke(tmp_path):
     assert res["path-kl/eigh"]["lam"] == res["path-kl/chol"]["lam"]
     assert res["path-f1"]["lam"] == res["brute-f1"]["lam"]  # the path and the refits agree
     assert all(0 < r["f1"] <= 1 and r["fit_s"] > 0 for r in res.values())
+
+
+@pytest.mark.parametrize("method", ["eigh", "cholesky"])
+@pytest.mark.parametrize("name", ["IOKR", "SIOKR", "ISOKR", "SISOKR", "IOKR-linear"])
+def test_retrieval_path_equals_the_scorer_on_each_lam(multilabel_data, name, method):
+    """The path scores a retrieval scorer from one factorisation: the same values as the
+    scorer applied to the fitted copy at each lam (offsets of an unnormalised output kernel,
+    distractors included)."""
+    Xtr, Ytr, Xv, Yv = multilabel_data
+    # distinct validation outputs: equal candidates tie, and which of two scores equal to
+    # rounding ranks first is decided by the last bit of either route
+    _, first = np.unique(Yv, axis=0, return_index=True)
+    Xv, Yv = Xv[np.sort(first)], Yv[np.sort(first)]
+    est = (IOKR(input_kernel_params=KX, output_kernel="linear") if name == "IOKR-linear"
+           else _iokr_family()[name])
+    extra = Ytr[~(Ytr[:, None, :] == Yv[None]).all(axis=2).any(axis=1)][:40]  # distractors, none equal to Yv
+    for scorer in (retrieval_scorer("mrr"), retrieval_scorer("top_k", k=3, extra_candidates=extra)):
+        path = lambda_path(est, Xtr, Ytr, LAMS, method)
+        fast = path.scores(Xv, Yv, scoring=scorer)
+        slow = [scorer(path.estimator_at(lam), Xv, Yv) for lam in LAMS]
+        np.testing.assert_allclose(fast, slow, rtol=1e-12, atol=1e-12)
+        assert np.ptp(fast) > 0  # the lams are told apart

@@ -75,6 +75,19 @@ EOF
 sprokr --version
 "$VENV_PY" -m sprokr --help >/dev/null && check "python -m sprokr --help"
 
+step "benchmark data (not shipped): the error says how to give their location, no path inside site-packages"
+"$VENV_PY" - <<'EOF'
+from sprokr.datasets import load_bibtex
+try:
+    load_bibtex()
+except FileNotFoundError as exc:
+    msg = str(exc)
+    assert "SPROKR_DATA" in msg and "--data" in msg and "site-packages" not in msg, msg
+    print("   ok:", msg[:110] + " ...")
+else:
+    raise SystemExit("load_bibtex() found data in a fresh environment")
+EOF
+
 step "sprokr plugins: the three first-party plugins are registered through their entry points"
 sprokr plugins --json > plugins.json
 expect plugins.json '{"morgan_tanimoto", "wl", "fgw_barycenter"} <= {r["name"] for r in d}' \

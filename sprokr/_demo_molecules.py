@@ -60,7 +60,7 @@ def run(out=print) -> dict:
     try:
         import sprokr_graphs  # noqa: F401
     except ImportError:
-        sprokr_graphs = None
+        sprokr_graphs = None  # type: ignore[assignment]
     if sprokr_graphs is None:
         out(f"(SMILES -> graph part skipped: it needs the sprokr-graphs plugin: {install_hint('graphs')})")
     else:

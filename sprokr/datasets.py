@@ -10,9 +10,13 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import scipy.sparse as sp
+
+if TYPE_CHECKING:  # imported for the annotations only
+    from .types import PathLike
 
 __all__ = ["read_arff", "load_bibtex", "load_bibtex_sample", "load_rf1", "default_data_dir", "sample_path",
            "data_not_found", "ENV_DATA"]
@@ -23,7 +27,7 @@ ENV_DATA = "SPROKR_DATA"
 _SAMPLES = Path(__file__).resolve().parent / "data"
 
 
-def sample_path(name):
+def sample_path(name: str) -> Path:
     """Path of a small data sample shipped inside the package (``sprokr/data``)."""
     p = _SAMPLES / name
     if not p.exists():
@@ -31,7 +35,7 @@ def sample_path(name):
     return p
 
 
-def default_data_dir():
+def default_data_dir() -> Path:
     """Where the benchmark data live.
 
     ``$SPROKR_DATA`` if set, else the first existing ``shared/data`` beside the source
@@ -60,7 +64,7 @@ def default_data_dir():
     return cwd / "shared" / "data"
 
 
-def data_not_found(path, what):
+def data_not_found(path: PathLike, what: str) -> FileNotFoundError:
     """The ``FileNotFoundError`` of missing benchmark data, saying how to give their location.
 
     Parameters
@@ -82,7 +86,7 @@ def data_not_found(path, what):
         f"(now {'set to ' + repr(os.environ[ENV_DATA]) if os.environ.get(ENV_DATA) else 'unset'}).")
 
 
-def read_arff(path, missing=np.nan):
+def read_arff(path: PathLike, missing: float = np.nan) -> tuple[Any, list[str]]:
     """Read a numeric (dense or sparse) ARFF file.
 
     Parameters
@@ -139,7 +143,7 @@ def read_arff(path, missing=np.nan):
     return X, names
 
 
-def load_bibtex(path=None):
+def load_bibtex(path: PathLike | None = None) -> tuple[Any, ...]:
     """Bibtex multi-label data (Katakis et al., 2008): 1836 binary features, 159 labels.
 
     Returns
@@ -159,7 +163,7 @@ def load_bibtex(path=None):
     return tuple(out)
 
 
-def load_rf1(path=None):
+def load_rf1(path: PathLike | None = None) -> tuple[np.ndarray, ...]:
     """River Flow 1 multi-target regression (64 inputs, 8 targets); ``?`` read as 0.
 
     Returns X_train (4108, 64), Y_train (4108, 8), X_test (5017, 64), Y_test (5017, 8).
@@ -174,7 +178,7 @@ def load_rf1(path=None):
     return tuple(out)
 
 
-def load_bibtex_sample():
+def load_bibtex_sample() -> tuple[Any, ...]:
     """A shipped 800 / 400 sample of Bibtex (same format as :func:`load_bibtex`).
 
     Binary features are stored as CSR structure only; labels are bit-packed.

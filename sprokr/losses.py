@@ -23,6 +23,7 @@ from typing import Optional
 import numbers
 
 import numpy as np
+from numpy.typing import ArrayLike
 from sklearn.base import BaseEstimator
 
 __all__ = [
@@ -45,7 +46,7 @@ def _nonneg(value, name):
     return float(value)
 
 
-def check_quantile_levels(tau):
+def check_quantile_levels(tau: float | ArrayLike) -> np.ndarray:
     """Quantile levels as a 1-D float array, each strictly inside (0, 1)."""
     t = np.atleast_1d(np.asarray(tau, dtype=float))
     if t.ndim != 1 or t.size == 0:
@@ -84,27 +85,27 @@ class Loss(BaseEstimator):
     smooth = False
     labels = False
 
-    def validate(self, d, Y=None):
+    def validate(self, d: int, Y: np.ndarray | None = None) -> None:
         """Raise ``ValueError`` if the loss cannot be used with ``d`` outputs (targets ``Y``)."""
 
-    def conjugate(self, A, Y):
+    def conjugate(self, A: np.ndarray, Y: np.ndarray) -> np.ndarray | None:
         """Fenchel conjugate per sample (see the class docstring); None when unknown."""
         return None
 
-    def smoothed(self, mu):
+    def smoothed(self, mu: float) -> Loss | None:
         """The Moreau envelope with parameter ``mu`` (see the class docstring); None when unknown."""
         return None
 
-    def dual_box(self, A, Y):
+    def dual_box(self, A: np.ndarray, Y: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
         """``(lo, hi)`` (n, d): a box around ``A`` inside the conjugate's domain on which the
         conjugate is linear, for the entries the solvers may move to tighten a duality
         gap; None when the loss has no such form."""
         return None
 
-    def value(self, P, Y):  # pragma: no cover - abstract
+    def value(self, P: np.ndarray, Y: np.ndarray) -> np.ndarray:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def gradient(self, P, Y):  # pragma: no cover - abstract
+    def gradient(self, P: np.ndarray, Y: np.ndarray) -> np.ndarray:  # pragma: no cover - abstract
         raise NotImplementedError
 
 
@@ -115,14 +116,14 @@ class SquareLoss(Loss):
     closed_form = True
     smooth = True
 
-    def value(self, P, Y):
+    def value(self, P: np.ndarray, Y: np.ndarray) -> np.ndarray:
         R = P - Y
         return 0.5 * np.einsum("ij,ij->i", R, R)
 
-    def gradient(self, P, Y):
+    def gradient(self, P: np.ndarray, Y: np.ndarray) -> np.ndarray:
         return P - Y
 
-    def conjugate(self, A, Y):
+    def conjugate(self, A: np.ndarray, Y: np.ndarray) -> np.ndarray | None:
         return np.einsum("ij,ij->i", A, Y) + 0.5 * np.einsum("ij,ij->i", A, A)
 
 
@@ -138,24 +139,24 @@ class HuberLoss(Loss):
     name = "huber"
     smooth = True
 
-    def __init__(self, kappa=1.0):
+    def __init__(self, kappa: float = 1.0) -> None:
         self.kappa = kappa
 
-    def validate(self, d, Y=None):
+    def validate(self, d: int, Y: np.ndarray | None = None) -> None:
         if _nonneg(self.kappa, "kappa") == 0:
             raise ValueError("kappa must be > 0 (kappa = 0 is the zero loss)")
 
-    def conjugate(self, A, Y):
+    def conjugate(self, A: np.ndarray, Y: np.ndarray) -> np.ndarray | None:
         s = np.linalg.norm(A, axis=1)
         out = np.einsum("ij,ij->i", A, Y) + 0.5 * s * s
         return np.where(s <= float(self.kappa) * (1 + 1e-12), out, np.inf)
 
-    def value(self, P, Y):
+    def value(self, P: np.ndarray, Y: np.ndarray) -> np.ndarray:
         k = float(self.kappa)
         r = np.linalg.norm(P - Y, axis=1)
         return np.where(r <= k, 0.5 * r * r, k * (r - 0.5 * k))
 
-    def gradient(self, P, Y):
+    def gradient(self, P: np.ndarray, Y: np.ndarray) -> np.ndarray:
         k = float(self.kappa)
         R = P - Y
         r = np.linalg.norm(R, axis=1, keepdims=True)
@@ -174,29 +175,29 @@ class EpsilonInsensitiveLoss(Loss):
 
     name = "epsilon_insensitive"
 
-    def __init__(self, epsilon=0.1):
+    def __init__(self, epsilon: float = 0.1) -> None:
         self.epsilon = epsilon
 
-    def validate(self, d, Y=None):
+    def validate(self, d: int, Y: np.ndarray | None = None) -> None:
         _nonneg(self.epsilon, "epsilon")
 
-    def value(self, P, Y):
+    def value(self, P: np.ndarray, Y: np.ndarray) -> np.ndarray:
         return np.maximum(np.linalg.norm(P - Y, axis=1) - float(self.epsilon), 0.0)
 
-    def gradient(self, P, Y):
+    def gradient(self, P: np.ndarray, Y: np.ndarray) -> np.ndarray:
         R = P - Y
         r = np.linalg.norm(R, axis=1, keepdims=True)
         outside = r > float(self.epsilon)
         return np.where(outside, R / np.maximum(r, 1e-300), 0.0)
 
-    def conjugate(self, A, Y):
+    def conjugate(self, A: np.ndarray, Y: np.ndarray) -> np.ndarray | None:
         s = np.linalg.norm(A, axis=1)
         return np.where(s <= 1 + 1e-12, np.einsum("ij,ij->i", A, Y) + float(self.epsilon) * s, np.inf)
 
-    def smoothed(self, mu):
+    def smoothed(self, mu: float) -> Loss | None:
         return _SmoothedRadial(self, mu)
 
-    def dual_box(self, A, Y):
+    def dual_box(self, A: np.ndarray, Y: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
         if A.shape[1] != 1:
             return None  # a ball, not a box, for vector outputs
         return np.where(A >= 0, 0.0, -1.0), np.where(A >= 0, 1.0, 0.0)
@@ -217,33 +218,33 @@ class PinballLoss(Loss):
 
     name = "pinball"
 
-    def __init__(self, tau=0.5):
+    def __init__(self, tau: float | ArrayLike = 0.5) -> None:
         self.tau = tau
 
-    def validate(self, d, Y=None):
+    def validate(self, d: int, Y: np.ndarray | None = None) -> None:
         t = check_quantile_levels(self.tau)
         if t.size not in (1, d):
             raise ValueError(f"pinball loss has {t.size} quantile levels but the targets have {d} outputs")
 
-    def conjugate(self, A, Y):
+    def conjugate(self, A: np.ndarray, Y: np.ndarray) -> np.ndarray | None:
         t = check_quantile_levels(self.tau)
         tol = 1e-12
         ok = np.all((A >= -t - tol) & (A <= 1.0 - t + tol), axis=1)
         return np.where(ok, np.einsum("ij,ij->i", A, Y), np.inf)
 
-    def smoothed(self, mu):
+    def smoothed(self, mu: float) -> Loss | None:
         return _SmoothedPinball(self, mu)
 
-    def dual_box(self, A, Y):
+    def dual_box(self, A: np.ndarray, Y: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
         t = check_quantile_levels(self.tau) * np.ones((1, A.shape[1]))
         return np.broadcast_to(-t, A.shape), np.broadcast_to(1.0 - t, A.shape)
 
-    def value(self, P, Y):
+    def value(self, P: np.ndarray, Y: np.ndarray) -> np.ndarray:
         t = check_quantile_levels(self.tau)
         U = Y - P
         return np.sum(np.where(U >= 0, t * U, (t - 1.0) * U), axis=1)
 
-    def gradient(self, P, Y):
+    def gradient(self, P: np.ndarray, Y: np.ndarray) -> np.ndarray:
         t = check_quantile_levels(self.tau)
         # d/dp rho_tau(y - p) = -tau if y > p, 1 - tau if y < p (sub-gradient at y = p)
         return np.where(Y > P, -t, 1.0 - t) * np.ones_like(P)
@@ -255,27 +256,27 @@ class HingeLoss(Loss):
     name = "hinge"
     labels = True
 
-    def validate(self, d, Y=None):
+    def validate(self, d: int, Y: np.ndarray | None = None) -> None:
         if Y is not None and not np.all(np.isin(np.asarray(Y), (-1.0, 1.0))):
             bad = np.unique(np.asarray(Y)[~np.isin(np.asarray(Y), (-1.0, 1.0))])[:5]
             raise ValueError(f"the hinge loss needs labels y in {{-1, +1}}; got values {bad.tolist()} "
                              f"(encode the classes as -1 and +1)")
 
-    def value(self, P, Y):
+    def value(self, P: np.ndarray, Y: np.ndarray) -> np.ndarray:
         return np.sum(np.maximum(0.0, 1.0 - Y * P), axis=1)
 
-    def gradient(self, P, Y):
+    def gradient(self, P: np.ndarray, Y: np.ndarray) -> np.ndarray:
         return np.where(Y * P < 1.0, -Y, 0.0)
 
-    def conjugate(self, A, Y):
+    def conjugate(self, A: np.ndarray, Y: np.ndarray) -> np.ndarray | None:
         b = A * Y
         ok = np.all((b >= -1 - 1e-12) & (b <= 1e-12), axis=1)
         return np.where(ok, np.sum(b, axis=1), np.inf)
 
-    def smoothed(self, mu):
+    def smoothed(self, mu: float) -> Loss | None:
         return _SmoothedHinge(self, mu)
 
-    def dual_box(self, A, Y):
+    def dual_box(self, A: np.ndarray, Y: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
         return np.where(Y > 0, -1.0, 0.0), np.where(Y > 0, 0.0, 1.0)
 
 

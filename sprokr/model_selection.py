@@ -53,8 +53,10 @@ from __future__ import annotations
 import logging
 import numbers
 import time
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 import numpy as np
+from numpy.typing import ArrayLike
 import scipy.linalg as sla
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, clone
@@ -87,6 +89,12 @@ from .utils import (
     unique_inverse,
 )
 
+if TYPE_CHECKING:  # imported for the annotations only
+    from typing import Self
+    from .decoders.candidates import CandidateIndex
+    from .numerics._topk import Decoded
+    from .types import RandomStateLike, Samples
+
 __all__ = [
     "LambdaSearchCV",
     "LambdaPath",
@@ -114,7 +122,7 @@ EIGH_COST = 12.0
 _SHIFT_ROWS = 256
 
 
-def check_lams(lams, name="lams"):
+def check_lams(lams: ArrayLike, name: str = "lams") -> np.ndarray:
     """A grid of ridge parameters as a float64 array (order kept).
 
     Raises ``ValueError`` for an empty grid, non-numbers, non-finite or non-positive values
@@ -137,7 +145,7 @@ def check_lams(lams, name="lams"):
 
 
 # --------------------------------------------------------------------------- scorers
-def kernel_loss_scorer(estimator, X, Y):
+def kernel_loss_scorer(estimator: Any, X: Samples, Y: Samples) -> float:
     """Minus the kernel-induced loss on ``(X, Y)``: a scikit-learn scorer (greater is better).
 
     For models with an output kernel (IOKR family, DSOKR): ``-mean |h(x) - psi(y)|^2_H``
@@ -155,7 +163,8 @@ def kernel_loss_scorer(estimator, X, Y):
     return -float(np.mean(np.einsum("ij,ij->i", P - T, P - T)))
 
 
-def retrieval_scorer(metric="mrr", k=1, extra_candidates=None, query_batch=1024):
+def retrieval_scorer(metric: str = "mrr", k: int = 1, extra_candidates: Samples | None = None,
+                     query_batch: int = 1024) -> Callable[[Any, Any, Any], float]:
     """A scorer that ranks the validation outputs themselves for each validation input.
 
     The candidate set is ``Y_val`` (plus ``extra_candidates``), so the true output of query
@@ -650,7 +659,11 @@ class LambdaPath:
         and ``score``.
     """
 
-    def __init__(self, estimator, X, Y, lams, method="auto"):
+    #: attribute types for the type checker (set in __init__ / fit)
+    adapter: Any  # None on the refit route
+    system: Any
+
+    def __init__(self, estimator: Any, X: Samples, Y: Samples, lams: ArrayLike, method: str = "auto") -> None:
         if method not in ("auto", "eigh", "cholesky", "refit"):
             raise ValueError(f"method must be 'auto', 'eigh', 'cholesky' or 'refit', got {method!r}")
         self.lams = check_lams(lams)
@@ -681,14 +694,14 @@ class LambdaPath:
             self.system.factorize(self.lams)
             self.times_["factorize"] = time.perf_counter() - t0
 
-    def coef(self, lam):
+    def coef(self, lam: float) -> np.ndarray:
         """The solution ``gamma(lam)`` in the system's coordinates (fast routes only)."""
         if self.method == "refit":
             raise ValueError("the refit route has no shared system; use estimator_at(lam)")
         self._resolve()
         return self.system.coef(check_positive(lam, "lam"))
 
-    def estimator_at(self, lam):
+    def estimator_at(self, lam: float) -> Any:
         """The fitted estimator at ``lam`` (a lightweight copy, or a refit on the refit route)."""
         lam = check_positive(lam, "lam")
         if self.method != "refit":  # not cached: a copy is cheap, and may hold an m x n coef_
@@ -697,7 +710,7 @@ class LambdaPath:
             return self.estimator_
         return clone(self.estimator).set_params(lam=lam).fit(self.X, self.Y)
 
-    def losses(self, X_val, Y_val):
+    def losses(self, X_val: Samples, Y_val: Samples) -> np.ndarray:
         """Mean validation kernel-induced loss of every ``lam`` (see :func:`kernel_loss_scorer`)."""
         t0 = time.perf_counter()
         if self.method == "refit":
@@ -709,7 +722,7 @@ class LambdaPath:
         self.times_["score"] = time.perf_counter() - t0
         return out
 
-    def scores(self, X_val, Y_val, scoring=None):
+    def scores(self, X_val: Samples, Y_val: Samples, scoring: str | Callable[..., float] | None = None) -> np.ndarray:
         """Validation score of every ``lam`` (greater is better).
 
         ``scoring``: None or ``"kernel_loss"`` (minus :meth:`losses`), a scikit-learn scorer
@@ -733,8 +746,7 @@ class LambdaPath:
         self.times_["score"] = time.perf_counter() - t0
         return out
 
-
-    def _retrieval_scores(self, X_val, Y_val, spec, name):
+    def _retrieval_scores(self, X_val: Samples, Y_val: Samples, spec: Mapping[str, Any], name: str) -> np.ndarray:
         """:func:`retrieval_scorer` for every ``lam`` without a fitted copy per ``lam``.
 
         The candidate index (the output basis does not depend on ``lam``) and the
@@ -757,7 +769,8 @@ class LambdaPath:
         self._resolve(n_val)
         system = self.system
         BE = matmul(system.targets(), E.T)  # (m, n_c): B E^T
-        WQ = WBE = None
+        WQ: Any = None
+        WBE: Any = None
         if self.method == "eigh" and len(system.groups) == 1 and system.eig is not None:
             W = system.eig[0]
             WQ, WBE = matmul(Q, W), matmul(W.T, BE)
@@ -765,6 +778,8 @@ class LambdaPath:
         out = np.empty(len(self.lams))
         what = type(self.estimator).__name__
         for i, lam in enumerate(self.lams):
+            left: np.ndarray
+            right: np.ndarray
             if WQ is not None and system.covers(lam):
                 left, right = WQ * system.phi(lam)[None, :], WBE
             else:
@@ -781,7 +796,8 @@ class LambdaPath:
         return out
 
 
-def lambda_path(estimator, X, Y, lams=DEFAULT_LAMS, method="auto"):
+def lambda_path(estimator: Any, X: Samples, Y: Samples, lams: ArrayLike = DEFAULT_LAMS,
+                method: str = "auto") -> LambdaPath:
     """Fit ``estimator`` once and prepare the solutions for every ``lam`` of ``lams``.
 
     Parameters
@@ -890,8 +906,9 @@ class LambdaSearchCV(BaseEstimator):
         Seconds of each phase (``fit``, ``pass``, ``factorize``, ``score``, ``refit``, ``total``).
     """
 
-    def __init__(self, estimator, lams=None, scoring=None, validation_fraction=0.2, refit=True,
-                 method="auto", random_state=None):
+    def __init__(self, estimator: Any, lams: ArrayLike | None = None, scoring: str | Callable[..., float] | None = None,
+                 validation_fraction: float | None = 0.2, refit: bool = True, method: str = "auto",
+                 random_state: RandomStateLike = None) -> None:
         self.estimator = estimator
         self.lams = lams
         self.scoring = scoring
@@ -900,7 +917,7 @@ class LambdaSearchCV(BaseEstimator):
         self.method = method
         self.random_state = random_state
 
-    def fit(self, X, Y, validation_data=None):
+    def fit(self, X: Samples, Y: Samples, validation_data: tuple[Samples, Samples] | None = None) -> Self:
         """Search ``lam`` on a validation split of ``(X, Y)`` (or on ``validation_data``)."""
         t0 = time.perf_counter()
         lams = check_lams(DEFAULT_LAMS if self.lams is None else self.lams)
@@ -934,36 +951,36 @@ class LambdaSearchCV(BaseEstimator):
 
     # ---- delegation to the best estimator
     @available_if(_best_has("predict"))
-    def predict(self, X, *args, **kwargs):
+    def predict(self, X: Samples, *args: Any, **kwargs: Any) -> Any:
         """``best_estimator_.predict``."""
         check_is_fitted(self, "best_estimator_")
         return self.best_estimator_.predict(X, *args, **kwargs)
 
     @available_if(_best_has("predict_topk"))
-    def predict_topk(self, X, *args, **kwargs):
+    def predict_topk(self, X: Samples, *args: Any, **kwargs: Any) -> Decoded:
         """``best_estimator_.predict_topk``."""
         check_is_fitted(self, "best_estimator_")
         return self.best_estimator_.predict_topk(X, *args, **kwargs)
 
     @available_if(_best_has("predict_scores"))
-    def predict_scores(self, X, *args, **kwargs):
+    def predict_scores(self, X: Samples, *args: Any, **kwargs: Any) -> np.ndarray:
         """``best_estimator_.predict_scores``."""
         check_is_fitted(self, "best_estimator_")
         return self.best_estimator_.predict_scores(X, *args, **kwargs)
 
     @available_if(_best_has("predict_coordinates"))
-    def predict_coordinates(self, X, *args, **kwargs):
+    def predict_coordinates(self, X: Samples, *args: Any, **kwargs: Any) -> np.ndarray:
         """``best_estimator_.predict_coordinates``."""
         check_is_fitted(self, "best_estimator_")
         return self.best_estimator_.predict_coordinates(X, *args, **kwargs)
 
     @available_if(_best_has("make_candidate_index"))
-    def make_candidate_index(self, candidates, *args, **kwargs):
+    def make_candidate_index(self, candidates: Samples, *args: Any, **kwargs: Any) -> CandidateIndex:
         """``best_estimator_.make_candidate_index``."""
         check_is_fitted(self, "best_estimator_")
         return self.best_estimator_.make_candidate_index(candidates, *args, **kwargs)
 
-    def score(self, X, Y):
+    def score(self, X: Samples, Y: Samples) -> float:
         """The search's own scoring on ``(X, Y)`` (the kernel-induced loss by default)."""
         check_is_fitted(self, "best_estimator_")
         scorer, _ = _resolve_scoring(self.scoring)
@@ -979,9 +996,13 @@ def _sketch_size_param(estimator):
     raise ValueError(f"{type(estimator).__name__} has no input sketch size parameter (m_x or m)")
 
 
-def select_model(estimator, X, Y, lams=None, param_grid=None, m_y_grid=None, m_x_grid=None, scoring=None,
-                 validation_fraction=0.2, validation_data=None, m_x_budget_s=None, rtol=0.01, patience=1,
-                 perfect_h_params=None, method="auto", random_state=None):
+def select_model(estimator: Any, X: Samples, Y: Samples, lams: ArrayLike | None = None,
+                 param_grid: Mapping[str, Sequence[Any]] | Sequence[Mapping[str, Sequence[Any]]] | None = None,
+                 m_y_grid: Sequence[int] | None = None, m_x_grid: Sequence[int] | None = None,
+                 scoring: str | Callable[..., float] | None = None, validation_fraction: float | None = 0.2,
+                 validation_data: tuple[Samples, Samples] | None = None, m_x_budget_s: float | None = None,
+                 rtol: float = 0.01, patience: int = 1, perfect_h_params: Mapping[str, Any] | None = None,
+                 method: str = "auto", random_state: RandomStateLike = None) -> dict[str, Any]:
     """Choose ``lam``, kernel parameters and sketch sizes on a validation split of the training data.
 
     In order, on one seeded split of ``(X, Y)`` (or on ``validation_data``):

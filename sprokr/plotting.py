@@ -1,4 +1,4 @@
-"""Figures: sketch-size curves, accuracy vs fit time, leverage scores, predicted molecules.
+"""Figures: sketch-size curves, accuracy vs fit time, model selection, leverage scores, molecules.
 
 Every function returns a :class:`matplotlib.figure.Figure` built directly (no
 ``matplotlib.pyplot`` state): the global backend is never changed and no figure is
@@ -27,6 +27,7 @@ __all__ = [
     "plot_curve",
     "plot_sketch_size_curve",
     "plot_accuracy_vs_time",
+    "plot_model_selection",
     "plot_leverage_scores",
     "plot_molecules",
 ]
@@ -127,11 +128,13 @@ def plot_sketch_size_curve(result: Mapping[str, Any], *, title: Optional[str] = 
     ----------
     result : dict
         Returned by :func:`sprokr.selection.perfect_h_curve` (keys ``m``, ``criterion``,
-        ``projection_error``, ``metric``, ``plateau_m``, ``times``) or by
+        ``projection_error``, ``metric``, ``plateau_m``, ``times``), by
         :func:`sprokr.selection.select_m_x` (keys ``m``, ``errors``, ``fit_times``,
-        ``selected_m``).
+        ``selected_m``) or the ``"m_x"`` entry of :func:`sprokr.model_selection.select_model`
+        (keys ``param``, ``m``, ``best_scores``, ``fit_times``, ``selected_m``).
     title : str, optional
-        Default: ``"perfect h (validation)"`` or ``"SIOKR input sketch size"``.
+        Default: ``"perfect h (validation)"``, ``"SIOKR input sketch size"`` or
+        ``"input sketch size"``.
     logx : bool
         Logarithmic sketch-size axis.
     path : str or path-like, optional
@@ -141,38 +144,55 @@ def plot_sketch_size_curve(result: Mapping[str, Any], *, title: Optional[str] = 
     -------
     matplotlib.figure.Figure
         Perfect h: the curve used for the plateau (and the projection error on a second
-        panel when a task metric was decoded).  ``select_m_x``: the validation surrogate
-        error and the fit time of each size.
+        panel when a task metric was decoded).  ``select_m_x`` and ``select_model``: the
+        validation error (or score) and the fit time of each size.
     """
-    if not isinstance(result, Mapping) or "m" not in result:
-        raise TypeError("result must be the dict returned by perfect_h_curve or select_m_x (with key 'm')")
-    m = list(result["m"])
-    if "criterion" in result:  # perfect_h_curve
-        crit = result["criterion"]
-        two = crit == "metric"
-        fig = new_figure((9.0, 3.5) if two else (5.0, 3.5))
-        axes = fig.subplots(1, 2) if two else [fig.add_subplot()]
-        plot_curve(m, result[crit], xlabel="m_y", ylabel=crit.replace("_", " "),
-                   title=title or "perfect h (validation)", mark=result.get("plateau_m"), logx=logx, ax=axes[0])
+    kind = _sketch_result_kind(result)
+    two = kind != "perfect_h" or result["criterion"] == "metric"
+    fig = new_figure((9.0, 3.5) if two else (5.0, 3.5))
+    axes = fig.subplots(1, 2) if two else [fig.add_subplot()]
+    if kind == "perfect_h":
+        _perfect_h_panel(result, axes[0], title=title, logx=logx)
         if two:
-            plot_curve(m, result["projection_error"], xlabel="m_y", ylabel="projection error",
+            plot_curve(result["m"], result["projection_error"], xlabel="m_y", ylabel="projection error",
                        title="projection on the sketched subspace", logx=logx, ax=axes[1])
-        return _finish(fig, path)
-    if "errors" in result:  # select_m_x
-        fig = new_figure((9.0, 3.5))
-        a0, a1 = fig.subplots(1, 2)
-        plot_curve(m, result["errors"], xlabel="m_x", ylabel="validation surrogate error",
-                   title=title or "SIOKR input sketch size", mark=result.get("selected_m"),
-                   mark_label="selected", logx=logx, ax=a0)
-        plot_curve(m, result["fit_times"], xlabel="m_x", ylabel="fit time (s)", title="training time",
-                   logx=logx, ax=a1)
-        return _finish(fig, path)
-    raise TypeError("result has neither 'criterion' (perfect_h_curve) nor 'errors' (select_m_x)")
+    else:
+        _growth_panel(result, axes[0], title=title or ("SIOKR input sketch size" if kind == "select_m_x"
+                                                       else "input sketch size"), logx=logx)
+        plot_curve(result["m"], result["fit_times"], xlabel=result.get("param", "m_x"), ylabel="fit time (s)",
+                   title="training time", logx=logx, ax=axes[1])
+    return _finish(fig, path)
+
+
+def _sketch_result_kind(result: Any) -> str:
+    """``"perfect_h"``, ``"select_m_x"`` or ``"growth"`` (``select_model``'s ``m_x``)."""
+    if not isinstance(result, Mapping) or "m" not in result:
+        raise TypeError("result must be the dict returned by perfect_h_curve or select_m_x, or select_model's "
+                        "'m_x' entry (with key 'm')")
+    for key, kind in (("criterion", "perfect_h"), ("errors", "select_m_x"), ("best_scores", "growth")):
+        if key in result:
+            return kind
+    raise TypeError("result has neither 'criterion' (perfect_h_curve), 'errors' (select_m_x) nor "
+                    "'best_scores' (select_model's 'm_x')")
+
+
+def _perfect_h_panel(result: Mapping[str, Any], ax: "Axes", *, title: Optional[str], logx: bool) -> None:
+    crit = result["criterion"]
+    plot_curve(result["m"], result[crit], xlabel="m_y", ylabel=crit.replace("_", " "),
+               title=title or "perfect h (validation)", mark=result.get("plateau_m"), logx=logx, ax=ax)
+
+
+def _growth_panel(result: Mapping[str, Any], ax: "Axes", *, title: Optional[str], logx: bool,
+                  ylabel: str = "validation score") -> None:
+    errors = "errors" in result
+    plot_curve(result["m"], result["errors"] if errors else result["best_scores"],
+               xlabel=result.get("param", "m_x"), ylabel="validation surrogate error" if errors else ylabel,
+               title=title, mark=result.get("selected_m"), mark_label="selected", logx=logx, ax=ax)
 
 
 def plot_accuracy_vs_time(results: Mapping[str, Any], *, metric: str, time_key: str = "fit_s",
                           size_key: Optional[str] = "m", logx: bool = True, title: Optional[str] = None,
-                          path: Optional[PathLike] = None) -> "Figure":
+                          path: Optional[PathLike] = None, ax: Optional["Axes"] = None) -> "Figure":
     """Accuracy against fit time: one line per method across sketch sizes.
 
     Parameters
@@ -192,6 +212,8 @@ def plot_accuracy_vs_time(results: Mapping[str, Any], *, metric: str, time_key: 
     title : str, optional
     path : str or path-like, optional
         Save the figure there.
+    ax : matplotlib.axes.Axes, optional
+        Draw into this axes (its figure is returned) instead of a new figure.
 
     Returns
     -------
@@ -206,7 +228,7 @@ def plot_accuracy_vs_time(results: Mapping[str, Any], *, metric: str, time_key: 
     """
     if not isinstance(results, Mapping) or not results:
         raise ValueError("results must be a non-empty mapping {method: record or list of records}")
-    fig, ax = _axes(None, (5.5, 3.8))
+    fig, ax = _axes(ax, (5.5, 3.8))
     for name, recs in results.items():
         recs = [recs] if isinstance(recs, Mapping) else list(recs)
         for r in recs:
@@ -237,6 +259,84 @@ def plot_accuracy_vs_time(results: Mapping[str, Any], *, metric: str, time_key: 
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     return _finish(fig, path)
+
+
+def plot_model_selection(result: Mapping[str, Any], *, title: Optional[str] = None,
+                         path: Optional[PathLike] = None) -> "Figure":
+    """The curves of :func:`sprokr.model_selection.select_model`, one panel each.
+
+    Panels, in order (those whose search was not run are left out):
+
+    1. ``lam path``: the validation score against ``lam``, one line per input sketch size
+       when ``m_x`` was grown (else for the best parameter point), the chosen ``lam``
+       marked;
+    2. ``perfect h`` (``m_y_grid``): the perfect-h curve of the output sketch size, its
+       plateau (the chosen ``m_y``) marked;
+    3. ``input sketch size`` (``m_x_grid``): the best validation score of each size, the
+       selected size marked;
+    4. ``accuracy vs fit time`` (``m_x_grid``): the same scores against the fit time of
+       each size (:func:`plot_accuracy_vs_time`).
+
+    Parameters
+    ----------
+    result : dict
+        Returned by :func:`~sprokr.model_selection.select_model`.
+    title : str, optional
+        Title of the figure (e.g. the estimator's name).
+    path : str or path-like, optional
+        Save the figure there.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        Two to four axes, in the order above; ``sprokr select --figure`` writes this figure.
+    """
+    if not isinstance(result, Mapping) or not {"grid", "best_params", "scoring"} <= set(result):
+        raise TypeError("result must be the dict returned by sprokr.model_selection.select_model")
+    growth, ph = result.get("m_x"), result.get("perfect_h")
+    n = 1 + (ph is not None) + 2 * (growth is not None)
+    rows, cols = (2, 2) if n == 4 else (1, n)
+    fig = new_figure((4.6 * cols, 3.6 * rows))
+    axes = list(np.ravel(fig.subplots(rows, cols, squeeze=False)))
+    scoring = str(result["scoring"])
+    ylabel = "validation -kernel loss" if scoring == "kernel_loss" else f"validation {scoring}"
+    _lam_panel(result, axes[0], ylabel)
+    k = 1
+    if ph is not None:
+        _perfect_h_panel(ph, axes[k], title="perfect h (output sketch size)", logx=False)
+        k += 1
+    if growth is not None:
+        _growth_panel(growth, axes[k], title="input sketch size", logx=False, ylabel=ylabel)
+        records = [{growth["param"]: m, "score": s, "fit_s": t}
+                   for m, s, t in zip(growth["m"], growth["best_scores"], growth["fit_times"])]
+        plot_accuracy_vs_time({"best lam per size": records}, metric="score", size_key=growth["param"],
+                              title="accuracy vs fit time", ax=axes[k + 1])
+        axes[k + 1].set_ylabel(ylabel)
+    if title:
+        fig.suptitle(title)
+    return _finish(fig, path)
+
+
+def _lam_panel(result: Mapping[str, Any], ax: "Axes", ylabel: str) -> None:
+    """Validation score against ``lam``: one line per ``m_x`` tried, or the best grid point."""
+    growth, grid = result.get("m_x"), result["grid"]
+    best = max(grid, key=lambda g: g["best_score"])
+    lams = np.asarray(best["lams"], dtype=float)
+    if growth is not None:
+        lines = [(f"{growth['param']}={m}", sc) for m, sc in zip(growth["m"], growth["scores"])]
+    else:
+        lines = [("", best["scores"])]
+    for label, scores in lines:
+        ax.plot(lams, np.asarray(scores, dtype=float), "o-", ms=3, label=label or None)
+    lam = result["best_params"].get("lam")
+    if lam is not None:
+        ax.axvline(lam, color="tab:red", ls="--", label=f"chosen lam: {lam:g}")
+    ax.set_xscale("log")
+    ax.set_xlabel("lam")
+    ax.set_ylabel(ylabel)
+    ax.set_title("lam path")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
 
 
 def plot_leverage_scores(scores: ArrayLike, *, top: Optional[int] = 400,

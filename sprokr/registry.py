@@ -25,11 +25,18 @@ import importlib.metadata
 import inspect
 import warnings
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 import pluggy
 
 from . import hookspecs
+from numpy.typing import DTypeLike
+
+if TYPE_CHECKING:  # imported for the annotations only
+    import numpy as np
+    from .kernels.base import Kernel
+    from .numerics._executor import Executor
+    from .sketches.base import Sketch
 
 __all__ = [
     "Component",
@@ -76,7 +83,7 @@ class Component:
     plugin: str
 
     @property
-    def qualified_name(self):
+    def qualified_name(self) -> str:
         """``"plugin:name"``: always unambiguous."""
         return f"{self.plugin}:{self.name}"
 
@@ -95,7 +102,7 @@ class Registry:
         Also load third-party plugins from the ``sprokr`` entry-point group.
     """
 
-    def __init__(self, entry_points=True):
+    def __init__(self, entry_points: bool = True) -> None:
         self.pm = pluggy.PluginManager(hookspecs.PROJECT)
         self.pm.add_hookspecs(hookspecs)
         #: kind -> bare name -> components providing it, in registration order
@@ -120,7 +127,7 @@ class Registry:
                 continue
             self._register(plugin, ep.name)
 
-    def register(self, plugin, name=None):
+    def register(self, plugin: object, name: str | None = None) -> str | None:
         """Register a plugin object (module or instance with ``@hookimpl`` functions).
 
         Returns the plugin name, or None when the plugin was refused (a
@@ -191,12 +198,12 @@ class Registry:
         same.append(comp)
 
     # -- lookup ------------------------------------------------------------------------
-    def names(self, kind):
+    def names(self, kind: str) -> list[str]:
         """Sorted bare component names of one kind."""
         self._check_kind(kind)
         return sorted(n for n, comps in self._components[kind].items() if comps)
 
-    def get(self, kind, name):
+    def get(self, kind: str, name: str) -> Component:
         """The :class:`Component` called ``name`` (bare or ``"plugin:name"``); clear errors
         for unknown or ambiguous names."""
         self._check_kind(kind)
@@ -226,7 +233,7 @@ class Registry:
             )
         return comps[0]
 
-    def factory_parameters(self, comp):
+    def factory_parameters(self, comp: Component) -> set[str] | None:
         """Names of the keyword parameters a component's factory accepts (None: any).
 
         For a lazy factory the target is imported (it is about to be used anyway).
@@ -242,7 +249,7 @@ class Registry:
             return None
         return {n for n, p in sig.parameters.items() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
 
-    def create(self, kind, spec, params=None, base=None):
+    def create(self, kind: str, spec: Any, params: Mapping[str, Any] | None = None, base: type | None = None) -> Any:
         """Instantiate a component given by name (with ``params``) or return an instance.
 
         Parameters
@@ -290,7 +297,7 @@ class Registry:
             )
         return spec
 
-    def list_components(self):
+    def list_components(self) -> list[dict[str, str]]:
         """All components as dicts ``{"name", "kind", "plugin", "qualified_name"}``.
 
         ``name`` is what to type: the bare name when it resolves to this component, else
@@ -334,7 +341,7 @@ def _import_target(comp):
                           f"({type(exc).__name__}: {exc}); is the plugin's library installed?") from exc
 
 
-def lazy_factory(target):
+def lazy_factory(target: str) -> Callable[..., Any]:
     """A factory that imports ``"package.module:Name"`` only when first called.
 
     Lets a plugin list its component names without importing its heavy library when the
@@ -349,12 +356,12 @@ def lazy_factory(target):
 
         return getattr(importlib.import_module(module), attr)(**params)
 
-    factory.target = target
+    factory.target = target  # type: ignore[attr-defined]
     factory.__doc__ = f"Create {target} (imported on first use)."
     return factory
 
 
-def lazy_exports(package, exports):
+def lazy_exports(package: str, exports: Mapping[str, str]) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
     """``(__getattr__, __dir__)`` for a package whose names live in submodules imported on
     first access (PEP 562), so that loading a plugin's entry point stays cheap.
 
@@ -389,19 +396,19 @@ def get_registry() -> Registry:
     return _REGISTRY
 
 
-def reset_registry():
+def reset_registry() -> None:
     """Forget the process-wide registry; the next :func:`get_registry` rebuilds it."""
     global _REGISTRY
     _REGISTRY = None
 
 
-def list_components():
+def list_components() -> list[dict[str, str]]:
     """Every registered component with its kind and providing plugin (list of dicts)."""
     return get_registry().list_components()
 
 
 # -- component resolution for the estimators ---------------------------------------------
-def resolve_kernel(spec, params, side, dtype):
+def resolve_kernel(spec: str | Kernel, params: Mapping[str, Any] | None, side: str, dtype: np.dtype) -> Kernel:
     """Kernel instance for one side of a model from a registered name (+ params) or an instance.
 
     Parameters
@@ -430,7 +437,8 @@ def resolve_kernel(spec, params, side, dtype):
     return kernel
 
 
-def resolve_sketch(spec, m, params, n, side):
+def resolve_sketch(spec: str | Sketch | None, m: int | None, params: Mapping[str, Any] | None, n: int,
+                   side: str) -> Sketch | None:
     """Sketch instance validated for ``n`` samples, or None (no sketching).
 
     Parameters
@@ -469,7 +477,7 @@ def resolve_sketch(spec, m, params, n, side):
     return sketch
 
 
-def resolve_executor(spec, params=None):
+def resolve_executor(spec: Any, params: Mapping[str, Any] | None = None) -> Executor:
     """Executor from a registered name (``"local"``, ``"dask"``), an instance, or a
     ``dask.distributed.Client`` (wrapped in the Dask executor).  ``None`` means ``"local"``.
     """

@@ -19,8 +19,10 @@ Figures (extra ``plot``) are drawn by :mod:`sprokr.plotting`, which returns matp
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .numerics import (
     DEFAULT_RCOND,
@@ -36,6 +38,12 @@ from .progress import progress as progress_bar
 from .registry import resolve_executor, resolve_kernel, resolve_sketch
 from .utils import check_positive, check_random_state, iter_chunks, num_samples, take, take_slice, unique_indices
 
+if TYPE_CHECKING:  # imported for the annotations only
+    from matplotlib.figure import Figure
+    from .kernels.base import Kernel
+    from .sketches.base import Sketch
+    from .types import PathLike, RandomStateLike, Samples
+
 __all__ = [
     "perfect_h_curve",
     "plateau_index",
@@ -50,7 +58,7 @@ __all__ = [
 _LOGGER = get_logger("selection")
 
 
-def plateau_index(values, greater_is_better=False, rtol=0.05, atol=0.0):
+def plateau_index(values: ArrayLike, greater_is_better: bool = False, rtol: float = 0.05, atol: float = 0.0) -> int:
     """Index of the first point from which the curve stays within tolerance of its best.
 
     ``values`` are ordered by increasing sketch size.  The tolerance is
@@ -67,7 +75,8 @@ def plateau_index(values, greater_is_better=False, rtol=0.05, atol=0.0):
     return int(bad[-1] + 1) if bad.size else 0
 
 
-def plot_curve(x, y, path=None, xlabel="", ylabel="", title=None, mark=None, logx=False):
+def plot_curve(x: ArrayLike, y: ArrayLike, path: PathLike | None = None, xlabel: str = "", ylabel: str = "",
+               title: str | None = None, mark: float | None = None, logx: bool = False) -> Figure:
     """Line plot of ``y`` against ``x`` (see :func:`sprokr.plotting.plot_curve`).
 
     Returns the :class:`matplotlib.figure.Figure`; it is saved to ``path`` when one is given.
@@ -78,9 +87,13 @@ def plot_curve(x, y, path=None, xlabel="", ylabel="", title=None, mark=None, log
     return _plot(x, y, xlabel=xlabel, ylabel=ylabel, title=title, mark=mark, logx=logx, path=path)
 
 
-def perfect_h_curve(Y_train, Y_val, output_kernel, m_grid, sketch="subsample", sketch_params=None,
-                    output_kernel_params=None, candidates=None, metric=None, greater_is_better=None,
-                    rtol=0.05, rcond=None, random_state=None, plot=None, verbose=False, progress=None):
+def perfect_h_curve(Y_train: Samples, Y_val: Samples, output_kernel: str | Kernel, m_grid: Sequence[int],
+                    sketch: str | Sketch = "subsample", sketch_params: Mapping[str, Any] | None = None,
+                    output_kernel_params: Mapping[str, Any] | None = None, candidates: Samples | None = None,
+                    metric: Callable[[Any, Any], float] | None = None, greater_is_better: bool | None = None,
+                    rtol: float = 0.05, rcond: float | None = None, random_state: RandomStateLike = None,
+                    plot: PathLike | None = None, verbose: bool = False,
+                    progress: bool | None = None) -> dict[str, Any]:
     """The "perfect h" curve: validation error of ``h(y) = P~_Y psi(y)`` for each ``m_y``.
 
     For each ``m`` in ``m_grid`` an output sketch ``R`` (m x n) is drawn on the training
@@ -130,7 +143,7 @@ def perfect_h_curve(Y_train, Y_val, output_kernel, m_grid, sketch="subsample", s
         raise ValueError("m_grid must be a non-empty increasing sequence of sketch sizes")
     n = num_samples(Y_train, "Y_train")
     ky = resolve_kernel(output_kernel, output_kernel_params, "output", OUTPUT_DTYPE)
-    sketches = [resolve_sketch(sketch, m if isinstance(sketch, str) else None, sketch_params, n, "output")
+    sketches: list[Any] = [resolve_sketch(sketch, m if isinstance(sketch, str) else None, sketch_params, n, "output")
                 for m in grid]
     if not isinstance(sketch, str):
         sketches = [_with_m(s, m, n) for s, m in zip(sketches, grid)]
@@ -159,7 +172,7 @@ def perfect_h_curve(Y_train, Y_val, output_kernel, m_grid, sketch="subsample", s
         ranks.append(feats.rank)
         if decode:
             idx = topk_search(Hv, feats.transform(Cp), 1, off).indices[:, 0]
-            met.append(float(metric(Y_val, take(C, idx))))
+            met.append(float(metric(Y_val, take(C, idx))))  # type: ignore[misc]  # set when decode
         times.append(time.perf_counter() - t0)
         extra = f", metric {met[-1]:.5g}" if decode else ""
         bar.update(1)
@@ -198,8 +211,10 @@ def _kernel_loss(ky):
     return loss
 
 
-def approximate_leverage_scores(Z, kernel, lam, m=None, kernel_params=None, random_state=None,
-                                chunk_size=None, rcond=None, executor=None):
+def approximate_leverage_scores(Z: Samples, kernel: str | Kernel, lam: float, m: int | None = None,
+                                kernel_params: Mapping[str, Any] | None = None, random_state: RandomStateLike = None,
+                                chunk_size: int | None = None, rcond: float | None = None,
+                                executor: Any = None) -> np.ndarray:
     """Approximate ridge leverage scores ``l_i(lam) = [K (K + n lam I)^-1]_ii`` of a Gram matrix.
 
     ``K`` is replaced by its uniform Nystrom approximation on ``m`` points,
@@ -269,7 +284,8 @@ class _LeverageRows:
         return np.einsum("ij,ij->i", C, C)
 
 
-def plot_leverage_scores(scores, path=None, top=400, title="approximate leverage scores"):
+def plot_leverage_scores(scores: ArrayLike, path: PathLike | None = None, top: int | None = 400,
+                         title: str = "approximate leverage scores") -> Figure:
     """The ``top`` largest scores, sorted decreasingly (see :func:`sprokr.plotting.plot_leverage_scores`).
 
     Returns the :class:`matplotlib.figure.Figure`; it is saved to ``path`` when one is given.
@@ -279,7 +295,7 @@ def plot_leverage_scores(scores, path=None, top=400, title="approximate leverage
     return _plot(scores, top=top, title=title, path=path)
 
 
-def surrogate_error(model, X, Y, chunk_size=None):
+def surrogate_error(model: Any, X: Samples, Y: Samples, chunk_size: int | None = None) -> float:
     """Mean surrogate error ``|h(x) - psi(y)|^2_H`` of a fitted SISOKR-family model or DSOKR.
 
     With an output sketch: ``|H(x) - psi~(y)|^2 + k(y,y) - |psi~(y)|^2``.  Without (IOKR,
@@ -325,7 +341,9 @@ class _ExactOutputError(ChunkTask):
         return a[0] + b[0], a[1] + b[1]
 
 
-def grow_until_plateau(grid, evaluate, budget_s=None, rtol=0.01, patience=1, name="m", log=None):
+def grow_until_plateau(grid: Sequence[int], evaluate: Callable[[int], tuple[float, float]],
+                       budget_s: float | None = None, rtol: float = 0.01, patience: int = 1, name: str = "m",
+                       log: Callable[[str], Any] | None = None) -> dict[str, Any]:
     """Evaluate increasing sizes until the error stops improving or a time budget is exceeded.
 
     The loop behind :func:`select_m_x` and :func:`sprokr.model_selection.select_model`:
@@ -367,7 +385,7 @@ def grow_until_plateau(grid, evaluate, budget_s=None, rtol=0.01, patience=1, nam
     for m in grid:
         err, t = evaluate(m)
         err, t = float(err), float(t)
-        ms.append(m), errs.append(err), times.append(t)
+        ms.append(m), errs.append(err), times.append(t)  # type: ignore[func-returns-value]
         if log is not None:
             log(f"{name}={m}: validation error {err:.6g} ({t:.2f} s)")
         if t > limit:
@@ -385,8 +403,9 @@ def grow_until_plateau(grid, evaluate, budget_s=None, rtol=0.01, patience=1, nam
     return {"m": ms, "errors": errs, "fit_times": times, "selected_m": sel, "stopped": stopped}
 
 
-def select_m_x(X, Y, X_val, Y_val, m_grid, budget_s, rtol=0.01, patience=1, random_state=None,
-               verbose=False, progress=None, **siokr_params):
+def select_m_x(X: Samples, Y: Samples, X_val: Samples, Y_val: Samples, m_grid: Sequence[int], budget_s: float,
+               rtol: float = 0.01, patience: int = 1, random_state: RandomStateLike = None, verbose: bool = False,
+               progress: bool | None = None, **siokr_params: Any) -> dict[str, Any]:
     """Choose the input sketch size of SIOKR by validation surrogate error under a time budget.
 
     SIOKR is fitted for increasing ``m_x`` in ``m_grid``; the loop stops when the training

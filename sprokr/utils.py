@@ -7,9 +7,14 @@ work on any *indexable collection* of samples.
 from __future__ import annotations
 
 import numbers
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
 import numpy as np
+from numpy.typing import ArrayLike, DTypeLike
 import scipy.sparse as sp
+
+if TYPE_CHECKING:  # imported for the annotations only
+    from .types import RandomStateLike, Samples
 
 __all__ = [
     "num_samples",
@@ -30,7 +35,7 @@ __all__ = [
 ]
 
 
-def num_samples(X, name="X"):
+def num_samples(X: Samples, name: str = "X") -> int:
     """Number of samples of an array, sparse matrix or sequence."""
     if sp.issparse(X) or isinstance(X, np.ndarray):
         if X.ndim == 0:
@@ -47,7 +52,7 @@ def num_samples(X, name="X"):
         ) from None
 
 
-def check_paired(X, Y, x_name="X", y_name="Y"):
+def check_paired(X: Samples, Y: Samples, x_name: str = "X", y_name: str = "Y") -> int:
     """Number of samples ``n >= 1`` of two collections that must pair up one to one."""
     if Y is None:
         raise ValueError(f"fit requires y to be passed, but the target y is None: give the outputs {y_name}")
@@ -59,7 +64,7 @@ def check_paired(X, Y, x_name="X", y_name="Y"):
     return n
 
 
-def take(X, idx):
+def take(X: Samples, idx: ArrayLike) -> Samples:
     """Samples ``X[idx]`` for arrays, sparse matrices, sequences and objects with ``take``."""
     idx = np.asarray(idx)
     if sp.issparse(X) and X.format not in ("csr", "csc"):
@@ -71,7 +76,7 @@ def take(X, idx):
     return [X[int(i)] for i in idx]
 
 
-def take_slice(X, sl):
+def take_slice(X: Samples, sl: slice) -> Samples:
     """Samples ``X[sl]`` for a slice: a view for arrays, sparse matrices and lists."""
     if sp.issparse(X) and X.format not in ("csr", "csc"):
         X = X.tocsr()
@@ -80,7 +85,7 @@ def take_slice(X, sl):
     return take(X, np.arange(sl.start, sl.stop))
 
 
-def concat_samples(parts):
+def concat_samples(parts: Sequence[Samples]) -> Samples:
     """Concatenate collections of samples along rows (arrays, sparse matrices, sequences,
     or objects whose type has a ``concat(parts)`` class/static method)."""
     parts = list(parts)
@@ -102,7 +107,7 @@ def concat_samples(parts):
                     f"concat(parts) static method, or use a list")
 
 
-def unique_inverse(Y):
+def unique_inverse(Y: Samples) -> tuple[np.ndarray, np.ndarray]:
     """Distinct samples of ``Y``: ``(first, inverse)`` with ``Y[i] == Y[first[inverse[i]]]``.
 
     ``first`` holds the index of the first occurrence of each distinct sample, in order of
@@ -130,6 +135,8 @@ def unique_inverse(Y):
         relabel[order] = np.arange(order.size)
         return first_sorted[order].astype(np.intp), relabel[inv_sorted.ravel()].astype(np.intp)
     keys = (y if not isinstance(y, (list, np.ndarray)) else tuple(np.ravel(y)) for y in Y)
+    seen: dict[Any, int]
+    first: list[int]
     seen, first = {}, []
     inverse = np.empty(n, dtype=np.intp)
     try:
@@ -143,12 +150,12 @@ def unique_inverse(Y):
     return np.asarray(first, dtype=np.intp), inverse
 
 
-def unique_indices(Y):
+def unique_indices(Y: Samples) -> np.ndarray:
     """Indices of the first occurrence of each distinct sample of ``Y`` (see :func:`unique_inverse`)."""
     return unique_inverse(Y)[0]
 
 
-def check_random_state(seed):
+def check_random_state(seed: RandomStateLike) -> np.random.Generator:
     """Turn ``None``, an int, a ``numpy.random.Generator`` or a legacy ``RandomState``
     into a ``Generator``.
 
@@ -172,7 +179,7 @@ def check_random_state(seed):
     )
 
 
-def check_finite(X, name="X"):
+def check_finite(X: Any, name: str = "X") -> Any:
     """Raise ``ValueError`` when a numeric array (dense or sparse) holds NaN or inf."""
     data = X.data if sp.issparse(X) else X
     if isinstance(data, np.ndarray) and data.dtype.kind in "fc" and not np.isfinite(data).all():
@@ -182,7 +189,7 @@ def check_finite(X, name="X"):
     return X
 
 
-def check_positive(value, name, strict=True):
+def check_positive(value: float, name: str, strict: bool = True) -> float:
     """Check a real number is > 0 (or >= 0 when ``strict`` is False)."""
     if not isinstance(value, (numbers.Real, np.floating, np.integer)) or not np.isfinite(value):
         raise ValueError(f"{name} must be a finite real number, got {value!r}")
@@ -191,21 +198,21 @@ def check_positive(value, name, strict=True):
     return float(value)
 
 
-def check_fraction(p, name="p"):
+def check_fraction(p: float, name: str = "p") -> float:
     """Check ``p`` lies in (0, 1]."""
     if not isinstance(p, (numbers.Real, np.floating)) or not (0 < p <= 1):
         raise ValueError(f"{name} must lie in (0, 1], got {p!r}")
     return float(p)
 
 
-def iter_chunks(n, chunk_size):
+def iter_chunks(n: int, chunk_size: int) -> Iterator[slice]:
     """Yield ``slice`` objects covering ``range(n)`` in blocks of ``chunk_size`` rows."""
     chunk_size = max(1, int(chunk_size))
     for start in range(0, n, chunk_size):
         yield slice(start, min(n, start + chunk_size))
 
 
-def resolve_dtype(dtype):
+def resolve_dtype(dtype: DTypeLike) -> np.dtype:
     """Accept ``"float32"``, ``"float64"``, ``np.float32`` or ``np.float64``."""
     dt = np.dtype(dtype)
     if dt not in (np.float32, np.float64):
@@ -221,10 +228,10 @@ class NamedPrepare:
     Picklable (the Dask executor prepares partitions on the workers).
     """
 
-    def __init__(self, prepare, name):
+    def __init__(self, prepare: Callable[[Any], Any], name: str) -> None:
         self.prepare, self.name = prepare, name
 
-    def __call__(self, data):
+    def __call__(self, data: Samples) -> Any:
         try:
             return self.prepare(data)
         except (ValueError, TypeError) as exc:
@@ -241,7 +248,8 @@ def name_error(msg, name):
     return f"{name}: {msg}"
 
 
-def copy_with_coef(estimator, coef, shape, lam=None):
+def copy_with_coef(estimator: Any, coef: ArrayLike, shape: tuple[int, ...],
+                   lam: float | None = None) -> tuple[Any, np.ndarray]:
     """A shallow copy of a fitted ``estimator`` for new coefficients (the models' ``with_coef``).
 
     Checks ``coef`` (finite, of ``shape``) and records ``lam`` (> 0) as the copy's

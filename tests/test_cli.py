@@ -4,6 +4,7 @@ import json
 import subprocess
 import sys
 import tomllib
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -142,3 +143,57 @@ def test_python_dash_m_runs_fit_with_json_only_on_stdout(multilabel):
                          capture_output=True, text=True, check=True)
     assert json.loads(res.stdout)["estimator"] == "SISOKR"
     assert "fitted SISOKR" in res.stderr
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory):
+    """The shipped samples written by `sprokr samples --export`."""
+    d = tmp_path_factory.mktemp("samples")
+    assert main(["samples", "--export", str(d)]) == 0
+    return d
+
+
+def test_samples_lists_the_shipped_files(capsys):
+    code, out, err = run(["samples", "--json"], capsys)
+    records = {r["name"]: r for r in json.loads(out)}
+    assert code == 0 and set(records) == {"bibtex", "qm9"}
+    assert records["qm9"]["path"] == str(sample_path("qm9_sample.csv"))
+    assert all(Path(r["path"]).is_file() for r in records.values()) and "--export" in err
+
+
+def test_shipped_multilabel_sample_round_trips_through_the_model_file(exported, capsys):
+    d = exported
+    code, out, _ = run(["fit", "--config", d / "bibtex.toml", "--train", d / "bibtex_train.npz", "-o",
+                        d / "bibtex.sprokr", "--json"], capsys)
+    assert code == 0 and json.loads(out)["n_train"] == 800
+    assert run(["predict", d / "bibtex.sprokr", "--input", d / "bibtex_test.npz", "-o", d / "tags.csv"], capsys)[0] == 0
+    code, out, _ = run(["evaluate", d / "bibtex.sprokr", "--test", d / "bibtex_test.npz", "--json"], capsys)
+    res = json.loads(out)
+    assert code == 0 and res["n_test"] == 400 and res["f1_samples"] > 0.25  # the demo's IOKR: ~0.35
+    # the CLI's predictions are the saved model's
+    from sprokr import load
+    from sprokr.io import read_table
+
+    test = read_table(d / "bibtex_test.npz")
+    P = load(d / "bibtex.sprokr").predict(np.asarray(test.column("X"), dtype=float))
+    rows = list(csv.DictReader(open(d / "tags.csv")))
+    assert [set(filter(None, r["prediction"].split(";"))) for r in rows] == \
+        [{f"tag_{j:03d}" for j in np.flatnonzero(p)} for p in P]
+
+
+def test_select_draws_lam_path_perfect_h_and_m_x_curves_on_the_qm9_sample(exported, capsys):
+    pytest.importorskip("sprokr_chem")
+    d = exported
+    code, out, err = run(["select", "--config", d / "qm9.toml", "--train", d / "qm9_train.csv", "-o",
+                          d / "chosen.toml", "--figure", d / "select.png", "--json"], capsys)
+    res = json.loads(out)
+    assert code == 0 and (d / "select.png").read_bytes()[:4] == b"\x89PNG"
+    assert res["figure_panels"] == ["lam path", "perfect h (output sketch size)", "input sketch size",
+                                    "accuracy vs fit time"]
+    chosen = tomllib.loads((d / "chosen.toml").read_text())["params"]
+    assert chosen["m_y"] == res["perfect_h"]["plateau_m"] and chosen["m_x"] == res["m_x"]["selected_m"]
+    assert res["m_x"]["m"][0] == 50 and len(res["perfect_h"]["curve"]) == 4
+    # without --figure: no panels, the same choice
+    code, out, _ = run(["select", "--config", d / "qm9.toml", "--train", d / "qm9_train.csv", "-o",
+                        d / "chosen2.toml", "--json"], capsys)
+    assert code == 0 and "figure" not in json.loads(out) and json.loads(out)["best_params"] == res["best_params"]

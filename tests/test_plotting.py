@@ -116,3 +116,57 @@ def test_global_backend_and_pyplot_untouched(tmp_path):
     assert res["before"] == res["after"] == "svg"
     assert res["pyplot"] is False and res["n"] >= 4
     assert (tmp_path / "ph.png").read_bytes()[:4] == b"\x89PNG"
+
+
+@pytest.fixture(scope="module")
+def bibtex_selection():
+    """select_model on the shipped Bibtex sample with every search that has a panel."""
+    from sprokr import SISOKR
+    from sprokr.datasets import load_bibtex_sample
+    from sprokr.model_selection import select_model
+
+    X, Y, _, _ = load_bibtex_sample()
+    est = SISOKR(input_kernel="tanimoto", output_kernel="tanimoto", input_sketch="subsample", m_x=100,
+                 output_sketch="psg", m_y=50, output_sketch_params={"p": 0.05})
+    return select_model(est, X[:300], Y[:300], lams=[1e-4, 1e-2, 1.0], m_y_grid=[20, 40, 80],
+                        m_x_grid=[30, 60, 120], patience=3, random_state=0)  # patience: try every m_x
+
+
+def test_model_selection_figure_has_one_panel_per_search(bibtex_selection, tmp_path):
+    res = bibtex_selection
+    fig = plotting.plot_model_selection(res, title="SISOKR", path=tmp_path / "sel.png")
+    assert isinstance(fig, Figure) and (tmp_path / "sel.png").read_bytes()[:4] == b"\x89PNG"
+    lam_ax, ph_ax, mx_ax, time_ax = fig.axes
+    assert [ax.get_title() for ax in fig.axes] == ["lam path", "perfect h (output sketch size)",
+                                                   "input sketch size", "accuracy vs fit time"]
+    growth = res["m_x"]
+    assert growth["m"] == [30, 60, 120]
+    # lam path: one line per m_x tried, then the chosen lam
+    for line, scores in zip(lam_ax.lines, growth["scores"]):
+        np.testing.assert_allclose(line.get_ydata(), scores)
+        np.testing.assert_allclose(line.get_xdata(), res["grid"][0]["lams"])
+    assert lam_ax.lines[len(growth["m"])].get_xdata()[0] == res["best_params"]["lam"]
+    assert lam_ax.get_xscale() == "log"
+    # perfect h: the curve of m_y and the plateau (the chosen m_y)
+    np.testing.assert_allclose(ph_ax.lines[0].get_xdata(), res["perfect_h"]["m"])
+    np.testing.assert_allclose(ph_ax.lines[0].get_ydata(), res["perfect_h"]["projection_error"])
+    assert ph_ax.lines[1].get_xdata()[0] == res["best_params"]["m_y"] == res["perfect_h"]["plateau_m"]
+    # m_x growth: best score per size, selected size marked; the same scores against fit time
+    np.testing.assert_allclose(mx_ax.lines[0].get_ydata(), growth["best_scores"])
+    assert mx_ax.lines[1].get_xdata()[0] == res["best_params"]["m_x"] == growth["selected_m"]
+    np.testing.assert_allclose(time_ax.lines[0].get_xdata(), growth["fit_times"])
+    np.testing.assert_allclose(time_ax.lines[0].get_ydata(), growth["best_scores"])
+    assert [t.get_text() for t in time_ax.texts] == ["m_x=30", "m_x=60", "m_x=120"]
+    # the m_x entry alone: score and fit time per size
+    a0, a1 = plotting.plot_sketch_size_curve(growth).axes
+    np.testing.assert_allclose(a0.lines[0].get_ydata(), growth["best_scores"])
+    np.testing.assert_allclose(a1.lines[0].get_ydata(), growth["fit_times"])
+
+
+def test_model_selection_figure_without_sketch_searches(bibtex_selection):
+    res = {**bibtex_selection, "perfect_h": None, "m_x": None}
+    (ax,) = plotting.plot_model_selection(res).axes
+    best = max(res["grid"], key=lambda g: g["best_score"])
+    np.testing.assert_allclose(ax.lines[0].get_ydata(), best["scores"])
+    with pytest.raises(TypeError, match="select_model"):
+        plotting.plot_model_selection({"m": [1]})

@@ -1,5 +1,6 @@
 """Command line: ``sprokr plugins`` lists components, ``sprokr demo`` runs the shipped demo,
-``sprokr fit | predict | evaluate | select`` work on data files (see :mod:`sprokr.cli._tasks`).
+``sprokr fit | predict | evaluate | select`` work on data files (see :mod:`sprokr.cli._tasks`),
+``sprokr samples`` shows (and exports) the data samples shipped with the package.
 
 Also ``python -m sprokr ...``.  With ``--json`` a command prints exactly one JSON document on
 standard output; everything meant for a human goes to standard error.
@@ -117,7 +118,8 @@ def _multilabel_demo(out):
     labels = [np.flatnonzero(np.asarray(index.take([i])[0])).tolist() for i in top.indices[0]]
     gaps = (top.scores[0] - top.scores[0][0]).tolist()
     out(f"  first test document: true labels {np.flatnonzero(Yte[0]).tolist()}; SISOKR top-3 label sets "
-        f"{labels} (score minus best: {', '.join(f'{g:.2g}' for g in gaps)})")
+        f"{labels}\n  (score minus the best: {', '.join(f'{g:.2g}' for g in gaps)}: with the wide Gaussian output "
+        "kernel the scores of all candidates are close, only their order matters)")
     return res
 
 
@@ -145,6 +147,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap = argparse.ArgumentParser(
         prog="sprokr", description="Structured prediction with sketched kernel methods.",
         epilog="examples:\n  sprokr plugins\n  sprokr demo\n  sprokr demo --json > demo.json\n"
+               "  sprokr samples --export demo\n"
                "  sprokr fit --config model.toml --train train.csv -o model.sprokr\n"
                "  sprokr predict model.sprokr --input queries.csv -o predictions.csv\n"
                "  python -m sprokr plugins --json",
@@ -158,14 +161,16 @@ def main(argv: Optional[List[str]] = None) -> int:
     d.add_argument("--json", action="store_true",
                    help="print one JSON object of results on stdout (the text goes to stderr)")
     d.set_defaults(func=cmd_demo)
+    from ._samples import add_samples_command
     from ._tasks import add_task_commands
 
     add_task_commands(sub)
+    add_samples_command(sub)
     args = ap.parse_args(argv)
     try:
         return args.func(args)
     except (ValueError, TypeError, FileNotFoundError) as exc:
-        if args.command not in ("fit", "predict", "evaluate", "select"):
+        if args.command not in ("fit", "predict", "evaluate", "select", "samples"):
             raise
         # a user-facing error (unreadable file, missing column, invalid molecule, bad
         # parameter): one line, no traceback

@@ -286,18 +286,25 @@ def cmd_select(args: Any) -> int:
     chosen["params"] = {**cfg.get("params", {}), **res["best_params"]}
     Path(args.output).write_text(dump_config(chosen), encoding="utf-8")
     out(f"selected {res['best_params']} (validation {res['scoring']} {res['best_score']:.4g}) -> {args.output}")
+    panels: List[str] = []
     if args.figure:
-        from ..plotting import plot_curve
+        from ..plotting import plot_model_selection
 
-        g = max(res["grid"], key=lambda e: e["best_score"])
-        plot_curve(g["lams"], g["scores"], xlabel="lam", ylabel=f"validation {res['scoring']}",
-                   title=f"{cfg['estimator']}: lam path", mark=g["best_lam"], mark_label="chosen lam",
-                   logx=True, path=args.figure)
-        out(f"figure -> {args.figure}")
+        fig = plot_model_selection(res, title=f"{cfg['estimator']} on {args.train} ({res['n_val']} validation "
+                                              "samples)", path=args.figure)
+        panels = [ax.get_title() for ax in fig.axes]
+        out(f"figure ({', '.join(panels)}) -> {args.figure}")
     if args.json:
-        print(json.dumps({"config": str(args.output), "best_params": res["best_params"],
-                          "best_score": res["best_score"], "scoring": str(res["scoring"]),
-                          "time_s": res["time_s"]}, default=float))
+        summary = {"config": str(args.output), "best_params": res["best_params"], "best_score": res["best_score"],
+                   "scoring": str(res["scoring"]), "time_s": res["time_s"]}
+        if res["perfect_h"] is not None:
+            summary["perfect_h"] = {k: res["perfect_h"][k] for k in ("m", "criterion", "plateau_m")}
+            summary["perfect_h"]["curve"] = res["perfect_h"][res["perfect_h"]["criterion"]]
+        if res["m_x"] is not None:
+            summary["m_x"] = {k: res["m_x"][k] for k in ("param", "m", "best_scores", "fit_times", "selected_m")}
+        if args.figure:
+            summary.update(figure=str(args.figure), figure_panels=panels)
+        print(json.dumps(summary, default=float))
     return 0
 
 
@@ -341,12 +348,16 @@ def add_task_commands(sub: Any) -> None:
     p = sub.add_parser("select", help="choose lam, kernel parameters and sketch sizes by validation",
                        formatter_class=raw,
                        epilog="examples:\n  sprokr select --config model.toml --train train.csv -o chosen.toml\n"
-                              "  sprokr select --config model.toml --train train.csv -o chosen.toml --figure lam.png")
+                              "  sprokr select --config model.toml --train train.csv -o chosen.toml --figure select.png\n\n"
+                              "The [select] table of the configuration says what is searched: lams, param_grid,\n"
+                              "m_y_grid (perfect-h curve of the output sketch size), m_x_grid (growing input\n"
+                              "sketch size), scoring, m_x_budget_s.")
     p.add_argument("--config", required=True)
     p.add_argument("--train", required=True, help="training data; a validation split is drawn from it")
     p.add_argument("--validation-fraction", type=float, default=0.2)
     p.add_argument("-o", "--output", required=True, help="where to write the chosen configuration (TOML)")
-    p.add_argument("--figure", help="save the validation curve of lam there (PNG, PDF, ...)")
+    p.add_argument("--figure", help="save the selection curves there (PNG, PDF, SVG ...): the lam path, and with "
+                                    "m_y_grid / m_x_grid the perfect-h curve, the m_x growth and score vs fit time")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_select)
 

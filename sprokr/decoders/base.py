@@ -9,16 +9,21 @@ examples (FGW barycenters) declare ``needs_weights = True`` and receive the weig
 """
 from __future__ import annotations
 
-from typing import Optional
+from typing import TYPE_CHECKING, Any, Optional, Sequence
 import numbers
 
 import numpy as np
+from numpy.typing import ArrayLike
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator
 
 from ..numerics import DEFAULT_MAX_MEMORY_MB, Decoded, grouped_topk_search, select_topk
 from ..utils import check_positive, num_samples, take
 from .candidates import CandidateIndex
+
+if TYPE_CHECKING:  # imported for the annotations only
+    from typing import Self
+    from ..types import Samples
 
 __all__ = ["Decoder", "CandidateDecoder", "CandidateSets", "check_top_k", "shared_sets"]
 
@@ -43,7 +48,12 @@ class CandidateSets:
     query's own set* (``-1``, score ``-inf`` where a set has fewer than k members).
     """
 
-    def __init__(self, sets):
+    #: attribute types for the type checker (set in __init__ / fit)
+    _sets: Any  # None for sets drawn from a pool
+    pool: Any
+    indices: Any
+
+    def __init__(self, sets: Sequence[Samples]) -> None:
         sets = list(sets)
         if not sets:
             raise ValueError("CandidateSets needs at least one candidate set")
@@ -58,7 +68,7 @@ class CandidateSets:
         self.indices = None
 
     @classmethod
-    def from_pool(cls, pool, indices):
+    def from_pool(cls, pool: Samples | CandidateIndex, indices: Sequence[ArrayLike]) -> Self:
         """Sets as index arrays into a shared ``pool`` of candidates (or a CandidateIndex)."""
         n_pool = len(pool) if isinstance(pool, CandidateIndex) else num_samples(pool, "pool")
         idx = [np.asarray(i).ravel() for i in indices]
@@ -84,7 +94,7 @@ class CandidateSets:
     def __len__(self):
         return self.sizes.size
 
-    def candidate_set(self, q):
+    def candidate_set(self, q: int) -> Samples:
         """The raw candidates of query ``q``."""
         if self._sets is not None:
             return self._sets[q]
@@ -93,14 +103,14 @@ class CandidateSets:
         pool = self.pool.candidates if isinstance(self.pool, CandidateIndex) else self.pool
         return take(pool, sel)
 
-    def flat_pool(self):
+    def flat_pool(self) -> tuple[Any, np.ndarray]:
         """``(pool, flat)``: the pool (raw collection or CandidateIndex) and the pool index of
         every (query, candidate) pair, queries in order."""
         if self.pool is not None:
             return self.pool, self.indices
         first = self._sets[0]
         if isinstance(first, np.ndarray) and all(isinstance(s, np.ndarray) for s in self._sets):
-            pool = np.concatenate(self._sets, axis=0)
+            pool: Any = np.concatenate(self._sets, axis=0)
         elif all(sp.issparse(s) for s in self._sets):
             pool = sp.vstack(self._sets, format="csr")
         else:
@@ -108,7 +118,7 @@ class CandidateSets:
         return pool, np.arange(int(self.sizes.sum()), dtype=np.intp)
 
 
-def check_top_k(top_k, name="top_k"):
+def check_top_k(top_k: int | None, name: str = "top_k") -> int | None:
     """``None`` or a positive int (clear error otherwise)."""
     if top_k is None:
         return None
@@ -146,10 +156,12 @@ class Decoder(BaseEstimator):
     #: queries decoded per batch by the models
     query_batch_size = 4096
 
-    def decode(self, H, index, top_k=None, weights=None):  # pragma: no cover - abstract
+    def decode(self, H: np.ndarray, index: CandidateIndex, top_k: int | None = None,
+               weights: np.ndarray | None = None) -> Any:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def decode_sets(self, H, index, sizes, flat, top_k=None):
+    def decode_sets(self, H: np.ndarray, index: CandidateIndex, sizes: np.ndarray, flat: np.ndarray,
+                    top_k: int | None = None) -> Any:
         raise ValueError(f"the {type(self).__name__} decoder does not take per-query candidate sets")
 
 
@@ -166,27 +178,29 @@ class CandidateDecoder(Decoder):
 
     name = "candidates"
 
-    def __init__(self, query_chunk=4096, max_memory_mb=DEFAULT_MAX_MEMORY_MB):
+    def __init__(self, query_chunk: int = 4096, max_memory_mb: float = DEFAULT_MAX_MEMORY_MB) -> None:
         self.query_chunk = query_chunk
         self.max_memory_mb = max_memory_mb
 
     @property
-    def query_batch_size(self):
+    def query_batch_size(self) -> int:  # type: ignore[override]  # a class attribute in Decoder
         return self.query_chunk
 
-    def validate(self):
+    def validate(self) -> Self:
         """Check the parameters (clear errors); called by the models at fit time."""
         check_top_k(self.query_chunk, "query_chunk")
         check_positive(self.max_memory_mb, "max_memory_mb")
         return self
 
-    def decode(self, H, index, top_k=None, weights=None):
+    def decode(self, H: np.ndarray, index: CandidateIndex, top_k: int | None = None,
+               weights: np.ndarray | None = None) -> Any:
         res = index.search(H, top_k or 1, self.max_memory_mb)
         if top_k is None:
             return index.take(res.indices[:, 0])
         return res
 
-    def decode_sets(self, H, index, sizes, flat, top_k=None):
+    def decode_sets(self, H: np.ndarray, index: CandidateIndex, sizes: np.ndarray, flat: np.ndarray,
+                    top_k: int | None = None) -> Any:
         """Decode query ``q`` over its own rows ``flat[...]`` of ``index``."""
         kk = top_k or 1
         n_q = H.shape[0]
@@ -213,14 +227,15 @@ class CandidateDecoder(Decoder):
         return index.take(flat[starts + idx[:, 0]])
 
 
-def shared_sets(flat, starts, ends, max_ratio=0.25):
+def shared_sets(flat: np.ndarray, starts: np.ndarray, ends: np.ndarray,
+                max_ratio: float = 0.25) -> list[np.ndarray] | None:
     """Group queries by identical candidate set; None when sets rarely repeat.
 
     Returns a list of query-index arrays (one per distinct set) if there are at most
     ``max_ratio * n_queries`` distinct sets, else None.
     """
     n_q = starts.size
-    keys = {}
+    keys: dict[Any, list[int]] = {}
     for q in range(n_q):  # one hash per query (not per pair)
         keys.setdefault(flat[starts[q]:ends[q]].tobytes(), []).append(q)
         if len(keys) > max_ratio * n_q:

@@ -9,11 +9,19 @@ executor's workers) once, so that every later query batch costs a product and a 
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ..numerics import DEFAULT_MAX_MEMORY_MB, Decoded, TopKTask, score_block_size, topk_search
 from ..persistence import SaveMixin
 from ..utils import iter_chunks, num_samples, take
+
+if TYPE_CHECKING:  # imported for the annotations only
+    from ..kernels.base import Kernel
+    from ..numerics._executor import RowPartitions
+    from ..types import Samples
 
 __all__ = ["CandidateIndex", "Decoded"]
 
@@ -56,14 +64,20 @@ class CandidateIndex(SaveMixin):
         model's coefficients), keyed by the model's token.
     """
 
-    def __init__(self, candidates, embeddings, offsets=None, owner=None, kernel=None, partitions=None,
-                 dim=None):
+    #: attribute types for the type checker (set in __init__ / fit)
+    embeddings: Any  # None for a distributed index
+    partitions: Any  # None for a local index
+    kernel: Any  # None for an index built without a model
+
+    def __init__(self, candidates: Samples, embeddings: np.ndarray | None, offsets: np.ndarray | None = None,
+                 owner: str | None = None, kernel: Kernel | None = None, partitions: RowPartitions | None = None,
+                 dim: int | None = None) -> None:
         n = num_samples(candidates, "candidates")
         if n == 0:
             raise ValueError("the candidate set is empty; expected at least one candidate")
         if embeddings is None and partitions is None:
             raise ValueError("a CandidateIndex needs embeddings or partitions")
-        rows = embeddings.shape[0] if embeddings is not None else partitions.n
+        rows = embeddings.shape[0] if embeddings is not None else partitions.n  # type: ignore[union-attr]
         if rows != n:
             raise ValueError(f"one embedding row is needed per candidate: {rows} rows for {n} candidates")
         if offsets is not None and np.shape(offsets) != (n,):
@@ -74,18 +88,18 @@ class CandidateIndex(SaveMixin):
         self.owner = owner
         self.kernel = kernel
         self.partitions = partitions
-        self._dim = embeddings.shape[1] if embeddings is not None else int(dim)
+        self._dim = embeddings.shape[1] if embeddings is not None else int(dim)  # type: ignore[arg-type]
 
     def __len__(self):
         return self.embeddings.shape[0] if self.embeddings is not None else self.partitions.n
 
     @property
-    def dim(self):
+    def dim(self) -> int:
         """Dimension ``d`` of the embeddings."""
         return self._dim
 
     @property
-    def cache(self):
+    def cache(self) -> dict[Any, Any]:
         """Derived forms of the index computed by models, keyed by the model's token
         (recomputed on demand: never shipped, pickled or saved)."""
         derived = self.__dict__.get("_derived")
@@ -107,7 +121,7 @@ class CandidateIndex(SaveMixin):
             )
         return H
 
-    def search(self, H, k=1, max_memory_mb=DEFAULT_MAX_MEMORY_MB):
+    def search(self, H: np.ndarray, k: int = 1, max_memory_mb: float = DEFAULT_MAX_MEMORY_MB) -> Decoded:
         """Top-k candidates for query coordinates ``H`` (n_queries, d): a :data:`Decoded`.
 
         Ties are broken by the smaller candidate index; a distributed index is searched
@@ -123,7 +137,7 @@ class CandidateIndex(SaveMixin):
         block = score_block_size(H.shape[0], k, 8, max_memory_mb)
         return parts.executor.map_reduce(parts, TopKTask(H, k), block)
 
-    def scores(self, H, max_memory_mb=DEFAULT_MAX_MEMORY_MB):
+    def scores(self, H: np.ndarray, max_memory_mb: float = DEFAULT_MAX_MEMORY_MB) -> np.ndarray:
         """All scores ``H E^T + offsets``, shape (n_queries, n_candidates) (float64)."""
         H = self._check_queries(H)
         E = self.embeddings if self.embeddings is not None else self.gather_embeddings()
@@ -135,7 +149,7 @@ class CandidateIndex(SaveMixin):
                 out[:, sl] += self.offsets[sl]
         return out
 
-    def gather_embeddings(self):
+    def gather_embeddings(self) -> np.ndarray:
         """``E`` as one local array (gathered from the executor for a distributed index)."""
         if self.embeddings is not None:
             return self.embeddings
@@ -143,6 +157,6 @@ class CandidateIndex(SaveMixin):
         E = parts.executor.take_rows(parts, np.arange(parts.n), which=0)
         return E[:, :self.dim] if self.offsets is not None else E
 
-    def take(self, idx):
+    def take(self, idx: ArrayLike) -> Samples:
         """The raw candidates at positions ``idx``."""
         return take(self.candidates, idx)

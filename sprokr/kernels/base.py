@@ -19,11 +19,15 @@ arguments, so ``get_params``/``clone`` and grid searches over kernel parameters 
 """
 from __future__ import annotations
 
-from typing import Optional
+from typing import TYPE_CHECKING, Any, Optional
 import numpy as np
 from sklearn.base import BaseEstimator
 
 from ..utils import check_finite, resolve_dtype, num_samples
+
+if TYPE_CHECKING:  # imported for the annotations only
+    from typing import Self
+    from ..types import Samples
 
 __all__ = ["Kernel", "VectorKernel", "fit_on_training_inputs"]
 
@@ -40,7 +44,7 @@ class Kernel(BaseEstimator):
     #: inputs (see :func:`fit_on_training_inputs`)
     learns_from_data = False
 
-    def check_params(self):
+    def check_params(self) -> Self:
         """Validate the kernel's parameters (clear errors naming them).
 
         Called when a model resolves the kernel at ``fit``, before any fitted state
@@ -48,7 +52,7 @@ class Kernel(BaseEstimator):
         """
         return self
 
-    def prepare(self, X):
+    def prepare(self, X: Samples) -> Any:
         """Validate raw samples and return the prepared collection (default: unchanged).
 
         Error messages should not name the estimator argument (``X``, ``Y``, candidates):
@@ -57,11 +61,11 @@ class Kernel(BaseEstimator):
         num_samples(X)
         return X
 
-    def pairwise(self, A, B):  # pragma: no cover - abstract
+    def pairwise(self, A: Any, B: Any) -> np.ndarray:  # pragma: no cover - abstract
         """Gram block between prepared collections ``A`` and ``B``: ndarray (len(A), len(B))."""
         raise NotImplementedError
 
-    def prepare_outputs(self, Y):
+    def prepare_outputs(self, Y: Samples) -> Any:
         """``prepare`` for the OUTPUT side (training outputs, candidates); default: ``prepare``.
 
         Models prepare outputs through this method, so that an output kernel may accept
@@ -70,12 +74,12 @@ class Kernel(BaseEstimator):
         """
         return self.prepare(Y)
 
-    def prepare_support(self, A):
+    def prepare_support(self, A: Any) -> Any:
         """Representation of prepared samples that will be the *right* operand of many
         ``pairwise`` calls (a model's support points).  Default: unchanged."""
         return A
 
-    def diag(self, A):
+    def diag(self, A: Any) -> np.ndarray:
         """``k(a, a)`` for every prepared sample: ndarray of shape (len(A),)."""
         if self.normalized:
             return np.ones(num_samples(A), dtype=self._dtype())
@@ -89,7 +93,7 @@ class Kernel(BaseEstimator):
             out[sl] = np.diag(np.asarray(self.pairwise(take_slice(A, sl), take_slice(A, sl))))
         return out
 
-    def __call__(self, X, Y=None):
+    def __call__(self, X: Samples, Y: Samples | None = None) -> np.ndarray:
         """Gram matrix between raw samples ``X`` and ``Y`` (``Y=None``: ``X`` with itself)."""
         A = self.prepare(X)
         B = A if Y is None else self.prepare(Y)
@@ -107,7 +111,7 @@ class VectorKernel(Kernel):
     of the n x d data).
     """
 
-    def prepare_outputs(self, Y):
+    def prepare_outputs(self, Y: Samples) -> Any:
         """Outputs: a 1-D array is one scalar output per sample, shape (n, 1)."""
         import scipy.sparse as sp
 
@@ -122,7 +126,7 @@ class VectorKernel(Kernel):
                                  f"(arrays of shape (n,) or (n, d)); got values of dtype {arr.dtype}") from None
         return self.prepare(arr.reshape(-1, 1) if arr.ndim == 1 else arr)
 
-    def prepare(self, X):
+    def prepare(self, X: Samples) -> Any:
         import scipy.sparse as sp
 
         dt = self._dtype()
@@ -157,7 +161,7 @@ class VectorKernel(Kernel):
         return X
 
 
-def fit_on_training_inputs(kernel, X):
+def fit_on_training_inputs(kernel: Kernel, X: Samples) -> Kernel:
     """The kernel a model uses on training inputs ``X``.
 
     A kernel with ``learns_from_data`` that has not been fitted yet is cloned (the user's

@@ -181,7 +181,7 @@ class GramBlock:
         return v
 
     @property
-    def shape(self):
+    def shape(self) -> tuple[int, int]:
         return (self._hi - self._lo, self.columns.size)
 
     @property

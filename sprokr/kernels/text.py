@@ -32,10 +32,17 @@ instance (``IOKR(input_kernel=TextKernel().fit(texts_train))``) for the full wei
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any, Sequence
+
 import numpy as np
+from numpy.typing import DTypeLike
 import scipy.sparse as sp
 
 from .base import Kernel
+
+if TYPE_CHECKING:  # imported for the annotations only
+    from typing import Self
+    from ..types import Samples
 
 __all__ = ["TextKernel"]
 
@@ -83,8 +90,9 @@ class TextKernel(Kernel):
     name = "text"
     normalized = True
 
-    def __init__(self, word_ngrams=(1, 2), char_ngrams=(3, 5), char_weight=0.7, weighting="sublinear",
-                 k1=1.2, b=0.75, lowercase=True, n_features=2**20, dtype="float64"):
+    def __init__(self, word_ngrams: tuple[int, int] | None = (1, 2), char_ngrams: tuple[int, int] | None = (3, 5),
+                 char_weight: float = 0.7, weighting: str = "sublinear", k1: float = 1.2, b: float = 0.75,
+                 lowercase: bool = True, n_features: int = 2**20, dtype: DTypeLike = "float64") -> None:
         self.word_ngrams = word_ngrams
         self.char_ngrams = char_ngrams
         self.char_weight = char_weight
@@ -96,7 +104,7 @@ class TextKernel(Kernel):
         self.dtype = dtype
 
     # ------------------------------------------------------------------ checks
-    def check_params(self):
+    def check_params(self) -> Self:
         _check_range("word_ngrams", self.word_ngrams)
         if self.char_ngrams is not None:
             _check_range("char_ngrams", self.char_ngrams)
@@ -147,7 +155,7 @@ class TextKernel(Kernel):
             blocks.append(sp.csr_matrix((len(texts), int(self.n_features))))
         return sp.hstack(blocks, format="csr")
 
-    def fit(self, X, y=None):
+    def fit(self, X: Sequence[str], y: Any | None = None) -> Self:
         """Learn the idf of the hashed n-grams and the average text length from texts ``X``."""
         from sklearn.feature_extraction.text import TfidfTransformer
 
@@ -164,7 +172,7 @@ class TextKernel(Kernel):
         self.avg_len_ = np.maximum(lens.mean(axis=0), 1e-12)
         return self
 
-    def prepare(self, X):
+    def prepare(self, X: Samples) -> Any:
         """Unit-norm feature rows (CSR (n, 2 n_features)) of a sequence of texts."""
         if sp.issparse(X):  # already prepared rows
             return sp.csr_matrix(X, dtype=self._dtype())
@@ -206,7 +214,7 @@ class TextKernel(Kernel):
             W.data = tf * (k1 + 1.0) / (tf + norm)
         return W
 
-    def pairwise(self, A, B):
+    def pairwise(self, A: Any, B: Any) -> np.ndarray:
         # unit-norm sparse rows: one sparse x sparse product (the hashed space is far too wide
         # to densify either side)
         return np.asarray((A @ B.T).toarray(), dtype=self._dtype())

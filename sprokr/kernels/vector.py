@@ -7,13 +7,20 @@ kernel's ``dtype`` (float32 halves the time and memory of the product).  Distanc
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
+from numpy.typing import DTypeLike
 import scipy.sparse as sp
 from scipy.spatial.distance import cdist
 
 from ..numerics import for_row_blocks
 from ._gram import gram, sq_norms
 from .base import VectorKernel
+
+if TYPE_CHECKING:  # imported for the annotations only
+    from typing import Self
+    from ..types import Samples
 
 __all__ = [
     "LinearKernel",
@@ -82,13 +89,13 @@ class LinearKernel(VectorKernel):
 
     name = "linear"
 
-    def __init__(self, dtype="float64"):
+    def __init__(self, dtype: DTypeLike = "float64") -> None:
         self.dtype = dtype
 
-    def pairwise(self, A, B):
+    def pairwise(self, A: Any, B: Any) -> np.ndarray:
         return gram(A, B)
 
-    def diag(self, A):
+    def diag(self, A: Any) -> np.ndarray:
         return sq_norms(A)
 
 
@@ -97,13 +104,14 @@ class PolynomialKernel(VectorKernel):
 
     name = "polynomial"
 
-    def __init__(self, degree=3, gamma=None, coef0=1.0, dtype="float64"):
+    def __init__(self, degree: int = 3, gamma: float | None = None, coef0: float = 1.0,
+                 dtype: DTypeLike = "float64") -> None:
         self.degree = degree
         self.gamma = gamma
         self.coef0 = coef0
         self.dtype = dtype
 
-    def check_params(self):
+    def check_params(self) -> Self:
         _check_scale("gamma", self.gamma)
         d = self.degree
         if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 1:
@@ -113,7 +121,7 @@ class PolynomialKernel(VectorKernel):
             raise ValueError(f"coef0 must be a finite number >= 0 (a PSD kernel), got {self.coef0!r}")
         return self
 
-    def pairwise(self, A, B):
+    def pairwise(self, A: Any, B: Any) -> np.ndarray:
         g = 1.0 / A.shape[1] if self.gamma is None else self.gamma
         # g a.b + coef0 in the product itself (coef0 as a rank-one term), then the power
         ones_a, ones_b = np.ones((A.shape[0], 1)), np.ones((B.shape[0], 1))
@@ -125,7 +133,7 @@ class PolynomialKernel(VectorKernel):
         for_row_blocks(finish, K.shape[0], K.size)
         return K
 
-    def diag(self, A):
+    def diag(self, A: Any) -> np.ndarray:
         g = 1.0 / A.shape[1] if self.gamma is None else self.gamma
         return (g * sq_norms(A) + self.coef0) ** self.degree
 
@@ -145,19 +153,19 @@ class GaussianKernel(VectorKernel):
     name = "gaussian"
     normalized = True
 
-    def __init__(self, gamma=None, sigma2=None, dtype="float64"):
+    def __init__(self, gamma: float | None = None, sigma2: float | None = None, dtype: DTypeLike = "float64") -> None:
         self.gamma = gamma
         self.sigma2 = sigma2
         self.dtype = dtype
 
-    def check_params(self):
+    def check_params(self) -> Self:
         _check_scale("gamma", self.gamma)
         _check_scale("sigma2", self.sigma2)
         if self.gamma is not None and self.sigma2 is not None:
             raise ValueError("give either gamma or sigma2, not both")
         return self
 
-    def pairwise(self, A, B):
+    def pairwise(self, A: Any, B: Any) -> np.ndarray:
         g = _resolve_gamma(self.gamma, self.sigma2, A)
         # exp(2g a.b - g|a|^2 - g|b|^2): the norms ride along in the product as two extra
         # columns, then one fused clamp + exp pass over row blocks in parallel
@@ -181,15 +189,15 @@ class LaplacianKernel(VectorKernel):
     name = "laplacian"
     normalized = True
 
-    def __init__(self, gamma=None, dtype="float64"):
+    def __init__(self, gamma: float | None = None, dtype: DTypeLike = "float64") -> None:
         self.gamma = gamma
         self.dtype = dtype
 
-    def check_params(self):
+    def check_params(self) -> Self:
         _check_scale("gamma", self.gamma)
         return self
 
-    def pairwise(self, A, B):
+    def pairwise(self, A: Any, B: Any) -> np.ndarray:
         g = 1.0 / A.shape[1] if self.gamma is None else self.gamma
 
         def finish(D):
@@ -205,10 +213,10 @@ class CosineKernel(VectorKernel):
     name = "cosine"
     normalized = True
 
-    def __init__(self, dtype="float64"):
+    def __init__(self, dtype: DTypeLike = "float64") -> None:
         self.dtype = dtype
 
-    def pairwise(self, A, B):
+    def pairwise(self, A: Any, B: Any) -> np.ndarray:
         # normalise the rows first: O((n_a + n_b) d) instead of two passes over the block
         return gram(_unit_rows(A), _unit_rows(B))
 
@@ -223,10 +231,10 @@ class TanimotoKernel(VectorKernel):
     name = "tanimoto"
     normalized = True
 
-    def __init__(self, dtype="float64"):
+    def __init__(self, dtype: DTypeLike = "float64") -> None:
         self.dtype = dtype
 
-    def pairwise(self, A, B):
+    def pairwise(self, A: Any, B: Any) -> np.ndarray:
         K = gram(A, B)
         den = sq_norms(A)[:, None] + sq_norms(B)[None, :] - K
         both_zero = den <= 0
@@ -246,17 +254,17 @@ class MinMaxKernel(VectorKernel):
     name = "minmax"
     normalized = True
 
-    def __init__(self, dtype="float64"):
+    def __init__(self, dtype: DTypeLike = "float64") -> None:
         self.dtype = dtype
 
-    def prepare(self, X):
+    def prepare(self, X: Samples) -> Any:
         X = super().prepare(X)
         data = X.data if sp.issparse(X) else X
         if data.size and data.min() < 0:
             raise ValueError("the minmax kernel needs non-negative features (e.g. counts)")
         return X
 
-    def pairwise(self, A, B):
+    def pairwise(self, A: Any, B: Any) -> np.ndarray:
         L1 = _l1_distances(A, B, np.float64)
         S = _row_sums(A)[:, None] + _row_sums(B)[None, :]
         den = S + L1

@@ -17,8 +17,12 @@ ignored when ``edge_labels=False`` and node labels when ``node_label=None``.
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
+
+if TYPE_CHECKING:  # imported for the annotations only
+    import networkx as nx
 
 __all__ = ["graph_edit_distance", "mean_graph_edit_distance", "exact_graph_edit_distance"]
 
@@ -33,8 +37,9 @@ def _size(G):
     return 0 if G is None else G.number_of_nodes() + G.number_of_edges()
 
 
-def exact_graph_edit_distance(G1, G2, edge_labels=True, node_label="label", edge_label="label",
-                              time_limit=60.0):
+def exact_graph_edit_distance(G1: nx.Graph | None, G2: nx.Graph | None, edge_labels: bool = True,
+                              node_label: str | None = "label", edge_label: str | None = "label",
+                              time_limit: float = 60.0) -> tuple[float, bool]:
     """Exact GED with unit costs, as a 0/1 linear program solved by HiGHS.
 
     Parameters
@@ -102,7 +107,7 @@ def exact_graph_edit_distance(G1, G2, edge_labels=True, node_label="label", edge
     vals = [1.0] * len(rows)
     n_le1 = r
     # edge e = ij, node k of G2: sum over the edges f incident to k of y_ef <= x_ik + x_jk
-    inc = [[] for _ in range(b)]
+    inc: list[list[int]] = [[] for _ in range(b)]
     for f, (k, l_, _) in enumerate(E2):
         inc[k].append(f)
         inc[l_].append(f)
@@ -116,7 +121,7 @@ def exact_graph_edit_distance(G1, G2, edge_labels=True, node_label="label", edge
             r += 1
     # the same seen from G2 (redundant for integers, tightens the relaxation): edge f = kl,
     # node i of G1: sum over the edges e incident to i of y_ef <= x_ik + x_il
-    inc1 = [[] for _ in range(a)]
+    inc1: list[list[int]] = [[] for _ in range(a)]
     for e, (i, j, _) in enumerate(E1):
         inc1[i].append(e)
         inc1[j].append(e)
@@ -143,8 +148,9 @@ def exact_graph_edit_distance(G1, G2, edge_labels=True, node_label="label", edge
     return d, bool(exact)
 
 
-def graph_edit_distance(G1, G2, edge_labels=True, node_label="label", edge_label="label",
-                        timeout=5.0, method="exact"):
+def graph_edit_distance(G1: nx.Graph | None, G2: nx.Graph | None, edge_labels: bool = True,
+                        node_label: str | None = "label", edge_label: str | None = "label", timeout: float = 5.0,
+                        method: str = "exact") -> tuple[float, bool]:
     """GED with unit costs; node labels must match, and edge labels too if ``edge_labels``.
 
     ``method="exact"``: :func:`exact_graph_edit_distance` with ``time_limit=timeout``;
@@ -174,8 +180,10 @@ def graph_edit_distance(G1, G2, edge_labels=True, node_label="label", edge_label
     return float(d), timed_out
 
 
-def mean_graph_edit_distance(y_true, y_pred, edge_labels=True, node_label="label",
-                             edge_label="label", timeout=5.0, method="exact"):
+def mean_graph_edit_distance(y_true: Sequence[nx.Graph | None], y_pred: Sequence[nx.Graph | None],
+                             edge_labels: bool = True, node_label: str | None = "label",
+                             edge_label: str | None = "label", timeout: float = 5.0,
+                             method: str = "exact") -> dict[str, Any]:
     """Mean GED over pairs; returns ``{"mean", "n", "n_exact", "n_timeouts", "distances"}``.
 
     ``n_exact`` counts the pairs whose distance is proved exact, ``n_timeouts`` the others

@@ -5,12 +5,15 @@ work with :func:`sklearn.metrics.make_scorer`.
 """
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
+from numpy.typing import ArrayLike
 
 __all__ = ["f1_samples", "f1_samples_scorer"]
 
 
-def f1_samples(Y_true, Y_pred):
+def f1_samples(Y_true: ArrayLike, Y_pred: ArrayLike) -> float:
     """Per-sample F1 of binary label vectors, averaged over samples.
 
     Parameters
@@ -31,7 +34,7 @@ def f1_samples(Y_true, Y_pred):
     return float(f1.mean())
 
 
-def f1_samples_scorer():
+def f1_samples_scorer() -> Callable[..., float]:
     """A scikit-learn scorer (for ``GridSearchCV(scoring=...)``) of :func:`f1_samples`."""
     from sklearn.metrics import make_scorer
 

@@ -12,7 +12,10 @@ ties count against the truth: rank = 1 + number of candidates scoring strictly h
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
+from numpy.typing import ArrayLike
 
 __all__ = ["true_ranks", "ranks_from_scores", "top_k_accuracy", "hits_at_k",
            "mean_reciprocal_rank"]
@@ -30,7 +33,7 @@ def _check(y_true, y_pred):
     return t, p
 
 
-def true_ranks(y_true, y_pred):
+def true_ranks(y_true: ArrayLike, y_pred: ArrayLike) -> np.ndarray:
     """1-based rank of the truth within each ranked list; ``inf`` if absent."""
     t, p = _check(y_true, y_pred)
     hit = (p == t[:, None]) & (t[:, None] >= 0)
@@ -38,7 +41,7 @@ def true_ranks(y_true, y_pred):
     return r
 
 
-def ranks_from_scores(scores, y_true):
+def ranks_from_scores(scores: ArrayLike, y_true: ArrayLike) -> np.ndarray:
     """Rank (1 = best) of the true candidate from a full score matrix (n, n_candidates)."""
     S = np.asarray(scores, dtype=np.float64)
     t = np.asarray(y_true)
@@ -50,19 +53,20 @@ def ranks_from_scores(scores, y_true):
     return 1.0 + (S > st[:, None]).sum(axis=1)
 
 
-def top_k_accuracy(y_true, y_pred, k=1):
+def top_k_accuracy(y_true: ArrayLike, y_pred: ArrayLike, k: int = 1) -> float:
     """Fraction of queries whose true output is among the first ``k`` predictions."""
     if k < 1:
         raise ValueError(f"k must be >= 1, got {k!r}")
     return float(np.mean(true_ranks(y_true, y_pred) <= k))
 
 
-def hits_at_k(y_true, y_pred, k=10):
+def hits_at_k(y_true: ArrayLike, y_pred: ArrayLike, k: int = 10) -> float:
     """Hits@k (retrieval name of top-k accuracy with one relevant item per query)."""
     return top_k_accuracy(y_true, y_pred, k)
 
 
-def mean_reciprocal_rank(y_true, y_pred=None, ranks=None):
+def mean_reciprocal_rank(y_true: Any, y_pred: Any = None,
+                         ranks: ArrayLike | None = None) -> float:
     """MRR: mean of 1 / rank of the truth (0 when it is not in the ranked list).
 
     Give ``(y_true, y_pred)`` ranked lists, or ``ranks=`` (e.g. from

@@ -5,6 +5,7 @@ All take ``(y_true, y_pred)`` in scikit-learn order.
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ..losses import check_quantile_levels
 
@@ -20,7 +21,7 @@ def _as_2d(a, name):
     return a
 
 
-def rrmse(y_true, y_pred, y_train_mean=None):
+def rrmse(y_true: ArrayLike, y_pred: ArrayLike, y_train_mean: ArrayLike | None = None) -> np.ndarray:
     """Relative RMSE per target: ``sqrt(sum (y - p)^2 / sum (y - ybar)^2)``, shape (d,).
 
     ``ybar`` is the mean of the *training* targets when ``y_train_mean`` is given (the
@@ -37,12 +38,12 @@ def rrmse(y_true, y_pred, y_train_mean=None):
     return np.sqrt(np.sum((Y - P) ** 2, axis=0) / den)
 
 
-def arrmse(y_true, y_pred, y_train_mean=None):
+def arrmse(y_true: ArrayLike, y_pred: ArrayLike, y_train_mean: ArrayLike | None = None) -> float:
     """Average relative RMSE over the targets (see :func:`rrmse`)."""
     return float(np.mean(rrmse(y_true, y_pred, y_train_mean)))
 
 
-def pinball_loss(y_true, q_pred, taus):
+def pinball_loss(y_true: ArrayLike, q_pred: ArrayLike, taus: ArrayLike) -> float:
     """Mean over samples of ``sum_j rho_{tau_j}(y - q_j)`` (Sangnier et al., 2016).
 
     Parameters
@@ -60,7 +61,7 @@ def pinball_loss(y_true, q_pred, taus):
     return float(np.mean(np.sum(np.where(U >= 0, t * U, (t - 1.0) * U), axis=1)))
 
 
-def crossing_loss(q_pred, taus=None):
+def crossing_loss(q_pred: ArrayLike, taus: ArrayLike | None = None) -> float:
     """Mean over samples of ``sum_j max(0, q_j - q_{j+1})`` for increasing levels.
 
     Zero when the predicted quantiles are non-decreasing in the level (no crossing).

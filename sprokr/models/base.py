@@ -11,11 +11,12 @@ equivalent of (coordinates, index) for a batch) and ``predict_weights``.
 """
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional
 
 import uuid
 
 import numpy as np
+from numpy.typing import DTypeLike
 from sklearn.utils.validation import check_is_fitted
 
 from ..decoders.base import CandidateSets, Decoded, Decoder, check_top_k
@@ -25,13 +26,16 @@ from ..persistence import SaveMixin
 from ..registry import get_registry
 from ..utils import NamedPrepare, check_positive, iter_chunks, num_samples, take_slice
 
+if TYPE_CHECKING:  # imported for the annotations only
+    from ..types import Samples
+
 __all__ = ["OutputKernelModel", "OUTPUT_DTYPE", "make_decoder", "new_index_token", "set_n_features",
            "check_n_features"]
 
 OUTPUT_DTYPE = np.dtype(np.float64)
 
 
-def set_n_features(est, Xp):
+def set_n_features(est: Any, Xp: Any) -> None:
     """Record ``n_features_in_`` when the prepared inputs are an array or sparse matrix."""
     import scipy.sparse as sp
 
@@ -41,7 +45,7 @@ def set_n_features(est, Xp):
         del est.n_features_in_
 
 
-def check_n_features(est, Xp, expected=None):
+def check_n_features(est: Any, Xp: Any, expected: int | None = None) -> None:
     """Prepared query inputs must have the training feature count (clear error naming it).
 
     ``est``: the fitted estimator, or its class name with ``expected`` the feature count.
@@ -57,12 +61,12 @@ def check_n_features(est, Xp, expected=None):
                          f"features as input: expected shape (n_samples, {expected})")
 
 
-def new_index_token():
+def new_index_token() -> str:
     """A fresh identifier for a fitted output basis (persistent: a string, not ``object()``)."""
     return uuid.uuid4().hex
 
 
-def make_decoder(spec, params, max_memory_mb):
+def make_decoder(spec: str | Decoder, params: Mapping[str, Any] | None, max_memory_mb: float | None) -> Decoder:
     """The model's decoder: by name or instance; the model's ``max_memory_mb`` (if not None)
     becomes the decoder's budget, and conflicting budgets are an error."""
     params = dict(params or {})
@@ -76,7 +80,7 @@ def make_decoder(spec, params, max_memory_mb):
         if max_memory_mb is not None:
             comp = get_registry().get("decoder", spec)
             factory = comp.factory
-            if isinstance(factory, type) and "max_memory_mb" in factory._get_param_names():
+            if isinstance(factory, type) and "max_memory_mb" in factory._get_param_names():  # type: ignore[attr-defined]
                 params["max_memory_mb"] = max_memory_mb
         dec = get_registry().create("decoder", spec, params, base=Decoder)
     else:
@@ -95,6 +99,12 @@ def make_decoder(spec, params, max_memory_mb):
 class OutputKernelModel(SaveMixin):
     """Mixin: candidate decoding for models with an output-kernel basis."""
 
+    #: provided by the models (fitted attributes and methods), for the type checker
+    default_index_: CandidateIndex
+    output_features_: Any  # None without output sketch
+    predict_coordinates: Callable[..., np.ndarray]
+    exact_output_embedding: Callable[[Any], np.ndarray]
+
     # learned by the models' fit (declared for readers and type checkers)
     index_token_: str
     output_kernel_: Any
@@ -105,7 +115,7 @@ class OutputKernelModel(SaveMixin):
         raise NotImplementedError
 
     # ------------------------------------------------------------------ candidates
-    def embed_candidates(self, candidates, dtype=None):
+    def embed_candidates(self, candidates: Any, dtype: DTypeLike | None = None) -> tuple[np.ndarray, np.ndarray | None]:
         """Output coordinates ``E(c)`` (n_c, d) and offsets ``-k(c,c)/2`` (None if normalised).
 
         ``dtype``: precision of ``E`` (default float64; see :meth:`make_candidate_index`).
@@ -155,7 +165,7 @@ class OutputKernelModel(SaveMixin):
     def _chunk(self, width):
         return self.chunk_size or default_chunk_size(width, np.float64)
 
-    def resolve_index(self, candidates):
+    def resolve_index(self, candidates: Samples | CandidateIndex | None) -> CandidateIndex:
         """A :class:`CandidateIndex` from None (training outputs), an index or a collection."""
         if candidates is None:
             return self.default_index_
@@ -169,7 +179,7 @@ class OutputKernelModel(SaveMixin):
         return self.make_candidate_index(candidates)
 
     # ------------------------------------------------------------------ decoding
-    def search_pair(self, Xp, index):
+    def search_pair(self, Xp: Any, index: CandidateIndex) -> tuple[np.ndarray, CandidateIndex]:
         """``(H, index')`` with scores ``H E'^T``: by default the coordinates and the index."""
         return self.predict_coordinates(Xp, prepared=True), index
 

@@ -15,13 +15,14 @@ candidate set, through the same decoders and :class:`~sprokr.CandidateIndex` as 
 """
 from __future__ import annotations
 
-from typing import Any, Optional, Tuple, Self
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, Self, Tuple
 
 import inspect
 import numbers
 import time
 
 import numpy as np
+from numpy.typing import ArrayLike, DTypeLike
 from sklearn.base import BaseEstimator, clone
 from sklearn.utils.validation import check_is_fitted
 
@@ -43,10 +44,19 @@ from ..utils import check_paired, check_random_state, iter_chunks, num_samples, 
 from .base import OUTPUT_DTYPE, OutputKernelModel, make_decoder, new_index_token
 from .sisokr import check_chunk_size
 
+if TYPE_CHECKING:  # imported for the annotations only
+    from ..decoders.base import Decoder
+    from ..kernels.base import Kernel
+    from ..numerics._executor import Executor
+    from ..sketches.base import Sketch, SketchMatrix
+    from ..types import RandomStateLike, Samples
+
 __all__ = ["DSOKR", "DSOKREnsemble", "sketched_output_targets", "validation_split", "check_validation_fraction"]
 
 
-def sketched_output_targets(kernel, R, Y, rcond=DEFAULT_RCOND, chunk_size=None, executor=None, prepared=False):
+def sketched_output_targets(kernel: Kernel, R: SketchMatrix, Y: Samples, rcond: float = DEFAULT_RCOND,
+                            chunk_size: int | None = None, executor: Executor | None = None,
+                            prepared: bool = False) -> tuple[SketchedFeatures, np.ndarray, np.ndarray]:
     """Output basis and training targets of an output sketch, streamed over row chunks.
 
     Parameters
@@ -156,11 +166,14 @@ class DSOKR(OutputKernelModel, BaseEstimator):
     n_train_, fit_time_ : int, float
     """
 
-    def __init__(self, output_kernel="gaussian", output_sketch="subsample", m_y=100, regressor="mlp",
-                 output_kernel_params=None, output_sketch_params=None, regressor_params=None,
-                 validation_fraction=None, decoder="candidates", decoder_params=None, rcond=None,
-                 chunk_size=None, max_memory_mb=None, executor="local", executor_params=None,
-                 random_state=None, verbose=0):
+    def __init__(self, output_kernel: str | Kernel = "gaussian", output_sketch: str | Sketch | None = "subsample",
+                 m_y: int | None = 100, regressor: Any = "mlp", output_kernel_params: Mapping[str, Any] | None = None,
+                 output_sketch_params: Mapping[str, Any] | None = None,
+                 regressor_params: Mapping[str, Any] | None = None, validation_fraction: float | None = None,
+                 decoder: str | Decoder = "candidates", decoder_params: Mapping[str, Any] | None = None,
+                 rcond: float | None = None, chunk_size: int | None = None, max_memory_mb: float | None = None,
+                 executor: Any = "local", executor_params: Mapping[str, Any] | None = None,
+                 random_state: RandomStateLike = None, verbose: bool | int = 0) -> None:
         self.output_kernel = output_kernel
         self.output_sketch = output_sketch
         self.m_y = m_y
@@ -242,7 +255,7 @@ class DSOKR(OutputKernelModel, BaseEstimator):
             Tv = feats.transform(Yvp)
             rv = np.maximum(ky.diag(Yvp).astype(np.float64) - np.einsum("ij,ij->i", Tv, Tv), 0.0)
             ev = (validation_data[0], Tv, rv)
-        kwargs = {}
+        kwargs: dict[str, Any] = {}
         if _accepts(reg.fit, "sample_offsets"):
             kwargs["sample_offsets"] = r
         if ev is not None and _accepts(reg.fit, "eval_set"):
@@ -293,7 +306,7 @@ class DSOKR(OutputKernelModel, BaseEstimator):
         return G
 
     # ------------------------------------------------------------- model interface
-    def prepare_inputs(self, X):
+    def prepare_inputs(self, X: Samples) -> Any:
         """Inputs for :meth:`predict_coordinates` (unchanged: the regressor prepares them)."""
         check_is_fitted(self, "regressor_")
         num_samples(X, "X")
@@ -304,7 +317,7 @@ class DSOKR(OutputKernelModel, BaseEstimator):
                              f"{self.n_features_in_} features as input")
         return X
 
-    def predict_coordinates(self, X, prepared=False):
+    def predict_coordinates(self, X: Samples, prepared: bool = False) -> np.ndarray:
         """``g_W(x)``: coordinates of ``h(x)`` on the sketched output basis, (n_q, p)."""
         check_is_fitted(self, "regressor_")
         if not prepared:
@@ -312,7 +325,7 @@ class DSOKR(OutputKernelModel, BaseEstimator):
         return self._check_output(self.regressor_.predict(X), num_samples(X, "X"), self.output_rank_,
                                   self.regressor_)
 
-    def output_basis_vectors(self, feature_map=None):
+    def output_basis_vectors(self, feature_map: Callable[[Any], ArrayLike] | None = None) -> np.ndarray:
         """The basis ``e~_j`` as explicit vectors, (p, D), for kernels with finite features.
 
         ``feature_map(Y_sel)`` must return ``psi(y)`` (n_sel, D) of prepared outputs; default:
@@ -325,19 +338,20 @@ class DSOKR(OutputKernelModel, BaseEstimator):
         WPhi = W @ Phi if f.R.scale is None else f.R.scale * Phi
         return f.basis_.T @ np.asarray(WPhi)
 
-    def predict_features(self, X, feature_map=None):
+    def predict_features(self, X: Samples, feature_map: Callable[[Any], ArrayLike] | None = None) -> np.ndarray:
         """``h(x)`` as explicit output feature vectors (n_q, D) (linear kernel by default)."""
         return self.predict_coordinates(X) @ self.output_basis_vectors(feature_map)
 
 
-def check_validation_fraction(vf):
+def check_validation_fraction(vf: float | None) -> float | None:
     """None or a number in (0, 1)."""
     if vf is not None and (isinstance(vf, bool) or not isinstance(vf, numbers.Real) or not 0 < vf < 1):
         raise ValueError(f"validation_fraction must lie in (0, 1) or be None, got {vf!r}")
     return vf
 
 
-def validation_split(X, Y, fraction, rng):
+def validation_split(X: Samples, Y: Samples, fraction: float,
+                     rng: np.random.Generator) -> tuple[tuple[Samples, Samples], tuple[Samples, Samples]]:
     """``((X_train, Y_train), (X_val, Y_val))``: a seeded random split of the pairs."""
     n = num_samples(Y)
     perm = rng.permutation(n)
@@ -380,8 +394,9 @@ class DSOKREnsemble(OutputKernelModel, BaseEstimator):
     default_index_ : CandidateIndex over the distinct training outputs
     """
 
-    def __init__(self, estimators, n_estimators=3, aggregation="mean", weights=None,
-                 validation_fraction=None, random_state=None, max_memory_mb=None):
+    def __init__(self, estimators: Any, n_estimators: int = 3, aggregation: str = "mean",
+                 weights: ArrayLike | None = None, validation_fraction: float | None = None,
+                 random_state: RandomStateLike = None, max_memory_mb: float | None = None) -> None:
         self.estimators = estimators
         self.n_estimators = n_estimators
         self.aggregation = aggregation
@@ -452,7 +467,7 @@ class DSOKREnsemble(OutputKernelModel, BaseEstimator):
     def _splits(self):
         return np.cumsum([e.output_rank_ for e in self.estimators_])[:-1]
 
-    def embed_candidates(self, candidates, dtype=None):
+    def embed_candidates(self, candidates: Any, dtype: DTypeLike | None = None) -> tuple[np.ndarray, np.ndarray | None]:
         """Concatenated member embeddings ``[E_1(c), ..., E_T(c)]`` and the offsets."""
         check_is_fitted(self, "estimators_")
         parts = [e.embed_candidates(candidates, dtype) for e in self.estimators_]
@@ -463,11 +478,11 @@ class DSOKREnsemble(OutputKernelModel, BaseEstimator):
         E, offsets = self.embed_candidates(candidates, dtype)
         return CandidateIndex(candidates, E, offsets, owner=self.index_token_, kernel=self.output_kernel_)
 
-    def prepare_inputs(self, X):
+    def prepare_inputs(self, X: Samples) -> Any:
         check_is_fitted(self, "estimators_")
         return self.estimators_[0].prepare_inputs(X)
 
-    def predict_coordinates(self, X, prepared=False):
+    def predict_coordinates(self, X: Samples, prepared: bool = False) -> np.ndarray:
         """Concatenated ``[w_1 g_1(x), ..., w_T g_T(x)]`` (mean aggregation), (n_q, sum p_t)."""
         check_is_fitted(self, "estimators_")
         return np.hstack([w * e.predict_coordinates(X) for w, e in zip(self.weights_, self.estimators_)])

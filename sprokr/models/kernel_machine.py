@@ -16,12 +16,13 @@ Cholesky of ``e K + n lam I``; other losses on the features ``L`` of ``K = L L^T
 """
 from __future__ import annotations
 
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Mapping, Self
 
 import numbers
 import time
 
 import numpy as np
+from numpy.typing import ArrayLike, DTypeLike
 import scipy.linalg as sla
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
@@ -58,10 +59,15 @@ from .output_matrix import check_output_matrix, joint_quantile_matrix
 from .base import check_n_features, set_n_features
 from .sisokr import check_chunk_size
 
+if TYPE_CHECKING:  # imported for the annotations only
+    from ..kernels.base import Kernel
+    from ..sketches.base import Sketch
+    from ..types import RandomStateLike
+
 __all__ = ["SketchedKernelMachine", "JointQuantileRegressor", "FeatureProblemMixin", "check_targets", "check_solver_params"]
 
 
-def check_targets(y, n, owner="this estimator"):
+def check_targets(y: ArrayLike, n: int, owner: str = "this estimator") -> tuple[np.ndarray, bool]:
     """Targets as a float64 (n, d) copy and whether they were 1-D."""
     if y is None:
         raise ValueError(f"{owner} requires y to be passed, but the target y is None")
@@ -82,7 +88,7 @@ def check_targets(y, n, owner="this estimator"):
     return (Y[:, None] if scalar else Y), scalar
 
 
-def check_solver_params(est, loss):
+def check_solver_params(est: Any, loss: Loss) -> str:
     """Validate the optimisation parameters shared by the kernel machines; returns the solver."""
     if est.solver not in ("auto", "closed_form", "lbfgs", "adam"):
         raise ValueError(f"solver must be 'auto', 'closed_form', 'lbfgs' or 'adam', got {est.solver!r}")
@@ -255,11 +261,15 @@ class SketchedKernelMachine(SaveMixin, FeatureProblemMixin, RegressorMixin, Base
     chunk x m')); Adam keeps the n x r features.  The exact machine holds the n x n Gram.
     """
 
-    def __init__(self, kernel="gaussian", kernel_params=None, loss="square", loss_params=None,
-                 lam=1e-4, sketch=None, m=None, sketch_params=None, output_matrix=None,
-                 solver="auto", learning_rate=1e-2, batch_size=256, max_epochs=100, max_iter=3000, tol=1e-4,
-                 n_iter_no_change=5, init="ridge", dtype="float64", rcond=None, chunk_size=None,
-                 normalize_y=False, executor="local", executor_params=None, random_state=None, verbose=False):
+    def __init__(self, kernel: str | Kernel = "gaussian", kernel_params: Mapping[str, Any] | None = None,
+                 loss: str | Loss = "square", loss_params: Mapping[str, Any] | None = None, lam: float = 1e-4,
+                 sketch: str | Sketch | None = None, m: int | None = None,
+                 sketch_params: Mapping[str, Any] | None = None, output_matrix: ArrayLike | str | None = None,
+                 solver: str = "auto", learning_rate: float = 1e-2, batch_size: int = 256, max_epochs: int = 100,
+                 max_iter: int = 3000, tol: float = 1e-4, n_iter_no_change: int = 5, init: str = "ridge",
+                 dtype: DTypeLike = "float64", rcond: float | None = None, chunk_size: int | None = None,
+                 normalize_y: bool = False, executor: Any = "local", executor_params: Mapping[str, Any] | None = None,
+                 random_state: RandomStateLike = None, verbose: bool | int = False) -> None:
         self.kernel = kernel
         self.kernel_params = kernel_params
         self.loss = loss
@@ -426,7 +436,7 @@ class SketchedKernelMachine(SaveMixin, FeatureProblemMixin, RegressorMixin, Base
         chunk = self.chunk_size or default_chunk_size(num_samples(self.X_support_), self.dtype_)
         return self._finish_predict(ex.map_rows(parts, self._expansion, chunk, name="predictions"))
 
-    def with_coef(self, coef, lam=None):
+    def with_coef(self, coef: ArrayLike, lam: float | None = None) -> Self:
         """A fitted copy with other coefficients on ``X_support_`` (kernel, sketch, target
         normalisation shared).  For model selection: the solutions of a ``lam`` path are
         scored as models.  ``coef``: shape of ``coef_``; ``lam`` is recorded as the copy's
@@ -480,11 +490,15 @@ class JointQuantileRegressor(SketchedKernelMachine):
     # fixed by the model (not a constructor parameter)
     loss = "pinball"
 
-    def __init__(self, taus=(0.1, 0.3, 0.5, 0.7, 0.9), gamma_tau=10.0, kernel="gaussian",
-                 kernel_params=None, lam=1e-4, sketch=None, m=None, sketch_params=None,
-                 solver="auto", learning_rate=1e-2, batch_size=256, max_epochs=100, max_iter=3000, tol=1e-4, n_iter_no_change=5,
-                 init="ridge", dtype="float64", rcond=None, chunk_size=None, normalize_y=False,
-                 executor="local", executor_params=None, random_state=None, verbose=False):
+    def __init__(self, taus: ArrayLike = (0.1, 0.3, 0.5, 0.7, 0.9), gamma_tau: float = 10.0,
+                 kernel: str | Kernel = "gaussian", kernel_params: Mapping[str, Any] | None = None, lam: float = 1e-4,
+                 sketch: str | Sketch | None = None, m: int | None = None,
+                 sketch_params: Mapping[str, Any] | None = None, solver: str = "auto", learning_rate: float = 1e-2,
+                 batch_size: int = 256, max_epochs: int = 100, max_iter: int = 3000, tol: float = 1e-4,
+                 n_iter_no_change: int = 5, init: str = "ridge", dtype: DTypeLike = "float64",
+                 rcond: float | None = None, chunk_size: int | None = None, normalize_y: bool = False,
+                 executor: Any = "local", executor_params: Mapping[str, Any] | None = None,
+                 random_state: RandomStateLike = None, verbose: bool | int = False) -> None:
         self.taus = taus
         self.gamma_tau = gamma_tau
         self.kernel = kernel

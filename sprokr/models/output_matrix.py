@@ -13,10 +13,16 @@ The estimators use ``M`` through its eigendecomposition ``M = V diag(e) V^T``
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
+from numpy.typing import ArrayLike
 import scipy.linalg as sla
 
 from ..losses import check_quantile_levels
+
+if TYPE_CHECKING:  # imported for the annotations only
+    import networkx as nx
 
 __all__ = ["graph_laplacian_matrix", "joint_quantile_matrix", "check_output_matrix"]
 
@@ -37,7 +43,7 @@ def _adjacency(graph):
     return P
 
 
-def graph_laplacian_matrix(graph, mu=0.5):
+def graph_laplacian_matrix(graph: nx.Graph | ArrayLike, mu: float = 0.5) -> np.ndarray:
     """``M = (mu L + (1 - mu) I)^-1`` for a task graph (networkx graph or (d, d) adjacency).
 
     ``mu = 0`` gives independent tasks (``M = I``); ``mu = 1`` uses only the graph (then
@@ -58,7 +64,7 @@ def graph_laplacian_matrix(graph, mu=0.5):
     return 0.5 * (M + M.T)
 
 
-def joint_quantile_matrix(taus, gamma=1.0):
+def joint_quantile_matrix(taus: ArrayLike, gamma: float = 1.0) -> np.ndarray:
     """``M_ij = exp(-gamma (tau_i - tau_j)^2)`` for quantile levels ``taus`` in (0, 1).
 
     Returns
@@ -71,7 +77,8 @@ def joint_quantile_matrix(taus, gamma=1.0):
     return np.exp(-float(gamma) * (t[:, None] - t[None, :]) ** 2)
 
 
-def check_output_matrix(M, d, rtol=1e-10):
+def check_output_matrix(M: Any, d: int,
+                        rtol: float = 1e-10) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Validate ``M`` (None or "identity" mean ``I_d``) and return ``(M, V, e)``.
 
     Raises ``ValueError`` unless ``M`` is a finite, symmetric, positive semi-definite

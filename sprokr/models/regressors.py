@@ -25,13 +25,14 @@ Built-ins (registered through the ``sprokr_regressors`` hook, see :mod:`sprokr._
 """
 from __future__ import annotations
 
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Self
 
 import copy
 import time
 import warnings
 
 import numpy as np
+from numpy.typing import ArrayLike, DTypeLike
 import scipy.linalg as sla
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.exceptions import ConvergenceWarning
@@ -61,6 +62,12 @@ from ..utils import (
     take,
 )
 
+if TYPE_CHECKING:  # imported for the annotations only
+    from ..kernels.base import Kernel
+    from ..losses import Loss
+    from ..sketches.base import Sketch
+    from ..types import RandomStateLike
+
 __all__ = [
     "KernelRidgeRegressor",
     "MLPSurrogate",
@@ -72,7 +79,7 @@ __all__ = [
 ]
 
 
-def torch_available():
+def torch_available() -> bool:
     """True when ``torch`` can be imported (without importing it)."""
     import importlib.util
 
@@ -88,7 +95,7 @@ def _as_targets(T):
     return T
 
 
-def kernel_induced_loss(G, T, offsets=None):
+def kernel_induced_loss(G: np.ndarray, T: np.ndarray, offsets: np.ndarray | None = None) -> float:
     """Mean ``|g_i - t_i|^2 + r_i`` (= mean ``|h(x_i) - psi(y_i)|^2_H`` with ``r`` the offsets).
 
     ``G``, ``T``: (n, p); ``offsets``: (n,) or None.
@@ -174,9 +181,11 @@ class KernelRidgeRegressor(SaveMixin, RegressorMixin, BaseEstimator):
     sketch_matrix_ : SketchMatrix or None
     """
 
-    def __init__(self, kernel="gaussian", kernel_params=None, lam=1e-5, input_sketch=None, m_x=None,
-                 input_sketch_params=None, dtype="float64", rcond=None, chunk_size=None,
-                 random_state=None):
+    def __init__(self, kernel: str | Kernel = "gaussian", kernel_params: Mapping[str, Any] | None = None,
+                 lam: float = 1e-5, input_sketch: str | Sketch | None = None, m_x: int | None = None,
+                 input_sketch_params: Mapping[str, Any] | None = None, dtype: DTypeLike = "float64",
+                 rcond: float | None = None, chunk_size: int | None = None,
+                 random_state: RandomStateLike = None) -> None:
         self.kernel = kernel
         self.kernel_params = kernel_params
         self.lam = lam
@@ -247,7 +256,7 @@ class KernelRidgeRegressor(SaveMixin, RegressorMixin, BaseEstimator):
                         default_chunk_size(num_samples(self.X_support_), np.float64), name="predictions")
         return P[:, 0] if getattr(self, "_scalar", False) else P
 
-    def with_coef(self, coef, lam=None):
+    def with_coef(self, coef: ArrayLike, lam: float | None = None) -> Self:
         """A fitted copy with other coefficients on ``X_support_`` (kernel and support shared).
 
         For model selection: the solutions of a ``lam`` path are scored as models.
@@ -302,9 +311,10 @@ class MLPSurrogate(SaveMixin, RegressorMixin, BaseEstimator):
     history_ : list of (train_loss, val_loss)
     """
 
-    def __init__(self, hidden_layer_sizes=(256,), activation="relu", alpha=1e-4,
-                 learning_rate_init=1e-3, batch_size=200, max_epochs=200, patience=10, tol=1e-4,
-                 lr_drops=0, lr_factor=10.0, random_state=None, verbose=0):
+    def __init__(self, hidden_layer_sizes: tuple[int, ...] = (256,), activation: str = "relu", alpha: float = 1e-4,
+                 learning_rate_init: float = 1e-3, batch_size: int = 200, max_epochs: int = 200, patience: int = 10,
+                 tol: float = 1e-4, lr_drops: int = 0, lr_factor: float = 10.0, random_state: RandomStateLike = None,
+                 verbose: bool | int = 0) -> None:
         self.hidden_layer_sizes = hidden_layer_sizes
         self.activation = activation
         self.alpha = alpha
@@ -446,7 +456,8 @@ def _default_mlp(hidden, activation, dropout):
     return build
 
 
-def token_cnn(vocab_size, embed_dim=64, channels=128, kernel_size=5, hidden=256, pad_index=0):
+def token_cnn(vocab_size: int, embed_dim: int = 64, channels: int = 128, kernel_size: int = 5, hidden: int = 256,
+              pad_index: int = 0) -> Callable[[int, int], Any]:
     """Module builder for integer token sequences (SMILES characters, words), for ``module=``.
 
     Returns ``build(n_features, n_outputs) -> nn.Module``: embedding, one 1-D convolution,
@@ -503,9 +514,11 @@ class TorchRegressor(SaveMixin, RegressorMixin, BaseEstimator):
     n_epochs_, best_loss_, history_
     """
 
-    def __init__(self, module=None, hidden_layer_sizes=(256,), activation="relu", dropout=0.0,
-                 loss="square", loss_delta=1.0, lr=1e-3, weight_decay=0.0, batch_size=128,
-                 max_epochs=100, patience=10, tol=1e-4, num_threads=None, random_state=None, verbose=0):
+    def __init__(self, module: Any = None, hidden_layer_sizes: tuple[int, ...] = (256,), activation: str = "relu",
+                 dropout: float = 0.0, loss: str | Loss = "square", loss_delta: float = 1.0, lr: float = 1e-3,
+                 weight_decay: float = 0.0, batch_size: int = 128, max_epochs: int = 100, patience: int = 10,
+                 tol: float = 1e-4, num_threads: int | None = None, random_state: RandomStateLike = None,
+                 verbose: bool | int = 0) -> None:
         self.module = module
         self.hidden_layer_sizes = hidden_layer_sizes
         self.activation = activation

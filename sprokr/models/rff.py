@@ -8,12 +8,13 @@ output matrices and solvers, so the two are compared on equal terms.
 """
 from __future__ import annotations
 
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Mapping, Self
 
 import numbers
 import time
 
 import numpy as np
+from numpy.typing import ArrayLike, DTypeLike
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
@@ -26,6 +27,9 @@ from ..registry import get_registry
 from .base import check_n_features
 from .kernel_machine import FeatureProblemMixin, check_solver_params, check_targets
 from .output_matrix import check_output_matrix
+
+if TYPE_CHECKING:  # imported for the annotations only
+    from ..types import RandomStateLike
 
 __all__ = ["RFFKernelMachine"]
 
@@ -53,10 +57,16 @@ class RFFKernelMachine(SaveMixin, FeatureProblemMixin, RegressorMixin, BaseEstim
         As in :class:`~sprokr.SketchedKernelMachine`.
     """
 
-    def __init__(self, gamma=None, sigma2=None, n_components=100, loss="square", loss_params=None,
-                 lam=1e-4, output_matrix=None, solver="auto", learning_rate=1e-2, batch_size=256,
-                 max_epochs=100, max_iter=3000, tol=1e-4, n_iter_no_change=5, init="ridge", dtype="float64",
-                 normalize_y=False, random_state=None, verbose=False):
+    #: fitted attributes, for the type checker
+    weights_: np.ndarray
+    coef_: np.ndarray
+
+    def __init__(self, gamma: float | None = None, sigma2: float | None = None, n_components: int = 100,
+                 loss: str | Loss = "square", loss_params: Mapping[str, Any] | None = None, lam: float = 1e-4,
+                 output_matrix: ArrayLike | str | None = None, solver: str = "auto", learning_rate: float = 1e-2,
+                 batch_size: int = 256, max_epochs: int = 100, max_iter: int = 3000, tol: float = 1e-4,
+                 n_iter_no_change: int = 5, init: str = "ridge", dtype: DTypeLike = "float64",
+                 normalize_y: bool = False, random_state: RandomStateLike = None, verbose: bool | int = False) -> None:
         self.gamma = gamma
         self.sigma2 = sigma2
         self.n_components = n_components

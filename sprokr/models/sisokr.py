@@ -27,12 +27,13 @@ Decoding: ``argmax_c H(x) . E(c) - k_y(c, c)/2`` over a candidate set (see
 """
 from __future__ import annotations
 
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Mapping, Self
 
 import numbers
 import time
 
 import numpy as np
+from numpy.typing import ArrayLike, DTypeLike
 import scipy.linalg as sla
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator
@@ -73,11 +74,18 @@ from ..utils import (
 )
 from .base import OUTPUT_DTYPE, OutputKernelModel, check_n_features, make_decoder, new_index_token, set_n_features
 
+if TYPE_CHECKING:  # imported for the annotations only
+    from ..decoders.base import Decoder
+    from ..kernels.base import Kernel
+    from ..numerics._executor import Executor, RowPartitions
+    from ..sketches.base import Sketch
+    from ..types import RandomStateLike, Samples
+
 __all__ = ["SISOKR", "IOKR", "SIOKR", "ISOKR", "check_chunk_size", "all_rows"]
 
 
 
-def check_chunk_size(chunk_size):
+def check_chunk_size(chunk_size: int | None) -> int | None:
     """None or an integer >= 1."""
     if chunk_size is None:
         return None
@@ -171,29 +179,29 @@ class SISOKR(OutputKernelModel, BaseEstimator):
 
     def __init__(
         self,
-        input_kernel="gaussian",
-        output_kernel="gaussian",
-        lam=1e-5,
-        input_sketch=None,
-        m_x=None,
-        output_sketch=None,
-        m_y=None,
-        input_kernel_params=None,
-        output_kernel_params=None,
-        input_sketch_params=None,
-        output_sketch_params=None,
-        decoder="candidates",
-        decoder_params=None,
-        dtype="float64",
-        rcond=None,
-        solver="cholesky",
-        chunk_size=None,
-        max_memory_mb=None,
-        executor="local",
-        executor_params=None,
-        random_state=None,
-        verbose=False,
-    ):
+        input_kernel: str | Kernel = "gaussian",
+        output_kernel: str | Kernel = "gaussian",
+        lam: float = 1e-5,
+        input_sketch: str | Sketch | None = None,
+        m_x: int | None = None,
+        output_sketch: str | Sketch | None = None,
+        m_y: int | None = None,
+        input_kernel_params: Mapping[str, Any] | None = None,
+        output_kernel_params: Mapping[str, Any] | None = None,
+        input_sketch_params: Mapping[str, Any] | None = None,
+        output_sketch_params: Mapping[str, Any] | None = None,
+        decoder: str | Decoder = "candidates",
+        decoder_params: Mapping[str, Any] | None = None,
+        dtype: DTypeLike = "float64",
+        rcond: float | None = None,
+        solver: str = "cholesky",
+        chunk_size: int | None = None,
+        max_memory_mb: float | None = None,
+        executor: Any = "local",
+        executor_params: Mapping[str, Any] | None = None,
+        random_state: RandomStateLike = None,
+        verbose: bool | int = False,
+    ) -> None:
         self.input_kernel = input_kernel
         self.output_kernel = output_kernel
         self.lam = lam
@@ -398,7 +406,7 @@ class SISOKR(OutputKernelModel, BaseEstimator):
     def _log(self, msg):
         log_estimator(self, msg)
 
-    def exact_output_embedding(self, Cp):
+    def exact_output_embedding(self, Cp: Any) -> np.ndarray:
         """Output coordinates without sketch: ``k_y(c, Y_train)`` rows, shape (n_c, n)."""
         ex = LocalExecutor()  # exact outputs: the training outputs are in this process
         E = np.empty((num_samples(Cp), self.n_train_), dtype=OUTPUT_DTYPE)
@@ -406,14 +414,14 @@ class SISOKR(OutputKernelModel, BaseEstimator):
                            default_chunk_size(self.n_train_, OUTPUT_DTYPE), out=E, name="candidate embedding")
 
     # ------------------------------------------------------------------ predict
-    def prepare_inputs(self, X):
+    def prepare_inputs(self, X: Samples) -> Any:
         """Validate and prepare query inputs (the input kernel's ``prepare``)."""
         check_is_fitted(self, "output_rank_")
         Xp = NamedPrepare(self.input_kernel_.prepare, "X")(X)
         check_n_features(self, Xp)
         return Xp
 
-    def predict_coordinates(self, X, prepared=False):
+    def predict_coordinates(self, X: Samples, prepared: bool = False) -> np.ndarray:
         """Coordinates ``H(x)`` of the predicted output in the output basis, (n_q, d)."""
         check_is_fitted(self, "output_rank_")
         Xp = X if prepared else self.prepare_inputs(X)
@@ -423,7 +431,7 @@ class SISOKR(OutputKernelModel, BaseEstimator):
             return sla.cho_solve(self._cho, np.asarray(Kq, dtype=WORK_DTYPE).T, check_finite=False).T
         return self._expansion(Xp)
 
-    def search_pair(self, Xp, index):
+    def search_pair(self, Xp: Any, index: CandidateIndex) -> tuple[np.ndarray, CandidateIndex]:
         """``(H, index')`` for a batch of prepared queries: the cheapest equivalent scoring.
 
         Without output sketch the coordinates have one entry per training sample and
@@ -460,7 +468,7 @@ class SISOKR(OutputKernelModel, BaseEstimator):
         index.cache[self.index_token_] = F
         return F
 
-    def predict_weights(self, X, prepared=False):
+    def predict_weights(self, X: Samples, prepared: bool = False) -> np.ndarray:
         """Weights ``alpha(x)`` with ``h(x) = sum_u alpha_u(x) psi(y_u)`` over the distinct
         training outputs ``y_u`` (the columns follow ``default_index_.candidates``).
 
@@ -486,7 +494,7 @@ class SISOKR(OutputKernelModel, BaseEstimator):
         P = sp.csr_matrix((np.ones(g.size), (np.arange(g.size), g)), shape=(g.size, n_u))
         return np.asarray((P.T @ Cs.T).T)
 
-    def with_coef(self, coef, lam=None):
+    def with_coef(self, coef: ArrayLike, lam: float | None = None) -> Self:
         """A fitted copy of this model with other coefficients on ``X_support_``.
 
         Kernels, sketches, output basis, decoder and default candidates are shared with this
@@ -517,7 +525,7 @@ class SISOKR(OutputKernelModel, BaseEstimator):
         return new
 
 
-def all_rows(executor, parts, which):
+def all_rows(executor: Executor, parts: RowPartitions, which: int) -> Any:
     """The whole collection ``which`` of ``parts`` in this process (exact methods need it)."""
     if parts.n_partitions == 1 and isinstance(parts.blocks[0], tuple):
         return parts.blocks[0][which]
@@ -569,21 +577,21 @@ class IOKR(SISOKR):
 
     def __init__(
         self,
-        input_kernel="gaussian",
-        output_kernel="gaussian",
-        lam=1e-5,
-        input_kernel_params=None,
-        output_kernel_params=None,
-        decoder="candidates",
-        decoder_params=None,
-        dtype="float64",
-        rcond=None,
-        chunk_size=None,
-        max_memory_mb=None,
-        executor="local",
-        executor_params=None,
-        verbose=False,
-    ):
+        input_kernel: str | Kernel = "gaussian",
+        output_kernel: str | Kernel = "gaussian",
+        lam: float = 1e-5,
+        input_kernel_params: Mapping[str, Any] | None = None,
+        output_kernel_params: Mapping[str, Any] | None = None,
+        decoder: str | Decoder = "candidates",
+        decoder_params: Mapping[str, Any] | None = None,
+        dtype: DTypeLike = "float64",
+        rcond: float | None = None,
+        chunk_size: int | None = None,
+        max_memory_mb: float | None = None,
+        executor: Any = "local",
+        executor_params: Mapping[str, Any] | None = None,
+        verbose: bool | int = False,
+    ) -> None:
         super().__init__(
             input_kernel=input_kernel, output_kernel=output_kernel, lam=lam,
             input_kernel_params=input_kernel_params, output_kernel_params=output_kernel_params,
@@ -598,26 +606,26 @@ class SIOKR(SISOKR):
 
     def __init__(
         self,
-        input_kernel="gaussian",
-        output_kernel="gaussian",
-        lam=1e-5,
-        input_sketch="subsample",
-        m_x=100,
-        input_kernel_params=None,
-        output_kernel_params=None,
-        input_sketch_params=None,
-        decoder="candidates",
-        decoder_params=None,
-        dtype="float64",
-        rcond=None,
-        solver="cholesky",
-        chunk_size=None,
-        max_memory_mb=None,
-        executor="local",
-        executor_params=None,
-        random_state=None,
-        verbose=False,
-    ):
+        input_kernel: str | Kernel = "gaussian",
+        output_kernel: str | Kernel = "gaussian",
+        lam: float = 1e-5,
+        input_sketch: str | Sketch | None = "subsample",
+        m_x: int | None = 100,
+        input_kernel_params: Mapping[str, Any] | None = None,
+        output_kernel_params: Mapping[str, Any] | None = None,
+        input_sketch_params: Mapping[str, Any] | None = None,
+        decoder: str | Decoder = "candidates",
+        decoder_params: Mapping[str, Any] | None = None,
+        dtype: DTypeLike = "float64",
+        rcond: float | None = None,
+        solver: str = "cholesky",
+        chunk_size: int | None = None,
+        max_memory_mb: float | None = None,
+        executor: Any = "local",
+        executor_params: Mapping[str, Any] | None = None,
+        random_state: RandomStateLike = None,
+        verbose: bool | int = False,
+    ) -> None:
         super().__init__(
             input_kernel=input_kernel, output_kernel=output_kernel, lam=lam,
             input_sketch=input_sketch, m_x=m_x, input_kernel_params=input_kernel_params,
@@ -633,25 +641,25 @@ class ISOKR(SISOKR):
 
     def __init__(
         self,
-        input_kernel="gaussian",
-        output_kernel="gaussian",
-        lam=1e-5,
-        output_sketch="psg",
-        m_y=100,
-        input_kernel_params=None,
-        output_kernel_params=None,
-        output_sketch_params=None,
-        decoder="candidates",
-        decoder_params=None,
-        dtype="float64",
-        rcond=None,
-        chunk_size=None,
-        max_memory_mb=None,
-        executor="local",
-        executor_params=None,
-        random_state=None,
-        verbose=False,
-    ):
+        input_kernel: str | Kernel = "gaussian",
+        output_kernel: str | Kernel = "gaussian",
+        lam: float = 1e-5,
+        output_sketch: str | Sketch | None = "psg",
+        m_y: int | None = 100,
+        input_kernel_params: Mapping[str, Any] | None = None,
+        output_kernel_params: Mapping[str, Any] | None = None,
+        output_sketch_params: Mapping[str, Any] | None = None,
+        decoder: str | Decoder = "candidates",
+        decoder_params: Mapping[str, Any] | None = None,
+        dtype: DTypeLike = "float64",
+        rcond: float | None = None,
+        chunk_size: int | None = None,
+        max_memory_mb: float | None = None,
+        executor: Any = "local",
+        executor_params: Mapping[str, Any] | None = None,
+        random_state: RandomStateLike = None,
+        verbose: bool | int = False,
+    ) -> None:
         super().__init__(
             input_kernel=input_kernel, output_kernel=output_kernel, lam=lam,
             output_sketch=output_sketch, m_y=m_y, input_kernel_params=input_kernel_params,

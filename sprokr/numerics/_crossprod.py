@@ -6,16 +6,22 @@ different machines) merge by addition, so the result does not depend on the chun
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
+from numpy.typing import DTypeLike
 from scipy.linalg import get_blas_funcs
 
 from ._linalg import matmul
 from ._parallel import for_row_blocks
 
+if TYPE_CHECKING:  # imported for the annotations only
+    from typing import Self
+
 __all__ = ["ShiftedCrossProducts", "column_shift"]
 
 
-def column_shift(A_ref, dtype):
+def column_shift(A_ref: np.ndarray | None, dtype: DTypeLike) -> np.ndarray:
     """Centring shift ``c`` (m,) from reference rows of ``A``, rounded to ``dtype``.
 
     The shift must be fixed before the pass (so that every chunk, in any order or on any
@@ -76,7 +82,11 @@ class ShiftedCrossProducts:
         ``T = I_n``: then ``A^T T = A^T`` is stored as is (columns of the chunk's rows).
     """
 
-    def __init__(self, m, width, dtype, c, d=None, identity_targets=False):
+    #: attribute types for the type checker (set in __init__ / fit)
+    d: Any  # None with identity targets
+
+    def __init__(self, m: int, width: int, dtype: DTypeLike, c: np.ndarray, d: np.ndarray | None = None,
+                 identity_targets: bool = False) -> None:
         self.dtype = np.dtype(dtype)
         self.c = np.asarray(c, dtype=np.float64)
         if self.c.shape != (m,):
@@ -90,7 +100,7 @@ class ShiftedCrossProducts:
         self.QT = np.zeros((2, width))  # [1, r]^T T
         self._tmp = None  # per-chunk syrk buffer of a float32 accumulation
 
-    def add(self, rows, A, T=None, overwrite=False):
+    def add(self, rows: slice, A: np.ndarray, T: np.ndarray | None = None, overwrite: bool = False) -> Self:
         """Add the rows ``rows`` (a slice of global row numbers) of ``A`` and ``T``.
 
         ``overwrite=True``: ``A`` may be centred in place.
@@ -146,7 +156,7 @@ class ShiftedCrossProducts:
         _check_overflow(res, Aw.dtype)
         np.add(self.AtA, res, out=self.AtA)
 
-    def merge(self, other):
+    def merge(self, other: ShiftedCrossProducts) -> Self:
         """Add the sums of ``other`` (same shape and shifts, disjoint rows); returns self."""
         if other.AtA.shape != self.AtA.shape or other.AtT.shape != self.AtT.shape:
             raise ValueError("cannot merge accumulators of different shapes")
@@ -164,7 +174,7 @@ class ShiftedCrossProducts:
         state["_tmp"] = None
         return state
 
-    def result(self, lower_only=False, plus=None):
+    def result(self, lower_only: bool = False, plus: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """``(A^T A + plus, A^T T)`` in float64 (fresh arrays; ``plus`` optional, (m, m)).
 
         With ``lower_only=True`` ``A^T A`` is Fortran-ordered and only its lower triangle

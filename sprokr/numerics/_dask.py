@@ -12,16 +12,22 @@ cluster a ``Client`` points at (``dask scheduler`` / ``dask worker``; see
 from __future__ import annotations
 
 import numbers
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ..utils import concat_samples, num_samples, take, take_slice
 from ._executor import ChunkError, Executor, RowPartitions, check_progress, fold_chunks, map_chunks
 
+if TYPE_CHECKING:  # imported for the annotations only
+    from ..types import Samples
+    from ._executor import ChunkTask
+
 __all__ = ["DaskExecutor", "dask_available"]
 
 
-def dask_available():
+def dask_available() -> bool:
     """True when ``dask.distributed`` can be imported (the ``dask`` extra)."""
     import importlib.util
 
@@ -90,14 +96,15 @@ class DaskExecutor(Executor):
 
     name = "dask"
 
-    def __init__(self, client=None, address=None, n_partitions=None, progress=None):
+    def __init__(self, client: Any | None = None, address: str | None = None, n_partitions: int | None = None,
+                 progress: bool | None = None) -> None:
         self.client = client
         self.address = address
         self.n_partitions = n_partitions
         self.progress = progress
         self._own_client = None
 
-    def get_params(self, deep=True):
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
         return {"client": self.client, "address": self.address, "n_partitions": self.n_partitions,
                 "progress": self.progress}
 
@@ -118,7 +125,7 @@ class DaskExecutor(Executor):
         return state
 
     # ------------------------------------------------------------------ client
-    def get_client(self):
+    def get_client(self) -> Any:
         distributed = _require_distributed()
         if self.client is not None:
             return self.client
@@ -136,7 +143,7 @@ class DaskExecutor(Executor):
                 "for a cluster), or pass executor=DaskExecutor(address=...) or the Client itself"
             ) from None
 
-    def close(self):
+    def close(self) -> None:
         if self._own_client is not None:
             self._own_client.close()
             self._own_client = None
@@ -151,7 +158,8 @@ class DaskExecutor(Executor):
         return max(1, min(int(p), n))
 
     # ------------------------------------------------------------------ data
-    def partition(self, *collections, prepare=None):
+    def partition(self, *collections: Samples,
+                  prepare: Sequence[Callable[[Any], Any] | None] | None = None) -> RowPartitions:
         check_progress(self.progress)
         client = self.get_client()
         if not collections:
@@ -180,7 +188,7 @@ class DaskExecutor(Executor):
         return RowPartitions(n, bounds, blocks, self)
 
     # ------------------------------------------------------------------ passes
-    def map_reduce(self, parts, task, chunk_size):
+    def map_reduce(self, parts: RowPartitions, task: ChunkTask, chunk_size: int) -> Any:
         self._check_parts(parts)
         client = self.get_client()
         [task_f] = client.scatter([task], broadcast=True)
@@ -200,7 +208,8 @@ class DaskExecutor(Executor):
         del keep
         return task.finish(result)
 
-    def map_rows(self, parts, fn, chunk_size, keep=False, name="pass", out=None, which=0):
+    def map_rows(self, parts: RowPartitions, fn: Callable[..., Any], chunk_size: int, keep: bool = False,
+                 name: str = "pass", out: np.ndarray | None = None, which: int = 0) -> Any:
         self._check_parts(parts)
         client = self.get_client()
         [fn_f] = client.scatter([fn], broadcast=True)
@@ -216,7 +225,7 @@ class DaskExecutor(Executor):
             out[sl] = o.result()
         return out
 
-    def take_rows(self, parts, indices, which=0):
+    def take_rows(self, parts: RowPartitions, indices: ArrayLike, which: int = 0) -> Samples:
         self._check_parts(parts)
         client = self.get_client()
         idx = np.asarray(indices, dtype=np.intp)

@@ -1,10 +1,16 @@
 """Distinct samples of a partitioned collection (a chunked pass with an exact merge)."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
 from ..utils import concat_samples, take, unique_inverse
 from ._executor import ChunkTask
+
+if TYPE_CHECKING:  # imported for the annotations only
+    from ..types import Samples
+    from ._executor import Executor, RowPartitions
 
 __all__ = ["DistinctTask", "distinct_samples"]
 
@@ -19,19 +25,19 @@ class DistinctTask(ChunkTask):
 
     name = "distinct samples"
 
-    def __init__(self, which=0):
+    def __init__(self, which: int = 0) -> None:
         self.which = which
 
-    def start(self):
+    def start(self) -> Any:
         return None
 
-    def add(self, partial, rows, *chunks):
+    def add(self, partial: Any, rows: slice, *chunks: Any) -> Any:
         Y = chunks[self.which]
         first, _ = unique_inverse(Y)
         part = (first + rows.start, take(Y, first))
         return part if partial is None else self.merge(partial, part)
 
-    def merge(self, a, b):
+    def merge(self, a: Any, b: Any) -> Any:
         if a is None or b is None:
             return b if a is None else a
         rows = concat_samples([a[1], b[1]])
@@ -41,13 +47,14 @@ class DistinctTask(ChunkTask):
         np.minimum.at(best, inverse, first)
         return best, take(rows, u)
 
-    def finish(self, partial):
+    def finish(self, partial: Any) -> tuple[np.ndarray, Samples]:
         first, rows = partial
         order = np.argsort(first, kind="stable")
         return first[order], take(rows, order)
 
 
-def distinct_samples(executor, parts, which, chunk_size):
+def distinct_samples(executor: Executor, parts: RowPartitions, which: int,
+                     chunk_size: int) -> tuple[np.ndarray, Samples]:
     """``(first, samples)`` of collection ``which`` of ``parts``, in order of first occurrence."""
     if parts.n_partitions == 1 and isinstance(parts.blocks[0], tuple):
         Y = parts.blocks[0][which]  # one local partition: one vectorised pass

@@ -19,12 +19,16 @@ candidate index.  A fixed partitioning and order give bit-identical results.
 """
 from __future__ import annotations
 
-from typing import Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
 import numbers
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ..utils import concat_samples, iter_chunks, num_samples, take, take_slice
+
+if TYPE_CHECKING:  # imported for the annotations only
+    from ..types import RandomStateLike, Samples
 
 __all__ = ["ChunkTask", "RowPartitions", "Executor", "LocalExecutor", "ChunkError", "tree_reduce"]
 
@@ -44,11 +48,11 @@ class ChunkTask:
     #: short name used in progress bars and error messages
     name = "pass"
 
-    def start(self):
+    def start(self) -> Any:
         """An empty partial result."""
         raise NotImplementedError
 
-    def add(self, partial, rows, *chunks):
+    def add(self, partial: Any, rows: slice, *chunks: Any) -> Any:
         """Fold the chunk of global rows ``rows`` (a slice) into ``partial``; return it.
 
         ``chunks`` are the aligned pieces (e.g. inputs and outputs) of those rows, in the
@@ -57,11 +61,11 @@ class ChunkTask:
         """
         raise NotImplementedError
 
-    def merge(self, a, b):
+    def merge(self, a: Any, b: Any) -> Any:
         """Combine partial results of disjoint rows (may update ``a`` in place)."""
         raise NotImplementedError
 
-    def finish(self, partial):
+    def finish(self, partial: Any) -> Any:
         """The result of the pass from the merged partial result (default: itself)."""
         return partial
 
@@ -82,22 +86,22 @@ class RowPartitions:
         The executor that made them (and must run passes over them).
     """
 
-    def __init__(self, n, bounds, blocks, executor):
+    def __init__(self, n: int, bounds: ArrayLike, blocks: list[Any], executor: Executor) -> None:
         self.n = int(n)
         self.bounds = np.asarray(bounds, dtype=np.int64)
         self.blocks = blocks
         self.executor = executor
 
     @property
-    def n_partitions(self):
+    def n_partitions(self) -> int:
         return len(self.blocks)
 
-    def slices(self):
+    def slices(self) -> list[slice]:
         """Global row slice of every partition."""
         return [slice(int(a), int(b)) for a, b in zip(self.bounds[:-1], self.bounds[1:])]
 
 
-def tree_reduce(items, merge):
+def tree_reduce(items: Sequence[Any], merge: Callable[[Any, Any], Any]) -> Any:
     """Merge a list pairwise, in a fixed pattern (so that a fixed list order is reproducible)."""
     items = list(items)
     if not items:
@@ -202,9 +206,9 @@ class Executor:
 
     #: progress bars on passes: True / False, or None to follow ``$SPROKR_PROGRESS`` and
     #: whether standard error is a terminal (see :mod:`sprokr.progress`)
-    progress = None
+    progress: bool | None = None
 
-    def progress_bar(self, parts, name):
+    def progress_bar(self, parts: RowPartitions, name: str) -> Any:
         """A bar over the rows of one pass.  Automatic bars (``progress=None``) appear only
         once a pass has lasted half a second; ``progress=True`` shows every pass."""
         from ..progress import progress
@@ -212,19 +216,22 @@ class Executor:
         return progress(total=parts.n, desc=name, unit="rows", enabled=self.progress,
                         delay=0.0 if self.progress else 0.5, unit_scale=True)
 
-    def partition(self, *collections, prepare=None):  # pragma: no cover - abstract
+    def partition(self, *collections: Samples,  # pragma: no cover - abstract
+                  prepare: Sequence[Callable[[Any], Any] | None] | None = None) -> RowPartitions:
         raise NotImplementedError
 
-    def map_reduce(self, parts, task, chunk_size):  # pragma: no cover - abstract
+    def map_reduce(self, parts: RowPartitions, task: ChunkTask, chunk_size: int) -> Any:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def map_rows(self, parts, fn, chunk_size, keep=False, name="pass", out=None, which=0):  # pragma: no cover
+    def map_rows(self, parts: RowPartitions, fn: Callable[..., Any], chunk_size: int, keep: bool = False,
+                 name: str = "pass", out: np.ndarray | None = None, which: int = 0) -> Any:  # pragma: no cover
         raise NotImplementedError
 
-    def take_rows(self, parts, indices, which=0):  # pragma: no cover - abstract
+    def take_rows(self, parts: RowPartitions, indices: ArrayLike,
+                  which: int = 0) -> Samples:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def close(self):
+    def close(self) -> None:
         """Release resources this executor created (not those it was given)."""
 
     def _check_parts(self, parts):
@@ -272,13 +279,14 @@ class LocalExecutor(Executor):
     name = "local"
     in_process = True
 
-    def __init__(self, order="natural", n_partitions=1, random_state=None, progress=None):
+    def __init__(self, order: str = "natural", n_partitions: int = 1, random_state: RandomStateLike = None,
+                 progress: bool | None = None) -> None:
         self.order = order
         self.n_partitions = n_partitions
         self.random_state = random_state
         self.progress = progress
 
-    def get_params(self, deep=True):
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
         return {"order": self.order, "n_partitions": self.n_partitions, "random_state": self.random_state,
                 "progress": self.progress}
 
@@ -299,7 +307,8 @@ class LocalExecutor(Executor):
 
         return check_random_state(self.random_state) if self.order == "shuffled" else None
 
-    def partition(self, *collections, prepare=None):
+    def partition(self, *collections: Samples,
+                  prepare: Sequence[Callable[[Any], Any] | None] | None = None) -> RowPartitions:
         self._validate()
         n = _check_aligned(collections)
         prepared = _prepared(collections, prepare)
@@ -311,7 +320,7 @@ class LocalExecutor(Executor):
                   for a, b in zip(bounds[:-1], bounds[1:])]
         return RowPartitions(n, bounds, blocks, self)
 
-    def map_reduce(self, parts, task, chunk_size):
+    def map_reduce(self, parts: RowPartitions, task: ChunkTask, chunk_size: int) -> Any:
         self._check_parts(parts)
         rng = self._rng()
         order = None if rng is None else rng.permutation
@@ -322,7 +331,8 @@ class LocalExecutor(Executor):
             partials = [partials[i] for i in rng.permutation(len(partials))]
         return task.finish(tree_reduce(partials, task.merge))
 
-    def map_rows(self, parts, fn, chunk_size, keep=False, name="pass", out=None, which=0):
+    def map_rows(self, parts: RowPartitions, fn: Callable[..., Any], chunk_size: int, keep: bool = False,
+                 name: str = "pass", out: np.ndarray | None = None, which: int = 0) -> Any:
         self._check_parts(parts)
         with self.progress_bar(parts, name) as bar:
             outs = [map_chunks(fn, int(sl.start), block, chunk_size, name, None if out is None else out[sl],
@@ -334,7 +344,7 @@ class LocalExecutor(Executor):
             return RowPartitions(parts.n, parts.bounds, [(o,) for o in outs], self)
         return outs[0] if len(outs) == 1 else np.concatenate(outs, axis=0)
 
-    def take_rows(self, parts, indices, which=0):
+    def take_rows(self, parts: RowPartitions, indices: ArrayLike, which: int = 0) -> Samples:
         self._check_parts(parts)
         idx = np.asarray(indices, dtype=np.intp)
         if parts.n_partitions == 1:

@@ -19,17 +19,26 @@ merges their columns of ``W`` (exact, since ``k(., z_i) = k(., z_j)`` when ``z_i
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
+from numpy.typing import DTypeLike
 import scipy.sparse as sp
 
 from ..utils import num_samples, take, unique_inverse
 from ._linalg import matmul, psd_eigh
 from ._products import check_gram_block
 
+if TYPE_CHECKING:  # imported for the annotations only
+    from typing import Self
+    from ..kernels.base import Kernel
+    from ..sketches.base import SketchMatrix
+    from ..types import Samples
+
 __all__ = ["SketchedFeatures", "KernelRows", "default_chunk_size"]
 
 
-def default_chunk_size(width, dtype, budget_mb=64):
+def default_chunk_size(width: int, dtype: DTypeLike, budget_mb: float = 64) -> int:
     """Rows per chunk so that a (chunk x width) block fits in ``budget_mb``."""
     return int(max(128, min(8192, budget_mb * 2**20 // (max(width, 1) * np.dtype(dtype).itemsize))))
 
@@ -37,10 +46,10 @@ def default_chunk_size(width, dtype, budget_mb=64):
 class KernelRows:
     """``Zq -> k(Zq, Z)`` as an array of ``dtype``: the rows of a Gram block, for a chunked pass."""
 
-    def __init__(self, kernel, Z, dtype=np.float64):
+    def __init__(self, kernel: Kernel, Z: Any, dtype: DTypeLike = np.float64) -> None:
         self.kernel, self.Z, self.dtype = kernel, Z, np.dtype(dtype)
 
-    def __call__(self, Zq):
+    def __call__(self, Zq: Any) -> np.ndarray:
         return np.asarray(check_gram_block(self.kernel.pairwise(Zq, self.Z), (num_samples(Zq), num_samples(self.Z)),
                                            f"kernel {type(self.kernel).__name__}"), dtype=self.dtype)
 
@@ -63,7 +72,12 @@ class SketchedFeatures:
     eigenvalues_ : ndarray of shape (r,) or None
     """
 
-    def __init__(self, kernel, R, support, dtype, rcond):
+    #: attribute types for the type checker (set in __init__ / fit)
+    basis_: Any  # None before fit_basis
+    eigenvalues_: Any
+    _map: Any
+
+    def __init__(self, kernel: Kernel, R: SketchMatrix, support: Any, dtype: DTypeLike, rcond: float) -> None:
         if num_samples(support) != R.indices.size:
             raise ValueError(f"{num_samples(support)} support samples for a sketch with "
                              f"{R.indices.size} non-null columns")
@@ -76,7 +90,8 @@ class SketchedFeatures:
         self.eigenvalues_ = None
 
     @classmethod
-    def from_support(cls, kernel, R, raw_support, dtype, rcond, merge_duplicates=True, prepared=None):
+    def from_support(cls, kernel: Kernel, R: SketchMatrix, raw_support: Samples, dtype: DTypeLike, rcond: float,
+                     merge_duplicates: bool = True, prepared: Any | None = None) -> tuple[Self, np.ndarray]:
         """Features from RAW support OUTPUTS ``Z[R.indices]`` (``kernel.prepare_outputs``),
         equal samples merged.
 
@@ -100,28 +115,28 @@ class SketchedFeatures:
         return cls(kernel, R, support, dtype, rcond), keep
 
     @property
-    def m(self):
+    def m(self) -> int:
         return self.R.m
 
     @property
-    def rank(self):
+    def rank(self) -> int:
         return self.basis_.shape[1]
 
-    def kernel_block(self, Zq):
+    def kernel_block(self, Zq: Any) -> np.ndarray:
         """``k(Zq, Z_S)`` of shape (len(Zq), m'), checked for shape and finiteness."""
         KS = check_gram_block(self.kernel.pairwise(Zq, self.Z_sel), (num_samples(Zq), self.R.indices.size),
                               f"kernel {type(self.kernel).__name__}")
         return np.asarray(KS, dtype=self.dtype)
 
-    def block(self, Zq):
+    def block(self, Zq: Any) -> np.ndarray:
         """``k(Zq, Z) R^T`` of shape (len(Zq), m)."""
         return self.R.apply_right(self.kernel_block(Zq), overwrite=True)
 
-    def support_rows(self):
+    def support_rows(self) -> np.ndarray:
         """``(K R^T)[indices]`` (m' x m): the rows of ``K R^T`` at the support points."""
         return self.block(self.Z_sel)
 
-    def fit_basis(self, rows=None):
+    def fit_basis(self, rows: np.ndarray | None = None) -> Self:
         """Eigen-basis ``U D^-1/2`` of ``K~ = R K R^T`` (from :meth:`support_rows`)."""
         rows = self.support_rows() if rows is None else rows
         Kt = self.R.sandwich_from_rows(np.asarray(rows, dtype=np.float64))
@@ -132,7 +147,7 @@ class SketchedFeatures:
         self._map = np.ascontiguousarray(self.R.apply_left_transpose(U / np.sqrt(d)), dtype=self.dtype)
         return self
 
-    def transform(self, Zq, dedupe=True):
+    def transform(self, Zq: Any, dedupe: bool = True) -> np.ndarray:
         """Sketched feature map of prepared samples, shape (len(Zq), rank).
 
         ``dedupe``: for array samples with many repeated rows (label sets), the kernel

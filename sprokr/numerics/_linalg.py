@@ -17,6 +17,8 @@ One place for the numerics the papers share:
 """
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 import scipy.linalg as sla
 from scipy.linalg import get_blas_funcs, lapack
@@ -39,7 +41,7 @@ def _as_blas_operand(X):
     return np.asfortranarray(X), 0
 
 
-def matmul(A, B):
+def matmul(A: np.ndarray, B: np.ndarray) -> np.ndarray:
     """``A @ B`` (C-ordered) through scipy's BLAS, for the large products of the solvers.
 
     numpy and scipy each bundle their own OpenBLAS with its own thread pool, and an
@@ -61,7 +63,7 @@ def matmul(A, B):
     return gemm(1.0, a, b, trans_a=ta, trans_b=tb).T
 
 
-def psd_eigh(K, rcond=DEFAULT_RCOND, lower_only=False):
+def psd_eigh(K: np.ndarray, rcond: float = DEFAULT_RCOND, lower_only: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Eigenpairs ``(U, d)`` of a symmetric PSD matrix, keeping ``d > rcond * max(d)``.
 
     Parameters
@@ -93,7 +95,7 @@ def psd_eigh(K, rcond=DEFAULT_RCOND, lower_only=False):
     return np.ascontiguousarray(U[:, keep]), d[keep]
 
 
-def cholesky_factor_inplace(A):
+def cholesky_factor_inplace(A: np.ndarray) -> np.ndarray:
     """Lower Cholesky factor of a symmetric positive definite ``A``, computed in place.
 
     LAPACK ``potrf`` in ``A``'s precision (float32 or float64) on its lower triangle in
@@ -109,7 +111,7 @@ def cholesky_factor_inplace(A):
     return L
 
 
-def cholesky_factor_solve(L, B):
+def cholesky_factor_solve(L: np.ndarray, B: np.ndarray) -> np.ndarray:
     """``(L L^T)^-1 B`` for a lower factor from :func:`cholesky_factor_inplace`."""
     X, info = lapack.get_lapack_funcs("potrs", (L,))(L, B, lower=1)
     if info != 0:  # pragma: no cover - only for malformed arguments
@@ -117,7 +119,7 @@ def cholesky_factor_solve(L, B):
     return X
 
 
-def sym_norm1(G, lower_only=False):
+def sym_norm1(G: np.ndarray, lower_only: bool = False) -> float:
     """1-norm (max column sum of ``|G|``) of a symmetric matrix, from its lower triangle
     when ``lower_only`` (O(m^2), no copy of the triangle's complement is trusted)."""
     G = np.asarray(G)
@@ -127,7 +129,7 @@ def sym_norm1(G, lower_only=False):
     return float((L.sum(axis=0) + L.sum(axis=1) - np.diag(L)).max(initial=0.0))
 
 
-def cholesky_rcond(L, anorm):
+def cholesky_rcond(L: np.ndarray, anorm: float) -> float:
     """Estimate of ``1 / (|G|_1 |G^-1|_1)`` from the lower Cholesky factor ``L`` of ``G``.
 
     LAPACK ``pocon`` (Higham's 1-norm estimator, O(m^2), usually within a factor 3 of the
@@ -142,7 +144,7 @@ def cholesky_rcond(L, anorm):
     return float(rc)
 
 
-def cholesky_solve(G, B, overwrite=False):
+def cholesky_solve(G: np.ndarray, B: np.ndarray, overwrite: bool = False) -> np.ndarray:
     """``G^-1 B`` by Cholesky, reading the lower triangle of ``G`` only.
 
     Nothing is added to ``G`` (no regularising shift).  ``overwrite=True`` lets a
@@ -155,7 +157,8 @@ def cholesky_solve(G, B, overwrite=False):
     return cholesky_factor_solve(cholesky_factor_inplace(Gs), B)
 
 
-def cholesky_solver(G, rcond=DEFAULT_RCOND, lower_only=False):
+def cholesky_solver(G: np.ndarray, rcond: float = DEFAULT_RCOND,
+                    lower_only: bool = False) -> Callable[[np.ndarray], np.ndarray]:
     """Return a function ``B -> G^+ B`` for a PSD ``G``.
 
     Cholesky of ``G`` as it is (no shift); if ``G`` is numerically indefinite, the
@@ -172,7 +175,8 @@ def cholesky_solver(G, rcond=DEFAULT_RCOND, lower_only=False):
     return lambda B: cholesky_factor_solve(L, B)
 
 
-def psd_solve(G, B, rcond=DEFAULT_RCOND, method="cholesky", lower_only=False):
+def psd_solve(G: np.ndarray, B: np.ndarray, rcond: float = DEFAULT_RCOND, method: str = "cholesky",
+              lower_only: bool = False) -> np.ndarray:
     """``G^+ B`` for symmetric PSD ``G`` of shape (m, m) and ``B`` of shape (m, k).
 
     ``method="cholesky"`` (default) uses :func:`cholesky_solver`; ``method="eigh"`` uses the

@@ -39,6 +39,7 @@ returned objective to the optimum: ``converged`` means it is below ``tol`` (rela
 from __future__ import annotations
 
 import warnings
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 import scipy.linalg as sla
@@ -48,10 +49,14 @@ from ..progress import log_message
 from ..utils import iter_chunks
 from ._linalg import cholesky_factor_inplace, cholesky_factor_solve
 
+if TYPE_CHECKING:  # imported for the annotations only
+    from ..losses import Loss
+
 __all__ = ["ridge_by_eigengroups", "adam_solve", "lbfgs_solve", "duality_gap", "refine_dual", "SolverResult"]
 
 
-def ridge_by_eigengroups(G, H, n, lam, V, e, overwrite_g=False):
+def ridge_by_eigengroups(G: np.ndarray, H: np.ndarray, n: int, lam: float, V: np.ndarray, e: np.ndarray,
+                         overwrite_g: bool = False) -> np.ndarray:
     """Output coefficients (E2): ``C`` of shape (r, d) with predictions ``Z C``.
 
     Parameters
@@ -68,7 +73,7 @@ def ridge_by_eigengroups(G, H, n, lam, V, e, overwrite_g=False):
     # the solve runs in G's precision (float32 halves the exact machine's n^3/3 Cholesky)
     Ht = (np.asarray(H, dtype=np.float64) @ V).astype(G.dtype)  # outputs in M's eigenbasis
     Ct = np.zeros_like(Ht)
-    groups = {}
+    groups: dict[Any, Any] = {}
     for j, ej in enumerate(e):  # equal eigenvalues share one Cholesky factorisation
         if ej > 0:
             key = next((k for k in groups if abs(k - ej) <= 1e-12 * max(k, ej)), ej)
@@ -101,7 +106,8 @@ class SolverResult:
     iterations), ``objective`` (history), ``gap`` (relative duality gap, None when the loss
     has no conjugate)."""
 
-    def __init__(self, coef, converged, n_epochs, objective, gap=None):
+    def __init__(self, coef: np.ndarray, converged: bool, n_epochs: int, objective: Sequence[float],
+                 gap: float | None = None) -> None:
         self.coef = coef
         self.converged = converged
         self.n_epochs = n_epochs
@@ -141,7 +147,8 @@ def _zt(Z, G, chunk=65536):
     return out
 
 
-def duality_gap(Z, Y, loss, lam, S, Omega, A=None):
+def duality_gap(Z: np.ndarray, Y: np.ndarray, loss: Loss, lam: float, S: np.ndarray, Omega: np.ndarray,
+                A: np.ndarray | None = None) -> tuple[float, float | None, float | None]:
     """``(P(Omega), D(A), gap)`` of (E1); ``A`` defaults to the loss gradient at ``Omega``.
 
     Returns None for the dual when the loss has no conjugate (or ``A`` leaves its domain).
@@ -223,7 +230,9 @@ def _preconditioner(G, c, lam):
         return np.diag(np.sqrt(np.maximum(np.diag(A), lam)))
 
 
-def lbfgs_solve(Z, Y, loss, lam, V, e, coef0=None, tol=1e-4, max_iter=3000, verbose=False):
+def lbfgs_solve(Z: np.ndarray, Y: np.ndarray, loss: Loss, lam: float, V: np.ndarray, e: np.ndarray,
+                coef0: np.ndarray | None = None, tol: float = 1e-4, max_iter: int = 3000,
+                verbose: bool = False) -> SolverResult:
     """Minimise (E1) by full-batch L-BFGS, stopped on a certified duality gap.
 
     Smooth losses (``loss.smooth``) are minimised directly.  Non-smooth ones with a Moreau
@@ -293,11 +302,11 @@ def lbfgs_solve(Z, Y, loss, lam, V, e, coef0=None, tol=1e-4, max_iter=3000, verb
         used += int(res.nit)
         Omega = sla.solve_triangular(L, res.x.reshape(r, d), lower=True, trans="T", check_finite=False)
         if has_conj:
-            A = None if mu is None else f_loss.gradient(_predict(Z, Omega @ S), Y)
+            A = None if mu is None else f_loss.gradient(_predict(Z, Omega @ S), Y)  # type: ignore[union-attr]
             primal, dual, gap_abs = duality_gap(Z, Y, loss, lam, S, Omega, A)
             if mu is not None and gap_abs is not None and gap_abs > tol * abs(primal):
                 # the points at the kinks get the sub-gradients that certify Omega best
-                gap_abs = min(gap_abs, duality_gap(Z, Y, loss, lam, S, Omega, refine_dual(Z, Y, loss, lam, S, Omega, A))[2])
+                gap_abs = min(gap_abs, duality_gap(Z, Y, loss, lam, S, Omega, refine_dual(Z, Y, loss, lam, S, Omega, A))[2])  # type: ignore[type-var]
             gap = None if gap_abs is None else gap_abs / max(abs(primal), 1e-300)
             if gap is not None and gap < best[0]:
                 best = (gap, Omega)
@@ -344,8 +353,10 @@ def _objective(Z, Y, Omega, S, loss, lam, chunk=4096):
     return total / n + 0.5 * lam * float(np.sum(Omega * Omega))
 
 
-def adam_solve(Z, Y, loss, lam, V, e, coef0=None, learning_rate=1e-2, batch_size=256,
-               max_epochs=100, tol=1e-4, n_iter_no_change=5, rng=None, verbose=False):
+def adam_solve(Z: np.ndarray, Y: np.ndarray, loss: Loss, lam: float, V: np.ndarray, e: np.ndarray,
+               coef0: np.ndarray | None = None, learning_rate: float = 1e-2, batch_size: int = 256,
+               max_epochs: int = 100, tol: float = 1e-4, n_iter_no_change: int = 5,
+               rng: np.random.Generator | None = None, verbose: bool = False) -> SolverResult:
     """Minimise (E1) with Adam on mini-batch sub-gradients.
 
     Parameters
@@ -389,7 +400,7 @@ def adam_solve(Z, Y, loss, lam, V, e, coef0=None, learning_rate=1e-2, batch_size
     history = [best]
     stall, t, converged, epoch = 0, 0, False, 0
     for epoch in range(1, max_epochs + 1):
-        order = rng.permutation(n)
+        order = rng.permutation(n)  # type: ignore[union-attr]  # given by the callers
         for start in range(0, n, batch):
             idx = np.sort(order[start:start + batch])  # sorted: contiguous-ish row gathers
             Zb = Z[idx]

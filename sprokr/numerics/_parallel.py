@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable
 
 import numpy as np
 
@@ -31,7 +32,7 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_pool)
 
 
-def n_workers():
+def n_workers() -> int:
     """Threads used for row-block passes: the usable cores, at most 4."""
     try:
         cores = len(os.sched_getaffinity(0))
@@ -40,7 +41,7 @@ def n_workers():
     return max(1, min(cores, 4))
 
 
-def for_row_blocks(fn, n_rows, size=None):
+def for_row_blocks(fn: Callable[[slice], Any], n_rows: int, size: int | None = None) -> None:
     """Call ``fn(slice)`` on contiguous row blocks covering ``range(n_rows)``, in parallel.
 
     ``fn`` must only touch the rows of its slice (blocks run concurrently).  ``size`` is

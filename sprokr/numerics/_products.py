@@ -9,15 +9,21 @@ sum), and removing the common offset of the row keeps the float32 product accura
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
+from numpy.typing import DTypeLike
 
 from ..utils import num_samples
 from ._linalg import matmul
 
+if TYPE_CHECKING:  # imported for the annotations only
+    from ..kernels.base import Kernel
+
 __all__ = ["KernelExpansion", "candidate_offsets", "check_gram_block", "check_kernel_sample"]
 
 
-def check_gram_block(K, shape, what="kernel"):
+def check_gram_block(K: Any, shape: tuple[int, int], what: str = "kernel") -> np.ndarray:
     """A Gram block as an ndarray, checked for shape and finiteness (clear errors)."""
     K = np.asarray(K)
     if K.shape != tuple(shape):
@@ -30,7 +36,7 @@ def check_gram_block(K, shape, what="kernel"):
     return K
 
 
-def check_kernel_sample(kernel, sample, what="kernel"):
+def check_kernel_sample(kernel: Kernel, sample: Any, what: str = "kernel") -> None:
     """Check a kernel on a few prepared samples: finite, symmetric, positive semi-definite.
 
     A cheap guard (at most 64 samples) run by the models before training, so that a
@@ -67,7 +73,10 @@ class KernelExpansion:
         Precision of the kernel block and of the product (float32: centred, see module).
     """
 
-    def __init__(self, kernel, support, coef, dtype=np.float64):
+    #: attribute types for the type checker (set in __init__ / fit)
+    _coef32: Any  # None in float64
+
+    def __init__(self, kernel: Kernel, support: Any, coef: np.ndarray, dtype: DTypeLike = np.float64) -> None:
         self.kernel, self.support = kernel, support
         self.coef = np.asarray(coef, dtype=np.float64)
         self.dtype = np.dtype(dtype)
@@ -75,10 +84,10 @@ class KernelExpansion:
         self._coef_sum = self.coef.sum(axis=0)
 
     @property
-    def n_outputs(self):
+    def n_outputs(self) -> int:
         return self.coef.shape[1]
 
-    def __call__(self, Xq):
+    def __call__(self, Xq: Any) -> np.ndarray:
         """``k(Xq, support) coef`` as float64, shape (len(Xq), p)."""
         m = self.coef.shape[0]
         Kq = check_gram_block(self.kernel.pairwise(Xq, self.support), (num_samples(Xq), m), "input kernel")
@@ -90,7 +99,7 @@ class KernelExpansion:
         return matmul(np.asarray(Kq, dtype=np.float64), self.coef)
 
 
-def candidate_offsets(kernel, Cp):
+def candidate_offsets(kernel: Kernel, Cp: Any) -> np.ndarray | None:
     """``-k(c, c)/2`` for prepared candidates (float64), or None for a normalised kernel."""
     if kernel.normalized:
         return None

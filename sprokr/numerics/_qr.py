@@ -24,8 +24,13 @@ and the solve uses the semi-normal equations with ``R_A`` (see
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 from scipy.linalg import lapack
+
+if TYPE_CHECKING:  # imported for the annotations only
+    from typing import Self
 
 __all__ = ["TallSkinnyQR", "stacked_qr", "stacked_qr_apply_t"]
 
@@ -33,7 +38,7 @@ __all__ = ["TallSkinnyQR", "stacked_qr", "stacked_qr_apply_t"]
 _NB = 64
 
 
-def stacked_qr(top, bottom, l):
+def stacked_qr(top: np.ndarray, bottom: np.ndarray, l: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """QR of ``[top; bottom]`` with ``top`` (k x k) upper triangular; returns (R, V, T).
 
     ``l`` is the number of rows of ``bottom`` that are upper trapezoidal (0: ``bottom`` is
@@ -47,7 +52,7 @@ def stacked_qr(top, bottom, l):
     return R, V, T
 
 
-def stacked_qr_apply_t(l, V, T, top, bottom):
+def stacked_qr_apply_t(l: int, V: np.ndarray, T: np.ndarray, top: np.ndarray, bottom: np.ndarray) -> np.ndarray:
     """Apply ``Q^T`` of :func:`stacked_qr` to ``[top; bottom]`` (overwritten); returns ``top``."""
     if top.shape[1] == 0:
         return top
@@ -82,14 +87,18 @@ class TallSkinnyQR:
         ``A^T`` (identity targets).
     """
 
-    def __init__(self, m, width, identity_targets=False):
+    #: attribute types for the type checker (set in __init__ / fit)
+    QtT: Any  # None with identity targets
+    AtT: Any  # None without
+
+    def __init__(self, m: int, width: int, identity_targets: bool = False) -> None:
         self.m, self.width = int(m), int(width)
         self.identity_targets = bool(identity_targets)
         self.R = np.zeros((self.m, self.m), order="F")
         self.QtT = None if identity_targets else np.zeros((self.m, self.width), order="F")
         self.AtT = np.zeros((self.m, self.width)) if identity_targets else None
 
-    def add(self, rows, A, T=None):
+    def add(self, rows: slice, A: np.ndarray, T: np.ndarray | None = None) -> Self:
         """Fold the rows ``rows`` (a slice of global row numbers) of ``A`` and ``T`` in."""
         A = np.asarray(A)
         if A.ndim != 2 or A.shape[1] != self.m:
@@ -109,7 +118,7 @@ class TallSkinnyQR:
             self.QtT = stacked_qr_apply_t(0, V, Tq, self.QtT, Tc)
         return self
 
-    def merge(self, other):
+    def merge(self, other: TallSkinnyQR) -> Self:
         """Fold in the factor of ``other`` (disjoint rows, same shape); returns self."""
         if (other.m, other.width, other.identity_targets) != (self.m, self.width, self.identity_targets):
             raise ValueError("cannot merge QR accumulators of different shapes")

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import logging
 import time
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
+from numpy.typing import ArrayLike, DTypeLike
 import scipy.linalg as sla
 from scipy.linalg import lapack
 
@@ -30,6 +32,11 @@ from ._linalg import (
 )
 from ._qr import TallSkinnyQR, stacked_qr_apply_t, stacked_qr
 from ..utils import take
+
+if TYPE_CHECKING:  # imported for the annotations only
+    from ..kernels.base import Kernel
+    from ..sketches.base import SketchMatrix
+    from ._executor import Executor, RowPartitions
 
 __all__ = ["WORK_DTYPE", "exact_ridge_factor", "sketched_ridge", "CrossProductTask", "QRTask", "RidgeSolution",
            "stable_ridge_solve", "normal_equations_error", "pivot_tolerance", "NORMAL_EQUATIONS_TOL", "SOLVERS"]
@@ -48,7 +55,8 @@ WORK_DTYPE = np.dtype(np.float64)
 _SHIFT_ROWS = 256
 
 
-def exact_ridge_factor(kernel, parts, Xp, lam, chunk, executor):
+def exact_ridge_factor(kernel: Kernel, parts: RowPartitions, Xp: Any, lam: float, chunk: int,
+                       executor: Executor) -> tuple[np.ndarray, bool]:
     """Cholesky factor of ``K + n lam I`` (n x n), for ``scipy.linalg.cho_solve``.
 
     ``parts``: row partitions of the prepared inputs (the Gram rows are computed by the
@@ -82,21 +90,27 @@ class CrossProductTask(ChunkTask):
     by addition too.
     """
 
+    #: attribute types for the type checker (set in __init__ / fit)
+    targets: Any  # None with identity targets
+    gather: Any
+
     name = "kernel cross products"
 
-    def __init__(self, features, targets, width, c, d, identity_targets, gather=None, which=1):
+    def __init__(self, features: SketchedFeatures, targets: Callable[[Any], np.ndarray] | None, width: int,
+                 c: np.ndarray, d: np.ndarray | None, identity_targets: bool, gather: ArrayLike | None = None,
+                 which: int = 1) -> None:
         self.features, self.targets, self.width = features, targets, width
         self.c, self.d, self.identity_targets = c, d, identity_targets
         self.gather = None if gather is None else np.asarray(gather, dtype=np.int64)
         self.which = which
 
-    def start(self):
+    def start(self) -> Any:
         acc = ShiftedCrossProducts(self.features.m, self.width, self.features.dtype, self.c, self.d,
                                    self.identity_targets)
         rows = None if self.gather is None else np.zeros((self.gather.size, self.features.m), self.features.dtype)
         return acc, rows
 
-    def add(self, partial, rows, *chunks):
+    def add(self, partial: Any, rows: slice, *chunks: Any) -> Any:
         acc, got = partial
         A = self.features.block(chunks[0])
         if got is not None:  # before A is centred in place
@@ -106,7 +120,7 @@ class CrossProductTask(ChunkTask):
         acc.add(rows, A, T, overwrite=True)
         return acc, got
 
-    def merge(self, a, b):
+    def merge(self, a: Any, b: Any) -> Any:
         return a[0].merge(b[0]), None if a[1] is None else np.add(a[1], b[1], out=a[1])
 
 
@@ -118,20 +132,25 @@ class QRTask(ChunkTask):
     the two triangles (:class:`sprokr.numerics.TallSkinnyQR`).  All in float64.
     """
 
+    #: attribute types for the type checker (set in __init__ / fit)
+    targets: Any  # None with identity targets
+    gather: Any
+
     name = "kernel QR"
 
-    def __init__(self, features, targets, width, identity_targets, gather=None, which=1):
+    def __init__(self, features: SketchedFeatures, targets: Callable[[Any], np.ndarray] | None, width: int,
+                 identity_targets: bool, gather: ArrayLike | None = None, which: int = 1) -> None:
         self.features, self.targets, self.width = features, targets, width
         self.identity_targets = identity_targets
         self.gather = None if gather is None else np.asarray(gather, dtype=np.int64)
         self.which = which
 
-    def start(self):
+    def start(self) -> Any:
         acc = TallSkinnyQR(self.features.m, self.width, self.identity_targets)
         rows = None if self.gather is None else np.zeros((self.gather.size, self.features.m))
         return acc, rows
 
-    def add(self, partial, rows, *chunks):
+    def add(self, partial: Any, rows: slice, *chunks: Any) -> Any:
         acc, got = partial
         A = self.features.block(chunks[0])
         if not np.isfinite(A).all():
@@ -143,7 +162,7 @@ class QRTask(ChunkTask):
         acc.add(rows, A, T)
         return acc, got
 
-    def merge(self, a, b):
+    def merge(self, a: Any, b: Any) -> Any:
         return a[0].merge(b[0]), None if a[1] is None else np.add(a[1], b[1], out=a[1])
 
 
@@ -165,7 +184,8 @@ class RidgeSolution:
         Numerical rank of ``R K R^T`` found by the stable route (None otherwise).
     """
 
-    def __init__(self, coef, support, features, times, method, error_estimate=None, rank=None):
+    def __init__(self, coef: np.ndarray, support: Any, features: Any, times: dict[str, float], method: str,
+                 error_estimate: float | None = None, rank: int | None = None) -> None:
         self.coef, self.support, self.features, self.times = coef, support, features, times
         self.method, self.error_estimate, self.rank = method, error_estimate, rank
 
@@ -177,7 +197,7 @@ NORMAL_EQUATIONS_TOL = 1e-6
 SOLVERS = ("auto", "cholesky", "qr", "eigh")
 
 
-def normal_equations_error(acc, G_norm, rc):
+def normal_equations_error(acc: ShiftedCrossProducts, G_norm: float, rc: float) -> float:
     """Error estimate of a Cholesky solve of the normal equations ``G gamma = A^T T``.
 
     ``eps_w |A_c|_F^2 + eps_64 |G|_1`` estimates the rounding error of the formed ``G``
@@ -194,7 +214,7 @@ def normal_equations_error(acc, G_norm, rc):
     return err / (rc * G_norm)
 
 
-def pivot_tolerance(Kt, rcond):
+def pivot_tolerance(Kt: np.ndarray, rcond: float | None) -> float:
     """Absolute pivot tolerance of the pivoted Cholesky of ``K~ = R K R^T`` (m x m).
 
     ``rcond=None``: LAPACK's default, ``m eps max(diag K~)`` -- the rounding level of
@@ -205,7 +225,8 @@ def pivot_tolerance(Kt, rcond):
     return rel * dmax
 
 
-def stable_ridge_solve(RA, rhs, Kt, nlam, rcond=None, semi_normal=False):
+def stable_ridge_solve(RA: np.ndarray, rhs: np.ndarray, Kt: np.ndarray, nlam: float, rcond: float | None = None,
+                       semi_normal: bool = False) -> tuple[np.ndarray, int]:
     """``gamma`` minimising ``|A gamma - T|^2 + nlam gamma^T K~ gamma``, never forming ``A^T A``.
 
     Parameters
@@ -265,8 +286,10 @@ def stable_ridge_solve(RA, rhs, Kt, nlam, rcond=None, semi_normal=False):
     return gamma, int(r)
 
 
-def sketched_ridge(kernel, R, support, parts, lam, targets, width, rcond, chunk, executor,
-                   solver="cholesky", dtype=WORK_DTYPE, ref_targets=None, which=1):
+def sketched_ridge(kernel: Kernel, R: SketchMatrix, support: Any, parts: RowPartitions, lam: float,
+                   targets: Callable[[Any], np.ndarray] | None, width: int, rcond: float | None, chunk: int,
+                   executor: Executor, solver: str = "cholesky", dtype: DTypeLike = WORK_DTYPE,
+                   ref_targets: np.ndarray | None = None, which: int = 1) -> RidgeSolution:
     """Coefficients ``W^T gamma`` on the support points of the sketched ridge.
 
     ``gamma`` minimises ``|A gamma - T|^2 + n lam gamma^T K~ gamma`` with ``A = K R^T``,
@@ -330,7 +353,7 @@ def sketched_ridge(kernel, R, support, parts, lam, targets, width, rcond, chunk,
         d = None
         if not identity and ref_targets is not None:
             d = np.asarray(ref_targets, dtype=np.float64)[ref].mean(axis=0)
-        task = CrossProductTask(feats, targets, width, c, d, identity, gather=R.indices, which=which)
+        task: ChunkTask = CrossProductTask(feats, targets, width, c, d, identity, gather=R.indices, which=which)
         t1 = time.perf_counter()
         acc, A_sel = executor.map_reduce(parts, task, chunk)
         t2 = time.perf_counter()

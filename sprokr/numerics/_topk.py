@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections import namedtuple
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ._executor import ChunkTask
 from ._linalg import matmul
@@ -28,7 +29,7 @@ DEFAULT_MAX_MEMORY_MB = 256
 _EMPTY = np.iinfo(np.int64).max  # sorts after every real index
 
 
-def topk_rows(S, k):
+def topk_rows(S: np.ndarray, k: int) -> np.ndarray:
     """Column indices of the k largest entries of each row of S (unordered, ties arbitrary)."""
     if k >= S.shape[1]:
         return np.broadcast_to(np.arange(S.shape[1]), S.shape).copy()
@@ -44,12 +45,13 @@ def _rank(idx, scores, k):
     return np.take_along_axis(idx, order, axis=1), np.take_along_axis(scores, order, axis=1)
 
 
-def merge_topk(a, b, k):
+def merge_topk(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray],
+               k: int) -> tuple[np.ndarray, np.ndarray]:
     """Merge two top-k lists ``(indices, scores)`` of disjoint candidates (exact, any order)."""
     return _rank(np.concatenate([a[0], b[0]], axis=1), np.concatenate([a[1], b[1]], axis=1), k)
 
 
-def select_topk(S, k, offset=0):
+def select_topk(S: np.ndarray, k: int, offset: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """Top-k of each row of a score block, best first, ties by the smaller column.
 
     Returns ``(indices + offset, scores)`` of shape (n_rows, min(k, n_cols)).
@@ -120,7 +122,7 @@ def _survivors(S, thr):
     return np.concatenate(rs), np.concatenate(cs), np.concatenate(vs)
 
 
-def score_block_size(n_queries, k, itemsize, max_memory_mb):
+def score_block_size(n_queries: int, k: int, itemsize: int, max_memory_mb: float) -> int:
     """Candidates per score block so that one (n_queries x block) block fits the budget."""
     return max(int(k), 64, int(max_memory_mb * 2**20 / (itemsize * max(n_queries, 1))))
 
@@ -135,22 +137,24 @@ class TopKTask(ChunkTask):
 
     name = "top-k search"
 
-    def __init__(self, H, k):
+    def __init__(self, H: np.ndarray, k: int) -> None:
         self.H = np.asarray(H)
         self.k = int(k)
 
-    def start(self):
+    def start(self) -> tuple[np.ndarray, np.ndarray]:
         nq = self.H.shape[0]
         return np.full((nq, self.k), -1, dtype=np.int64), np.full((nq, self.k), -np.inf)
 
-    def add(self, state, rows, E, offsets=None):
+    def add(self, state: tuple[np.ndarray, np.ndarray], rows: slice, E: np.ndarray,
+            offsets: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         H = self.H.astype(E.dtype, copy=False) if E.dtype in (np.float32, np.float64) else self.H
         S = matmul(H, np.asarray(E).T)
         if offsets is not None:
             S += np.asarray(offsets, dtype=S.dtype)[None, :]
         return self.fold_scores(state, S, rows.start)
 
-    def fold_scores(self, state, S, offset):
+    def fold_scores(self, state: tuple[np.ndarray, np.ndarray], S: np.ndarray,
+                    offset: int) -> tuple[np.ndarray, np.ndarray]:
         """Fold a score block ``S`` (n_queries, c) of candidates ``offset .. offset + c``.
 
         The rows are split over the row-block threads (the selection is memory-bound and
@@ -201,14 +205,16 @@ class TopKTask(ChunkTask):
             thr = sc[:, k - 1]
         return idx, sc
 
-    def merge(self, a, b):
+    def merge(self, a: tuple[np.ndarray, np.ndarray],
+              b: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
         return merge_topk(a, b, self.k)
 
-    def finish(self, state):
+    def finish(self, state: tuple[np.ndarray, np.ndarray]) -> Decoded:
         return Decoded(*state)
 
 
-def topk_search(H, E, k=1, offsets=None, max_memory_mb=DEFAULT_MAX_MEMORY_MB):
+def topk_search(H: np.ndarray, E: np.ndarray, k: int = 1, offsets: np.ndarray | None = None,
+                max_memory_mb: float = DEFAULT_MAX_MEMORY_MB) -> Decoded:
     """Top-k of ``H E^T + offsets`` per row, chunked over the candidates (in this process).
 
     Parameters
@@ -239,7 +245,8 @@ def topk_search(H, E, k=1, offsets=None, max_memory_mb=DEFAULT_MAX_MEMORY_MB):
     return ex.map_reduce(parts, TopKTask(H, k), score_block_size(nq, k, itemsize, max_memory_mb))
 
 
-def grouped_topk_search(H, E, group_sizes, k=1, offsets=None):
+def grouped_topk_search(H: np.ndarray, E: np.ndarray, group_sizes: ArrayLike, k: int = 1,
+                        offsets: np.ndarray | None = None) -> Decoded:
     """Top-k for queries that each have their own candidate set.
 
     Query ``q`` is scored against rows ``E[starts[q]:starts[q] + group_sizes[q]]``, where the

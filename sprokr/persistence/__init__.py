@@ -38,6 +38,7 @@ streamed ``.npy`` entries), ``_encode`` (the generic object walk of :func:`save`
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Mapping
 
 from ._container import open_verified, write_model
 from ._decode import Reader, warn_versions
@@ -46,6 +47,9 @@ from ._spec import (
     FORMAT_NAME, FORMAT_VERSION, MIN_FORMAT_VERSION, MissingPluginError, ModelFormatError,
     UnsavableObjectError, allow_class, check_metadata, library_versions, qualname,
 )
+
+if TYPE_CHECKING:  # imported for the annotations only
+    from ..types import PathLike
 
 __all__ = [
     "FORMAT_NAME",
@@ -65,7 +69,7 @@ __all__ = [
 class SaveMixin:
     """``save(path)`` for sprokr estimators and candidate indexes (see :mod:`sprokr.persistence`)."""
 
-    def save(self, path, metadata=None):
+    def save(self, path: PathLike, metadata: Mapping[str, Any] | None = None) -> PathLike:
         """Write this object to ``path`` in the safe model format; returns the path.
 
         Load it with :func:`sprokr.load` (a candidate index: ``sprokr.load(path, model=...)``).
@@ -76,7 +80,7 @@ class SaveMixin:
         return save(self, path, metadata=metadata)
 
     @classmethod
-    def load(cls, path, **kwargs):
+    def load(cls, path: PathLike, **kwargs: Any) -> Any:
         """Read an object saved with :meth:`save` and check that it is a ``cls``."""
         obj = load(path, **kwargs)
         if not isinstance(obj, cls):
@@ -84,7 +88,7 @@ class SaveMixin:
         return obj
 
 
-def save(obj, path, metadata=None):
+def save(obj: Any, path: PathLike, metadata: Mapping[str, Any] | None = None) -> PathLike:
     """Save an estimator (or CandidateIndex / CandidateSets) to ``path``; returns the path.
 
     Parameters
@@ -125,7 +129,7 @@ def save(obj, path, metadata=None):
     return path
 
 
-def read_manifest(path):
+def read_manifest(path: PathLike) -> dict[str, Any]:
     """The verified manifest of a saved model (dict), without rebuilding the model.
 
     Checks the trailer, the whole-file checksum, the manifest checksum and the format
@@ -136,7 +140,7 @@ def read_manifest(path):
     return manifest
 
 
-def load(path, model=None):
+def load(path: PathLike, model: Any | None = None) -> Any:
     """Read a model (or CandidateIndex / CandidateSets) written by :func:`save`.
 
     Parameters

@@ -84,7 +84,7 @@ TORCH_LAYERS = {
 }
 
 
-def allow_class(cls, plugin=None):
+def allow_class(cls: type | str, plugin: str | None = None) -> str:
     """Add a class to the allow-list of the safe format (for a plugin's own data types).
 
     Parameters

@@ -13,15 +13,19 @@ sketches have ``E[m'] = n (1 - (1 - p)^m)``; Gaussian sketches and CountSketch h
 """
 from __future__ import annotations
 
-from typing import Optional
+from typing import TYPE_CHECKING, Any, Optional
 import numbers
 
 import numpy as np
+from numpy.typing import ArrayLike
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator
 
 from ..numerics import matmul
 from ..utils import check_random_state
+
+if TYPE_CHECKING:  # imported for the annotations only
+    from ..types import RandomStateLike
 
 __all__ = ["Sketch", "SketchMatrix"]
 
@@ -39,7 +43,7 @@ class SketchMatrix:
         The non-null columns, ``R[:, indices]``.
     """
 
-    def __init__(self, n, indices, weights, scale=None):
+    def __init__(self, n: int, indices: ArrayLike, weights: Any, scale: float | None = None) -> None:
         self.n = int(n)
         self.indices = np.asarray(indices, dtype=np.intp)
         self.weights = weights
@@ -49,15 +53,15 @@ class SketchMatrix:
             raise ValueError("weights must have one column per selected index")
 
     @property
-    def m(self):
+    def m(self) -> int:
         """Number of rows (sketch size)."""
         return self.weights.shape[0]
 
     @property
-    def shape(self):
+    def shape(self) -> tuple[int, int]:
         return (self.m, self.n)
 
-    def merge_columns(self, inverse, first):
+    def merge_columns(self, inverse: np.ndarray, first: np.ndarray) -> SketchMatrix:
         """The sketch with the columns of equal samples merged onto one representative.
 
         ``inverse`` (m',) gives each non-null column its group, ``first`` (groups,) the
@@ -69,14 +73,14 @@ class SketchMatrix:
         g = first.size
         merge = sp.csr_matrix((np.ones(inverse.size), (np.arange(inverse.size), inverse)),
                               shape=(inverse.size, g))
-        W = self.weights @ merge
+        W: Any = self.weights @ merge
         W = W.tocsr() if sp.issparse(W) else np.asarray(W)
         new = self.indices[first]
         order = np.argsort(new, kind="stable")  # keep the indices sorted
         W = W[:, order]
         return SketchMatrix(self.n, new[order], W.tocsr() if sp.issparse(W) else np.ascontiguousarray(W))
 
-    def unscaled(self):
+    def unscaled(self) -> SketchMatrix:
         """The same sketch without the scale of uniform sub-sampling (``S`` instead of ``s S``).
 
         A uniform scale cancels in ridge solutions (``A`` scales by ``s``, ``A^T A`` by
@@ -86,14 +90,14 @@ class SketchMatrix:
             return self
         return SketchMatrix(self.n, self.indices, self.weights, scale=1.0)
 
-    def toarray(self):
+    def toarray(self) -> np.ndarray:
         """The dense (m, n) sketch matrix (for tests and small problems)."""
         R = np.zeros((self.m, self.n))
         W = self.weights.toarray() if sp.issparse(self.weights) else self.weights
         R[:, self.indices] = W
         return R
 
-    def apply_right(self, KS, overwrite=False):
+    def apply_right(self, KS: np.ndarray, overwrite: bool = False) -> np.ndarray:
         """``K R^T`` from ``KS = K[:, indices]`` of shape (r, m'); returns (r, m).
 
         With ``overwrite=True`` a scaled sub-sampling sketch rescales ``KS`` in place.
@@ -118,7 +122,7 @@ class SketchMatrix:
             self._dense_cache = cached
         return cached
 
-    def apply_left_transpose(self, G):
+    def apply_left_transpose(self, G: np.ndarray) -> np.ndarray:
         """``W^T G`` for G of shape (m, k): the coefficients on the selected points."""
         if self.scale is not None:
             return G * self.scale if self.scale != 1 else G.copy()
@@ -127,7 +131,7 @@ class SketchMatrix:
             return np.asarray(W.T.astype(G.dtype, copy=False) @ G)
         return matmul(W.T.astype(G.dtype, copy=False), G)
 
-    def sandwich_from_rows(self, KRt_sel):
+    def sandwich_from_rows(self, KRt_sel: np.ndarray) -> np.ndarray:
         """``R K R^T`` from the selected rows ``(K R^T)[indices]`` of shape (m', m): ``W (K R^T)_S``.
 
         No kernel evaluation is repeated: the rows come from the ``K R^T`` block that
@@ -151,7 +155,7 @@ class Sketch(BaseEstimator):
     #: True when every column of R may be non-null (needs the full Gram matrix)
     dense_columns = False
 
-    def draw(self, n, random_state=None):
+    def draw(self, n: int, random_state: RandomStateLike = None) -> SketchMatrix:
         """Draw a sketch matrix for ``n`` samples.
 
         ``random_state`` (if given) overrides ``self.random_state``; an estimator passes
@@ -161,14 +165,14 @@ class Sketch(BaseEstimator):
         rs = self.random_state if random_state is None else random_state
         return self._draw(int(n), check_random_state(rs))
 
-    def validate(self, n):
+    def validate(self, n: int) -> None:
         """Raise ``ValueError`` if this sketch cannot be drawn for ``n`` samples."""
         m = getattr(self, "m", None)
         if not isinstance(m, (numbers.Integral, np.integer)) or isinstance(m, bool):
             raise ValueError(f"sketch size m must be an integer, got {m!r}")
         if m < 1:
             raise ValueError(f"sketch size m must be >= 1, got {m}")
-        if m > n:
+        if m > n:  # type: ignore[operator]  # (m is an Integral here)
             raise ValueError(f"sketch size m={m} is larger than the number of samples n_samples={n}")
 
     def _draw(self, n, rng):  # pragma: no cover - abstract

@@ -12,11 +12,17 @@
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
+from numpy.typing import ArrayLike
 import scipy.sparse as sp
 
 from ..utils import check_fraction
 from .base import Sketch, SketchMatrix, _coo_to_factored
+
+if TYPE_CHECKING:  # imported for the annotations only
+    from ..types import RandomStateLike
 
 __all__ = [
     "SubSample",
@@ -43,12 +49,13 @@ class SubSample(Sketch):
 
     name = "subsample"
 
-    def __init__(self, m=100, probabilities=None, random_state=None):
+    def __init__(self, m: int = 100, probabilities: ArrayLike | None = None,
+                 random_state: RandomStateLike = None) -> None:
         self.m = m
         self.probabilities = probabilities
         self.random_state = random_state
 
-    def validate(self, n):
+    def validate(self, n: int) -> None:
         super().validate(n)
         if self.probabilities is not None:
             p = np.asarray(self.probabilities, dtype=float)
@@ -76,7 +83,7 @@ class GaussianSketch(Sketch):
     name = "gaussian"
     dense_columns = True
 
-    def __init__(self, m=100, random_state=None):
+    def __init__(self, m: int = 100, random_state: RandomStateLike = None) -> None:
         self.m = m
         self.random_state = random_state
 
@@ -104,13 +111,14 @@ class PSparsified(Sketch):
 
     name = "psparsified"
 
-    def __init__(self, m=100, p=0.01, distribution="rademacher", random_state=None):
+    def __init__(self, m: int = 100, p: float = 0.01, distribution: str = "rademacher",
+                 random_state: RandomStateLike = None) -> None:
         self.m = m
         self.p = p
         self.distribution = distribution
         self.random_state = random_state
 
-    def validate(self, n):
+    def validate(self, n: int) -> None:
         super().validate(n)
         check_fraction(self.p, "p")
         if self.distribution not in ("rademacher", "gaussian"):
@@ -138,7 +146,7 @@ class PSR(PSparsified):
 
     name = "psr"
 
-    def __init__(self, m=100, p=0.01, random_state=None):
+    def __init__(self, m: int = 100, p: float = 0.01, random_state: RandomStateLike = None) -> None:
         super().__init__(m=m, p=p, distribution="rademacher", random_state=random_state)
 
 
@@ -147,7 +155,7 @@ class PSG(PSparsified):
 
     name = "psg"
 
-    def __init__(self, m=100, p=0.01, random_state=None):
+    def __init__(self, m: int = 100, p: float = 0.01, random_state: RandomStateLike = None) -> None:
         super().__init__(m=m, p=p, distribution="gaussian", random_state=random_state)
 
 
@@ -160,12 +168,12 @@ class Accumulation(Sketch):
 
     name = "accumulation"
 
-    def __init__(self, m=100, m_acc=20, random_state=None):
+    def __init__(self, m: int = 100, m_acc: int = 20, random_state: RandomStateLike = None) -> None:
         self.m = m
         self.m_acc = m_acc
         self.random_state = random_state
 
-    def validate(self, n):
+    def validate(self, n: int) -> None:
         super().validate(n)
         if not isinstance(self.m_acc, (int, np.integer)) or self.m_acc < 1:
             raise ValueError(f"m_acc must be an integer >= 1, got {self.m_acc!r}")
@@ -184,7 +192,7 @@ class CountSketch(Sketch):
     name = "countsketch"
     dense_columns = True
 
-    def __init__(self, m=100, random_state=None):
+    def __init__(self, m: int = 100, random_state: RandomStateLike = None) -> None:
         self.m = m
         self.random_state = random_state
 
@@ -200,10 +208,10 @@ class IdentitySketch(Sketch):
 
     name = "identity"
 
-    def __init__(self, random_state=None):
+    def __init__(self, random_state: RandomStateLike = None) -> None:
         self.random_state = random_state
 
-    def validate(self, n):
+    def validate(self, n: int) -> None:
         if n < 1:
             raise ValueError("need at least one sample")
 

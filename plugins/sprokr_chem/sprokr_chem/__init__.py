@@ -6,10 +6,17 @@ input and output kernels ``morgan_tanimoto``, ``morgan_gaussian_tanimoto``,
 (SMILES strings).  Also: SMILES / SDF readers that name invalid records, Morgan
 fingerprints, and molecule <-> labelled graph conversion.
 """
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 
 # Submodules are imported on first attribute access (PEP 562), so that loading the
 # plugin's entry point while the registry is built does not import the domain library.
 from sprokr.registry import lazy_exports
+
+if TYPE_CHECKING:  # imported for the annotations only
+    from rdkit.Chem import Mol
 
 _EXPORTS = {
     "GraphConversionError": ".graphs",
@@ -40,7 +47,7 @@ __all__ = sorted(_EXPORTS) + ["molecular_formula"]
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 
-def molecular_formula(mol):
+def molecular_formula(mol: str | Mol) -> str:
     """Molecular formula (Hill order, e.g. ``"C7H10O2"``) of a SMILES string or molecule."""
     from rdkit.Chem.rdMolDescriptors import CalcMolFormula
 

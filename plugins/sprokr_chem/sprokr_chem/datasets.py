@@ -3,10 +3,16 @@ from __future__ import annotations
 
 import csv
 from pathlib import Path
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
 from .io import read_sdf
+
+if TYPE_CHECKING:  # imported for the annotations only
+    from rdkit.Chem import Mol
+    from sprokr.types import PathLike
+    from sprokr_chem.io import ReadReport
 
 __all__ = ["QM9_PROPERTIES", "load_qm9", "load_chebi20"]
 
@@ -16,7 +22,8 @@ QM9_PROPERTIES = ["A", "B", "C", "mu", "alpha", "homo", "lumo", "gap", "r2", "zp
                   "u298", "h298", "g298", "cv"]
 
 
-def load_qm9(path=None, properties=None):
+def load_qm9(path: PathLike | None = None,
+             properties: Sequence[str] | None = None) -> tuple[list[str], np.ndarray, list[str]]:
     """SMILES and property matrix of a QM9 CSV (default ``<data>/qm9/qm9_dev.csv``).
 
     Returns ``smiles`` (list of str) and ``props`` (ndarray (n, p)) and the property names.
@@ -41,7 +48,7 @@ def load_qm9(path=None, properties=None):
     return smiles, props, names
 
 
-def load_chebi20(path=None, on_error="raise"):
+def load_chebi20(path: PathLike | None = None, on_error: str = "raise") -> tuple[list[Mol], list[str], ReadReport]:
     """ChEBI-20 molecules and their text descriptions (``<data>/chebi20/val.sdf.zip``).
 
     Returns ``mols`` (RDKit molecules), ``texts`` (the ``Description`` field) and the

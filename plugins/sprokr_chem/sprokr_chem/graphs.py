@@ -19,11 +19,15 @@ be turned back into a molecule: RDKit adds the hydrogens valence requires, and
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING, Any
 
 import networkx as nx
 from rdkit import Chem, RDLogger
 
 from .io import to_mol
+
+if TYPE_CHECKING:  # imported for the annotations only
+    from rdkit.Chem import Mol
 
 __all__ = ["mol_to_graph", "graph_to_mol", "smiles_to_graph", "graph_to_smiles",
            "GraphConversionError"]
@@ -62,7 +66,7 @@ def _parse_label(label):
     return symbol, sign * (int(digits) if digits else 1)
 
 
-def mol_to_graph(mol, kekulize=True):
+def mol_to_graph(mol: str | Mol, kekulize: bool = True) -> nx.Graph:
     """Labelled graph of a molecule (RDKit ``Mol`` or SMILES string); see the module doc."""
     mol = to_mol(mol)
     # aromaticity and hydrogen counts are read before kekulisation clears the flags
@@ -85,7 +89,7 @@ def mol_to_graph(mol, kekulize=True):
     return G
 
 
-def graph_to_mol(G, node_label="label", edge_label="label", errors="none"):
+def graph_to_mol(G: nx.Graph, node_label: str = "label", edge_label: str = "label", errors: str = "none") -> Mol | None:
     """Sanitised RDKit molecule from a labelled graph.
 
     Parameters
@@ -134,12 +138,12 @@ def graph_to_mol(G, node_label="label", edge_label="label", errors="none"):
         return None
 
 
-def smiles_to_graph(smiles, kekulize=True):
+def smiles_to_graph(smiles: str, kekulize: bool = True) -> nx.Graph:
     """Labelled graph of a SMILES string (:class:`sprokr_chem.MoleculeReadError` if invalid)."""
     return mol_to_graph(to_mol(smiles), kekulize=kekulize)
 
 
-def graph_to_smiles(G, errors="none", **kw):
+def graph_to_smiles(G: nx.Graph, errors: str = "none", **kw: Any) -> str | None:
     """Canonical SMILES of a labelled graph, or ``None`` when it does not sanitise."""
     mol = graph_to_mol(G, errors=errors, **kw)
     return None if mol is None else Chem.MolToSmiles(mol)

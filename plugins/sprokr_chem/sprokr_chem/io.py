@@ -10,8 +10,13 @@ from __future__ import annotations
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Sequence
 
 from rdkit import Chem, RDLogger
+
+if TYPE_CHECKING:  # imported for the annotations only
+    from rdkit.Chem import Mol
+    from sprokr.types import PathLike
 
 __all__ = ["MoleculeReadError", "ReadReport", "read_smiles", "read_sdf", "mol_from_smiles",
            "to_mol"]
@@ -23,7 +28,7 @@ class MoleculeReadError(ValueError):
     Attributes ``index`` (position of the record) and ``record`` (its text, shortened).
     """
 
-    def __init__(self, index, record, reason):
+    def __init__(self, index: int, record: str, reason: str) -> None:
         self.index, self.record, self.reason = index, record, reason
         super().__init__(f"invalid molecule at record {index}: {record!r} ({reason})")
 
@@ -51,7 +56,7 @@ def _short(text, n=80):
     return text if len(text) <= n else text[: n - 3] + "..."
 
 
-def mol_from_smiles(smiles, index=0):
+def mol_from_smiles(smiles: str, index: int = 0) -> Mol:
     """One sanitised RDKit molecule from a SMILES string; :class:`MoleculeReadError` if invalid."""
     if not isinstance(smiles, str):
         raise MoleculeReadError(index, smiles, f"expected a SMILES string, got {type(smiles).__name__}")
@@ -67,7 +72,7 @@ def mol_from_smiles(smiles, index=0):
     return mol
 
 
-def to_mol(x, index=0):
+def to_mol(x: str | Mol, index: int = 0) -> Mol:
     """An RDKit molecule from a SMILES string or a molecule (returned unchanged)."""
     if isinstance(x, Chem.Mol):
         if x.GetNumAtoms() == 0:
@@ -76,7 +81,7 @@ def to_mol(x, index=0):
     return mol_from_smiles(x, index)
 
 
-def read_smiles(smiles, on_error="raise"):
+def read_smiles(smiles: Sequence[str], on_error: str = "raise") -> tuple[list[Mol], ReadReport]:
     """Parse a sequence of SMILES strings.
 
     Parameters
@@ -117,7 +122,7 @@ def _open_sdf_text(path):
     return path.read_text(encoding="utf-8", errors="replace")
 
 
-def read_sdf(path, on_error="raise", properties=True):
+def read_sdf(path: PathLike, on_error: str = "raise", properties: bool = True) -> tuple[Any, ...]:
     """Read an SDF file (``.sdf`` or a ``.zip`` holding one) with its properties.
 
     Parameters
@@ -153,7 +158,7 @@ def read_sdf(path, on_error="raise", properties=True):
             else:
                 sup = Chem.SDMolSupplier()
                 sup.SetData(block + "$$$$\n")
-                mol = sup[0] if len(sup) else None
+                mol: Any = sup[0] if len(sup) else None
                 if mol is None:
                     reason = "RDKit could not parse or sanitise the record"
                 elif mol.GetNumAtoms() == 0:

@@ -12,8 +12,10 @@ training set, the candidate set and the test set never fingerprint the same mole
 from __future__ import annotations
 
 from collections import OrderedDict
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
+from numpy.typing import DTypeLike
 import scipy.sparse as sp
 from rdkit import Chem
 from rdkit.Chem import rdFingerprintGenerator
@@ -22,6 +24,10 @@ from sprokr.kernels.base import Kernel
 from sprokr.kernels.vector import CosineKernel, MinMaxKernel, TanimotoKernel
 
 from .io import to_mol
+
+if TYPE_CHECKING:  # imported for the annotations only
+    from rdkit.Chem import Mol
+    from sprokr.types import Samples
 
 __all__ = [
     "morgan_fingerprints",
@@ -37,10 +43,10 @@ __all__ = [
 
 _CACHE: "OrderedDict[tuple, tuple]" = OrderedDict()
 _CACHE_MAX = 200_000
-_GENERATORS = {}
+_GENERATORS: dict[Any, Any] = {}
 
 
-def clear_fingerprint_cache():
+def clear_fingerprint_cache() -> None:
     """Empty the per-molecule fingerprint cache."""
     _CACHE.clear()
 
@@ -80,7 +86,8 @@ def _fingerprint(x, i, radius, n_bits, counts):
     return out
 
 
-def morgan_fingerprints(molecules, radius=2, n_bits=2048, counts=False, dtype=np.float64):
+def morgan_fingerprints(molecules: Sequence[str | Mol], radius: int = 2, n_bits: int = 2048, counts: bool = False,
+                        dtype: DTypeLike = np.float64) -> sp.csr_matrix:
     """Morgan fingerprints of SMILES strings / RDKit molecules as a CSR matrix (n, n_bits).
 
     ``counts=False``: bit vectors (0/1); ``counts=True``: occurrence counts of each
@@ -105,7 +112,7 @@ def morgan_fingerprints(molecules, radius=2, n_bits=2048, counts=False, dtype=np
     return sp.csr_matrix((dat, ind, np.asarray(indptr)), shape=(n, int(n_bits)))
 
 
-def unary_counts(X, n_bits=None):
+def unary_counts(X: Any, n_bits: int | None = None) -> Any:
     """Binary "unary" expansion of a count matrix: column ``f + n_bits (t - 1)`` is ``[x_f >= t]``.
 
     ``sum_f min(a_f, b_f) = <u(a), u(b)>`` and ``sum_f a_f = |u(a)|^2``, so the MinMax kernel
@@ -154,7 +161,7 @@ class _FingerprintKernel(Kernel):
     normalized = True
     _counts = False
 
-    def __init__(self, radius=2, n_bits=2048, dtype="float64"):
+    def __init__(self, radius: int = 2, n_bits: int = 2048, dtype: DTypeLike = "float64") -> None:
         self.radius = radius
         self.n_bits = n_bits
         self.dtype = dtype
@@ -162,13 +169,13 @@ class _FingerprintKernel(Kernel):
     def _vector_kernel(self):  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def prepare(self, X):
+    def prepare(self, X: Samples) -> Any:
         if sp.issparse(X):  # already fingerprints
             return self._vector_kernel().prepare(X)
         fp = morgan_fingerprints(X, self.radius, self.n_bits, self._counts, self._dtype())
         return self._vector_kernel().prepare(fp)
 
-    def pairwise(self, A, B):
+    def pairwise(self, A: Any, B: Any) -> np.ndarray:
         return self._vector_kernel().pairwise(A, B)
 
 
@@ -183,7 +190,7 @@ class MorganTanimotoKernel(_FingerprintKernel):
 
     name = "morgan_tanimoto"
 
-    def __init__(self, radius=2, n_bits=2048, counts=False, dtype="float64"):
+    def __init__(self, radius: int = 2, n_bits: int = 2048, counts: bool = False, dtype: DTypeLike = "float64") -> None:
         super().__init__(radius, n_bits, dtype)
         self.counts = counts
 
@@ -200,7 +207,7 @@ class MorganCountTanimotoKernel(MorganTanimotoKernel):
 
     name = "morgan_count_tanimoto"
 
-    def __init__(self, radius=2, n_bits=2048, counts=True, dtype="float64"):
+    def __init__(self, radius: int = 2, n_bits: int = 2048, counts: bool = True, dtype: DTypeLike = "float64") -> None:
         super().__init__(radius, n_bits, counts, dtype)
 
 
@@ -219,14 +226,14 @@ class MorganMinMaxKernel(_FingerprintKernel):
     def _vector_kernel(self):
         return TanimotoKernel(dtype=self.dtype)
 
-    def prepare(self, X):
+    def prepare(self, X: Samples) -> Any:
         if sp.issparse(X):  # count fingerprints or their expansion
             X = MinMaxKernel(dtype=self.dtype).prepare(X)
         else:
             X = morgan_fingerprints(X, self.radius, self.n_bits, True, self._dtype())
         return unary_counts(X, self.n_bits)
 
-    def pairwise(self, A, B):
+    def pairwise(self, A: Any, B: Any) -> np.ndarray:
         A, B = _same_width(unary_counts(A, self.n_bits), unary_counts(B, self.n_bits))
         return self._vector_kernel().pairwise(A, B)
 
@@ -236,7 +243,7 @@ class MorganCosineKernel(_FingerprintKernel):
 
     name = "morgan_cosine"
 
-    def __init__(self, radius=2, n_bits=2048, counts=True, dtype="float64"):
+    def __init__(self, radius: int = 2, n_bits: int = 2048, counts: bool = True, dtype: DTypeLike = "float64") -> None:
         super().__init__(radius, n_bits, dtype)
         self.counts = counts
 
@@ -258,7 +265,8 @@ class MorganGaussianTanimotoKernel(_FingerprintKernel):
 
     name = "morgan_gaussian_tanimoto"
 
-    def __init__(self, gamma=1.0, radius=2, n_bits=2048, dtype="float64", counts=False):
+    def __init__(self, gamma: float = 1.0, radius: int = 2, n_bits: int = 2048, dtype: DTypeLike = "float64",
+                 counts: bool = False) -> None:
         super().__init__(radius, n_bits, dtype)
         self.gamma = gamma
         self.counts = counts
@@ -270,7 +278,7 @@ class MorganGaussianTanimotoKernel(_FingerprintKernel):
     def _vector_kernel(self):
         return TanimotoKernel(dtype=self.dtype)
 
-    def pairwise(self, A, B):
+    def pairwise(self, A: Any, B: Any) -> np.ndarray:
         if not self.gamma > 0:
             raise ValueError(f"gamma must be > 0, got {self.gamma!r}")
         K = self._vector_kernel().pairwise(A, B)
@@ -298,14 +306,15 @@ class SmilesSpectrumKernel(Kernel):
     name = "smiles_spectrum"
     normalized = True
 
-    def __init__(self, n=4, min_n=1, canonical=True, n_features=2**20, dtype="float64"):
+    def __init__(self, n: int = 4, min_n: int = 1, canonical: bool = True, n_features: int = 2**20,
+                 dtype: DTypeLike = "float64") -> None:
         self.n = n
         self.min_n = min_n
         self.canonical = canonical
         self.n_features = n_features
         self.dtype = dtype
 
-    def prepare(self, X):
+    def prepare(self, X: Samples) -> Any:
         from sklearn.feature_extraction.text import HashingVectorizer
 
         if sp.issparse(X):
@@ -333,7 +342,7 @@ class SmilesSpectrumKernel(Kernel):
                                dtype=np.dtype(self.dtype))
         return CosineKernel(dtype=self.dtype).prepare(hv.transform(texts))
 
-    def pairwise(self, A, B):
+    def pairwise(self, A: Any, B: Any) -> np.ndarray:
         # rows are l2-normalised: the kernel is a sparse x sparse product (the hashed
         # feature space is far too wide to densify either side)
         return np.asarray((A @ B.T).toarray(), dtype=np.dtype(self.dtype))

@@ -34,12 +34,17 @@ from __future__ import annotations
 
 import hashlib
 import struct
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import networkx as nx
 import numpy as np
+from numpy.typing import ArrayLike
 import scipy.sparse as sp
 
 from sprokr.kernels.base import Kernel
+
+if TYPE_CHECKING:  # imported for the annotations only
+    from sprokr.types import Samples
 
 __all__ = ["WLFeatures", "wl_features", "resolve_labels", "labelling_name", "WLKernel", "CoreWLKernel", "GrakelKernel",
            "CHEM_NODE_LABELS", "CHEM_EDGE_LABEL"]
@@ -65,20 +70,20 @@ class WLFeatures:
     as ``"nodes=label,aromatic,num_hs;edges=bond_order"``).
     """
 
-    def __init__(self, indptr, ids, values, labelling=LEGACY_LABELLING):
+    def __init__(self, indptr: ArrayLike, ids: ArrayLike, values: ArrayLike, labelling: str = LEGACY_LABELLING) -> None:
         self.indptr = np.asarray(indptr, dtype=np.int64)
         self.ids = np.asarray(ids, dtype=np.int64)
         self.values = np.asarray(values, dtype=np.float64)
         self.labelling = str(labelling)
 
-    def get_labelling(self):
+    def get_labelling(self) -> str:
         """The labelling string (features saved by older versions: the plain WL labelling)."""
         return getattr(self, "labelling", LEGACY_LABELLING)
 
     def __len__(self):
         return self.indptr.size - 1
 
-    def take(self, idx):
+    def take(self, idx: ArrayLike) -> WLFeatures:
         idx = np.asarray(idx, dtype=np.intp).ravel()
         starts, stops = self.indptr[idx], self.indptr[idx + 1]
         lens = stops - starts
@@ -86,13 +91,13 @@ class WLFeatures:
         pos = np.repeat(starts - indptr[:-1], lens) + np.arange(indptr[-1])
         return WLFeatures(indptr, self.ids[pos], self.values[pos], self.get_labelling())
 
-    def to_csr(self, columns):
+    def to_csr(self, columns: np.ndarray) -> sp.csr_matrix:
         """CSR matrix whose column j is the label id ``columns[j]`` (sorted ids)."""
         cols = np.searchsorted(columns, self.ids)
         return sp.csr_matrix((self.values, cols, self.indptr), shape=(len(self), columns.size))
 
     @staticmethod
-    def concat(parts):
+    def concat(parts: Sequence[WLFeatures]) -> WLFeatures:
         parts = list(parts)
         labellings = {p.get_labelling() for p in parts}
         if len(labellings) > 1:
@@ -136,7 +141,8 @@ def _label_text(value):
     return str(value)
 
 
-def resolve_labels(graphs, node_label="auto", edge_label="auto"):
+def resolve_labels(graphs: Sequence[nx.Graph], node_label: str | Sequence[str] = "auto",
+                   edge_label: str | None = "auto") -> tuple[Any, str | None]:
     """The node attribute(s) and edge attribute (or None) ``"auto"`` stands for on ``graphs``.
 
     ``node_label="auto"``: :data:`CHEM_NODE_LABELS` if every node of every graph carries
@@ -161,7 +167,7 @@ def resolve_labels(graphs, node_label="auto", edge_label="auto"):
     return node_label, edge_label
 
 
-def labelling_name(node_label, edge_label):
+def labelling_name(node_label: str | Sequence[str], edge_label: str | None) -> str:
     """The labelling string recorded in :class:`WLFeatures` for resolved labels."""
     nodes = node_label if isinstance(node_label, str) else ",".join(node_label)
     return f"nodes={nodes};edges={'-' if edge_label is None else edge_label}"
@@ -261,8 +267,9 @@ def _wl_entries(gid, labels, src, dst, n_iter, salt, elab=None):
 EMPTY_GRAPH_FEATURE = np.iinfo(np.int64).min
 
 
-def wl_features(graphs, n_iter=3, node_label="label", core=False, min_core=-1, normalize=True,
-                edge_label=None):
+def wl_features(graphs: Sequence[nx.Graph], n_iter: int = 3, node_label: str | Sequence[str] = "label",
+                core: bool = False, min_core: int = -1, normalize: bool = True,
+                edge_label: str | None = None) -> WLFeatures:
     """Explicit WL (or core-WL) count vectors of a sequence of networkx graphs: :class:`WLFeatures`.
 
     Parameters
@@ -353,7 +360,8 @@ class WLKernel(Kernel):
     name = "wl"
     _core = False
 
-    def __init__(self, n_iter=3, node_label="auto", normalize=True, min_core=-1, edge_label="auto"):
+    def __init__(self, n_iter: int = 3, node_label: str | Sequence[str] = "auto", normalize: bool = True,
+                 min_core: int = -1, edge_label: str | None = "auto") -> None:
         self.n_iter = n_iter
         self.node_label = node_label
         self.normalize = normalize
@@ -366,16 +374,16 @@ class WLKernel(Kernel):
         self.__dict__.update(state)
 
     @property
-    def normalized(self):
+    def normalized(self) -> bool:  # type: ignore[override]  # a class attribute in Kernel
         return bool(self.normalize)
 
-    def prepare(self, X):
+    def prepare(self, X: Samples) -> Any:
         if isinstance(X, WLFeatures):
             return X
         return wl_features(list(X), self.n_iter, self.node_label, self._core, self.min_core,
                            self.normalize, self.edge_label)
 
-    def pairwise(self, A, B):
+    def pairwise(self, A: Any, B: Any) -> np.ndarray:
         if not isinstance(A, WLFeatures) or not isinstance(B, WLFeatures):
             raise TypeError("pairwise expects prepared graphs (WLKernel.prepare)")
         la, lb = A.get_labelling(), B.get_labelling()
@@ -387,7 +395,7 @@ class WLKernel(Kernel):
         cols = np.unique(np.concatenate([A.ids, B.ids]))
         return np.asarray((A.to_csr(cols) @ B.to_csr(cols).T).toarray())
 
-    def diag(self, A):
+    def diag(self, A: Any) -> np.ndarray:
         if self.normalize:
             return np.ones(len(A))
         sq = A.values ** 2
@@ -414,8 +422,8 @@ class GrakelKernel(Kernel):
 
     name = "grakel"
 
-    def __init__(self, kernel="WeisfeilerLehman", params=None, node_label="label",
-                 edge_label="label", normalize=True):
+    def __init__(self, kernel: str = "WeisfeilerLehman", params: Mapping[str, Any] | None = None,
+                 node_label: str = "label", edge_label: str | None = "label", normalize: bool = True) -> None:
         self.kernel = kernel
         self.params = params
         self.node_label = node_label
@@ -423,10 +431,10 @@ class GrakelKernel(Kernel):
         self.normalize = normalize
 
     @property
-    def normalized(self):
+    def normalized(self) -> bool:  # type: ignore[override]  # a class attribute in Kernel
         return bool(self.normalize)
 
-    def prepare(self, X):
+    def prepare(self, X: Samples) -> Any:
         import grakel
 
         X = list(X)
@@ -446,7 +454,7 @@ class GrakelKernel(Kernel):
             raise ValueError(f"GraKeL has no kernel {self.kernel!r}") from None
         return cls(normalize=False, **(self.params or {}))
 
-    def pairwise(self, A, B):
+    def pairwise(self, A: Any, B: Any) -> np.ndarray:
         k = self._make()
         k.fit(B)
         K = np.asarray(k.transform(A), dtype=np.float64)
@@ -458,7 +466,7 @@ class GrakelKernel(Kernel):
     def _raw_diag(self, A):
         return np.array([self._make().fit_transform([g])[0, 0] for g in A], dtype=np.float64)
 
-    def diag(self, A):
+    def diag(self, A: Any) -> np.ndarray:
         if self.normalize:
             return np.ones(len(A))
         return self._raw_diag(A)

@@ -27,24 +27,31 @@ says which happened in ``G.graph["fgw_status"]`` (``"barycenter"``, ``"repaired"
 from __future__ import annotations
 
 import numbers
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 import networkx as nx
 import numpy as np
+from numpy.typing import ArrayLike
 
 from sprokr.utils import check_random_state, num_samples, take
 from sprokr.decoders import Decoder
+
+if TYPE_CHECKING:  # imported for the annotations only
+    from sprokr.decoders.candidates import CandidateIndex
+    from sprokr.types import RandomStateLike
 
 __all__ = ["graph_to_fgw", "fgw_to_graph", "fgw_distance", "FGWBarycenterDecoder", "label_alphabet",
            "edge_order_weights", "decode_edges", "repair_molecule"]
 
 
-def label_alphabet(graphs, node_label="label"):
+def label_alphabet(graphs: Sequence[nx.Graph], node_label: str = "label") -> list[Any]:
     """Sorted list of the node labels occurring in ``graphs``."""
     labels = {str(d[node_label]) for G in graphs for _, d in G.nodes(data=True)}
     return sorted(labels)
 
 
-def graph_to_fgw(G, alphabet, node_label="label", edge_label="label"):
+def graph_to_fgw(G: nx.Graph, alphabet: Sequence[Any], node_label: str = "label",
+                 edge_label: str = "label") -> tuple[np.ndarray, np.ndarray]:
     """``(F, C)``: one-hot node features over ``alphabet`` and the edge-weight matrix."""
     pos = {a: i for i, a in enumerate(alphabet)}
     nodes = list(G.nodes)
@@ -62,8 +69,9 @@ def graph_to_fgw(G, alphabet, node_label="label", edge_label="label"):
     return F, C
 
 
-def fgw_to_graph(F, C, alphabet, node_label="label", edge_label="label",
-                 orders=(1.0, 1.5, 2.0, 3.0), threshold=0.5):
+def fgw_to_graph(F: np.ndarray, C: np.ndarray, alphabet: Sequence[Any], node_label: str = "label",
+                 edge_label: str = "label", orders: ArrayLike = (1.0, 1.5, 2.0, 3.0),
+                 threshold: float = 0.5) -> nx.Graph:
     """Graph from barycenter features and structure: argmax labels, nearest bond orders."""
     G = nx.Graph()
     lab = np.asarray(F).argmax(axis=1)
@@ -80,7 +88,8 @@ def fgw_to_graph(F, C, alphabet, node_label="label", edge_label="label",
     return G
 
 
-def fgw_distance(G1, G2, alpha=0.5, alphabet=None, node_label="label", edge_label="label"):
+def fgw_distance(G1: nx.Graph, G2: nx.Graph, alpha: float = 0.5, alphabet: Sequence[Any] | None = None,
+                 node_label: str = "label", edge_label: str = "label") -> float:
     """FGW distance between two labelled graphs (uniform node weights)."""
     import ot
 
@@ -131,7 +140,8 @@ def _weighted_median(values, weights):
     return values[o][int(np.searchsorted(c, 0.5 * c[-1] - 1e-12))]
 
 
-def edge_order_weights(T, p, structures, lambdas, orders):
+def edge_order_weights(T: Sequence[np.ndarray], p: np.ndarray, structures: Sequence[np.ndarray], lambdas: np.ndarray,
+                       orders: Sequence[float]) -> np.ndarray:
     """``P[k, i, j]``: weight with which barycenter nodes ``i, j`` are joined by an edge of
     order ``orders[k]`` in the graphs, through the transport plans.
 
@@ -166,7 +176,8 @@ def edge_order_weights(T, p, structures, lambdas, orders):
     return P
 
 
-def decode_edges(P, orders, caps=None, threshold=0.5, connect=True):
+def decode_edges(P: np.ndarray, orders: Sequence[float], caps: ArrayLike | None = None, threshold: float = 0.5,
+                 connect: bool = True) -> dict[tuple[int, int], float]:
     """Edges ``{(i, j): order}`` from edge-order weights ``P`` (see :func:`edge_order_weights`).
 
     Edges are taken by decreasing total weight ``sum_k P[k]``: first those joining two
@@ -224,7 +235,9 @@ def decode_edges(P, orders, caps=None, threshold=0.5, connect=True):
     return edges
 
 
-def repair_molecule(G, to_smiles, caps, edge_label="label"):
+def repair_molecule(G: nx.Graph, to_smiles: Callable[[nx.Graph], str | None],
+                    caps: np.ndarray | Mapping[Any, float] | None,
+                    edge_label: str = "label") -> nx.Graph | None:
     """A copy of ``G`` that sanitises, or None: bonds lowered/dropped at atoms over their
     valence (weakest first), then the largest connected fragment kept."""
     H = G.copy()
@@ -300,9 +313,10 @@ class FGWBarycenterDecoder(Decoder):
     #: the model hands over alpha(x) with the default candidates (exact weights)
     needs_weights = True
 
-    def __init__(self, n_neighbors=5, alpha=0.5, weights="auto", n_nodes="median", max_iter=50,
-                 tol=1e-5, threshold=0.5, n_starts=3, select="score", repair=True, node_label="label", edge_label="label",
-                 to_smiles=True, random_state=0):
+    def __init__(self, n_neighbors: int = 5, alpha: float = 0.5, weights: str = "auto", n_nodes: str = "median",
+                 max_iter: int = 50, tol: float = 1e-5, threshold: float = 0.5, n_starts: int = 3,
+                 select: str = "score", repair: bool = True, node_label: str = "label", edge_label: str = "label",
+                 to_smiles: bool = True, random_state: RandomStateLike = 0) -> None:
         self.n_neighbors = n_neighbors
         self.alpha = alpha
         self.weights = weights
@@ -334,7 +348,8 @@ class FGWBarycenterDecoder(Decoder):
         if not 0 < self.threshold <= 1:
             raise ValueError(f"threshold must lie in (0, 1], got {self.threshold!r}")
 
-    def neighbor_weights(self, H, index, weights=None):
+    def neighbor_weights(self, H: np.ndarray, index: CandidateIndex,
+                         weights: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Per query: indices into ``index.candidates`` and weights summing to 1.
 
         Parameters
@@ -403,7 +418,9 @@ class FGWBarycenterDecoder(Decoder):
             return None, None
         return graph_to_smiles, np.asarray(caps, dtype=float)
 
-    def barycenter(self, graphs, weights, alphabet, rng=None, chem=None, start=None):
+    def barycenter(self, graphs: Sequence[nx.Graph], weights: ArrayLike, alphabet: Sequence[Any],
+                   rng: np.random.Generator | None = None, chem: tuple[Any, Any] | None = None,
+                   start: int | None = None) -> nx.Graph:
         """FGW barycenter of ``graphs`` with ``weights``, decoded as a networkx graph.
 
         ``chem``: ``(to_smiles, caps)`` from the alphabet (computed when None).  ``start``:
@@ -418,7 +435,7 @@ class FGWBarycenterDecoder(Decoder):
         chem = self._chem(alphabet) if chem is None else chem
         to_smiles, caps = chem
         start_graph = None if start is None else graphs[start]
-        merged = {}
+        merged: dict[Any, Any] = {}
         for g, wi in zip(graphs, np.asarray(weights, dtype=float)):  # same graph twice: add weights
             if wi > 0 or g is start_graph:
                 merged[id(g)] = (g, merged.get(id(g), (g, 0.0))[1] + wi)
@@ -466,7 +483,8 @@ class FGWBarycenterDecoder(Decoder):
             G = H
         return _as_training_graph(G, graphs[top])
 
-    def decode(self, H, index, top_k=None, weights=None):
+    def decode(self, H: np.ndarray, index: CandidateIndex, top_k: int | None = None,
+               weights: np.ndarray | None = None) -> Any:
         if top_k is not None:
             raise ValueError("the FGW barycenter decoder builds one graph per query; top_k is not "
                              "supported (use the 'candidates' decoder for rankings)")
@@ -484,7 +502,7 @@ class FGWBarycenterDecoder(Decoder):
         to_smiles = chem[0] if self.to_smiles else None
         if self.to_smiles and to_smiles is None:
             try:
-                from sprokr_chem import graph_to_smiles as to_smiles
+                from sprokr_chem import graph_to_smiles as to_smiles  # type: ignore[no-redef]
             except ImportError:
                 to_smiles = None
         out = []

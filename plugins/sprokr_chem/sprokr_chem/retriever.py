@@ -21,7 +21,7 @@ recommended kernels and chooses every setting by validation on the training data
 from __future__ import annotations
 
 import time
-from typing import Any, NamedTuple, Optional, Self
+from typing import Any, NamedTuple, Self
 
 import numpy as np
 from sklearn.base import BaseEstimator, clone
@@ -269,6 +269,23 @@ class MoleculeRetriever(SaveMixin, BaseEstimator):
     def _log(self, msg):
         log_estimator(self, msg)
 
+    def _select(self, ctx, kernels):
+        """``(records, best record, its fitted DSOKR or None)`` over the output kernels."""
+        tried, best = [], None
+        bar = progress(total=len(kernels), desc="MoleculeRetriever selection", unit="kernels")
+        for k in kernels:
+            t1 = time.perf_counter()
+            rec, fitted = ctx.select(k)
+            rec["time_s"] = time.perf_counter() - t1
+            tried.append(rec)
+            bar.update(1)
+            self._log(f"output kernel {k}: validation MRR {rec['best_score']:.4f} with {rec['best_params']} "
+                      f"({rec['time_s']:.1f} s)")
+            if best is None or rec["best_score"] > best[0]["best_score"]:
+                best = (rec, fitted)
+        bar.close()
+        return tried, best[0], best[1]
+
     # ------------------------------------------------------------------ fit
     def fit(self, X: Any, y: Any) -> Self:
         """Choose the settings on a validation split of ``(X, y)`` and fit.
@@ -303,20 +320,7 @@ class MoleculeRetriever(SaveMixin, BaseEstimator):
         ctx = _Context(self, kind, Xv, Ys, split, seed)
         self._log(f"{self.method}: {n} pairs ({kind} inputs), {n - n_val} train / {n_val} validation; "
                   f"output kernels tried: {', '.join(kernels)}")
-        tried, best = [], None
-        bar = progress(total=len(kernels), desc="MoleculeRetriever selection", unit="kernels")
-        for k in kernels:
-            t1 = time.perf_counter()
-            rec, fitted = ctx.select(k)
-            rec["time_s"] = time.perf_counter() - t1
-            tried.append(rec)
-            bar.update(1)
-            self._log(f"output kernel {k}: validation MRR {rec['best_score']:.4f} with {rec['best_params']} "
-                      f"({rec['time_s']:.1f} s)")
-            if best is None or rec["best_score"] > best[0]["best_score"]:
-                best = (rec, fitted)
-        bar.close()
-        rec, fitted = best
+        tried, rec, fitted = self._select(ctx, kernels)
         t1 = time.perf_counter()
         if self.method == "dsokr":  # the network keeps its validation split for early stopping
             model, extra = fitted

@@ -111,6 +111,17 @@ def sprokr_executors():
     """
 
 
+@hookspec
+def sprokr_estimators():
+    """Task-level estimators, ``{name: factory}`` (e.g. sprokr-chem's ``MoleculeRetriever``).
+
+    ``factory(**params)`` returns an unfitted scikit-learn style estimator (``fit``,
+    ``predict``, ``get_params``, ``save``).  The command line builds them by name
+    (``estimator = "MoleculeRetriever"`` in a model file, ``docs/cli.md``), and the safe
+    model format saves and rebuilds them by registered name like every component.
+    """
+
+
 #: hook name -> component kind, in the order ``sprokr plugins`` lists them
 KINDS = {
     "sprokr_input_kernels": "input_kernel",
@@ -120,4 +131,5 @@ KINDS = {
     "sprokr_regressors": "regressor",
     "sprokr_losses": "loss",
     "sprokr_executors": "executor",
+    "sprokr_estimators": "estimator",
 }

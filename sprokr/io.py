@@ -225,6 +225,8 @@ class ColumnSpec:
     def write(self, value: Any) -> str:
         """One output as text: molecules as SMILES, label sets as ``;``-joined label names."""
         if self.type == "molecule":
+            if isinstance(value, str):  # estimators that predict SMILES (MoleculeRetriever)
+                return value
             from sprokr_chem import graph_to_smiles
 
             return graph_to_smiles(value) or ""

@@ -58,7 +58,8 @@ ENTRY_POINT_GROUP = "sprokr"
 BUILTIN = "sprokr"
 
 _PLURALS = {"input_kernel": "input kernels", "output_kernel": "output kernels", "sketch": "sketches",
-            "decoder": "decoders", "regressor": "regressors", "loss": "losses", "executor": "executors"}
+            "decoder": "decoders", "regressor": "regressors", "loss": "losses", "executor": "executors",
+            "estimator": "estimators"}
 
 
 class PluginWarning(UserWarning):
@@ -256,7 +257,7 @@ class Registry:
         ----------
         kind : str
             One of ``input_kernel``, ``output_kernel``, ``sketch``, ``decoder``,
-            ``regressor``, ``loss``, ``executor``.
+            ``regressor``, ``loss``, ``executor``, ``estimator``.
         spec : str or object
             A registered name (bare or ``"plugin:name"``), or an already-built component
             (returned unchanged).

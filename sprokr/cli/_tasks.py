@@ -2,7 +2,7 @@
 
 A model is described by a TOML file::
 
-    estimator = "SISOKR"            # a class of sprokr.models
+    estimator = "SISOKR"            # a class of sprokr.models, or a plugin's estimator by name
     random_state = 0
 
     [params]                         # the estimator's parameters (components by name)
@@ -89,9 +89,22 @@ def build_estimator(cfg: Dict[str, Any], where: str = "config") -> Any:
 
     name = cfg.get("estimator")
     classes = [n for n in models.__all__ if isinstance(getattr(models, n), type) and hasattr(getattr(models, n), "fit")]
-    if name not in classes:
-        raise ConfigError(f"{where}: unknown estimator {name!r}; known: {', '.join(sorted(classes))}")
-    cls = getattr(models, name)
+    if name in classes:
+        cls = getattr(models, name)
+    else:  # an estimator of a plugin (hook sprokr_estimators), e.g. sprokr-chem's MoleculeRetriever
+        from ..registry import get_registry
+
+        reg = get_registry()
+        try:
+            if not isinstance(name, str):
+                raise TypeError(name)
+            reg.get("estimator", name)
+        except (TypeError, ValueError):
+            known = sorted(classes) + reg.names("estimator")
+            raise ConfigError(f"{where}: unknown estimator {name!r}; known: {', '.join(known)}") from None
+
+        def cls(**kw: Any) -> Any:
+            return reg.create("estimator", name, kw)
     params = dict(cfg.get("params", {}))
     if not isinstance(params, dict):
         raise ConfigError(f"{where}: [params] must be a table")
@@ -178,7 +191,7 @@ def cmd_predict(args: Any) -> int:
     t0 = time.perf_counter()
     if args.top_k and structured:
         D = model.predict_topk(X, k=args.top_k, candidates=C)
-        pool = C if C is not None else model.default_index_.candidates
+        pool = C if C is not None else getattr(model, "candidates_", None) or model.default_index_.candidates
         rows = [[q, r + 1, spec_out.write(pool[int(j)]), f"{s:.8g}"]
                 for q in range(len(queries)) for r, (j, s) in enumerate(zip(D.indices[q], D.scores[q]))]
         header = ["query", "rank", "prediction", "score"]

@@ -4,7 +4,9 @@ Registered through the ``sprokr`` entry-point group (module :mod:`sprokr_chem.pl
 input and output kernels ``morgan_tanimoto``, ``morgan_gaussian_tanimoto``,
 ``morgan_count_tanimoto``, ``morgan_minmax``, ``morgan_cosine`` (SMILES or RDKit molecules) and ``smiles_spectrum``
 (SMILES strings).  Also: SMILES / SDF readers that name invalid records, Morgan
-fingerprints, and molecule <-> labelled graph conversion.
+fingerprints, molecule <-> labelled graph conversion, and :class:`MoleculeRetriever`
+(SMILES or text in, molecules out, settings chosen by validation; registered through the
+``sprokr_estimators`` hook).
 """
 from __future__ import annotations
 
@@ -30,6 +32,10 @@ _EXPORTS = {
     "read_sdf": ".io",
     "read_smiles": ".io",
     "to_mol": ".io",
+    "canonical_smiles": ".io",
+    "read_molecules": ".io",
+    "MoleculeRetriever": ".retriever",
+    "RetrievedMolecules": ".retriever",
     "MorganCosineKernel": ".kernels",
     "MorganCountTanimotoKernel": ".kernels",
     "unary_counts": ".kernels",

@@ -19,18 +19,20 @@ if TYPE_CHECKING:  # imported for the annotations only
     from sprokr.types import PathLike
 
 __all__ = ["MoleculeReadError", "ReadReport", "read_smiles", "read_sdf", "mol_from_smiles",
-           "to_mol"]
+           "to_mol", "canonical_smiles", "read_molecules"]
 
 
 class MoleculeReadError(ValueError):
     """A SMILES string or SDF record could not be turned into a valid molecule.
 
-    Attributes ``index`` (position of the record) and ``record`` (its text, shortened).
+    Attributes ``index`` (position of the record), ``record`` (its text, shortened),
+    ``reason`` and ``where`` (what holds it: an argument name or a file, or None).
     """
 
-    def __init__(self, index: int, record: str, reason: str) -> None:
-        self.index, self.record, self.reason = index, record, reason
-        super().__init__(f"invalid molecule at record {index}: {record!r} ({reason})")
+    def __init__(self, index: int, record: Any, reason: str, where: str | None = None) -> None:
+        self.index, self.record, self.reason, self.where = index, record, reason, where
+        prefix = f"{where}: " if where else ""
+        super().__init__(f"{prefix}invalid molecule at record {index}: {record!r} ({reason})")
 
 
 @dataclass
@@ -175,3 +177,97 @@ def read_sdf(path: PathLike, on_error: str = "raise", properties: bool = True) -
     finally:
         RDLogger.EnableLog("rdApp.*")
     return (mols, props, report) if properties else (mols, report)
+
+
+def _invalid(skipped, where):
+    """The error for the invalid records ``[(index, text, reason), ...]`` of ``where``."""
+    i, text, reason = skipped[0]
+    more = f"; {len(skipped) - 1} more invalid record(s), e.g. at {[j for j, _, _ in skipped[1:6]]}" \
+        if len(skipped) > 1 else ""
+    return MoleculeReadError(i, text, reason + more, where=where)
+
+
+def canonical_smiles(molecules, name="molecules"):
+    """RDKit canonical SMILES of SMILES strings, RDKit molecules or molecule graphs.
+
+    Parameters
+    ----------
+    molecules : sequence of str, rdkit.Chem.Mol or networkx.Graph (n,)
+        Graphs as :func:`sprokr_chem.mol_to_graph` makes them (node ``label``, bond-order
+        edge ``label``).
+    name : str
+        What the molecules are (named in the error, e.g. ``"y"`` or ``"candidates"``).
+
+    Returns
+    -------
+    list of str (n,)
+
+    Raises
+    ------
+    MoleculeReadError
+        Naming ``name``, the position and text of the first invalid molecule and how many
+        others are invalid (every record is checked before raising).
+    """
+    if isinstance(molecules, (str, Chem.Mol)):
+        raise TypeError(f"{name} must be a sequence of molecules, not a single {type(molecules).__name__}")
+    out, skipped = [], []
+    for i, m in enumerate(molecules):
+        try:
+            if hasattr(m, "nodes") and hasattr(m, "edges"):  # a networkx molecule graph
+                from .graphs import GraphConversionError, graph_to_mol
+
+                try:
+                    m = graph_to_mol(m, errors="raise")
+                except GraphConversionError as exc:
+                    raise MoleculeReadError(i, f"<graph with {m.number_of_nodes()} nodes>", str(exc)) from None
+            out.append(Chem.MolToSmiles(to_mol(m, i)))
+        except MoleculeReadError as exc:
+            skipped.append((i, _short(exc.record), exc.reason))
+    if skipped:
+        raise _invalid(skipped, name)
+    return out
+
+
+def read_molecules(source, name="candidates", column="smiles"):
+    """Canonical SMILES of a molecule collection or of a molecule file.
+
+    Parameters
+    ----------
+    source : sequence (see :func:`canonical_smiles`) or str / path-like
+        A file is read by :func:`sprokr.io.read_table`: ``.smi`` (first token of each line),
+        ``.sdf`` / ``.sdf.zip`` (one record per molecule), ``.csv`` / ``.tsv`` (the column
+        ``column``, matched case-insensitively).
+    name : str
+        Named in errors (``"candidates"``).
+    column : str
+        Column of a CSV/TSV file holding the SMILES.
+
+    Returns
+    -------
+    list of str
+        Canonical SMILES, in the order of the collection or file.
+
+    Raises
+    ------
+    MoleculeReadError
+        An invalid molecule, naming the file and line (or ``name`` and the position).
+    sprokr.io.DataFileError
+        A file that does not exist, has an unknown format or no SMILES column.
+    """
+    import os
+
+    if not isinstance(source, (str, os.PathLike)):
+        return canonical_smiles(source, name)
+    from sprokr.io import DataFileError, read_table
+
+    table = read_table(source)
+    cols = {c.lower(): c for c in table.columns}
+    if column.lower() not in cols:
+        raise DataFileError(f"{source}: no {column!r} column holding the {name}; available columns: "
+                            f"{', '.join(map(repr, table.columns)) or '(none)'}")
+    values = [str(v) for v in table.column(cols[column.lower()])]
+    mols, report = read_smiles(values, on_error="skip")
+    if report.skipped:
+        first = report.skipped[0][0]
+        raise _invalid(report.skipped, f"{name} ({table.where(first)})")
+    return [Chem.MolToSmiles(m) for m in mols]

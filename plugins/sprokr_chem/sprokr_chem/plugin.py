@@ -1,4 +1,5 @@
-"""Entry point of sprokr-chem: registers the molecule kernels on both sides.
+"""Entry point of sprokr-chem: registers the molecule kernels on both sides and the
+``MoleculeRetriever`` estimator (for the command line and the safe model format).
 
 Factories are lazy, so building the registry does not import RDKit.
 """
@@ -27,3 +28,8 @@ def sprokr_input_kernels():
 @sprokr.hookimpl
 def sprokr_output_kernels():
     return _factories()
+
+
+@sprokr.hookimpl
+def sprokr_estimators():
+    return {"MoleculeRetriever": lazy_factory("sprokr_chem.retriever:MoleculeRetriever")}

@@ -1,0 +1,271 @@
+"""MoleculeRetriever (sprokr-chem): one estimator from SMILES or text to molecules, with its
+settings chosen on a validation split of the training data; save/load, clone, the CLI and
+the benchmark script on the shipped 300-molecule QM9 sample (small grids: fast)."""
+import csv
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("sprokr_chem")
+pytest.importorskip("sprokr_graphs")
+
+from rdkit import Chem  # noqa: E402
+from sklearn.base import clone  # noqa: E402
+from sklearn.exceptions import NotFittedError  # noqa: E402
+
+import sprokr  # noqa: E402
+from sprokr.datasets import sample_path  # noqa: E402
+from sprokr_chem import MoleculeReadError, MoleculeRetriever  # noqa: E402
+from sprokr_chem.datasets import load_qm9  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+SMALL = {"iokr": {}, "sisokr": {"m_x_grid": (20, 40, 80), "m_y_grid": (20, 40)},
+         "dsokr": {"m_y_grid": (20, 40), "hidden_layer_sizes": [(32,)], "max_epochs": 1000}}
+
+
+def canon(smiles):
+    return [Chem.MolToSmiles(Chem.MolFromSmiles(s)) for s in smiles]
+
+
+@pytest.fixture(scope="module")
+def qm9():
+    smiles, _, _ = load_qm9(sample_path("qm9_sample.csv"))
+    return smiles[:200], smiles[200:250], smiles[200:]  # train, queries, 100 unseen candidates
+
+
+def small(method, **kw):
+    kw = {"lams": (1e-2, 1e-4, 1e-6), "input_grid": [{"n": 3}, {"n": 4}], "random_state": 0, **SMALL[method], **kw}
+    return MoleculeRetriever(method=method, **kw)
+
+
+@pytest.fixture(scope="module")
+def fitted(qm9):
+    X, _, _ = qm9
+    return {m: small(m).fit(X, X) for m in ("iokr", "sisokr", "dsokr")}
+
+
+@pytest.mark.parametrize("method", ["iokr", "sisokr", "dsokr"])
+def test_each_method_retrieves_valid_molecules_from_the_pool(fitted, qm9, method):
+    _, queries, pool = qm9
+    model = fitted[method]
+    assert model.inputs_ == "smiles" and model.method_ == method
+    pred = model.predict(queries, candidates=pool)
+    assert len(pred) == len(queries) and set(pred) <= set(canon(pool))
+    # unseen molecules among 100 candidates: chance MRR ~ 0.05
+    assert model.score(queries, queries, candidates=pool) > {"iokr": 0.4, "sisokr": 0.25, "dsokr": 0.15}[method]
+    # default pool: the distinct training molecules
+    assert set(model.predict(queries[:5])) <= set(model.training_molecules_) == set(model.candidates_)
+
+
+@pytest.mark.parametrize("method", ["iokr", "dsokr"])
+def test_score_matrix_agrees_with_topk_and_predict(fitted, qm9, method):
+    _, queries, pool = qm9
+    model = fitted[method]
+    S = model.predict_scores(queries, candidates=pool)
+    assert S.shape == (len(queries), len(pool))
+    top = model.predict_topk(queries, k=5, candidates=pool)
+    order = np.argsort(-S, axis=1, kind="stable")[:, :5]  # ties: the earlier candidate first
+    assert np.array_equal(top.indices, order)
+    np.testing.assert_allclose(top.scores, np.take_along_axis(S, order, axis=1), rtol=1e-10, atol=1e-12)
+    assert top.smiles == [[canon(pool)[j] for j in row] for row in order]
+    assert model.predict(queries, candidates=pool) == [row[0] for row in top.smiles]
+
+
+def test_the_selection_chooses_among_what_it_tried(fitted):
+    for method, model in fitted.items():
+        sel = model.selection_
+        assert [t["output_kernel"] for t in sel["tried"]] == ["wl", "morgan_count_tanimoto"]
+        assert sel["chosen"] == model.output_kernel_ == model.best_params_["output_kernel"]
+        assert model.best_score_ == max(t["best_score"] for t in sel["tried"])
+        assert sel["n_train"] == 160 and sel["n_val"] == 40
+        if method == "dsokr":
+            runs = [r for t in sel["tried"] for r in t["runs"]]
+            assert {r["input_kernel_params"]["n"] for r in runs} == {3, 4}
+            assert model.best_params_["m_y"] in (20, 40)
+            continue
+        for t in sel["tried"]:
+            assert [g["params"]["input_kernel_params"] for g in t["grid"]] == [{"n": 3}, {"n": 4}]
+            assert all(g["lams"] == [1e-2, 1e-4, 1e-6] for g in t["grid"])
+            scores = np.array([g["scores"] for g in t["grid"]])
+            assert np.ptp(scores) > 0  # the settings make a difference on validation
+        best = max(model.selection_["tried"], key=lambda t: t["best_score"])
+        assert model.best_params_["lam"] in (1e-2, 1e-4, 1e-6)
+        assert model.best_params_["input_kernel_params"] == max(best["grid"], key=lambda g: g["best_score"])[
+            "params"]["input_kernel_params"] or method == "sisokr"  # sisokr: m_x growth re-picks lam
+        if method == "sisokr":
+            assert model.best_params_["m_x"] in (20, 40, 80) and model.best_params_["m_y"] in (20, 40)
+            assert best["m_x"]["m"][0] == 20 and best["perfect_h"]["m"] == [20, 40]
+            assert (model.model_.m_x, model.model_.m_y) == (model.best_params_["m_x"], model.best_params_["m_y"])
+
+
+def test_refit_uses_all_training_pairs_except_for_dsokr(fitted):
+    assert fitted["iokr"].model_.n_train_ == fitted["sisokr"].model_.n_train_ == 200
+    assert fitted["dsokr"].model_.n_train_ == 160  # the validation split stays out (early stopping)
+
+
+def test_text_inputs(qm9):
+    X, queries, pool = qm9
+    from rdkit.Chem import rdMolDescriptors
+
+    words = "zero one two three four five six seven eight nine".split()
+
+    def describe(s):
+        m = Chem.MolFromSmiles(s)
+        count = lambda el: sum(a.GetSymbol() == el for a in m.GetAtoms())  # noqa: E731
+        bonds = [b.GetBondTypeAsDouble() for b in m.GetBonds()]
+        return (f"a molecule with {words[count('C')]} carbon atoms, {words[count('N')]} nitrogen atoms, "
+                f"{words[count('O')]} oxygen atoms, {words[rdMolDescriptors.CalcNumRings(m)]} rings, "
+                f"{words[bonds.count(2.0)]} double bonds and {words[bonds.count(3.0)]} triple bonds")
+
+    model = MoleculeRetriever(method="iokr", output_kernel="morgan_count_tanimoto", lams=(1e-2, 1e-4),
+                              random_state=0).fit([describe(s) for s in X], X)
+    assert model.inputs_ == "text" and model.model_.input_kernel_.name == "text"
+    pred = model.predict([describe(s) for s in queries], candidates=pool)
+    assert set(pred) <= set(canon(pool))
+    assert model.score([describe(s) for s in queries], queries, candidates=pool) > 0.15  # chance ~ 0.05
+
+
+def test_save_load_round_trip(fitted, qm9, tmp_path):
+    _, queries, pool = qm9
+    for method, model in fitted.items():
+        path = model.save(tmp_path / f"{method}.sprokr")
+        again = sprokr.load(path)
+        assert type(again) is MoleculeRetriever and again.get_params() == model.get_params()
+        assert again.predict(queries, candidates=pool) == model.predict(queries, candidates=pool)
+        assert np.array_equal(again.predict_scores(queries, candidates=pool),
+                              model.predict_scores(queries, candidates=pool))
+        assert again.selection_ == model.selection_ and again.best_params_ == model.best_params_
+    assert MoleculeRetriever.load(tmp_path / "iokr.sprokr").method_ == "iokr"
+
+
+def test_clone_and_params():
+    est = MoleculeRetriever(method="sisokr", candidates=["CCO", "CCN"], m_x_grid=(10, 20), random_state=3)
+    c = clone(est)
+    assert c is not est and c.get_params() == est.get_params()
+    assert not hasattr(c, "model_")
+    with pytest.raises(NotFittedError):
+        c.predict(["CCO"])
+
+
+def test_candidate_pools_from_files_and_construction(qm9, tmp_path):
+    X, queries, pool = qm9
+    (tmp_path / "pool.smi").write_text("".join(f"{s} mol{i}\n" for i, s in enumerate(pool)))
+    model = small("iokr", output_kernel="morgan_count_tanimoto", candidates=tmp_path / "pool.smi").fit(X, X)
+    assert model.candidates_ == canon(pool)
+    assert set(model.predict(queries)) <= set(canon(pool))
+    with open(tmp_path / "pool.csv", "w", newline="") as fh:
+        csv.writer(fh).writerows([["name", "SMILES"]] + [[f"m{i}", s] for i, s in enumerate(pool)])
+    assert np.array_equal(model.predict_scores(queries[:3], candidates=tmp_path / "pool.csv"),
+                          model.predict_scores(queries[:3]))
+    mols = [Chem.MolFromSmiles(s) for s in pool[:10]]
+    assert model.predict(queries[:3], candidates=mols) == model.predict(queries[:3], candidates=pool[:10])
+
+
+def test_clear_errors(qm9, fitted, tmp_path):
+    X, queries, pool = qm9
+    with pytest.raises(ValueError, match="method must be one of 'iokr', 'sisokr', 'dsokr'"):
+        MoleculeRetriever(method="krr").fit(X, X)
+    with pytest.raises(ValueError, match="inputs must be"):
+        MoleculeRetriever(inputs="inchi").fit(X, X)
+    with pytest.raises(ValueError, match="unknown output_kernel 'morgan'"):
+        MoleculeRetriever(output_kernel="morgan").fit(X, X)
+    with pytest.raises(ValueError, match="validation_fraction"):
+        MoleculeRetriever(validation_fraction=1.5).fit(X, X)
+    with pytest.raises(ValueError, match="X and y have different numbers of samples: 200 and 199"):
+        MoleculeRetriever().fit(X, X[:-1])
+    bad = list(X)
+    bad[7] = "C1CC(("
+    with pytest.raises(MoleculeReadError, match=r"^X: invalid molecule at record 7: 'C1CC\(\('"):
+        MoleculeRetriever().fit(bad, X)
+    with pytest.raises(MoleculeReadError, match=r"^y: invalid molecule at record 7"):
+        MoleculeRetriever().fit(X, bad)
+    model = fitted["iokr"]
+    with pytest.raises(MoleculeReadError, match=r"^candidates: invalid molecule at record 7: 'C1CC\(\(' .*"
+                                                r"1 more invalid record\(s\), e.g. at \[9\]"):
+        model.predict(queries, candidates=bad[:9] + ["xyz"])
+    (tmp_path / "bad.smi").write_text("CCO a\nCCN b\nC1CC(( c\n")
+    with pytest.raises(MoleculeReadError, match=r"bad.smi line 3\): invalid molecule at record 2"):
+        model.predict(queries, candidates=tmp_path / "bad.smi")
+    with pytest.raises(ValueError, match="candidates is empty"):
+        model.predict(queries, candidates=[])
+    with pytest.raises(ValueError, match="hidden_layer_sizes"):
+        MoleculeRetriever(method="dsokr", hidden_layer_sizes=256).fit(X, X)
+
+
+def test_a_failed_refit_keeps_the_previous_model(qm9):
+    X, queries, _ = qm9
+    model = small("iokr", output_kernel="morgan_count_tanimoto").fit(X[:100], X[:100])
+    before = model.model_, model.predict(queries)
+    with pytest.raises(MoleculeReadError):
+        model.fit(X[:99] + ["C1CC(("], X[:100])
+    assert model.model_ is before[0] and model.predict(queries) == before[1]
+
+
+def test_cross_validation_uses_score(qm9):
+    from sklearn.model_selection import cross_val_score
+
+    X, _, _ = qm9
+    scores = cross_val_score(small("iokr", output_kernel="morgan_count_tanimoto", input_grid=[{"n": 4}]),
+                             X[:150], X[:150], cv=2)
+    assert scores.shape == (2,) and (0.1 < scores).all() and (scores <= 1).all()
+
+
+def test_command_line_builds_the_plugin_estimator_by_name(qm9, tmp_path, capsys):
+    from sprokr.cli import main
+    from sprokr.registry import get_registry
+
+    assert "MoleculeRetriever" in get_registry().names("estimator")
+    X, queries, pool = qm9
+    for name, rows in (("train.csv", X), ("test.csv", queries)):
+        with open(tmp_path / name, "w", newline="") as fh:
+            csv.writer(fh).writerows([["query", "target"]] + [[s, s] for s in rows])
+    (tmp_path / "pool.smi").write_text("".join(f"{s}\n" for s in pool))
+    (tmp_path / "m.toml").write_text('''estimator = "MoleculeRetriever"
+random_state = 0
+[params]
+method = "iokr"
+output_kernel = "morgan_count_tanimoto"
+lams = [1e-2, 1e-4]
+input_grid = [{n = 4}]
+[input]
+column = "query"
+type = "smiles"
+[output]
+column = "target"
+type = "smiles"
+''')
+    args = [str(a) for a in ("fit", "--config", tmp_path / "m.toml", "--train", tmp_path / "train.csv",
+                             "-o", tmp_path / "m.sprokr")]
+    assert main(args) == 0
+    assert main([str(a) for a in ("predict", tmp_path / "m.sprokr", "--input", tmp_path / "test.csv",
+                                  "--top-k", "2", "-o", tmp_path / "top.csv")]) == 0
+    top = list(csv.DictReader(open(tmp_path / "top.csv")))
+    assert len(top) == 100 and {r["prediction"] for r in top} <= set(canon(X))
+    capsys.readouterr()
+    assert main([str(a) for a in ("evaluate", tmp_path / "m.sprokr", "--test", tmp_path / "test.csv",
+                                  "--candidates", tmp_path / "pool.smi", "--json")]) == 0
+    res = json.loads(capsys.readouterr().out)
+    assert res["truth_in_candidates"] == 1.0 and res["mrr"] > 0.3
+    (tmp_path / "bad.toml").write_text((tmp_path / "m.toml").read_text().replace("lams", "lambdas"))
+    assert main([str(a) for a in ("fit", "--config", tmp_path / "bad.toml", "--train", tmp_path / "train.csv",
+                                  "-o", tmp_path / "b.sprokr")]) == 2
+    assert "lambdas" in capsys.readouterr().err
+
+
+def test_benchmark_script_smoke(tmp_path):
+    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "qm9_retriever.py"), "--data",
+                          str(sample_path("qm9_sample.csv")), "--n-train", "200", "--n-test", "40",
+                          "--methods", "NN,iokr,dsokr", "--params", json.dumps({"lams": [1e-2, 1e-4],
+                          "input_grid": [{"n": 4}], "m_y_grid": [20, 40], "hidden_layer_sizes": [[32]]}),
+                          "--json"], cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    res = json.loads(out.stdout.strip().splitlines()[-1])
+    assert set(res) == {"NN", "IOKR", "DSOKR"}
+    for name, r in res.items():
+        assert 0 <= r["top1"] <= r["top5"] <= r["top10"] <= 1 and 0 < r["MRR"] <= 1, name
+        assert r["fit_s"] >= 0 and r["decode_s"] > 0
+    assert res["IOKR"]["MRR"] > 0.2  # 100 unseen candidates: chance ~ 0.05

@@ -187,7 +187,7 @@ def _invalid(skipped, where):
     return MoleculeReadError(i, text, reason + more, where=where)
 
 
-def canonical_smiles(molecules, name="molecules"):
+def canonical_smiles(molecules: Any, name: str = "molecules") -> list[str]:
     """RDKit canonical SMILES of SMILES strings, RDKit molecules or molecule graphs.
 
     Parameters
@@ -228,7 +228,7 @@ def canonical_smiles(molecules, name="molecules"):
     return out
 
 
-def read_molecules(source, name="candidates", column="smiles"):
+def read_molecules(source: Any, name: str = "candidates", column: str = "smiles") -> list[str]:
     """Canonical SMILES of a molecule collection or of a molecule file.
 
     Parameters

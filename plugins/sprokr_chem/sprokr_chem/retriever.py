@@ -186,10 +186,11 @@ class MoleculeRetriever(SaveMixin, BaseEstimator):
     50
     """
 
-    def __init__(self, method="iokr", inputs="auto", output_kernel="auto", candidates=None,
-                 validation_fraction=0.2, lams=None, input_grid=None, m_x_grid=None, m_y_grid=None,
-                 hidden_layer_sizes=((256,),), max_epochs=200, max_features=2048, random_state=None,
-                 verbose=False):
+    def __init__(self, method: str = "iokr", inputs: str = "auto", output_kernel: str = "auto",
+                 candidates: Any = None, validation_fraction: float = 0.2, lams: Any = None,
+                 input_grid: Any = None, m_x_grid: Any = None, m_y_grid: Any = None,
+                 hidden_layer_sizes: Any = ((256,),), max_epochs: int = 200, max_features: int = 2048,
+                 random_state: Any = None, verbose: bool = False) -> None:
         self.method = method
         self.inputs = inputs
         self.output_kernel = output_kernel

@@ -74,3 +74,15 @@ def test_qm9_fgw_decoding_smoke(tmp_path):
     assert res["FGW"]["valid"] >= 0.75  # decoded within valences and repaired
     # NN and IOKR return training molecules, never one of the unseen test molecules
     assert res["NN"]["exact"] == 0 and res["IOKR-train"]["exact"] == 0
+
+
+def test_qm9_properties_to_molecule_smoke(tmp_path):
+    """Per-query candidate sets of unseen molecules (and with the training ones), lam by validation."""
+    res, err = run_json("qm9_properties_to_molecule.py", "--data", str(ROOT / "sprokr" / "data" / "qm9_sample.csv"),
+                        "--n-train", "200", "--gamma-x-grid", "0.05", "--m-x-grid", "40,80", "--m-y-grid", "20,40",
+                        cwd=tmp_path)
+    assert set(res) == {"IOKR", "SISOKR", "random"}
+    for name, r in res.items():
+        assert 0 <= r["top1"] <= r["top5"] <= r["top10"] <= 1 and 0 <= r["top1_incl_train"] <= 1, name
+    # the sets without training molecules are smaller: a random ranking does at least as well
+    assert res["random"]["top1"] >= res["random"]["top1_incl_train"] - 0.1

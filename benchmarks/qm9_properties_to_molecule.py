@@ -37,7 +37,7 @@ from sprokr import IOKR, SISOKR, CandidateSets
 from sprokr.metrics import top_k_accuracy
 
 
-LAMS = np.logspace(-1, -7, 13)  # decreasing: ties go to the most regularised
+LAMS = np.logspace(-1, -9, 17)  # decreasing: ties go to the most regularised
 
 
 def model_method(make_model):
@@ -110,7 +110,7 @@ def main(argv=None):
     ap.add_argument("--lam", type=float, default=None,
                     help="hand-set lam (skips the selection; then the first grid values are used)")
     ints = lambda s: [int(v) for v in s.split(",")]  # noqa: E731
-    ap.add_argument("--gamma-x-grid", type=lambda s: [float(v) for v in s.split(",")], default="0.02,0.05,0.2",
+    ap.add_argument("--gamma-x-grid", type=lambda s: [float(v) for v in s.split(",")], default="0.005,0.01,0.02,0.05",
                     help="input bandwidths tried by validation")
     ap.add_argument("--gamma-y", type=float, default=1.0, help="output kernel bandwidth (fixed)")
     ap.add_argument("--m-x-grid", type=ints, default="250,500,1000,2000")

@@ -157,11 +157,15 @@ def test_molecule_edits_are_single_valid_edits():
         for v, d in H.nodes(data=True):  # valences within the caps
             assert sum(e["label"] for _, _, e in H.edges(v, data=True)) <= caps[d["label"]]
     smi = {graph_to_smiles(H) for H in edits} - {None}
-    expected = {"CC(C)O", "OC1CC1C", "CC1CC1", "NC1CC1", "C1CC1", "O=C1CC1", "NC1CC1O"}
+    expected = {"CC(C)O", "OC1CC1C", "CC1CC1", "NC1CC1", "C1CC1", "O=C1CC1", "NC1CC1O",
+                "OCC1CC1", "OC1CCC1", "OC1CN1"}  # ..., atoms inserted, relabelled
     assert {graph_to_smiles(smiles_to_graph(e)) for e in expected} <= smi
     assert graph_to_smiles(G) not in smi  # every edit changes the molecule
     assert not any(H.number_of_nodes() > 5 for H in edits)
     assert all(H.number_of_nodes() <= 4 for H in molecule_edits(G, ["C"], (1,), max_nodes=4))
+    # contraction: propanol's middle carbon goes, ethanol remains; never a triangle's atom
+    chain = {graph_to_smiles(H) for H in molecule_edits(smiles_to_graph("CCCO"), ["C"], (1,), max_nodes=4)}
+    assert "CCO" in chain
 
 
 def test_model_guided_search_climbs_to_the_best_molecule():
@@ -210,8 +214,8 @@ def test_fgw_decoder_with_search(data):
     Xq = smiles[200:210]
     H, index, alpha = m.predict_coordinates(Xq), m.default_index_, m.predict_weights(Xq)
     train = {graph_to_smiles(g) for g in G[:200]}
-    base = FGWBarycenterDecoder(n_neighbors=4, n_starts=1, train_margin=0.0)
-    dec = FGWBarycenterDecoder(n_neighbors=4, n_starts=1, search_steps=3, train_margin=np.inf)
+    base = FGWBarycenterDecoder(n_neighbors=4, n_starts=1, search_steps=0, train_margin=0.0)
+    dec = FGWBarycenterDecoder(n_neighbors=4, n_starts=1, search_steps=3, search_beam=2, train_margin=np.inf)
     out0, out = base.decode(H, index, weights=alpha), dec.decode(H, index, weights=alpha)
     assert all(g.graph["smiles"] is not None for g in out)
     assert sum(dec.counts_.values()) == len(Xq) and dec.counts_["searched"] >= 1

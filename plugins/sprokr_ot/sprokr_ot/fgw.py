@@ -317,7 +317,7 @@ class FGWBarycenterDecoder(Decoder):
 
     def __init__(self, n_neighbors: int = 5, alpha: float = 0.5, weights: str = "auto", n_nodes: str = "median",
                  max_iter: int = 50, tol: float = 1e-5, threshold: float = 0.5, n_starts: int = 3,
-                 select: str = "score", search_steps: int = 0, search_beam: int = 1, train_margin: float = 0.0,
+                 select: str = "score", search_steps: int = 10, search_beam: int = 3, train_margin: float = 0.2,
                  repair: bool = True, node_label: str = "label", edge_label: str = "label",
                  to_smiles: bool = True, random_state: RandomStateLike = 0) -> None:
         self.n_neighbors = n_neighbors
@@ -337,6 +337,11 @@ class FGWBarycenterDecoder(Decoder):
         self.edge_label = edge_label
         self.to_smiles = to_smiles
         self.random_state = random_state
+
+    def __getstate__(self):
+        state = super().__getstate__()
+        state.pop("_pool_keys", None)  # a cache of the last candidate pool's SMILES
+        return state
 
     def _check(self):
         if not isinstance(self.n_neighbors, numbers.Integral) or self.n_neighbors < 1:
@@ -574,7 +579,13 @@ class FGWBarycenterDecoder(Decoder):
             key = None if mol is None else Chem.MolToSmiles(mol)
             return None if key is None or "." in key else (key, mol_to_graph(mol))
 
-        train = {k for k in map(to_smiles, pool) if k is not None}
+        # canonical SMILES of the candidate pool, kept while the same pool comes back (a model
+        # decodes over its training outputs at every predict call)
+        cached = getattr(self, "_pool_keys", None)
+        if cached is None or cached[0] is not pool or cached[1] != len(pool):
+            cached = (pool, len(pool), {k for k in map(to_smiles, pool) if k is not None})
+            self._pool_keys = cached
+        train = cached[2]
         return {"labels": labels, "orders": orders, "canonical": canonical, "train": train,
                 "caps": {lab: _max_valence(lab) for lab in labels}}
 
@@ -587,7 +598,7 @@ class FGWBarycenterDecoder(Decoder):
             props.append(self.barycenter(nbrs, w, alphabet, rng, chem, start=int(s)))
         props = [p for p in props if p.graph["fgw_status"] != "neighbor" and p.number_of_nodes()]
         if search is not None:
-            return self._search(q, props, nbrs, score, search)
+            return self._search(q, props + list(nbrs), max(g.number_of_nodes() for g in nbrs), score, search)
         n_bary = len(props)
         sc = score(q, props + list(nbrs))
         sc[n_bary:] -= self.train_margin
@@ -598,17 +609,18 @@ class FGWBarycenterDecoder(Decoder):
             return out
         return props[best]
 
-    def _search(self, q, props, nbrs, score, ctx):
-        """Model-guided search from the proposals and the neighbours (molecules)."""
+    def _search(self, q, starts, max_nodes, score, ctx):
+        """Model-guided search from ``starts`` (proposals, neighbours), molecules of at most
+        ``max_nodes`` atoms (the largest neighbour)."""
         train, margin = ctx["train"], self.train_margin
         keys = {}
-        for p in props:  # a start that wins keeps its status
+        for p in starts:  # a start that wins keeps its status (training graphs: see below)
             c = ctx["canonical"](p)
             if c is not None:
-                keys.setdefault(c[0], p.graph["fgw_status"])
+                keys.setdefault(c[0], p.graph.get("fgw_status", "selected_neighbor"))
         G, _, info = model_guided_search(
-            list(props) + list(nbrs), lambda gs: score(q, gs), ctx["labels"], ctx["canonical"],
-            orders=ctx["orders"], max_nodes=max(g.number_of_nodes() for g in nbrs), caps=ctx["caps"],
+            starts, lambda gs: score(q, gs), ctx["labels"], ctx["canonical"],
+            orders=ctx["orders"], max_nodes=max_nodes, caps=ctx["caps"],
             beam=self.search_beam, max_steps=self.search_steps,
             penalty=(lambda k: margin if k in train else 0.0) if margin else None)
         status = "selected_neighbor" if info["key"] in train else \

@@ -4,7 +4,8 @@ The FGW barycenter proposes graphs near the query's training neighbours; the mod
 is a much better judge than builder (IOKR ranks the true molecule first among thousands of
 unseen candidates most of the time).  :func:`model_guided_search` therefore climbs from the
 proposals (and the neighbours) through chemically valid single edits -- change a bond
-order, open or close a ring, add or remove a terminal atom, change an element -- keeping
+order, open or close a ring, add or remove a terminal atom, insert an atom into a bond or
+contract one, change an element -- keeping
 the ``beam`` best new molecules by the model's decoding score
 ``<h(x), psi(G)> - k(G, G)/2`` at each step, and stops when no edit improves on the best
 molecule met so far.  Every molecule is checked by RDKit sanitisation before it is scored.
@@ -80,15 +81,18 @@ def molecule_edits(G: nx.Graph, labels: Sequence[str], orders: Sequence[float] =
     """Every graph one edit away from ``G`` (a molecule graph with bond-order edge labels).
 
     Edits: a bond set to another order of ``orders``; a ring bond removed (never a bridge, so
-    the graph stays connected); a single bond closing a ring between two atoms; a terminal
-    atom of each label in ``labels`` added to each atom with each order (while the graph
-    has fewer than ``max_nodes`` nodes); a terminal atom removed; an atom relabelled.  With
+    the graph stays connected); a single bond closing a ring between two atoms; an atom of
+    each label in ``labels`` inserted into a single bond, or added as a terminal atom to each
+    atom with each order (while the graph has fewer than ``max_nodes`` nodes); an atom
+    between two single bonds contracted (its neighbours bonded); a terminal atom removed;
+    an atom relabelled.  With
     ``caps`` (largest valence per label) edits that overfill an atom are skipped; other
     chemistry (charges, aromaticity) is left to RDKit's sanitisation by the caller.
     """
     nodes = list(G.nodes)
     cap = {v: (np.inf if caps is None else caps.get(str(G.nodes[v][node_label]), np.inf)) for v in nodes}
     used = {v: sum(float(d.get(edge_label, 1)) for _, _, d in G.edges(v, data=True)) for v in nodes}
+    base = min(orders)
     bridges = {frozenset(e) for e in nx.bridges(G)} if G.number_of_edges() else set()
     for u, v, d in G.edges(data=True):
         o = float(d.get(edge_label, 1))
@@ -101,7 +105,6 @@ def molecule_edits(G: nx.Graph, labels: Sequence[str], orders: Sequence[float] =
             H = G.copy()
             H.remove_edge(u, v)
             yield H
-    base = min(orders)
     for i, u in enumerate(nodes):
         for v in nodes[i + 1:]:
             if not G.has_edge(u, v) and used[u] + base <= cap[u] and used[v] + base <= cap[v]:
@@ -112,6 +115,25 @@ def molecule_edits(G: nx.Graph, labels: Sequence[str], orders: Sequence[float] =
     while new in G:
         new += 1
     grow = max_nodes is None or len(nodes) < max_nodes
+    if grow:  # an atom inserted into a single bond (a chain or ring one atom longer)
+        for u, v, d in G.edges(data=True):
+            if float(d.get(edge_label, 1)) == base:
+                for lab in labels:
+                    if caps is None or caps.get(str(lab), np.inf) >= 2 * base:
+                        H = G.copy()
+                        H.remove_edge(u, v)
+                        H.add_node(new, **{node_label: lab})
+                        H.add_edge(u, new, **{edge_label: base})
+                        H.add_edge(new, v, **{edge_label: base})
+                        yield H
+    for v in nodes:  # an atom between two single bonds contracted (one atom shorter)
+        if G.degree(v) == 2 and len(nodes) > 2:
+            (a, da), (b, db) = [(w, d) for _, w, d in G.edges(v, data=True)]
+            if float(da.get(edge_label, 1)) == base == float(db.get(edge_label, 1)) and not G.has_edge(a, b):
+                H = G.copy()
+                H.remove_node(v)
+                H.add_edge(a, b, **{edge_label: base})
+                yield H
     for v in nodes:
         if grow:
             for lab in labels:

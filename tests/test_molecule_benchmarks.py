@@ -63,17 +63,22 @@ def test_chebi_text_to_molecule_smoke(tmp_path):
 
 
 def test_qm9_fgw_decoding_smoke(tmp_path):
-    """FGW decoding on the shipped sample: 200 train, 6 unseen test molecules, lam by validation."""
+    """FGW decoding on the shipped sample: 200 train, 6 unseen test molecules, lam by validation,
+    the decoder's search settings by validation on 10 held-out training molecules."""
     res, err = run_json("qm9_fgw_decoding.py", "--data", str(ROOT / "sprokr" / "data" / "qm9_sample.csv"),
                         "--n-train", "200", "--n-test", "6", "--input-grid", '[{"n": 3}]',
-                        "--methods", "NN,IOKR-train,FGW", "--ged-limit", "20", cwd=tmp_path)
-    assert set(res) == {"NN", "IOKR-train", "FGW"}
+                        "--methods", "NN,IOKR-train,FGW-score,FGW", "--ged-limit", "20", "--validate", "10",
+                        "--decoder-grid", '[{"search_steps": 0}, {"search_steps": 2, "train_margin": 0.1}]',
+                        cwd=tmp_path)
+    assert set(res) == {"NN", "IOKR-train", "FGW-score", "FGW"}
     for name, r in res.items():
-        assert 0 <= r["exact"] <= r["valid"] <= 1 and r["ged_edge"] >= r["ged_noedge"] >= 0, name
+        assert 0 <= r["exact_new"] <= r["exact"] <= r["valid"] <= 1, name
+        assert 0 <= r["in_train"] <= 1 and r["ged_edge"] >= r["ged_noedge"] >= 0, name
         assert r["ged_inexact"] == 0, name  # small molecules: every GED proved optimal
     assert res["FGW"]["valid"] >= 0.75  # decoded within valences and repaired
     # NN and IOKR return training molecules, never one of the unseen test molecules
     assert res["NN"]["exact"] == 0 and res["IOKR-train"]["exact"] == 0
+    assert res["NN"]["in_train"] == 1 and res["IOKR-train"]["in_train"] == 1
 
 
 def test_qm9_properties_to_molecule_smoke(tmp_path):

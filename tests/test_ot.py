@@ -125,3 +125,106 @@ def test_fgw_decoding_pieces():
     assert H is not None and graph_to_smiles(H) == "CC(C)(C)C"
     with pytest.raises(ValueError, match="select"):
         FGWBarycenterDecoder(select="best")._check()
+
+
+def test_model_score_fast_path_equals_pairwise(data):
+    """The explicit-feature path of ModelScore equals sum_i a_i k(y_i, G) by pairwise."""
+    from sprokr_graphs import WLKernel
+    from sprokr_ot import ModelScore
+
+    _, G = data
+    rng = np.random.default_rng(0)
+    coef = rng.normal(size=(3, 40))
+    new = G[40:55] + [G[0]]
+    for ky, half in ((WLKernel(), 0.0), (WLKernel(normalize=False), 0.5)):
+        ms = ModelScore(ky, G[:40], coef, half)
+        assert ms.explicit
+        ref = np.asarray(ky(new, G[:40])) @ coef.T - half * np.diag(np.asarray(ky(new)))[:, None]
+        for q in range(3):
+            assert np.allclose(ms(q, new), ref[:, q], rtol=1e-10, atol=1e-10)
+
+
+def test_molecule_edits_are_single_valid_edits():
+    from sprokr_chem import graph_to_smiles, smiles_to_graph
+    from sprokr_ot import molecule_edits
+
+    G = smiles_to_graph("C1CC1O")  # cyclopropanol: a ring, one bridge to O
+    caps = {"C": 4, "N": 3, "O": 2}
+    edits = list(molecule_edits(G, ["C", "N", "O"], (1, 2, 3), max_nodes=5, caps=caps))
+    for H in edits:
+        assert nx.is_connected(H)
+        assert abs(H.number_of_nodes() - 4) + abs(H.number_of_edges() - 4) <= 2
+        for v, d in H.nodes(data=True):  # valences within the caps
+            assert sum(e["label"] for _, _, e in H.edges(v, data=True)) <= caps[d["label"]]
+    smi = {graph_to_smiles(H) for H in edits} - {None}
+    expected = {"CC(C)O", "OC1CC1C", "CC1CC1", "NC1CC1", "C1CC1", "O=C1CC1", "NC1CC1O",
+                "OCC1CC1", "OC1CCC1", "OC1CN1"}  # ..., atoms inserted, relabelled
+    assert {graph_to_smiles(smiles_to_graph(e)) for e in expected} <= smi
+    assert graph_to_smiles(G) not in smi  # every edit changes the molecule
+    assert not any(H.number_of_nodes() > 5 for H in edits)
+    assert all(H.number_of_nodes() <= 4 for H in molecule_edits(G, ["C"], (1,), max_nodes=4))
+    # contraction: propanol's middle carbon goes, ethanol remains; never a triangle's atom
+    chain = {graph_to_smiles(H) for H in molecule_edits(smiles_to_graph("CCCO"), ["C"], (1,), max_nodes=4)}
+    assert "CCO" in chain
+
+
+def test_model_guided_search_climbs_to_the_best_molecule():
+    """With the WL similarity to a target as the score, the search reaches the target from a
+    molecule a few edits away; a penalty on the target's key keeps it out."""
+    from rdkit import Chem
+    from sprokr_chem import graph_to_mol, mol_to_graph, smiles_to_graph
+    from sprokr_graphs import WLKernel
+    from sprokr_ot import model_guided_search
+
+    ky = WLKernel()
+    target = smiles_to_graph("CC(=O)NC")
+    ref = ky.prepare([target])
+
+    def score(graphs):
+        return np.asarray(ky.pairwise(ky.prepare(graphs), ref))[:, 0]
+
+    def canonical(G):
+        mol = graph_to_mol(G)
+        return None if mol is None else (Chem.MolToSmiles(mol), mol_to_graph(mol))
+
+    caps = {"C": 4, "N": 3, "O": 2}
+    start = smiles_to_graph("CCCO")  # four edits away; from e.g. CC(O)C greedy steps stop at acetone
+    G, s, info = model_guided_search([start], score, ["C", "N", "O"], canonical, caps=caps, max_nodes=5,
+                                     max_steps=6)
+    assert Chem.MolToSmiles(graph_to_mol(G)) == "CNC(C)=O" and s == pytest.approx(1.0)
+    assert not info["start"] and info["steps"] >= 2
+    G2, s2, _ = model_guided_search([start], score, ["C", "N", "O"], canonical, caps=caps, max_nodes=5,
+                                    max_steps=6, penalty=lambda k: 10.0 if k == "CNC(C)=O" else 0.0)
+    assert Chem.MolToSmiles(graph_to_mol(G2)) != "CNC(C)=O" and s2 < 1.0
+    # no step: the best start is returned as it is
+    G3, _, info3 = model_guided_search([start, target], score, ["C"], canonical, max_steps=0)
+    assert Chem.MolToSmiles(graph_to_mol(G3)) == "CNC(C)=O" and info3["start"]
+    with pytest.raises(ValueError, match="valid molecule"):
+        model_guided_search([nx.Graph()], score, ["C"], lambda G: None)
+
+
+def test_fgw_decoder_with_search(data):
+    """Search on: every graph a valid molecule, statuses counted, the margin keeps training
+    molecules out, and the score of the returned graph is at least the proposals'."""
+    from sprokr_chem import graph_to_smiles
+    from sprokr_ot import ModelScore
+
+    smiles, G = data
+    m = IOKR(input_kernel="smiles_spectrum", output_kernel="wl", lam=1e-4).fit(smiles[:200], G[:200])
+    Xq = smiles[200:210]
+    H, index, alpha = m.predict_coordinates(Xq), m.default_index_, m.predict_weights(Xq)
+    train = {graph_to_smiles(g) for g in G[:200]}
+    base = FGWBarycenterDecoder(n_neighbors=4, n_starts=1, search_steps=0, train_margin=0.0)
+    dec = FGWBarycenterDecoder(n_neighbors=4, n_starts=1, search_steps=3, search_beam=2, train_margin=np.inf)
+    out0, out = base.decode(H, index, weights=alpha), dec.decode(H, index, weights=alpha)
+    assert all(g.graph["smiles"] is not None for g in out)
+    assert sum(dec.counts_.values()) == len(Xq) and dec.counts_["searched"] >= 1
+    assert not any(g.graph["smiles"] in train for g in out)
+    score = ModelScore(index.kernel, index.candidates, alpha)
+    for q in range(len(Xq)):
+        if out0[q].graph["smiles"] not in train:  # the search starts from it: it can only improve
+            assert score(q, [out[q]])[0] >= score(q, [out0[q]])[0] - 1e-9
+    with pytest.raises(ValueError, match="search_beam"):
+        FGWBarycenterDecoder(search_beam=0)._check()
+    with pytest.raises(ValueError, match="train_margin"):
+        FGWBarycenterDecoder(train_margin=-1.0)._check()

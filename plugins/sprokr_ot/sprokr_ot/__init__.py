@@ -18,6 +18,9 @@ _EXPORTS = {
     "edge_order_weights": ".fgw",
     "decode_edges": ".fgw",
     "repair_molecule": ".fgw",
+    "ModelScore": ".search",
+    "molecule_edits": ".search",
+    "model_guided_search": ".search",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -23,6 +23,12 @@ that fails is repaired (bonds dropped from atoms over their valence, largest fra
 kept), and if that fails too the decoder returns the best neighbour instead.  Each graph
 says which happened in ``G.graph["fgw_status"]`` (``"barycenter"``, ``"repaired"``,
 ``"neighbor"``) and the decoder counts them in ``counts_``.
+
+With ``select="score"`` the proposals (barycenters from several starts) and the neighbours
+compete by the model's own score, and for molecules a model-guided search
+(:mod:`sprokr_ot.search`) then climbs from them by chemically valid single edits: the
+barycenters are starting points, the model's score decides (``search_steps``,
+``search_beam``, ``train_margin``).
 """
 from __future__ import annotations
 
@@ -35,6 +41,8 @@ from numpy.typing import ArrayLike
 
 from sprokr.utils import check_random_state, num_samples, take
 from sprokr.decoders import Decoder
+
+from .search import ModelScore, model_guided_search
 
 if TYPE_CHECKING:  # imported for the annotations only
     from sprokr.decoders.candidates import CandidateIndex
@@ -287,8 +295,22 @@ class FGWBarycenterDecoder(Decoder):
         ``"score"``: return the proposal -- or neighbour -- with the best model score
         ``sum_i alpha_i k(y_i, G) - k(G, G)/2`` (the decoding criterion of IOKR, evaluated
         with the output kernel on the new graph; with ``weights="projection"`` the K
-        neighbours' weights stand in for alpha).  ``"median"``: the weighted-median
-        barycenter only.
+        neighbours' weights stand in for alpha), after the search below.  ``"median"``:
+        the weighted-median barycenter only.
+    search_steps : int, default 10
+        Molecule graphs with ``select="score"``: rounds of the model-guided search
+        (:func:`sprokr_ot.search.model_guided_search`) that starts from the barycenter
+        proposals and the K neighbours and moves by chemically valid single edits while
+        the model score improves; 0 turns it off (then the best proposal or neighbour is
+        returned).  Other graphs are never searched.
+    search_beam : int, default 3
+        Molecules the search expands at each round.
+    train_margin : float >= 0, default 0.2
+        Subtracted from the score of training graphs (the neighbours, and training
+        molecules the search meets) when they compete with new graphs: ``h(x)`` nearly
+        interpolates the training outputs, so a training graph's score is inflated by its
+        own weight ``alpha_j(x)``.  ``inf``: never return a training graph when a new one
+        is found.  The defaults were chosen by validation on QM9 (docs/molecules.md).
     repair : bool
         For molecule graphs: repair graphs that do not sanitise, else return the best
         neighbour (``G.graph["fgw_status"]`` says which).
@@ -303,7 +325,9 @@ class FGWBarycenterDecoder(Decoder):
         After ``decode``: how many graphs were returned as decoded barycenters
         (``"barycenter"``), repaired barycenters (``"repaired"``) or, repair having
         failed, as the best neighbour (``"neighbor"``); with ``select="score"`` also
-        how often a training neighbour scored best and was returned (``"selected_neighbor"``).
+        how often a training graph scored best and was returned (``"selected_neighbor"``)
+        and, when the search runs, how often it returned a new molecule beyond the
+        proposals (``"searched"``).
 
     ``decode`` returns a list of networkx graphs (one per query).  The barycenter of a
     single graph is that graph.
@@ -315,7 +339,8 @@ class FGWBarycenterDecoder(Decoder):
 
     def __init__(self, n_neighbors: int = 5, alpha: float = 0.5, weights: str = "auto", n_nodes: str = "median",
                  max_iter: int = 50, tol: float = 1e-5, threshold: float = 0.5, n_starts: int = 3,
-                 select: str = "score", repair: bool = True, node_label: str = "label", edge_label: str = "label",
+                 select: str = "score", search_steps: int = 10, search_beam: int = 3, train_margin: float = 0.2,
+                 repair: bool = True, node_label: str = "label", edge_label: str = "label",
                  to_smiles: bool = True, random_state: RandomStateLike = 0) -> None:
         self.n_neighbors = n_neighbors
         self.alpha = alpha
@@ -326,11 +351,19 @@ class FGWBarycenterDecoder(Decoder):
         self.threshold = threshold
         self.n_starts = n_starts
         self.select = select
+        self.search_steps = search_steps
+        self.search_beam = search_beam
+        self.train_margin = train_margin
         self.repair = repair
         self.node_label = node_label
         self.edge_label = edge_label
         self.to_smiles = to_smiles
         self.random_state = random_state
+
+    def __getstate__(self):
+        state = super().__getstate__()
+        state.pop("_pool_keys", None)  # a cache of the last candidate pool's SMILES
+        return state
 
     def _check(self):
         if not isinstance(self.n_neighbors, numbers.Integral) or self.n_neighbors < 1:
@@ -345,6 +378,13 @@ class FGWBarycenterDecoder(Decoder):
             raise ValueError(f"n_starts must be a non-negative int, got {self.n_starts!r}")
         if self.select not in ("score", "median"):
             raise ValueError(f"select must be 'score' or 'median', got {self.select!r}")
+        for name in ("search_steps", "search_beam"):
+            v = getattr(self, name)
+            if not isinstance(v, numbers.Integral) or v < (0 if name == "search_steps" else 1):
+                raise ValueError(f"{name} must be a {'non-negative' if name == 'search_steps' else 'positive'} "
+                                 f"int, got {v!r}")
+        if not isinstance(self.train_margin, numbers.Real) or not self.train_margin >= 0:
+            raise ValueError(f"train_margin must be a number >= 0 (inf allowed), got {self.train_margin!r}")
         if not 0 < self.threshold <= 1:
             raise ValueError(f"threshold must lie in (0, 1], got {self.threshold!r}")
 
@@ -510,11 +550,14 @@ class FGWBarycenterDecoder(Decoder):
         scorer = self._scorer(index, weights, idx, W) if self.select == "score" else None
         if scorer is not None:
             counts["selected_neighbor"] = 0
+        search = self._search_context(used, pool, chem) if scorer is not None and self.search_steps else None
+        if search is not None:
+            counts["searched"] = 0
         for q in range(n_q):  # one barycenter per query (an optimisation problem each)
             nbrs = [pool[int(i)] for i in idx[q]]
             G = self.barycenter(nbrs, W[q], alphabet, rng, chem)
             if scorer is not None:
-                G = self._select(q, G, nbrs, W[q], alphabet, rng, chem, scorer, counts)
+                G = self._select(q, G, nbrs, W[q], alphabet, rng, chem, scorer, search)
             counts[G.graph["fgw_status"]] += 1
             if to_smiles is not None:
                 G.graph["smiles"] = to_smiles(G) if G.number_of_nodes() else None
@@ -525,7 +568,7 @@ class FGWBarycenterDecoder(Decoder):
         return out
 
     def _scorer(self, index, weights, idx, W):
-        """``score(q, graphs)``: the model's decoding score of new graphs for query ``q``."""
+        """:class:`ModelScore` of new graphs for each query (None without an output kernel)."""
         ky = index.kernel
         if ky is None:
             return None
@@ -534,35 +577,79 @@ class FGWBarycenterDecoder(Decoder):
         if weights is not None:
             A = np.asarray(weights, dtype=np.float64)
             rows = np.flatnonzero(np.abs(A).max(axis=0) > 0)
-            coef, ref = A[:, rows], ky.prepare_outputs(take(pool, rows))
+            coef = A[:, rows]
         else:  # projection weights over the K neighbours
             rows = np.unique(idx)
             coef = np.zeros((idx.shape[0], rows.size))
             np.put_along_axis(coef, np.searchsorted(rows, idx), W, axis=1)
-            ref = ky.prepare_outputs(take(pool, rows))
+        return ModelScore(ky, take(pool, rows), coef, half)
 
-        def score(q, graphs):
-            new = ky.prepare_outputs(graphs)
-            k = np.asarray(ky.pairwise(new, ref), dtype=np.float64)
-            diag = np.diag(np.asarray(ky.pairwise(new, new), dtype=np.float64)) if half else 0.0
-            return k @ coef[q] - half * diag
-        return score
+    def _search_context(self, used, pool, chem):
+        """What the model-guided search needs (molecule graphs only, else None): edit labels,
+        bond orders, valences, a sanitiser and the canonical SMILES of the training graphs."""
+        to_smiles, caps = chem
+        if to_smiles is None:
+            return None
+        from rdkit import Chem
+        from sprokr_chem import graph_to_mol, mol_to_graph
 
-    def _select(self, q, G, nbrs, w, alphabet, rng, chem, score, counts):
-        """Best of the median barycenter, barycenters from the heaviest neighbours, and the
-        neighbours themselves, by the model's score."""
+        labels = label_alphabet(used, self.node_label)
+        orders = sorted({float(d.get(self.edge_label, 1)) for g in used for _, _, d in g.edges(data=True)}) or [1.0]
+
+        def canonical(G):
+            mol = graph_to_mol(G, self.node_label, self.edge_label) if G.number_of_nodes() else None
+            key = None if mol is None else Chem.MolToSmiles(mol)
+            return None if key is None or "." in key else (key, mol_to_graph(mol))
+
+        # canonical SMILES of the candidate pool, kept while the same pool comes back (a model
+        # decodes over its training outputs at every predict call)
+        cached = getattr(self, "_pool_keys", None)
+        if cached is None or cached[0] is not pool or cached[1] != len(pool):
+            cached = (pool, len(pool), {k for k in map(to_smiles, pool) if k is not None})
+            self._pool_keys = cached
+        train = cached[2]
+        return {"labels": labels, "orders": orders, "canonical": canonical, "train": train,
+                "caps": {lab: _max_valence(lab) for lab in labels}}
+
+    def _select(self, q, G, nbrs, w, alphabet, rng, chem, score, search):
+        """Best of the median barycenter, barycenters from the heaviest neighbours, the
+        neighbours themselves and (``search_steps > 0``) the molecules the model-guided
+        search reaches from them, by the model's score; training graphs lose ``train_margin``."""
         props = [G]
         for s in np.argsort(-np.asarray(w), kind="stable")[: self.n_starts]:
             props.append(self.barycenter(nbrs, w, alphabet, rng, chem, start=int(s)))
         props = [p for p in props if p.graph["fgw_status"] != "neighbor" and p.number_of_nodes()]
+        if search is not None:
+            return self._search(q, props + list(nbrs), max(g.number_of_nodes() for g in nbrs), score, search)
         n_bary = len(props)
-        props += [g for g in nbrs]
-        best = int(np.argmax(score(q, props)))
+        sc = score(q, props + list(nbrs))
+        sc[n_bary:] -= self.train_margin
+        best = int(np.argmax(sc))
         if best >= n_bary:
-            out = props[best].copy()
+            out = nbrs[best - n_bary].copy()
             out.graph["fgw_status"] = "selected_neighbor"
             return out
         return props[best]
+
+    def _search(self, q, starts, max_nodes, score, ctx):
+        """Model-guided search from ``starts`` (proposals, neighbours), molecules of at most
+        ``max_nodes`` atoms (the largest neighbour)."""
+        train, margin = ctx["train"], self.train_margin
+        keys = {}
+        for p in starts:  # a start that wins keeps its status (training graphs: see below)
+            c = ctx["canonical"](p)
+            if c is not None:
+                keys.setdefault(c[0], p.graph.get("fgw_status", "selected_neighbor"))
+        G, _, info = model_guided_search(
+            starts, lambda gs: score(q, gs), ctx["labels"], ctx["canonical"],
+            orders=ctx["orders"], max_nodes=max_nodes, caps=ctx["caps"],
+            beam=self.search_beam, max_steps=self.search_steps,
+            penalty=(lambda k: margin if k in train else 0.0) if margin else None)
+        status = "selected_neighbor" if info["key"] in train else \
+            keys.get(info["key"], "selected_neighbor" if info["start"] else "searched")
+        G = G.copy()
+        G.graph["fgw_status"] = status
+        return G
 
 
 def _as_training_graph(G, like):

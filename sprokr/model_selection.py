@@ -74,6 +74,7 @@ from .numerics import (
     default_chunk_size,
     matmul,
     psd_eigh,
+    whitened_system,
 )
 from .selection import grow_until_plateau, perfect_h_curve, surrogate_error
 from .utils import (
@@ -112,6 +113,9 @@ EIGH_COST = 12.0
 
 #: support rows whose kernel columns give the centring shift of the cross products
 _SHIFT_ROWS = 256
+
+#: solvers of the sketched estimators whose lam path is the plain normal equations
+PLAIN_SOLVERS = ("cholesky", "eigh")
 
 
 def check_lams(lams, name="lams"):
@@ -426,7 +430,19 @@ def _rows_block(fn, Xq, width):
     return out
 
 
-class _IOKRFamily:
+class _Whitened:
+    """Sketched adapters on the default route: the whitened system ``(Z^T Z + n lam I) w = Z^T T``."""
+
+    def _whitened(self, kernel, R, parts, targets, width, ref_targets, rcond, chunk, executor, n):
+        support = executor.take_rows(parts, R.indices, which=0)
+        ws = whitened_system(kernel, R, support, parts, targets, width, rcond, chunk, executor,
+                             ref_targets=ref_targets)
+        self.system = _RidgeSystem(n, ws.G, ws.B, None, rcond=DEFAULT_RCOND)
+        self._block = lambda Xq: ws.whitening.rows(ws.features.block(Xq))  # validation rows of Z
+        self._to_support = ws.coef
+
+
+class _IOKRFamily(_Whitened):
     """SISOKR and its variants (IOKR, SIOKR, ISOKR)."""
 
     def __init__(self, base, X, Y):
@@ -444,12 +460,15 @@ class _IOKRFamily:
         if Rx is not None:
             R = Rx.unscaled()  # the scale of uniform sub-sampling cancels (as in the fit)
             chunk = base.chunk_size or default_chunk_size(R.indices.size, dtype)
-            G0, AtT, Kt, support = _sketched_pass(
-                kx, R, parts, targets, width, lambda: targets(ex.take_rows(parts, R.indices, which=1)),
-                dtype, rcond, chunk, ex)
-            self.system = _RidgeSystem(n, G0, AtT, Kt, rcond=rcond, shift=True)
-            feats = SketchedFeatures(kx, R, support, np.float64, rcond)
-            self._block, self._to_support = feats.block, R.apply_left_transpose
+            ref = lambda: targets(ex.take_rows(parts, R.indices, which=1))  # noqa: E731
+            if base.solver in PLAIN_SOLVERS:  # the refits' plain normal equations
+                G0, AtT, Kt, support = _sketched_pass(kx, R, parts, targets, width, ref, dtype, rcond, chunk, ex)
+                self.system = _RidgeSystem(n, G0, AtT, Kt, rcond=rcond, shift=True)
+                feats = SketchedFeatures(kx, R, support, np.float64, rcond)
+                self._block, self._to_support = feats.block, R.apply_left_transpose
+            else:
+                self._whitened(kx, R, parts, targets, width, None if targets is None else ref(), base.rcond, chunk,
+                               ex, n)
         else:
             chunk = base.chunk_size or default_chunk_size(n, dtype)
             K = _exact_gram(kx, parts, all_rows(ex, parts, 0), chunk, ex)
@@ -499,7 +518,7 @@ class _IOKRFamily:
         return self.base.with_coef(self._to_support(gamma), lam=lam)
 
 
-class _KernelRidge:
+class _KernelRidge(_Whitened):
     """:class:`~sprokr.models.KernelRidgeRegressor` (exact or sketched)."""
 
     def __init__(self, base, X, T):
@@ -516,11 +535,7 @@ class _KernelRidge:
         if R is not None:
             R = R.unscaled()
             chunk = base.chunk_size or default_chunk_size(R.indices.size, dtype)
-            G0, AtT, Kt, support = _sketched_pass(k, R, parts, np.asarray, T64.shape[1],
-                                                  lambda: T64[R.indices], dtype, rcond, chunk, ex)
-            self.system = _RidgeSystem(n, G0, AtT, Kt, rcond=rcond, shift=True)
-            self._block = SketchedFeatures(k, R, support, np.float64, rcond).block
-            self._to_support = R.apply_left_transpose
+            self._whitened(k, R, parts, np.asarray, T64.shape[1], T64[R.indices], base.rcond, chunk, ex, n)
         else:
             Xp = parts.blocks[0][0]
             K = _exact_gram(k, parts, Xp, base.chunk_size or default_chunk_size(n, dtype), ex)

@@ -1,4 +1,5 @@
-"""IOKR, SIOKR, ISOKR and SISOKR against the papers' formulas, for every pair of sketches.
+"""IOKR, SIOKR, ISOKR, SISOKR (every pair of sketches), DSOKR and the square-loss machine
+against the papers' formulas.
 
 Scores ``<h(x), psi(c)>`` (normalised output kernel: no offset) of
 
@@ -22,7 +23,7 @@ import mpmath
 import numpy as np
 import pytest
 
-from sprokr import IOKR, ISOKR, SIOKR, SISOKR
+from sprokr import DSOKR, IOKR, ISOKR, SIOKR, SISOKR, SketchedKernelMachine
 from sprokr.kernels import GaussianKernel
 from sprokr.numerics import psd_eigh
 
@@ -176,3 +177,50 @@ def test_float32_fallback_is_logged(caplog):
     with caplog.at_level("WARNING", logger="sprokr.SIOKR"):
         _model("flat", "repeated", "subsample", None, dtype="float32")
     assert "fitted and predicting with float64 kernel values" in caplog.text
+
+
+@pytest.mark.parametrize("case", list(CASES))
+@pytest.mark.parametrize("out_sketch", list(SKETCHES))
+def test_dsokr_coordinates_and_its_kernel_ridge_equivalence_with_isokr(case, out_sketch):
+    """DSOKR's output coordinates ``psi~(c) = D^-1/2 U^T R_y k_y(., c)`` reproduce the
+    Nystrom inner products of the formula, and with a kernel-ridge surrogate (same kernel,
+    same lam) DSOKR *is* ISOKR: the same scores as the formula, and as ISOKR."""
+    X, Y, Xq, C = _data(case, "repeated")
+    gamma, lam, _ = CASES[case]
+    ds = DSOKR(output_kernel="gaussian", output_kernel_params={"gamma": OUT_GAMMA}, output_sketch=out_sketch,
+               m_y=M_Y, output_sketch_params=SKETCHES[out_sketch], regressor="kernel_ridge",
+               regressor_params={"kernel": "gaussian", "kernel_params": {"gamma": gamma}, "lam": lam},
+               random_state=0).fit(X, Y)
+    Ry = ds.output_sketch_matrix_.toarray()
+    E = ds.output_features_.transform(ds.output_kernel_.prepare_outputs(C))
+    ky = GaussianKernel(gamma=OUT_GAMMA)
+    U, d = psd_eigh(Ry @ ky(Y) @ Ry.T, 1e-10)
+    B = Ry.T @ (U / np.sqrt(d))
+    nystrom = ky(C, Y) @ B @ B.T @ ky(Y, C)
+    np.testing.assert_allclose(E @ E.T, nystrom, atol=1e-9 * np.abs(nystrom).max())
+    ref = _input_hat(case, "repeated", None)[0] @ _output_side(Y, C, Ry)
+    S = ds.predict_scores(Xq, candidates=C)
+    _check_scores(S, ref, 1e-6)
+    iso = _model(case, "repeated", None, out_sketch)
+    np.testing.assert_array_equal(iso.output_sketch_matrix_.toarray(), Ry)  # the same draw
+    _check_scores(S, iso.predict_scores(Xq, candidates=C), 1e-6)
+
+
+@pytest.mark.parametrize("sketch", list(SKETCHES))
+def test_square_loss_machine_matches_its_formula(sketch):
+    """The sketched square-loss machine (closed form): ``f = k_x^T R^T B w`` with
+    ``B = U D^-1/2`` of ``R K R^T`` and ``w = (Z^T Z + n lam I)^-1 Z^T Y``, ``Z = K R^T B``
+    (well-conditioned kernel; the flat case is a known gap of its float32 route, see
+    ``tests/test_float32_policy.py``)."""
+    X, Y, Xq, _ = _data("well", "distinct")
+    gamma, lam, _ = CASES["well"]
+    model = SketchedKernelMachine(kernel_params={"gamma": gamma}, lam=lam, sketch=sketch, m=M_X,
+                                  sketch_params=SKETCHES[sketch], random_state=0).fit(X, Y)
+    k = GaussianKernel(gamma=gamma)
+    R = model.sketch_matrix_.toarray()
+    U, d = psd_eigh(R @ k(X) @ R.T, 1e-10)
+    B = U / np.sqrt(d)
+    Z = k(X) @ R.T @ B
+    w = np.linalg.solve(Z.T @ Z + X.shape[0] * lam * np.eye(B.shape[1]), Z.T @ Y)
+    ref = k(Xq, X) @ R.T @ B @ w
+    assert np.abs(model.predict(Xq) - ref).max() <= 1e-8 * np.abs(ref).max()

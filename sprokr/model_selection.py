@@ -4,9 +4,15 @@ Every ridge-regularised sprokr estimator solves ``(G0 + n lam Kt) gamma = B`` fo
 coefficients, where nothing but the solve depends on ``lam``:
 
 * sketched input (SIOKR, SISOKR, :class:`~sprokr.models.KernelRidgeRegressor` with a
-  sketch): ``G0 = A^T A``, ``B = A^T T`` with ``A = K R^T`` (one chunked pass over the
-  training data, :class:`~sprokr.numerics.CrossProductTask`) and ``Kt = R K R^T`` (the
-  support rows gathered in the same pass);
+  sketch), on the fits' default route: the whitened system of
+  :func:`sprokr.numerics.whitened_system`, ``G0 = Z^T Z``, ``B = Z^T T``, ``Kt = I`` with
+  ``Z = K R^T P_r L^-T`` (``R K R^T = L L^T``, pivoted; one chunked pass in float64 --
+  the small-``lam`` end of a grid is where float32 would drift), so that every ``lam``,
+  down to a flat kernel's tiny ones, is solved as accurately as a refit.  With
+  ``solver="cholesky"`` / ``"eigh"`` the estimator's refits solve the plain normal
+  equations, and so does its path: ``G0 = A^T A``, ``B = A^T T`` with ``A = K R^T``,
+  ``Kt = R K R^T`` (:class:`~sprokr.numerics.CrossProductTask`, the support rows gathered
+  in the same pass);
 * exact input (IOKR, ISOKR, exact kernel ridge): ``G0 = K``, ``Kt = I``, ``B = T``;
 * square-loss kernel machines (:class:`~sprokr.SketchedKernelMachine`): ``G0 = Z^T Z`` of
   the sketched features, ``Kt = I``, one ``lam / e_j`` per eigenvalue of the output matrix.
@@ -15,7 +21,8 @@ A :class:`LambdaPath` computes these once (one fit for the model's state, one pa
 the cross products) and then, for the whole grid,
 
 * ``method="eigh"``: one factorisation.  With ``Kt = I``, ``G0 = U diag(s) U^T`` and
-  ``G(lam)^-1 = U diag(1 / (s + n lam)) U^T``.  With a sketch, ``G(lam_min) = L L^T``
+  ``G(lam)^-1 = U diag(1 / (s + n lam)) U^T`` (the default route of the sketched models
+  too: exact for the whole grid).  With the plain normal equations, ``G(lam_min) = L L^T``
   (Cholesky, the factorisation a refit at the smallest ``lam`` does) and
   ``L^-1 Kt L^-T = E diag(kappa) E^T``; then ``G(lam)^-1 = W diag(1 / (1 + n (lam -
   lam_min) kappa)) W^T`` with ``W = L^-T E``.  Whitening by ``G(lam_min)`` instead of by

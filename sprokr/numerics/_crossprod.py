@@ -112,19 +112,43 @@ class ShiftedCrossProducts:
         self.QT = np.zeros((2, width))  # [1, r]^T T
         self._tmp = None  # per-chunk syrk buffer of a float32 accumulation
 
-    def add(self, rows, A, T=None, overwrite=False):
+    def add(self, rows, A, T=None, overwrite=False, Z=None):
         """Add the rows ``rows`` (a slice or an array of global row numbers) of ``A`` and ``T``.
 
-        ``overwrite=True``: ``A`` may be centred in place.
+        ``overwrite=True``: ``A`` may be centred in place.  ``Z`` (whitened only): the rows'
+        ``A P_r L_11^-T`` when already known (float64), instead of a triangular solve.
         """
         A = np.asarray(A)
         if A.shape[1] != self.c.size:
             raise ValueError(f"block has {A.shape[1]} columns, expected {self.c.size}")
-        wh = self.whiten
-        if self.identity_targets and wh is None:
+        if self.identity_targets and self.whiten is None:
             self.AtT[:, rows] = A.T
         elif T is None and not self.identity_targets:
             raise ValueError("targets T are needed (the accumulator was built with targets)")
+        Ac, r = self.centred(A, overwrite, Z)
+        Q = np.stack([np.ones_like(r), r], axis=1)
+        if self.whiten is not None and self.identity_targets:  # Z^T = Z_c^T + P Q^T
+            self.AtT[:, rows] = (Ac.astype(np.float64) + np.outer(r, self.P[:, 1])).T
+        self.S += matmul(Ac.T, Q.astype(Ac.dtype)).astype(np.float64)  # column sums and A_c^T r
+        self.QQ += [[r.size, r.sum()], [r.sum(), r @ r]]
+        Aw = Ac.astype(self.dtype, copy=False)
+        self._add_gram(Aw)
+        if not self.identity_targets:
+            T = np.asarray(T, dtype=np.float64)
+            if T.shape != (A.shape[0], self.AtT.shape[1]):
+                raise ValueError(f"targets of shape {T.shape}, expected {(A.shape[0], self.AtT.shape[1])}")
+            self.QT[0] += T.sum(axis=0)
+            self.QT[1] += r @ T
+            self.AtT += matmul(Aw.T, (T - self.d).astype(self.dtype, copy=False))
+        return self
+
+    def centred(self, A, overwrite=False, Z=None):
+        """``(A_c, r)``: a block's centred rows (whitened: ``Z_c``) and row coefficients.
+
+        ``A = A_c + Q P^T`` (whitened: ``Z = Z_c + Q P^T``) with ``Q = [1, r]``; ``A_c`` in
+        the accumulator's dtype (plain: the block's), ``r`` float64.  ``Z``: see :meth:`add`.
+        """
+        wh = self.whiten
         if wh is None:
             # centre in the block's own precision (a float32 block's rounding is already in A)
             Ac = A if overwrite and A.flags.c_contiguous else np.array(A, order="C")
@@ -147,23 +171,11 @@ class ShiftedCrossProducts:
 
         for_row_blocks(centre, Ac.shape[0], Ac.size)
         r = r_w.astype(np.float64)
-        Q = np.stack([np.ones_like(r_w), r_w], axis=1)
+        if Z is not None:  # Z_c = Z - s (L^-1 c)^T
+            return (np.asarray(Z, dtype=np.float64) - np.outer(r, self.P[:, 1])).astype(self.dtype), r
         if wh is not None:  # Z_c = A_c P_r L^-T, in the accumulator's precision
             Ac = wh.solve_rows(Ac.astype(self.dtype, copy=False), overwrite=True)
-            if self.identity_targets:  # Z^T = Z_c^T + P Q^T
-                self.AtT[:, rows] = (Ac.astype(np.float64) + np.outer(r, self.P[:, 1])).T
-        self.S += matmul(Ac.T, Q.astype(Ac.dtype, copy=False)).astype(np.float64)  # column sums and A_c^T r
-        self.QQ += [[r.size, r.sum()], [r.sum(), r @ r]]
-        Aw = Ac.astype(self.dtype, copy=False)
-        self._add_gram(Aw)
-        if not self.identity_targets:
-            T = np.asarray(T, dtype=np.float64)
-            if T.shape != (A.shape[0], self.AtT.shape[1]):
-                raise ValueError(f"targets of shape {T.shape}, expected {(A.shape[0], self.AtT.shape[1])}")
-            self.QT[0] += T.sum(axis=0)
-            self.QT[1] += r @ T
-            self.AtT += matmul(Aw.T, (T - self.d).astype(self.dtype, copy=False))
-        return self
+        return Ac, r
 
     def _add_gram(self, Aw):
         """``AtA += Aw^T Aw`` (lower triangle), the product in Aw's dtype, the sum in float64."""

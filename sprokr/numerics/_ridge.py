@@ -18,6 +18,7 @@ import time
 import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
+from scipy.linalg import get_blas_funcs
 
 from ._crossprod import ShiftedCrossProducts, column_shift
 from ._executor import ChunkTask
@@ -255,20 +256,21 @@ def whitened_error_bound(zc2, z2, nlam, dtype):
 def float32_error_estimate(acc, A_rows, A_rows64, T_rows, factor, w, n, nlam, unit_targets=False):
     """Measured estimate of what float32 kernel values and products change in a whitened solution.
 
-    The pass of ``acc`` (a whitened :class:`ShiftedCrossProducts` in float32) is
-    replayed on ``ns`` sample rows: as the pass did (float32 kernel values ``A_rows``,
-    float32 products) and in float64 (float64 kernel values ``A_rows64``, float64
-    products).  The difference of the two contributions to ``Z^T Z`` and ``Z^T T``,
-    scaled by ``sqrt(n / ns)`` (rounding errors of different rows are independent and
-    add like a random walk: on Bibtex the scaled spectral norm matched the full pass's to
-    10 %), is propagated to the solution, ``dw = (Z^T Z + n lam I)^-1 (d(Z^T T) -
-    d(Z^T Z) w)``, and measured on the predictions at the sample rows:
-    ``max |Z_s dw| / max |Z_s w|``, times a safety factor 2.  On Bibtex it is within 2x
-    of the measured change; the bound ``eps_32 |Z_c|^2 / (n lam)`` is 100x pessimistic.
+    ``ns`` sample rows are centred and whitened as the pass did (float32 kernel values
+    ``A_rows``, float32 triangular solves: ``Z_32``) and in float64 (float64 kernel
+    values ``A_rows64``: ``Z_64``).  Their contributions to ``Z^T Z`` and ``Z^T T`` differ
+    by ``Z_32^T Z_32 - Z_64^T Z_64`` plus the rounding of the float32 products (measured
+    by the same products of the sample in float32 and float64); scaled by ``sqrt(n / ns)``
+    (rounding errors of different rows are independent and add like a random walk: on
+    Bibtex the scaled spectral norm matched the full pass's to 10 %), the difference is
+    propagated to the solution, ``dw = (Z^T Z + n lam I)^-1 (d(Z^T T) - d(Z^T Z) w)``, and
+    measured on the predictions at the sample rows: ``max |Z_64 dw| / max |Z_64 w|``, times a
+    safety factor 2.  Only thin products (ns x r by r x k): O(ns r k).  On Bibtex SIOKR it
+    estimated 6.7e-5 for a measured 2.7e-5; the bound ``eps_32 |Z_c|^2 / (n lam)`` says 1e-2.
 
     Parameters
     ----------
-    acc : ShiftedCrossProducts (whitened) of the pass, for its shifts and whitening
+    acc : ShiftedCrossProducts (whitened) of the pass, for its shifts, whitening and dtype
     A_rows, A_rows64 : ndarray (ns, m)
         Sample rows of ``A`` as the pass computed them, and in float64.
     T_rows : ndarray (ns, k), the sample's targets (or random probes of them)
@@ -282,19 +284,26 @@ def float32_error_estimate(acc, A_rows, A_rows64, T_rows, factor, w, n, nlam, un
     ns = A_rows.shape[0]
     if ns == 0:
         return 0.0
-    d = np.zeros(T_rows.shape[1])
-    parts = []
-    for dt, A in ((acc.dtype, A_rows), (np.float64, A_rows64)):
-        one = ShiftedCrossProducts(acc.c.size, T_rows.shape[1], dt, acc.c, d, whiten=acc.whiten)
-        parts.append(one.add(slice(0, ns), A, T_rows).result())
-    dG = (parts[0][0] - parts[1][0]) * np.sqrt(n / ns)
-    db = (parts[0][1] - parts[1][1]) * (1.0 if unit_targets else np.sqrt(n / ns))
-    dw = cholesky_factor_solve(factor, db - matmul(dG, w))
-    Zs = acc.whiten.rows(A_rows64)
-    H = float(np.abs(matmul(Zs, w)).max(initial=0.0))
+    twin = ShiftedCrossProducts(acc.c.size, 1, np.float64, acc.c, whiten=acc.whiten)
+    Zc32, r32 = acc.centred(np.array(A_rows))
+    Zc64, r64 = twin.centred(np.array(A_rows64, dtype=np.float64))
+    P = acc.P
+    Z32 = Zc32.astype(np.float64) + np.outer(r32, P[:, 1])
+    Z64 = Zc64 + np.outer(r64, P[:, 1])
+    T = np.asarray(T_rows, dtype=np.float64)
+    Tc = T if unit_targets else T - T.mean(axis=0)
+    w32 = w.astype(acc.dtype)
+    # the float32 products' own rounding, from the same products in float32 and float64
+    Zc = Zc32.astype(np.float64)
+    e_gram = (matmul(Zc32.T, matmul(Zc32, w32)).astype(np.float64) - matmul(Zc.T, matmul(Zc, w)))
+    e_rhs = matmul(Zc32.T, Tc.astype(acc.dtype)).astype(np.float64) - matmul(Zc.T, Tc)
+    dGw = matmul(Z32.T, matmul(Z32, w)) - matmul(Z64.T, matmul(Z64, w)) + e_gram
+    db = matmul(Z32.T, T) - matmul(Z64.T, T) + e_rhs
+    dw = cholesky_factor_solve(factor, db * (1.0 if unit_targets else np.sqrt(n / ns)) - dGw * np.sqrt(n / ns))
+    H = float(np.abs(matmul(Z64, w)).max(initial=0.0))
     if not (H > 0 and np.isfinite(dw).all()):
         return 0.0 if H == 0 else np.inf
-    return _SAFETY * float(np.abs(matmul(Zs, dw)).max(initial=0.0)) / H
+    return _SAFETY * float(np.abs(matmul(Z64, dw)).max(initial=0.0)) / H
 
 
 def float64_kernel(kernel):
@@ -474,6 +483,35 @@ def whitened_system(kernel, R, support, parts, targets, width, rcond, chunk, exe
     return WhitenedSystem(G, B, wh, f)
 
 
+class _WhitenedSolution:
+    """``w = (F F^T)^-1 Z^T T`` kept as ``y = F^-1 Z^T T`` (one triangular solve), and the
+    coefficients ``gamma = P_r L_11^-T F^-T y``.
+
+    Many target columns (``T = I_n``: n of them) get ``gamma`` by one solve with the
+    product ``L_11 F`` (lower triangular, one ``trmm``) instead of two: 2 instead of 3
+    triangular solves of r x r by r x width.
+    """
+
+    def __init__(self, F, ZtT, wh):
+        self.F, self.wh = F, wh
+        self.y = sla.solve_triangular(F, ZtT, lower=True, check_finite=False)
+
+    def w(self, cols):
+        """``w`` for a few columns: indices, or a (width x k) matrix of target combinations."""
+        y = matmul(self.y, cols) if isinstance(cols, np.ndarray) and cols.ndim == 2 else self.y[:, cols]
+        return sla.solve_triangular(self.F, y, lower=True, trans="T", check_finite=False)
+
+    def coefficients(self):
+        wh, r = self.wh, self.wh.rank
+        if 3 * self.y.shape[1] <= r:
+            return wh.coefficients(sla.solve_triangular(self.F, self.y, lower=True, trans="T", check_finite=False))
+        trmm = get_blas_funcs("trmm", dtype=np.float64)
+        LF = trmm(1.0, wh.L, np.array(np.tril(self.F), order="F"), side=0, lower=1)  # L_11 F, lower
+        gamma = np.zeros((wh.m, self.y.shape[1]))
+        gamma[wh.sel] = sla.solve_triangular(LF, self.y, lower=True, trans="T", check_finite=False)
+        return gamma
+
+
 class _RidgeJob:
     """One sketched ridge problem and the routes that solve it (see :func:`sketched_ridge`)."""
 
@@ -533,20 +571,22 @@ class _RidgeJob:
             est = whitened_error_bound(float(np.trace(acc.AtA)), z2, self.nlam, f.dtype)
             G.flat[:: wh.rank + 1] += self.nlam
             try:
-                L = cholesky_factor_inplace(G)
+                F = cholesky_factor_inplace(G)  # Z^T Z + n lam I = F F^T
             except np.linalg.LinAlgError:  # only if rounding swamped n lam
-                L, est = None, np.inf
-            w = None if L is None else cholesky_factor_solve(L, ZtT)
-            if L is not None and f.dtype == np.float32:
+                F, est = None, np.inf
+            sol = None if F is None else _WhitenedSolution(F, ZtT, wh)
+            if sol is not None and f.dtype == np.float32:
                 # the bound covers the float32 products only, not the float32 kernel values
                 # (on a flat kernel they alone lose the answer): measured on a sample
                 est = whitened_error_bound(0.0, z2, self.nlam, np.float64) + self._measured(
-                    acc, A_sup, ref_targets, L, w)
+                    acc, A_sup, ref_targets, sol)
             name = f.dtype.name
             self.checks.append((name, est))
-            self.times.update({f"pass_{name}": t3 - t1, f"solve_{name}": time.perf_counter() - t3})
             if est <= tol:
-                return self._solution(wh.coefficients(w), f, "whitened", est, wh.rank)
+                gamma = sol.coefficients()
+                self.times.update({f"pass_{name}": t3 - t1, f"solve_{name}": time.perf_counter() - t3})
+                return self._solution(gamma, f, "whitened", est, wh.rank)
+            self.times.update({f"pass_{name}": t3 - t1, f"solve_{name}": time.perf_counter() - t3})
             logger.info("sketched ridge: whitened normal equations with %s kernel values and products: error "
                         "estimate %.2g > %.0e", name, est, tol)
         return self.stable(est)
@@ -567,11 +607,12 @@ class _RidgeJob:
         task = CrossProductTask(f, self.targets, self.width, c, d, self.identity, which=self.which, whiten=wh,
                                 skip=f.R.indices if known else None)
         acc, _ = self.executor.map_reduce(self.parts, task, self.chunk)
-        if known:
-            acc.add(f.R.indices, A_sup, None if self.identity else np.asarray(ref_targets, dtype=np.float64))
+        if known:  # sub-sampling: the support rows of A are K~, whitened by its own factor
+            Z = wh.own_rows() if f.R.scale is not None else None
+            acc.add(f.R.indices, A_sup, None if self.identity else np.asarray(ref_targets, dtype=np.float64), Z=Z)
         return acc, wh, A_sup
 
-    def _measured(self, acc, A_sup, ref_targets, L, w):
+    def _measured(self, acc, A_sup, ref_targets, sol):
         """:func:`float32_error_estimate` on up to 256 support rows and a few target columns."""
         R = self.feats.R
         ref = np.linspace(0, R.indices.size - 1, min(R.indices.size, _SAMPLE_ROWS)).astype(np.intp)
@@ -580,14 +621,14 @@ class _RidgeJob:
         if self.identity:  # T = I_n: the columns of a few sample rows, e_j (Z^T e_j = z_j: one row's error)
             probe = np.linspace(0, ref.size - 1, min(ref.size, _PROBES)).astype(np.intp)
             T_rows = np.eye(ref.size)[:, probe]
-            return float32_error_estimate(acc, A_sup[ref], A64, T_rows, L, w[:, R.indices[ref[probe]]],
+            return float32_error_estimate(acc, A_sup[ref], A64, T_rows, sol.F, sol.w(R.indices[ref[probe]]),
                                           self.parts.n, self.nlam, unit_targets=True)
         if ref_targets is None:
             return np.inf
         T = np.asarray(ref_targets, dtype=np.float64)[ref]
         rng = np.random.default_rng(0)
         Om = np.eye(self.width) if self.width <= _PROBES else rng.standard_normal((self.width, _PROBES))
-        return float32_error_estimate(acc, A_sup[ref], A64, T @ Om, L, matmul(w, Om), self.parts.n, self.nlam)
+        return float32_error_estimate(acc, A_sup[ref], A64, T @ Om, sol.F, sol.w(Om), self.parts.n, self.nlam)
 
     # ---- the plain normal equations (opt-in)
     def normal_equations(self, solver, ref_targets):

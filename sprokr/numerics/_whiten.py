@@ -54,7 +54,8 @@ class Whitening:
     sel : ndarray (r,) of int
         The pivot columns ``P_r`` (positions among the m columns of ``A``).
     L : ndarray (r, r), float64, Fortran order
-        ``L_11``, lower triangular.
+        ``L_11`` in the lower triangle (the strict upper triangle is not meaningful: every
+        use reads the lower one only).
     """
 
     def __init__(self, Kt, rcond=None):
@@ -64,13 +65,15 @@ class Whitening:
         if info < 0:  # pragma: no cover - malformed arguments
             raise ValueError(f"LAPACK pstrf failed (info={info})")
         self.rank = int(r) if self.m else 0
-        self.sel = np.asarray(piv[: self.rank] - 1, dtype=np.intp)
-        self.L = np.asfortranarray(np.tril(c[: self.rank, : self.rank]))
+        self.perm = np.asarray(piv - 1, dtype=np.intp)
+        self.sel = self.perm[: self.rank]
+        self._factor = c  # P^T K~ P = F F^T with F = c[:, :r] (lower trapezoid)
+        self.L = np.asfortranarray(c[: self.rank, : self.rank])
         self._cast = {}
 
-    def __getstate__(self):  # the cast factors are a cache: never shipped
+    def __getstate__(self):  # the cast factors are a cache, the full factor is not needed: never shipped
         state = dict(self.__dict__)
-        state["_cast"] = {}
+        state["_cast"], state["_factor"] = {}, None
         return state
 
     def columns(self, A):
@@ -110,6 +113,17 @@ class Whitening:
         if self.rank:
             gamma[self.sel] = sla.solve_triangular(self.L, w, lower=True, trans="T", check_finite=False)
         return gamma
+
+    def own_rows(self):
+        """``Z`` of the rows of ``K~`` itself (m x r, float64): ``K~ P_r L_11^-T = P F``.
+
+        When ``A``'s rows at the support points are ``K~`` (sub-sampling), their whitened
+        rows come with the factorisation, no triangular solve needed.
+        """
+        F = np.tril(self._factor[:, : self.rank])
+        Z = np.empty((self.m, self.rank))
+        Z[self.perm] = F
+        return Z
 
     def rows(self, A):
         """``Z = A P_r L_11^-T`` of a block (rows x m) in float64 (small blocks: tests, checks)."""

@@ -582,11 +582,10 @@ class _RidgeJob:
                     acc, A_sup, ref_targets, sol)
             name = f.dtype.name
             self.checks.append((name, est))
-            if est <= tol:
-                gamma = sol.coefficients()
-                self.times.update({f"pass_{name}": t3 - t1, f"solve_{name}": time.perf_counter() - t3})
-                return self._solution(gamma, f, "whitened", est, wh.rank)
+            gamma = sol.coefficients() if est <= tol else None
             self.times.update({f"pass_{name}": t3 - t1, f"solve_{name}": time.perf_counter() - t3})
+            if gamma is not None:
+                return self._solution(gamma, f, "whitened", est, wh.rank)
             logger.info("sketched ridge: whitened normal equations with %s kernel values and products: error "
                         "estimate %.2g > %.0e", name, est, tol)
         return self.stable(est)

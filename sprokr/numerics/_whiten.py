@@ -120,7 +120,9 @@ class Whitening:
         When ``A``'s rows at the support points are ``K~`` (sub-sampling), their whitened
         rows come with the factorisation, no triangular solve needed.
         """
-        F = np.tril(self._factor[:, : self.rank])
+        F = np.array(self._factor[:, : self.rank], order="F")
+        for j in range(1, self.rank):  # the strict upper triangle holds K~'s own entries
+            F[:j, j] = 0.0
         Z = np.empty((self.m, self.rank))
         Z[self.perm] = F
         return Z

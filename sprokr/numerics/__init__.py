@@ -13,7 +13,8 @@ submodules are re-exported here (the public names are this package's ``__all__``
 * ``_qr``         -- tall-skinny QR over row chunks (mergeable R factors and ``Q^T T``);
 * ``_whiten``     -- the whitened basis of ``R K R^T`` (pivoted Cholesky) of the sketched ridge;
 * ``_ridge``      -- exact and sketched kernel ridge solves (whitened normal equations, plain
-  normal equations, stable QR route) and their error checks;
+  normal equations, stable QR route);
+* ``_checks``     -- the error checks of those routes and the float64 twin of a float32 kernel;
 * ``_optim``      -- solvers of the linear problem of the sketched kernel machines;
 * ``_topk``       -- chunked, mergeable top-k over ``H E^T + offsets``;
 * ``_distinct``   -- distinct samples of a partitioned collection.
@@ -50,22 +51,24 @@ from ._topk import (
 from ._distinct import DistinctTask, distinct_samples
 from ._qr import TallSkinnyQR, stacked_qr, stacked_qr_apply_t
 from ._whiten import Whitening, pivot_tolerance
-from ._ridge import (
+from ._checks import (
     FLOAT32_TOL,
     NORMAL_EQUATIONS_TOL,
+    float32_error_estimate,
+    float64_kernel,
+    normal_equations_error,
+    tolerance,
+    whitened_error_bound,
+)
+from ._ridge import (
     SOLVERS,
     WORK_DTYPE,
     CrossProductTask,
     QRTask,
     RidgeSolution,
     exact_ridge_factor,
-    float32_error_estimate,
-    float64_kernel,
-    normal_equations_error,
     sketched_ridge,
     stable_ridge_solve,
-    tolerance,
-    whitened_error_bound,
     whitened_system,
     WhitenedSystem,
 )

@@ -6,7 +6,7 @@ means) gives exactly the same Gram matrix as full standardisation while keeping 
 1836 binary features sparse.  Candidates are the distinct training label vectors; the
 metric is the per-sample F1 averaged over the test set.
 
-    python benchmarks/bibtex.py [--data PATH] [--seeds 5] [--json]
+    python benchmarks/bibtex.py [--data PATH] [--seeds 5] [--solver auto] [--json]
 
 Published (SISOKR paper / thesis): IOKR 44.9, SISOKR 44.1 +- 0.07, SIOKR 44.7, ISOKR 44.8.
 """
@@ -31,31 +31,33 @@ from _report import CpuSteal, reference_blas_seconds  # noqa: E402
 PUBLISHED = {"IOKR": 0.449, "SIOKR": 0.447, "ISOKR": 0.448, "SISOKR": 0.441}
 
 
-def methods(n, dtype):
-    """name -> (estimator factory taking a seed, is_random)."""
+def methods(n, dtype, solver="auto"):
+    """name -> (estimator factory taking a seed, is_random).  ``solver``: the input-sketched
+    ridge's route (SIOKR, SISOKR; see ``docs/architecture.md``, "Solvers")."""
     gx = {"sigma2": 1e4}
     psg = {"p": 20.0 / n}
     return {
         "IOKR": (lambda s: IOKR(lam=1e-5, input_kernel_params=gx, output_kernel_params={"sigma2": 1.0},
                                 dtype=dtype), False),
         "SIOKR": (lambda s: SISOKR(lam=1e-6, input_kernel_params=gx, output_kernel_params={"sigma2": 1e7},
-                                   input_sketch="subsample", m_x=2250, random_state=s, dtype=dtype), True),
+                                   input_sketch="subsample", m_x=2250, random_state=s, dtype=dtype,
+                                   solver=solver), True),
         "ISOKR": (lambda s: SISOKR(lam=1e-5, input_kernel_params=gx, output_kernel_params={"sigma2": 1e6},
                                    output_sketch="psg", m_y=200, output_sketch_params=psg,
                                    random_state=s, dtype=dtype), True),
         "SISOKR": (lambda s: SISOKR(lam=1e-5, input_kernel_params=gx, output_kernel_params={"sigma2": 1e4},
                                     input_sketch="subsample", m_x=2250, output_sketch="psg", m_y=200,
-                                    output_sketch_params=psg, random_state=s, dtype=dtype), True),
+                                    output_sketch_params=psg, random_state=s, dtype=dtype, solver=solver), True),
     }
 
 
-def run(data, seeds, only, dtype, log):
+def run(data, seeds, only, dtype, log, solver="auto"):
     Xtr, Ytr, Xte, Yte = load_bibtex(data)
     scaler = StandardScaler(with_mean=False).fit(Xtr)
     Xtr, Xte = scaler.transform(Xtr), scaler.transform(Xte)
     n = Xtr.shape[0]
     results = {}
-    for name, (make, is_random) in methods(n, dtype).items():
+    for name, (make, is_random) in methods(n, dtype, solver).items():
         if only and name not in only:
             continue
         rows = []
@@ -73,7 +75,7 @@ def run(data, seeds, only, dtype, log):
         r = np.array(rows)
         results[name] = {"f1": float(r[:, 0].mean()), "f1_std": float(r[:, 0].std()),
                          "fit_s": float(r[:, 1].mean()), "decode_s": float(r[:, 2].mean()),
-                         "seeds": len(rows), "dtype": dtype, "cpu_steal": steal.fraction}
+                         "seeds": len(rows), "dtype": dtype, "solver": solver, "cpu_steal": steal.fraction}
     return results
 
 
@@ -84,11 +86,13 @@ def main(argv=None):
     ap.add_argument("--methods", nargs="*", default=None, help="subset of IOKR SIOKR ISOKR SISOKR")
     ap.add_argument("--dtype", default="float32", choices=["float64", "float32"],
                     help="precision of kernel blocks and cross products (solves are float64)")
+    ap.add_argument("--solver", default="auto", choices=["auto", "cholesky", "qr", "eigh"],
+                    help="route of the input-sketched ridge (SIOKR, SISOKR)")
     ap.add_argument("--json", action="store_true", help="print one JSON object last")
     args = ap.parse_args(argv)
     log = (lambda s: print(s, file=sys.stderr)) if args.json else print
     ref_before = reference_blas_seconds()
-    res = run(args.data, args.seeds, args.methods, args.dtype, log)
+    res = run(args.data, args.seeds, args.methods, args.dtype, log, args.solver)
     ref = min(ref_before, reference_blas_seconds())
     for v in res.values():
         v["reference_syrk_s"] = ref

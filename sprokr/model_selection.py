@@ -4,9 +4,15 @@ Every ridge-regularised sprokr estimator solves ``(G0 + n lam Kt) gamma = B`` fo
 coefficients, where nothing but the solve depends on ``lam``:
 
 * sketched input (SIOKR, SISOKR, :class:`~sprokr.models.KernelRidgeRegressor` with a
-  sketch): ``G0 = A^T A``, ``B = A^T T`` with ``A = K R^T`` (one chunked pass over the
-  training data, :class:`~sprokr.numerics.CrossProductTask`) and ``Kt = R K R^T`` (the
-  support rows gathered in the same pass);
+  sketch), on the fits' default route: the whitened system of
+  :func:`sprokr.numerics.whitened_system`, ``G0 = Z^T Z``, ``B = Z^T T``, ``Kt = I`` with
+  ``Z = K R^T P_r L^-T`` (``R K R^T = L L^T``, pivoted; one chunked pass in float64 --
+  the small-``lam`` end of a grid is where float32 would drift), so that every ``lam``,
+  down to a flat kernel's tiny ones, is solved as accurately as a refit.  With
+  ``solver="cholesky"`` / ``"eigh"`` the estimator's refits solve the plain normal
+  equations, and so does its path: ``G0 = A^T A``, ``B = A^T T`` with ``A = K R^T``,
+  ``Kt = R K R^T`` (:class:`~sprokr.numerics.CrossProductTask`, the support rows gathered
+  in the same pass);
 * exact input (IOKR, ISOKR, exact kernel ridge): ``G0 = K``, ``Kt = I``, ``B = T``;
 * square-loss kernel machines (:class:`~sprokr.SketchedKernelMachine`): ``G0 = Z^T Z`` of
   the sketched features, ``Kt = I``, one ``lam / e_j`` per eigenvalue of the output matrix.
@@ -15,7 +21,8 @@ A :class:`LambdaPath` computes these once (one fit for the model's state, one pa
 the cross products) and then, for the whole grid,
 
 * ``method="eigh"``: one factorisation.  With ``Kt = I``, ``G0 = U diag(s) U^T`` and
-  ``G(lam)^-1 = U diag(1 / (s + n lam)) U^T``.  With a sketch, ``G(lam_min) = L L^T``
+  ``G(lam)^-1 = U diag(1 / (s + n lam)) U^T`` (the default route of the sketched models
+  too: exact for the whole grid).  With the plain normal equations, ``G(lam_min) = L L^T``
   (Cholesky, the factorisation a refit at the smallest ``lam`` does) and
   ``L^-1 Kt L^-T = E diag(kappa) E^T``; then ``G(lam)^-1 = W diag(1 / (1 + n (lam -
   lam_min) kappa)) W^T`` with ``W = L^-T E``.  Whitening by ``G(lam_min)`` instead of by
@@ -76,6 +83,7 @@ from .numerics import (
     default_chunk_size,
     matmul,
     psd_eigh,
+    whitened_system,
 )
 from .selection import grow_until_plateau, perfect_h_curve, surrogate_error
 from .utils import (
@@ -120,6 +128,9 @@ EIGH_COST = 12.0
 
 #: support rows whose kernel columns give the centring shift of the cross products
 _SHIFT_ROWS = 256
+
+#: solvers of the sketched estimators whose lam path is the plain normal equations
+PLAIN_SOLVERS = ("cholesky", "eigh")
 
 
 def check_lams(lams: ArrayLike, name: str = "lams") -> np.ndarray:
@@ -444,7 +455,19 @@ def _rows_block(fn, Xq, width):
     return out
 
 
-class _IOKRFamily:
+class _Whitened:
+    """Sketched adapters on the default route: the whitened system ``(Z^T Z + n lam I) w = Z^T T``."""
+
+    def _whitened(self, kernel, R, parts, targets, width, ref_targets, rcond, chunk, executor, n):
+        support = executor.take_rows(parts, R.indices, which=0)
+        ws = whitened_system(kernel, R, support, parts, targets, width, rcond, chunk, executor,
+                             ref_targets=ref_targets)
+        self.system = _RidgeSystem(n, ws.G, ws.B, None, rcond=DEFAULT_RCOND)
+        self._block = lambda Xq: ws.whitening.rows(ws.features.block(Xq))  # validation rows of Z
+        self._to_support = ws.coef
+
+
+class _IOKRFamily(_Whitened):
     """SISOKR and its variants (IOKR, SIOKR, ISOKR)."""
 
     def __init__(self, base, X, Y):
@@ -462,12 +485,15 @@ class _IOKRFamily:
         if Rx is not None:
             R = Rx.unscaled()  # the scale of uniform sub-sampling cancels (as in the fit)
             chunk = base.chunk_size or default_chunk_size(R.indices.size, dtype)
-            G0, AtT, Kt, support = _sketched_pass(
-                kx, R, parts, targets, width, lambda: targets(ex.take_rows(parts, R.indices, which=1)),
-                dtype, rcond, chunk, ex)
-            self.system = _RidgeSystem(n, G0, AtT, Kt, rcond=rcond, shift=True)
-            feats = SketchedFeatures(kx, R, support, np.float64, rcond)
-            self._block, self._to_support = feats.block, R.apply_left_transpose
+            ref = lambda: targets(ex.take_rows(parts, R.indices, which=1))  # noqa: E731
+            if base.solver in PLAIN_SOLVERS:  # the refits' plain normal equations
+                G0, AtT, Kt, support = _sketched_pass(kx, R, parts, targets, width, ref, dtype, rcond, chunk, ex)
+                self.system = _RidgeSystem(n, G0, AtT, Kt, rcond=rcond, shift=True)
+                feats = SketchedFeatures(kx, R, support, np.float64, rcond)
+                self._block, self._to_support = feats.block, R.apply_left_transpose
+            else:
+                self._whitened(kx, R, parts, targets, width, None if targets is None else ref(), base.rcond, chunk,
+                               ex, n)
         else:
             chunk = base.chunk_size or default_chunk_size(n, dtype)
             K = _exact_gram(kx, parts, all_rows(ex, parts, 0), chunk, ex)
@@ -521,7 +547,7 @@ class _IOKRFamily:
         return self.base.with_coef(self._to_support(gamma), lam=lam)
 
 
-class _KernelRidge:
+class _KernelRidge(_Whitened):
     """:class:`~sprokr.models.KernelRidgeRegressor` (exact or sketched)."""
 
     def __init__(self, base, X, T):
@@ -538,11 +564,7 @@ class _KernelRidge:
         if R is not None:
             R = R.unscaled()
             chunk = base.chunk_size or default_chunk_size(R.indices.size, dtype)
-            G0, AtT, Kt, support = _sketched_pass(k, R, parts, np.asarray, T64.shape[1],
-                                                  lambda: T64[R.indices], dtype, rcond, chunk, ex)
-            self.system = _RidgeSystem(n, G0, AtT, Kt, rcond=rcond, shift=True)
-            self._block = SketchedFeatures(k, R, support, np.float64, rcond).block
-            self._to_support = R.apply_left_transpose
+            self._whitened(k, R, parts, np.asarray, T64.shape[1], T64[R.indices], base.rcond, chunk, ex, n)
         else:
             Xp = parts.blocks[0][0]
             K = _exact_gram(k, parts, Xp, base.chunk_size or default_chunk_size(n, dtype), ex)

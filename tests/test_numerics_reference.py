@@ -4,18 +4,25 @@ SIOKR's output coordinates (issue: "numerics you can trust") are
 ``H(x) = k(x, X) R^T gamma`` with ``gamma = (R K^2 R^T + n lam R K R^T)^+ R K`` (the
 coefficients of ``psi(y_i)``).  General sketches ``R = W S`` (Gaussian, p-sparsified,
 CountSketch) on a well-conditioned problem must match a float64 dense evaluation; on a
-flat kernel with a tiny ridge (the Bibtex regime) the normal equations lose the answer, and
-the stable route (``solver="auto"`` / ``"qr"``) must match the formula in 40-digit arithmetic.
+flat kernel with a tiny ridge (the Bibtex regime) the plain normal equations lose the
+answer, and the default route (whitened normal equations) and the stable QR route must
+match the formula in 40-digit arithmetic.  Also: the pieces of the whitened route
+(``Whitening``, the whitened accumulator), its checks and fallbacks, and the lam path.
+The whole estimator x sketch-pair matrix is in ``tests/test_reference_matrix.py``.
 """
 import mpmath
 import numpy as np
 import pytest
+from sklearn.base import clone
 
-from sprokr import SIOKR
+from sprokr import SIOKR, SISOKR
 from sprokr.kernels import GaussianKernel
+from sprokr.model_selection import lambda_path
+from sprokr.models import KernelRidgeRegressor
+from sprokr.numerics import ShiftedCrossProducts, Whitening, column_shift, whitened_error_bound
 
 SKETCHES = [("gaussian", None), ("psr", {"p": 0.2}), ("psg", {"p": 0.2}), ("countsketch", None),
-            ("subsample", None)]
+            ("subsample", None), ("accumulation", {"m_acc": 4})]
 
 
 def _data(n=60, d=3, seed=0):
@@ -44,8 +51,12 @@ def _mp_reference(K, Kq, R, lam, dps=40):
         return np.array(H.tolist(), dtype=float)
 
 
+def _rel(H, ref):
+    return np.abs(H - ref).max() / np.abs(ref).max()
+
+
 @pytest.mark.parametrize("sketch,params", SKETCHES)
-@pytest.mark.parametrize("solver", ["cholesky", "qr", "auto"])
+@pytest.mark.parametrize("solver", ["auto", "cholesky", "qr"])
 def test_general_sketches_match_the_dense_formula(sketch, params, solver):
     X, Y, Xq = _data()
     model = SIOKR(input_sketch=sketch, m_x=20, input_sketch_params=params, lam=1e-2,
@@ -55,15 +66,16 @@ def test_general_sketches_match_the_dense_formula(sketch, params, solver):
     ref = _dense_reference(k(X), k(Xq, X), R, 1e-2)
     # "cholesky" adds its documented jitter rcond * mean(diag G) (relative 1e-10 of G's
     # scale, ~1e-5 of the solution here); the other routes solve the formula as written
-    rtol = 1e-4 if solver == "cholesky" else 1e-8
-    np.testing.assert_allclose(model.predict_coordinates(Xq), ref, rtol=rtol, atol=rtol * 1e-2 * np.abs(ref).max())
+    assert _rel(model.predict_coordinates(Xq), ref) <= (1e-4 if solver == "cholesky" else 1e-8)
+    assert model.solver_ == {"auto": "whitened"}.get(solver, solver)
 
 
-@pytest.mark.parametrize("sketch,params", [("gaussian", None), ("psr", {"p": 0.2}), ("subsample", None)])
+@pytest.mark.parametrize("sketch,params", SKETCHES[:2] + SKETCHES[4:5])
 def test_flat_kernel_tiny_ridge_matches_40_digit_arithmetic(sketch, params):
     """Gaussian gamma = 1e-4 (k ~ 0.999 everywhere), lam = 1e-8: R K^2 R^T squares a
-    condition number of ~1e8.  The stable route agrees with the 40-digit formula to ~1e-6
-    and gives the same top candidate; the route ``auto`` picks it by itself."""
+    condition number of ~1e8.  The default (whitened) and the stable route agree with the
+    40-digit formula to 1e-6 and give the same top candidate; the plain normal equations
+    do not."""
     X, Y, Xq = _data(n=80, d=4, seed=1)
     k = GaussianKernel(gamma=1e-4)
     models = {s: SIOKR(input_sketch=sketch, m_x=25, input_sketch_params=params, lam=1e-8,
@@ -71,20 +83,122 @@ def test_flat_kernel_tiny_ridge_matches_40_digit_arithmetic(sketch, params):
               for s in ("auto", "qr", "cholesky")}
     R = models["qr"].input_sketch_matrix_.toarray()
     exact = _mp_reference(k(X), k(Xq, X), R, 1e-8)
-    scale = np.abs(exact).max()
     for s in ("auto", "qr"):
         H = models[s].predict_coordinates(Xq)
-        assert np.abs(H - exact).max() <= 1e-5 * scale, (s, np.abs(H - exact).max() / scale)
+        assert _rel(H, exact) <= 1e-6, (s, _rel(H, exact))
         # the largest coefficient alpha_i(x) (the training output weighted most) agrees
         np.testing.assert_array_equal(np.argmax(H, axis=1), np.argmax(exact, axis=1))
-    assert models["auto"].solver_ == "qr"  # the default "cholesky" would not notice
-    # the normal equations are measurably worse here (what the stable route is for)
-    H = models["cholesky"].predict_coordinates(Xq)
-    assert np.abs(H - exact).max() > 10 * np.abs(models["qr"].predict_coordinates(Xq) - exact).max()
+    assert models["auto"].solver_ == "whitened" and models["auto"].solver_error_estimate_ <= 1e-6
+    # the plain normal equations are off by tens of percent here (what the default replaces)
+    assert _rel(models["cholesky"].predict_coordinates(Xq), exact) > 1e-2
 
 
-def test_well_conditioned_auto_keeps_the_fast_route():
-    X, Y, _ = _data()
-    model = SIOKR(input_sketch="subsample", m_x=20, lam=1e-2, input_kernel_params={"gamma": 0.3},
-                  random_state=0).fit(X, Y)
-    assert model.solver_ == "cholesky" and model.solver_error_estimate_ < 1e-6
+def test_ridge_below_the_whitened_bound_takes_the_stable_route():
+    """lam = 1e-10 on a kernel with k(x, x) = 1: eps (1 + trace K / (n lam)) = 2e-6 > 1e-6,
+    known before the pass: the QR route is taken directly (no wasted pass)."""
+    X, Y, Xq = _data(n=80, d=4, seed=1)
+    kw = dict(input_sketch="subsample", m_x=25, lam=1e-10, input_kernel_params={"gamma": 1e-4}, random_state=0)
+    auto, qr = SIOKR(**kw).fit(X, Y), SIOKR(**kw, solver="qr").fit(X, Y)
+    assert auto.solver_ == "qr" and auto.solver_error_estimate_ is None
+    np.testing.assert_array_equal(auto.predict_coordinates(Xq), qr.predict_coordinates(Xq))
+
+
+# ---------------------------------------------------------------- the whitened pieces
+def _flat_block(seed=0, n=120, m=15, gamma=1e-3):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 3))
+    k = GaussianKernel(gamma=gamma)
+    S = np.sort(rng.choice(n, m, replace=False))
+    return k(X), S
+
+
+def test_whitening_penalty_and_nystrom_bound():
+    K, S = _flat_block()
+    A = K[:, S]
+    wh = Whitening(A[S])
+    w = np.random.default_rng(1).normal(size=(wh.rank, 3))
+    gamma = wh.coefficients(w)
+    # the penalty gamma^T K~ gamma is |w|^2 (to the pivot tolerance's level)
+    np.testing.assert_allclose(gamma.T @ A[S] @ gamma, w.T @ w, rtol=1e-6, atol=1e-6 * np.abs(w.T @ w).max())
+    Z = wh.rows(A)
+    # Z Z^T is the Nystrom approximation of K: |Z|_F^2 <= trace K, the basis of the a-priori bound
+    assert np.sum(Z * Z) <= np.trace(K) * (1 + 1e-10)
+    assert np.sum(Z * Z) > 0.99 * np.trace(K)
+
+
+@pytest.mark.parametrize("dtype,gamma,rtol", [(np.float64, 1e-3, 1e-10), (np.float32, 0.1, 1e-5)])
+@pytest.mark.parametrize("identity", [False, True])
+def test_whitened_sums_equal_dense_products_in_any_chunk_order(dtype, gamma, rtol, identity):
+    """Against ``Z = A P L^-T`` formed densely in float64 from the same (rounded) ``A``:
+    float64 on a flat kernel (pivots of ``K~`` down to 1e-14), float32 on a moderate one
+    (on a flat one float32 triangular solves lose ~1e-3 of the small columns: what the
+    float32 check of the ridge measures before keeping a float32 solution)."""
+    K, S = _flat_block(gamma=gamma)
+    A = K[:, S].astype(dtype).astype(np.float64)  # the values the accumulator sees
+    wh = Whitening(A[S])
+    Z = wh.rows(A)
+    T = np.random.default_rng(2).normal(size=(K.shape[0], 4))
+    c = column_shift(A[S], dtype)
+    width = K.shape[0] if identity else 4
+
+    def acc():
+        return ShiftedCrossProducts(S.size, width, dtype, c, None if identity else T[S].mean(0),
+                                    identity_targets=identity, whiten=wh)
+
+    whole = acc().add(slice(0, 120), A.astype(dtype), None if identity else T)
+    G, B = whole.result()
+    ZtT = Z.T if identity else Z.T @ T
+    scale = np.abs(Z.T @ Z).max()
+    np.testing.assert_allclose(G, Z.T @ Z, atol=rtol * scale)
+    np.testing.assert_allclose(B, ZtT, atol=rtol * np.abs(ZtT).max())
+    # other chunks, merged in another order: the same sums (float32: to its rounding)
+    parts = [acc().add(slice(a, b), A[a:b].astype(dtype), None if identity else T[a:b])
+             for a, b in ((70, 120), (0, 30), (30, 70))]
+    merged = parts[2].merge(parts[0]).merge(parts[1]).result()
+    tol = 1e-12 if dtype == np.float64 else 1e-6
+    np.testing.assert_allclose(merged[0], G, atol=tol * scale)
+    np.testing.assert_allclose(merged[1], B, atol=tol * np.abs(ZtT).max())
+
+
+def test_whitened_error_bound_is_the_documented_formula():
+    eps64, eps32 = np.finfo(np.float64).eps, np.finfo(np.float32).eps
+    assert whitened_error_bound(10.0, 100.0, 1e-3, np.float32) == pytest.approx(
+        (eps32 * 10 + eps64 * 100) / 1e-3 + eps64)
+    assert whitened_error_bound(10.0, 100.0, 1e-3, np.float64) == pytest.approx((eps64 * 110) / 1e-3 + eps64)
+
+
+# ---------------------------------------------------------------- lam paths on the default route
+def test_flat_kernel_lam_path_equals_default_refits_and_40_digits():
+    """The path solves the whitened system of the default route (one eigendecomposition of
+    Z^T Z for the whole grid): every lam, down to the flat kernel's 1e-8, matches the
+    refits and the 40-digit formula."""
+    X, Y, Xq = _data(n=80, d=4, seed=1)
+    est = SIOKR(input_sketch="subsample", m_x=25, input_kernel_params={"gamma": 1e-4}, random_state=0)
+    lams = np.logspace(-8, -2, 4)
+    k = GaussianKernel(gamma=1e-4)
+    for method in ("eigh", "cholesky"):
+        path = lambda_path(est, X, Y, lams, method)
+        for lam in lams:
+            refit = clone(est).set_params(lam=lam).fit(X, Y)
+            H = path.estimator_at(lam).predict_coordinates(Xq)
+            assert _rel(H, refit.predict_coordinates(Xq)) <= 1e-6
+        R = refit.input_sketch_matrix_.toarray()
+        exact = _mp_reference(k(X), k(Xq, X), R, lams[0])
+        assert _rel(path.estimator_at(lams[0]).predict_coordinates(Xq), exact) <= 1e-6
+
+
+@pytest.mark.parametrize("make", [
+    lambda: SISOKR(input_sketch="psr", m_x=30, input_sketch_params={"p": 0.2}, output_sketch="subsample", m_y=20,
+                   input_kernel_params={"gamma": 0.3}, output_kernel_params={"gamma": 0.5}, random_state=0),
+    lambda: KernelRidgeRegressor(kernel_params={"gamma": 0.3}, input_sketch="gaussian", m_x=30, random_state=0),
+], ids=["SISOKR", "KernelRidgeRegressor"])
+def test_lam_path_equals_default_refits(make):
+    X, Y, Xq = _data(n=90, d=3, seed=3)
+    est = make()
+    lams = np.logspace(-7, -1, 4)
+    path = lambda_path(est, X, Y, lams, "eigh")
+    for lam in lams:
+        refit = clone(est).set_params(lam=lam).fit(X, Y)
+        get = (lambda m: m.predict_coordinates(Xq)) if hasattr(refit, "predict_coordinates") else (
+            lambda m: m.predict(Xq))
+        assert _rel(get(path.estimator_at(lam)), get(refit)) <= 1e-8

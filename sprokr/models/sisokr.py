@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Mapping, Self
 
+import logging
 import numbers
 import time
 
@@ -56,6 +57,7 @@ from ..numerics import (
     exact_ridge_factor,
     matmul,
     sketched_ridge,
+    tolerance,
 )
 from ..registry import resolve_executor, resolve_kernel, resolve_sketch
 from ..kernels.base import fit_on_training_inputs
@@ -114,27 +116,30 @@ class SISOKR(OutputKernelModel, BaseEstimator):
     decoder_params : dict, optional
     dtype : {"float64", "float32"}
         Precision of the input-kernel blocks (for kernels given by name), of the O(n m_x^2)
-        cross products -- formed on double-centred blocks
-        (:class:`sprokr.numerics.ShiftedCrossProducts`) so that float32 keeps ~1e-10
-        relative accuracy on flat kernels (Bibtex F1 identical to float64) -- and of the
-        prediction products (centred, :class:`sprokr.numerics.KernelExpansion`).  Sums,
+        products of the sketched ridge -- formed on double-centred blocks
+        (:class:`sprokr.numerics.ShiftedCrossProducts`) and kept only when a check shows
+        that they change the solution by at most 1e-4 (else redone in float64) -- and of
+        the prediction products (centred, :class:`sprokr.numerics.KernelExpansion`).  Sums,
         solves, coefficients and the output side are float64.
     rcond : float, optional
         Relative threshold of the output side's pseudo-inverse ``K~_y^+`` (default 1e-10)
-        and, when given, of the input side's: the eigenvalues of ``A^T A + n lam K~_x``
-        (``solver="eigh"``) and the pivots of ``K~_x`` (stable route; default: the
-        rounding level ``m_x eps``).  Nothing is ever added to a matrix before a solve.
-    solver : {"cholesky", "auto", "qr", "eigh"}
+        and, when given, of the input side's: the pivots of ``K~_x`` (whitened and stable
+        routes; default: the rounding level ``m_x eps``) and the eigenvalues of
+        ``A^T A + n lam K~_x`` (``solver="eigh"``, and the jitter of ``"cholesky"``).
+    solver : {"auto", "cholesky", "qr", "eigh"}
         How the sketched ridge ``(A^T A + n lam K~_x)^+ A^T T`` is solved
         (:func:`sprokr.numerics.sketched_ridge`; ``docs/architecture.md``, "Solvers"):
-        ``"cholesky"`` (default) the normal equations (one float32/64 ``syrk`` pass and a
-        Cholesky with an explicit relative jitter ``rcond * mean(diag)``, fastest;
-        inaccurate on flat kernels with a tiny ``lam``); ``"qr"`` the stable route
-        (tall-skinny QR of ``A`` over row chunks in float64 and a least-squares solve,
-        never forming ``A^T A``; several times slower); ``"auto"`` the normal equations
-        when a cheap condition estimate shows they are accurate, else a second, stable
-        pass; ``"eigh"`` the normal equations' eigendecomposition pseudo-inverse.
-        Ignored without input sketch (Cholesky of ``K_x + n lam I``, well conditioned).
+        ``"auto"`` (default) the whitened normal equations (``K~_x = L L^T`` by pivoted
+        Cholesky, one pass summing ``Z^T Z`` and ``Z^T T`` of ``Z = A L^-T``, condition
+        number at most ``1 + k_max / lam``), accepted when their error estimate is at most
+        1e-6 (float64; 1e-4 for float32 products), else a second, stable pass;
+        ``"cholesky"`` the plain normal equations (one ``syrk`` pass, Cholesky with an
+        explicit relative jitter ``rcond * mean(diag)``; fastest, but they square the
+        condition number: 4e-3 relative error on Bibtex SIOKR); ``"qr"`` the stable route
+        (tall-skinny QR of ``A`` over row chunks in float64, never forming a Gram; several
+        times slower); ``"eigh"`` the plain normal equations' eigendecomposition
+        pseudo-inverse.  Ignored without input sketch (Cholesky of ``K_x + n lam I``, well
+        conditioned).
     chunk_size : int, optional
         Rows of the training set processed at once (default: from a 64 MB budget).
     max_memory_mb : float, optional
@@ -167,11 +172,15 @@ class SISOKR(OutputKernelModel, BaseEstimator):
     index_token_ : str
         Identifies the fitted output basis (candidate indexes carry it).
     executor_ : Executor
-    solver_ : {"cholesky", "eigh", "qr"}
-        The route the input side's solve took (``"auto"`` resolved).
+    solver_ : {"whitened", "cholesky", "eigh", "qr"}
+        The route the input side's solve took (``"auto"`` resolved: ``"whitened"`` or, when
+        its check failed, ``"qr"``).
     solver_error_estimate_ : float or None
-        The normal equations' rounding-error estimate that ``"auto"`` compares with
-        :data:`sprokr.numerics.NORMAL_EQUATIONS_TOL` (None when they were not formed).
+        The relative error estimate of the normal equations that were solved (whitened:
+        compared with :func:`sprokr.numerics.tolerance`; None when none were formed).
+    solver_precision_ : numpy dtype
+        Precision of the input side's O(n m_x^2) products (``dtype``, or float64 when
+        float32 products failed the check).
     n_train_ : int
     fit_time_ : float (s)
     fit_times_ : dict of phase -> seconds
@@ -194,7 +203,7 @@ class SISOKR(OutputKernelModel, BaseEstimator):
         decoder_params: Mapping[str, Any] | None = None,
         dtype: DTypeLike = "float64",
         rcond: float | None = None,
-        solver: str = "cholesky",
+        solver: str = "auto",
         chunk_size: int | None = None,
         max_memory_mb: float | None = None,
         executor: Any = "local",
@@ -340,10 +349,17 @@ class SISOKR(OutputKernelModel, BaseEstimator):
                              self.solver, dtype, ref, which)
         self.fit_times_.update({f"ridge_{k}": v for k, v in sol.times.items()})
         self.solver_, self.solver_error_estimate_ = sol.method, sol.error_estimate
+        self.solver_precision_ = sol.precision
         if sol.method == "qr" and self.solver == "auto":
-            why = ("numerically indefinite" if sol.error_estimate is None
-                   else f"too ill-conditioned (error estimate {sol.error_estimate:.2g})")
-            self._log(f"normal equations {why}: solved by the stable QR route")
+            why = ("lam too small for them" if sol.error_estimate is None
+                   else f"error estimate {sol.error_estimate:.2g}")
+            self._log(f"whitened normal equations rejected ({why}): solved by the stable QR route")
+        if sol.precision != dtype:  # float32 failed its check: the model is float64 from here on
+            est = dict(sol.checks).get(dtype.name, np.nan)
+            self._log(f"dtype={dtype.name!r} would change this solution by more than {tolerance(dtype):.0e} "
+                      f"(estimate {est:.2g}): fitted and predicting with float64 kernel values", logging.WARNING)
+            self.input_kernel_, self.dtype_ = sol.features.kernel, sol.precision
+            support = sol.support
         self.X_support_ = self.input_kernel_.prepare_support(support)
         self._set_coef(sol.coef)
 
@@ -354,7 +370,7 @@ class SISOKR(OutputKernelModel, BaseEstimator):
         cho = exact_ridge_factor(kx, parts, Xp, lam, chunk, ex)
         self.X_support_ = kx.prepare_support(Xp)
         # Cholesky of K + n lam I: well conditioned (cond <= 1 + |K| / (n lam))
-        self.solver_, self.solver_error_estimate_ = "cholesky", None
+        self.solver_, self.solver_error_estimate_, self.solver_precision_ = "cholesky", None, WORK_DTYPE
         if targets is None:  # IOKR: h(x) = sum_i alpha_i(x) psi(y_i), alpha = (K + n lam I)^-1 k_x
             self.coef_, self._cho, self._expansion = None, cho, None
             set_n_features(self, Xp)
@@ -403,8 +419,8 @@ class SISOKR(OutputKernelModel, BaseEstimator):
                                        dim=fy.rank)
         self.default_index_ = index
 
-    def _log(self, msg):
-        log_estimator(self, msg)
+    def _log(self, msg, level=logging.INFO):
+        log_estimator(self, msg, level)
 
     def exact_output_embedding(self, Cp: Any) -> np.ndarray:
         """Output coordinates without sketch: ``k_y(c, Y_train)`` rows, shape (n_c, n)."""
@@ -618,7 +634,7 @@ class SIOKR(SISOKR):
         decoder_params: Mapping[str, Any] | None = None,
         dtype: DTypeLike = "float64",
         rcond: float | None = None,
-        solver: str = "cholesky",
+        solver: str = "auto",
         chunk_size: int | None = None,
         max_memory_mb: float | None = None,
         executor: Any = "local",

@@ -11,7 +11,10 @@ submodules are re-exported here (the public names are this package's ``__all__``
 * ``_features``   -- sketched kernel features ``K R^T`` and the feature map ``D^-1/2 U^T R k``;
 * ``_products``   -- kernel block x coefficients (the float32 policy), candidate offsets;
 * ``_qr``         -- tall-skinny QR over row chunks (mergeable R factors and ``Q^T T``);
-* ``_ridge``      -- exact and sketched kernel ridge solves (normal equations, stable QR route);
+* ``_whiten``     -- the whitened basis of ``R K R^T`` (pivoted Cholesky) of the sketched ridge;
+* ``_ridge``      -- exact and sketched kernel ridge solves (whitened normal equations, plain
+  normal equations, stable QR route);
+* ``_checks``     -- the error checks of those routes and the float64 twin of a float32 kernel;
 * ``_optim``      -- solvers of the linear problem of the sketched kernel machines;
 * ``_topk``       -- chunked, mergeable top-k over ``H E^T + offsets``;
 * ``_distinct``   -- distinct samples of a partitioned collection.
@@ -47,18 +50,27 @@ from ._topk import (
 )
 from ._distinct import DistinctTask, distinct_samples
 from ._qr import TallSkinnyQR, stacked_qr, stacked_qr_apply_t
-from ._ridge import (
+from ._whiten import Whitening, pivot_tolerance
+from ._checks import (
+    FLOAT32_TOL,
     NORMAL_EQUATIONS_TOL,
+    float32_error_estimate,
+    float64_kernel,
+    normal_equations_error,
+    tolerance,
+    whitened_error_bound,
+)
+from ._ridge import (
     SOLVERS,
     WORK_DTYPE,
     CrossProductTask,
     QRTask,
     RidgeSolution,
     exact_ridge_factor,
-    normal_equations_error,
-    pivot_tolerance,
     sketched_ridge,
     stable_ridge_solve,
+    whitened_system,
+    WhitenedSystem,
 )
 from ._optim import SolverResult, adam_solve, duality_gap, lbfgs_solve, ridge_by_eigengroups
 
@@ -78,6 +90,8 @@ __all__ = [
     # ridge solves and kernel-machine solvers
     "exact_ridge_factor", "sketched_ridge", "CrossProductTask", "QRTask", "RidgeSolution",
     "stable_ridge_solve", "normal_equations_error", "pivot_tolerance", "NORMAL_EQUATIONS_TOL", "SOLVERS",
+    "Whitening", "whitened_error_bound", "float32_error_estimate", "float64_kernel", "tolerance", "FLOAT32_TOL",
+    "whitened_system", "WhitenedSystem",
     "ridge_by_eigengroups", "adam_solve", "lbfgs_solve", "duality_gap", "SolverResult",
     # top-k search
     "Decoded", "DEFAULT_MAX_MEMORY_MB", "TopKTask", "topk_rows", "select_topk", "merge_topk",

@@ -66,6 +66,18 @@ class ShiftedCrossProducts:
     ``A_c^T A_c`` is one BLAS ``syrk`` per chunk (lower triangle, half the flops of a
     GEMM); the centring passes run on row blocks in parallel.
 
+    Whitened (``whiten``, a :class:`sprokr.numerics.Whitening` of ``K~``): the sums are
+    those of ``Z = A P_r L_11^-T`` (rows x r) instead of ``A``.  Each chunk's pivot columns
+    are centred by projection on the column shift, ``A = A_c + s c^T`` with
+    ``s_i = a_i . c / |c|^2`` (the flat kernel's rows are ~ a scale times ``c``), then
+    whitened by a triangular solve in the accumulator's dtype, ``Z_c = A_c P_r L_11^-T``;
+    ``Z = Z_c + s (L_11^-1 c)^T`` exactly, so the identities above hold with
+    ``Q = [1, s]`` and ``P = [0, L_11^-1 c]`` (float64, computed once).  (The row shift
+    ``r 1^T`` of the plain sums does not carry over: ``L_11^-1 1`` is huge when ``1`` is
+    not in the well-represented range of ``K~``, e.g. for a Gaussian sketch, whereas
+    ``|L_11^-1 c|^2`` is at most the kernel's largest value: ``c`` is an average row of
+    ``A``.)  The whitening is applied to the rows, never to a formed ``A^T A``.
+
     Parameters
     ----------
     m : int
@@ -80,53 +92,55 @@ class ShiftedCrossProducts:
         Target shift (default 0); ignored with ``identity_targets``.
     identity_targets : bool
         ``T = I_n``: then ``A^T T = A^T`` is stored as is (columns of the chunk's rows).
+    whiten : Whitening, optional
+        Accumulate the sums of ``Z = A P_r L_11^-T`` (r columns) instead of ``A``'s.
     """
 
     #: attribute types for the type checker (set in __init__ / fit)
     d: Any  # None with identity targets
 
     def __init__(self, m: int, width: int, dtype: DTypeLike, c: np.ndarray, d: np.ndarray | None = None,
-                 identity_targets: bool = False) -> None:
+                 identity_targets: bool = False, whiten: Any = None) -> None:
         self.dtype = np.dtype(dtype)
         self.c = np.asarray(c, dtype=np.float64)
         if self.c.shape != (m,):
             raise ValueError(f"column shift must have shape ({m},), got {self.c.shape}")
+        if whiten is not None and whiten.m != m:
+            raise ValueError(f"whitening of {whiten.m} columns for blocks of {m} columns")
+        self.whiten = whiten
         self.identity_targets = bool(identity_targets)
         self.d = None if identity_targets else (np.zeros(width) if d is None else np.asarray(d, dtype=np.float64))
-        self.AtA = np.zeros((m, m), order="F")  # float64, lower triangle only
-        self.AtT = np.zeros((m, width))
-        self.S = np.zeros((m, 2))  # A_c^T [1, r]
+        if whiten is None:  # A = A_c + Q P^T, Q = [1, r]
+            self.P = np.stack([self.c, np.ones_like(self.c)], axis=1)
+        else:  # Z = Z_c + Q P^T, Q = [1, s]
+            self.P = np.hstack([np.zeros((whiten.rank, 1)), whiten.apply_inverse(self.c[:, None])])
+        k = self.P.shape[0]
+        self.AtA = np.zeros((k, k), order="F")  # float64, lower triangle only
+        self.AtT = np.zeros((k, width))
+        self.S = np.zeros((k, 2))  # A_c^T [1, r]
         self.QQ = np.zeros((2, 2))  # [1, r]^T [1, r]
         self.QT = np.zeros((2, width))  # [1, r]^T T
         self._tmp = None  # per-chunk syrk buffer of a float32 accumulation
 
-    def add(self, rows: slice, A: np.ndarray, T: np.ndarray | None = None, overwrite: bool = False) -> Self:
-        """Add the rows ``rows`` (a slice of global row numbers) of ``A`` and ``T``.
+    def add(self, rows: Any, A: np.ndarray, T: np.ndarray | None = None, overwrite: bool = False,
+            Z: np.ndarray | None = None) -> Self:
+        """Add the rows ``rows`` (a slice or an array of global row numbers) of ``A`` and ``T``.
 
-        ``overwrite=True``: ``A`` may be centred in place.
+        ``overwrite=True``: ``A`` may be centred in place.  ``Z`` (whitened only): the rows'
+        ``A P_r L_11^-T`` when already known (float64), instead of a triangular solve.
         """
         A = np.asarray(A)
         if A.shape[1] != self.c.size:
             raise ValueError(f"block has {A.shape[1]} columns, expected {self.c.size}")
-        if self.identity_targets:
+        if self.identity_targets and self.whiten is None:
             self.AtT[:, rows] = A.T
-        elif T is None:
+        elif T is None and not self.identity_targets:
             raise ValueError("targets T are needed (the accumulator was built with targets)")
-        # centre in the block's own precision (a float32 block's rounding is already in A)
-        Ac = A if overwrite and A.flags.c_contiguous else np.array(A, order="C")
-        c_w = self.c.astype(A.dtype)
-        r_w = np.empty(A.shape[0], dtype=A.dtype)
-
-        def centre(blk):
-            block = Ac[blk]
-            np.subtract(block, c_w, out=block)
-            r_w[blk] = block.mean(axis=1, dtype=np.float64)
-            block -= r_w[blk, None]
-
-        for_row_blocks(centre, A.shape[0], A.size)
-        r = r_w.astype(np.float64)
-        Q = np.stack([np.ones_like(r_w), r_w], axis=1)
-        self.S += matmul(Ac.T, Q).astype(np.float64)  # one pass: column sums and A_c^T r
+        Ac, r = self.centred(A, overwrite, Z)
+        Q = np.stack([np.ones_like(r), r], axis=1)
+        if self.whiten is not None and self.identity_targets:  # Z^T = Z_c^T + P Q^T
+            self.AtT[:, rows] = (Ac.astype(np.float64) + np.outer(r, self.P[:, 1])).T
+        self.S += matmul(Ac.T, Q.astype(Ac.dtype)).astype(np.float64)  # column sums and A_c^T r
         self.QQ += [[r.size, r.sum()], [r.sum(), r @ r]]
         Aw = Ac.astype(self.dtype, copy=False)
         self._add_gram(Aw)
@@ -138,6 +152,41 @@ class ShiftedCrossProducts:
             self.QT[1] += r @ T
             self.AtT += matmul(Aw.T, (T - self.d).astype(self.dtype, copy=False))
         return self
+
+    def centred(self, A: np.ndarray, overwrite: bool = False, Z: np.ndarray | None = None) -> Any:
+        """``(A_c, r)``: a block's centred rows (whitened: ``Z_c``) and row coefficients.
+
+        ``A = A_c + Q P^T`` (whitened: ``Z = Z_c + Q P^T``) with ``Q = [1, r]``; ``A_c`` in
+        the accumulator's dtype (plain: the block's), ``r`` float64.  ``Z``: see :meth:`add`.
+        """
+        wh = self.whiten
+        if wh is None:
+            # centre in the block's own precision (a float32 block's rounding is already in A)
+            Ac = A if overwrite and A.flags.c_contiguous else np.array(A, order="C")
+            c_w = self.c.astype(A.dtype)
+        else:  # the pivot columns, centred in the wider of the two precisions
+            Ac = wh.columns(A).astype(np.promote_types(A.dtype, self.dtype), copy=False)
+            c_w = self.c[wh.sel].astype(Ac.dtype)
+            cc = float(c_w.astype(np.float64) @ c_w.astype(np.float64))
+        r_w = np.empty(Ac.shape[0], dtype=Ac.dtype)
+
+        def centre(blk):  # the row coefficients r (plain) or s (whitened), then A_c
+            block = Ac[blk]
+            if wh is None:
+                np.subtract(block, c_w, out=block)
+                r_w[blk] = block.mean(axis=1, dtype=np.float64)
+                block -= r_w[blk, None]
+            else:
+                r_w[blk] = matmul(block, c_w[:, None])[:, 0] / cc if cc > 0 else 0.0
+                block -= r_w[blk, None] * c_w
+
+        for_row_blocks(centre, Ac.shape[0], Ac.size)
+        r = r_w.astype(np.float64)
+        if Z is not None:  # Z_c = Z - s (L^-1 c)^T
+            return (np.asarray(Z, dtype=np.float64) - np.outer(r, self.P[:, 1])).astype(self.dtype), r
+        if wh is not None:  # Z_c = A_c P_r L^-T, in the accumulator's precision
+            Ac = wh.solve_rows(Ac.astype(self.dtype, copy=False), overwrite=True)
+        return Ac, r
 
     def _add_gram(self, Aw):
         """``AtA += Aw^T Aw`` (lower triangle), the product in Aw's dtype, the sum in float64."""
@@ -160,7 +209,7 @@ class ShiftedCrossProducts:
         """Add the sums of ``other`` (same shape and shifts, disjoint rows); returns self."""
         if other.AtA.shape != self.AtA.shape or other.AtT.shape != self.AtT.shape:
             raise ValueError("cannot merge accumulators of different shapes")
-        if not np.array_equal(other.c, self.c) or (self.d is not None and not np.array_equal(other.d, self.d)):
+        if not np.array_equal(other.P, self.P) or (self.d is not None and not np.array_equal(other.d, self.d)):
             raise ValueError("cannot merge accumulators built with different shifts")
         self.AtA += other.AtA
         self.AtT += other.AtT
@@ -179,8 +228,9 @@ class ShiftedCrossProducts:
 
         With ``lower_only=True`` ``A^T A`` is Fortran-ordered and only its lower triangle
         is meaningful (what a Cholesky factorization reads); otherwise it is symmetric.
+        Whitened: ``(Z^T Z + plus, Z^T T)``, (r, r) and (r, width).
         """
-        P = np.stack([self.c, np.ones_like(self.c)], axis=1)  # (m, 2)
+        P = self.P  # (m or r, 2)
         AtA = np.array(self.AtA, order="F")
         if plus is not None:
             AtA += plus

@@ -4,9 +4,11 @@ Objective ``1/n sum_i |g(x_i) - t_i|^2 + lam |g|^2`` for vector targets ``T`` (n
 
 * exact: ``g(x) = k_x^T (K + n lam I)^-1 T`` -- Cholesky, never an explicit inverse;
 * sketched (``alpha = R^T gamma``, ``A = K R^T``):
-  ``gamma = (A^T A + n lam R K R^T)^+ A^T T`` and ``g(x) = k_x^T R^T gamma``, with ``A^T A``
-  and ``A^T T`` accumulated over row chunks by the executor (memory O(m^2 + chunk x m'),
-  never n x n) and ``R K R^T`` from the support points alone.
+  ``gamma = (A^T A + n lam R K R^T)^+ A^T T`` and ``g(x) = k_x^T R^T gamma``, solved by
+  default in the whitened basis of ``R K R^T`` (:class:`Whitening`): ``Z^T Z`` and
+  ``Z^T T`` of ``Z = K R^T P_r L_11^-T`` accumulated over row chunks by the executor
+  (memory O(m^2 + chunk x m'), never n x n), ``R K R^T`` from the support points alone.
+  See :func:`sketched_ridge` for the routes and the checks that choose between them.
 """
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import numpy as np
 from numpy.typing import ArrayLike, DTypeLike
 import scipy.linalg as sla
-from scipy.linalg import lapack
+from scipy.linalg import get_blas_funcs
 
 from ._crossprod import ShiftedCrossProducts, column_shift
 from ._executor import ChunkTask
@@ -27,10 +29,21 @@ from ._linalg import (
     cholesky_factor_inplace,
     cholesky_factor_solve,
     cholesky_rcond,
+    matmul,
     psd_solve,
     sym_norm1,
 )
+from ._checks import (
+    Float64Features,
+    float32_error_estimate,
+    float64_kernel,
+    normal_equations_error,
+    tolerance,
+    upcast,
+    whitened_error_bound,
+)
 from ._qr import TallSkinnyQR, stacked_qr_apply_t, stacked_qr
+from ._whiten import Whitening
 from ..utils import take
 
 if TYPE_CHECKING:  # imported for the annotations only
@@ -39,7 +52,7 @@ if TYPE_CHECKING:  # imported for the annotations only
     from ._executor import Executor, RowPartitions
 
 __all__ = ["WORK_DTYPE", "exact_ridge_factor", "sketched_ridge", "CrossProductTask", "QRTask", "RidgeSolution",
-           "stable_ridge_solve", "normal_equations_error", "pivot_tolerance", "NORMAL_EQUATIONS_TOL", "SOLVERS"]
+           "stable_ridge_solve", "WhitenedSystem", "whitened_system", "SOLVERS"]
 
 logger = logging.getLogger("sprokr.numerics")
 
@@ -50,9 +63,6 @@ logger = logging.getLogger("sprokr.numerics")
 #: float32 because ``ShiftedCrossProducts`` double-centres the blocks first; the sums and
 #: the m x m solve are float64.
 WORK_DTYPE = np.dtype(np.float64)
-
-#: support rows whose column means give the centring shift of the cross products
-_SHIFT_ROWS = 256
 
 
 def exact_ridge_factor(kernel: Kernel, parts: RowPartitions, Xp: Any, lam: float, chunk: int,
@@ -83,7 +93,11 @@ class CrossProductTask(ChunkTask):
 
     Chunks are ``(X_chunk, ...)``: ``A = K R^T`` from ``X_chunk`` and
     ``T = targets(chunks[which])`` (``T = I_n`` when ``identity_targets``).
-    With ``gather`` (sorted row numbers, e.g. the sketch's support) the rows of ``A`` at
+    With ``whiten`` (a :class:`Whitening` of ``K~``) the sums are those of the whitened
+    ``Z = A P_r L_11^-T`` instead (:class:`ShiftedCrossProducts`).
+    With ``skip`` (sorted row numbers) those rows are left out (their contribution is
+    added from rows computed before the pass: the sketch's support, whose rows of ``A``
+    give ``K~``).  With ``gather`` (sorted row numbers, e.g. the sketch's support) the rows of ``A`` at
     those positions are collected as well -- ``(K R^T)[indices]`` gives ``R K R^T`` without
     computing a kernel value twice.  The partial result is ``(ShiftedCrossProducts,
     gathered rows or None)``; gathered rows of disjoint chunks are disjoint, so they merge
@@ -98,20 +112,33 @@ class CrossProductTask(ChunkTask):
 
     def __init__(self, features: SketchedFeatures, targets: Callable[[Any], np.ndarray] | None, width: int,
                  c: np.ndarray, d: np.ndarray | None, identity_targets: bool, gather: ArrayLike | None = None,
-                 which: int = 1) -> None:
+                 which: int = 1, whiten: Any = None, dtype: DTypeLike | None = None, skip: ArrayLike | None = None
+                 ) -> None:
         self.features, self.targets, self.width = features, targets, width
         self.c, self.d, self.identity_targets = c, d, identity_targets
         self.gather = None if gather is None else np.asarray(gather, dtype=np.int64)
-        self.which = which
+        self.skip = None if skip is None else np.asarray(skip, dtype=np.int64)
+        self.which, self.whiten = which, whiten
+        self.dtype = features.dtype if dtype is None else np.dtype(dtype)  # of the products
 
     def start(self) -> Any:
-        acc = ShiftedCrossProducts(self.features.m, self.width, self.features.dtype, self.c, self.d,
-                                   self.identity_targets)
+        acc = ShiftedCrossProducts(self.features.m, self.width, self.dtype, self.c, self.d,
+                                   self.identity_targets, whiten=self.whiten)
         rows = None if self.gather is None else np.zeros((self.gather.size, self.features.m), self.features.dtype)
         return acc, rows
 
     def add(self, partial: Any, rows: slice, *chunks: Any) -> Any:
         acc, got = partial
+        if self.skip is not None:
+            lo, hi = np.searchsorted(self.skip, [rows.start, rows.stop])
+            if hi > lo:
+                keep = np.ones(rows.stop - rows.start, dtype=bool)
+                keep[self.skip[lo:hi] - rows.start] = False
+                keep = np.flatnonzero(keep)
+                if keep.size == 0:
+                    return acc, got
+                chunks = tuple(take(c, keep) for c in chunks)
+                rows = keep + rows.start  # global row numbers
         A = self.features.block(chunks[0])
         if got is not None:  # before A is centred in place
             lo, hi = np.searchsorted(self.gather, [rows.start, rows.stop])
@@ -175,54 +202,37 @@ class RidgeSolution:
         Coefficients on ``support``: ``g(x) = k(x, support) coef``.
     support, features : the support samples and the :class:`SketchedFeatures`
     times : dict of phase -> seconds
-    method : {"cholesky", "eigh", "qr"}
+    method : {"whitened", "cholesky", "eigh", "qr"}
         The route that produced ``coef``.
     error_estimate : float or None
-        The normal equations' error estimate of :func:`normal_equations_error` (None when
-        they were not formed).
+        The relative error estimate of the normal equations that were solved: of the
+        whitened ones (:func:`whitened_error_bound`, or the measured
+        :func:`float32_error_estimate` when that bound is not conclusive), of the plain ones
+        (:func:`normal_equations_error`); None for ``"eigh"`` and a ``"qr"`` solve chosen
+        directly.
     rank : int or None
-        Numerical rank of ``R K R^T`` found by the stable route (None otherwise).
+        Numerical rank of ``R K R^T`` (whitened and stable routes).
+    precision : numpy dtype
+        Precision of the kernel values and O(n m^2) products of the route taken.
+    checks : list of (precision name, error estimate)
+        Every whitened solve tried, in order (the rejected ones first).
     """
 
     def __init__(self, coef: np.ndarray, support: Any, features: Any, times: dict[str, float], method: str,
-                 error_estimate: float | None = None, rank: int | None = None) -> None:
+                 error_estimate: float | None = None, rank: int | None = None, precision: str | None = None,
+                 checks: Any = ()) -> None:
         self.coef, self.support, self.features, self.times = coef, support, features, times
         self.method, self.error_estimate, self.rank = method, error_estimate, rank
+        self.precision = np.dtype(np.float64 if precision is None else precision)
+        self.checks = list(checks)
 
-
-#: the normal equations are trusted when :func:`normal_equations_error` is below this
-#: (measured: see ``docs/architecture.md``, "Solvers")
-NORMAL_EQUATIONS_TOL = 1e-6
 
 SOLVERS = ("auto", "cholesky", "qr", "eigh")
 
-
-def normal_equations_error(acc: ShiftedCrossProducts, G_norm: float, rc: float) -> float:
-    """Error estimate of a Cholesky solve of the normal equations ``G gamma = A^T T``.
-
-    ``eps_w |A_c|_F^2 + eps_64 |G|_1`` estimates the rounding error of the formed ``G``
-    (``A_c`` the double-centred blocks whose products run in the accumulator's dtype
-    ``w``, plus the float64 sums, corrections and factorisation); divided by the
-    smallest eigenvalue of ``G`` -- ``rc |G|_1`` with ``rc`` LAPACK's estimate of
-    ``1 / cond_1(G)`` from the Cholesky factor -- it is the relative perturbation that
-    rounding causes in the worst direction of the solve.  O(m) given ``rc``.
-    """
-    if not rc > 0:
-        return np.inf
-    centred = float(np.trace(acc.AtA))  # |A_c|_F^2: the float32/64 syrk sums
-    err = np.finfo(acc.dtype).eps * centred + np.finfo(np.float64).eps * G_norm
-    return err / (rc * G_norm)
-
-
-def pivot_tolerance(Kt: np.ndarray, rcond: float | None) -> float:
-    """Absolute pivot tolerance of the pivoted Cholesky of ``K~ = R K R^T`` (m x m).
-
-    ``rcond=None``: LAPACK's default, ``m eps max(diag K~)`` -- the rounding level of
-    ``K~``: pivots below it carry no information.  Otherwise ``rcond max(diag K~)``.
-    """
-    dmax = float(np.max(np.diag(Kt), initial=0.0))
-    rel = Kt.shape[0] * np.finfo(np.float64).eps if rcond is None else float(rcond)
-    return rel * dmax
+#: support rows replayed by :func:`float32_error_estimate` (and whose column means centre
+#: the plain normal equations' blocks), and its target probes
+_SAMPLE_ROWS = 256
+_PROBES = 8
 
 
 def stable_ridge_solve(RA: np.ndarray, rhs: np.ndarray, Kt: np.ndarray, nlam: float, rcond: float | None = None,
@@ -250,64 +260,61 @@ def stable_ridge_solve(RA: np.ndarray, rhs: np.ndarray, Kt: np.ndarray, nlam: fl
 
     Notes
     -----
-    Pivoted Cholesky ``P^T K~ P = L L^T`` (LAPACK ``pstrf``, stopped at the pivot
-    tolerance) gives the function space ``gamma = P_r L_11^-T w`` on which the penalty is
-    ``|w|^2`` (directions of ``K~``'s null space define the zero function).  Then
-    ``|A gamma - T|^2 + nlam |w|^2`` is the least-squares problem
+    In the whitened basis ``gamma = P_r L_11^-T w`` (:class:`Whitening`) the penalty is
+    ``|w|^2`` and ``|A gamma - T|^2 + nlam |w|^2`` is the least-squares problem
     ``[Z; sqrt(nlam) I] w ~ [Q^T T; 0]`` with ``Z = R_A P_r L_11^-T`` (m x r), solved by
     QR (``tpqrt``).  Its condition number is ``sqrt(1 + |Z|^2 / nlam)``, not the square of
     ``A``'s.  With ``semi_normal`` the right-hand side is ``L_11^-1 P_r^T A^T T`` and the
     triangle of that QR is applied twice (the semi-normal equations: ``Q^T T`` for
     ``T = I_n`` would cost O(m n^2)).
     """
-    m = Kt.shape[0]
-    Ks = np.array(0.5 * (Kt + Kt.T), order="F")
-    c, piv, r, info = lapack.dpstrf(Ks, tol=pivot_tolerance(Ks, rcond), lower=1, overwrite_a=1)
-    if info < 0:  # pragma: no cover - malformed arguments
-        raise ValueError(f"LAPACK pstrf failed (info={info})")
-    p = rhs.shape[1]
+    wh = Whitening(Kt, rcond)
+    r, p = wh.rank, rhs.shape[1]
     if r == 0:
-        return np.zeros((m, p)), 0
-    sel = piv[:r] - 1
-    L11 = np.tril(c[:r, :r])
-    # Z^T = L11^-1 (R_A P_r)^T   (r x m)
-    Zt = sla.solve_triangular(L11, RA[:, sel].T, lower=True, check_finite=False)
+        return np.zeros((wh.m, p)), 0
+    Zt = wh.apply_inverse(RA.T)  # Z^T = L11^-1 (R_A P_r)^T   (r x m)
     top = np.asfortranarray(np.sqrt(nlam) * np.eye(r))
     Rs, V, Tq = stacked_qr(top, np.asfortranarray(Zt.T), 0)
     Rs = np.triu(Rs)
     if semi_normal:
-        y = sla.solve_triangular(L11, rhs[sel], lower=True, check_finite=False)  # B^T A^T T
+        y = wh.apply_inverse(rhs)  # B^T A^T T
         y = sla.solve_triangular(Rs, y, trans="T", check_finite=False)
     else:
         y = stacked_qr_apply_t(0, V, Tq, np.zeros((r, p), order="F"), np.array(rhs, dtype=np.float64, order="F"))
     w = sla.solve_triangular(Rs, y, check_finite=False)
-    gamma = np.zeros((m, p))
-    gamma[sel] = sla.solve_triangular(L11, w, lower=True, trans="T", check_finite=False)
-    return gamma, int(r)
+    return wh.coefficients(w), int(r)
 
 
 def sketched_ridge(kernel: Kernel, R: SketchMatrix, support: Any, parts: RowPartitions, lam: float,
                    targets: Callable[[Any], np.ndarray] | None, width: int, rcond: float | None, chunk: int,
-                   executor: Executor, solver: str = "cholesky", dtype: DTypeLike = WORK_DTYPE,
+                   executor: Executor, solver: str = "auto", dtype: DTypeLike = WORK_DTYPE,
                    ref_targets: np.ndarray | None = None, which: int = 1) -> RidgeSolution:
     """Coefficients ``W^T gamma`` on the support points of the sketched ridge.
 
     ``gamma`` minimises ``|A gamma - T|^2 + n lam gamma^T K~ gamma`` with ``A = K R^T``,
-    ``K~ = R K R^T``.  Three routes:
+    ``K~ = R K R^T``.  Routes (``docs/architecture.md``, "Solvers"):
 
-    * normal equations (``"cholesky"``): ``G = A^T A + n lam K~`` and ``A^T T`` summed over
-      row chunks in ``dtype`` on double-centred blocks (:class:`ShiftedCrossProducts`, one
-      ``syrk`` per chunk), then Cholesky of ``G`` -- nothing added to ``G``.  Fast, but
-      ``G`` has the square of ``A``'s condition number: on a flat kernel with a small
-      ridge it is not accurate.  If ``G`` is numerically indefinite, the eigendecomposition
-      pseudo-inverse of ``G`` with threshold ``rcond`` is used (logged);
-    * ``"eigh"``: the same normal equations, solved by that pseudo-inverse directly;
-    * stable (``"qr"``): tall-skinny QR of ``A`` over row chunks (:class:`QRTask`, float64)
-      and the least-squares solve of :func:`stable_ridge_solve`;
-    * ``"auto"`` (default): the normal equations, accepted when Cholesky succeeds and the
-      cheap error estimate :func:`normal_equations_error` (from LAPACK's condition
-      estimate of the factor, O(m^2)) is at most :data:`NORMAL_EQUATIONS_TOL`; otherwise a
-      second pass takes the stable route (logged).
+    * ``"auto"`` (default): the whitened normal equations.  ``K~``'s pivoted Cholesky
+      factorisation (:class:`Whitening`, from the support rows, before the pass) gives
+      ``Z = A P_r L_11^-T``; one pass sums ``Z^T Z`` and ``Z^T T`` over row chunks
+      (double-centred blocks, a ``trsm`` and a ``syrk`` per chunk in ``dtype``), then
+      ``(Z^T Z + n lam I) w = Z^T T`` by Cholesky -- nothing added.  Accepted when the
+      error estimate is within :func:`tolerance` (1e-6 for float64, 1e-4 for float32):
+      the bound :func:`whitened_error_bound`, known up to ``|Z|_F^2 <= trace(K)`` before
+      the pass; for float32, if that bound is not conclusive, the measured
+      :func:`float32_error_estimate` (which also covers the float32 kernel values).  A
+      float32 solution that fails is redone with float64 kernel values and products
+      (:func:`float64_kernel`; ``RidgeSolution.precision`` and ``.features`` say so), a
+      float64 one by the stable route (logged);
+    * ``"cholesky"``: the plain normal equations ``G = A^T A + n lam K~`` (one ``syrk``
+      pass on double-centred blocks) with an explicit relative jitter
+      ``rcond * mean(diag G)`` on the diagonal.  Fastest, but ``G`` has the square of
+      ``A``'s condition number: not accurate on flat kernels with a small ridge (Bibtex
+      SIOKR: 4e-3 relative).  If ``G`` is numerically indefinite, its eigendecomposition
+      pseudo-inverse with threshold ``rcond`` is used (logged);
+    * ``"eigh"``: the same plain normal equations, solved by that pseudo-inverse;
+    * ``"qr"``: the stable route: tall-skinny QR of ``A`` over row chunks
+      (:class:`QRTask`, float64) and the least-squares solve of :func:`stable_ridge_solve`.
 
     Parameters
     ----------
@@ -321,14 +328,15 @@ def sketched_ridge(kernel: Kernel, R: SketchMatrix, support: Any, parts: RowPart
     width : int
         Number of target columns (``n`` for ``T = I_n``).
     rcond : float or None
-        Relative threshold of the pseudo-inverse of ``G`` (``"eigh"`` and the indefinite
-        fallback; None: :data:`DEFAULT_RCOND`) and of the pivots of ``K~`` in the stable
-        route (None: the rounding level, :func:`pivot_tolerance`).
+        Relative pivot threshold of ``K~`` (whitened and stable routes; None: the rounding
+        level, :func:`pivot_tolerance`) and threshold of the pseudo-inverse of ``G``
+        (``"eigh"``, the indefinite fallback and the jitter of ``"cholesky"``; None:
+        :data:`DEFAULT_RCOND`).
     chunk : rows per chunk
     executor : Executor
     solver : {"auto", "cholesky", "qr", "eigh"}
-    dtype : dtype of the O(n m^2) cross products of the normal equations (on
-        double-centred blocks); the stable route is float64
+    dtype : dtype of the O(n m^2) products (on double-centred blocks); sums, solves and
+        the stable route are float64
     ref_targets : ndarray (m', width), optional
         Targets at the support points; their column means centre ``T``.
 
@@ -336,81 +344,261 @@ def sketched_ridge(kernel: Kernel, R: SketchMatrix, support: Any, parts: RowPart
     -------
     RidgeSolution
         ``coef`` (m', width) float64 with ``g(x) = k(x, support) coef``, the support, the
-        features, the time of each phase and the route taken.
+        features (whose kernel computed the solution), the time of each phase, the route
+        taken, its error estimate and precision.
     """
     if solver not in SOLVERS:
         raise ValueError(f"solver must be one of {SOLVERS}, got {solver!r}")
     t0 = time.perf_counter()
     # a uniform sub-sampling scale cancels in the solution: skip the pass that applies it
     feats = SketchedFeatures(kernel, R.unscaled(), support, dtype, DEFAULT_RCOND if rcond is None else rcond)
-    identity = targets is None
-    times = {}
-    est = None
-    if solver != "qr":
-        # the centring shift, fixed before the pass: column means of A at (up to 256) support rows
-        ref = np.linspace(0, R.indices.size - 1, min(R.indices.size, _SHIFT_ROWS)).astype(np.intp)
-        c = column_shift(feats.block(take(support, ref)), dtype)
+    job = _RidgeJob(feats, parts, parts.n * lam, targets, width, chunk, executor, which, t0, rcond)
+    if solver in ("cholesky", "eigh"):
+        return job.normal_equations(solver, ref_targets)
+    if solver == "qr":
+        return job.stable()
+    return job.whitened(ref_targets)
+
+
+class WhitenedSystem:
+    """The ``lam``-independent part of the default sketched ridge, for a whole ``lam`` path.
+
+    ``gamma(lam) = P_r L_11^-T w`` with ``(G + n lam I) w = B`` (:func:`sketched_ridge`,
+    ``"auto"``); built by :func:`whitened_system` from one pass in float64 (kernel values
+    and products: the path's small-``lam`` end is where float32 would drift).
+
+    Attributes
+    ----------
+    G : ndarray (r, r)
+        ``Z^T Z`` (symmetric).
+    B : ndarray (r, width)
+        ``Z^T T``.
+    whitening : Whitening
+    features : SketchedFeatures (float64) of the support
+    """
+
+    def __init__(self, G: np.ndarray, B: np.ndarray, whitening: Any, features: Any) -> None:
+        self.G, self.B, self.whitening, self.features = G, B, whitening, features
+
+    def coef(self, w: np.ndarray) -> np.ndarray:
+        """Coefficients on the support samples (m', p) of whitened coefficients ``w`` (r, p)."""
+        return self.features.R.apply_left_transpose(self.whitening.coefficients(w))
+
+
+def whitened_system(kernel: Kernel, R: SketchMatrix, support: Any, parts: RowPartitions,
+                    targets: Callable[[Any], np.ndarray] | None, width: int, rcond: float | None, chunk: int,
+                    executor: Executor, ref_targets: np.ndarray | None = None, which: int = 1) -> "WhitenedSystem":
+    """:class:`WhitenedSystem` of the sketched ridge (same arguments as :func:`sketched_ridge`)."""
+    feats = SketchedFeatures(kernel, R.unscaled(), support, np.float64, DEFAULT_RCOND if rcond is None else rcond)
+    job = _RidgeJob(feats, parts, 0.0, targets, width, chunk, executor, which, time.perf_counter(), rcond)
+    f = job.features64()
+    acc, wh, _ = job.sums(f, ref_targets)
+    if acc is None:
+        return WhitenedSystem(np.zeros((0, 0)), np.zeros((0, width)), wh, f)
+    G, B = acc.result()
+    _check_finite(G, B)
+    return WhitenedSystem(G, B, wh, f)
+
+
+class _WhitenedSolution:
+    """``w = (F F^T)^-1 Z^T T`` kept as ``y = F^-1 Z^T T`` (one triangular solve), and the
+    coefficients ``gamma = P_r L_11^-T F^-T y``.
+
+    Many target columns (``T = I_n``: n of them) get ``gamma`` by one solve with the
+    product ``L_11 F`` (lower triangular, one ``trmm``) instead of two: 2 instead of 3
+    triangular solves of r x r by r x width.
+    """
+
+    def __init__(self, F, ZtT, wh):
+        self.F, self.wh = F, wh
+        self.y = sla.solve_triangular(F, ZtT, lower=True, check_finite=False)
+
+    def w(self, cols):
+        """``w`` for a few columns: indices, or a (width x k) matrix of target combinations."""
+        y = matmul(self.y, cols) if isinstance(cols, np.ndarray) and cols.ndim == 2 else self.y[:, cols]
+        return sla.solve_triangular(self.F, y, lower=True, trans="T", check_finite=False)
+
+    def coefficients(self):
+        wh, r = self.wh, self.wh.rank
+        if 3 * self.y.shape[1] <= r:
+            return wh.coefficients(sla.solve_triangular(self.F, self.y, lower=True, trans="T", check_finite=False))
+        trmm = get_blas_funcs("trmm", dtype=np.float64)
+        LF = trmm(1.0, wh.L, np.array(np.tril(self.F), order="F"), side=0, lower=1)  # L_11 F, lower
+        gamma = np.zeros((wh.m, self.y.shape[1]))
+        gamma[wh.sel] = sla.solve_triangular(LF, self.y, lower=True, trans="T", check_finite=False)
+        return gamma
+
+
+class _RidgeJob:
+    """One sketched ridge problem and the routes that solve it (see :func:`sketched_ridge`)."""
+
+    def __init__(self, feats, parts, nlam, targets, width, chunk, executor, which, t0, rcond):
+        self.feats, self.parts, self.nlam = feats, parts, nlam
+        self.targets, self.width, self.identity = targets, width, targets is None
+        self.chunk, self.executor, self.which = chunk, executor, which
+        self.t0, self.times, self.rcond = t0, {}, rcond
+        self._f64 = None
+        self.checks = []
+
+    def features64(self):
+        """The features with float64 kernel values and products (cached).
+
+        Vector kernels compute in their inputs' precision: the support is upcast, so every
+        block against it is float64 whatever the chunks' dtype.
+        """
+        f = self.feats
+        if self._f64 is None:
+            if f.dtype == np.float64:
+                self._f64 = f
+            else:
+                self._f64 = Float64Features(float64_kernel(f.kernel), f.R, upcast(f.Z_sel), np.float64, f.rcond)
+        return self._f64
+
+    def _solution(self, gamma, feats, method, est=None, rank=None):
+        coef = feats.R.apply_left_transpose(gamma)
+        return RidgeSolution(coef, feats.Z_sel, feats, self.times, method, est, rank, feats.dtype, self.checks)
+
+    def _shift(self, A_ref, ref_targets, dtype):
+        c = column_shift(A_ref, dtype)
         d = None
-        if not identity and ref_targets is not None:
-            d = np.asarray(ref_targets, dtype=np.float64)[ref].mean(axis=0)
-        task: ChunkTask = CrossProductTask(feats, targets, width, c, d, identity, gather=R.indices, which=which)
+        if not self.identity and ref_targets is not None:
+            d = np.asarray(ref_targets, dtype=np.float64).mean(axis=0)
+        return c, d
+
+    # ---- the whitened normal equations (default)
+    def whitened(self, ref_targets):
+        feats, n = self.feats, self.parts.n
+        tol = tolerance(feats.dtype)
+        # a-priori: |Z|_F^2 <= trace(K) ~ n mean k(x, x); skip a pass whose check must fail
+        z2_max = n * float(np.mean(np.asarray(feats.kernel.diag(feats.Z_sel), dtype=np.float64)))
+        if whitened_error_bound(0.0, z2_max, self.nlam, np.float64) > tol:
+            logger.info("sketched ridge: lam too small for the whitened normal equations (bound %.2g > %.0e): "
+                        "stable QR pass", whitened_error_bound(0.0, z2_max, self.nlam, np.float64), tol)
+            return self.stable()
+        est = None
+        for f in dict.fromkeys((feats, self.features64())):
+            t1 = time.perf_counter()
+            acc, wh, A_sup = self.sums(f, ref_targets)
+            if wh.rank == 0:  # K~ = 0: every function in the span is zero
+                return self._solution(np.zeros((wh.m, self.width)), f, "whitened", 0.0, 0)
+            t3 = time.perf_counter()
+            G, ZtT = acc.result(lower_only=True)
+            _check_finite(G, ZtT)
+            z2 = float(np.trace(G))
+            est = whitened_error_bound(float(np.trace(acc.AtA)), z2, self.nlam, f.dtype)
+            G.flat[:: wh.rank + 1] += self.nlam
+            try:
+                F = cholesky_factor_inplace(G)  # Z^T Z + n lam I = F F^T
+            except np.linalg.LinAlgError:  # only if rounding swamped n lam
+                F, est = None, np.inf
+            sol = None if F is None else _WhitenedSolution(F, ZtT, wh)
+            if sol is not None and f.dtype == np.float32:
+                # the bound covers the float32 products only, not the float32 kernel values
+                # (on a flat kernel they alone lose the answer): measured on a sample
+                est = whitened_error_bound(0.0, z2, self.nlam, np.float64) + self._measured(
+                    acc, A_sup, ref_targets, sol)
+            name = f.dtype.name
+            self.checks.append((name, est))
+            gamma = sol.coefficients() if est <= tol else None
+            self.times.update({f"pass_{name}": t3 - t1, f"solve_{name}": time.perf_counter() - t3})
+            if gamma is not None:
+                return self._solution(gamma, f, "whitened", est, wh.rank)
+            logger.info("sketched ridge: whitened normal equations with %s kernel values and products: error "
+                        "estimate %.2g > %.0e", name, est, tol)
+        return self.stable(est)
+
+    def sums(self, f, ref_targets):
+        """``(acc, whitening, A_sup)``: the whitened sums of features ``f`` in one pass.
+
+        ``A_sup = (K R^T)[support]`` gives ``K~`` (whitening, before the pass), the column
+        shift and the support rows' contributions (the pass skips those rows when their
+        targets are known).  ``acc`` is None when ``K~ = 0``.
+        """
+        A_sup = f.support_rows()
+        wh = Whitening(_sandwich(f, A_sup), self.rcond)
+        if wh.rank == 0:
+            return None, wh, A_sup
+        c, d = self._shift(A_sup, ref_targets, f.dtype)
+        known = self.identity or ref_targets is not None
+        task = CrossProductTask(f, self.targets, self.width, c, d, self.identity, which=self.which, whiten=wh,
+                                skip=f.R.indices if known else None)
+        acc, _ = self.executor.map_reduce(self.parts, task, self.chunk)
+        if known:  # sub-sampling: the support rows of A are K~, whitened by its own factor
+            Z = wh.own_rows() if f.R.scale is not None else None
+            acc.add(f.R.indices, A_sup, None if self.identity else np.asarray(ref_targets, dtype=np.float64), Z=Z)
+        return acc, wh, A_sup
+
+    def _measured(self, acc, A_sup, ref_targets, sol):
+        """:func:`float32_error_estimate` on up to 256 support rows and a few target columns."""
+        R = self.feats.R
+        ref = np.linspace(0, R.indices.size - 1, min(R.indices.size, _SAMPLE_ROWS)).astype(np.intp)
+        f64 = self.features64()
+        A64 = A_sup[ref] if f64.kernel is self.feats.kernel else f64.block(take(f64.Z_sel, ref))
+        if self.identity:  # T = I_n: the columns of a few sample rows, e_j (Z^T e_j = z_j: one row's error)
+            probe = np.linspace(0, ref.size - 1, min(ref.size, _PROBES)).astype(np.intp)
+            T_rows = np.eye(ref.size)[:, probe]
+            return float32_error_estimate(acc, A_sup[ref], A64, T_rows, sol.F, sol.w(R.indices[ref[probe]]),
+                                          self.parts.n, self.nlam, unit_targets=True)
+        if ref_targets is None:
+            return np.inf
+        T = np.asarray(ref_targets, dtype=np.float64)[ref]
+        rng = np.random.default_rng(0)
+        Om = np.eye(self.width) if self.width <= _PROBES else rng.standard_normal((self.width, _PROBES))
+        return float32_error_estimate(acc, A_sup[ref], A64, T @ Om, sol.F, sol.w(Om), self.parts.n, self.nlam)
+
+    # ---- the plain normal equations (opt-in)
+    def normal_equations(self, solver, ref_targets):
+        feats, R, dtype = self.feats, self.feats.R, self.feats.dtype
+        # the centring shift, fixed before the pass: column means of A at (up to 256) support rows
+        ref = np.linspace(0, R.indices.size - 1, min(R.indices.size, _SAMPLE_ROWS)).astype(np.intp)
+        c, d = self._shift(feats.block(take(feats.Z_sel, ref)), None if ref_targets is None
+                           else np.asarray(ref_targets)[ref], dtype)
+        task = CrossProductTask(feats, self.targets, self.width, c, d, self.identity, gather=R.indices,
+                                which=self.which)
         t1 = time.perf_counter()
-        acc, A_sel = executor.map_reduce(parts, task, chunk)
+        acc, A_sel = self.executor.map_reduce(self.parts, task, self.chunk)
         t2 = time.perf_counter()
-        times.update({"support": t1 - t0, "pass": t2 - t1})
+        self.times.update({"support": t1 - self.t0, "pass": t2 - t1})
         Kt = _sandwich(feats, A_sel)
-        ridge = parts.n * lam * 0.5 * (Kt + Kt.T)
+        ridge = self.nlam * 0.5 * (Kt + Kt.T)
         G, AtT = acc.result(lower_only=True, plus=ridge)
         _check_finite(G, AtT)
-        gamma = None
+        rc = DEFAULT_RCOND if self.rcond is None else self.rcond
+        est = None
         if solver == "eigh":
-            gamma = psd_solve(G, AtT, DEFAULT_RCOND if rcond is None else rcond, method="eigh", lower_only=True)
+            gamma = psd_solve(G, AtT, rc, method="eigh", lower_only=True)
         else:
             G_norm = sym_norm1(G, lower_only=True)
-            if solver == "cholesky":
-                # the fast route's explicit jitter: rcond * mean(diag G) on the diagonal (a
-                # relative ridge of 1e-10 by default) keeps the factorisation of a
-                # numerically singular G (flat kernels, tiny lam) instead of failing; "auto"
-                # factorises G as it is, for its error check
-                G.flat[:: G.shape[0] + 1] += (DEFAULT_RCOND if rcond is None else rcond) * float(np.mean(G.diagonal()))
+            # the explicit jitter: rcond * mean(diag G) on the diagonal (a relative ridge of
+            # 1e-10 by default) keeps the factorisation of a numerically singular G
+            G.flat[:: G.shape[0] + 1] += rc * float(np.mean(G.diagonal()))
             try:
                 L = cholesky_factor_inplace(G)  # G is overwritten
             except np.linalg.LinAlgError:
-                L = None
-            if L is not None:
-                est = normal_equations_error(acc, G_norm, cholesky_rcond(L, G_norm))
-                if solver == "cholesky" or est <= NORMAL_EQUATIONS_TOL:
-                    gamma = cholesky_factor_solve(L, AtT)
-                else:
-                    logger.info("sketched ridge: normal equations too ill-conditioned (error estimate %.2g "
-                                "> %.0e): stable QR pass", est, NORMAL_EQUATIONS_TOL)
-            elif solver == "cholesky":
                 logger.warning("sketched ridge: A^T A + n lam R K R^T is numerically indefinite; solved "
                                "by its eigendecomposition pseudo-inverse (use solver='auto' or 'qr')")
                 G = acc.result(lower_only=True, plus=ridge)[0]
-                gamma = psd_solve(G, AtT, DEFAULT_RCOND if rcond is None else rcond, method="eigh",
-                                  lower_only=True)
+                gamma = psd_solve(G, AtT, rc, method="eigh", lower_only=True)
             else:
-                logger.info("sketched ridge: normal equations numerically indefinite: stable QR pass")
-        times["solve"] = time.perf_counter() - t2
-        if gamma is not None:
-            coef = feats.R.apply_left_transpose(gamma)
-            method = "cholesky" if solver == "auto" else solver
-            return RidgeSolution(coef, support, feats, times, method, est)
-        del G, AtT, acc
-    # ---- the stable route: tall-skinny QR over row chunks, float64
-    t2 = time.perf_counter()
-    qfeats = SketchedFeatures(kernel, R.unscaled(), support, np.float64, feats.rcond)
-    task = QRTask(qfeats, targets, width, identity, gather=R.indices, which=which)
-    acc, A_sel = executor.map_reduce(parts, task, chunk)
-    t3 = time.perf_counter()
-    Kt = _sandwich(qfeats, A_sel)
-    rhs = acc.AtT if identity else acc.QtT
-    _check_finite(acc.R, rhs)
-    gamma, rank = stable_ridge_solve(acc.R, rhs, Kt, parts.n * lam, rcond, semi_normal=identity)
-    times.update({"qr_pass": t3 - t2, "qr_solve": time.perf_counter() - t3})
-    coef = qfeats.R.apply_left_transpose(gamma)
-    return RidgeSolution(coef, support, qfeats, times, "qr", est, rank)
+                est = normal_equations_error(acc, G_norm, cholesky_rcond(L, G_norm))
+                gamma = cholesky_factor_solve(L, AtT)
+        self.times["solve"] = time.perf_counter() - t2
+        return self._solution(gamma, feats, solver, est)
+
+    # ---- the stable route
+    def stable(self, est=None):
+        """Tall-skinny QR over row chunks (float64 kernel values) and :func:`stable_ridge_solve`."""
+        t2 = time.perf_counter()
+        f = self.features64()
+        task = QRTask(f, self.targets, self.width, self.identity, gather=f.R.indices, which=self.which)
+        acc, A_sel = self.executor.map_reduce(self.parts, task, self.chunk)
+        t3 = time.perf_counter()
+        rhs = acc.AtT if self.identity else acc.QtT
+        _check_finite(acc.R, rhs)
+        gamma, rank = stable_ridge_solve(acc.R, rhs, _sandwich(f, A_sel), self.nlam, self.rcond,
+                                         semi_normal=self.identity)
+        self.times.update({"qr_pass": t3 - t2, "qr_solve": time.perf_counter() - t3})
+        return self._solution(gamma, f, "qr", est, rank)
 
 
 def _sandwich(feats, A_sel):
@@ -426,4 +614,3 @@ def _check_finite(G, AtT):
     if not (np.isfinite(G.diagonal()).all() and np.isfinite(AtT).all()):
         raise ValueError("the input kernel returned non-finite values (NaN, inf or overflow) on the "
                          "training data")
-

@@ -1,0 +1,134 @@
+"""The whitened basis of the sketched ridge: ``gamma = P_r L_11^-T w``.
+
+The sketched ridge minimises ``|A gamma - T|^2 + n lam gamma^T K~ gamma`` with
+``A = K R^T`` (n x m) and ``K~ = R K R^T`` (m x m).  The pivoted Cholesky factorisation
+``P^T K~ P = L L^T`` (LAPACK ``pstrf``, stopped at the rounding level of ``K~``: rank
+``r``) gives the function space ``gamma = P_r L_11^-T w`` on which the penalty is
+``|w|^2``; directions of ``K~``'s numerical null space define the zero function.  In
+that basis the problem is the ridge regression of ``T`` on ``Z = A P_r L_11^-T``
+(n x r), whose matrix ``Z^T Z + n lam I`` has the condition number
+``1 + |Z|_2^2 / (n lam) <= 1 + trace(K) / (n lam)`` -- never the square of ``A``'s.
+
+``Z`` is formed row by row (a triangular solve of each chunk of ``A``'s rows: backward
+stable per row, and the factor of a *pivoted* Cholesky solves far more accurately than
+its condition number suggests), so no squared condition number appears anywhere; its
+Gram ``Z^T Z`` then merges over chunks by addition like every other accumulator
+(:class:`sprokr.numerics.ShiftedCrossProducts` with ``whiten=``).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import scipy.linalg as sla
+from scipy.linalg import get_blas_funcs, lapack
+
+__all__ = ["Whitening", "pivot_tolerance"]
+
+
+def pivot_tolerance(Kt: np.ndarray, rcond: float | None) -> float:
+    """Absolute pivot tolerance of the pivoted Cholesky of ``K~ = R K R^T`` (m x m).
+
+    ``rcond=None``: LAPACK's default, ``m eps max(diag K~)`` -- the rounding level of
+    ``K~``: pivots below it carry no information.  Otherwise ``rcond max(diag K~)``.
+    """
+    dmax = float(np.max(np.diag(Kt), initial=0.0))
+    rel = Kt.shape[0] * np.finfo(np.float64).eps if rcond is None else float(rcond)
+    return rel * dmax
+
+
+class Whitening:
+    """``gamma = P_r L_11^-T w`` from the pivoted Cholesky factorisation of ``K~`` (m x m).
+
+    Parameters
+    ----------
+    Kt : ndarray (m, m)
+        ``K~ = R K R^T``, symmetric PSD (symmetrised here).
+    rcond : float or None
+        Relative pivot threshold (:func:`pivot_tolerance`).
+
+    Attributes
+    ----------
+    m : int
+        Columns of ``A`` (the sketch size).
+    rank : int
+        ``r``, the numerical rank of ``K~``.
+    sel : ndarray (r,) of int
+        The pivot columns ``P_r`` (positions among the m columns of ``A``).
+    L : ndarray (r, r), float64, Fortran order
+        ``L_11`` in the lower triangle (the strict upper triangle is not meaningful: every
+        use reads the lower one only).
+    """
+
+    def __init__(self, Kt: np.ndarray, rcond: float | None = None) -> None:
+        Ks = np.array(0.5 * (Kt + Kt.T), dtype=np.float64, order="F")
+        self.m = Ks.shape[0]
+        c, piv, r, info = lapack.dpstrf(Ks, tol=pivot_tolerance(Ks, rcond), lower=1, overwrite_a=1)
+        if info < 0:  # pragma: no cover - malformed arguments
+            raise ValueError(f"LAPACK pstrf failed (info={info})")
+        self.rank = int(r) if self.m else 0
+        self.perm = np.asarray(piv - 1, dtype=np.intp)
+        self.sel = self.perm[: self.rank]
+        self._factor = c  # P^T K~ P = F F^T with F = c[:, :r] (lower trapezoid)
+        self.L = np.asfortranarray(c[: self.rank, : self.rank])
+        self._cast: dict[Any, np.ndarray] = {}
+
+    def __getstate__(self):  # the cast factors are a cache, the full factor is not needed: never shipped
+        state = dict(self.__dict__)
+        state["_cast"], state["_factor"] = {}, None
+        return state
+
+    def columns(self, A: np.ndarray) -> np.ndarray:
+        """``A P_r``: the pivot columns of a block (rows x m), a fresh C-ordered array."""
+        return np.take(np.asarray(A), self.sel, axis=1)
+
+    def solve_rows(self, Ac: np.ndarray, overwrite: bool = False) -> np.ndarray:
+        """``Ac L_11^-T`` (rows x r, C order) by a triangular solve in ``Ac``'s precision.
+
+        ``Ac`` is C-ordered (rows x r): its transpose is the Fortran-ordered right-hand
+        side of ``L_11 Z^T = Ac^T`` (BLAS ``trsm``, no copy); with ``overwrite`` it is
+        solved in place.
+        """
+        Ac = np.asarray(Ac)
+        dtype = Ac.dtype if Ac.dtype in (np.float32, np.float64) else np.dtype(np.float64)
+        if Ac.shape[0] == 0 or self.rank == 0:
+            return np.zeros((Ac.shape[0], self.rank), dtype=dtype)
+        B = Ac if overwrite and Ac.flags.c_contiguous and Ac.dtype == dtype else np.array(Ac, dtype=dtype, order="C")
+        L = self._cast.get(dtype)
+        if L is None:
+            L = self._cast[dtype] = np.asfortranarray(self.L, dtype=dtype)
+        trsm = get_blas_funcs("trsm", dtype=dtype)
+        Zt = trsm(1.0, L, B.T, side=0, lower=1, trans_a=0, overwrite_b=1)
+        return Zt.T
+
+    def apply_inverse(self, P: np.ndarray) -> np.ndarray:
+        """``L_11^-1 P[sel]`` (r x k) for ``P`` (m x k) in float64: a shift in the whitened basis."""
+        P = np.asarray(P, dtype=np.float64)
+        if self.rank == 0:
+            return np.zeros((0,) + P.shape[1:])
+        return sla.solve_triangular(self.L, P[self.sel], lower=True, check_finite=False)
+
+    def coefficients(self, w: np.ndarray) -> np.ndarray:
+        """``gamma = P_r L_11^-T w`` (m x p) from whitened coefficients ``w`` (r x p)."""
+        w = np.asarray(w, dtype=np.float64)
+        gamma = np.zeros((self.m,) + w.shape[1:])
+        if self.rank:
+            gamma[self.sel] = sla.solve_triangular(self.L, w, lower=True, trans="T", check_finite=False)
+        return gamma
+
+    def own_rows(self) -> np.ndarray:
+        """``Z`` of the rows of ``K~`` itself (m x r, float64): ``K~ P_r L_11^-T = P F``.
+
+        When ``A``'s rows at the support points are ``K~`` (sub-sampling), their whitened
+        rows come with the factorisation, no triangular solve needed.
+        """
+        F = np.array(self._factor[:, : self.rank], order="F")
+        for j in range(1, self.rank):  # the strict upper triangle holds K~'s own entries
+            F[:j, j] = 0.0
+        Z = np.empty((self.m, self.rank))
+        Z[self.perm] = F
+        return Z
+
+    def rows(self, A: np.ndarray) -> np.ndarray:
+        """``Z = A P_r L_11^-T`` of a block (rows x m) in float64 (small blocks: tests, checks)."""
+        return self.solve_rows(np.asarray(self.columns(A), dtype=np.float64), overwrite=True)

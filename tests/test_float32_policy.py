@@ -1,0 +1,113 @@
+"""float32 against float64 for every estimator that takes ``dtype`` (one float32 policy).
+
+Exact solvers (IOKR, ISOKR, exact kernel ridge, the exact square-loss machine): float32
+kernel values, float64 solves -- within 2x the *rounding floor*: the same formula
+evaluated in float64 on the kernel values rounded to float32 (on a flat kernel with a tiny
+ridge that floor is itself large; no solver can beat it).  Sketched input (the ridge of
+``sprokr.numerics.sketched_ridge``): within 1e-4 of float64 (SISOKR's whole matrix is in
+``tests/test_reference_matrix.py``).
+"""
+import numpy as np
+import pytest
+
+from sprokr import IOKR, ISOKR, SIOKR
+from sprokr.kernels import GaussianKernel
+from sprokr.models import KernelRidgeRegressor, RFFKernelMachine, SketchedKernelMachine
+
+CASES = {"well": (0.3, 1e-3), "moderate": (1e-2, 1e-6), "flat": (1e-4, 1e-8)}  # gamma, lam
+
+
+def _data(seed=0, n=80):
+    rng = np.random.default_rng(seed)
+    X, Xq = rng.normal(size=(n, 4)), rng.normal(size=(9, 4))
+    T = np.c_[np.sin(X[:, 0]), X[:, 1] * X[:, 2]]
+    Y = (X @ rng.normal(size=(4, 3)) > 0).astype(float)
+    return X, Xq, T, Y, np.unique(Y, axis=0)
+
+
+def _rel(a, b):
+    return np.abs(a - b).max() / np.abs(b).max()
+
+
+def _ridge_hat(K, Kq, lam):
+    """``Kq (K + n lam I)^-1`` in float64 (well conditioned: cond <= 1 + k_max / lam)."""
+    n = K.shape[0]
+    return np.linalg.solve(K + n * lam * np.eye(n), Kq.T).T
+
+
+def _floor(gamma, lam, X, Xq, right):
+    """Relative change of ``Kq (K + n lam I)^-1 right`` when the kernel values are float32."""
+    k64, k32 = GaussianKernel(gamma=gamma), GaussianKernel(gamma=gamma, dtype="float32")
+    X32, Xq32 = k32.prepare(X), k32.prepare(Xq)
+    ref = _ridge_hat(k64(X), k64(Xq, X), lam) @ right
+    rounded = _ridge_hat(k32(X32, X32).astype(float), k32(Xq32, X32).astype(float), lam) @ right
+    return _rel(rounded, ref)
+
+
+def _exact_models(gamma, lam):
+    kx = {"gamma": gamma}
+    return {
+        "IOKR": lambda dt: IOKR(lam=lam, input_kernel_params=kx, output_kernel_params={"gamma": 0.5}, dtype=dt),
+        "ISOKR": lambda dt: ISOKR(lam=lam, input_kernel_params=kx, output_kernel_params={"gamma": 0.5}, m_y=10,
+                                  random_state=0, dtype=dt),
+        "KernelRidgeRegressor": lambda dt: KernelRidgeRegressor(kernel_params=kx, lam=lam, dtype=dt),
+        "SketchedKernelMachine": lambda dt: SketchedKernelMachine(kernel_params=kx, lam=lam, dtype=dt),
+    }
+
+
+@pytest.mark.parametrize("case", list(CASES))
+@pytest.mark.parametrize("name", list(_exact_models(1, 1)))
+def test_exact_solvers_within_twice_the_float32_rounding_floor(case, name):
+    gamma, lam = CASES[case]
+    X, Xq, T, Y, C = _data()
+    make = _exact_models(gamma, lam)[name]
+    m64, m32 = make("float64").fit(X, Y if "OKR" in name else T), make("float32").fit(X, Y if "OKR" in name else T)
+    if "OKR" in name:  # scores: the floor of the input side times the (float64) output side
+        out, got = m64.predict_scores(Xq, C), m32.predict_scores(Xq, C)
+        if m64.output_features_ is None:
+            right = GaussianKernel(gamma=0.5)(Y, C)
+        else:  # T_y psi(c) with the fitted output basis (both models draw the same sketch)
+            f = m64.output_features_
+            right = f.transform(Y) @ f.transform(C).T
+    else:
+        out, got, right = m64.predict(Xq), m32.predict(Xq), T
+    floor = _floor(gamma, lam, X, Xq, right)
+    assert _rel(got, out) <= 2 * floor + 1e-12, (_rel(got, out), floor)
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_sketched_ridge_float32_within_1e_4(case):
+    """SIOKR: the float32 check keeps float32 where it is accurate, falls back where not."""
+    gamma, lam = CASES[case]
+    X, Xq, T, Y, C = _data()
+    kw = dict(lam=lam, input_kernel_params={"gamma": gamma}, output_kernel_params={"gamma": 0.5}, m_x=30,
+              random_state=0)
+    m64, m32 = SIOKR(**kw).fit(X, Y), SIOKR(**kw, dtype="float32").fit(X, Y)
+    assert _rel(m32.predict_scores(Xq, C), m64.predict_scores(Xq, C)) <= 1e-4
+
+
+@pytest.mark.parametrize("make", [
+    lambda dt: KernelRidgeRegressor(kernel_params={"gamma": 0.3}, lam=1e-3, input_sketch="subsample", m_x=30,
+                                    random_state=0, dtype=dt),
+    lambda dt: SketchedKernelMachine(kernel_params={"gamma": 0.3}, lam=1e-3, sketch="subsample", m=30,
+                                     random_state=0, dtype=dt),
+    lambda dt: RFFKernelMachine(gamma=0.3, lam=1e-3, n_components=50, random_state=0, dtype=dt),
+], ids=["KernelRidgeRegressor-sketch", "SketchedKernelMachine-sketch", "RFFKernelMachine"])
+def test_other_sketched_estimators_float32_on_a_well_conditioned_kernel(make):
+    X, Xq, T, _, _ = _data()
+    assert _rel(make("float32").fit(X, T).predict(Xq), make("float64").fit(X, T).predict(Xq)) <= 1e-4
+
+
+@pytest.mark.xfail(strict=True, reason="known gap (measured): these models predict with their float32 kernel "
+                   "after a float64 solve (KernelRidgeRegressor: the ridge falls back to float64 kernel values, "
+                   "the model does not adopt them) or truncate R K R^T at 1e-6 in float32 "
+                   "(SketchedKernelMachine's closed form): 0.4 and 1.1 relative on this flat kernel")
+@pytest.mark.parametrize("make", [
+    lambda dt: KernelRidgeRegressor(kernel_params={"gamma": 1e-4}, lam=1e-8, input_sketch="subsample", m_x=30,
+                                    random_state=0, dtype=dt),
+    lambda dt: SketchedKernelMachine(kernel_params={"gamma": 1e-4}, lam=1e-8, sketch="subsample", m=30,
+                                     random_state=0, dtype=dt),
+], ids=["KernelRidgeRegressor-sketch", "SketchedKernelMachine-sketch"])
+def test_other_sketched_estimators_float32_on_a_flat_kernel(make):
+    X, Xq, T, _, _ = _data()
+    assert _rel(make("float32").fit(X, T).predict(Xq), make("float64").fit(X, T).predict(Xq)) <= 1e-4

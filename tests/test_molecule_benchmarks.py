@@ -91,3 +91,11 @@ def test_qm9_properties_to_molecule_smoke(tmp_path):
         assert 0 <= r["top1"] <= r["top5"] <= r["top10"] <= 1 and 0 <= r["top1_incl_train"] <= 1, name
     # the sets without training molecules are smaller: a random ranking does at least as well
     assert res["random"]["top1"] >= res["random"]["top1_incl_train"] - 0.1
+
+
+def test_qm9_fit_speed_smoke(tmp_path):
+    res, _ = run_json("qm9_fit_speed.py", "--data", str(ROOT / "sprokr" / "data" / "qm9_sample.csv"),
+                      "--n-train", "200", "--repeats", "1", "--m-x", "50", "--m-y", "40", "--m-y-fast", "20",
+                      cwd=tmp_path)
+    assert set(res) == {"IOKR", "SISOKR m_y=40", "SISOKR m_y=20"}
+    assert res["IOKR"]["fit_speedup_vs_IOKR"] == 1 and all(r["fit_s"] > 0 for r in res.values())

@@ -180,7 +180,8 @@ def select_dsokr(features, make_dsokr, X, Y, alphas, m_y_grid, networks=(), n_en
 
     The best candidate wins.  A ridge (closed form) is refitted on all the training data, its
     features too; a network keeps the validation part held out (early stopping, like
-    scikit-learn's ``early_stopping=True``).  With ``n_ensemble`` >= 2, a
+    scikit-learn's ``early_stopping=True``).  ``log["refit_s"]`` / ``log["ensemble_fit_s"]``:
+    the fit time of the chosen model / of the ensemble, features included.  With ``n_ensemble`` >= 2, a
     ``DSOKREnsemble`` of that many output sketches of the chosen configuration is fitted the
     same way.  ConvergenceWarnings are counted (``n_convergence_warnings``).
 
@@ -248,15 +249,20 @@ def select_dsokr(features, make_dsokr, X, Y, alphas, m_y_grid, networks=(), n_en
     log.update(chosen=name, m_y=m_y, val_mrr=fitted[best][0])
     print(f"DSOKR selection: {name}, m_y={m_y} (validation MRR {fitted[best][0]:.4f})", flush=True)
     ensemble = None
+    t0 = time.perf_counter()
     if name in ridges:  # closed form: refit features and model on all the training data
         feats = clone(features).fit(X)
         Z = feats.transform(X)
         model = make_dsokr(m_y, "ridge", ridges[name], random_state).fit(Z, Y)
+        log["refit_s"] = time.perf_counter() - t0  # features + model
         if n_ensemble >= 2:
+            t0 = time.perf_counter()
             ensemble = DSOKREnsemble(make_dsokr(m_y, "ridge", ridges[name], None), n_estimators=n_ensemble,
                                      random_state=random_state).fit(Z, Y)
+            log["ensemble_fit_s"] = time.perf_counter() - t0 + log["features_s"]
     else:
         model = fitted[best][1]
+        log["refit_s"] = log["features_s"] + next(r["fit_s"] for r in log["runs"] if (r["name"], r["m_y"]) == best)
         if n_ensemble >= 2:
             net = next(nt for nt in networks if nt["name"] == name)
             with warnings.catch_warnings(record=True) as caught:
@@ -264,6 +270,7 @@ def select_dsokr(features, make_dsokr, X, Y, alphas, m_y_grid, networks=(), n_en
                 ensemble = DSOKREnsemble(make_dsokr(m_y, net["regressor"], {**net.get("params", {}), "monitor": "mrr"},
                                                     None), n_estimators=n_ensemble,
                                          random_state=random_state).fit(Ztr, Ytr, validation_data=(Zv, Yv))
+            log["ensemble_fit_s"] = time.perf_counter() - t0 + log["features_s"]
             log["n_convergence_warnings"] += sum(issubclass(w.category, ConvergenceWarning) for w in caught)
     return model, feats, ensemble, log
 
@@ -275,19 +282,21 @@ def run_dsokr(input_kernel, input_params, make, X_tr, Y_tr, X_te, candidates, ar
     the candidates.  ``make(m_y, regressor, regressor_params, seed)`` builds an unfitted DSOKR."""
     from sprokr.kernels import KernelFeatures
 
-    t0 = time.perf_counter()
+    t_select = time.perf_counter()
     sis = log[f"seed{seed}"].get("SISOKR")
     m_x = min(sis["best_params"]["m_x"] if sis else args.dsokr_m_x, len(Y_tr))
     feats = KernelFeatures(input_kernel, input_params, n_components=m_x, random_state=seed)
     ds, feats, ens, dsel = select_dsokr(feats, make, X_tr, Y_tr, args.dsokr_alphas, args.dsokr_m_y_grid,
                                         parse_networks(args.dsokr_networks), args.dsokr_ensemble, random_state=seed)
-    fit_s = time.perf_counter() - t0
+    select_s = time.perf_counter() - t_select  # the whole selection, refit and ensemble included
     log[f"seed{seed}"]["DSOKR"] = dsel
     t0 = time.perf_counter()
     Z_te = feats.transform(X_te)  # the input side of decoding
     feat_s = time.perf_counter() - t0
-    info = {"m_x": m_x, "m_y": ds.m_y, "val_mrr": dsel["val_mrr"], "convergence_warnings": dsel["n_convergence_warnings"]}
-    for name, model in (("DSOKR", ds), (f"DSOKR-ens{args.dsokr_ensemble}", ens)):
+    info = {"select_s": select_s, "m_x": m_x, "m_y": ds.m_y, "val_mrr": dsel["val_mrr"],
+            "convergence_warnings": dsel["n_convergence_warnings"]}
+    for name, model, fit_s in (("DSOKR", ds, dsel["refit_s"]),
+                               (f"DSOKR-ens{args.dsokr_ensemble}", ens, dsel.get("ensemble_fit_s"))):
         if model is not None:
             S, dec_s = full_scores(model, Z_te, candidates)
             finish(name, S, fit_s, dec_s + feat_s, info)

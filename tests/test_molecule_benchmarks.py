@@ -65,3 +65,18 @@ def test_chebi_text_to_molecule_smoke(tmp_path):
     # 100 unseen candidates: chance MRR ~ 0.05
     assert res["IOKR"]["MRR"] > 0.1 and res["NN-text"]["MRR"] > 0.1
     assert "ConvergenceWarning" not in err
+
+
+def test_dsokr_qm9_validation_smoke(tmp_path):
+    """The DSOKR validation comparison runs on the sample (tiny networks, no numbers checked
+    beyond sanity); with torch, the torch regressors too."""
+    models = "iokr,sisokr,ridge,ridge-ens,mlp-loss" + (",mlp-mrr,residual,cnn" if TORCH_NET else "")
+    res, err = run_json("dsokr_qm9_validation.py", "--data", str(ROOT / "sprokr" / "data" / "qm9_sample.csv"),
+                        "--n-train", "250", "--n-sub", "200", "--models", models, "--m-y", "20,40", "--m-x", "60",
+                        "--spectrum-n", "4", "--hidden", "16", "--max-epochs", "20", "--n-ensemble", "2",
+                        "--threads", "1", cwd=tmp_path)
+    expected = {"iokr"} | {f"{m}@{k}" for m in models.split(",")[1:] for k in (20, 40)}
+    assert set(res) == expected
+    for name, r in res.items():
+        assert 0 <= r["top1"] <= 1 and 0 < r["MRR"] <= 1, name
+    assert res["iokr"]["MRR"] > 0.2  # 40 queries among 90 candidates: chance ~ 0.05

@@ -121,7 +121,7 @@ def test_encoders_save_and_load(smiles_data, tmp_path):
 
 def test_tampered_network_state_is_refused(smiles_data, tmp_path):
     """A saved network whose arrays do not fit its configuration is a format error."""
-    from sprokr.models.torch_nets import TokenCNN
+    from sprokr.models._torch_nets import TokenCNN
     from sprokr.persistence import ModelFormatError
 
     Xtr, Ytr, _, _ = smiles_data

@@ -1,13 +1,13 @@
 """Torch surrogate regressors of DSOKR (the ``torch`` extra; torch is imported only at ``fit``).
 
 * :class:`TorchRegressor` (``"torch_mlp"``): a network on vectors (an MLP, a
-  :class:`~sprokr.models.torch_nets.ResidualMLP` with ``residual=True``, or any
+  ``ResidualMLP`` with ``residual=True``, or any
   ``module=`` builder) trained with a loss ``c(|h(x) - psi(y)|^2_H)`` (``square``,
   ``huber``, ``cauchy`` or a callable).
 * :class:`SmilesRegressor` (``"torch_smiles"``) and :class:`TextRegressor`
   (``"torch_text"``): raw strings in -- a tokenizer fitted on the training strings
   (:mod:`sprokr.models.tokenizers`) and a small CNN or transformer encoder
-  (:mod:`sprokr.models.torch_nets`), so ``DSOKR(regressor="torch_smiles")`` takes SMILES
+  (``sprokr.models._torch_nets``), so ``DSOKR(regressor="torch_smiles")`` takes SMILES
   and ``DSOKR(regressor="torch_text")`` descriptions as ``X``.
 
 All train with Adam on mini-batches, evaluate the kernel-induced loss on ``eval_set``
@@ -102,13 +102,13 @@ def token_cnn(vocab_size, embed_dim=64, channels=128, kernel_size=5, hidden=256,
     """Module builder for integer token sequences, for ``TorchRegressor(module=...)``.
 
     Returns ``build(n_features, n_outputs) -> nn.Module``: a
-    :class:`~sprokr.models.torch_nets.TokenCNN` with one convolution width.  Prefer
+    ``TokenCNN`` with one convolution width.  Prefer
     :class:`SmilesRegressor` / :class:`TextRegressor`, which tokenize raw strings and are
     saved with the model (a builder function is code: a model using it cannot be saved).
     """
 
     def build(n_features, n_outputs):
-        from .torch_nets import TokenCNN
+        from ._torch_nets import TokenCNN
 
         return TokenCNN(vocab_size, n_outputs, embed_dim=embed_dim, channels=channels, kernel_sizes=(kernel_size,),
                         hidden=(hidden,), dropout=0.0, pad_index=pad_index)
@@ -130,7 +130,7 @@ class TorchRegressor(SaveMixin, RegressorMixin, BaseEstimator):
         (e.g. :func:`token_cnn`), others as float32.
     hidden_layer_sizes, activation, dropout : MLP architecture of the default module.
     residual : bool
-        Default module: a :class:`~sprokr.models.torch_nets.ResidualMLP` (a linear path
+        Default module: a ``ResidualMLP`` (a linear path
         plus the hidden layers, starting as the linear model) instead of a plain MLP.
     ridge_init : float, optional
         With ``residual=True``: the linear path starts at the ridge regression of the
@@ -190,7 +190,7 @@ class TorchRegressor(SaveMixin, RegressorMixin, BaseEstimator):
         if self.module is not None:
             return self.module(n_features, n_outputs)
         if self.residual:
-            from .torch_nets import ResidualMLP
+            from ._torch_nets import ResidualMLP
 
             return ResidualMLP(n_features, n_outputs, tuple(self.hidden_layer_sizes), self.activation, self.dropout)
         return _default_mlp(tuple(self.hidden_layer_sizes), self.activation, self.dropout)(n_features, n_outputs)
@@ -338,8 +338,8 @@ class SequenceRegressor(TorchRegressor):
     Parameters
     ----------
     architecture : {"cnn", "transformer"}
-        :class:`~sprokr.models.torch_nets.TokenCNN` or
-        :class:`~sprokr.models.torch_nets.TokenTransformer`.
+        ``TokenCNN`` or
+        ``TokenTransformer``.
     embed_dim : int
         Token embedding width (the transformer's ``d_model``).
     channels, kernel_sizes : CNN: filters per width and the widths (tokens).
@@ -385,7 +385,7 @@ class SequenceRegressor(TorchRegressor):
         return False  # no linear path on token ids
 
     def _build(self, Xt, n_outputs):
-        from .torch_nets import TokenCNN, TokenTransformer
+        from ._torch_nets import TokenCNN, TokenTransformer
 
         vocab, hidden = self.tokenizer_.vocabulary_size_, tuple(self.hidden_layer_sizes)
         if self.architecture == "cnn":

@@ -206,7 +206,7 @@ class Reader:
         key = node["network"]
         if key not in TORCH_NETWORKS:
             raise ModelFormatError(f"{self.path}: torch network {key!r} at {path} is not allowed")
-        from ..models.torch_nets import build_network
+        from ..models._torch_nets import build_network
 
         config = self.decode(node["config"], f"{path}.config")
         if not isinstance(config, dict) or not all(isinstance(k, str) for k in config):

@@ -86,9 +86,9 @@ TORCH_LAYERS = {
     "Sequential": (),
 }
 
-#: sprokr's own torch networks (:mod:`sprokr.models.torch_nets`): saved as their plain
+#: sprokr's own torch networks (``sprokr.models._torch_nets``): saved as their plain
 #: ``config`` and ``state_dict`` arrays, rebuilt with ``cls(**config)`` + ``load_state_dict``
-TORCH_NETWORKS = tuple(f"sprokr.models.torch_nets:{c}" for c in ("ResidualMLP", "TokenCNN", "TokenTransformer"))
+TORCH_NETWORKS = tuple(f"sprokr.models._torch_nets:{c}" for c in ("ResidualMLP", "TokenCNN", "TokenTransformer"))
 
 
 def allow_class(cls, plugin=None):

@@ -118,7 +118,7 @@ class TokenTransformer(nn.Module):
 
 
 #: networks the safe model format rebuilds from ``config`` + ``state_dict``
-NETWORKS = {f"sprokr.models.torch_nets:{c.__name__}": c for c in (ResidualMLP, TokenCNN, TokenTransformer)}
+NETWORKS = {f"sprokr.models._torch_nets:{c.__name__}": c for c in (ResidualMLP, TokenCNN, TokenTransformer)}
 
 
 def build_network(key, config):

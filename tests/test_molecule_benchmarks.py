@@ -45,8 +45,10 @@ def test_qm9_smiles_to_graph_smoke(tmp_path):
     log = json.loads(sel.read_text())["seed0"]
     assert log["SISOKR"]["best_params"]["m_y"] in (20, 40) and log["SISOKR"]["best_params"]["m_x"] in (40, 80)
     ds = log["DSOKR"]  # chosen by validation MRR among the candidates it tried
-    assert ds["val_mrr"] == max(r["val_mrr"] for r in ds["runs"] if r["m_y"] == ds["m_y"])
-    assert ds["m_y"] == ds["m_y_growth"]["selected_m"] and res["DSOKR"]["m_x"] == log["SISOKR"]["best_params"]["m_x"]
+    assert ds["val_mrr"] == max(r["val_mrr"] for r in ds["runs"] if (r["m_x"], r["m_y"]) == (ds["m_x"], ds["m_y"]))
+    assert ds["m_y"] == ds["m_y_growth"]["selected_m"] and ds["m_x"] == ds["m_x_growth"]["selected_m"]
+    assert ds["m_x_growth"]["m"][0] == log["SISOKR"]["best_params"]["m_x"]  # grown from SISOKR's m_x
+    assert res["DSOKR"]["m_x"] == ds["m_x"] and res["DSOKR"]["select_s"] >= res["DSOKR"]["fit_s"]
     assert {r["name"] for r in ds["runs"]} >= {"ridge alpha=0.01", "ridge alpha=0.1"} | ({"mlp"} if TORCH_NET else set())
     assert "ConvergenceWarning" not in err
 

@@ -72,3 +72,13 @@ def test_errors_and_unfitted(rng):
     X0 = X.copy()
     KernelFeatures(n_components=5, random_state=0).fit(X).transform(X)
     np.testing.assert_array_equal(X, X0)
+
+
+def test_save_and_load(rng, tmp_path):
+    import sprokr
+
+    X = rng.standard_normal((60, 3))
+    kf = KernelFeatures("laplacian", {"gamma": 0.5}, n_components=20, standardize=True, random_state=0).fit(X)
+    loaded = sprokr.load(kf.save(tmp_path / "features.sprokr"))
+    assert isinstance(loaded, KernelFeatures) and loaded.get_params() == kf.get_params()
+    np.testing.assert_array_equal(loaded.transform(X), kf.transform(X))

@@ -23,14 +23,18 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
 from ..numerics import DEFAULT_RCOND, SketchedFeatures, check_kernel_sample, default_chunk_size
+from ..persistence import SaveMixin
 from ..utils import check_random_state, iter_chunks, num_samples, resolve_dtype, take, take_slice
 from .base import fit_on_training_inputs
 
 __all__ = ["KernelFeatures"]
 
 
-class KernelFeatures(TransformerMixin, BaseEstimator):
+class KernelFeatures(SaveMixin, TransformerMixin, BaseEstimator):
     """Nystrom feature map ``z(x) = D^-1/2 U^T R k(X, x)`` of a kernel (see the module doc).
+
+    Saved and loaded like the estimators (``save(path)``, ``sprokr.load``), so a model
+    trained on these features is deployed with them.
 
     Parameters
     ----------

@@ -46,6 +46,7 @@ ALLOWED: dict[str, str | None] = {
     "sprokr.models.regressors:MLPSurrogate": None,
     "sprokr.models.torch_regressors:TorchRegressor": None,
     "sprokr.models.regressors:TorchRegressor": None,  # its former home (models saved before the move)
+    "sprokr.kernels:KernelFeatures": None,
     "sprokr.models.tokenizers:SmilesTokenizer": None,
     "sprokr.models.tokenizers:WordTokenizer": None,
     "sprokr.sketches:SketchMatrix": None,

@@ -11,8 +11,8 @@
   similarity to that output.
 * :func:`select_iokr_family`: IOKR / SISOKR settings by ``sprokr.model_selection`` on a
   validation split of the training data (never the test split).
-* :func:`select_dsokr`: DSOKR's ``m_y`` from the perfect-h curve and its network from the
-  validation kernel loss (early stopping on the same validation split).
+* :func:`select_dsokr`: DSOKR on Nystrom features of the input kernel -- ridge penalty,
+  ``m_y``, ``m_x`` and (optionally) networks chosen by validation MRR on the training molecules.
 """
 from __future__ import annotations
 
@@ -136,16 +136,74 @@ def run_sisokr(base, X_tr, Y_tr, X_te, candidates, lams, m_y_grid, m_x_grid, see
     return ssel["best_params"]["m_y"]
 
 
-def select_dsokr(make_dsokr, X, Y, m_y, hidden_grid, random_state=0, validation_fraction=0.2):
-    """DSOKR networks tried on one seeded validation split of the training data.
+def add_dsokr_arguments(ap, m_x, alphas, m_y_grid):
+    """The ``--dsokr-*`` options of :func:`run_dsokr` (defaults per benchmark)."""
+    ints = lambda s: [int(v) for v in s.split(",")]  # noqa: E731
+    ap.add_argument("--dsokr-m-x", type=int, default=m_x,
+                    help="DSOKR's first number of Nystrom features when SISOKR is not run (else SISOKR's m_x)")
+    ap.add_argument("--dsokr-m-x-doublings", type=int, default=2,
+                    help="DSOKR's m_x grid: the first size doubled this many times (capped at the training part)")
+    ap.add_argument("--dsokr-alphas", type=lambda s: [float(v) for v in s.split(",")], default=alphas,
+                    help="ridge penalties tried (at the smallest m_y)")
+    ap.add_argument("--dsokr-m-y-grid", type=ints, default=m_y_grid,
+                    help="DSOKR's m_y, grown until the validation MRR stops improving")
+    ap.add_argument("--dsokr-networks", default="[]",
+                    help='JSON list of networks also tried (early stopping on the validation MRR), e.g. '
+                         '[{"name": "mlp", "regressor": "torch_mlp", "params": {"hidden_layer_sizes": [1024]}}]; '
+                         'they work on the Nystrom features')
+    ap.add_argument("--dsokr-ensemble", type=int, default=3, help="output sketches of the DSOKR ensemble (0: none)")
 
-    ``make_dsokr(m_y, hidden)`` returns an unfitted DSOKR; each is fitted on the training
-    part with ``validation_data`` (early stopping of its network on the validation
-    kernel-induced loss), the lowest validation loss wins.  That fitted model is returned
-    (like scikit-learn's ``early_stopping=True``, the validation part stays held out).
-    Any ConvergenceWarning is counted and reported (``n_convergence_warnings``).
+
+def parse_networks(text):
+    """The networks DSOKR's selection tries: a JSON list of ``{"name", "regressor", "params"}``
+    (``--dsokr-networks``); torch regressors need torch (a clear exit otherwise)."""
+    import json
+
+    from sprokr.models.regressors import torch_available
+
+    nets = json.loads(text)
+    if not isinstance(nets, list) or not all(isinstance(n, dict) and {"name", "regressor"} <= set(n) for n in nets):
+        raise SystemExit(f"--dsokr-networks must be a JSON list of objects with name and regressor, got {text!r}")
+    if any(str(n["regressor"]).startswith("torch") for n in nets) and not torch_available():
+        raise SystemExit("--dsokr-networks names torch regressors: pip install 'sprokr[torch]'")
+    return nets
+
+
+def select_dsokr(features, make_dsokr, X, Y, alphas, m_y_grid, m_x_grid, networks=(), n_ensemble=0,
+                 random_state=0, validation_fraction=0.2, rtol=0.005):
+    """DSOKR chosen by validation MRR on one seeded split of the TRAINING data (never the test split).
+
+    ``features``: an unfitted transformer of the inputs with an ``n_components`` parameter
+    (``sprokr.kernels.KernelFeatures`` of the input kernel), fitted on the training part
+    while selecting; ``make_dsokr(m_y, regressor, regressor_params, seed)`` returns an
+    unfitted DSOKR on those features.  Every candidate is scored by the retrieval MRR of the
+    validation molecules ranking themselves (``sprokr.model_selection.retrieval_scorer``) --
+    not by the validation kernel loss, which on these tasks prefers over-smoothed models
+    (docs/dsokr.md):
+
+    1. the penalty ``alpha`` of a ridge (regressor ``"ridge"``, scikit-learn's ``Ridge``) on
+       the features, at the smallest ``m_x`` and ``m_y`` of the grids;
+    2. ``m_y`` grown with that ``alpha`` until the validation MRR stops improving by ``rtol``
+       (``sprokr.selection.grow_until_plateau``; the smallest size within ``rtol`` is kept);
+    3. ``m_x`` (the number of features) grown the same way at that ``m_y``;
+    4. each network of ``networks`` (dicts ``name``, ``regressor``, ``params``) at those
+       sizes, early-stopped on the validation MRR (``monitor="mrr"``).
+
+    The best candidate wins.  A ridge (closed form) is refitted on all the training data, its
+    features too; a network keeps the validation part held out (early stopping, like
+    scikit-learn's ``early_stopping=True``).  ``log["refit_s"]`` / ``log["ensemble_fit_s"]``:
+    the fit time of the chosen model / of the ensemble, features included.  With
+    ``n_ensemble`` >= 2, a ``DSOKREnsemble`` of that many output sketches of the chosen
+    configuration is fitted the same way.  ConvergenceWarnings are counted
+    (``n_convergence_warnings``).
+
+    Returns ``(model, fitted features, ensemble or None, log)``.
     """
     from sklearn.exceptions import ConvergenceWarning
+
+    from sprokr import DSOKREnsemble
+    from sprokr.model_selection import retrieval_scorer
+    from sprokr.selection import grow_until_plateau
 
     rng = np.random.default_rng(random_state)
     n = len(Y)
@@ -153,18 +211,121 @@ def select_dsokr(make_dsokr, X, Y, m_y, hidden_grid, random_state=0, validation_
     n_val = int(round(validation_fraction * n))
     va, tr = np.sort(perm[:n_val]), np.sort(perm[n_val:])
     Xtr, Ytr, Xv, Yv = take(X, tr), take(Y, tr), take(X, va), take(Y, va)
-    runs, best, n_warn = [], None, 0
-    for hidden in hidden_grid:
-        t0 = time.perf_counter()
+    m_y_grid = [m for m in m_y_grid if m <= len(tr)] or [len(tr)]
+    m_x_grid = [m for m in m_x_grid if m <= len(tr)] or [len(tr)]
+    scorer = retrieval_scorer("mrr")
+    log = {"n_train": len(tr), "n_val": len(va), "features_s": {}, "runs": [], "n_convergence_warnings": 0}
+    fitted, feats_by_m = {}, {}
+
+    def features_of(m_x):
+        """``(fitted features, Z_train_part, Z_validation)`` with ``m_x`` components."""
+        if m_x not in feats_by_m:
+            t = time.perf_counter()
+            f = clone(features).set_params(n_components=m_x).fit(Xtr)
+            feats_by_m[m_x] = (f, f.transform(Xtr), f.transform(Xv))
+            log["features_s"][m_x] = time.perf_counter() - t
+        return feats_by_m[m_x]
+
+    def run(name, m_x, m_y, reg, params):
+        if (name, m_x, m_y) in fitted:
+            return fitted[(name, m_x, m_y)][0], 0.0
+        _, Ztr, Zv = features_of(m_x)
+        t = time.perf_counter()
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", ConvergenceWarning)
-            m = make_dsokr(m_y, hidden).fit(Xtr, Ytr, validation_data=(Xv, Yv))
-        n_warn += sum(issubclass(w.category, ConvergenceWarning) for w in caught)
-        reg = m.regressor_
-        runs.append({"hidden": list(hidden), "val_loss": m.validation_loss_, "fit_s": time.perf_counter() - t0,
-                     "epochs": getattr(reg, "n_epochs_", None), "converged": getattr(reg, "converged_", None)})
-        print(f"  DSOKR hidden={hidden}: validation kernel loss {m.validation_loss_:.5g}, "
-              f"{runs[-1]['epochs']} epochs, converged={runs[-1]['converged']}", flush=True)
-        if best is None or m.validation_loss_ < best.validation_loss_:
-            best = m
-    return best, {"runs": runs, "n_convergence_warnings": n_warn, "n_train": len(tr), "n_val": len(va)}
+            m = make_dsokr(m_y, reg, params, random_state).fit(Ztr, Ytr, validation_data=(Zv, Yv))
+        log["n_convergence_warnings"] += sum(issubclass(w.category, ConvergenceWarning) for w in caught)
+        fit_s = time.perf_counter() - t
+        mrr = scorer(m, Zv, Yv)
+        r = m.regressor_
+        log["runs"].append({"name": name, "m_x": m_x, "m_y": m_y, "val_mrr": mrr, "val_loss": m.validation_loss_,
+                            "fit_s": fit_s, "epochs": getattr(r, "n_epochs_", None),
+                            "best_epoch": getattr(r, "best_epoch_", None), "converged": getattr(r, "converged_", None)})
+        print(f"  DSOKR {name}, m_x={m_x}, m_y={m_y}: validation MRR {mrr:.4f}, kernel loss {m.validation_loss_:.4f} "
+              f"({fit_s:.0f} s)", flush=True)
+        fitted[(name, m_x, m_y)] = (mrr, m)
+        return mrr, fit_s
+
+    # 1. ridge penalty at the smallest sizes; 2. m_y grown with it; 3. m_x grown
+    ridges = {f"ridge alpha={a:g}": {"alpha": float(a)} for a in alphas}
+    for name, params in ridges.items():
+        run(name, m_x_grid[0], m_y_grid[0], "ridge", params)
+    ridge = max(ridges, key=lambda k: fitted[(k, m_x_grid[0], m_y_grid[0])][0])
+
+    def grow(grid, size):
+        """Grow one size (``size(m) -> (m_x, m_y)``) for the chosen ridge; error = -MRR."""
+        def evaluate(m):
+            mrr, fit_s = run(ridge, *size(m), "ridge", ridges[ridge])
+            return -mrr, fit_s
+
+        res = grow_until_plateau(grid, evaluate, rtol=rtol)
+        return res["selected_m"], {k: res[k] for k in ("m", "errors", "selected_m", "stopped")}
+
+    m_y, log["m_y_growth"] = grow(m_y_grid, lambda m: (m_x_grid[0], m))
+    m_x, log["m_x_growth"] = grow(m_x_grid, lambda m: (m, m_y))
+    # 4. networks at those sizes
+    for net in networks:
+        run(net["name"], m_x, m_y, net["regressor"], {**net.get("params", {}), "monitor": "mrr"})
+    best = max((k for k in fitted if k[1:] == (m_x, m_y)), key=lambda k: fitted[k][0])
+    name = best[0]
+    log.update(chosen=name, m_x=m_x, m_y=m_y, val_mrr=fitted[best][0])
+    print(f"DSOKR selection: {name}, m_x={m_x}, m_y={m_y} (validation MRR {fitted[best][0]:.4f})", flush=True)
+    ensemble = None
+    t0 = time.perf_counter()
+    if name in ridges:  # closed form: refit features and model on all the training data
+        feats = clone(features).set_params(n_components=m_x).fit(X)
+        Z = feats.transform(X)
+        feat_s = time.perf_counter() - t0
+        model = make_dsokr(m_y, "ridge", ridges[name], random_state).fit(Z, Y)
+        log["refit_s"] = time.perf_counter() - t0  # features + model
+        if n_ensemble >= 2:
+            t0 = time.perf_counter()
+            ensemble = DSOKREnsemble(make_dsokr(m_y, "ridge", ridges[name], None), n_estimators=n_ensemble,
+                                     random_state=random_state).fit(Z, Y)
+            log["ensemble_fit_s"] = time.perf_counter() - t0 + feat_s
+    else:  # the network fitted on the training part, its features fitted there too
+        model = fitted[best][1]
+        feats, Ztr, Zv = features_of(m_x)
+        log["refit_s"] = log["features_s"][m_x] + next(
+            r["fit_s"] for r in log["runs"] if (r["name"], r["m_x"], r["m_y"]) == best)
+        if n_ensemble >= 2:
+            net = next(nt for nt in networks if nt["name"] == name)
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always", ConvergenceWarning)
+                ensemble = DSOKREnsemble(make_dsokr(m_y, net["regressor"], {**net.get("params", {}), "monitor": "mrr"},
+                                                    None), n_estimators=n_ensemble,
+                                         random_state=random_state).fit(Ztr, Ytr, validation_data=(Zv, Yv))
+            log["ensemble_fit_s"] = time.perf_counter() - t0 + log["features_s"][m_x]
+            log["n_convergence_warnings"] += sum(issubclass(w.category, ConvergenceWarning) for w in caught)
+    log["features_s"] = {str(k): v for k, v in log["features_s"].items()}  # JSON keys
+    return model, feats, ensemble, log
+
+
+def run_dsokr(input_kernel, input_params, make, X_tr, Y_tr, X_te, candidates, args, seed, log, finish):
+    """DSOKR in a molecule benchmark: :func:`select_dsokr` on the training data with Nystrom
+    features of the input kernel (``m_x`` grown from SISOKR's choice -- ``--dsokr-m-x`` when
+    SISOKR did not run -- by doubling up to the training part), then the chosen model
+    (``DSOKR``) and its ensemble (``DSOKR-ens<T>``) scored over the candidates.
+    ``make(m_y, regressor, regressor_params, seed)`` builds an unfitted DSOKR."""
+    from sprokr.kernels import KernelFeatures
+
+    t_select = time.perf_counter()
+    sis = log[f"seed{seed}"].get("SISOKR")
+    m_x0 = sis["best_params"]["m_x"] if sis else args.dsokr_m_x
+    n_fit = len(Y_tr) - int(round(0.2 * len(Y_tr)))  # the training part of select_dsokr's split
+    m_x_grid = sorted({min(m_x0 * 2**k, n_fit) for k in range(args.dsokr_m_x_doublings + 1)})
+    feats = KernelFeatures(input_kernel, input_params, random_state=seed)
+    ds, feats, ens, dsel = select_dsokr(feats, make, X_tr, Y_tr, args.dsokr_alphas, args.dsokr_m_y_grid, m_x_grid,
+                                        parse_networks(args.dsokr_networks), args.dsokr_ensemble, random_state=seed)
+    select_s = time.perf_counter() - t_select  # the whole selection, refit and ensemble included
+    log[f"seed{seed}"]["DSOKR"] = dsel
+    t0 = time.perf_counter()
+    Z_te = feats.transform(X_te)  # the input side of decoding
+    feat_s = time.perf_counter() - t0
+    info = {"select_s": select_s, "m_x": dsel["m_x"], "m_y": dsel["m_y"], "val_mrr": dsel["val_mrr"],
+            "convergence_warnings": dsel["n_convergence_warnings"]}
+    for name, model, fit_s in (("DSOKR", ds, dsel["refit_s"]),
+                               (f"DSOKR-ens{args.dsokr_ensemble}", ens, dsel.get("ensemble_fit_s"))):
+        if model is not None:
+            S, dec_s = full_scores(model, Z_te, candidates)
+            finish(name, S, fit_s, dec_s + feat_s, info)

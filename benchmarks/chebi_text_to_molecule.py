@@ -19,9 +19,11 @@ TRAINING pairs with the retrieval scorer (the validation molecules rank themselv
 * ``IOKR``: ``lam`` path x output kernel; refit on all training pairs;
 * ``SISOKR``: kernels chosen for IOKR, ``m_y`` from the perfect-h curve, ``m_x`` grown until
   the validation MRR stops improving, ``lam`` per path; refit on all training pairs;
-* ``DSOKR``: same output kernel, sketch and ``m_y`` as SISOKR; ``MLPSurrogate`` on the
-  TF-IDF vectors with early stopping on the validation kernel-induced loss, hidden sizes
-  chosen by that loss;
+* ``DSOKR``: same output kernel and sketch type as SISOKR; the regressor works on Nystrom
+  features of the input kernel (``sprokr.kernels.KernelFeatures``, SISOKR's ``m_x``); the
+  ridge penalty, ``m_y`` (grown until the validation MRR stops improving) and the networks
+  of ``--dsokr-networks`` are chosen by validation MRR (``_molecules.select_dsokr``);
+  ``DSOKR-ens<T>``: the chosen configuration over ``--dsokr-ensemble`` output sketches;
 * ``NN-text``: the issue's baseline -- the molecule of the most similar training description
   (cosine of TF-IDF), candidates ranked by Tanimoto (``--baseline-kernel``) to it;
   ``NN-textkernel``: the same with the input kernel (a stronger baseline when it is ``text``).
@@ -39,11 +41,12 @@ import time
 
 import numpy as np
 from _molecules import (
+    add_dsokr_arguments,
     full_scores,
     nearest_neighbour_scores,
     rank_metrics,
+    run_dsokr,
     run_sisokr,
-    select_dsokr,
     select_iokr_family,
     unseen_split,
 )
@@ -111,30 +114,22 @@ def run_seed(args, mols, texts, seed, table, log):
         S, dec_s = full_scores(iokr, X_te, cands)
         finish("IOKR", S, fit_s, dec_s, {"select_s": sel_s, "lam": iokr.lam})
 
-    m_y = args.m_y
     sketch_params = {"p": args.psg_p / args.n_train} if args.output_sketch == "psg" else None
     if "SISOKR" in todo or "DSOKR" in todo:
         base = SISOKR(input_kernel=args.input_kernel, input_kernel_params=kxp, output_kernel=ky,
                       input_sketch="subsample", m_x=args.m_x_grid[0], output_sketch=args.output_sketch,
                       m_y=args.m_y_grid[0], output_sketch_params=sketch_params, random_state=seed)
-        m_y = run_sisokr(base, X_tr, mol_tr, X_te, cands, LAMS, args.m_y_grid, args.m_x_grid, seed, log, finish,
-                         fit_it="SISOKR" in todo)
+        run_sisokr(base, X_tr, mol_tr, X_te, cands, LAMS, args.m_y_grid, args.m_x_grid, seed, log, finish,
+                   fit_it="SISOKR" in todo)
 
+    # ---- DSOKR: on Nystrom features of the input kernel (SISOKR's m_x); ridge penalty, m_y and
+    # the networks of --dsokr-networks chosen by validation MRR on the training pairs
     if "DSOKR" in todo:
-        def make(m, hidden):
+        def make(m, reg, params, rs):
             return DSOKR(output_kernel=ky, output_sketch=args.output_sketch, m_y=m, output_sketch_params=sketch_params,
-                         regressor="mlp", regressor_params={"hidden_layer_sizes": tuple(hidden), "alpha": args.dsokr_alpha,
-                                                            "max_epochs": args.dsokr_epochs, "lr_drops": 2},
-                         random_state=seed)
+                         regressor=reg, regressor_params=params, random_state=rs)
 
-        t0 = time.perf_counter()
-        ds, dsel = select_dsokr(make, T_tr, mol_tr, m_y, [tuple(h) for h in json.loads(args.dsokr_hidden)],
-                                random_state=seed)
-        fit_s = time.perf_counter() - t0
-        log[f"seed{seed}"]["DSOKR"] = dsel
-        S, dec_s = full_scores(ds, T_te, cands)
-        finish("DSOKR", S, fit_s, dec_s, {"m_y": m_y, "epochs": ds.regressor_.n_epochs_,
-                                          "convergence_warnings": dsel["n_convergence_warnings"]})
+        run_dsokr(args.input_kernel, kxp, make, X_tr, mol_tr, X_te, cands, args, seed, log, finish)
 
 
 def main(argv=None):
@@ -158,10 +153,7 @@ def main(argv=None):
     ap.add_argument("--psg-p", type=float, default=20.0)
     ap.add_argument("--m-y-grid", type=lambda s: [int(v) for v in s.split(",")], default="200,400,800,1600")
     ap.add_argument("--m-x-grid", type=lambda s: [int(v) for v in s.split(",")], default="250,500,1000")
-    ap.add_argument("--m-y", type=int, default=300, help="DSOKR's m_y when SISOKR is not run")
-    ap.add_argument("--dsokr-hidden", default="[[256], [512]]")
-    ap.add_argument("--dsokr-epochs", type=int, default=300)
-    ap.add_argument("--dsokr-alpha", type=float, default=1e-4)
+    add_dsokr_arguments(ap, 1000, "1e-4,1e-3,1e-2,1e-1", "800,1600,2240")
     ap.add_argument("--methods", default="NN-text,NN-textkernel,IOKR,SISOKR,DSOKR")
     ap.add_argument("--selection-json", help="write the model-selection details (per seed) there")
     ap.add_argument("--json", action="store_true")

@@ -18,10 +18,12 @@ MRR), never on the test split:
 * ``SISOKR``: the input kernel chosen for IOKR; ``m_y`` from the perfect-h curve (decoded
   over the validation molecules), ``m_x`` grown until validation MRR stops improving,
   ``lam`` on each path; refit on all training data;
-* ``DSOKR``: output sketch of the same kind and ``m_y`` as SISOKR's; surrogate network
-  (``MLPSurrogate``, regressor ``"mlp"``, on character n-gram TF-IDF of the SMILES, fitted
-  on the training SMILES) with early stopping on the validation kernel-induced loss and the
-  hidden sizes ``--dsokr-hidden`` chosen by that loss;
+* ``DSOKR``: the regressor works on Nystrom features of the input kernel chosen for IOKR
+  (``sprokr.kernels.KernelFeatures``, ``m_x`` as chosen for SISOKR); the ridge penalty
+  (``--dsokr-alphas``), the output sketch size (``--dsokr-m-y-grid``, grown until the
+  validation MRR stops improving) and the networks of ``--dsokr-networks`` (torch, early
+  stopping on the validation MRR) are chosen by validation MRR (``_molecules.select_dsokr``);
+  ``DSOKR-ens<T>``: the chosen configuration over ``--dsokr-ensemble`` output sketches (mean);
 * ``NN``: baseline -- the output of the nearest training input (input kernel chosen for
   IOKR), candidates ranked by output-kernel similarity to it;
 * ``FGW`` (optional, ``--methods``): IOKR's weights decoded as FGW barycenters (sprokr-ot),
@@ -48,10 +50,11 @@ import time
 import networkx as nx
 import numpy as np
 from _molecules import (
+    add_dsokr_arguments,
     full_scores,
     nearest_neighbour_scores,
     rank_metrics,
-    select_dsokr,
+    run_dsokr,
     run_sisokr,
     select_iokr_family,
     unseen_split,
@@ -63,14 +66,6 @@ from sprokr.metrics import mean_graph_edit_distance
 from sprokr.registry import get_registry
 
 LAMS = np.logspace(-1, -7, 13)  # decreasing: ties go to the most regularised
-
-
-def smiles_tfidf(max_features):
-    """Character 1-4-gram TF-IDF of SMILES: the input features of DSOKR's network."""
-    from sklearn.feature_extraction.text import TfidfVectorizer
-
-    return TfidfVectorizer(analyzer="char", ngram_range=(1, 4), max_features=max_features, sublinear_tf=True,
-                           lowercase=False, dtype=np.float32)
 
 
 def _top1_from_graphs(pred, true):
@@ -155,7 +150,6 @@ def run_seed(args, smiles, graphs, seed, table, log):
         finish("NN", S, 0.0, time.perf_counter() - t0, S_train=S_train)
 
     # ---- SISOKR: m_y by perfect h, m_x grown, lam on each path
-    m_y = args.m_y
     if "SISOKR" in todo or "DSOKR" in todo:
         base = SISOKR(input_kernel=kx, input_kernel_params=chosen_kxp, output_kernel=ky, output_kernel_params=kyp,
                       input_sketch="subsample", m_x=args.m_x_grid[0], output_sketch=args.output_sketch,
@@ -164,26 +158,15 @@ def run_seed(args, smiles, graphs, seed, table, log):
                          fit_it="SISOKR" in todo,
                          extra_scores=(lambda m, X: train_scores(m, X, g_tr, args)) if args.incl_train else None)
 
-    # ---- DSOKR: same output sketch and m_y; network chosen by validation kernel loss
+    # ---- DSOKR: on Nystrom features of the input kernel (SISOKR's m_x); ridge penalty, m_y and
+    # the networks of --dsokr-networks chosen by validation MRR on the training molecules
     if "DSOKR" in todo:
-        t0 = time.perf_counter()
-        feat = smiles_tfidf(args.dsokr_features).fit(smi_tr)
-        X_tr, X_te = feat.transform(smi_tr), feat.transform(smi_te)
-
-        def make(m, hidden):
+        def make(m, reg, params, rs):
             return DSOKR(output_kernel=ky, output_kernel_params=kyp, output_sketch=args.output_sketch, m_y=m,
-                         output_sketch_params=_sketch_params(args), regressor="mlp",
-                         regressor_params={"hidden_layer_sizes": tuple(hidden), "max_epochs": args.dsokr_epochs,
-                                           "alpha": args.dsokr_alpha, "lr_drops": 2},
-                         random_state=seed)
+                         output_sketch_params=_sketch_params(args), regressor=reg, regressor_params=params,
+                         random_state=rs)
 
-        ds, dsel = select_dsokr(make, X_tr, g_tr, m_y, [tuple(h) for h in json.loads(args.dsokr_hidden)],
-                                random_state=seed)
-        fit_s = time.perf_counter() - t0
-        log[f"seed{seed}"]["DSOKR"] = dsel
-        S, dec_s = full_scores(ds, X_te, cands)
-        finish("DSOKR", S, fit_s, dec_s, {"m_y": m_y, "epochs": ds.regressor_.n_epochs_,
-                                          "convergence_warnings": dsel["n_convergence_warnings"]})
+        run_dsokr(kx, chosen_kxp, make, smi_tr, g_tr, smi_te, cands, args, seed, log, finish)
     return results
 
 
@@ -218,11 +201,7 @@ def main(argv=None):
     ap.add_argument("--psg-p", type=float, default=20.0, help="p-SG sparsity p = PSG_P / n_train")
     ap.add_argument("--m-y-grid", type=lambda s: [int(v) for v in s.split(",")], default="200,400,800,1600")
     ap.add_argument("--m-x-grid", type=lambda s: [int(v) for v in s.split(",")], default="250,500,1000,2000")
-    ap.add_argument("--m-y", type=int, default=200, help="DSOKR's m_y when SISOKR is not run")
-    ap.add_argument("--dsokr-hidden", default="[[256], [512]]", help="JSON list of hidden-layer sizes tried")
-    ap.add_argument("--dsokr-epochs", type=int, default=300)
-    ap.add_argument("--dsokr-alpha", type=float, default=1e-4)
-    ap.add_argument("--dsokr-features", type=int, default=20000)
+    add_dsokr_arguments(ap, 2000, "1e-3,1e-2,1e-1", "800,1600,3200,6400")
     ap.add_argument("--ged-n", type=int, default=200, help="test queries on which GED (and FGW) run")
     ap.add_argument("--ged-edge", action="store_true", help="also the GED with bond orders as edge labels")
     ap.add_argument("--ged-timeout", type=float, default=60.0,

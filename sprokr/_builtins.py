@@ -38,7 +38,9 @@ def sprokr_regressors():
 
     ``kernel_ridge`` (DSOKR with it is ISOKR), ``mlp`` (scikit-learn MLP with early
     stopping on the kernel-induced loss), ``ridge`` (plain scikit-learn ``Ridge``) and, only
-    when torch is installed (extra ``torch``), ``torch_mlp`` (robust losses).
+    when torch is installed (extra ``torch``), ``torch_mlp`` (robust losses, residual MLP),
+    ``torch_smiles`` (SMILES strings in: atom tokens, CNN or transformer) and ``torch_text``
+    (texts in: word tokens, CNN or transformer).
     """
     import importlib.util
 
@@ -51,7 +53,9 @@ def sprokr_regressors():
         "kernel_ridge": lazy_factory("sprokr.models.regressors:KernelRidgeRegressor"),
     }
     if importlib.util.find_spec("torch") is not None:
-        regs["torch_mlp"] = lazy_factory("sprokr.models.regressors:TorchRegressor")
+        regs["torch_mlp"] = lazy_factory("sprokr.models.torch_regressors:TorchRegressor")
+        regs["torch_smiles"] = lazy_factory("sprokr.models.torch_regressors:SmilesRegressor")
+        regs["torch_text"] = lazy_factory("sprokr.models.torch_regressors:TextRegressor")
     return regs
 
 

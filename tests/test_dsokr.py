@@ -187,6 +187,7 @@ def test_errors(multilabel_data):
 
 
 @pytest.mark.skipif(not torch_available(), reason="torch not installed")
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 def test_torch_regressor_robust_losses(multilabel_data):
     Xtr, Ytr, Xte, _ = multilabel_data
     preds = {}
@@ -226,3 +227,37 @@ def test_mlp_convergence_flag_and_lr_drops(multilabel_data):
     assert dropped.regressor_.best_epoch_ < dropped.regressor_.n_epochs_
     with pytest.raises(ValueError, match="lr_drops"):
         DSOKR(**common, regressor_params={"lr_drops": -1}).fit(Xtr, Ytr)
+
+
+def test_self_retrieval_mrr_equals_the_retrieval_scorer(multilabel_data):
+    """The MRR computed from validation targets alone equals decoding through the model."""
+    from sprokr.model_selection import retrieval_scorer
+    from sprokr.models.training import self_retrieval_mrr
+
+    Xtr, Ytr, Xte, Yte = multilabel_data
+    _, first = np.unique(Yte, axis=0, return_index=True)  # distinct outputs: no ties between candidates
+    Xv, Yv = Xte[np.sort(first)], Yte[np.sort(first)]
+    for kernel in ("gaussian", "linear"):  # normalised or not: k(c, c) = |psi~(c)|^2 + r(c)
+        ds = DSOKR(output_kernel=kernel, output_sketch="subsample", m_y=25, regressor="kernel_ridge",
+                   regressor_params={"kernel": "gaussian", "lam": 1e-2}, random_state=0).fit(Xtr, Ytr)
+        Yp = ds.output_kernel_.prepare_outputs(Yv)
+        Tv = ds.output_features_.transform(Yp)
+        rv = ds.output_kernel_.diag(Yp) - np.einsum("ij,ij->i", Tv, Tv)
+        got = self_retrieval_mrr(ds.predict_coordinates(Xv), Tv, rv, chunk=7)
+        assert got == pytest.approx(retrieval_scorer("mrr")(ds, Xv, Yv), abs=1e-12)
+
+
+def test_mlp_monitor_mrr(multilabel_data):
+    Xtr, Ytr, _, _ = multilabel_data
+    common = dict(output_kernel="gaussian", output_sketch="subsample", m_y=30, regressor="mlp",
+                  validation_fraction=0.25, random_state=0)
+    params = {"hidden_layer_sizes": (32,), "max_epochs": 300, "patience": 5, "learning_rate_init": 1e-2}
+    ds = DSOKR(**common, regressor_params={**params, "monitor": "mrr"}).fit(Xtr, Ytr)
+    reg = ds.regressor_
+    assert reg.converged_ and 0 < reg.best_score_ <= 1
+    assert reg.best_loss_ == reg.history_[reg.best_epoch_][1]  # the kernel loss of the kept epoch
+    np.testing.assert_allclose(ds.validation_loss_, reg.best_loss_, rtol=1e-3)
+    with pytest.raises(ValueError, match="monitor='mrr' needs validation data"):
+        DSOKR(**{**common, "validation_fraction": None}, regressor_params={**params, "monitor": "mrr"}).fit(Xtr, Ytr)
+    with pytest.raises(ValueError, match="monitor must be one of"):
+        DSOKR(**common, regressor_params={"monitor": "f1"}).fit(Xtr, Ytr)

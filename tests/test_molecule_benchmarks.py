@@ -1,6 +1,7 @@
 """Smoke runs of the molecule benchmarks (tiny settings; the real runs and their numbers are
 in docs/molecules.md and docs/benchmarks.md).  They check that each script runs end to end,
 follows the ``--json`` convention and that the evaluation is sane -- not tuned numbers."""
+import importlib.util
 import json
 import subprocess
 import sys
@@ -12,6 +13,10 @@ from sprokr.datasets import default_data_dir
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = ROOT / "benchmarks"
+# with torch installed, DSOKR's selection also tries a small network (early-stopped on validation MRR)
+TORCH_NET = ("--dsokr-networks", json.dumps([{"name": "mlp", "regressor": "torch_mlp", "params": {
+    "hidden_layer_sizes": [16], "max_epochs": 100, "patience": 3, "lr": 3e-3, "num_threads": 1}}])) \
+    if importlib.util.find_spec("torch") else ()
 
 
 def run_json(script, *args, cwd):
@@ -26,10 +31,10 @@ def test_qm9_smiles_to_graph_smoke(tmp_path):
     sel = tmp_path / "sel.json"
     res, err = run_json("qm9_smiles_to_graph.py", "--data", str(ROOT / "sprokr" / "data" / "qm9_sample.csv"),
                         "--n-train", "200", "--n-test", "40", "--input-grid", '[{"n": 3}]',
-                        "--m-y-grid", "20,40", "--m-x-grid", "40,80", "--dsokr-hidden", "[[32]]",
-                        "--dsokr-features", "2000", "--dsokr-epochs", "2000", "--ged-n", "3", "--ged-timeout", "0.05",
-                        "--selection-json", str(sel), cwd=tmp_path)
-    assert set(res) == {"NN", "IOKR", "SISOKR", "DSOKR"}
+                        "--m-y-grid", "20,40", "--m-x-grid", "40,80", "--dsokr-m-y-grid", "20,40,80",
+                        "--dsokr-alphas", "1e-2,1e-1", "--dsokr-ensemble", "2", *TORCH_NET,
+                        "--ged-n", "3", "--ged-timeout", "0.05", "--selection-json", str(sel), cwd=tmp_path)
+    assert set(res) == {"NN", "IOKR", "SISOKR", "DSOKR", "DSOKR-ens2"}
     for name, r in res.items():
         assert {"top1", "top5", "top10", "MRR", "ged_noedge", "ged_noedge_n_exact", "fit_s", "decode_s"} <= set(r)
         assert 0 <= r["top1"] <= r["top5"] <= r["top10"] <= 1 and 0 < r["MRR"] <= 1, name
@@ -43,6 +48,12 @@ def test_qm9_smiles_to_graph_smoke(tmp_path):
     assert res["DSOKR"]["convergence_warnings"] == 0
     log = json.loads(sel.read_text())["seed0"]
     assert log["SISOKR"]["best_params"]["m_y"] in (20, 40) and log["SISOKR"]["best_params"]["m_x"] in (40, 80)
+    ds = log["DSOKR"]  # chosen by validation MRR among the candidates it tried
+    assert ds["val_mrr"] == max(r["val_mrr"] for r in ds["runs"] if (r["m_x"], r["m_y"]) == (ds["m_x"], ds["m_y"]))
+    assert ds["m_y"] == ds["m_y_growth"]["selected_m"] and ds["m_x"] == ds["m_x_growth"]["selected_m"]
+    assert ds["m_x_growth"]["m"][0] == log["SISOKR"]["best_params"]["m_x"]  # grown from SISOKR's m_x
+    assert res["DSOKR"]["m_x"] == ds["m_x"] and res["DSOKR"]["select_s"] >= res["DSOKR"]["fit_s"]
+    assert {r["name"] for r in ds["runs"]} >= {"ridge alpha=0.01", "ridge alpha=0.1"} | ({"mlp"} if TORCH_NET else set())
     assert "ConvergenceWarning" not in err
 
 
@@ -52,7 +63,7 @@ def test_chebi_text_to_molecule_smoke(tmp_path):
     res, err = run_json("chebi_text_to_molecule.py", "--data", str(default_data_dir() / "chebi20" / "val.sdf.zip"),
                         "--subsample", "400", "--n-train", "300",
                         "--output-kernels", "morgan_cosine", "--m-y-grid", "30,60", "--m-x-grid", "50,100",
-                        "--dsokr-hidden", "[[32]]", cwd=tmp_path)
+                        "--dsokr-m-y-grid", "30,60", "--dsokr-ensemble", "0", cwd=tmp_path)
     assert set(res) == {"NN-text", "NN-textkernel", "IOKR", "SISOKR", "DSOKR"}
     for name, r in res.items():
         assert {"MRR", "Hits@1", "Hits@10", "fit_s", "decode_s"} <= set(r)
@@ -99,3 +110,18 @@ def test_qm9_fit_speed_smoke(tmp_path):
                       cwd=tmp_path)
     assert set(res) == {"IOKR", "SISOKR m_y=40", "SISOKR m_y=20"}
     assert res["IOKR"]["fit_speedup_vs_IOKR"] == 1 and all(r["fit_s"] > 0 for r in res.values())
+
+
+def test_dsokr_qm9_validation_smoke(tmp_path):
+    """The DSOKR validation comparison runs on the sample (tiny networks, no numbers checked
+    beyond sanity); with torch, the torch regressors too."""
+    models = "iokr,sisokr,ridge,ridge-ens,mlp-loss" + (",mlp-mrr,residual,cnn" if TORCH_NET else "")
+    res, err = run_json("dsokr_qm9_validation.py", "--data", str(ROOT / "sprokr" / "data" / "qm9_sample.csv"),
+                        "--n-train", "250", "--n-sub", "200", "--models", models, "--m-y", "20,40", "--m-x", "60",
+                        "--spectrum-n", "4", "--hidden", "16", "--max-epochs", "20", "--n-ensemble", "2",
+                        "--threads", "1", cwd=tmp_path)
+    expected = {"iokr"} | {f"{m}@{k}" for m in models.split(",")[1:] for k in (20, 40)}
+    assert set(res) == expected
+    for name, r in res.items():
+        assert 0 <= r["top1"] <= 1 and 0 < r["MRR"] <= 1, name
+    assert res["iokr"]["MRR"] > 0.2  # 40 queries among 90 candidates: chance ~ 0.05

@@ -1,5 +1,6 @@
 """Kernels: the :class:`Kernel` protocol, the numeric built-ins on vectors, ``"text"`` and ``"precomputed"``."""
 from .base import Kernel, VectorKernel, fit_on_training_inputs
+from .features import KernelFeatures
 from .precomputed import GramBlock, PrecomputedKernel
 from .text import TextKernel
 from .vector import (
@@ -27,4 +28,4 @@ BUILTIN_KERNELS = {
     )
 }
 
-__all__ = ["Kernel", "VectorKernel", "fit_on_training_inputs", "GramBlock", "BUILTIN_KERNELS", *(c.__name__ for c in BUILTIN_KERNELS.values())]
+__all__ = ["Kernel", "VectorKernel", "fit_on_training_inputs", "KernelFeatures", "GramBlock", "BUILTIN_KERNELS", *(c.__name__ for c in BUILTIN_KERNELS.values())]

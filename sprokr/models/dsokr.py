@@ -129,7 +129,8 @@ class DSOKR(OutputKernelModel, BaseEstimator):
     m_y : int, optional
         Output sketch size (when the sketch is given by name).
     regressor : str or estimator
-        Registered surrogate regressor (``mlp``, ``kernel_ridge``, ``torch_mlp``, ``ridge``)
+        Registered surrogate regressor (``mlp``, ``kernel_ridge``, ``ridge``; with torch
+        ``torch_mlp``, ``torch_smiles`` and ``torch_text``, which take raw SMILES / texts)
         or any scikit-learn style regressor instance (cloned, never modified).  It must
         return ``p`` columns, ``p`` the rank of ``R_y K_y R_y^T`` (``output_rank_``).
     output_kernel_params, output_sketch_params, regressor_params : dict, optional

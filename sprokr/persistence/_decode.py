@@ -8,7 +8,7 @@ import numpy as np
 
 from ._container import read_array
 from ._spec import (
-    ALLOWED, BIT_GENERATORS, GRAPH_CLASSES, SPARSE_CLASSES, TORCH_LAYERS, MissingPluginError,
+    ALLOWED, BIT_GENERATORS, GRAPH_CLASSES, SPARSE_CLASSES, TORCH_LAYERS, TORCH_NETWORKS, MissingPluginError,
     ModelFormatError, plugin_distributions, qualname, resolve_allowed,
 )
 
@@ -202,7 +202,28 @@ class Reader:
         module = self._torch_build(node, path, torch)
         return self._remember(node, module) if "id" in node else module
 
+    def _torch_network(self, node, path, torch):
+        key = node["network"]
+        if key not in TORCH_NETWORKS:
+            raise ModelFormatError(f"{self.path}: torch network {key!r} at {path} is not allowed")
+        from ..models._torch_nets import build_network
+
+        config = self.decode(node["config"], f"{path}.config")
+        if not isinstance(config, dict) or not all(isinstance(k, str) for k in config):
+            raise ModelFormatError(f"{self.path}: malformed torch network configuration at {path}")
+        module = build_network(key, config)
+        state = {name: torch.as_tensor(self.decode(ref, f"{path}.{name}")) for name, ref in node["state"].items()}
+        try:
+            module.load_state_dict(state, strict=True)
+        except RuntimeError as exc:
+            raise ModelFormatError(f"{self.path}: torch network at {path} does not match its saved state "
+                                   f"({str(exc).splitlines()[0]})") from None
+        module.train(bool(node["training"]))
+        return module
+
     def _torch_build(self, node, path, torch):
+        if "network" in node:
+            return self._torch_network(node, path, torch)
         cls = node["class"]
         if cls not in TORCH_LAYERS:
             raise ModelFormatError(f"{self.path}: torch layer {cls!r} at {path} is not allowed")

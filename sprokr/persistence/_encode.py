@@ -8,6 +8,7 @@ import numpy as np
 
 from ._spec import (
     ALLOWED, ARRAY_DIR, BIT_GENERATORS, GRAPH_CLASSES, SKIPPED_ATTRS, SPARSE_CLASSES, TORCH_LAYERS,
+    TORCH_NETWORKS,
     UnsavableObjectError, plugin_distributions, qualname, resolve_allowed,
 )
 
@@ -294,11 +295,18 @@ def registered_types():
 
 def torch_spec(module, path, writer, torch):
     """Architecture (allow-listed layers) and parameters of a torch module, as arrays."""
+    key = f"{type(module).__module__}:{type(module).__qualname__}"
+    if key in TORCH_NETWORKS:  # a sprokr network: its configuration and state_dict
+        state = {n: writer._array(t.detach().cpu().numpy().copy(), f"{path}.{n}")
+                 for n, t in module.state_dict().items()}
+        return {"network": key, "config": writer.encode(module.config, f"{path}.config"), "state": state,
+                "training": bool(module.training)}
     cls = type(module).__name__
     if type(module) is not getattr(torch.nn, cls, None) or cls not in TORCH_LAYERS:
         raise UnsavableObjectError(
             f"cannot save {path}: torch module {qualname(type(module))} is not one of the layers "
-            f"the safe format rebuilds ({', '.join(sorted(TORCH_LAYERS))})")
+            f"the safe format rebuilds ({', '.join(sorted(TORCH_LAYERS))}) or a sprokr network "
+            f"({', '.join(TORCH_NETWORKS)})")
     args = {a: getattr(module, a) for a in TORCH_LAYERS[cls]}
     if cls == "Linear":
         args["bias"] = module.bias is not None

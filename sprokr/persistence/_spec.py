@@ -44,7 +44,11 @@ ALLOWED: dict[str, str | None] = {
         "JointQuantileRegressor", "RFFKernelMachine")},
     "sprokr.models.regressors:KernelRidgeRegressor": None,
     "sprokr.models.regressors:MLPSurrogate": None,
-    "sprokr.models.regressors:TorchRegressor": None,
+    "sprokr.models.torch_regressors:TorchRegressor": None,
+    "sprokr.models.regressors:TorchRegressor": None,  # its former home (models saved before the move)
+    "sprokr.kernels:KernelFeatures": None,
+    "sprokr.models.tokenizers:SmilesTokenizer": None,
+    "sprokr.models.tokenizers:WordTokenizer": None,
     "sprokr.sketches:SketchMatrix": None,
     "sprokr.numerics:SketchedFeatures": None,
     "sprokr.numerics:KernelExpansion": None,
@@ -82,6 +86,10 @@ TORCH_LAYERS = {
     "Dropout": ("p", "inplace"),
     "Sequential": (),
 }
+
+#: sprokr's own torch networks (``sprokr.models._torch_nets``): saved as their plain
+#: ``config`` and ``state_dict`` arrays, rebuilt with ``cls(**config)`` + ``load_state_dict``
+TORCH_NETWORKS = tuple(f"sprokr.models._torch_nets:{c}" for c in ("ResidualMLP", "TokenCNN", "TokenTransformer"))
 
 
 def allow_class(cls: type | str, plugin: str | None = None) -> str:

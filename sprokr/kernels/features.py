@@ -1,0 +1,130 @@
+"""Nystrom features of any registered kernel, as a scikit-learn transformer.
+
+``KernelFeatures(kernel, n_components=m)`` draws an input sketch ``R`` (m x n, uniform
+sub-sampling by default) of the training inputs and maps every input to
+
+    z(x) = D^-1/2 U^T R k(X, x)        (U, D) eigenpairs of R K R^T, rank r <= m
+
+(:class:`~sprokr.numerics.SketchedFeatures`, the map SIOKR/SISOKR use on the input side),
+so that ``z(a)^T z(b) = k_a^T R^T (R K R^T)^+ R k_b`` is the Nystrom approximation of
+``k(a, b)``.  A linear model on ``z`` is SISOKR's hypothesis space; a network on ``z``
+(e.g. DSOKR's ``MLPSurrogate``) adds a nonlinearity on top of the kernel.
+
+``standardize=True`` additionally rescales each coordinate to unit variance on the
+training inputs (``z_j`` has variance ~ ``d_j / n``: the leading eigen-directions dominate
+otherwise, which matters for networks with weight decay, not for a ridge).
+"""
+from __future__ import annotations
+
+from typing import Any, Optional, Self
+
+import numpy as np
+from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.utils.validation import check_is_fitted
+
+from ..numerics import DEFAULT_RCOND, SketchedFeatures, check_kernel_sample, default_chunk_size
+from ..persistence import SaveMixin
+from ..utils import check_random_state, iter_chunks, num_samples, resolve_dtype, take, take_slice
+from .base import fit_on_training_inputs
+
+__all__ = ["KernelFeatures"]
+
+
+class KernelFeatures(SaveMixin, TransformerMixin, BaseEstimator):
+    """Nystrom feature map ``z(x) = D^-1/2 U^T R k(X, x)`` of a kernel (see the module doc).
+
+    Saved and loaded like the estimators (``save(path)``, ``sprokr.load``), so a model
+    trained on these features is deployed with them.
+
+    Parameters
+    ----------
+    kernel : str or Kernel
+        Registered input kernel name (``sprokr plugins``) or a kernel instance (a kernel
+        that learns from data, e.g. ``text``, is fitted on a copy at ``fit``).
+    kernel_params : dict, optional
+        Parameters of a kernel given by name.
+    n_components : int
+        Sketch size ``m`` (support inputs for sub-sampling); at most ``n``.
+    sketch : str or Sketch
+        Registered sketch (``subsample``, ``gaussian``, ``psg``, ...).
+    sketch_params : dict, optional
+    standardize : bool
+        Divide each feature by its standard deviation on the training inputs.
+    rcond : float, optional
+        Relative eigenvalue threshold (default :data:`~sprokr.numerics.DEFAULT_RCOND`).
+    dtype : {"float64", "float32"}
+        Dtype of the kernel blocks and of the returned features.
+    chunk_size : int, optional
+        Rows per kernel block in ``transform`` (default: a 64 MB block).
+    random_state : None, int or numpy.random.Generator
+
+    Attributes
+    ----------
+    kernel_ : Kernel
+    features_ : SketchedFeatures
+    n_components_ : int
+        ``r``, the numerical rank of ``R K R^T`` (the number of output columns).
+    scale_ : ndarray of shape (r,) or None
+        Per-feature standard deviations (``standardize=True``).
+    """
+
+    def __init__(self, kernel: Any = "gaussian", kernel_params: Optional[dict] = None, n_components: int = 500,
+                 sketch: Any = "subsample", sketch_params: Optional[dict] = None, standardize: bool = False,
+                 rcond: Optional[float] = None, dtype: str = "float64", chunk_size: Optional[int] = None,
+                 random_state: Any = None):
+        self.kernel = kernel
+        self.kernel_params = kernel_params
+        self.n_components = n_components
+        self.sketch = sketch
+        self.sketch_params = sketch_params
+        self.standardize = standardize
+        self.rcond = rcond
+        self.dtype = dtype
+        self.chunk_size = chunk_size
+        self.random_state = random_state
+
+    def fit(self, X: Any, y: Any = None) -> Self:
+        """Draw the sketch of the ``n`` training inputs ``X`` and fit the feature map.  Returns self."""
+        from ..registry import resolve_kernel, resolve_sketch
+        from ..models.sisokr import check_chunk_size
+
+        n = num_samples(X, "X")
+        if n < 1:
+            raise ValueError("cannot fit on 0 samples: X is empty")
+        dtype = resolve_dtype(self.dtype)
+        check_chunk_size(self.chunk_size)
+        kernel = resolve_kernel(self.kernel, self.kernel_params, "input", dtype)
+        sketch = resolve_sketch(self.sketch, self.n_components, self.sketch_params, n, "input")
+        if sketch is None:
+            raise ValueError("sketch must be a sketch (name or instance), got None")
+        kernel = fit_on_training_inputs(kernel, X)
+        R = sketch.draw(n, check_random_state(self.random_state))
+        support = kernel.prepare(take(X, R.indices))
+        check_kernel_sample(kernel, take(support, np.arange(min(R.indices.size, 64))), "kernel")
+        feats = SketchedFeatures(kernel, R, kernel.prepare_support(support), dtype,
+                                 DEFAULT_RCOND if self.rcond is None else self.rcond).fit_basis()
+        self.kernel_, self.features_, self.n_components_ = kernel, feats, feats.rank
+        self.scale_ = None
+        if self.standardize:
+            Z = self.transform(X)
+            sd = Z.std(axis=0, dtype=np.float64)
+            self.scale_ = np.where(sd > 0, sd, 1.0)
+        return self
+
+    def transform(self, X: Any) -> np.ndarray:
+        """``z(X)``, shape (n_q, ``n_components_``), computed over row chunks."""
+        check_is_fitted(self, "features_")
+        n = num_samples(X, "X")
+        dtype = self.features_.dtype
+        out = np.empty((n, self.n_components_), dtype=dtype)
+        chunk = self.chunk_size or default_chunk_size(self.features_.R.indices.size, dtype)
+        for sl in iter_chunks(n, chunk):
+            out[sl] = self.features_.transform(self.kernel_.prepare(take_slice(X, sl)), dedupe=False)
+        if self.scale_ is not None:
+            out /= self.scale_.astype(dtype)
+        return out
+
+    def get_feature_names_out(self, input_features: Any = None) -> np.ndarray:
+        """``kernelfeatures0 .. kernelfeatures{r-1}``."""
+        check_is_fitted(self, "features_")
+        return np.asarray([f"kernelfeatures{j}" for j in range(self.n_components_)], dtype=object)

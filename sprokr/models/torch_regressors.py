@@ -1,0 +1,433 @@
+"""Torch surrogate regressors of DSOKR (the ``torch`` extra; torch is imported only at ``fit``).
+
+* :class:`TorchRegressor` (``"torch_mlp"``): a network on vectors (an MLP, a
+  ``ResidualMLP`` with ``residual=True``, or any
+  ``module=`` builder) trained with a loss ``c(|h(x) - psi(y)|^2_H)`` (``square``,
+  ``huber``, ``cauchy`` or a callable).
+* :class:`SmilesRegressor` (``"torch_smiles"``) and :class:`TextRegressor`
+  (``"torch_text"``): raw strings in -- a tokenizer fitted on the training strings
+  (:mod:`sprokr.models.tokenizers`) and a small CNN or transformer encoder
+  (``sprokr.models._torch_nets``), so ``DSOKR(regressor="torch_smiles")`` takes SMILES
+  and ``DSOKR(regressor="torch_text")`` descriptions as ``X``.
+
+All train with Adam on mini-batches, evaluate the kernel-induced loss on ``eval_set``
+after every epoch, keep the best weights, divide the learning rate by ``lr_factor`` on a
+plateau (``lr_drops`` times, resuming from the best weights) and stop on the last plateau
+(``converged_ = True``); when ``max_epochs`` runs out first, a ``ConvergenceWarning`` is
+issued.  Training is seeded (``random_state``) and leaves torch's global generator as it
+was.  Saved models keep their networks through the safe format (the built-in networks
+are rebuilt from their configuration; a user ``module=`` builder is code and refused).
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Optional, Self
+
+import copy
+
+import numpy as np
+from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.utils.validation import check_is_fitted
+
+from ..persistence import SaveMixin
+from ..utils import check_paired, check_positive, check_random_state, iter_chunks
+from .training import EarlyStopping, as_targets, check_eval_set, check_lr_schedule, check_monitor, \
+    self_retrieval_mrr, warn_not_converged
+
+__all__ = ["TorchRegressor", "SequenceRegressor", "SmilesRegressor", "TextRegressor", "token_cnn",
+           "torch_available", "ROBUST_LOSSES"]
+
+#: loss names of :class:`TorchRegressor`: ``c(t)`` for ``t = |h(x) - psi(y)|^2``
+ROBUST_LOSSES = {"square": "c(t) = t", "huber": "c(t) = t if t <= d^2 else 2 d sqrt(t) - d^2",
+                 "cauchy": "c(t) = d^2 log(1 + t / d^2)"}
+
+
+def torch_available() -> bool:
+    """True when ``torch`` can be imported (without importing it)."""
+    import importlib.util
+
+    return importlib.util.find_spec("torch") is not None
+
+
+def store_params(obj: Any, values: dict) -> None:
+    """Store each constructor argument untouched (scikit-learn's convention): ``store_params(self, locals())``."""
+    for name, value in values.items():
+        if name not in ("self", "__class__"):
+            setattr(obj, name, value)
+
+
+def _import_torch():
+    if not torch_available():
+        raise ImportError("the torch regressors need torch: pip install 'sprokr[torch]'")
+    import torch
+
+    return torch
+
+
+def _loss_fn(loss, delta):
+    """``c`` applied to per-sample squared kernel distances (a torch tensor)."""
+    import torch
+
+    d2 = float(delta) ** 2
+    if callable(loss):
+        return loss
+    if loss == "square":
+        return lambda t: t
+    if loss == "huber":  # Huber on the distance |h - psi|: quadratic, then linear
+        return lambda t: torch.where(t <= d2, t, 2 * float(delta) * torch.sqrt(t.clamp_min(d2)) - d2)
+    if loss == "cauchy":
+        return lambda t: d2 * torch.log1p(t / d2)
+    raise ValueError(f"unknown loss {loss!r}; use one of {sorted(ROBUST_LOSSES)} or a callable")
+
+
+def _default_mlp(hidden, activation, dropout):
+    def build(n_features, n_outputs):
+        import torch.nn as nn
+
+        acts = {"relu": nn.ReLU, "tanh": nn.Tanh, "gelu": nn.GELU}
+        if activation not in acts:
+            raise ValueError(f"activation must be one of {sorted(acts)}, got {activation!r}")
+        layers, width = [], n_features
+        for h in hidden:
+            layers += [nn.Linear(width, h), acts[activation]()]
+            if dropout:
+                layers.append(nn.Dropout(dropout))
+            width = h
+        layers.append(nn.Linear(width, n_outputs))
+        return nn.Sequential(*layers)
+
+    return build
+
+
+def token_cnn(vocab_size: Any, embed_dim: Any = 64, channels: Any = 128, kernel_size: Any = 5,
+              hidden: Any = 256, pad_index: Any = 0) -> Callable[[int, int], Any]:
+    """Module builder for integer token sequences, for ``TorchRegressor(module=...)``.
+
+    Returns ``build(n_features, n_outputs) -> nn.Module``: a
+    ``TokenCNN`` with one convolution width.  Prefer
+    :class:`SmilesRegressor` / :class:`TextRegressor`, which tokenize raw strings and are
+    saved with the model (a builder function is code: a model using it cannot be saved).
+    """
+
+    def build(n_features, n_outputs):
+        from ._torch_nets import TokenCNN
+
+        return TokenCNN(vocab_size, n_outputs, embed_dim=embed_dim, channels=channels, kernel_sizes=(kernel_size,),
+                        hidden=(hidden,), dropout=0.0, pad_index=pad_index)
+
+    return build
+
+
+class TorchRegressor(SaveMixin, RegressorMixin, BaseEstimator):
+    """A torch network trained on DSOKR targets with the loss ``c(|h(x) - psi(y)|^2_H)``.
+
+    ``|h(x_i) - psi(y_i)|^2_H = |g(x_i) - psi~(y_i)|^2 + r_i`` (``r_i`` the sample offsets),
+    so robust losses see the true kernel distance.  Requires ``torch`` (extra ``torch``).
+
+    Parameters
+    ----------
+    module : callable, optional
+        ``module(n_features, n_outputs) -> torch.nn.Module``; default an MLP with
+        ``hidden_layer_sizes``.  Integer input arrays are passed as ``torch.long``
+        (e.g. :func:`token_cnn`), others as float32.
+    hidden_layer_sizes, activation, dropout : MLP architecture of the default module.
+    residual : bool
+        Default module: a ``ResidualMLP`` (a linear path
+        plus the hidden layers, starting as the linear model) instead of a plain MLP.
+    ridge_init : float, optional
+        With ``residual=True``: the linear path starts at the ridge regression of the
+        targets on ``X`` with this penalty (``min |X W + b - T|^2 + ridge_init |W|^2``,
+        closed form), so training starts from the linear model -- on Nystrom kernel features
+        (:class:`~sprokr.kernels.KernelFeatures`) that is SISOKR's solution -- and, with an
+        ``eval_set``, the starting point is scored too: the kept weights are never worse on
+        the validation kernel loss than the linear model.
+    loss : {"square", "huber", "cauchy"} or callable on a tensor of squared distances
+    loss_delta : float
+        Scale ``d`` of the robust losses (in kernel-distance units).
+    lr, weight_decay, batch_size : Adam (decoupled weight decay, AdamW) and mini-batches.
+    max_epochs, patience, tol : early stopping on the validation kernel-induced loss
+        (the training loss without ``eval_set``).
+    lr_drops, lr_factor : learning-rate drops on a plateau (see :class:`MLPSurrogate`).
+    monitor : {"loss", "mrr"}
+        Early stopping on the validation kernel-induced loss or on the validation
+        self-retrieval MRR (see :class:`MLPSurrogate`).
+    num_threads : int, optional
+        ``torch.set_num_threads`` during fit/predict (restored afterwards).
+    random_state : None, int or numpy.random.Generator
+    verbose : int
+
+    Attributes
+    ----------
+    module_ : torch.nn.Module
+    n_epochs_, best_epoch_, best_loss_, best_score_, history_ : as :class:`MLPSurrogate`
+        (``best_epoch_ = -1``: the ``ridge_init`` starting weights were kept).
+    initial_loss_, initial_score_ : float or None
+        Validation loss / MRR of the ``ridge_init`` starting weights.
+    converged_ : bool
+        False when ``max_epochs`` ran out before the last plateau (``ConvergenceWarning``).
+    """
+
+    def __init__(self, module: Any = None, hidden_layer_sizes: Any = (256,), activation: Any = "relu",
+                 dropout: Any = 0.0, residual: Any = False, ridge_init: Any = None, loss: Any = "square",
+                 loss_delta: Any = 1.0, lr: Any = 1e-3, weight_decay: Any = 0.0, batch_size: Any = 128,
+                 max_epochs: Any = 100, patience: Any = 10, tol: Any = 1e-4, lr_drops: Any = 0,
+                 lr_factor: Any = 10.0, monitor: Any = "loss", num_threads: Any = None,
+                 random_state: Any = None, verbose: Any = 0) -> None:
+        store_params(self, locals())
+
+    # -- hooks of the subclasses ----------------------------------------------------------
+    def _fit_inputs(self, X):
+        """Learn any input preprocessing from the training inputs (none for vectors)."""
+
+    def _tensor(self, X):
+        import torch
+
+        X = np.asarray(X)
+        if X.dtype.kind in "iu":
+            return torch.as_tensor(X, dtype=torch.long)
+        if X.dtype.kind not in "fb":
+            raise ValueError(f"X must hold numbers for {type(self).__name__}, got dtype {X.dtype}")
+        return torch.as_tensor(np.asarray(X, dtype=np.float32))
+
+    def _build(self, Xt, n_outputs):
+        n_features = int(np.prod(Xt.shape[1:])) if Xt.ndim > 1 else 1
+        if self.module is not None:
+            return self.module(n_features, n_outputs)
+        if self.residual:
+            from ._torch_nets import ResidualMLP
+
+            return ResidualMLP(n_features, n_outputs, tuple(self.hidden_layer_sizes), self.activation, self.dropout)
+        return _default_mlp(tuple(self.hidden_layer_sizes), self.activation, self.dropout)(n_features, n_outputs)
+
+    # -- training -------------------------------------------------------------------------
+    def fit(self, X: Any, T: Any, sample_offsets: Any = None, eval_set: Any = None) -> Self:
+        """Fit on ``X`` (n, ...) and targets ``T`` (n, p).  Returns self."""
+        torch = _import_torch()
+        T = as_targets(T)
+        n = check_paired(X, T, "X", "T")
+        c = _loss_fn(self.loss, check_positive(self.loss_delta, "loss_delta"))
+        check_lr_schedule(self.max_epochs, self.lr_drops, self.lr_factor)
+        ev = check_eval_set(eval_set, T.shape[1])
+        if check_monitor(self.monitor) == "mrr" and ev is None:
+            raise ValueError("monitor='mrr' needs validation data (eval_set, or DSOKR's validation_fraction)")
+        rng = check_random_state(self.random_state)
+        seed = int(rng.integers(2**31 - 1))
+        threads = torch.get_num_threads()
+        if self.num_threads:
+            torch.set_num_threads(int(self.num_threads))
+        try:
+            with torch.random.fork_rng(devices=[]):  # seeded init and dropout; global generator restored
+                torch.manual_seed(seed)
+                self._fit_inputs(X)
+                Xt = self._tensor(X)
+                Xv = None if ev is None else self._tensor(ev[0])
+                stop = self._train(torch, Xt, T, sample_offsets, ev, Xv, c, rng)
+        finally:
+            torch.set_num_threads(threads)
+        self.n_epochs_, self.best_epoch_, self.history_ = len(stop.history), stop.best_epoch, stop.history
+        kept: tuple[Any, Any] = stop.best_values() if ev is not None else (stop.best, None)
+        self.best_loss_, self.best_score_ = kept
+        self.initial_loss_, self.initial_score_ = stop.initial
+        self.converged_ = stop.converged
+        if not stop.converged:
+            warn_not_converged(type(self).__name__, stop)
+        return self
+
+    def _train(self, torch, Xt, T, sample_offsets, ev, Xv, c, rng):
+        n = T.shape[0]
+        mu = T.mean(axis=0)
+        scale = float(np.sqrt(np.mean((T - mu) ** 2))) or 1.0
+        Tt = torch.as_tensor(((T - mu) / scale).astype(np.float32))
+        r = np.zeros(n) if sample_offsets is None else np.asarray(sample_offsets, dtype=np.float64)
+        rt = torch.as_tensor((r / scale**2).astype(np.float32))
+        net = self._build(Xt, T.shape[1])
+        self.module_, self.mu_, self.scale_, self.n_outputs_ = net, mu, scale, T.shape[1]
+        lr = float(self.lr)
+        opt = torch.optim.AdamW(net.parameters(), lr=lr, weight_decay=float(self.weight_decay))
+        stop = EarlyStopping(self.patience, self.tol, self.verbose, type(self).__name__, int(self.max_epochs),
+                             int(self.lr_drops))
+        if self._ridge_start(torch, net, Xt, T, mu, scale) and ev is not None:
+            # the linear model is a candidate too: the kept weights are never worse than it
+            stop.start_from(*self._validate(Xv, ev, c), copy.deepcopy(net.state_dict()))
+        bs = max(1, min(int(self.batch_size), n))
+        for epoch in range(int(self.max_epochs)):
+            net.train()
+            total = 0.0
+            perm = rng.permutation(n)
+            for start in range(0, n, bs):
+                idx = torch.as_tensor(perm[start:start + bs])
+                d2 = ((net(Xt[idx]) - Tt[idx]) ** 2).sum(dim=1) + rt[idx]
+                loss = c(d2 * scale**2).mean()
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                total += float(loss.detach()) * len(idx)
+            val, score = (None, None) if ev is None else self._validate(Xv, ev, c)
+            if not stop.update(epoch, total / n, val, lambda: copy.deepcopy(net.state_dict()), score):
+                continue
+            if stop.plateau():
+                break
+            # plateau: resume from the best weights with a smaller step and a fresh Adam state
+            lr /= float(self.lr_factor)
+            net.load_state_dict(stop.state)
+            opt = torch.optim.AdamW(net.parameters(), lr=lr, weight_decay=float(self.weight_decay))
+        net.load_state_dict(stop.state)
+        net.eval()
+        return stop
+
+    def _ridge_start(self, torch, net, Xt, T, mu, scale):
+        """Set the linear path of a ResidualMLP to the ridge solution; True when done."""
+        if self.ridge_init is None:
+            return False
+        alpha = check_positive(self.ridge_init, "ridge_init")
+        if not self.residual or self.module is not None or Xt.ndim != 2 or Xt.dtype == torch.long:
+            raise ValueError("ridge_init needs residual=True, no module= and vector (float) inputs")
+        import scipy.linalg as sla
+
+        Z = Xt.numpy().astype(np.float64)
+        zm = Z.mean(axis=0)
+        Zc = Z - zm
+        G = Zc.T @ Zc
+        G[np.diag_indices_from(G)] += alpha
+        W = sla.solve(G, Zc.T @ (T - mu), assume_a="pos")  # (d, p); the intercept is mu - zm W
+        with torch.no_grad():  # the network predicts (T - mu) / scale
+            net.linear.weight.copy_(torch.as_tensor((W / scale).T.astype(np.float32)))
+            net.linear.bias.copy_(torch.as_tensor((-(zm @ W) / scale).astype(np.float32)))
+        return True
+
+    def _validate(self, Xv, ev, c):
+        """Validation loss ``mean c(|h(x) - psi(y)|^2)`` and (``monitor="mrr"``) MRR."""
+        import torch
+
+        _, Tv, rv = ev
+        G = self._predict_tensor(Xv).astype(np.float64)
+        d2 = np.einsum("ij,ij->i", G - Tv, G - Tv) + (0 if rv is None else rv)
+        score = self_retrieval_mrr(G, Tv, rv) if self.monitor == "mrr" else None
+        return float(c(torch.as_tensor(d2)).mean()), score
+
+    # -- prediction -----------------------------------------------------------------------
+    def _predict_tensor(self, Xt):
+        import torch
+
+        out = np.empty((Xt.shape[0], self.n_outputs_), dtype=np.float32)
+        training = self.module_.training
+        self.module_.eval()
+        with torch.no_grad():
+            for sl in iter_chunks(Xt.shape[0], 1024):
+                out[sl] = self.module_(Xt[sl]).numpy()
+        self.module_.train(training)
+        return out * np.float32(self.scale_) + self.mu_.astype(np.float32)
+
+    def predict(self, X: Any) -> np.ndarray:
+        """Predicted targets, (n_q, p) float32."""
+        check_is_fitted(self, "module_")
+        torch = _import_torch()
+        threads = torch.get_num_threads()
+        if self.num_threads:
+            torch.set_num_threads(int(self.num_threads))
+        try:
+            return self._predict_tensor(self._tensor(X))
+        finally:
+            torch.set_num_threads(threads)
+
+
+_ARCHITECTURES = ("cnn", "transformer")
+
+
+class SequenceRegressor(TorchRegressor):
+    """Strings in: a tokenizer fitted on the training strings and a CNN or transformer encoder.
+
+    Subclasses set the tokenizer (:class:`SmilesRegressor`, :class:`TextRegressor`).
+
+    Parameters
+    ----------
+    architecture : {"cnn", "transformer"}
+        ``TokenCNN`` or
+        ``TokenTransformer``.
+    embed_dim : int
+        Token embedding width (the transformer's ``d_model``).
+    channels, kernel_sizes : CNN: filters per width and the widths (tokens).
+    n_heads, n_layers, ff_dim : transformer encoder.
+    hidden_layer_sizes, dropout : the MLP head after pooling.
+    max_length : int, optional
+        Longest token sequence (longer inputs are truncated); default: the longest
+        training sequence (text: at most 256).
+    min_count : int
+        Tokens seen fewer times in the training strings become ``<unk>``.
+    loss, loss_delta, lr, weight_decay, batch_size, max_epochs, patience, tol, lr_drops,
+    lr_factor, monitor, num_threads, random_state, verbose : as :class:`TorchRegressor`.
+
+    Attributes
+    ----------
+    tokenizer_ : SmilesTokenizer or WordTokenizer
+        Fitted on the training strings (saved with the model).
+    module_, n_epochs_, best_epoch_, best_loss_, history_, converged_ : as :class:`TorchRegressor`.
+    """
+
+    def __init__(self, architecture: Any = "cnn", embed_dim: Any = 64, channels: Any = 256,
+                 kernel_sizes: Any = (3, 5, 7), n_heads: Any = 4, n_layers: Any = 2, ff_dim: Any = 256,
+                 hidden_layer_sizes: Any = (512,), dropout: Any = 0.1, max_length: Any = None,
+                 min_count: Any = 1, loss: Any = "square", loss_delta: Any = 1.0, lr: Any = 1e-3,
+                 weight_decay: Any = 1e-4, batch_size: Any = 64, max_epochs: Any = 200, patience: Any = 10,
+                 tol: Any = 1e-4, lr_drops: Any = 2, lr_factor: Any = 10.0, monitor: Any = "loss",
+                 num_threads: Any = None, random_state: Any = None, verbose: Any = 0) -> None:
+        store_params(self, locals())
+
+    def _make_tokenizer(self):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _fit_inputs(self, X):
+        if self.architecture not in _ARCHITECTURES:
+            raise ValueError(f"architecture must be one of {_ARCHITECTURES}, got {self.architecture!r}")
+        self.tokenizer_ = self._make_tokenizer().fit(X)
+
+    def _tensor(self, X):
+        import torch
+
+        check_is_fitted(self, "tokenizer_")
+        return torch.as_tensor(self.tokenizer_.transform(X), dtype=torch.long)
+
+    def _ridge_start(self, torch, net, Xt, T, mu, scale):
+        return False  # no linear path on token ids
+
+    def _build(self, Xt, n_outputs):
+        from ._torch_nets import TokenCNN, TokenTransformer
+
+        vocab, hidden = self.tokenizer_.vocabulary_size_, tuple(self.hidden_layer_sizes)
+        if self.architecture == "cnn":
+            return TokenCNN(vocab, n_outputs, self.embed_dim, self.channels, tuple(self.kernel_sizes), hidden,
+                            self.dropout)
+        return TokenTransformer(vocab, n_outputs, self.tokenizer_.max_length_, self.embed_dim, self.n_heads,
+                                self.n_layers, self.ff_dim, hidden, self.dropout)
+
+
+class SmilesRegressor(SequenceRegressor):
+    """:class:`SequenceRegressor` on SMILES strings (atom-level :class:`SmilesTokenizer`).
+
+    Registered as ``"torch_smiles"``: ``DSOKR(regressor="torch_smiles")`` takes SMILES as ``X``.
+    """
+
+    def _make_tokenizer(self):
+        from .tokenizers import SmilesTokenizer
+
+        return SmilesTokenizer(max_length=self.max_length, min_count=self.min_count)
+
+
+class TextRegressor(SequenceRegressor):
+    """:class:`SequenceRegressor` on texts (lowercased :class:`WordTokenizer`, max. 256 tokens by default).
+
+    Registered as ``"torch_text"``: ``DSOKR(regressor="torch_text")`` takes descriptions as ``X``.
+    """
+
+    def __init__(self, architecture: Any = "cnn", embed_dim: Any = 128, channels: Any = 256,
+                 kernel_sizes: Any = (1, 2, 3), n_heads: Any = 4, n_layers: Any = 2, ff_dim: Any = 256,
+                 hidden_layer_sizes: Any = (512,), dropout: Any = 0.1, max_length: Any = 256,
+                 min_count: Any = 2, loss: Any = "square", loss_delta: Any = 1.0, lr: Any = 1e-3,
+                 weight_decay: Any = 1e-4, batch_size: Any = 64, max_epochs: Any = 200, patience: Any = 10,
+                 tol: Any = 1e-4, lr_drops: Any = 2, lr_factor: Any = 10.0, monitor: Any = "loss",
+                 num_threads: Any = None, random_state: Any = None, verbose: Any = 0) -> None:
+        store_params(self, locals())  # the same parameters as SequenceRegressor, other defaults
+
+    def _make_tokenizer(self):
+        from .tokenizers import WordTokenizer
+
+        return WordTokenizer(max_length=self.max_length, min_count=self.min_count)

@@ -1,0 +1,183 @@
+"""Training helpers shared by DSOKR's iterative surrogate regressors (scikit-learn MLP, torch).
+
+* :func:`kernel_induced_loss`: the loss the regressors are early-stopped on (default);
+* :func:`self_retrieval_mrr`: the retrieval score they can be early-stopped on instead
+  (``monitor="mrr"``), from the validation targets alone;
+* :class:`EarlyStopping`: best-state tracking, patience, learning-rate drops on a plateau
+  and the progress lines;
+* :func:`warn_not_converged`: the ``ConvergenceWarning`` when ``max_epochs`` runs out first.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Optional
+
+import time
+import warnings
+
+import numpy as np
+from sklearn.exceptions import ConvergenceWarning
+
+from ..progress import log_message
+from ..utils import num_samples
+
+__all__ = ["kernel_induced_loss", "self_retrieval_mrr", "check_monitor", "as_targets", "check_eval_set", "check_lr_schedule", "EarlyStopping",
+           "warn_not_converged"]
+
+
+def as_targets(T: Any) -> np.ndarray:
+    """Targets as a 2-D array (n, p) (a 1-D array is one column)."""
+    T = np.asarray(T)
+    if T.ndim == 1:
+        T = T[:, None]
+    if T.ndim != 2:
+        raise ValueError(f"targets must have shape (n, p), got {T.shape}")
+    return T
+
+
+def kernel_induced_loss(G: Any, T: Any, offsets: Any = None) -> float:
+    """Mean ``|g_i - t_i|^2 + r_i`` (= mean ``|h(x_i) - psi(y_i)|^2_H`` with ``r`` the offsets).
+
+    ``G``, ``T``: (n, p); ``offsets``: (n,) or None.
+    """
+    d2 = np.einsum("ij,ij->i", G - T, G - T, dtype=np.float64)
+    if offsets is not None:
+        d2 = d2 + offsets
+    return float(d2.mean()) if d2.size else 0.0
+
+
+def self_retrieval_mrr(G: Any, T: Any, offsets: Any = None, chunk: int = 1024) -> float:
+    """MRR of the validation pairs ranking their own outputs, from coordinates alone.
+
+    Query ``i`` scores candidate ``j`` (the validation outputs) by the decoding rule
+    ``g_i^T psi~(y_j) - k(y_j, y_j) / 2`` with ``k(y_j, y_j) = |psi~(y_j)|^2 + r_j`` (``T``
+    the targets ``psi~``, ``offsets`` the ``r``), exactly the scores a DSOKR model gives
+    those candidates; the truth of query ``i`` is candidate ``i``.  This is
+    :func:`sprokr.model_selection.retrieval_scorer` without decoding through the model
+    (ranks by :func:`sprokr.metrics.ranks_from_scores`).
+    """
+    from ..metrics import ranks_from_scores
+
+    G, T = np.asarray(G, dtype=np.float64), np.asarray(T, dtype=np.float64)
+    half = 0.5 * (np.einsum("ij,ij->i", T, T) + (0.0 if offsets is None else np.asarray(offsets, dtype=np.float64)))
+    n = T.shape[0]
+    inv = np.empty(n)
+    for start in range(0, n, chunk):
+        rows = np.arange(start, min(n, start + chunk))
+        inv[rows] = 1.0 / ranks_from_scores(G[rows] @ T.T - half[None, :], rows)
+    return float(inv.mean()) if n else 0.0
+
+
+#: what the iterative regressors can be early-stopped on
+MONITORS = ("loss", "mrr")
+
+
+def check_monitor(monitor: Any) -> str:
+    """``"loss"`` (validation kernel-induced loss) or ``"mrr"`` (:func:`self_retrieval_mrr`)."""
+    if monitor not in MONITORS:
+        raise ValueError(f"monitor must be one of {MONITORS}, got {monitor!r}")
+    return monitor
+
+
+def check_eval_set(eval_set: Any, p: int) -> Optional[tuple]:
+    """``(X_val, T_val, offsets_val or None)`` from a 2- or 3-tuple, checked against ``p`` targets."""
+    if eval_set is None:
+        return None
+    if len(eval_set) == 2:
+        Xv, Tv = eval_set
+        rv = None
+    elif len(eval_set) == 3:
+        Xv, Tv, rv = eval_set
+    else:
+        raise ValueError("eval_set must be (X_val, T_val) or (X_val, T_val, offsets_val)")
+    Tv = as_targets(Tv)
+    if Tv.shape[1] != p:
+        raise ValueError(f"eval_set targets have {Tv.shape[1]} columns, training targets have {p}")
+    if num_samples(Xv, "X_val") != Tv.shape[0]:
+        raise ValueError("eval_set inputs and targets have different numbers of samples")
+    return Xv, Tv, (None if rv is None else np.asarray(rv, dtype=np.float64))
+
+
+def check_lr_schedule(max_epochs: Any, lr_drops: Any, lr_factor: Any) -> None:
+    """Clear errors for ``max_epochs`` (>= 1), ``lr_drops`` (int >= 0) and ``lr_factor`` (> 1)."""
+    if isinstance(max_epochs, bool) or not isinstance(max_epochs, (int, np.integer)) or max_epochs < 1:
+        raise ValueError(f"max_epochs must be an integer >= 1, got {max_epochs!r}")
+    if isinstance(lr_drops, bool) or not isinstance(lr_drops, (int, np.integer)) or lr_drops < 0:
+        raise ValueError(f"lr_drops must be an integer >= 0, got {lr_drops!r}")
+    if isinstance(lr_factor, bool) or not isinstance(lr_factor, (int, float, np.number)) \
+            or not np.isfinite(lr_factor) or not lr_factor > 1:
+        raise ValueError(f"lr_factor must be a number > 1, got {lr_factor!r}")
+
+
+class EarlyStopping:
+    """Track the monitored loss, keep the best state, drop the learning rate on plateaus.
+
+    ``update`` is called once per epoch; when the monitored loss (validation if given, else
+    training) has not improved by the relative ``tol`` for more than ``patience`` epochs,
+    it reports a plateau.  :meth:`plateau` then either allows one more learning-rate drop
+    (training resumes from the best state, the caller divides its step size) or ends
+    training (``converged = True``).
+    """
+
+    def __init__(self, patience: int, tol: float, verbose: int, name: str, max_epochs: int, lr_drops: int = 0):
+        self.patience, self.tol, self.verbose = patience, tol, verbose
+        self.name, self.max_epochs, self.lr_drops = name, max_epochs, lr_drops
+        self.best, self.best_epoch, self.bad = np.inf, -1, 0
+        self.state: Any = None
+        self.drops, self.converged = 0, False
+        self.initial: tuple[Any, Any] = (None, None)
+        self.history: list = []
+        self.scores: list = []
+        self.t0 = time.perf_counter()
+
+    def update(self, epoch: int, train_loss: float, val_loss: Optional[float], get_state: Callable[[], Any],
+               val_score: Optional[float] = None) -> bool:
+        """Record one epoch; return True when the monitored value has reached a plateau.
+
+        Monitored: minus ``val_score`` (greater is better) when given, else ``val_loss``
+        when given, else ``train_loss``.
+        """
+        monitored = -val_score if val_score is not None else val_loss if val_loss is not None else train_loss
+        self.history.append((train_loss, val_loss))
+        self.scores.append(val_score)
+        if monitored < self.best - self.tol * max(abs(self.best), 1e-12) or self.state is None:
+            self.best, self.best_epoch, self.bad = monitored, epoch, 0
+            self.state = get_state()
+        else:
+            self.bad += 1
+        every = 1 if self.verbose > 1 else max(1, self.max_epochs // 10)
+        if self.verbose and (epoch % every == 0 or self.bad > self.patience):
+            v = "" if val_loss is None else f", val kernel loss {val_loss:.5g}"
+            v += "" if val_score is None else f", val MRR {val_score:.4f}"
+            log_message(f"epoch {epoch + 1}/{self.max_epochs}: train loss {train_loss:.5g}{v} "
+                        f"(best epoch {self.best_epoch + 1}, {time.perf_counter() - self.t0:.1f} s)",
+                        verbose=True, logger=self.name)
+        return self.bad > self.patience
+
+    def start_from(self, val_loss: float, val_score: Optional[float], state: Any) -> None:
+        """Score the starting weights (``best_epoch = -1``): later epochs must beat them."""
+        self.initial = (val_loss, val_score)
+        self.best = -val_score if val_score is not None else val_loss
+        self.state = state
+
+    def best_values(self) -> tuple[Any, Any]:
+        """``(val_loss, val_score)`` of the kept weights."""
+        if self.best_epoch < 0:
+            return self.initial
+        return self.history[self.best_epoch][1], self.scores[self.best_epoch]
+
+    def plateau(self) -> bool:
+        """On a plateau: True to stop (no learning-rate drop left), else count one drop."""
+        if self.drops >= self.lr_drops:
+            self.converged = True
+            return True
+        self.drops += 1
+        self.bad = 0
+        return False
+
+
+def warn_not_converged(name: str, stop: EarlyStopping) -> None:
+    """``ConvergenceWarning``: ``max_epochs`` ran out before the monitored loss reached a plateau."""
+    warnings.warn(
+        f"{name}: max_epochs={stop.max_epochs} reached before the monitored loss reached a plateau "
+        f"(best epoch {stop.best_epoch + 1}, patience {stop.patience}); the best weights are kept, "
+        f"increase max_epochs (or the learning rate) to train to convergence", ConvergenceWarning, stacklevel=3)

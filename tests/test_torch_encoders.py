@@ -1,0 +1,134 @@
+"""Torch surrogate regressors: SMILES / text encoders, residual MLP, early stopping, save/load.
+
+Skipped without torch (the ``torch`` extra); they run and must pass with it installed.
+"""
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.exceptions import ConvergenceWarning
+
+torch = pytest.importorskip("torch")
+
+import sprokr  # noqa: E402
+from sprokr import DSOKR  # noqa: E402
+from sprokr.kernels import KernelFeatures  # noqa: E402
+from sprokr.models.torch_regressors import SmilesRegressor, TextRegressor, TorchRegressor  # noqa: E402
+
+pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+
+FAST = {"max_epochs": 60, "patience": 4, "lr": 3e-3, "batch_size": 16, "num_threads": 1, "hidden_layer_sizes": (32,)}
+
+
+@pytest.fixture(scope="module")
+def smiles_data(qm9_smiles_graphs):
+    smiles, graphs = qm9_smiles_graphs
+    return smiles[:120], graphs[:120], smiles[120:160], graphs[120:160]
+
+
+def _texts(graphs):
+    """A description of each molecule from its atoms and bonds (a learnable text task)."""
+    out = []
+    for G in graphs:
+        atoms = sorted(d["label"] for _, d in G.nodes(data=True))
+        out.append(f"a molecule with {len(atoms)} heavy atoms: " + " ".join(atoms) + f" and {G.number_of_edges()} bonds.")
+    return out
+
+
+@pytest.mark.parametrize("architecture", ["cnn", "transformer"])
+def test_smiles_encoder_learns_and_stops_on_validation_loss(smiles_data, architecture):
+    Xtr, Ytr, Xv, Yv = smiles_data
+    params = {**FAST, "architecture": architecture, "embed_dim": 16, "channels": 16, "n_layers": 1, "ff_dim": 32}
+    ds = DSOKR(output_kernel="wl", output_sketch="subsample", m_y=30, regressor="torch_smiles",
+               regressor_params=params, random_state=0).fit(Xtr, Ytr, validation_data=(Xv, Yv))
+    reg = ds.regressor_
+    assert isinstance(reg, SmilesRegressor) and reg.tokenizer_.vocabulary_size_ > 5
+    vals = [v for _, v in reg.history_]
+    # the validation kernel loss went down; the best weights (to the relative tolerance) are kept
+    assert min(vals) <= reg.best_loss_ <= min(vals) * (1 + reg.tol) and reg.best_loss_ < 0.95 * vals[0]
+    np.testing.assert_allclose(ds.validation_loss_, reg.best_loss_, rtol=1e-4)
+    # trained to convergence: stopped on a plateau before max_epochs
+    assert reg.converged_ and reg.n_epochs_ < params["max_epochs"]
+    # seeded: the same fit gives the same network
+    again = DSOKR(**ds.get_params()).fit(Xtr, Ytr, validation_data=(Xv, Yv))
+    np.testing.assert_array_equal(again.predict_coordinates(Xv), ds.predict_coordinates(Xv))
+    # the global torch generator is left as it was
+    state = torch.random.get_rng_state()
+    DSOKR(**ds.get_params()).fit(Xtr[:40], Ytr[:40])
+    assert torch.equal(state, torch.random.get_rng_state())
+
+
+def test_text_encoder_learns(smiles_data):
+    _, Ytr, _, Yv = smiles_data
+    Ttr, Tv = _texts(Ytr), _texts(Yv)
+    ds = DSOKR(output_kernel="wl", output_sketch="subsample", m_y=30, regressor="torch_text",
+               regressor_params={**FAST, "embed_dim": 16, "channels": 16, "min_count": 1}, random_state=0)
+    ds.fit(Ttr, Ytr, validation_data=(Tv, Yv))
+    vals = [v for _, v in ds.regressor_.history_]
+    assert isinstance(ds.regressor_, TextRegressor) and min(vals) < 0.96 * vals[0]
+    assert ds.predict(Tv[:3])[0] is not None
+
+
+def test_convergence_warning_when_epochs_run_out(smiles_data):
+    Xtr, Ytr, Xv, Yv = smiles_data
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        with pytest.raises(ConvergenceWarning, match="max_epochs=2"):
+            SmilesRegressor(**{**FAST, "max_epochs": 2, "channels": 8}, random_state=0).fit(
+                Xtr, np.random.default_rng(0).standard_normal((len(Xtr), 3)))
+
+
+def test_residual_mlp_starts_at_the_ridge_solution(rng):
+    from sklearn.linear_model import Ridge
+
+    X = rng.standard_normal((150, 8))
+    T = np.tanh(X @ rng.standard_normal((8, 4))) + 0.1 * rng.standard_normal((150, 4))
+    Xv, Tv = X[100:], T[100:]
+    ridge = Ridge(alpha=0.5).fit(X[:100], T[:100])
+    reg = TorchRegressor(residual=True, ridge_init=0.5, max_epochs=0 + 1, lr=1e-12, hidden_layer_sizes=(16,),
+                         num_threads=1, random_state=0).fit(X[:100], T[:100], eval_set=(Xv, Tv))
+    # with a negligible step, the network is the ridge model
+    np.testing.assert_allclose(reg.predict(Xv), ridge.predict(Xv), atol=1e-4)
+    np.testing.assert_allclose(reg.initial_loss_, np.mean(np.sum((ridge.predict(Xv) - Tv) ** 2, axis=1)), rtol=1e-4)
+    # training from there never ends worse than the linear model on the validation loss
+    long = TorchRegressor(residual=True, ridge_init=0.5, max_epochs=200, patience=5, lr=1e-2,
+                          hidden_layer_sizes=(16,), num_threads=1, random_state=0)
+    long.fit(X[:100], T[:100], eval_set=(Xv, Tv))
+    assert long.best_loss_ <= long.initial_loss_ and long.converged_
+    with pytest.raises(ValueError, match="ridge_init needs residual=True"):
+        TorchRegressor(ridge_init=1.0, max_epochs=1).fit(X, T)
+
+
+def test_encoders_save_and_load(smiles_data, tmp_path):
+    Xtr, Ytr, Xv, Yv = smiles_data
+    for architecture in ("cnn", "transformer"):
+        ds = DSOKR(output_kernel="wl", output_sketch="subsample", m_y=20, regressor="torch_smiles",
+                   regressor_params={**FAST, "max_epochs": 2, "architecture": architecture, "embed_dim": 8,
+                                     "channels": 8, "n_layers": 1, "ff_dim": 16}, random_state=0).fit(Xtr, Ytr)
+        path = ds.save(tmp_path / f"{architecture}.sprokr")
+        loaded = sprokr.load(path)
+        assert type(loaded.regressor_.module_) is type(ds.regressor_.module_)
+        assert loaded.regressor_.tokenizer_.vocabulary_ == ds.regressor_.tokenizer_.vocabulary_
+        np.testing.assert_array_equal(loaded.predict_coordinates(Xv), ds.predict_coordinates(Xv))
+    # vectors: the residual MLP on kernel features
+    kf = KernelFeatures("smiles_spectrum", n_components=30, random_state=0).fit(Xtr)
+    ds = DSOKR(output_kernel="wl", output_sketch="subsample", m_y=20, regressor="torch_mlp",
+               regressor_params={"residual": True, "ridge_init": 1.0, "max_epochs": 2, "num_threads": 1},
+               random_state=0).fit(kf.transform(Xtr), Ytr)
+    loaded = sprokr.load(ds.save(tmp_path / "residual.sprokr"))
+    np.testing.assert_array_equal(loaded.predict_coordinates(kf.transform(Xv)), ds.predict_coordinates(kf.transform(Xv)))
+
+
+def test_tampered_network_state_is_refused(smiles_data, tmp_path):
+    """A saved network whose arrays do not fit its configuration is a format error."""
+    from sprokr.models._torch_nets import TokenCNN
+    from sprokr.persistence import ModelFormatError
+
+    Xtr, Ytr, _, _ = smiles_data
+    ds = DSOKR(output_kernel="wl", output_sketch="subsample", m_y=20, regressor="torch_smiles",
+               regressor_params={**FAST, "max_epochs": 1, "embed_dim": 8, "channels": 8}, random_state=0).fit(Xtr, Ytr)
+    net = ds.regressor_.module_
+    assert isinstance(net, TokenCNN)
+    net.config = {**net.config, "channels": 9}  # configuration no longer matches the weights
+    with pytest.raises(ModelFormatError, match="does not match its saved state"):
+        sprokr.load(ds.save(tmp_path / "bad.sprokr"))

@@ -94,6 +94,10 @@ class KernelRidgeRegressor(SaveMixin, RegressorMixin, BaseEstimator):
     m_x : int, optional
     input_sketch_params : dict, optional
     dtype : {"float64", "float32"}
+        Precision of the kernel blocks and cross products (solves and coefficients are
+        float64).  With a sketch, a float32 solution that fails the solver's accuracy check
+        (:func:`sprokr.numerics.sketched_ridge`) is redone with float64 kernel values and the
+        model then predicts in float64 (``dtype_``).
     rcond : float, optional
     chunk_size : int, optional
     random_state : None, int or numpy.random.Generator
@@ -104,6 +108,8 @@ class KernelRidgeRegressor(SaveMixin, RegressorMixin, BaseEstimator):
     coef_ : ndarray of shape (n_support, p)
     X_support_ : prepared support inputs
     sketch_matrix_ : SketchMatrix or None
+    dtype_ : numpy dtype
+        The precision the model predicts in.
     """
 
     def __init__(self, kernel: str | Kernel = "gaussian", kernel_params: Mapping[str, Any] | None = None,
@@ -157,12 +163,15 @@ class KernelRidgeRegressor(SaveMixin, RegressorMixin, BaseEstimator):
                                  chunk or default_chunk_size(R.indices.size, dtype), ex,
                                  dtype=dtype, ref_targets=T64[R.indices])
             coef = sol.coef
+            if sol.precision != dtype:  # float32 failed the solver's check: float64 kernel values from here on
+                k, dtype, support = sol.features.kernel, np.dtype(sol.precision), sol.support
         # ---- validated and solved: learned state
         self.kernel_, self.sketch_matrix_ = k, R
         self.X_support_ = k.prepare_support(support)
         set_n_features(self, Xp)
         self.coef_ = np.asarray(coef, dtype=np.float64)  # float64 whatever the dtype (one policy)
         self._expansion = KernelExpansion(k, self.X_support_, self.coef_, dtype)
+        self.dtype_ = np.dtype(dtype)  # the precision the model predicts in (float64 after a fallback)
         self.n_outputs_, self._scalar = T64.shape[1], scalar
         return self
 
@@ -190,7 +199,7 @@ class KernelRidgeRegressor(SaveMixin, RegressorMixin, BaseEstimator):
         check_is_fitted(self, "coef_")
         new, coef = copy_with_coef(self, coef, self.coef_.shape, lam)
         new.coef_ = coef
-        new._expansion = KernelExpansion(self.kernel_, self.X_support_, coef, resolve_dtype(self.dtype))
+        new._expansion = KernelExpansion(self.kernel_, self.X_support_, coef, getattr(self, "dtype_", resolve_dtype(self.dtype)))
         return new
 
 

@@ -15,6 +15,7 @@ import importlib
 import inspect
 import os
 import pkgutil
+import shutil
 import sys
 from pathlib import Path
 
@@ -128,7 +129,9 @@ def write_api(app, config=None):
     modules = public_modules()
     exports, owner = owners(modules)
     api = DOCS / "api"
-    api.mkdir(exist_ok=True)
+    # stubs of names removed since the last build would be orphan pages (a warning, hence an error)
+    shutil.rmtree(api, ignore_errors=True)
+    api.mkdir()
     pages = []
     for m in modules:
         names = exports[m]

@@ -265,12 +265,12 @@ class SISOKR(OutputKernelModel, BaseEstimator):
         Ry = sy.draw(n, rng) if sy is not None else None
         # Structured outputs repeat (Bibtex: 2058 distinct label sets among 4880 documents).
         # In this process the targets psi~(y) are then computed once per distinct output,
-        # and the chunks gather them by the distinct id of each sample (a 4th collection).
+        # and the chunks gather them by the distinct id of each sample (a 4th collection);
+        # the same embeddings are the default candidate index, which this process holds
+        # anyway: computed once for both, even when every output is distinct (QM9).
         distinct = None
         if Ry is not None and executor.in_process:
-            first, inverse = unique_inverse(Y)
-            if first.size <= n // 2:
-                distinct = (first, inverse)
+            distinct = unique_inverse(Y)
         # prepared inputs, prepared outputs and raw outputs, partitioned where they are used
         extra = () if distinct is None else (distinct[1],)
         parts = executor.partition(X, Y, Y, *extra, prepare=(NamedPrepare(kx.prepare, "X"),

@@ -24,7 +24,8 @@ from sprokr_chem.datasets import load_qm9  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 SMALL = {"iokr": {}, "sisokr": {"m_x_grid": (20, 40, 80), "m_y_grid": (20, 40)},
-         "dsokr": {"m_y_grid": (20, 40), "hidden_layer_sizes": [(32,)], "max_epochs": 1000}}
+         "dsokr": {"m_x_grid": (20, 40, 80), "m_y_grid": (20, 40), "hidden_layer_sizes": [(32,)],
+                   "max_epochs": 1000}}
 
 
 def canon(smiles):
@@ -102,9 +103,20 @@ def test_the_selection_chooses_among_what_it_tried(fitted):
             assert (model.model_.m_x, model.model_.m_y) == (model.best_params_["m_x"], model.best_params_["m_y"])
 
 
-def test_refit_uses_all_training_pairs_except_for_dsokr(fitted):
+def test_refit_uses_all_training_pairs_except_for_a_dsokr_network(fitted, qm9):
     assert fitted["iokr"].model_.n_train_ == fitted["sisokr"].model_.n_train_ == 200
-    assert fitted["dsokr"].model_.n_train_ == 160  # the validation split stays out (early stopping)
+    d = fitted["dsokr"]
+    regressors = {r["regressor"] for r in d.selection_["tried"][0]["runs"]}
+    assert regressors == {"ridge", "mlp"}  # the ridge penalties, then the network at the chosen sizes
+    if d.best_params_["regressor"] == "ridge":  # closed form: features and model refitted on all pairs
+        assert d.model_.n_train_ == 200 and d.input_features_.features_.R.m == d.best_params_["m_x"]
+    else:  # the network keeps the validation split for early stopping
+        assert d.model_.n_train_ == 160
+    # the ridge alone (no network): always refitted on all pairs, with its chosen m_x
+    X, _, _ = qm9
+    r = small("dsokr", hidden_layer_sizes=[], output_kernel="morgan_count_tanimoto").fit(X, X)
+    assert r.best_params_["regressor"] == "ridge" and r.model_.n_train_ == 200
+    assert r.best_params_["m_x"] in (20, 40, 80) and r.best_params_["regressor_params"]["alpha"] in (1e-4, 1e-3, 1e-2, 1e-1)
 
 
 def test_text_inputs(qm9):

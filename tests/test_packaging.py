@@ -1,7 +1,9 @@
 """Packaging metadata: the extras computed by setup.py, license, typing marker, entry points.
 
-(The end-to-end check -- a fresh venv, ``pip install ".[all]"``, ``sprokr demo`` from another
-directory -- downloads packages, so it is not run here; the commands are in the README.)
+(The end-to-end check -- a fresh venv, non-editable ``pip install ".[all]"``, ``sprokr demo``
+and a fit / predict / evaluate / select round trip from another directory -- downloads
+packages, so it is not a unit test: ``.ci/fresh_install.sh``, run by ``.ci/run`` after the
+README's test command.)
 """
 import runpy
 import shutil

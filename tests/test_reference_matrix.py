@@ -210,7 +210,7 @@ def test_dsokr_coordinates_and_its_kernel_ridge_equivalence_with_isokr(case, out
 def test_square_loss_machine_matches_its_formula(sketch):
     """The sketched square-loss machine (closed form): ``f = k_x^T R^T B w`` with
     ``B = U D^-1/2`` of ``R K R^T`` and ``w = (Z^T Z + n lam I)^-1 Z^T Y``, ``Z = K R^T B``
-    (well-conditioned kernel; the flat case is a known gap of its float32 route, see
+    (well-conditioned kernel; the flat case against 40 digits, float32 included, is in
     ``tests/test_float32_policy.py``)."""
     X, Y, Xq, _ = _data("well", "distinct")
     gamma, lam, _ = CASES["well"]

@@ -41,6 +41,8 @@ from ..numerics import (
     default_chunk_size,
     matmul,
     ridge_by_eigengroups,
+    sketched_ridge,
+    whitened_system,
 )
 from ..kernels.base import fit_on_training_inputs
 from ..progress import log_estimator
@@ -218,9 +220,12 @@ class SketchedKernelMachine(SaveMixin, FeatureProblemMixin, RegressorMixin, Base
         Cholesky) or zero.
     dtype : {"float64", "float32"}
         Precision of kernel blocks and features (the r x r systems are solved in float64).
+        The sketched closed form checks float32 and falls back to float64 kernel values when
+        they would change the solution by more than 1e-4 (``dtype_`` then says float64).
     rcond : float, optional
-        Relative eigenvalue threshold of the feature map (default 1e-10 in float64, 1e-6 in
-        float32).
+        Relative eigenvalue threshold of the iterative solvers' feature map (default 1e-10
+        in float64, 1e-6 in float32); the sketched closed form's relative pivot threshold of
+        ``R K R^T`` (default: its rounding level; :func:`sprokr.numerics.sketched_ridge`).
     chunk_size : int, optional
         Training rows per kernel block (default from a 64 MB budget).
     normalize_y : bool, default False
@@ -241,6 +246,7 @@ class SketchedKernelMachine(SaveMixin, FeatureProblemMixin, RegressorMixin, Base
         Coefficients on ``X_support_``: ``f(x) = k(x, X_support_) coef_``.
     X_support_ : prepared samples (the ``m'`` selected training points, or all of them)
     rank_ : int, dimension ``r`` of the feature map (n for the exact machine)
+    dtype_ : numpy dtype, the precision the model predicts in
     y_mean_, y_scale_ : ndarray (d,), the target normalisation (0 and 1 without ``normalize_y``)
     converged_ : bool
     converged_ : bool
@@ -257,8 +263,10 @@ class SketchedKernelMachine(SaveMixin, FeatureProblemMixin, RegressorMixin, Base
     fit_time_ : float
         Training time (s).
 
-    Memory: the closed form accumulates ``(K R^T)^T (K R^T)`` over row chunks (O(m^2 +
-    chunk x m')); Adam keeps the n x r features.  The exact machine holds the n x n Gram.
+    Memory: the sketched closed form is the numerics' sketched ridge (whitened normal
+    equations summed over row chunks: O(m^2 + chunk x m'); with an output matrix of several
+    eigenvalues, its float64 whitened system solved per eigengroup); the iterative solvers
+    keep the n x r features.  The exact machine holds the n x n Gram.
     """
 
     def __init__(self, kernel: str | Kernel = "gaussian", kernel_params: Mapping[str, Any] | None = None,
@@ -364,25 +372,49 @@ class SketchedKernelMachine(SaveMixin, FeatureProblemMixin, RegressorMixin, Base
     def _fit_sketched(self, parts, Y, n, lam, V, e, solver, loss, rng, R, rcond, chunk):
         dtype, ex = self.dtype_, self.executor_
         support = ex.take_rows(parts, R.indices, which=0)
-        feats = SketchedFeatures(self.kernel_, R, support, dtype, rcond)
-        A_sel = feats.support_rows()  # (K R^T)[indices]: R K R^T and the centring shift
-        feats.fit_basis(A_sel)
-        B = feats.basis_.astype(np.float64)  # U D^-1/2: z = B^T R k^x
         chunk = chunk or default_chunk_size(R.indices.size, dtype)
         if solver == "closed_form":
-            # (K R^T)^T (K R^T) and (K R^T)^T Y summed over row chunks: memory O(m^2 + chunk x m')
-            task = CrossProductTask(feats, np.asarray, Y.shape[1], column_shift(A_sel, dtype),
-                                    Y[R.indices].mean(axis=0), identity_targets=False)
-            AtA, AtY = ex.map_reduce(parts, task, chunk)[0].result()
-            # G = Z^T Z and H = Z^T Y of the linear problem, from Z = (K R^T) B
-            C = ridge_by_eigengroups(B.T @ AtA @ B, B.T @ AtY, n, lam, V, e)
-            self._closed_form_done()
-        else:  # the iterative solvers revisit every row: the n x r features are kept
-            Z = ex.map_rows(parts, _FeatureRows(feats), chunk, name="sketched features")
-            C = self._solve_on_features(Z, Y, solver, loss, lam, V, e, rng)
+            self._fit_sketched_closed_form(parts, Y, n, lam, V, e, R, support, chunk)
+            return
+        feats = SketchedFeatures(self.kernel_, R, support, dtype, rcond)
+        feats.fit_basis()
+        B = feats.basis_.astype(np.float64)  # U D^-1/2: z = B^T R k^x
+        # the iterative solvers revisit every row: the n x r features are kept
+        Z = ex.map_rows(parts, _FeatureRows(feats), chunk, name="sketched features")
+        C = self._solve_on_features(Z, Y, solver, loss, lam, V, e, rng)
         self.rank_ = B.shape[1]
         self.X_support_ = feats.Z_sel
         self._set_coef(R.apply_left_transpose(B @ C))
+
+    def _fit_sketched_closed_form(self, parts, Y, n, lam, V, e, R, support, chunk):
+        """(E2) on the sketched features by the numerics' sketched ridge (whitened normal
+        equations: no squared condition number; float32 checked, float64 fallback).
+
+        One eigenvalue ``e0`` of ``M`` (``M = e0 I``, the default): ``C = (Z^T Z + n lam / e0
+        I)^-1 Z^T Y`` is the sketched ridge with ``lam / e0``.  Several: the whitened system
+        (float64) solved per eigengroup.
+        """
+        ex, dtype = self.executor_, self.dtype_
+        pos = e[e > 0]
+        rcond = None if self.rcond is None else float(self.rcond)
+        ref = Y[R.indices]
+        if pos.size == e.size and np.ptp(pos) <= 1e-12 * pos.max():
+            sol = sketched_ridge(self.kernel_, R, support, parts, lam / float(pos.max()), np.asarray, Y.shape[1],
+                                 rcond, chunk, ex, dtype=dtype, ref_targets=ref)
+            coef, feats, rank, precision = sol.coef, sol.features, sol.rank, sol.precision
+        else:
+            system = whitened_system(self.kernel_, R, support, parts, np.asarray, Y.shape[1], rcond, chunk, ex,
+                                     ref_targets=ref)
+            coef = system.coef(ridge_by_eigengroups(system.G, system.B, n, lam, V, e))
+            feats, rank, precision = system.features, system.whitening.rank, np.dtype(np.float64)
+        if precision != dtype:  # float32 kernel values would not be accurate: float64 from here on
+            log_estimator(self, f"dtype={np.dtype(dtype).name!r}: the closed form is accurate only with float64 "
+                          "kernel values; fitted and predicting in float64")
+            self.kernel_, self.dtype_ = feats.kernel, np.dtype(precision)
+        self.rank_ = int(feats.m if rank is None else rank)
+        self.X_support_ = feats.Z_sel
+        self._closed_form_done()
+        self._set_coef(coef)
 
     def _fit_exact(self, parts, Y, n, lam, V, e, solver, loss, rng, chunk):
         """Exact machine: n x n Gram (float64); (E2) with G = K, or the iterative solver on

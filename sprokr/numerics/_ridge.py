@@ -388,8 +388,13 @@ class WhitenedSystem:
 def whitened_system(kernel: Kernel, R: SketchMatrix, support: Any, parts: RowPartitions,
                     targets: Callable[[Any], np.ndarray] | None, width: int, rcond: float | None, chunk: int,
                     executor: Executor, ref_targets: np.ndarray | None = None, which: int = 1) -> "WhitenedSystem":
-    """:class:`WhitenedSystem` of the sketched ridge (same arguments as :func:`sketched_ridge`)."""
-    feats = SketchedFeatures(kernel, R.unscaled(), support, np.float64, DEFAULT_RCOND if rcond is None else rcond)
+    """:class:`WhitenedSystem` of the sketched ridge (same arguments as :func:`sketched_ridge`).
+
+    Always float64 kernel values: a kernel with ``dtype="float32"`` is used through its
+    float64 copy, float32 samples are upcast (:class:`Float64Features`).
+    """
+    feats = Float64Features(float64_kernel(kernel), R.unscaled(), upcast(support), np.float64,
+                            DEFAULT_RCOND if rcond is None else rcond)
     job = _RidgeJob(feats, parts, 0.0, targets, width, chunk, executor, which, time.perf_counter(), rcond)
     f = job.features64()
     acc, wh, _ = job.sums(f, ref_targets)

@@ -20,7 +20,7 @@ from __future__ import annotations
 import csv
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Sequence
+from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
 
@@ -171,10 +171,19 @@ class ColumnSpec:
         Column names (one for ``text``, ``smiles``, ``molecule``; any number for
         ``numeric`` (stacked as features) and ``labels`` (one 0/1 column per label)).
     type : {"numeric", "text", "smiles", "molecule", "labels"}
+    standardize : bool
+        ``numeric`` inputs only: centre and scale each column with the training file's mean
+        and standard deviation (:meth:`fit_scaling`; a constant column keeps scale 1).
+    center, scale : list of float, optional
+        Those statistics, learned by ``sprokr fit`` and stored with the model's
+        configuration, so that ``predict`` and ``evaluate`` apply the same ones.
     """
 
     columns: List[str]
     type: str = "numeric"
+    standardize: bool = False
+    center: Optional[List[float]] = None
+    scale: Optional[List[float]] = None
 
     TYPES = ("numeric", "text", "smiles", "molecule", "labels")
 
@@ -183,9 +192,10 @@ class ColumnSpec:
         """From a config table ``{"columns": [...] or "column": "...", "type": ...}``."""
         if not isinstance(cfg, dict):
             raise ValueError(f"[{what}] must be a table with 'column(s)' and 'type'")
-        unknown = set(cfg) - {"column", "columns", "type"}
+        unknown = set(cfg) - {"column", "columns", "type", "standardize", "center", "scale"}
         if unknown:
-            raise ValueError(f"[{what}]: unknown keys {sorted(unknown)}; expected 'column(s)' and 'type'")
+            raise ValueError(f"[{what}]: unknown keys {sorted(unknown)}; expected 'column(s)', 'type' and, for "
+                             f"numeric inputs, 'standardize'")
         cols = cfg.get("columns", cfg.get("column"))
         cols = [cols] if isinstance(cols, str) else cols
         if not cols or not all(isinstance(c, str) for c in cols):
@@ -195,15 +205,47 @@ class ColumnSpec:
             raise ValueError(f"[{what}] type must be one of {', '.join(cls.TYPES)}, got {typ!r}")
         if typ in ("text", "smiles", "molecule") and len(cols) != 1:
             raise ValueError(f"[{what}] type {typ!r} takes one column, got {cols}")
-        return cls(list(cols), typ)
+        std = cfg.get("standardize", False)
+        if not isinstance(std, bool):
+            raise ValueError(f"[{what}] standardize must be true or false, got {std!r}")
+        if std and typ != "numeric":
+            raise ValueError(f"[{what}] standardize applies to numeric columns, not to type {typ!r}")
+        stats = [cfg.get(k) for k in ("center", "scale")]
+        for k, v in zip(("center", "scale"), stats):
+            if v is not None and (not isinstance(v, list) or not all(isinstance(u, (int, float)) for u in v)):
+                raise ValueError(f"[{what}] {k} must be a list of numbers, got {v!r}")
+        return cls(list(cols), typ, std, *stats)
 
     def to_dict(self) -> Dict[str, Any]:
-        return {"columns": list(self.columns), "type": self.type}
+        d: Dict[str, Any] = {"columns": list(self.columns), "type": self.type}
+        if self.standardize:
+            d["standardize"] = True
+            if self.center is not None:
+                d.update(center=list(self.center), scale=list(self.scale or []))
+        return d
+
+    def fit_scaling(self, X: np.ndarray) -> "ColumnSpec":
+        """A copy holding ``X``'s column means and standard deviations (``standardize``)."""
+        X = np.asarray(X, dtype=np.float64)
+        sd = X.std(axis=0)
+        return ColumnSpec(list(self.columns), self.type, True, X.mean(axis=0).tolist(),
+                          np.where(sd > 0, sd, 1.0).tolist())
+
+    def _scaled(self, X: np.ndarray) -> np.ndarray:
+        if not self.standardize:
+            return X
+        if self.center is None or self.scale is None:
+            raise ValueError("standardize = true but no training statistics: fit the model with `sprokr fit` "
+                             "(it stores the columns' means and deviations with the model)")
+        c, s = np.asarray(self.center, dtype=np.float64), np.asarray(self.scale, dtype=np.float64)
+        if c.shape != (X.shape[1],) or s.shape != (X.shape[1],):
+            raise ValueError(f"the stored scaling has {c.size} columns, the data {X.shape[1]}")
+        return (X - c) / s
 
     def read(self, table: Table) -> Any:
         """The model-ready collection of ``table``'s rows."""
         if self.type == "numeric":
-            return _numeric(table, self.columns)
+            return self._scaled(_numeric(table, self.columns))
         if self.type == "labels":
             Y = _numeric(table, self.columns)
             bad = ~np.isin(Y, (0.0, 1.0))

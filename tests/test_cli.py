@@ -197,3 +197,59 @@ def test_select_draws_lam_path_perfect_h_and_m_x_curves_on_the_qm9_sample(export
     code, out, _ = run(["select", "--config", d / "qm9.toml", "--train", d / "qm9_train.csv", "-o",
                         d / "chosen2.toml", "--json"], capsys)
     assert code == 0 and "figure" not in json.loads(out) and json.loads(out)["best_params"] == res["best_params"]
+
+
+def test_standardised_numeric_inputs_store_the_training_statistics(exported, tmp_path, capsys):
+    """`[input] standardize = true` (the QM9 sample's configuration): the training file's means
+    and deviations are stored with the model and applied by predict / evaluate -- the same
+    model as one fitted on the exported pre-standardised z_ columns (rounded to 6 digits)."""
+    pytest.importorskip("sprokr_chem")
+    from sprokr import load
+    from sprokr.persistence import read_manifest
+
+    d = exported
+    cfg = tomllib.loads((d / "qm9.toml").read_text())
+    assert cfg["input"]["standardize"] is True and "center" not in cfg["input"]
+    assert run(["fit", "--config", d / "qm9.toml", "--train", d / "qm9_train.csv", "-o", tmp_path / "raw.sprokr"],
+               capsys)[0] == 0
+    stored = read_manifest(tmp_path / "raw.sprokr")["metadata"]["config"]["input"]
+    rows = list(csv.DictReader(open(d / "qm9_train.csv")))
+    P = np.array([[float(r[c]) for c in cfg["input"]["columns"]] for r in rows])
+    np.testing.assert_allclose(stored["center"], P.mean(0))
+    np.testing.assert_allclose(stored["scale"], P.std(0))
+    # the same model on the z_ columns, no standardisation
+    cols = cfg["input"]["columns"]
+    z = (d / "qm9.toml").read_text().replace("standardize = true\n", "")
+    assert json.dumps(cols) in z
+    (tmp_path / "z.toml").write_text(z.replace(json.dumps(cols), json.dumps([f"z_{c}" for c in cols])))
+    assert run(["fit", "--config", tmp_path / "z.toml", "--train", d / "qm9_train.csv", "-o", tmp_path / "z.sprokr"],
+               capsys)[0] == 0
+    scores = {}
+    for name in ("raw", "z"):
+        code, out, _ = run(["evaluate", tmp_path / f"{name}.sprokr", "--test", d / "qm9_test.csv", "--candidates",
+                            d / "qm9_pool.smi", "--json"], capsys)
+        assert code == 0
+        scores[name] = json.loads(out)
+    assert scores["raw"]["mrr"] == pytest.approx(scores["z"]["mrr"], abs=0.02)
+    # predict applies the stored statistics: equal to the Python model on standardised queries
+    assert run(["predict", tmp_path / "raw.sprokr", "--input", d / "qm9_test.csv", "-o", tmp_path / "p.csv"],
+               capsys)[0] == 0
+    test = list(csv.DictReader(open(d / "qm9_test.csv")))
+    Q = (np.array([[float(r[c]) for c in cfg["input"]["columns"]] for r in test]) - P.mean(0)) / P.std(0)
+    from sprokr_chem import canonical_smiles
+    expected = [str(s) for s in load(tmp_path / "raw.sprokr").predict(Q)]
+    got = [r["prediction"] for r in csv.DictReader(open(tmp_path / "p.csv"))]
+    assert canonical_smiles(got) == canonical_smiles(expected)
+
+
+@pytest.mark.parametrize("input_table, message", [
+    ('column = "smiles"\ntype = "smiles"\nstandardize = true', "standardize applies to numeric columns"),
+    ('columns = ["mu"]\ntype = "numeric"\nstandardize = "yes"', "standardize must be true or false"),
+])
+def test_standardize_errors(tmp_path, capsys, input_table, message):
+    (tmp_path / "m.toml").write_text(f'estimator = "SISOKR"\n[params]\nlam = 1e-3\n[input]\n{input_table}\n'
+                                     '[output]\ncolumn = "smiles"\ntype = "smiles"\n')
+    (tmp_path / "t.csv").write_text("mu,smiles\n1.0,CCO\n2.0,CCN\n")
+    code, _, err = run(["fit", "--config", tmp_path / "m.toml", "--train", tmp_path / "t.csv", "-o",
+                        tmp_path / "m.sprokr"], capsys)
+    assert code == 2 and message in err

@@ -122,10 +122,17 @@ def _specs(cfg: Dict[str, Any]) -> Tuple[ColumnSpec, ColumnSpec]:
 
 
 def _training_data(args: Any) -> Tuple[Dict[str, Any], Any, Any, Any]:
-    """``(config, table, X, Y)`` of ``--config`` and ``--train`` (fit and select)."""
+    """``(config, table, X, Y)`` of ``--config`` and ``--train`` (fit and select).
+
+    With ``[input] standardize = true`` the returned config holds the training file's
+    column means and deviations (``center``, ``scale``), saved with the model by ``fit``.
+    """
     cfg = load_config(args.config)
     spec_in, spec_out = _specs(cfg)
     table = read_table(args.train)
+    if spec_in.standardize:
+        spec_in = spec_in.fit_scaling(ColumnSpec(spec_in.columns, spec_in.type).read(table))
+        cfg = {**cfg, "input": {**cfg["input"], **spec_in.to_dict()}}
     return cfg, table, spec_in.read(table), spec_out.read(table)
 
 
@@ -297,6 +304,8 @@ def cmd_select(args: Any) -> int:
                        random_state=cfg.get("random_state", 0), **sel)
     chosen = dict(cfg)
     chosen["params"] = {**cfg.get("params", {}), **res["best_params"]}
+    # the scaling statistics belong to a fitted model, not to a configuration
+    chosen["input"] = {k: v for k, v in cfg["input"].items() if k not in ("center", "scale")}
     Path(args.output).write_text(dump_config(chosen), encoding="utf-8")
     out(f"selected {res['best_params']} (validation {res['scoring']} {res['best_score']:.4g}) -> {args.output}")
     panels: List[str] = []

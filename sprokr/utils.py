@@ -19,6 +19,7 @@ if TYPE_CHECKING:  # imported for the annotations only
 __all__ = [
     "num_samples",
     "check_paired",
+    "check_strings",
     "take",
     "take_slice",
     "concat_samples",
@@ -50,6 +51,24 @@ def num_samples(X: Samples, name: str = "X") -> int:
             f"{name} must be an array, a sparse matrix or a sequence of samples; "
             f"got {type(X).__name__}, which has no length"
         ) from None
+
+
+def check_strings(X: Any, what: str = "text", name: str = "X") -> list[str]:
+    """``X`` as a list of str, or a TypeError naming the first element that is not one.
+
+    ``what`` names the strings in the messages (``"text"``, ``"SMILES"``); a single string
+    is refused (it would otherwise be read as a sequence of characters).
+    """
+    if isinstance(X, (str, bytes)):
+        raise TypeError(f"{name} must be a sequence of {what} strings, not a single string")
+    try:
+        texts = list(X)
+    except TypeError:
+        raise TypeError(f"{name} must be a sequence of {what} strings, got {type(X).__name__}") from None
+    for i, s in enumerate(texts):
+        if not isinstance(s, str):
+            raise TypeError(f"{name}[{i}] must be a {what} string, got {type(s).__name__}")
+    return texts
 
 
 def check_paired(X: Samples, Y: Samples, x_name: str = "X", y_name: str = "Y") -> int:

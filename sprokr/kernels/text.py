@@ -38,6 +38,7 @@ import numpy as np
 from numpy.typing import DTypeLike
 import scipy.sparse as sp
 
+from ..utils import check_strings
 from .base import Kernel
 
 if TYPE_CHECKING:  # imported for the annotations only
@@ -128,16 +129,7 @@ class TextKernel(Kernel):
 
     @staticmethod
     def _texts(X):
-        if isinstance(X, str):
-            raise TypeError("expected a sequence of texts, not a single string")
-        try:
-            texts = list(X)
-        except TypeError:
-            raise TypeError(f"expected a sequence of texts, got {type(X).__name__}") from None
-        for i, t in enumerate(texts):
-            if not isinstance(t, str):
-                raise TypeError(f"text {i} is a {type(t).__name__}, expected a str")
-        return texts
+        return check_strings(X, "text")
 
     # ------------------------------------------------------------------ features
     def _counts(self, texts):

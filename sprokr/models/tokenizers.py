@@ -24,7 +24,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
-from ..utils import check_positive
+from ..utils import check_positive, check_strings
 
 __all__ = ["SmilesTokenizer", "WordTokenizer", "PAD_INDEX", "UNKNOWN_INDEX", "SMILES_TOKEN_PATTERN"]
 
@@ -38,19 +38,6 @@ SMILES_TOKEN_PATTERN = (r"(\[[^\]]+]|Br?|Cl?|N|O|S|P|F|I|b|c|n|o|s|p|\(|\)|\.|=|
 _SMILES_RE = re.compile(SMILES_TOKEN_PATTERN, re.DOTALL)
 _WORD_RE = re.compile(r"[a-z0-9]+|[^\sa-z0-9]")
 _WHOLE_WORD_RE = re.compile(r"[^\s.,;:!?]+(?:[.,][^\s.,;:!?]+)*|\S")
-
-
-def _check_texts(X, what):
-    if isinstance(X, (str, bytes)):
-        raise TypeError(f"X must be a sequence of {what} strings, not a single string")
-    try:
-        texts = list(X)
-    except TypeError:
-        raise TypeError(f"X must be a sequence of {what} strings, got {type(X).__name__}") from None
-    for i, s in enumerate(texts):
-        if not isinstance(s, str):
-            raise TypeError(f"X[{i}] must be a {what} string, got {type(s).__name__}")
-    return texts
 
 
 class _Tokenizer(TransformerMixin, BaseEstimator):
@@ -78,7 +65,7 @@ class _Tokenizer(TransformerMixin, BaseEstimator):
         entries ``<pad>`` (0) and ``<unk>`` (1).  Returns self.
         """
         self._check()
-        texts = _check_texts(X, self.what)
+        texts = check_strings(X, self.what)
         if not texts:
             raise ValueError("cannot fit a tokenizer on 0 strings: X is empty")
         seqs = [self.tokenize(s) for s in texts]
@@ -100,7 +87,7 @@ class _Tokenizer(TransformerMixin, BaseEstimator):
     def transform(self, X: Any) -> np.ndarray:
         """Token ids, shape (n, ``max_length_``) int64, padded with 0 (truncated beyond)."""
         check_is_fitted(self, "vocabulary_")
-        texts = _check_texts(X, self.what)
+        texts = check_strings(X, self.what)
         out = np.full((len(texts), self.max_length_), PAD_INDEX, dtype=np.int64)
         voc, L = self.vocabulary_, self.max_length_
         for i, s in enumerate(texts):

@@ -44,6 +44,21 @@ def _check_overflow(G, dtype):
                          f"values): the kernel values are too large; {hint}")
 
 
+def _subtract_outer(B: np.ndarray, u: np.ndarray, v: np.ndarray) -> None:
+    """``B -= u v^T`` in place (a BLAS ``ger`` rank-1 update: no temporary of B's size)."""
+    if B.size == 0:
+        return
+    if B.flags.c_contiguous and B.dtype in (np.float32, np.float64):
+        ger = get_blas_funcs("ger", dtype=B.dtype)
+        # B^T is the Fortran-ordered view: B^T -= v u^T
+        res = ger(-1.0, np.asarray(v, dtype=B.dtype), np.asarray(u, dtype=B.dtype), a=B.T, overwrite_a=1)
+        if np.shares_memory(res, B):
+            return
+        B[...] = res.T  # pragma: no cover - f2py made a copy
+        return
+    B -= np.outer(u, v).astype(B.dtype, copy=False)
+
+
 class ShiftedCrossProducts:
     """``A^T A`` and ``A^T T`` over row chunks: accurate in float32, mergeable.
 
@@ -123,11 +138,12 @@ class ShiftedCrossProducts:
         self._tmp = None  # per-chunk syrk buffer of a float32 accumulation
 
     def add(self, rows: Any, A: np.ndarray, T: np.ndarray | None = None, overwrite: bool = False,
-            Z: np.ndarray | None = None) -> Self:
+            Z: np.ndarray | None = None, overwrite_z: bool = False) -> Self:
         """Add the rows ``rows`` (a slice or an array of global row numbers) of ``A`` and ``T``.
 
         ``overwrite=True``: ``A`` may be centred in place.  ``Z`` (whitened only): the rows'
-        ``A P_r L_11^-T`` when already known (float64), instead of a triangular solve.
+        ``A P_r L_11^-T`` when already known (float64), instead of a triangular solve;
+        ``overwrite_z=True``: it may be centred in place.
         """
         A = np.asarray(A)
         if A.shape[1] != self.c.size:
@@ -136,7 +152,7 @@ class ShiftedCrossProducts:
             self.AtT[:, rows] = A.T
         elif T is None and not self.identity_targets:
             raise ValueError("targets T are needed (the accumulator was built with targets)")
-        Ac, r = self.centred(A, overwrite, Z)
+        Ac, r = self.centred(A, overwrite, Z, overwrite_z)
         Q = np.stack([np.ones_like(r), r], axis=1)
         if self.whiten is not None and self.identity_targets:  # Z^T = Z_c^T + P Q^T
             self.AtT[:, rows] = (Ac.astype(np.float64) + np.outer(r, self.P[:, 1])).T
@@ -153,11 +169,13 @@ class ShiftedCrossProducts:
             self.AtT += matmul(Aw.T, (T - self.d).astype(self.dtype, copy=False))
         return self
 
-    def centred(self, A: np.ndarray, overwrite: bool = False, Z: np.ndarray | None = None) -> Any:
+    def centred(self, A: np.ndarray, overwrite: bool = False, Z: np.ndarray | None = None,
+                overwrite_z: bool = False) -> Any:
         """``(A_c, r)``: a block's centred rows (whitened: ``Z_c``) and row coefficients.
 
         ``A = A_c + Q P^T`` (whitened: ``Z = Z_c + Q P^T``) with ``Q = [1, r]``; ``A_c`` in
-        the accumulator's dtype (plain: the block's), ``r`` float64.  ``Z``: see :meth:`add`.
+        the accumulator's dtype (plain: the block's), ``r`` float64.  ``Z``: see :meth:`add`
+        (``overwrite_z``: it may be centred in place).
         """
         wh = self.whiten
         if wh is None:
@@ -178,12 +196,14 @@ class ShiftedCrossProducts:
                 block -= r_w[blk, None]
             else:
                 r_w[blk] = matmul(block, c_w[:, None])[:, 0] / cc if cc > 0 else 0.0
-                block -= r_w[blk, None] * c_w
+                _subtract_outer(block, r_w[blk], c_w)
 
         for_row_blocks(centre, Ac.shape[0], Ac.size)
         r = r_w.astype(np.float64)
-        if Z is not None:  # Z_c = Z - s (L^-1 c)^T
-            return (np.asarray(Z, dtype=np.float64) - np.outer(r, self.P[:, 1])).astype(self.dtype), r
+        if Z is not None:  # Z_c = Z - s (L^-1 c)^T, in float64 before any rounding to float32
+            Zc = np.array(Z, dtype=np.float64, order="C", copy=not overwrite_z)
+            _subtract_outer(Zc, r, self.P[:, 1])
+            return Zc.astype(self.dtype, copy=False), r
         if wh is not None:  # Z_c = A_c P_r L^-T, in the accumulator's precision
             Ac = wh.solve_rows(Ac.astype(self.dtype, copy=False), overwrite=True)
         return Ac, r

@@ -530,7 +530,8 @@ class _RidgeJob:
         acc, _ = self.executor.map_reduce(self.parts, task, self.chunk)
         if known:  # sub-sampling: the support rows of A are K~, whitened by its own factor
             Z = wh.own_rows() if f.R.scale is not None else None
-            acc.add(f.R.indices, A_sup, None if self.identity else np.asarray(ref_targets, dtype=np.float64), Z=Z)
+            acc.add(f.R.indices, A_sup, None if self.identity else np.asarray(ref_targets, dtype=np.float64), Z=Z,
+                    overwrite_z=True)
         return acc, wh, A_sup
 
     def _measured(self, acc, A_sup, ref_targets, sol):

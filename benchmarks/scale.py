@@ -72,7 +72,7 @@ def sisokr(n, args, executor="local"):
     return SISOKR(input_kernel_params={"sigma2": SIGMA2_X}, output_kernel_params={"sigma2": SIGMA2_Y}, lam=LAM,
                   input_sketch="subsample", m_x=args.m_x, output_sketch="psg", m_y=args.m_y,
                   output_sketch_params={"p": args.p_factor / n}, dtype="float32", random_state=args.seed,
-                  executor=executor)
+                  executor=executor, solver=args.solver)
 
 
 # ---------------------------------------------------------------------- one configuration
@@ -238,6 +238,8 @@ def main(argv=None):
     ap.add_argument("--m-y", type=int, default=100)
     ap.add_argument("--p-factor", type=float, default=20.0, help="p = p_factor / n for the p-SG output sketch")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--solver", default="auto", choices=["auto", "cholesky", "qr", "eigh"],
+                    help="SISOKR's sketched-ridge route (default: the whitened normal equations)")
     ap.add_argument("--no-dask", action="store_true")
     ap.add_argument("--dask-max-n", type=float, default=1e6)
     ap.add_argument("--sklearn-max-n", type=float, default=1e6)

@@ -67,7 +67,8 @@ def test_general_sketches_match_the_dense_formula(sketch, params, solver):
     # "cholesky" adds its documented jitter rcond * mean(diag G) (relative 1e-10 of G's
     # scale, ~1e-5 of the solution here); the other routes solve the formula as written
     assert _rel(model.predict_coordinates(Xq), ref) <= (1e-4 if solver == "cholesky" else 1e-8)
-    assert model.solver_ == {"auto": "whitened"}.get(solver, solver)
+    # "auto": the plain normal equations when their measured check passes (well conditioned)
+    assert model.solver_ in (("cholesky", "whitened") if solver == "auto" else (solver,))
 
 
 @pytest.mark.parametrize("sketch,params", SKETCHES[:2] + SKETCHES[4:5])

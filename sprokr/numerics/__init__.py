@@ -55,6 +55,7 @@ from ._checks import (
     FLOAT32_TOL,
     NORMAL_EQUATIONS_TOL,
     float32_error_estimate,
+    float64_probe_estimate,
     float64_kernel,
     normal_equations_error,
     tolerance,
@@ -90,7 +91,7 @@ __all__ = [
     # ridge solves and kernel-machine solvers
     "exact_ridge_factor", "sketched_ridge", "CrossProductTask", "QRTask", "RidgeSolution",
     "stable_ridge_solve", "normal_equations_error", "pivot_tolerance", "NORMAL_EQUATIONS_TOL", "SOLVERS",
-    "Whitening", "whitened_error_bound", "float32_error_estimate", "float64_kernel", "tolerance", "FLOAT32_TOL",
+    "Whitening", "whitened_error_bound", "float32_error_estimate", "float64_probe_estimate", "float64_kernel", "tolerance", "FLOAT32_TOL",
     "whitened_system", "WhitenedSystem",
     "ridge_by_eigengroups", "adam_solve", "lbfgs_solve", "duality_gap", "SolverResult",
     # top-k search

@@ -23,7 +23,7 @@ from ._features import SketchedFeatures
 from ._linalg import cholesky_factor_solve, matmul
 
 __all__ = ["NORMAL_EQUATIONS_TOL", "FLOAT32_TOL", "tolerance", "normal_equations_error", "whitened_error_bound",
-           "float32_error_estimate", "float64_kernel", "Float64Features", "upcast"]
+           "float32_error_estimate", "float64_probe_estimate", "float64_kernel", "Float64Features", "upcast"]
 
 #: the whitened normal equations are accepted in float64 when their error estimate
 #: (:func:`whitened_error_bound`) is below this (the issue's target against the formula)
@@ -108,9 +108,9 @@ def float32_error_estimate(acc: Any, A_rows: np.ndarray, A_rows64: np.ndarray, T
     twin = ShiftedCrossProducts(acc.c.size, 1, np.float64, acc.c, whiten=acc.whiten)
     Zc32, r32 = acc.centred(np.array(A_rows))
     Zc64, r64 = twin.centred(np.array(A_rows64, dtype=np.float64))
-    P = acc.P
-    Z32 = Zc32.astype(np.float64) + np.outer(r32, P[:, 1])
-    Z64 = Zc64 + np.outer(r64, P[:, 1])
+    P = acc.P  # Z = Z_c + [1, r] P^T (whitened: P[:, 0] = 0; plain: A = A_c + 1 c^T + r 1^T)
+    Z32 = Zc32.astype(np.float64) + np.column_stack([np.ones_like(r32), r32]) @ P.T
+    Z64 = Zc64 + np.column_stack([np.ones_like(r64), r64]) @ P.T
     T = np.asarray(T_rows, dtype=np.float64)
     Tc = T if unit_targets else T - T.mean(axis=0)
     w32 = w.astype(acc.dtype)
@@ -125,6 +125,32 @@ def float32_error_estimate(acc: Any, A_rows: np.ndarray, A_rows64: np.ndarray, T
     if not (H > 0 and np.isfinite(dw).all()):
         return 0.0 if H == 0 else np.inf
     return _SAFETY * float(np.abs(matmul(Z64, dw)).max(initial=0.0)) / H
+
+
+def float64_probe_estimate(factor: np.ndarray, A_rows64: np.ndarray, w: np.ndarray, scale: float,
+                           seed: int = 0) -> float:
+    """Random-probe estimate of what float64 rounding of a formed system changes in its solution.
+
+    The sums and the Cholesky factorisation of ``G`` (m x m) perturb it by ``dG`` of norm
+    ~ ``scale`` (``eps_64`` times the norms summed); ``dw = -G^-1 dG w`` is probed with
+    ``dG w`` a random vector of norm ``scale |w_j|`` per column and measured on the
+    predictions at the sample rows ``A_rows64`` (ns x m): ``max |A dw| / max |A w|``, times
+    2.  ``factor``: the lower Cholesky factor of ``G``; ``w``: (m, k) solution columns.
+    Where ``G`` squares an ill-conditioned kernel (flat kernels, tiny ``lam``) the probe
+    falls on its small eigen-directions and the estimate is large -- the plain normal
+    equations are then rejected.
+    """
+    w = np.asarray(w, dtype=np.float64)
+    if w.ndim == 1:
+        w = w[:, None]
+    rng = np.random.default_rng(seed)
+    v = rng.standard_normal(w.shape)
+    v *= scale * np.linalg.norm(w, axis=0) / np.maximum(np.linalg.norm(v, axis=0), 1e-300)
+    dw = cholesky_factor_solve(factor, v)
+    H = float(np.abs(matmul(A_rows64, w)).max(initial=0.0))
+    if not (H > 0 and np.isfinite(dw).all()):
+        return 0.0 if H == 0 else np.inf
+    return _SAFETY * float(np.abs(matmul(A_rows64, dw)).max(initial=0.0)) / H
 
 
 def float64_kernel(kernel: Any) -> Any:

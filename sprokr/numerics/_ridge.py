@@ -34,6 +34,7 @@ from ._linalg import (
     sym_norm1,
 )
 from ._checks import (
+    float64_probe_estimate,
     Float64Features,
     float32_error_estimate,
     float64_kernel,
@@ -233,6 +234,13 @@ SOLVERS = ("auto", "cholesky", "qr", "eigh")
 #: the plain normal equations' blocks), and its target probes
 _SAMPLE_ROWS = 256
 _PROBES = 8
+#: "auto" tries the plain normal equations first when K~'s pivoted Cholesky has full rank and
+#: its pivots span at most this squared ratio (a flatter K~ makes them fail their check)
+PLAIN_FIRST_PIVOT_RATIO = 1e-8
+#: extra safety factor of the plain route's measured estimate: it samples the support rows
+#: only, and G's conditioning amplifies what the sample does not see (on the reference
+#: matrix the error reached 5x the estimate; on the scale data 1.8x)
+PLAIN_SAFETY = 5.0
 
 
 def stable_ridge_solve(RA: np.ndarray, rhs: np.ndarray, Kt: np.ndarray, nlam: float, rcond: float | None = None,
@@ -294,7 +302,11 @@ def sketched_ridge(kernel: Kernel, R: SketchMatrix, support: Any, parts: RowPart
     ``gamma`` minimises ``|A gamma - T|^2 + n lam gamma^T K~ gamma`` with ``A = K R^T``,
     ``K~ = R K R^T``.  Routes (``docs/architecture.md``, "Solvers"):
 
-    * ``"auto"`` (default): the whitened normal equations.  ``K~``'s pivoted Cholesky
+    * ``"auto"`` (default): the plain normal equations when ``K~``'s pivoted Cholesky has
+      full rank with pivots spanning at most :data:`PLAIN_FIRST_PIVOT_RATIO` and their
+      measured estimate (:meth:`_RidgeJob._measured_plain`, times :data:`PLAIN_SAFETY`) is
+      within :func:`tolerance` -- nothing added to the matrix; otherwise the whitened
+      normal equations.  ``K~``'s pivoted Cholesky
       factorisation (:class:`Whitening`, from the support rows, before the pass) gives
       ``Z = A P_r L_11^-T``; one pass sums ``Z^T Z`` and ``Z^T T`` over row chunks
       (double-centred blocks, a ``trsm`` and a ``syrk`` per chunk in ``dtype``), then
@@ -352,7 +364,8 @@ def sketched_ridge(kernel: Kernel, R: SketchMatrix, support: Any, parts: RowPart
     t0 = time.perf_counter()
     # a uniform sub-sampling scale cancels in the solution: skip the pass that applies it
     feats = SketchedFeatures(kernel, R.unscaled(), support, dtype, DEFAULT_RCOND if rcond is None else rcond)
-    job = _RidgeJob(feats, parts, parts.n * lam, targets, width, chunk, executor, which, t0, rcond)
+    job = _RidgeJob(feats, parts, parts.n * lam, targets, width, chunk, executor, which, t0, rcond,
+                    try_plain=solver == "auto")
     if solver in ("cholesky", "eigh"):
         return job.normal_equations(solver, ref_targets)
     if solver == "qr":
@@ -437,8 +450,9 @@ class _WhitenedSolution:
 class _RidgeJob:
     """One sketched ridge problem and the routes that solve it (see :func:`sketched_ridge`)."""
 
-    def __init__(self, feats, parts, nlam, targets, width, chunk, executor, which, t0, rcond):
+    def __init__(self, feats, parts, nlam, targets, width, chunk, executor, which, t0, rcond, try_plain=False):
         self.feats, self.parts, self.nlam = feats, parts, nlam
+        self.try_plain = try_plain
         self.targets, self.width, self.identity = targets, width, targets is None
         self.chunk, self.executor, self.which = chunk, executor, which
         self.t0, self.times, self.rcond = t0, {}, rcond
@@ -480,10 +494,22 @@ class _RidgeJob:
             logger.info("sketched ridge: lam too small for the whitened normal equations (bound %.2g > %.0e): "
                         "stable QR pass", whitened_error_bound(0.0, z2_max, self.nlam, np.float64), tol)
             return self.stable()
-        est = None
+        est, pre = None, None
+        if self.try_plain:
+            t1 = time.perf_counter()
+            A_sup = feats.support_rows()
+            wh = Whitening(_sandwich(feats, A_sup), self.rcond)
+            pre = (A_sup, wh)
+            self.times["whitening"] = time.perf_counter() - t1
+            if _plain_promising(wh):
+                sol = self.normal_equations("cholesky", ref_targets, measured=True)
+                if sol is not None and sol.error_estimate <= tol:
+                    return sol
+                logger.info("sketched ridge: plain normal equations rejected (%s): whitened pass",
+                            "not positive definite" if sol is None else f"error estimate {sol.error_estimate:.2g}")
         for f in dict.fromkeys((feats, self.features64())):
             t1 = time.perf_counter()
-            acc, wh, A_sup = self.sums(f, ref_targets)
+            acc, wh, A_sup = self.sums(f, ref_targets, pre if f is feats else None)
             if wh.rank == 0:  # K~ = 0: every function in the span is zero
                 return self._solution(np.zeros((wh.m, self.width)), f, "whitened", 0.0, 0)
             t3 = time.perf_counter()
@@ -512,15 +538,19 @@ class _RidgeJob:
                         "estimate %.2g > %.0e", name, est, tol)
         return self.stable(est)
 
-    def sums(self, f, ref_targets):
+    def sums(self, f, ref_targets, pre=None):
         """``(acc, whitening, A_sup)``: the whitened sums of features ``f`` in one pass.
 
         ``A_sup = (K R^T)[support]`` gives ``K~`` (whitening, before the pass), the column
         shift and the support rows' contributions (the pass skips those rows when their
-        targets are known).  ``acc`` is None when ``K~ = 0``.
+        targets are known).  ``acc`` is None when ``K~ = 0``.  ``pre``: ``(A_sup, whitening)``
+        already computed.
         """
-        A_sup = f.support_rows()
-        wh = Whitening(_sandwich(f, A_sup), self.rcond)
+        if pre is None:
+            A_sup = f.support_rows()
+            wh = Whitening(_sandwich(f, A_sup), self.rcond)
+        else:
+            A_sup, wh = pre
         if wh.rank == 0:
             return None, wh, A_sup
         c, d = self._shift(A_sup, ref_targets, f.dtype)
@@ -533,6 +563,23 @@ class _RidgeJob:
             acc.add(f.R.indices, A_sup, None if self.identity else np.asarray(ref_targets, dtype=np.float64), Z=Z,
                     overwrite_z=True)
         return acc, wh, A_sup
+
+    def _measured_plain(self, acc, A_sel, ref_targets, L, gamma, G_norm):
+        """Error estimate of a plain normal-equations solution ``G gamma = A^T T``: the measured
+        float32 part (:meth:`_measured`, float32 products only) plus the float64 rounding of
+        the formed ``G`` probed at random (:func:`float64_probe_estimate`, scale
+        ``eps_64 (|A_c|_F^2 + |G|_1)``)."""
+        sol = _PlainSolution(L, gamma)
+        est = self._measured(acc, A_sel, ref_targets, sol) if acc.dtype == np.float32 else 0.0
+        R = self.feats.R
+        ref = np.linspace(0, R.indices.size - 1, min(R.indices.size, _SAMPLE_ROWS)).astype(np.intp)
+        f64 = self.features64()
+        A64 = (np.asarray(A_sel[ref], dtype=np.float64) if f64.kernel is self.feats.kernel
+               else f64.block(take(f64.Z_sel, ref)))
+        cols = (R.indices[ref[np.linspace(0, ref.size - 1, min(ref.size, _PROBES)).astype(np.intp)]]
+                if self.identity else np.arange(min(self.width, _PROBES)))
+        scale = np.finfo(np.float64).eps * (float(np.trace(acc.AtA)) + G_norm)
+        return PLAIN_SAFETY * (est + float64_probe_estimate(L, A64, gamma[:, cols], scale))
 
     def _measured(self, acc, A_sup, ref_targets, sol):
         """:func:`float32_error_estimate` on up to 256 support rows and a few target columns."""
@@ -553,7 +600,10 @@ class _RidgeJob:
         return float32_error_estimate(acc, A_sup[ref], A64, T @ Om, sol.F, sol.w(Om), self.parts.n, self.nlam)
 
     # ---- the plain normal equations (opt-in)
-    def normal_equations(self, solver, ref_targets):
+    def normal_equations(self, solver, ref_targets, measured=False):
+        """The plain normal equations (``"cholesky"`` / ``"eigh"``).  ``measured`` ("auto"
+        trying them first): no jitter, a Cholesky failure returns None, and the error
+        estimate is measured (:meth:`_measured_plain`) instead of bounded."""
         feats, R, dtype = self.feats, self.feats.R, self.feats.dtype
         # the centring shift, fixed before the pass: column means of A at (up to 256) support rows
         ref = np.linspace(0, R.indices.size - 1, min(R.indices.size, _SAMPLE_ROWS)).astype(np.intp)
@@ -571,6 +621,17 @@ class _RidgeJob:
         _check_finite(G, AtT)
         rc = DEFAULT_RCOND if self.rcond is None else self.rcond
         est = None
+        if measured:
+            G_norm = sym_norm1(G, lower_only=True)
+            try:
+                L = cholesky_factor_inplace(G)  # nothing added: a failure rejects the route
+            except np.linalg.LinAlgError:
+                return None
+            gamma = cholesky_factor_solve(L, AtT)
+            est = self._measured_plain(acc, A_sel, ref_targets, L, gamma, G_norm)
+            self.checks.append((f"plain {np.dtype(dtype).name}", est))
+            self.times["solve"] = time.perf_counter() - t2
+            return self._solution(gamma, feats, "cholesky", est)
         if solver == "eigh":
             gamma = psd_solve(G, AtT, rc, method="eigh", lower_only=True)
         else:
@@ -605,6 +666,26 @@ class _RidgeJob:
                                          semi_normal=self.identity)
         self.times.update({"qr_pass": t3 - t2, "qr_solve": time.perf_counter() - t3})
         return self._solution(gamma, f, "qr", est, rank)
+
+
+class _PlainSolution:
+    """A plain normal-equations solution as :meth:`_RidgeJob._measured` reads it: the
+    Cholesky factor ``F`` of ``G`` and ``w(cols)`` (columns of ``gamma``, or ``gamma @ cols``)."""
+
+    def __init__(self, F, gamma):
+        self.F, self.gamma = F, gamma
+
+    def w(self, cols):
+        return matmul(self.gamma, cols) if isinstance(cols, np.ndarray) and cols.ndim == 2 else self.gamma[:, cols]
+
+
+def _plain_promising(wh):
+    """A-priori: ``K~`` of full numerical rank whose pivots span at most
+    :data:`PLAIN_FIRST_PIVOT_RATIO` (squared) -- else the plain route would fail its check."""
+    if wh.rank < wh.m or wh.rank == 0:
+        return False
+    d = np.abs(np.diagonal(wh.L))
+    return float(d.min() / d.max()) ** 2 >= PLAIN_FIRST_PIVOT_RATIO
 
 
 def _sandwich(feats, A_sel):

@@ -140,3 +140,31 @@ def test_sketched_kernel_machine_float32_closed_form_on_a_flat_kernel(M):
             f = KqR * mpmath.lu_solve(G, A.T * mpmath.matrix(T[:, j].tolist()))
             ref[:, j] = np.array(f.tolist(), dtype=float)[:, 0]
     assert _rel(m64.predict(Xq), ref) <= 1e-6
+
+
+# Cases where the sketched ridge's float32 checks used to accept inaccurate solutions (a
+# smooth kernel resolved down to tiny pivots; the plain normal equations with float32
+# products): seed, n, d, gamma, lam, sketch.  Found by a 648-case sweep (seeds 0-2,
+# n 200/600, d 3/10, gamma 0.01/0.1/1, lam 1e-2/1e-4/1e-6, three sketches).
+HARD = [(0, 600, 3, 0.1, 1e-2, "subsample"), (1, 600, 3, 1.0, 1e-6, "subsample"),
+        (2, 600, 3, 1.0, 1e-4, "subsample"), (1, 200, 10, 0.01, 1e-4, "gaussian"),
+        (0, 600, 10, 0.01, 1e-4, "psr"), (2, 200, 3, 0.1, 1e-2, "subsample"),
+        (1, 600, 3, 0.1, 1e-2, "gaussian")]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("seed,n,d,gamma,lam,sketch", HARD)
+def test_auto_route_meets_its_tolerance_where_checks_used_to_fail(seed, n, d, gamma, lam, sketch, dtype):
+    """Whatever route "auto" keeps (plain normal equations, whitened, float32 or the float64
+    fallback), the coordinates are within 1e-4 (float32) / 1e-6 (float64) of the stable
+    float64 QR route."""
+    rng = np.random.default_rng(seed)
+    X, Xq = rng.normal(size=(n, d)), rng.normal(size=(20, d))
+    Y = (X @ rng.normal(size=(d, 5)) + 0.3 * rng.normal(size=(n, 5)) > 0).astype(float)
+    kw = dict(input_kernel_params={"gamma": gamma}, output_kernel_params={"gamma": 0.5}, lam=lam,
+              input_sketch=sketch, m_x=n // 5, input_sketch_params={"p": 0.2} if sketch == "psr" else None,
+              random_state=seed)
+    ref = SIOKR(**kw, solver="qr").fit(X, Y).predict_coordinates(Xq)
+    model = SIOKR(**kw, dtype=dtype).fit(X, Y)
+    assert model.solver_ in ("cholesky", "whitened", "qr")
+    assert _rel(model.predict_coordinates(Xq), ref) <= (1e-4 if dtype == "float32" else 1e-6)

@@ -75,23 +75,28 @@ def whitened_error_bound(zc2: float, z2: float, nlam: float, dtype: DTypeLike) -
 
 def float32_error_estimate(acc: Any, A_rows: np.ndarray, A_rows64: np.ndarray, T_rows: np.ndarray, factor: np.ndarray,
                            w: np.ndarray, n: int, nlam: float, unit_targets: bool = False) -> float:
-    """Measured estimate of what float32 kernel values and products change in a whitened solution.
+    """Measured estimate of what float32 kernel values and products change in a solution
+    of the whitened (or, ``acc`` unwhitened, the plain) normal equations.
 
-    ``ns`` sample rows are centred and whitened as the pass did (float32 kernel values
-    ``A_rows``, float32 triangular solves: ``Z_32``) and in float64 (float64 kernel
-    values ``A_rows64``: ``Z_64``).  Their contributions to ``Z^T Z`` and ``Z^T T`` differ
-    by ``Z_32^T Z_32 - Z_64^T Z_64`` plus the rounding of the float32 products (measured
-    by the same products of the sample in float32 and float64); scaled by ``sqrt(n / ns)``
-    (rounding errors of different rows are independent and add like a random walk: on
-    Bibtex the scaled spectral norm matched the full pass's to 10 %), the difference is
-    propagated to the solution, ``dw = (Z^T Z + n lam I)^-1 (d(Z^T T) - d(Z^T Z) w)``, and
-    measured on the predictions at the sample rows: ``max |Z_64 dw| / max |Z_64 w|``, times a
-    safety factor 2.  Only thin products (ns x r by r x k): O(ns r k).  On Bibtex SIOKR it
-    estimated 6.7e-5 for a measured 2.7e-5; the bound ``eps_32 |Z_c|^2 / (n lam)`` says 1e-2.
+    ``ns`` sample rows -- spread over the training set: the support rows' float32 solves
+    are accurate by construction and would hide the error -- are centred and whitened as
+    the pass did (float32 kernel values ``A_rows``, float32 triangular solves: ``Z_32``)
+    and in float64 (float64 kernel values ``A_rows64``: ``Z_64``).  Their contributions to
+    ``Z^T Z`` and ``Z^T T`` differ by ``Z_32^T Z_32 - Z_64^T Z_64`` plus the rounding of the
+    float32 products -- the *formed* Gram ``Z_c^T Z_c`` rounded in float32 (what the pass's
+    ``syrk`` commits; a product ``Z^T (Z w)`` would not show it) and ``Z_c^T T``; scaled by
+    ``sqrt(n / ns)`` (rounding errors of different rows are independent and add like a
+    random walk), the difference is propagated to the solution, ``dw = (Z^T Z + n lam
+    I)^-1 (d(Z^T T) - d(Z^T Z) w)``, and measured on the predictions at the sample rows,
+    ``max |Z_64 dw|``, plus the rounding of the float32 prediction itself,
+    ``eps_32 max_i (sum_j A_ij^2 gamma_j^2)^1/2`` (large when the coefficients cancel), over
+    ``max |Z_64 w|``, times a safety factor 4.  Calibrated on a 648-case sweep
+    (``tests/test_float32_policy.py``): every solution accepted at 1e-4 was within 0.82 x
+    1e-4 of the float64 QR route.  Cost O(ns r^2) (the sample's Gram).
 
     Parameters
     ----------
-    acc : ShiftedCrossProducts (whitened) of the pass, for its shifts, whitening and dtype
+    acc : ShiftedCrossProducts of the pass (whitened or plain), for its shifts, whitening and dtype
     A_rows, A_rows64 : ndarray (ns, m)
         Sample rows of ``A`` as the pass computed them, and in float64.
     T_rows : ndarray (ns, k), the sample's targets (or random probes of them)

@@ -151,8 +151,10 @@ def main(argv=None):
     ap.add_argument("--baseline-kernel", default="morgan_tanimoto")
     ap.add_argument("--output-sketch", default="subsample")
     ap.add_argument("--psg-p", type=float, default=20.0)
-    ap.add_argument("--m-y-grid", type=lambda s: [int(v) for v in s.split(",")], default="200,400,800,1600")
-    ap.add_argument("--m-x-grid", type=lambda s: [int(v) for v in s.split(",")], default="250,500,1000")
+    ap.add_argument("--m-y-grid", type=lambda s: [int(v) for v in s.split(",")], default="200,400,800,1600,2240",
+                    help="SISOKR output sketch sizes (perfect h); 2240 = the training part of the default split")
+    ap.add_argument("--m-x-grid", type=lambda s: [int(v) for v in s.split(",")], default="250,500,1000,2000",
+                    help="SISOKR input sketch sizes, grown until the validation MRR stops improving")
     add_dsokr_arguments(ap, 1000, "1e-4,1e-3,1e-2,1e-1", "800,1600,2240")
     ap.add_argument("--methods", default="NN-text,NN-textkernel,IOKR,SISOKR,DSOKR")
     ap.add_argument("--selection-json", help="write the model-selection details (per seed) there")

@@ -100,7 +100,7 @@ from .utils import (
 if TYPE_CHECKING:  # imported for the annotations only
     from typing import Self
     from .decoders.candidates import CandidateIndex
-    from .numerics._topk import Decoded
+    from .numerics import Decoded
     from .types import RandomStateLike, Samples
 
 __all__ = [
@@ -605,21 +605,14 @@ class _KernelMachine:
         groups = [(g, np.asarray(c)) for g, c in groups.items()]
         self.V = V
         parts = ex.partition(X, Yn, prepare=(k.prepare, None))
-        if R is not None:
-            rcond = base.rcond if base.rcond is not None else (DEFAULT_RCOND if dtype == np.float64 else 1e-6)
-            support = ex.take_rows(parts, R.indices, which=0)
-            feats = SketchedFeatures(k, R, support, dtype, rcond)
-            A_sel = feats.support_rows()
-            feats.fit_basis(A_sel)
-            B = feats.basis_.astype(np.float64)
+        if R is not None:  # the fit's closed form: the whitened system, solved per eigengroup
             chunk = base.chunk_size or default_chunk_size(R.indices.size, dtype)
-            task = CrossProductTask(feats, np.asarray, d, column_shift(A_sel, dtype), Yn[R.indices].mean(axis=0),
-                                    identity_targets=False)
-            AtA, AtY = ex.map_reduce(parts, task, chunk)[0].result()
-            self.system = _RidgeSystem(n, B.T @ AtA @ B, (B.T @ AtY) @ V, None, groups, DEFAULT_RCOND)
-            f64 = SketchedFeatures(k, R, support, np.float64, rcond)
-            self._block = lambda Xq: matmul(f64.block(Xq), B)
-            self._to_support = lambda C: R.apply_left_transpose(B @ (C @ V.T))
+            support = ex.take_rows(parts, R.indices, which=0)
+            ws = whitened_system(k, R, support, parts, np.asarray, d, base.rcond, chunk, ex,
+                                 ref_targets=Yn[R.indices])
+            self.system = _RidgeSystem(n, ws.G, ws.B @ V, None, groups, DEFAULT_RCOND)
+            self._block = lambda Xq: ws.whitening.rows(ws.features.block(Xq))
+            self._to_support = lambda C: ws.coef(C @ V.T)
         else:
             chunk = base.chunk_size or default_chunk_size(n, dtype)
             K = _exact_gram(k, parts, all_rows(ex, parts, 0), chunk, ex)

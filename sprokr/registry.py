@@ -30,7 +30,6 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 import pluggy
 
 from . import hookspecs
-from numpy.typing import DTypeLike
 
 if TYPE_CHECKING:  # imported for the annotations only
     import numpy as np

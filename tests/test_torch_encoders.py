@@ -132,3 +132,19 @@ def test_tampered_network_state_is_refused(smiles_data, tmp_path):
     net.config = {**net.config, "channels": 9}  # configuration no longer matches the weights
     with pytest.raises(ModelFormatError, match="does not match its saved state"):
         sprokr.load(ds.save(tmp_path / "bad.sprokr"))
+
+
+def test_a_failed_refit_keeps_the_previous_network(rng):
+    X, T = rng.normal(size=(60, 5)), rng.normal(size=(60, 3))
+    model = TorchRegressor(**FAST, random_state=0).fit(X, T)
+    before = model.predict(X[:5])
+    with pytest.raises(ValueError, match="ridge_init"):  # found only once training has started
+        model.set_params(ridge_init=1.0).fit(X, T)
+    np.testing.assert_array_equal(model.predict(X[:5]), before)
+
+
+def test_transformer_predicts_an_empty_text_without_nan():
+    texts = ["a molecule with two carbons", "an acid", "a base with rings", "one oxygen atom"] * 6
+    T = np.random.default_rng(0).normal(size=(len(texts), 2))
+    model = TextRegressor(architecture="transformer", max_epochs=2, num_threads=1, random_state=0).fit(texts, T)
+    assert np.isfinite(model.predict(["", "an acid"])).all()

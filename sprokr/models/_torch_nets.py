@@ -109,9 +109,12 @@ class TokenTransformer(nn.Module):
         tok = tok[:, :self.position.num_embeddings]
         pad = _padding_mask(tok, self.pad_index)
         pos = torch.arange(tok.shape[1], device=tok.device)
-        h = self.norm(self.encoder(self.embed(tok) + self.position(pos)[None], src_key_padding_mask=pad))
+        # an all-padding row (an empty text) masked everywhere makes attention NaN: let it
+        # attend to its padding; the pooling below still ignores those positions
+        attn_pad = pad & ~pad.all(dim=1, keepdim=True)
+        h = self.norm(self.encoder(self.embed(tok) + self.position(pos)[None], src_key_padding_mask=attn_pad))
         keep = (~pad)[:, :, None].to(h.dtype)
-        mean = (h * keep).sum(dim=1) / keep.sum(dim=1).clamp_min(1.0)
+        mean = h.masked_fill(pad[:, :, None], 0.0).sum(dim=1) / keep.sum(dim=1).clamp_min(1.0)
         mx = h.masked_fill(pad[:, :, None], float("-inf")).amax(dim=1)
         mx = torch.where(torch.isfinite(mx), mx, torch.zeros_like(mx))  # an all-padding row
         return self.head(torch.cat([mean, mx], dim=1))

@@ -47,7 +47,7 @@ from .sisokr import check_chunk_size
 if TYPE_CHECKING:  # imported for the annotations only
     from ..decoders.base import Decoder
     from ..kernels.base import Kernel
-    from ..numerics._executor import Executor
+    from ..numerics import Executor
     from ..sketches.base import Sketch, SketchMatrix
     from ..types import RandomStateLike, Samples
 

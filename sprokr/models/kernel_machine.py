@@ -29,7 +29,6 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..numerics import (
     DEFAULT_RCOND,
-    CrossProductTask,
     KernelExpansion,
     KernelRows,
     SketchedFeatures,
@@ -37,7 +36,6 @@ from ..numerics import (
     check_gram_block,
     lbfgs_solve,
     check_kernel_sample,
-    column_shift,
     default_chunk_size,
     matmul,
     ridge_by_eigengroups,

@@ -28,7 +28,7 @@ are in :mod:`sprokr.models.training`.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Self
+from typing import TYPE_CHECKING, Any, Mapping, Self
 
 import numpy as np
 from numpy.typing import ArrayLike, DTypeLike
@@ -37,7 +37,6 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
 from ..numerics import (
-    DEFAULT_RCOND,
     KernelExpansion,
     LocalExecutor,
     default_chunk_size,
@@ -62,7 +61,6 @@ from ..utils import (
 
 if TYPE_CHECKING:  # imported for the annotations only
     from ..kernels.base import Kernel
-    from ..losses import Loss
     from ..sketches.base import Sketch
     from ..types import RandomStateLike
 
@@ -99,6 +97,8 @@ class KernelRidgeRegressor(SaveMixin, RegressorMixin, BaseEstimator):
         (:func:`sprokr.numerics.sketched_ridge`) is redone with float64 kernel values and the
         model then predicts in float64 (``dtype_``).
     rcond : float, optional
+        Relative pivot threshold of ``R K R^T`` in the sketched ridge (default: its
+        rounding level, :func:`sprokr.numerics.sketched_ridge`).
     chunk_size : int, optional
     random_state : None, int or numpy.random.Generator
 
@@ -146,7 +146,8 @@ class KernelRidgeRegressor(SaveMixin, RegressorMixin, BaseEstimator):
         T64, scalar = check_targets(y, n, type(self).__name__)
         lam = check_positive(self.lam, "lam")
         dtype = resolve_dtype(self.dtype)
-        rcond = self.rcond if self.rcond is not None else DEFAULT_RCOND
+        if self.rcond is not None:
+            check_positive(self.rcond, "rcond", strict=False)
         chunk = check_chunk_size(self.chunk_size)
         k = resolve_kernel(self.kernel, self.kernel_params, "input", dtype)
         sk = resolve_sketch(self.input_sketch, self.m_x, self.input_sketch_params, n, "input")
@@ -159,7 +160,8 @@ class KernelRidgeRegressor(SaveMixin, RegressorMixin, BaseEstimator):
         else:
             R = sk.draw(n, check_random_state(self.random_state))
             support = take(Xp, R.indices)
-            sol = sketched_ridge(k, R, support, parts, lam, np.asarray, T64.shape[1], rcond,
+            # the sketched ridge's threshold defaults to its own (None: see sketched_ridge), as in SISOKR
+            sol = sketched_ridge(k, R, support, parts, lam, np.asarray, T64.shape[1], self.rcond,
                                  chunk or default_chunk_size(R.indices.size, dtype), ex,
                                  dtype=dtype, ref_targets=T64[R.indices])
             coef = sol.coef

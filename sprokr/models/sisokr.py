@@ -79,7 +79,7 @@ from .base import OUTPUT_DTYPE, OutputKernelModel, check_n_features, make_decode
 if TYPE_CHECKING:  # imported for the annotations only
     from ..decoders.base import Decoder
     from ..kernels.base import Kernel
-    from ..numerics._executor import Executor, RowPartitions
+    from ..numerics import Executor, RowPartitions
     from ..sketches.base import Sketch
     from ..types import RandomStateLike, Samples
 
@@ -129,10 +129,12 @@ class SISOKR(OutputKernelModel, BaseEstimator):
     solver : {"auto", "cholesky", "qr", "eigh"}
         How the sketched ridge ``(A^T A + n lam K~_x)^+ A^T T`` is solved
         (:func:`sprokr.numerics.sketched_ridge`; ``docs/architecture.md``, "Solvers"):
-        ``"auto"`` (default) the whitened normal equations (``K~_x = L L^T`` by pivoted
-        Cholesky, one pass summing ``Z^T Z`` and ``Z^T T`` of ``Z = A L^-T``, condition
-        number at most ``1 + k_max / lam``), accepted when their error estimate is at most
-        1e-6 (float64; 1e-4 for float32 products), else a second, stable pass;
+        ``"auto"`` (default) the plain normal equations when ``K~_x`` is well conditioned
+        and a measured check shows them accurate, else the whitened normal equations
+        (``K~_x = L L^T`` by pivoted Cholesky, one pass summing ``Z^T Z`` and ``Z^T T`` of
+        ``Z = A L^-T``, condition number at most ``1 + k_max / lam``), each accepted when
+        its error estimate is at most 1e-6 (float64; 1e-4 for float32 products), else a
+        further pass (float64 kernel values, then the stable route);
         ``"cholesky"`` the plain normal equations (one ``syrk`` pass, Cholesky with an
         explicit relative jitter ``rcond * mean(diag)``; fastest, but they square the
         condition number: 4e-3 relative error on Bibtex SIOKR); ``"qr"`` the stable route
@@ -173,8 +175,9 @@ class SISOKR(OutputKernelModel, BaseEstimator):
         Identifies the fitted output basis (candidate indexes carry it).
     executor_ : Executor
     solver_ : {"whitened", "cholesky", "eigh", "qr"}
-        The route the input side's solve took (``"auto"`` resolved: ``"whitened"`` or, when
-        its check failed, ``"qr"``).
+        The route the input side's solve took (``"auto"`` resolved: ``"cholesky"`` when the
+        plain normal equations passed their check, else ``"whitened"`` or, when that check
+        failed too, ``"qr"``).
     solver_error_estimate_ : float or None
         The relative error estimate of the normal equations that were solved (whitened:
         compared with :func:`sprokr.numerics.tolerance`; None when none were formed).

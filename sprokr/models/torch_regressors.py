@@ -20,7 +20,7 @@ are rebuilt from their configuration; a user ``module=`` builder is code and ref
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Optional, Self
+from typing import Any, Callable, Self
 
 import copy
 
@@ -203,7 +203,7 @@ class TorchRegressor(SaveMixin, RegressorMixin, BaseEstimator):
         """Fit on ``X`` (n, ...) and targets ``T`` (n, p).  Returns self."""
         torch = _import_torch()
         T = as_targets(T)
-        n = check_paired(X, T, "X", "T")
+        check_paired(X, T, "X", "T")
         c = _loss_fn(self.loss, check_positive(self.loss_delta, "loss_delta"))
         check_lr_schedule(self.max_epochs, self.lr_drops, self.lr_factor)
         ev = check_eval_set(eval_set, T.shape[1])
@@ -214,6 +214,9 @@ class TorchRegressor(SaveMixin, RegressorMixin, BaseEstimator):
         threads = torch.get_num_threads()
         if self.num_threads:
             torch.set_num_threads(int(self.num_threads))
+        # learned state starts here: a failure anywhere below (a bad ridge_init, inputs the
+        # new vocabulary cannot encode, training) restores the previous model
+        previous = dict(self.__dict__)
         try:
             with torch.random.fork_rng(devices=[]):  # seeded init and dropout; global generator restored
                 torch.manual_seed(seed)
@@ -221,6 +224,10 @@ class TorchRegressor(SaveMixin, RegressorMixin, BaseEstimator):
                 Xt = self._tensor(X)
                 Xv = None if ev is None else self._tensor(ev[0])
                 stop = self._train(torch, Xt, T, sample_offsets, ev, Xv, c, rng)
+        except BaseException:
+            self.__dict__.clear()
+            self.__dict__.update(previous)
+            raise
         finally:
             torch.set_num_threads(threads)
         self.n_epochs_, self.best_epoch_, self.history_ = len(stop.history), stop.best_epoch, stop.history

@@ -136,7 +136,7 @@ def float32_error_estimate(acc: Any, A_rows: np.ndarray, A_rows64: np.ndarray, T
     # (a smooth kernel resolved down to tiny pivots), negligible otherwise
     A64 = np.asarray(A_rows64, dtype=np.float64)
     g = w if acc.whiten is None else acc.whiten.coefficients(w)
-    e_pred = np.finfo(acc.dtype).eps * float(np.sqrt(matmul(A64 ** 2, g ** 2)).max(initial=0.0))
+    e_pred = float(np.finfo(acc.dtype).eps) * float(np.sqrt(matmul(A64 ** 2, g ** 2)).max(initial=0.0))
     return _SAFETY * (float(np.abs(matmul(Z64, dw)).max(initial=0.0)) + e_pred) / H
 
 

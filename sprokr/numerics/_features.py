@@ -25,7 +25,7 @@ import numpy as np
 from numpy.typing import DTypeLike
 import scipy.sparse as sp
 
-from ..utils import num_samples, take, unique_inverse
+from ..utils import iter_chunks, num_samples, take, take_slice, unique_inverse
 from ._linalg import matmul, psd_eigh
 from ._products import check_gram_block
 
@@ -133,8 +133,19 @@ class SketchedFeatures:
         return self.R.apply_right(self.kernel_block(Zq), overwrite=True)
 
     def support_rows(self) -> np.ndarray:
-        """``(K R^T)[indices]`` (m' x m): the rows of ``K R^T`` at the support points."""
-        return self.block(self.Z_sel)
+        """``(K R^T)[indices]`` (m' x m): the rows of ``K R^T`` at the support points.
+
+        Computed over row chunks of the support: a dense sketch (Gaussian, CountSketch)
+        has all n samples as support, and one block would be the n x n Gram.
+        """
+        m1 = num_samples(self.Z_sel)
+        chunk = default_chunk_size(m1, self.dtype)
+        if m1 <= chunk:
+            return self.block(self.Z_sel)
+        out = np.empty((m1, self.m), dtype=self.dtype)
+        for sl in iter_chunks(m1, chunk):
+            out[sl] = self.block(take_slice(self.Z_sel, sl))
+        return out
 
     def fit_basis(self, rows: np.ndarray | None = None) -> Self:
         """Eigen-basis ``U D^-1/2`` of ``K~ = R K R^T`` (from :meth:`support_rows`)."""

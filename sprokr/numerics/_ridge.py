@@ -115,6 +115,8 @@ class CrossProductTask(ChunkTask):
                  c: np.ndarray, d: np.ndarray | None, identity_targets: bool, gather: ArrayLike | None = None,
                  which: int = 1, whiten: Any = None, dtype: DTypeLike | None = None, skip: ArrayLike | None = None
                  ) -> None:
+        if gather is not None and skip is not None:  # the gathered positions assume every row is kept
+            raise ValueError("CrossProductTask: gather and skip cannot be combined")
         self.features, self.targets, self.width = features, targets, width
         self.c, self.d, self.identity_targets = c, d, identity_targets
         self.gather = None if gather is None else np.asarray(gather, dtype=np.int64)
@@ -207,16 +209,18 @@ class RidgeSolution:
         The route that produced ``coef``.
     error_estimate : float or None
         The relative error estimate of the normal equations that were solved: of the
-        whitened ones (:func:`whitened_error_bound`, or the measured
-        :func:`float32_error_estimate` when that bound is not conclusive), of the plain ones
-        (:func:`normal_equations_error`); None for ``"eigh"`` and a ``"qr"`` solve chosen
+        whitened ones (:func:`whitened_error_bound`, plus the measured
+        :func:`float32_error_estimate` for float32), of the plain ones (under ``"auto"`` the
+        measured :meth:`_RidgeJob._measured_plain`, under ``"cholesky"``
+        :func:`normal_equations_error`); None for ``"eigh"`` and a ``"qr"`` solve chosen
         directly.
     rank : int or None
         Numerical rank of ``R K R^T`` (whitened and stable routes).
     precision : numpy dtype
         Precision of the kernel values and O(n m^2) products of the route taken.
     checks : list of (precision name, error estimate)
-        Every whitened solve tried, in order (the rejected ones first).
+        Every checked solve tried (``"plain float64"``, ``"float32"``, ...), in order (the
+        rejected ones first).
     """
 
     def __init__(self, coef: np.ndarray, support: Any, features: Any, times: dict[str, float], method: str,
@@ -230,16 +234,16 @@ class RidgeSolution:
 
 SOLVERS = ("auto", "cholesky", "qr", "eigh")
 
-#: support rows replayed by :func:`float32_error_estimate` (and whose column means centre
-#: the plain normal equations' blocks), and its target probes
+#: rows replayed by the measured checks (training rows spread over the data; support rows
+#: whose column means centre the plain normal equations' blocks), and the target probes
 _SAMPLE_ROWS = 256
 _PROBES = 8
 #: "auto" tries the plain normal equations first when K~'s pivoted Cholesky has full rank and
 #: its pivots span at most this squared ratio (a flatter K~ makes them fail their check)
 PLAIN_FIRST_PIVOT_RATIO = 1e-8
-#: extra safety factor of the plain route's measured estimate: it samples the support rows
-#: only, and G's conditioning amplifies what the sample does not see (on the reference
-#: matrix the error reached 5x the estimate; on the scale data 1.8x)
+#: extra safety factor of the plain route's measured estimate: G's conditioning amplifies
+#: what the 256-row sample does not see (calibrated on a 648-case sweep and the reference
+#: matrix, tests/test_float32_policy.py: worst accepted error 0.3x the tolerance)
 PLAIN_SAFETY = 3.75
 
 
@@ -309,15 +313,16 @@ def sketched_ridge(kernel: Kernel, R: SketchMatrix, support: Any, parts: RowPart
       normal equations.  ``K~``'s pivoted Cholesky
       factorisation (:class:`Whitening`, from the support rows, before the pass) gives
       ``Z = A P_r L_11^-T``; one pass sums ``Z^T Z`` and ``Z^T T`` over row chunks
-      (double-centred blocks, a ``trsm`` and a ``syrk`` per chunk in ``dtype``), then
+      (blocks centred by projection on the column shift, a ``trsm`` and a ``syrk`` per
+      chunk in ``dtype``), then
       ``(Z^T Z + n lam I) w = Z^T T`` by Cholesky -- nothing added.  Accepted when the
       error estimate is within :func:`tolerance` (1e-6 for float64, 1e-4 for float32):
       the bound :func:`whitened_error_bound`, known up to ``|Z|_F^2 <= trace(K)`` before
-      the pass; for float32, if that bound is not conclusive, the measured
-      :func:`float32_error_estimate` (which also covers the float32 kernel values).  A
-      float32 solution that fails is redone with float64 kernel values and products
-      (:func:`float64_kernel`; ``RidgeSolution.precision`` and ``.features`` say so), a
-      float64 one by the stable route (logged);
+      the pass; for float32 plus the measured :func:`float32_error_estimate` (which also
+      covers the float32 kernel values and predictions).  A float32 solution that fails
+      is redone with float64 kernel values and products (:func:`float64_kernel`;
+      ``RidgeSolution.precision`` and ``.features`` say so) -- accepted at the float32
+      request's tolerance -- a float64 one by the stable route (logged);
     * ``"cholesky"``: the plain normal equations ``G = A^T A + n lam K~`` (one ``syrk``
       pass on double-centred blocks) with an explicit relative jitter
       ``rcond * mean(diag G)`` on the diagonal.  Fastest, but ``G`` has the square of
@@ -456,7 +461,7 @@ class _RidgeJob:
         self.targets, self.width, self.identity = targets, width, targets is None
         self.chunk, self.executor, self.which = chunk, executor, which
         self.t0, self.times, self.rcond = t0, {}, rcond
-        self._f64 = None
+        self._f64 = self._rows = None
         self.checks = []
 
     def features64(self):
@@ -526,8 +531,7 @@ class _RidgeJob:
             if sol is not None and f.dtype == np.float32:
                 # the bound covers the float32 products only, not the float32 kernel values
                 # (on a flat kernel they alone lose the answer): measured on a sample
-                est = whitened_error_bound(0.0, z2, self.nlam, np.float64) + self._measured(
-                    acc, A_sup, ref_targets, sol)
+                est = whitened_error_bound(0.0, z2, self.nlam, np.float64) + self._measured(acc, sol)
             name = f.dtype.name
             self.checks.append((name, est))
             gamma = sol.coefficients() if est <= tol else None
@@ -564,40 +568,47 @@ class _RidgeJob:
                     overwrite_z=True)
         return acc, wh, A_sup
 
-    def _measured_plain(self, acc, A_sel, ref_targets, L, gamma, G_norm):
+    def _sample(self):
+        """``(idx, A_32, A_64)``: up to 256 training rows spread over the data and their rows
+        of ``A`` in the requested precision and in float64 (computed once per job).
+
+        Not the sketch's support: its rows lie in the span of ``K~``'s factor, so their
+        float32 triangular solves are accurate, while a general row's components along
+        ``K~``'s smallest pivots carry float32 noise that the solve amplifies -- the error
+        the checks must see.
+        """
+        if self._rows is None:
+            n = self.parts.n
+            idx = _spread(n, _SAMPLE_ROWS)
+            Xs = self.executor.take_rows(self.parts, idx, which=0)
+            A32 = self.feats.block(Xs)
+            f64 = self.features64()
+            A64 = A32 if f64.kernel is self.feats.kernel and A32.dtype == np.float64 else f64.block(Xs)
+            self._rows = (idx, A32, A64)
+        return self._rows
+
+    def _probe_columns(self, idx):
+        """Target columns probed: a few sample rows' own columns (``T = I_n``) or the first few."""
+        if self.identity:
+            return idx[_spread(idx.size, _PROBES)]
+        return np.arange(min(self.width, _PROBES))
+
+    def _measured_plain(self, acc, L, gamma, G_norm):
         """Error estimate of a plain normal-equations solution ``G gamma = A^T T``: the measured
         float32 part (:meth:`_measured`, float32 products only) plus the float64 rounding of
         the formed ``G`` probed at random (:func:`float64_probe_estimate`, scale
-        ``eps_64 (|A_c|_F^2 + |G|_1)``)."""
-        sol = _PlainSolution(L, gamma)
-        est = self._measured(acc, A_sel, ref_targets, sol) if acc.dtype == np.float32 else 0.0
-        R = self.feats.R
-        ref = np.linspace(0, R.indices.size - 1, min(R.indices.size, _SAMPLE_ROWS)).astype(np.intp)
-        f64 = self.features64()
-        A64 = (np.asarray(A_sel[ref], dtype=np.float64) if f64.kernel is self.feats.kernel
-               else f64.block(take(f64.Z_sel, ref)))
-        cols = (R.indices[ref[np.linspace(0, ref.size - 1, min(ref.size, _PROBES)).astype(np.intp)]]
-                if self.identity else np.arange(min(self.width, _PROBES)))
+        ``eps_64 (|A_c|_F^2 + |G|_1)``), times :data:`PLAIN_SAFETY`."""
+        est = self._measured(acc, _PlainSolution(L, gamma)) if acc.dtype == np.float32 else 0.0
+        idx, _, A64 = self._sample()
         scale = np.finfo(np.float64).eps * (float(np.trace(acc.AtA)) + G_norm)
-        return PLAIN_SAFETY * (est + float64_probe_estimate(L, A64, gamma[:, cols], scale))
+        return PLAIN_SAFETY * (est + float64_probe_estimate(L, A64, gamma[:, self._probe_columns(idx)], scale))
 
-    def _measured(self, acc, A_sup, ref_targets, sol):
-        """:func:`float32_error_estimate` on up to 256 training rows and a few target columns.
-
-        The rows are spread over the whole training set, not the sketch's support: the
-        support rows of ``A`` lie in the span of ``K~``'s factor, so their float32
-        triangular solves are accurate, while a general row's components along ``K~``'s
-        smallest pivots carry float32 noise that the solve amplifies (the error the
-        check must see).  ``A_sup``: unused (kept for the routes' common signature).
-        """
+    def _measured(self, acc, sol):
+        """:func:`float32_error_estimate` on the sample rows (:meth:`_sample`) and a few target columns."""
+        idx, A32, A64 = self._sample()
         n = self.parts.n
-        idx = np.unique(np.linspace(0, n - 1, min(n, _SAMPLE_ROWS)).astype(np.intp))
-        Xs = self.executor.take_rows(self.parts, idx, which=0)
-        A32 = self.feats.block(Xs)
-        f64 = self.features64()
-        A64 = A32 if f64.kernel is self.feats.kernel and A32.dtype == np.float64 else f64.block(Xs)
         if self.identity:  # T = I_n: the columns of a few sample rows, e_j (Z^T e_j = z_j: one row's error)
-            probe = np.linspace(0, idx.size - 1, min(idx.size, _PROBES)).astype(np.intp)
+            probe = _spread(idx.size, _PROBES)
             T_rows = np.eye(idx.size)[:, probe]
             return float32_error_estimate(acc, A32, A64, T_rows, sol.F, sol.w(idx[probe]),
                                           n, self.nlam, unit_targets=True)
@@ -613,7 +624,7 @@ class _RidgeJob:
         estimate is measured (:meth:`_measured_plain`) instead of bounded."""
         feats, R, dtype = self.feats, self.feats.R, self.feats.dtype
         # the centring shift, fixed before the pass: column means of A at (up to 256) support rows
-        ref = np.linspace(0, R.indices.size - 1, min(R.indices.size, _SAMPLE_ROWS)).astype(np.intp)
+        ref = _spread(R.indices.size, _SAMPLE_ROWS)
         c, d = self._shift(feats.block(take(feats.Z_sel, ref)), None if ref_targets is None
                            else np.asarray(ref_targets)[ref], dtype)
         task = CrossProductTask(feats, self.targets, self.width, c, d, self.identity, gather=R.indices,
@@ -635,7 +646,7 @@ class _RidgeJob:
             except np.linalg.LinAlgError:
                 return None
             gamma = cholesky_factor_solve(L, AtT)
-            est = self._measured_plain(acc, A_sel, ref_targets, L, gamma, G_norm)
+            est = self._measured_plain(acc, L, gamma, G_norm)
             self.checks.append((f"plain {np.dtype(dtype).name}", est))
             self.times["solve"] = time.perf_counter() - t2
             return self._solution(gamma, feats, "cholesky", est)
@@ -673,6 +684,11 @@ class _RidgeJob:
                                          semi_normal=self.identity)
         self.times.update({"qr_pass": t3 - t2, "qr_solve": time.perf_counter() - t3})
         return self._solution(gamma, f, "qr", est, rank)
+
+
+def _spread(size, k):
+    """``min(size, k)`` distinct positions spread evenly over ``range(size)``."""
+    return np.unique(np.linspace(0, size - 1, min(size, k)).astype(np.intp))
 
 
 class _PlainSolution:

@@ -82,3 +82,14 @@ def test_save_and_load(rng, tmp_path):
     loaded = sprokr.load(kf.save(tmp_path / "features.sprokr"))
     assert isinstance(loaded, KernelFeatures) and loaded.get_params() == kf.get_params()
     np.testing.assert_array_equal(loaded.transform(X), kf.transform(X))
+
+
+def test_standardized_fit_transform_and_a_failed_refit():
+    X = np.random.default_rng(0).normal(size=(300, 4))
+    f = KernelFeatures(n_components=50, standardize=True, random_state=0)
+    Z = f.fit_transform(X)
+    np.testing.assert_allclose(Z, f.transform(X), rtol=1e-12)
+    np.testing.assert_allclose(Z.std(axis=0), 1.0, rtol=1e-6)
+    with pytest.raises(ValueError, match="rcond"):
+        f.set_params(rcond=-1.0).fit(X)
+    np.testing.assert_array_equal(f.transform(X), Z)  # the previous feature map is intact

@@ -24,7 +24,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..numerics import DEFAULT_RCOND, SketchedFeatures, check_kernel_sample, default_chunk_size
 from ..persistence import SaveMixin
-from ..utils import check_random_state, iter_chunks, num_samples, resolve_dtype, take, take_slice
+from ..utils import check_positive, check_random_state, iter_chunks, num_samples, resolve_dtype, take, take_slice
 from .base import fit_on_training_inputs
 
 __all__ = ["KernelFeatures"]
@@ -85,6 +85,16 @@ class KernelFeatures(SaveMixin, TransformerMixin, BaseEstimator):
 
     def fit(self, X: Any, y: Any = None) -> Self:
         """Draw the sketch of the ``n`` training inputs ``X`` and fit the feature map.  Returns self."""
+        self._fit(X)
+        return self
+
+    def fit_transform(self, X: Any, y: Any = None, **fit_params: Any) -> np.ndarray:
+        """``fit(X).transform(X)``, without a second pass when ``standardize`` computed it."""
+        Z = self._fit(X)
+        return self.transform(X) if Z is None else Z
+
+    def _fit(self, X):
+        """The fit; returns the training features when ``standardize`` computed them, else None."""
         from ..registry import resolve_kernel, resolve_sketch
         from ..models.sisokr import check_chunk_size
 
@@ -101,27 +111,32 @@ class KernelFeatures(SaveMixin, TransformerMixin, BaseEstimator):
         R = sketch.draw(n, check_random_state(self.random_state))
         support = kernel.prepare(take(X, R.indices))
         check_kernel_sample(kernel, take(support, np.arange(min(R.indices.size, 64))), "kernel")
-        feats = SketchedFeatures(kernel, R, kernel.prepare_support(support), dtype,
-                                 DEFAULT_RCOND if self.rcond is None else self.rcond).fit_basis()
-        self.kernel_, self.features_, self.n_components_ = kernel, feats, feats.rank
-        self.scale_ = None
-        if self.standardize:
-            Z = self.transform(X)
+        rcond = DEFAULT_RCOND if self.rcond is None else check_positive(self.rcond, "rcond", strict=False)
+        feats = SketchedFeatures(kernel, R, kernel.prepare_support(support), dtype, rcond).fit_basis()
+        scale = Z = None
+        if self.standardize:  # the training features' deviations
+            Z = self._map(feats, kernel, X)
             sd = Z.std(axis=0, dtype=np.float64)
-            self.scale_ = np.where(sd > 0, sd, 1.0)
-        return self
+            scale = np.where(sd > 0, sd, 1.0)
+            Z /= scale.astype(Z.dtype)
+        # learned state only once everything succeeded
+        self.kernel_, self.features_, self.n_components_, self.scale_ = kernel, feats, feats.rank, scale
+        return Z
+
+    def _map(self, feats, kernel, X):
+        n = num_samples(X, "X")
+        out = np.empty((n, feats.rank), dtype=feats.dtype)
+        chunk = self.chunk_size or default_chunk_size(feats.R.indices.size, feats.dtype)
+        for sl in iter_chunks(n, chunk):
+            out[sl] = feats.transform(kernel.prepare(take_slice(X, sl)), dedupe=False)
+        return out
 
     def transform(self, X: Any) -> np.ndarray:
         """``z(X)``, shape (n_q, ``n_components_``), computed over row chunks."""
         check_is_fitted(self, "features_")
-        n = num_samples(X, "X")
-        dtype = self.features_.dtype
-        out = np.empty((n, self.n_components_), dtype=dtype)
-        chunk = self.chunk_size or default_chunk_size(self.features_.R.indices.size, dtype)
-        for sl in iter_chunks(n, chunk):
-            out[sl] = self.features_.transform(self.kernel_.prepare(take_slice(X, sl)), dedupe=False)
+        out = self._map(self.features_, self.kernel_, X)
         if self.scale_ is not None:
-            out /= self.scale_.astype(dtype)
+            out /= self.scale_.astype(out.dtype)
         return out
 
     def get_feature_names_out(self, input_features: Any = None) -> np.ndarray:

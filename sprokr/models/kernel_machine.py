@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Mapping, Self
 
+import logging
 import numbers
 import time
 
@@ -400,14 +401,18 @@ class SketchedKernelMachine(SaveMixin, FeatureProblemMixin, RegressorMixin, Base
             sol = sketched_ridge(self.kernel_, R, support, parts, lam / float(pos.max()), np.asarray, Y.shape[1],
                                  rcond, chunk, ex, dtype=dtype, ref_targets=ref)
             coef, feats, rank, precision = sol.coef, sol.features, sol.rank, sol.precision
+            fallback = sol.fallback_message(dtype)
+            if fallback:
+                log_estimator(self, fallback, logging.WARNING)
         else:
             system = whitened_system(self.kernel_, R, support, parts, np.asarray, Y.shape[1], rcond, chunk, ex,
                                      ref_targets=ref)
             coef = system.coef(ridge_by_eigengroups(system.G, system.B, n, lam, V, e))
             feats, rank, precision = system.features, system.whitening.rank, np.dtype(np.float64)
-        if precision != dtype:  # float32 kernel values would not be accurate: float64 from here on
-            log_estimator(self, f"dtype={np.dtype(dtype).name!r}: the closed form is accurate only with float64 "
-                          "kernel values; fitted and predicting in float64")
+            if precision != dtype:
+                log_estimator(self, f"dtype={np.dtype(dtype).name!r}: with several output-matrix eigenvalues the "
+                              "closed form is solved with float64 kernel values; predicting in float64")
+        if precision != dtype:  # float64 kernel values from here on
             self.kernel_, self.dtype_ = feats.kernel, np.dtype(precision)
         self.rank_ = int(feats.m if rank is None else rank)
         self.X_support_ = feats.Z_sel

@@ -28,6 +28,7 @@ are in :mod:`sprokr.models.training`.
 """
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Any, Mapping, Self
 
 import numpy as np
@@ -44,6 +45,7 @@ from ..numerics import (
     sketched_ridge,
 )
 from ..persistence import SaveMixin
+from ..progress import log_estimator
 from ..registry import resolve_kernel, resolve_sketch
 from .base import check_n_features, set_n_features
 from .torch_regressors import ROBUST_LOSSES, TorchRegressor, token_cnn, torch_available
@@ -165,7 +167,9 @@ class KernelRidgeRegressor(SaveMixin, RegressorMixin, BaseEstimator):
                                  chunk or default_chunk_size(R.indices.size, dtype), ex,
                                  dtype=dtype, ref_targets=T64[R.indices])
             coef = sol.coef
-            if sol.precision != dtype:  # float32 failed the solver's check: float64 kernel values from here on
+            fallback = sol.fallback_message(dtype)
+            if fallback:  # float32 failed the solver's check: float64 kernel values from here on
+                log_estimator(self, fallback, logging.WARNING)
                 k, dtype, support = sol.features.kernel, np.dtype(sol.precision), sol.support
         # ---- validated and solved: learned state
         self.kernel_, self.sketch_matrix_ = k, R

@@ -57,7 +57,6 @@ from ..numerics import (
     exact_ridge_factor,
     matmul,
     sketched_ridge,
-    tolerance,
 )
 from ..registry import resolve_executor, resolve_kernel, resolve_sketch
 from ..kernels.base import fit_on_training_inputs
@@ -357,10 +356,9 @@ class SISOKR(OutputKernelModel, BaseEstimator):
             why = ("lam too small for them" if sol.error_estimate is None
                    else f"error estimate {sol.error_estimate:.2g}")
             self._log(f"whitened normal equations rejected ({why}): solved by the stable QR route")
-        if sol.precision != dtype:  # float32 failed its check: the model is float64 from here on
-            est = dict(sol.checks).get(dtype.name, np.nan)
-            self._log(f"dtype={dtype.name!r} would change this solution by more than {tolerance(dtype):.0e} "
-                      f"(estimate {est:.2g}): fitted and predicting with float64 kernel values", logging.WARNING)
+        fallback = sol.fallback_message(dtype)
+        if fallback:  # float32 failed its check: the model is float64 from here on
+            self._log(fallback, logging.WARNING)
             self.input_kernel_, self.dtype_ = sol.features.kernel, sol.precision
             support = sol.support
         self.X_support_ = self.input_kernel_.prepare_support(support)

@@ -231,6 +231,17 @@ class RidgeSolution:
         self.precision = np.dtype(np.float64 if precision is None else precision)
         self.checks = list(checks)
 
+    def fallback_message(self, dtype: DTypeLike) -> str | None:
+        """The warning an estimator logs when ``dtype`` was asked for but the solution needed
+        float64 kernel values (None when it did not): the estimator then adopts
+        ``features.kernel``, ``support`` and ``precision``."""
+        dtype = np.dtype(dtype)
+        if self.precision == dtype:
+            return None
+        est = dict(self.checks).get(dtype.name, np.nan)
+        return (f"dtype={dtype.name!r} would change this solution by more than {tolerance(dtype):.0e} "
+                f"(estimate {est:.2g}): fitted and predicting with float64 kernel values")
+
 
 SOLVERS = ("auto", "cholesky", "qr", "eigh")
 

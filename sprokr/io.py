@@ -214,14 +214,20 @@ class ColumnSpec:
         for k, v in zip(("center", "scale"), stats):
             if v is not None and (not isinstance(v, list) or not all(isinstance(u, (int, float)) for u in v)):
                 raise ValueError(f"[{what}] {k} must be a list of numbers, got {v!r}")
+        if stats != [None, None]:  # written by `sprokr fit`: both, with standardize, deviations > 0
+            if not std or None in stats or len(stats[0]) != len(stats[1]):
+                raise ValueError(f"[{what}] center and scale go together, with standardize = true and one "
+                                 f"value per column (they are written by `sprokr fit`)")
+            if not all(u > 0 for u in stats[1]):
+                raise ValueError(f"[{what}] scale must hold positive deviations, got {stats[1]!r}")
         return cls(list(cols), typ, std, *stats)
 
     def to_dict(self) -> Dict[str, Any]:
         d: Dict[str, Any] = {"columns": list(self.columns), "type": self.type}
         if self.standardize:
             d["standardize"] = True
-            if self.center is not None:
-                d.update(center=list(self.center), scale=list(self.scale or []))
+            if self.center is not None and self.scale is not None:
+                d.update(center=list(self.center), scale=list(self.scale))
         return d
 
     def fit_scaling(self, X: np.ndarray) -> "ColumnSpec":
@@ -231,21 +237,22 @@ class ColumnSpec:
         return ColumnSpec(list(self.columns), self.type, True, X.mean(axis=0).tolist(),
                           np.where(sd > 0, sd, 1.0).tolist())
 
-    def _scaled(self, X: np.ndarray) -> np.ndarray:
+    def standardized(self, X: np.ndarray) -> np.ndarray:
+        """``X`` centred and scaled with the stored statistics (unchanged without ``standardize``)."""
         if not self.standardize:
             return X
         if self.center is None or self.scale is None:
-            raise ValueError("standardize = true but no training statistics: fit the model with `sprokr fit` "
-                             "(it stores the columns' means and deviations with the model)")
+            raise ValueError("[input] standardize = true but no training statistics: fit the model with "
+                             "`sprokr fit` (it stores the columns' means and deviations with the model)")
         c, s = np.asarray(self.center, dtype=np.float64), np.asarray(self.scale, dtype=np.float64)
         if c.shape != (X.shape[1],) or s.shape != (X.shape[1],):
-            raise ValueError(f"the stored scaling has {c.size} columns, the data {X.shape[1]}")
+            raise ValueError(f"[input] the stored scaling has {c.size} columns, the data {X.shape[1]}")
         return (X - c) / s
 
     def read(self, table: Table) -> Any:
         """The model-ready collection of ``table``'s rows."""
         if self.type == "numeric":
-            return self._scaled(_numeric(table, self.columns))
+            return self.standardized(_numeric(table, self.columns))
         if self.type == "labels":
             Y = _numeric(table, self.columns)
             bad = ~np.isin(Y, (0.0, 1.0))

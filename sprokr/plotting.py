@@ -289,7 +289,9 @@ def plot_model_selection(result: Mapping[str, Any], *, title: Optional[str] = No
     Returns
     -------
     matplotlib.figure.Figure
-        Two to four axes, in the order above; ``sprokr select --figure`` writes this figure.
+        One to four axes, in the order above (the lam path always; perfect h with an
+        ``m_y`` search; the two ``m_x`` panels with an ``m_x`` search); ``sprokr select
+        --figure`` writes this figure.
     """
     if not isinstance(result, Mapping) or not {"grid", "best_params", "scoring"} <= set(result):
         raise TypeError("result must be the dict returned by sprokr.model_selection.select_model")

@@ -253,3 +253,17 @@ def test_standardize_errors(tmp_path, capsys, input_table, message):
     code, _, err = run(["fit", "--config", tmp_path / "m.toml", "--train", tmp_path / "t.csv", "-o",
                         tmp_path / "m.sprokr"], capsys)
     assert code == 2 and message in err
+
+
+@pytest.mark.parametrize("extra, message", [
+    ("center = [0.0]\nscale = [1.0]", "center and scale go together, with standardize = true"),
+    ("standardize = true\ncenter = [0.0]", "center and scale go together"),
+    ("standardize = true\ncenter = [0.0]\nscale = [0.0]", "scale must hold positive deviations"),
+])
+def test_stored_scaling_is_checked(tmp_path, capsys, extra, message):
+    (tmp_path / "m.toml").write_text(f'estimator = "SISOKR"\n[params]\nlam = 1e-3\n[input]\ncolumns = ["mu"]\n'
+                                     f'type = "numeric"\n{extra}\n[output]\ncolumn = "smiles"\ntype = "smiles"\n')
+    (tmp_path / "t.csv").write_text("mu,smiles\n1.0,CCO\n2.0,CCN\n")
+    code, _, err = run(["fit", "--config", tmp_path / "m.toml", "--train", tmp_path / "t.csv", "-o",
+                        tmp_path / "m.sprokr"], capsys)
+    assert code == 2 and message in err

@@ -224,6 +224,8 @@ def test_fgw_decoder_with_search(data):
     for q in range(len(Xq)):
         if out0[q].graph["smiles"] not in train:  # the search starts from it: it can only improve
             assert score(q, [out[q]])[0] >= score(q, [out0[q]])[0] - 1e-9
+    # the pool's canonical SMILES are cached with the index (never saved), not on the decoder
+    assert not any(k.startswith("_") for k in vars(dec)) and any("fgw" in str(k) for k in index.cache)
     with pytest.raises(ValueError, match="search_beam"):
         FGWBarycenterDecoder(search_beam=0)._check()
     with pytest.raises(ValueError, match="train_margin"):

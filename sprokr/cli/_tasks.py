@@ -130,10 +130,12 @@ def _training_data(args: Any) -> Tuple[Dict[str, Any], Any, Any, Any]:
     cfg = load_config(args.config)
     spec_in, spec_out = _specs(cfg)
     table = read_table(args.train)
-    if spec_in.standardize:
-        spec_in = spec_in.fit_scaling(ColumnSpec(spec_in.columns, spec_in.type).read(table))
-        cfg = {**cfg, "input": {**cfg["input"], **spec_in.to_dict()}}
-    return cfg, table, spec_in.read(table), spec_out.read(table)
+    if not spec_in.standardize:
+        return cfg, table, spec_in.read(table), spec_out.read(table)
+    raw = ColumnSpec(spec_in.columns, spec_in.type).read(table)  # the numeric columns, read once
+    spec_in = spec_in.fit_scaling(raw)
+    cfg = {**cfg, "input": {**cfg["input"], **spec_in.to_dict()}}
+    return cfg, table, spec_in.standardized(raw), spec_out.read(table)
 
 
 def _out(args: Any):

@@ -155,7 +155,9 @@ class ShiftedCrossProducts:
         Ac, r = self.centred(A, overwrite, Z, overwrite_z)
         Q = np.stack([np.ones_like(r), r], axis=1)
         if self.whiten is not None and self.identity_targets:  # Z^T = Z_c^T + P Q^T
-            self.AtT[:, rows] = (Ac.astype(np.float64) + np.outer(r, self.P[:, 1])).T
+            Z = Ac.astype(np.float64)  # a fresh copy: the rank-1 shift is added in place
+            _subtract_outer(Z, -r, self.P[:, 1])
+            self.AtT[:, rows] = Z.T
         self.S += matmul(Ac.T, Q.astype(Ac.dtype)).astype(np.float64)  # column sums and A_c^T r
         self.QQ += [[r.size, r.sum()], [r.sum(), r @ r]]
         Aw = Ac.astype(self.dtype, copy=False)

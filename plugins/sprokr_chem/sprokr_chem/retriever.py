@@ -447,6 +447,7 @@ class _Context:
         self.m_x_grid = _check_grid(owner.m_x_grid, "m_x_grid") or _sizes(n_tr)
         self.m_y_grid = _check_grid(owner.m_y_grid, "m_y_grid") or _sizes(n_tr)
         self.psg = {"p": min(1.0, PSG_NONZEROS / n_tr)}
+        self.input_features = {}  # DSOKR: (input-kernel params, m_x) -> (fitted features, Z_train, Z_val)
 
     def estimator(self, kernel):
         """The unfitted model of the method with output kernel ``kernel``."""
@@ -504,13 +505,14 @@ class _Context:
         m_y = int(ph["plateau_m"])
         scorer = retrieval_scorer("mrr")
         alphas = [float(a) for a in (DSOKR_ALPHAS if owner.alphas is None else owner.alphas)]
-        runs, feats, models = [], {}, {}
+        runs, models = [], {}
+        feats = self.input_features  # shared by the output kernels: the inputs do not depend on them
 
         def features(params, m_x):
             key = (repr(sorted(params.items())), m_x)
             if key not in feats:
-                f = KernelFeatures(self.input_kernel, dict(params), n_components=m_x, random_state=self.seed).fit(Xtr)
-                feats[key] = (f, f.transform(Xtr), f.transform(Xva))
+                f = KernelFeatures(self.input_kernel, dict(params), n_components=m_x, random_state=self.seed)
+                feats[key] = (f, f.fit_transform(Xtr), f.transform(Xva))
             return feats[key]
 
         def run(params, m_x, reg, reg_params):

@@ -360,11 +360,6 @@ class FGWBarycenterDecoder(Decoder):
         self.to_smiles = to_smiles
         self.random_state = random_state
 
-    def __getstate__(self):
-        state = super().__getstate__()
-        state.pop("_pool_keys", None)  # a cache of the last candidate pool's SMILES
-        return state
-
     def _check(self):
         if not isinstance(self.n_neighbors, numbers.Integral) or self.n_neighbors < 1:
             raise ValueError(f"n_neighbors must be a positive int, got {self.n_neighbors!r}")
@@ -550,7 +545,7 @@ class FGWBarycenterDecoder(Decoder):
         scorer = self._scorer(index, weights, idx, W) if self.select == "score" else None
         if scorer is not None:
             counts["selected_neighbor"] = 0
-        search = self._search_context(used, pool, chem) if scorer is not None and self.search_steps else None
+        search = self._search_context(used, index, chem) if scorer is not None and self.search_steps else None
         if search is not None:
             counts["searched"] = 0
         for q in range(n_q):  # one barycenter per query (an optimisation problem each)
@@ -584,7 +579,7 @@ class FGWBarycenterDecoder(Decoder):
             np.put_along_axis(coef, np.searchsorted(rows, idx), W, axis=1)
         return ModelScore(ky, take(pool, rows), coef, half)
 
-    def _search_context(self, used, pool, chem):
+    def _search_context(self, used, index, chem):
         """What the model-guided search needs (molecule graphs only, else None): edit labels,
         bond orders, valences, a sanitiser and the canonical SMILES of the training graphs."""
         to_smiles, caps = chem
@@ -601,13 +596,12 @@ class FGWBarycenterDecoder(Decoder):
             key = None if mol is None else Chem.MolToSmiles(mol)
             return None if key is None or "." in key else (key, mol_to_graph(mol))
 
-        # canonical SMILES of the candidate pool, kept while the same pool comes back (a model
-        # decodes over its training outputs at every predict call)
-        cached = getattr(self, "_pool_keys", None)
-        if cached is None or cached[0] is not pool or cached[1] != len(pool):
-            cached = (pool, len(pool), {k for k in map(to_smiles, pool) if k is not None})
-            self._pool_keys = cached
-        train = cached[2]
+        # canonical SMILES of the candidate pool, kept with the index (a model decodes over its
+        # training outputs at every predict call); the index's cache is never saved
+        key = ("fgw_pool_smiles", self.node_label, self.edge_label)
+        train = index.cache.get(key)
+        if train is None:
+            train = index.cache[key] = {k for k in map(to_smiles, index.candidates) if k is not None}
         return {"labels": labels, "orders": orders, "canonical": canonical, "train": train,
                 "caps": {lab: _max_valence(lab) for lab in labels}}
 

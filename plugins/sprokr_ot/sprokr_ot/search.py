@@ -175,7 +175,8 @@ def model_guided_search(starts: Sequence[nx.Graph], score: Callable[[list[nx.Gra
         kernel's atom attributes).
     orders, max_nodes, caps : see :func:`molecule_edits`.
     beam : int
-        Molecules expanded per step (the best new ones).
+        Molecules expanded per step after the first (the best new ones); the first step
+        expands every valid start.
     max_steps : int
         Edit rounds at most; the search stops earlier when no edit improves on the best.
     penalty : callable, key -> float, optional
@@ -184,7 +185,8 @@ def model_guided_search(starts: Sequence[nx.Graph], score: Callable[[list[nx.Gra
 
     Returns
     -------
-    graph, its (penalised) score, ``{"steps", "n_scored", "start": whether a start won}``.
+    graph, its (penalised) score, ``{"steps", "n_scored", "start": whether a start won,
+    "key": the winner's canonical SMILES}``.
     """
     seen: dict[str, nx.Graph] = {}
     for G in starts:

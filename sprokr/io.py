@@ -210,17 +210,17 @@ class ColumnSpec:
             raise ValueError(f"[{what}] standardize must be true or false, got {std!r}")
         if std and typ != "numeric":
             raise ValueError(f"[{what}] standardize applies to numeric columns, not to type {typ!r}")
-        stats = [cfg.get(k) for k in ("center", "scale")]
-        for k, v in zip(("center", "scale"), stats):
+        center, scale = cfg.get("center"), cfg.get("scale")
+        for k, v in (("center", center), ("scale", scale)):
             if v is not None and (not isinstance(v, list) or not all(isinstance(u, (int, float)) for u in v)):
                 raise ValueError(f"[{what}] {k} must be a list of numbers, got {v!r}")
-        if stats != [None, None]:  # written by `sprokr fit`: both, with standardize, deviations > 0
-            if not std or None in stats or len(stats[0]) != len(stats[1]):
+        if center is not None or scale is not None:  # written by `sprokr fit`: both, with standardize
+            if not std or center is None or scale is None or len(center) != len(scale):
                 raise ValueError(f"[{what}] center and scale go together, with standardize = true and one "
                                  f"value per column (they are written by `sprokr fit`)")
-            if not all(u > 0 for u in stats[1]):
-                raise ValueError(f"[{what}] scale must hold positive deviations, got {stats[1]!r}")
-        return cls(list(cols), typ, std, *stats)
+            if not all(u > 0 for u in scale):
+                raise ValueError(f"[{what}] scale must hold positive deviations, got {scale!r}")
+        return cls(list(cols), typ, std, center, scale)
 
     def to_dict(self) -> Dict[str, Any]:
         d: Dict[str, Any] = {"columns": list(self.columns), "type": self.type}

@@ -20,6 +20,7 @@ __all__ = [
     "num_samples",
     "check_paired",
     "check_strings",
+    "check_chunk_size",
     "take",
     "take_slice",
     "concat_samples",
@@ -51,6 +52,15 @@ def num_samples(X: Samples, name: str = "X") -> int:
             f"{name} must be an array, a sparse matrix or a sequence of samples; "
             f"got {type(X).__name__}, which has no length"
         ) from None
+
+
+def check_chunk_size(chunk_size: int | None) -> int | None:
+    """``chunk_size`` (rows per block of the chunked passes): None or an integer >= 1."""
+    if chunk_size is None:
+        return None
+    if isinstance(chunk_size, bool) or not isinstance(chunk_size, (numbers.Integral, np.integer)) or chunk_size < 1:
+        raise ValueError(f"chunk_size must be None or an integer >= 1, got {chunk_size!r}")
+    return int(chunk_size)
 
 
 def check_strings(X: Any, what: str = "text", name: str = "X") -> list[str]:

@@ -24,7 +24,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..numerics import DEFAULT_RCOND, SketchedFeatures, check_kernel_sample, default_chunk_size
 from ..persistence import SaveMixin
-from ..utils import check_positive, check_random_state, iter_chunks, num_samples, resolve_dtype, take, take_slice
+from ..utils import check_chunk_size, check_positive, check_random_state, iter_chunks, num_samples, resolve_dtype, take, take_slice
 from .base import fit_on_training_inputs
 
 __all__ = ["KernelFeatures"]
@@ -96,7 +96,6 @@ class KernelFeatures(SaveMixin, TransformerMixin, BaseEstimator):
     def _fit(self, X):
         """The fit; returns the training features when ``standardize`` computed them, else None."""
         from ..registry import resolve_kernel, resolve_sketch
-        from ..models.sisokr import check_chunk_size
 
         n = num_samples(X, "X")
         if n < 1:

@@ -40,9 +40,8 @@ from ..numerics import (
 )
 from ..registry import get_registry, resolve_executor, resolve_kernel, resolve_sketch
 from ..progress import log_estimator
-from ..utils import check_paired, check_random_state, iter_chunks, num_samples, take, take_slice, unique_indices
+from ..utils import check_chunk_size, check_paired, check_random_state, iter_chunks, num_samples, take, take_slice, unique_indices
 from .base import OUTPUT_DTYPE, OutputKernelModel, make_decoder, new_index_token
-from .sisokr import check_chunk_size
 
 if TYPE_CHECKING:  # imported for the annotations only
     from ..decoders.base import Decoder

@@ -46,6 +46,7 @@ from ..numerics import (
 from ..kernels.base import fit_on_training_inputs
 from ..progress import log_estimator
 from ..utils import (
+    check_chunk_size,
     copy_with_coef,
     NamedPrepare,
     check_positive,
@@ -58,7 +59,6 @@ from ..losses import Loss, PinballLoss, check_quantile_levels
 from ..registry import get_registry, resolve_executor, resolve_kernel, resolve_sketch
 from .output_matrix import check_output_matrix, joint_quantile_matrix
 from .base import check_n_features, set_n_features
-from .sisokr import check_chunk_size
 
 if TYPE_CHECKING:  # imported for the annotations only
     from ..kernels.base import Kernel

@@ -52,6 +52,7 @@ from .torch_regressors import ROBUST_LOSSES, TorchRegressor, token_cnn, torch_av
 from .training import EarlyStopping, as_targets, check_eval_set, check_lr_schedule, check_monitor, \
     kernel_induced_loss, self_retrieval_mrr, warn_not_converged
 from ..utils import (
+    check_chunk_size,
     copy_with_coef,
     NamedPrepare,
     check_positive,
@@ -140,8 +141,6 @@ class KernelRidgeRegressor(SaveMixin, RegressorMixin, BaseEstimator):
     def fit(self, X: Any, y: Any) -> Self:
         """Fit on inputs ``X`` (n samples) and targets ``y`` (n,) or (n, p).  Returns self."""
         from .kernel_machine import check_targets
-        from .sisokr import check_chunk_size
-
         n = num_samples(X, "X")
         if n < 1:
             raise ValueError("cannot fit on 0 samples: X is empty")

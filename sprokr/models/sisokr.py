@@ -30,7 +30,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Mapping, Self
 
 import logging
-import numbers
 import time
 
 import numpy as np
@@ -62,6 +61,7 @@ from ..registry import resolve_executor, resolve_kernel, resolve_sketch
 from ..kernels.base import fit_on_training_inputs
 from ..progress import log_estimator
 from ..utils import (
+    check_chunk_size,
     copy_with_coef,
     check_paired,
     check_positive,
@@ -84,15 +84,6 @@ if TYPE_CHECKING:  # imported for the annotations only
 
 __all__ = ["SISOKR", "IOKR", "SIOKR", "ISOKR", "check_chunk_size", "all_rows"]
 
-
-
-def check_chunk_size(chunk_size: int | None) -> int | None:
-    """None or an integer >= 1."""
-    if chunk_size is None:
-        return None
-    if isinstance(chunk_size, bool) or not isinstance(chunk_size, (numbers.Integral, np.integer)) or chunk_size < 1:
-        raise ValueError(f"chunk_size must be None or an integer >= 1, got {chunk_size!r}")
-    return int(chunk_size)
 
 
 class SISOKR(OutputKernelModel, BaseEstimator):

@@ -185,8 +185,8 @@ def model_guided_search(starts: Sequence[nx.Graph], score: Callable[[list[nx.Gra
 
     Returns
     -------
-    graph, its (penalised) score, ``{"steps", "n_scored", "start": whether a start won,
-    "key": the winner's canonical SMILES}``.
+    graph, its (penalised) score, and a dict with ``steps``, ``n_scored``, ``start``
+    (whether a start won) and ``key`` (the winner's canonical SMILES).
     """
     seen: dict[str, nx.Graph] = {}
     for G in starts:

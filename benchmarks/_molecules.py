@@ -24,7 +24,7 @@ from sklearn.base import clone
 
 from sprokr.kernels import fit_on_training_inputs
 from sprokr.model_selection import retrieval_scorer, select_model
-from sprokr.registry import resolve_kernel
+from sprokr.kernels import resolve_kernel
 from sprokr.utils import iter_chunks, take, take_slice
 
 

@@ -54,7 +54,7 @@ from _report import SeedTable
 from sklearn.feature_extraction.text import TfidfVectorizer
 
 from sprokr import DSOKR, IOKR, SISOKR
-from sprokr.registry import resolve_kernel
+from sprokr.kernels import resolve_kernel
 
 LAMS = np.logspace(-1, -7, 13)  # decreasing: ties go to the most regularised
 

@@ -133,7 +133,8 @@ def run_sklearn(n, args):
     from sprokr.decoders import CandidateIndex
     from sprokr.metrics import f1_samples
     from sprokr.models.dsokr import sketched_output_targets
-    from sprokr.registry import resolve_kernel, resolve_sketch
+    from sprokr.kernels import resolve_kernel
+    from sprokr.sketches import resolve_sketch
     from sprokr.utils import check_random_state, unique_inverse
 
     X, Y, Xt, Yt = make_data(n, args.seed, args.data)

@@ -1,35 +1,71 @@
-"""sprokr's own components, registered through the same hooks as any third-party plugin."""
+"""sprokr's own components, registered through the same hooks as any third-party plugin.
+
+Every built-in is named by ``"module:Name"`` (:func:`sprokr.hookspecs.lazy_factory`): the
+plugin host imports no component module, so it sits below every component in the layers
+of ``docs/architecture.md``, and building the registry imports nothing heavy.  The names
+listed here are the packages' ``BUILTIN_KERNELS`` / ``BUILTIN_SKETCHES`` /
+``BUILTIN_DECODERS`` / ``BUILTIN_LOSSES`` (``tests/test_plugins.py`` checks that they agree).
+"""
 from __future__ import annotations
 
-from .hookspecs import hookimpl
+from .hookspecs import hookimpl, lazy_factory
+
+#: registered name -> public class, per kind (``"package:Name"``)
+KERNELS = {
+    "linear": "sprokr.kernels:LinearKernel",
+    "polynomial": "sprokr.kernels:PolynomialKernel",
+    "gaussian": "sprokr.kernels:GaussianKernel",
+    "laplacian": "sprokr.kernels:LaplacianKernel",
+    "cosine": "sprokr.kernels:CosineKernel",
+    "tanimoto": "sprokr.kernels:TanimotoKernel",
+    "minmax": "sprokr.kernels:MinMaxKernel",
+    "precomputed": "sprokr.kernels:PrecomputedKernel",
+    "text": "sprokr.kernels:TextKernel",
+}
+SKETCHES = {
+    "subsample": "sprokr.sketches:SubSample",
+    "nystrom": "sprokr.sketches:SubSample",
+    "gaussian": "sprokr.sketches:GaussianSketch",
+    "psparsified": "sprokr.sketches:PSparsified",
+    "psr": "sprokr.sketches:PSR",
+    "psg": "sprokr.sketches:PSG",
+    "accumulation": "sprokr.sketches:Accumulation",
+    "countsketch": "sprokr.sketches:CountSketch",
+    "identity": "sprokr.sketches:IdentitySketch",
+}
+DECODERS = {"candidates": "sprokr.decoders:CandidateDecoder"}
+LOSSES = {
+    "square": "sprokr.losses:SquareLoss",
+    "huber": "sprokr.losses:HuberLoss",
+    "epsilon_insensitive": "sprokr.losses:EpsilonInsensitiveLoss",
+    "pinball": "sprokr.losses:PinballLoss",
+    "hinge": "sprokr.losses:HingeLoss",
+}
+EXECUTORS = {"local": "sprokr.numerics:LocalExecutor", "dask": "sprokr.numerics:DaskExecutor"}
+
+
+def _lazy(targets):
+    return {name: lazy_factory(target) for name, target in targets.items()}
 
 
 @hookimpl
 def sprokr_input_kernels():
-    from .kernels import BUILTIN_KERNELS
-
-    return dict(BUILTIN_KERNELS)
+    return _lazy(KERNELS)
 
 
 @hookimpl
 def sprokr_output_kernels():
-    from .kernels import BUILTIN_KERNELS
-
-    return dict(BUILTIN_KERNELS)
+    return _lazy(KERNELS)
 
 
 @hookimpl
 def sprokr_sketches():
-    from .sketches import BUILTIN_SKETCHES
-
-    return dict(BUILTIN_SKETCHES)
+    return _lazy(SKETCHES)
 
 
 @hookimpl
 def sprokr_decoders():
-    from .decoders import BUILTIN_DECODERS
-
-    return dict(BUILTIN_DECODERS)
+    return _lazy(DECODERS)
 
 
 @hookimpl
@@ -44,32 +80,26 @@ def sprokr_regressors():
     """
     import importlib.util
 
-    from .registry import lazy_factory
-
     # lazy: scikit-learn's linear_model / neural_network imports cost ~0.3 s
     regs = {
-        "ridge": lazy_factory("sklearn.linear_model:Ridge"),
-        "mlp": lazy_factory("sprokr.models.regressors:MLPSurrogate"),
-        "kernel_ridge": lazy_factory("sprokr.models.regressors:KernelRidgeRegressor"),
+        "ridge": "sklearn.linear_model:Ridge",
+        "mlp": "sprokr.models.regressors:MLPSurrogate",
+        "kernel_ridge": "sprokr.models.regressors:KernelRidgeRegressor",
     }
     if importlib.util.find_spec("torch") is not None:
-        regs["torch_mlp"] = lazy_factory("sprokr.models.torch_regressors:TorchRegressor")
-        regs["torch_smiles"] = lazy_factory("sprokr.models.torch_regressors:SmilesRegressor")
-        regs["torch_text"] = lazy_factory("sprokr.models.torch_regressors:TextRegressor")
-    return regs
+        regs["torch_mlp"] = "sprokr.models.torch_regressors:TorchRegressor"
+        regs["torch_smiles"] = "sprokr.models.torch_regressors:SmilesRegressor"
+        regs["torch_text"] = "sprokr.models.torch_regressors:TextRegressor"
+    return _lazy(regs)
 
 
 @hookimpl
 def sprokr_losses():
     """Losses of the sketched kernel machines (:mod:`sprokr.losses`)."""
-    from .losses import BUILTIN_LOSSES
-
-    return dict(BUILTIN_LOSSES)
+    return _lazy(LOSSES)
 
 
 @hookimpl
 def sprokr_executors():
     """Executors of the chunked passes: ``local`` (this process) and ``dask``."""
-    from .numerics import DaskExecutor, LocalExecutor
-
-    return {"local": LocalExecutor, "dask": DaskExecutor}
+    return _lazy(EXECUTORS)

@@ -11,6 +11,8 @@ are the hooks below.  sprokr registers its own built-ins through exactly these h
 
 Every hook takes no argument and returns a mapping ``{name: factory}``.  A *factory* is a
 class or a callable; ``factory(**params)`` must return a component of the hook's kind.
+:func:`lazy_factory` names a class by ``"module:Name"`` without importing it (sprokr's
+own built-ins are all registered that way, so the host imports no component module).
 Names are unique per kind across all plugins: two plugins that register the same name for
 the same kind make any lookup of that name fail with an error naming both plugins.
 
@@ -22,6 +24,8 @@ the host keeps working.
 """
 from __future__ import annotations
 
+from typing import Any, Callable
+
 import pluggy
 
 PROJECT = "sprokr"
@@ -29,6 +33,29 @@ PROJECT = "sprokr"
 hookspec = pluggy.HookspecMarker(PROJECT)
 #: Decorator for plugin hook implementations: ``@sprokr.hookimpl``.
 hookimpl = pluggy.HookimplMarker(PROJECT)
+
+
+def lazy_factory(target: str) -> Callable[..., Any]:
+    """A factory that imports ``"package.module:Name"`` only when first called.
+
+    Lets a plugin list its component names without importing its heavy library when the
+    registry is built (``sprokr plugins`` stays fast); the import happens on first use.
+    The target is kept as the factory's ``target`` attribute (the registry reads it to
+    check parameters, the model format to know the class without building one).
+    Also available as ``sprokr.registry.lazy_factory``.
+    """
+    module, _, attr = target.partition(":")
+    if not module or not attr:
+        raise ValueError(f"lazy_factory needs 'module:attribute', got {target!r}")
+
+    def factory(**params):
+        import importlib
+
+        return getattr(importlib.import_module(module), attr)(**params)
+
+    factory.target = target  # type: ignore[attr-defined]
+    factory.__doc__ = f"Create {target} (imported on first use)."
+    return factory
 
 
 @hookspec

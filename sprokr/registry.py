@@ -4,6 +4,12 @@
 >>> reg = get_registry()
 >>> k = reg.create("input_kernel", "gaussian", {"sigma2": 1.0})
 
+The host knows no component: sprokr's built-ins are registered by ``"module:Name"``
+(:mod:`sprokr._builtins`), and each component package resolves what an estimator is given
+against its own base class (``sprokr.kernels.resolve_kernel``,
+``sprokr.sketches.resolve_sketch``, ``sprokr.numerics.resolve_executor``; layers:
+``docs/architecture.md``).
+
 Third-party plugins are loaded from the entry-point group ``sprokr``.  The host never goes
 down because of a plugin: a plugin that fails to import (even by calling ``sys.exit``),
 whose hook has a wrong signature or raises, or that registers a factory that is not
@@ -25,17 +31,12 @@ import importlib.metadata
 import inspect
 import warnings
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from typing import Any, Callable, Mapping
 
 import pluggy
 
 from . import hookspecs
-
-if TYPE_CHECKING:  # imported for the annotations only
-    import numpy as np
-    from .kernels.base import Kernel
-    from .numerics._executor import Executor
-    from .sketches.base import Sketch
+from .hookspecs import lazy_factory
 
 __all__ = [
     "Component",
@@ -48,9 +49,6 @@ __all__ = [
     "list_components",
     "lazy_factory",
     "lazy_exports",
-    "resolve_kernel",
-    "resolve_sketch",
-    "resolve_executor",
 ]
 
 ENTRY_POINT_GROUP = "sprokr"
@@ -341,26 +339,6 @@ def _import_target(comp):
                           f"({type(exc).__name__}: {exc}); is the plugin's library installed?") from exc
 
 
-def lazy_factory(target: str) -> Callable[..., Any]:
-    """A factory that imports ``"package.module:Name"`` only when first called.
-
-    Lets a plugin list its component names without importing its heavy library when the
-    registry is built (``sprokr plugins`` stays fast); the import happens on first use.
-    """
-    module, _, attr = target.partition(":")
-    if not module or not attr:
-        raise ValueError(f"lazy_factory needs 'module:attribute', got {target!r}")
-
-    def factory(**params):
-        import importlib
-
-        return getattr(importlib.import_module(module), attr)(**params)
-
-    factory.target = target  # type: ignore[attr-defined]
-    factory.__doc__ = f"Create {target} (imported on first use)."
-    return factory
-
-
 def lazy_exports(package: str, exports: Mapping[str, str]) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
     """``(__getattr__, __dir__)`` for a package whose names live in submodules imported on
     first access (PEP 562), so that loading a plugin's entry point stays cheap.
@@ -405,90 +383,3 @@ def reset_registry() -> None:
 def list_components() -> list[dict[str, str]]:
     """Every registered component with its kind and providing plugin (list of dicts)."""
     return get_registry().list_components()
-
-
-# -- component resolution for the estimators ---------------------------------------------
-def resolve_kernel(spec: str | Kernel, params: Mapping[str, Any] | None, side: str, dtype: np.dtype) -> Kernel:
-    """Kernel instance for one side of a model from a registered name (+ params) or an instance.
-
-    Parameters
-    ----------
-    spec : str or Kernel
-        Registered name (``sprokr plugins``) or a kernel instance (returned unchanged).
-    params : dict or None
-        Factory parameters (only with a name).
-    side : {"input", "output"}
-    dtype : numpy dtype
-        Passed as ``dtype=`` to kernels given by name that take one (unless in ``params``).
-    """
-    from .kernels.base import Kernel
-
-    params = dict(params or {})
-    if isinstance(spec, str):
-        reg = get_registry()
-        accepted = reg.factory_parameters(reg.get(f"{side}_kernel", spec))
-        if accepted is not None and "dtype" in accepted:  # lazily registered kernels too
-            params.setdefault("dtype", dtype.name)
-    kernel = get_registry().create(f"{side}_kernel", spec, params, base=Kernel)
-    try:
-        kernel.check_params()
-    except (ValueError, TypeError) as exc:
-        raise type(exc)(f"{side}_kernel {spec if isinstance(spec, str) else type(spec).__name__!r}: {exc}") from None
-    return kernel
-
-
-def resolve_sketch(spec: str | Sketch | None, m: int | None, params: Mapping[str, Any] | None, n: int,
-                   side: str) -> Sketch | None:
-    """Sketch instance validated for ``n`` samples, or None (no sketching).
-
-    Parameters
-    ----------
-    spec : str, Sketch or None
-    m : int or None
-        Sketch size for a sketch given by name (``m_x`` / ``m_y`` of the estimators).
-    params : dict or None
-    n : int
-        Number of samples the sketch will be drawn for.
-    side : {"input", "output"}
-        Names the estimator parameter in error messages.
-    """
-    from .sketches.base import Sketch
-
-    letter = {"input": "x", "output": "y"}[side]
-    if spec is None:
-        if m is not None:
-            raise ValueError(f"m_{letter}={m} was given but {side}_sketch is None")
-        return None
-    params = dict(params or {})
-    if isinstance(spec, str):
-        if spec != "identity":
-            if m is None:
-                raise ValueError(f"{side}_sketch={spec!r} needs a sketch size m_{letter}")
-            params["m"] = m
-        sketch = get_registry().create("sketch", spec, params, base=Sketch)
-    else:
-        sketch = get_registry().create("sketch", spec, params, base=Sketch)
-        if m is not None and getattr(sketch, "m", m) != m:
-            raise ValueError(f"m_{letter}={m} differs from the sketch instance's m={sketch.m}")
-    try:
-        sketch.validate(n)
-    except ValueError as exc:
-        raise ValueError(f"{side}_sketch: {exc}") from None
-    return sketch
-
-
-def resolve_executor(spec: Any, params: Mapping[str, Any] | None = None) -> Executor:
-    """Executor from a registered name (``"local"``, ``"dask"``), an instance, or a
-    ``dask.distributed.Client`` (wrapped in the Dask executor).  ``None`` means ``"local"``.
-    """
-    from .numerics import DaskExecutor, Executor
-
-    if spec is None:
-        spec = "local"
-    if not isinstance(spec, (str, Executor)) and type(spec).__name__ == "Client" and \
-            type(spec).__module__.startswith("distributed"):
-        if params:
-            raise ValueError("executor_params cannot be combined with a dask Client; give "
-                             "executor=DaskExecutor(client=..., **params)")
-        return DaskExecutor(client=spec)
-    return get_registry().create("executor", spec, params, base=Executor)

@@ -35,7 +35,9 @@ from .numerics import (
 )
 from .progress import get_logger, log_message
 from .progress import progress as progress_bar
-from .registry import resolve_executor, resolve_kernel, resolve_sketch
+from .kernels import resolve_kernel
+from .numerics import resolve_executor
+from .sketches import resolve_sketch
 from .utils import check_positive, check_random_state, iter_chunks, num_samples, take, take_slice, unique_indices
 
 if TYPE_CHECKING:  # imported for the annotations only

@@ -201,6 +201,7 @@ def test_misspelled_hook_is_reported():
 
 def test_kernel_needing_arguments_and_lazy_kernels_get_dtype():
     import sprokr.registry as registry
+    from sprokr.kernels import resolve_kernel
 
     class NeedsArg(sprokr.kernels.GaussianKernel):
         def __init__(self, scale, gamma=None, sigma2=None, dtype="float64"):
@@ -216,9 +217,9 @@ def test_kernel_needing_arguments_and_lazy_kernels_get_dtype():
     reg.register(P(), name="p")
     old, registry._REGISTRY = registry._REGISTRY, reg
     try:
-        k = registry.resolve_kernel("needsarg", {"scale": 2.0}, "input", np.dtype("float32"))
+        k = resolve_kernel("needsarg", {"scale": 2.0}, "input", np.dtype("float32"))
         assert k.scale == 2.0 and k.dtype == "float32"
-        assert registry.resolve_kernel("lazygauss", None, "input", np.dtype("float32")).dtype == "float32"
+        assert resolve_kernel("lazygauss", None, "input", np.dtype("float32")).dtype == "float32"
     finally:
         registry._REGISTRY = old
 

@@ -19,17 +19,18 @@ arguments, so ``get_params``/``clone`` and grid searches over kernel parameters 
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, Mapping, Optional
 import numpy as np
 from sklearn.base import BaseEstimator
 
+from ..registry import get_registry
 from ..utils import check_finite, resolve_dtype, num_samples
 
 if TYPE_CHECKING:  # imported for the annotations only
     from typing import Self
     from ..types import Samples
 
-__all__ = ["Kernel", "VectorKernel", "fit_on_training_inputs"]
+__all__ = ["Kernel", "VectorKernel", "fit_on_training_inputs", "resolve_kernel"]
 
 
 class Kernel(BaseEstimator):
@@ -179,3 +180,30 @@ def fit_on_training_inputs(kernel: Kernel, X: Samples) -> Kernel:
         return kernel
     except NotFittedError:
         return clone(kernel).fit(X)
+
+
+def resolve_kernel(spec: str | Kernel, params: Mapping[str, Any] | None, side: str, dtype: np.dtype) -> Kernel:
+    """Kernel instance for one side of a model from a registered name (+ params) or an instance.
+
+    Parameters
+    ----------
+    spec : str or Kernel
+        Registered name (``sprokr plugins``) or a kernel instance (returned unchanged).
+    params : dict or None
+        Factory parameters (only with a name).
+    side : {"input", "output"}
+    dtype : numpy dtype
+        Passed as ``dtype=`` to kernels given by name that take one (unless in ``params``).
+    """
+    params = dict(params or {})
+    if isinstance(spec, str):
+        reg = get_registry()
+        accepted = reg.factory_parameters(reg.get(f"{side}_kernel", spec))
+        if accepted is not None and "dtype" in accepted:  # lazily registered kernels too
+            params.setdefault("dtype", dtype.name)
+    kernel = get_registry().create(f"{side}_kernel", spec, params, base=Kernel)
+    try:
+        kernel.check_params()
+    except (ValueError, TypeError) as exc:
+        raise type(exc)(f"{side}_kernel {spec if isinstance(spec, str) else type(spec).__name__!r}: {exc}") from None
+    return kernel

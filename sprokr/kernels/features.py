@@ -95,7 +95,8 @@ class KernelFeatures(SaveMixin, TransformerMixin, BaseEstimator):
 
     def _fit(self, X):
         """The fit; returns the training features when ``standardize`` computed them, else None."""
-        from ..registry import resolve_kernel, resolve_sketch
+        from ..sketches import resolve_sketch
+        from .base import resolve_kernel
 
         n = num_samples(X, "X")
         if n < 1:

@@ -78,9 +78,9 @@ def make_decoder(spec: str | Decoder, params: Mapping[str, Any] | None, max_memo
                              f"give the budget once (the model's max_memory_mb or the decoder's)")
     if isinstance(spec, str):
         if max_memory_mb is not None:
-            comp = get_registry().get("decoder", spec)
-            factory = comp.factory
-            if isinstance(factory, type) and "max_memory_mb" in factory._get_param_names():  # type: ignore[attr-defined]
+            reg = get_registry()
+            accepted = reg.factory_parameters(reg.get("decoder", spec))  # lazy factories too
+            if accepted is not None and "max_memory_mb" in accepted:
                 params["max_memory_mb"] = max_memory_mb
         dec = get_registry().create("decoder", spec, params, base=Decoder)
     else:

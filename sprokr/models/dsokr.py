@@ -38,7 +38,10 @@ from ..numerics import (
     default_chunk_size,
     score_block_size,
 )
-from ..registry import get_registry, resolve_executor, resolve_kernel, resolve_sketch
+from ..registry import get_registry
+from ..kernels import resolve_kernel
+from ..numerics import resolve_executor
+from ..sketches import resolve_sketch
 from ..progress import log_estimator
 from ..utils import check_chunk_size, check_paired, check_random_state, iter_chunks, num_samples, take, take_slice, unique_indices
 from .base import OUTPUT_DTYPE, OutputKernelModel, make_decoder, new_index_token

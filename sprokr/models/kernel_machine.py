@@ -56,7 +56,10 @@ from ..utils import (
 )
 from ..persistence import SaveMixin
 from ..losses import Loss, PinballLoss, check_quantile_levels
-from ..registry import get_registry, resolve_executor, resolve_kernel, resolve_sketch
+from ..registry import get_registry
+from ..kernels import resolve_kernel
+from ..numerics import resolve_executor
+from ..sketches import resolve_sketch
 from .output_matrix import check_output_matrix, joint_quantile_matrix
 from .base import check_n_features, set_n_features
 

@@ -46,7 +46,8 @@ from ..numerics import (
 )
 from ..persistence import SaveMixin
 from ..progress import log_estimator
-from ..registry import resolve_kernel, resolve_sketch
+from ..kernels import resolve_kernel
+from ..sketches import resolve_sketch
 from .base import check_n_features, set_n_features
 from .torch_regressors import ROBUST_LOSSES, TorchRegressor, token_cnn, torch_available
 from .training import EarlyStopping, as_targets, check_eval_set, check_lr_schedule, check_monitor, \

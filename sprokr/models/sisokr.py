@@ -57,7 +57,9 @@ from ..numerics import (
     matmul,
     sketched_ridge,
 )
-from ..registry import resolve_executor, resolve_kernel, resolve_sketch
+from ..kernels import resolve_kernel
+from ..numerics import resolve_executor
+from ..sketches import resolve_sketch
 from ..kernels.base import fit_on_training_inputs
 from ..progress import log_estimator
 from ..utils import (

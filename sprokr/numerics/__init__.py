@@ -5,6 +5,8 @@ submodules are re-exported here (the public names are this package's ``__all__``
 
 * ``_executor``   -- the executor interface (map over row chunks, merge), the local executor;
 * ``_dask``       -- the Dask executor (``dask.distributed``; the ``dask`` extra);
+* ``_resolve``    -- the executor an estimator is given (name, instance or Dask client);
+* ``_sketch_matrix`` -- the factored sketch matrix ``R = W S`` the sketched passes take;
 * ``_linalg``     -- BLAS ``matmul``, PSD eigenpairs / solves, in-place Cholesky;
 * ``_parallel``   -- row-block thread parallelism for the passes BLAS does not cover;
 * ``_crossprod``  -- mergeable double-centred ``A^T A`` / ``A^T T`` sums (float32-accurate);
@@ -34,6 +36,8 @@ from ._linalg import (
 )
 from ._executor import ChunkError, ChunkTask, Executor, LocalExecutor, RowPartitions, tree_reduce
 from ._dask import DaskExecutor, dask_available
+from ._resolve import resolve_executor
+from ._sketch_matrix import SketchMatrix
 from ._crossprod import ShiftedCrossProducts, column_shift
 from ._features import KernelRows, SketchedFeatures, default_chunk_size
 from ._products import KernelExpansion, candidate_offsets, check_gram_block, check_kernel_sample
@@ -78,7 +82,9 @@ from ._optim import SolverResult, adam_solve, duality_gap, lbfgs_solve, ridge_by
 __all__ = [
     # executors
     "Executor", "LocalExecutor", "DaskExecutor", "dask_available", "ChunkTask", "ChunkError",
-    "RowPartitions", "tree_reduce",
+    "RowPartitions", "tree_reduce", "resolve_executor",
+    # the sketch matrix R = W S
+    "SketchMatrix",
     # dense linear algebra
     "matmul", "psd_eigh", "psd_solve", "cholesky_solve", "cholesky_solver",
     "cholesky_factor_inplace", "cholesky_factor_solve", "cholesky_rcond", "sym_norm1", "DEFAULT_RCOND",

@@ -1,5 +1,8 @@
-"""Sketches: random projections ``R`` (m x n) stored as ``R = W S`` (decomposition trick)."""
-from .base import Sketch, SketchMatrix
+"""Sketches: random projections ``R`` (m x n) stored as ``R = W S`` (decomposition trick).
+
+:class:`SketchMatrix` (the drawn ``R``) is defined in :mod:`sprokr.numerics` and re-exported here.
+"""
+from .base import Sketch, SketchMatrix, resolve_sketch
 from .random import (
     PSG,
     PSR,
@@ -17,5 +20,5 @@ BUILTIN_SKETCHES = {
 }
 BUILTIN_SKETCHES["nystrom"] = SubSample
 
-__all__ = ["Sketch", "SketchMatrix", "BUILTIN_SKETCHES", "SubSample", "GaussianSketch", "PSparsified",
+__all__ = ["Sketch", "SketchMatrix", "resolve_sketch", "BUILTIN_SKETCHES", "SubSample", "GaussianSketch", "PSparsified",
            "PSR", "PSG", "Accumulation", "CountSketch", "IdentitySketch"]

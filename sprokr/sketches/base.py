@@ -1,146 +1,28 @@
-"""The ``Sketch`` protocol and the factored sketch matrix ``R = W S``.
+"""The ``Sketch`` protocol: distributions that draw a sketch matrix ``R = W S``.
 
-Every sketch matrix ``R`` (m x n) is stored in the factored form of the decomposition
-trick of the p-sparsified paper: ``R = W S`` where ``S`` sub-samples the ``m'`` non-null
-columns of ``R`` (``indices``) and ``W`` (m x m') holds their values.  Then
-
-    K R^T = K[:, indices] W^T
-
-so only the kernel columns of the ``m'`` selected points are ever computed: ``O(n m')``
-kernel evaluations instead of ``O(n^2)``.  Sub-sampling has ``m' = m``; p-sparsified
-sketches have ``E[m'] = n (1 - (1 - p)^m)``; Gaussian sketches and CountSketch have
-``m' = n`` (they need the whole Gram matrix and serve as baselines).
+A drawn sketch is a :class:`~sprokr.numerics.SketchMatrix` (re-exported here as
+``sprokr.sketches.SketchMatrix``): ``R = W S`` where ``S`` sub-samples the ``m'``
+non-null columns of ``R`` and ``W`` (m x m') holds their values, so that
+``K R^T = K[:, indices] W^T`` needs only ``n m'`` kernel values.  Sub-sampling has
+``m' = m``; p-sparsified sketches have ``E[m'] = n (1 - (1 - p)^m)``; Gaussian sketches
+and CountSketch have ``m' = n`` (they need the whole Gram matrix and serve as baselines).
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, Mapping, Optional
 import numbers
 
 import numpy as np
-from numpy.typing import ArrayLike
-import scipy.sparse as sp
 from sklearn.base import BaseEstimator
 
-from ..numerics import matmul
+from ..numerics import SketchMatrix
+from ..registry import get_registry
 from ..utils import check_random_state
 
 if TYPE_CHECKING:  # imported for the annotations only
     from ..types import RandomStateLike
 
-__all__ = ["Sketch", "SketchMatrix"]
-
-
-class SketchMatrix:
-    """A drawn sketch ``R = W S`` of shape (m, n).
-
-    Attributes
-    ----------
-    n : int
-        Number of columns (training samples).
-    indices : ndarray of int, shape (m',)
-        Sorted indices of the non-null columns of R.
-    weights : ndarray or scipy.sparse matrix, shape (m, m')
-        The non-null columns, ``R[:, indices]``.
-    """
-
-    def __init__(self, n: int, indices: ArrayLike, weights: Any, scale: float | None = None) -> None:
-        self.n = int(n)
-        self.indices = np.asarray(indices, dtype=np.intp)
-        self.weights = weights
-        #: if not None, ``weights == scale * I`` (uniform sub-sampling): products are scalings
-        self.scale = scale
-        if weights.shape[1] != self.indices.size:
-            raise ValueError("weights must have one column per selected index")
-
-    @property
-    def m(self) -> int:
-        """Number of rows (sketch size)."""
-        return self.weights.shape[0]
-
-    @property
-    def shape(self) -> tuple[int, int]:
-        return (self.m, self.n)
-
-    def merge_columns(self, inverse: np.ndarray, first: np.ndarray) -> SketchMatrix:
-        """The sketch with the columns of equal samples merged onto one representative.
-
-        ``inverse`` (m',) gives each non-null column its group, ``first`` (groups,) the
-        position (into ``indices``) of each group's representative.  The columns of a group
-        are summed: ``K R^T`` is unchanged when the samples of a group are equal
-        (``k(., z_i) = k(., z_j)``), but only one kernel column per group is computed.
-        """
-        inverse, first = np.asarray(inverse, dtype=np.intp), np.asarray(first, dtype=np.intp)
-        g = first.size
-        merge = sp.csr_matrix((np.ones(inverse.size), (np.arange(inverse.size), inverse)),
-                              shape=(inverse.size, g))
-        W: Any = self.weights @ merge
-        W = W.tocsr() if sp.issparse(W) else np.asarray(W)
-        new = self.indices[first]
-        order = np.argsort(new, kind="stable")  # keep the indices sorted
-        W = W[:, order]
-        return SketchMatrix(self.n, new[order], W.tocsr() if sp.issparse(W) else np.ascontiguousarray(W))
-
-    def unscaled(self) -> SketchMatrix:
-        """The same sketch without the scale of uniform sub-sampling (``S`` instead of ``s S``).
-
-        A uniform scale cancels in ridge solutions (``A`` scales by ``s``, ``A^T A`` by
-        ``s^2``, ``gamma`` by ``1/s``), so solvers may skip the pass that applies it.
-        """
-        if self.scale is None:
-            return self
-        return SketchMatrix(self.n, self.indices, self.weights, scale=1.0)
-
-    def toarray(self) -> np.ndarray:
-        """The dense (m, n) sketch matrix (for tests and small problems)."""
-        R = np.zeros((self.m, self.n))
-        W = self.weights.toarray() if sp.issparse(self.weights) else self.weights
-        R[:, self.indices] = W
-        return R
-
-    def apply_right(self, KS: np.ndarray, overwrite: bool = False) -> np.ndarray:
-        """``K R^T`` from ``KS = K[:, indices]`` of shape (r, m'); returns (r, m).
-
-        With ``overwrite=True`` a scaled sub-sampling sketch rescales ``KS`` in place.
-        """
-        if self.scale is not None:
-            if self.scale == 1:
-                return KS if overwrite else KS.copy()
-            return np.multiply(KS, self.scale, out=KS if overwrite else None)
-        W = self.weights
-        if sp.issparse(W) and (W.nnz * 256 < W.shape[0] * W.shape[1] or W.shape[0] * W.shape[1] > 2**24):
-            # very sparse (CountSketch, accumulation) or large W: (W KS^T)^T == KS W^T
-            return np.ascontiguousarray((W.T.tocsr().astype(KS.dtype, copy=False).T @ KS.T).T)
-        return matmul(KS, self._dense_weights(KS.dtype).T)
-
-    def _dense_weights(self, dtype):
-        """``W`` as a dense array of ``dtype`` (cached).  For W denser than ~1/256 a BLAS
-        product beats scipy's sparse one, which also copies the dense operand twice."""
-        cached = getattr(self, "_dense_cache", None)
-        if cached is None or cached.dtype != dtype:
-            W = self.weights
-            cached = np.asarray(W.toarray() if sp.issparse(W) else W, dtype=dtype)
-            self._dense_cache = cached
-        return cached
-
-    def apply_left_transpose(self, G: np.ndarray) -> np.ndarray:
-        """``W^T G`` for G of shape (m, k): the coefficients on the selected points."""
-        if self.scale is not None:
-            return G * self.scale if self.scale != 1 else G.copy()
-        W = self.weights
-        if sp.issparse(W):
-            return np.asarray(W.T.astype(G.dtype, copy=False) @ G)
-        return matmul(W.T.astype(G.dtype, copy=False), G)
-
-    def sandwich_from_rows(self, KRt_sel: np.ndarray) -> np.ndarray:
-        """``R K R^T`` from the selected rows ``(K R^T)[indices]`` of shape (m', m): ``W (K R^T)_S``.
-
-        No kernel evaluation is repeated: the rows come from the ``K R^T`` block that
-        training computes anyway.
-        """
-        # symmetric up to rounding; consumers (Cholesky: one triangle, psd_eigh) cope
-        if self.scale is not None:
-            return KRt_sel * self.scale if self.scale != 1 else KRt_sel.copy()
-        return matmul(self._dense_weights(KRt_sel.dtype), KRt_sel)
+__all__ = ["Sketch", "SketchMatrix", "resolve_sketch"]
 
 
 class Sketch(BaseEstimator):
@@ -179,9 +61,39 @@ class Sketch(BaseEstimator):
         raise NotImplementedError
 
 
-def _coo_to_factored(n, m, rows, cols, vals, dense):
-    """Build a SketchMatrix from COO entries of R (duplicates summed)."""
-    indices, inv = np.unique(cols, return_inverse=True)
-    W = sp.csr_matrix((vals, (rows, inv)), shape=(m, indices.size))
-    W.sum_duplicates()
-    return SketchMatrix(n, indices, W.toarray() if dense else W)
+def resolve_sketch(spec: str | Sketch | None, m: int | None, params: Mapping[str, Any] | None, n: int,
+                   side: str) -> Sketch | None:
+    """Sketch instance validated for ``n`` samples, or None (no sketching).
+
+    Parameters
+    ----------
+    spec : str, Sketch or None
+    m : int or None
+        Sketch size for a sketch given by name (``m_x`` / ``m_y`` of the estimators).
+    params : dict or None
+    n : int
+        Number of samples the sketch will be drawn for.
+    side : {"input", "output"}
+        Names the estimator parameter in error messages.
+    """
+    letter = {"input": "x", "output": "y"}[side]
+    if spec is None:
+        if m is not None:
+            raise ValueError(f"m_{letter}={m} was given but {side}_sketch is None")
+        return None
+    params = dict(params or {})
+    if isinstance(spec, str):
+        if spec != "identity":
+            if m is None:
+                raise ValueError(f"{side}_sketch={spec!r} needs a sketch size m_{letter}")
+            params["m"] = m
+        sketch = get_registry().create("sketch", spec, params, base=Sketch)
+    else:
+        sketch = get_registry().create("sketch", spec, params, base=Sketch)
+        if m is not None and getattr(sketch, "m", m) != m:
+            raise ValueError(f"m_{letter}={m} differs from the sketch instance's m={sketch.m}")
+    try:
+        sketch.validate(n)
+    except ValueError as exc:
+        raise ValueError(f"{side}_sketch: {exc}") from None
+    return sketch

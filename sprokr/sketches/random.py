@@ -19,7 +19,8 @@ from numpy.typing import ArrayLike
 import scipy.sparse as sp
 
 from ..utils import check_fraction
-from .base import Sketch, SketchMatrix, _coo_to_factored
+from ..numerics import SketchMatrix
+from .base import Sketch
 
 if TYPE_CHECKING:  # imported for the annotations only
     from ..types import RandomStateLike
@@ -74,7 +75,7 @@ class SubSample(Sketch):
         p = p / p.sum()
         cols = rng.choice(n, size=m, replace=True, p=p)
         vals = 1.0 / np.sqrt(m * p[cols])
-        return _coo_to_factored(n, m, np.arange(m), cols, vals, dense=False)
+        return SketchMatrix.from_coo(n, m, np.arange(m), cols, vals, dense=False)
 
 
 class GaussianSketch(Sketch):
@@ -138,7 +139,7 @@ class PSparsified(Sketch):
         else:
             vals = rng.standard_normal(k)
         vals /= np.sqrt(m * p)
-        return _coo_to_factored(n, m, rows, cols, vals, dense=True)
+        return SketchMatrix.from_coo(n, m, rows, cols, vals, dense=True)
 
 
 class PSR(PSparsified):
@@ -183,7 +184,7 @@ class Accumulation(Sketch):
         rows = np.tile(np.arange(m), a)
         cols = rng.integers(0, n, size=m * a)
         vals = rng.choice(np.array([-1.0, 1.0]), size=m * a) * np.sqrt(n / m) / np.sqrt(a)
-        return _coo_to_factored(n, m, rows, cols, vals, dense=False)
+        return SketchMatrix.from_coo(n, m, rows, cols, vals, dense=False)
 
 
 class CountSketch(Sketch):

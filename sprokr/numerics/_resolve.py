@@ -1,0 +1,25 @@
+"""The executor an estimator is given: by registered name, as an instance, or a Dask client."""
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from ..registry import get_registry
+from ._dask import DaskExecutor
+from ._executor import Executor
+
+__all__ = ["resolve_executor"]
+
+
+def resolve_executor(spec: Any, params: Mapping[str, Any] | None = None) -> Executor:
+    """Executor from a registered name (``"local"``, ``"dask"``), an instance, or a
+    ``dask.distributed.Client`` (wrapped in the Dask executor).  ``None`` means ``"local"``.
+    """
+    if spec is None:
+        spec = "local"
+    if not isinstance(spec, (str, Executor)) and type(spec).__name__ == "Client" and \
+            type(spec).__module__.startswith("distributed"):
+        if params:
+            raise ValueError("executor_params cannot be combined with a dask Client; give "
+                             "executor=DaskExecutor(client=..., **params)")
+        return DaskExecutor(client=spec)
+    return get_registry().create("executor", spec, params, base=Executor)

@@ -26,6 +26,8 @@ import numpy as np
 from numpy.typing import ArrayLike
 from sklearn.base import BaseEstimator
 
+from .utils import check_quantile_levels  # re-exported (metrics use it too: one layer down)
+
 __all__ = [
     "Loss",
     "SquareLoss",
@@ -44,16 +46,6 @@ def _nonneg(value, name):
     if not np.isfinite(value) or value < 0:
         raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
     return float(value)
-
-
-def check_quantile_levels(tau: float | ArrayLike) -> np.ndarray:
-    """Quantile levels as a 1-D float array, each strictly inside (0, 1)."""
-    t = np.atleast_1d(np.asarray(tau, dtype=float))
-    if t.ndim != 1 or t.size == 0:
-        raise ValueError(f"quantile levels must be a scalar or a non-empty 1-D sequence, got {tau!r}")
-    if not np.all(np.isfinite(t)) or np.any(t <= 0) or np.any(t >= 1):
-        raise ValueError(f"quantile levels must lie strictly inside (0, 1), got {t.tolist()}")
-    return t
 
 
 class Loss(BaseEstimator):

@@ -30,6 +30,7 @@ __all__ = [
     "check_finite",
     "check_positive",
     "check_fraction",
+    "check_quantile_levels",
     "copy_with_coef",
     "iter_chunks",
     "resolve_dtype",
@@ -232,6 +233,16 @@ def check_fraction(p: float, name: str = "p") -> float:
     if not isinstance(p, (numbers.Real, np.floating)) or not (0 < p <= 1):
         raise ValueError(f"{name} must lie in (0, 1], got {p!r}")
     return float(p)
+
+
+def check_quantile_levels(tau: float | ArrayLike) -> np.ndarray:
+    """Quantile levels as a 1-D float array, each strictly inside (0, 1)."""
+    t = np.atleast_1d(np.asarray(tau, dtype=float))
+    if t.ndim != 1 or t.size == 0:
+        raise ValueError(f"quantile levels must be a scalar or a non-empty 1-D sequence, got {tau!r}")
+    if not np.all(np.isfinite(t)) or np.any(t <= 0) or np.any(t >= 1):
+        raise ValueError(f"quantile levels must lie strictly inside (0, 1), got {t.tolist()}")
+    return t
 
 
 def iter_chunks(n: int, chunk_size: int) -> Iterator[slice]:

@@ -20,7 +20,7 @@ from ..utils import iter_chunks, num_samples, take
 
 if TYPE_CHECKING:  # imported for the annotations only
     from ..kernels.base import Kernel
-    from ..numerics._executor import RowPartitions
+    from ..numerics import RowPartitions
     from ..types import Samples
 
 __all__ = ["CandidateIndex", "Decoded"]
@@ -111,6 +111,20 @@ class CandidateIndex(SaveMixin):
         state = dict(self.__dict__)
         state.pop("_derived", None)
         return state
+
+    def check_owner(self, model: Any, where: str = "this CandidateIndex") -> None:
+        """Raise ``ValueError`` unless this index was built by ``model`` (its current fit).
+
+        The index belongs to ``model`` when :attr:`owner` equals the model's
+        ``index_token_`` (drawn at each fit, kept by saving, loading and pickling).
+        :func:`sprokr.load` calls it for ``load(path, model=model)``; ``where`` names the
+        index in the message.
+        """
+        token = getattr(model, "index_token_", None)
+        if token is None or self.owner != token:
+            raise ValueError(
+                f"{where} was built by another model (or before the model's last fit); rebuild it "
+                f"with model.make_candidate_index(candidates)")
 
     def _check_queries(self, H):
         H = np.asarray(H)

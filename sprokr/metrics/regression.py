@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ..losses import check_quantile_levels
+from ..utils import check_quantile_levels
 
 __all__ = ["rrmse", "arrmse", "pinball_loss", "crossing_loss"]
 

@@ -2,7 +2,9 @@
 
 Each network is built from plain configuration values only (``self.config``), so the safe
 model format saves it as that configuration plus its ``state_dict`` arrays and rebuilds
-it without running code from the file (:data:`NETWORKS` is its allow-list).
+it without running code from the file: the format's allow-list
+(``sprokr.persistence._spec.TORCH_NETWORKS``, the keys of :data:`NETWORKS`) names the
+class, and the loader calls the class's public :meth:`ConfigNetwork.from_state`.
 
 * :class:`ResidualMLP`: vectors -> ``W x + b + MLP(x)``: a linear path next to the
   hidden layers, so that a linear model (ridge on kernel features = SISOKR's hypothesis
@@ -20,7 +22,7 @@ from __future__ import annotations
 import torch
 import torch.nn as nn
 
-__all__ = ["ResidualMLP", "TokenCNN", "TokenTransformer", "NETWORKS", "build_network"]
+__all__ = ["ConfigNetwork", "ResidualMLP", "TokenCNN", "TokenTransformer", "NETWORKS"]
 
 _ACTIVATIONS = {"relu": nn.ReLU, "gelu": nn.GELU, "tanh": nn.Tanh}
 
@@ -44,7 +46,23 @@ def _padding_mask(tok, pad_index):
     return tok == pad_index  # (b, L) True at padding
 
 
-class ResidualMLP(nn.Module):
+class ConfigNetwork(nn.Module):
+    """A network rebuilt from ``config`` (plain values: its constructor's arguments) and
+    its ``state_dict`` -- the protocol of the safe model format for torch networks."""
+
+    config: dict
+
+    @classmethod
+    def from_state(cls, config: dict, state: dict) -> ConfigNetwork:
+        """``cls(**config)`` with the tensors ``state`` loaded (``strict``: every name must
+        match; a mismatch raises ``RuntimeError``, a bad configuration ``TypeError`` or
+        ``ValueError``).  Called by :func:`sprokr.load` on an allow-listed class."""
+        net = cls(**config)
+        net.load_state_dict(state, strict=True)
+        return net
+
+
+class ResidualMLP(ConfigNetwork):
     """``x -> W x + b + MLP(x)`` for vector inputs (module doc)."""
 
     def __init__(self, n_features, n_outputs, hidden=(512,), activation="relu", dropout=0.0):
@@ -62,7 +80,7 @@ class ResidualMLP(nn.Module):
         return out if self.mlp is None else out + self.mlp(x)
 
 
-class TokenCNN(nn.Module):
+class TokenCNN(ConfigNetwork):
     """Convolutions of several widths over token embeddings, max-pooled (module doc)."""
 
     def __init__(self, vocab_size, n_outputs, embed_dim=64, channels=256, kernel_sizes=(3, 5, 7), hidden=(512,),
@@ -87,7 +105,7 @@ class TokenCNN(nn.Module):
         return self.head(torch.cat(pooled, dim=1))
 
 
-class TokenTransformer(nn.Module):
+class TokenTransformer(ConfigNetwork):
     """A small pre-norm transformer encoder over tokens, mean- and max-pooled (module doc)."""
 
     def __init__(self, vocab_size, n_outputs, max_length, d_model=128, n_heads=4, n_layers=2, ff_dim=256,
@@ -123,9 +141,3 @@ class TokenTransformer(nn.Module):
 #: networks the safe model format rebuilds from ``config`` + ``state_dict``
 NETWORKS = {f"sprokr.models._torch_nets:{c.__name__}": c for c in (ResidualMLP, TokenCNN, TokenTransformer)}
 
-
-def build_network(key, config):
-    """Rebuild an allow-listed network from its configuration (for the model format)."""
-    if key not in NETWORKS:
-        raise KeyError(key)
-    return NETWORKS[key](**config)

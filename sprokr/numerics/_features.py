@@ -31,9 +31,8 @@ from ._products import check_gram_block
 
 if TYPE_CHECKING:  # imported for the annotations only
     from typing import Self
-    from ..kernels.base import Kernel
-    from ..sketches.base import SketchMatrix
-    from ..types import Samples
+    from ..types import KernelLike as Kernel, Samples
+    from ._sketch_matrix import SketchMatrix
 
 __all__ = ["SketchedFeatures", "KernelRows", "default_chunk_size"]
 

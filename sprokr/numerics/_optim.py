@@ -50,7 +50,7 @@ from ..utils import iter_chunks
 from ._linalg import cholesky_factor_inplace, cholesky_factor_solve
 
 if TYPE_CHECKING:  # imported for the annotations only
-    from ..losses import Loss
+    from ..types import LossLike as Loss
 
 __all__ = ["ridge_by_eigengroups", "adam_solve", "lbfgs_solve", "duality_gap", "refine_dual", "SolverResult"]
 

@@ -18,7 +18,7 @@ from ..utils import num_samples
 from ._linalg import matmul
 
 if TYPE_CHECKING:  # imported for the annotations only
-    from ..kernels.base import Kernel
+    from ..types import KernelLike as Kernel
 
 __all__ = ["KernelExpansion", "candidate_offsets", "check_gram_block", "check_kernel_sample"]
 

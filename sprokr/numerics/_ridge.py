@@ -48,8 +48,8 @@ from ._whiten import Whitening
 from ..utils import take
 
 if TYPE_CHECKING:  # imported for the annotations only
-    from ..kernels.base import Kernel
-    from ..sketches.base import SketchMatrix
+    from ..types import KernelLike as Kernel
+    from ._sketch_matrix import SketchMatrix
     from ._executor import Executor, RowPartitions
 
 __all__ = ["WORK_DTYPE", "exact_ridge_factor", "sketched_ridge", "CrossProductTask", "QRTask", "RidgeSolution",

@@ -149,7 +149,9 @@ def load(path: PathLike, model: Any | None = None) -> Any:
     model : fitted estimator, optional
         For a saved :class:`~sprokr.CandidateIndex`: the model it must belong to (the
         model it was built with, or that model saved and loaded); an index of another
-        model (or of an earlier fit) is refused.
+        model (or of an earlier fit) is refused.  The check is the loaded object's
+        ``check_owner(model, where)`` (which raises ``ValueError``); an object without one
+        is refused with ``TypeError``.
 
     Raises
     ------
@@ -171,14 +173,11 @@ def load(path: PathLike, model: Any | None = None) -> Any:
             raise ModelFormatError(f"{path}: the manifest's object tree is nested too deeply") from None
         except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
             raise ModelFormatError(f"{path}: malformed model manifest ({type(exc).__name__}: {exc})") from None
-    from ..decoders.candidates import CandidateIndex
-
     if model is not None:
-        if not isinstance(obj, CandidateIndex):
+        # the owner check is the loaded object's (a CandidateIndex's ``check_owner``): the
+        # format knows no class of the layers above it
+        check_owner = getattr(obj, "check_owner", None)
+        if not callable(check_owner):
             raise TypeError(f"model= is only for a saved CandidateIndex; {path} holds a {type(obj).__name__}")
-        token = getattr(model, "index_token_", None)
-        if token is None or obj.owner != token:
-            raise ValueError(
-                f"the CandidateIndex in {path} was built by another model (or before the model's "
-                f"last fit); rebuild it with model.make_candidate_index(candidates)")
+        check_owner(model, where=f"the {type(obj).__name__} in {path}")
     return obj

@@ -6,6 +6,7 @@ import warnings
 
 import numpy as np
 
+from ..version import __version__
 from ._container import read_array
 from ._spec import (
     ALLOWED, BIT_GENERATORS, GRAPH_CLASSES, SPARSE_CLASSES, TORCH_LAYERS, TORCH_NETWORKS, MissingPluginError,
@@ -15,8 +16,6 @@ from ._spec import (
 
 def warn_versions(manifest, path):
     """Warn when the model was saved with another sprokr or plugin version than installed."""
-    from .. import __version__
-
     created = manifest.get("created_by") or {}
     saved = created.get("sprokr") if isinstance(created, dict) else None
     if saved is not None and saved != __version__:
@@ -206,15 +205,17 @@ class Reader:
         key = node["network"]
         if key not in TORCH_NETWORKS:
             raise ModelFormatError(f"{self.path}: torch network {key!r} at {path} is not allowed")
-        from ..models._torch_nets import build_network
-
+        # the allow-listed class, imported by its key; it rebuilds itself through its public
+        # ``from_state(config, state)`` (the format imports no module of the layers above)
+        cls = resolve_allowed(key, importing=True)
+        if cls is None or not issubclass(cls, torch.nn.Module) or not callable(getattr(cls, "from_state", None)):
+            raise ModelFormatError(f"{self.path}: torch network {key!r} at {path} does not exist in this installation")
         config = self.decode(node["config"], f"{path}.config")
         if not isinstance(config, dict) or not all(isinstance(k, str) for k in config):
             raise ModelFormatError(f"{self.path}: malformed torch network configuration at {path}")
-        module = build_network(key, config)
         state = {name: torch.as_tensor(self.decode(ref, f"{path}.{name}")) for name, ref in node["state"].items()}
         try:
-            module.load_state_dict(state, strict=True)
+            module = cls.from_state(config, state)
         except RuntimeError as exc:
             raise ModelFormatError(f"{self.path}: torch network at {path} does not match its saved state "
                                    f"({str(exc).splitlines()[0]})") from None

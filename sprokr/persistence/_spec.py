@@ -7,6 +7,8 @@ import sys
 
 import numpy as np
 
+from ..version import __version__
+
 #: name written in every manifest
 FORMAT_NAME = "sprokr-model"
 #: version of the container and object-tree layout written by this sprokr
@@ -88,7 +90,8 @@ TORCH_LAYERS = {
 }
 
 #: sprokr's own torch networks (``sprokr.models._torch_nets``): saved as their plain
-#: ``config`` and ``state_dict`` arrays, rebuilt with ``cls(**config)`` + ``load_state_dict``
+#: ``config`` and ``state_dict`` arrays, rebuilt by the allow-listed class's public
+#: ``from_state(config, state)`` (``cls(**config)`` + a strict ``load_state_dict``)
 TORCH_NETWORKS = tuple(f"sprokr.models._torch_nets:{c}" for c in ("ResidualMLP", "TokenCNN", "TokenTransformer"))
 
 
@@ -158,8 +161,6 @@ def library_versions():
     import scipy
     import sklearn
 
-    from .. import __version__
-
     return {"sprokr": __version__, "python": platform.python_version(), "numpy": np.__version__,
             "scipy": scipy.__version__, "scikit-learn": sklearn.__version__}
 
@@ -167,8 +168,6 @@ def library_versions():
 def plugin_distributions():
     """``{plugin name: (distribution, version)}`` of the entry points of group ``sprokr``."""
     import importlib.metadata
-
-    from .. import __version__
 
     out = {"sprokr": ("sprokr", __version__)}
     for ep in importlib.metadata.entry_points(group="sprokr"):

@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import scipy.sparse as sp
 
 if TYPE_CHECKING:  # imported for the annotations only
     from .types import PathLike
@@ -126,6 +125,8 @@ def read_arff(path: PathLike, missing: float = np.nan) -> tuple[Any, list[str]]:
             rows.append(s)
     d = len(names)
     if sparse:
+        import scipy.sparse as sp  # here, not at import: the command line's parser imports this module
+
         indptr, indices, values = [0], [], []
         for s in rows:
             body = s.strip("{}").strip()
@@ -183,6 +184,8 @@ def load_bibtex_sample() -> tuple[Any, ...]:
 
     Binary features are stored as CSR structure only; labels are bit-packed.
     """
+    import scipy.sparse as sp
+
     z = np.load(sample_path("bibtex_sample.npz"))
     out = []
     for split in ("train", "test"):

@@ -51,7 +51,8 @@ ALLOWED: dict[str, str | None] = {
     "sprokr.kernels:KernelFeatures": None,
     "sprokr.models.tokenizers:SmilesTokenizer": None,
     "sprokr.models.tokenizers:WordTokenizer": None,
-    "sprokr.sketches:SketchMatrix": None,
+    "sprokr.sketches:SketchMatrix": None,  # written while sprokr.sketches is imported (always, for a model)
+    "sprokr.numerics:SketchMatrix": None,  # where the class lives (a SketchMatrix saved without sprokr.sketches)
     "sprokr.numerics:SketchedFeatures": None,
     "sprokr.numerics:KernelExpansion": None,
     "sprokr.decoders:CandidateIndex": None,

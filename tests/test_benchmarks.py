@@ -51,7 +51,10 @@ def test_quantiles_smoke(tmp_path):
     res = run_json("quantiles.py", "--splits", "1", cwd=tmp_path)
     exact = res["exact"]
     assert {"pinball", "crossing", "fit_s"} <= set(exact)
-    for name, r in res.items():
+    sketched = {name: r for name, r in res.items() if name != "exact"}
+    assert sketched  # the sketched machines ran
+    for name, r in sketched.items():
+        # a sketch of the same model: within 10 % of the exact machine's test pinball loss
         assert r["pinball"] < 1.1 * exact["pinball"], name
 
 
@@ -61,8 +64,10 @@ def test_scale_smoke(tmp_path):
                    "--decode-fit-n", "3000", "--no-dask", cwd=tmp_path)
     assert {"syrk@3000", "sisokr_local@3000", "sklearn@3000", "decode"} <= set(res)
     local, sk = res["sisokr_local@3000"], res["sklearn@3000"]
-    assert 0.3 < local["f1"] <= 1 and 0.3 < sk["f1"] <= 1 and local["peak_gb"] > 0
-    assert local["fit_over_syrk"] > 0 and "speedup_vs_sklearn" in local
+    assert 0.3 < local["f1"] <= 1 and 0.3 < sk["f1"] <= 1
+    # the ratios are the same run's: the fit over the syrk measured beside it, sklearn over ours
+    assert local["fit_over_syrk"] == pytest.approx(local["fit_s"] / res["syrk@3000"]["syrk_s"])
+    assert local["speedup_vs_sklearn"] == pytest.approx(sk["fit_s"] / local["fit_s"])
     assert res["decode"]["top10_max_score_diff_faiss"] < 1e-3  # same scores as faiss's exact index
 
 

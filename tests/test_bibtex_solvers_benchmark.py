@@ -4,6 +4,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from sprokr.datasets import default_data_dir
@@ -19,6 +20,6 @@ def test_bibtex_solvers_benchmark_smoke():
                           "--max-train", "300", "--reps", "2", "--methods", "SISOKR", "--json"],
                          capture_output=True, text=True, timeout=600, check=True)
     res = json.loads(out.stdout.strip().splitlines()[-1])["SISOKR"]
-    assert res["reps"] == 2 and res["fit_s"] > 0 and res["cholesky_fit_s"] > 0 and res["ratio"] > 0
+    assert res["reps"] == 2 and np.isfinite([res["fit_s"], res["cholesky_fit_s"], res["ratio"]]).all()
     assert res["error"] <= 1e-4  # the float32 default against the float64 one
     assert "decode_s" in res

@@ -52,10 +52,12 @@ def test_fingerprint_kernels_psd(qm9):
         assert np.linalg.eigvalsh(K).min() > -1e-8
 
 
-def test_counts_fingerprints_and_cache():
-    fp = morgan_fingerprints(["CCCC", "CCCC"], counts=True)
-    assert fp.shape == (2, 2048) and fp.max() > 1
-    assert (fp[0] != fp[1]).nnz == 0
+def test_count_fingerprints_count_repeated_substructures():
+    fp = morgan_fingerprints(["CCCC", "CCCC", "CCO"], counts=True)
+    assert fp.shape == (3, 2048) and fp.max() > 1  # butane's CH2/CH3 environments repeat
+    assert (fp[0] != fp[1]).nnz == 0 and (fp[0] != fp[2]).nnz > 0
+    bits = morgan_fingerprints(["CCCC"], counts=False)
+    assert bits.max() == 1 and set(bits.indices) == set(fp[0].indices)
 
 
 def test_invalid_smiles_error_names_record():

@@ -328,7 +328,7 @@ def test_bibtex_benchmark_smoke(tmp_path):
     assert set(res) == {"paper", "path-kl/eigh", "path-kl/chol", "path-f1", "brute-f1"}
     assert res["path-kl/eigh"]["lam"] == res["path-kl/chol"]["lam"]
     assert res["path-f1"]["lam"] == res["brute-f1"]["lam"]  # the path and the refits agree
-    assert all(0 < r["f1"] <= 1 and r["fit_s"] > 0 for r in res.values())
+    assert all(0 < r["f1"] <= 1 and np.isfinite(r["fit_s"]) for r in res.values())
 
 
 @pytest.mark.parametrize("method", ["eigh", "cholesky"])

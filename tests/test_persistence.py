@@ -391,8 +391,12 @@ def test_resigned_copy_loads(small_model_file, tmp_path):
 
 
 # ----------------------------------------------------------------------------- corruption
-def test_every_single_bit_flip_is_refused(small_model_file, tmp_path):
-    model, path = small_model_file
+def test_bit_flips_at_sampled_and_structural_positions_are_refused(small_model_file, tmp_path):
+    """One flipped bit at 300 random positions and at every byte of the manifest's local
+    header and of the file's last 260 bytes (central directory, end record, trailer) is
+    refused as corrupted.  Every byte is covered by the whole-file checksum; testing all
+    ~15000 positions would take about a minute, so they are sampled."""
+    _, path = small_model_file
     data = path.read_bytes()
     rng = np.random.default_rng(0)
     positions = np.unique(np.concatenate([
@@ -400,24 +404,13 @@ def test_every_single_bit_flip_is_refused(small_model_file, tmp_path):
         np.arange(0, 64),  # local header of the manifest
         np.arange(len(data) - 260, len(data)),  # central directory, end record, trailer
     ]))
-    Xq = ML[2][:5]
-    expected = model.predict_topk(Xq, k=2)
     bad = tmp_path / "bad.sprokr"
-    refused = 0
     for pos in positions:
         flipped = bytearray(data)
         flipped[pos] ^= 1 << int(rng.integers(8))
         bad.write_bytes(bytes(flipped))
-        try:
-            loaded = sprokr.load(bad)
-        except ModelFormatError as exc:
-            assert "corrupted" in str(exc) or "truncated" in str(exc), str(exc)
-            refused += 1
-        else:  # allowed only for bytes carrying no data: then the model is the same
-            assert_same_state(model, loaded)
-            _same_outputs(expected, loaded.predict_topk(Xq, k=2))
-    # the whole-file checksum leaves no byte unchecked
-    assert refused == len(positions)
+        with pytest.raises(ModelFormatError, match="corrupted|truncated"):
+            sprokr.load(bad)
 
 
 @pytest.mark.parametrize("keep", [0, 3, 100, 0.5, -300, -65, -64, -1])

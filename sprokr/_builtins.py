@@ -73,3 +73,38 @@ def sprokr_executors():
     from .numerics import DaskExecutor, LocalExecutor
 
     return {"local": LocalExecutor, "dask": DaskExecutor}
+
+
+@hookimpl
+def sprokr_readers():
+    """File readers (:mod:`sprokr.readers`): ``.csv``, ``.tsv``, ``.npz``, ``.arff``."""
+    from .registry import lazy_factory
+
+    return {name: lazy_factory(f"sprokr.readers:{cls}")
+            for name, cls in (("csv", "CSVReader"), ("tsv", "TSVReader"), ("npz", "NPZReader"),
+                              ("arff", "ARFFReader"))}
+
+
+@hookimpl
+def sprokr_column_types():
+    """Column types of the command line (:mod:`sprokr.column_types`): numeric, text, labels."""
+    from .registry import lazy_factory
+
+    return {name: lazy_factory(f"sprokr.column_types:{cls}")
+            for name, cls in (("numeric", "NumericColumns"), ("text", "TextColumn"), ("labels", "LabelColumns"))}
+
+
+@hookimpl
+def sprokr_depictions():
+    """The fallback depiction of figures: any value written as text (:mod:`sprokr.plotting`)."""
+    from .registry import lazy_factory
+
+    return {"text": lazy_factory("sprokr.plotting:TextDepiction")}
+
+
+@hookimpl
+def sprokr_demos():
+    """``sprokr demo``'s multi-label section: IOKR and SISOKR on the shipped Bibtex sample."""
+    from .registry import lazy_factory
+
+    return {"multilabel": lazy_factory("sprokr.cli.demo:MultilabelDemo")}

@@ -501,7 +501,7 @@ def plot_outputs(predicted: Sequence[Any], truth: Optional[Sequence[Any]] = None
     fig = new_figure((cell_size * ncols, cell_size * len(rows) + (0.4 if title else 0.0)))
     axes = np.atleast_2d(fig.subplots(len(rows), ncols, squeeze=False))
     for i, preds in enumerate(rows):
-        cells = []
+        cells: list = []  # (x label, output, frame colour or None: by comparison with the truth)
         true_obj = truth[i] if truth is not None else None
         if truth is not None:
             cells.append(("truth", true_obj, "black"))

@@ -136,15 +136,17 @@ def sprokr_readers():
     * ``description``: one line for help and error messages (``"SD file: one record per
       molecule"``);
     * ``guess_can_open(path) -> bool``: whether it can read ``path`` (a
-      :class:`pathlib.Path`); asked when several readers claim the file's suffix, and, for a
-      suffix no reader claims, of every reader (it may then look at the file's content);
+      :class:`pathlib.Path`; should not raise); asked when several readers claim the file's
+      suffix, and, for an existing file whose suffix no reader claims, of every reader (it
+      may then look at the file's content);
     * ``read(path) -> sprokr.io.Table``: the file's named columns of equal length with the
       line (or record) of each row; a problem raises :class:`sprokr.io.DataFileError`
       naming the file and the line or record.
 
     The reader whose suffix is the longest match of the file name is used (``.sdf.zip``
-    before ``.zip``); on a tie the built-in one, then the first registered.  sprokr's own
-    readers (``.csv``, ``.tsv``, ``.npz``, ``.arff``) are registered through this hook.
+    before ``.zip``); on a tie, the first (built-ins first, then in registration order)
+    whose ``guess_can_open`` accepts the file.  sprokr's own readers (``.csv``, ``.tsv``,
+    ``.npz``, ``.arff``) are registered through this hook.
     """
 
 

@@ -96,7 +96,7 @@ def find_reader(path: Any) -> Any:
     name = p.name.lower()
     readers = get_readers()
     claims = sorted(((-len(s), 0 if comp.plugin == BUILTIN else 1, i, reader)
-                     for i, (comp, reader) in enumerate(readers) for s in reader.suffixes if name.endswith(s)),
+                     for i, (comp, reader) in enumerate(readers) for s in _suffixes(reader) if name.endswith(s)),
                     key=lambda t: t[:3])
     if claims:
         best = [c[3] for c in claims if c[0] == claims[0][0]]
@@ -109,9 +109,17 @@ def find_reader(path: Any) -> Any:
     # a double suffix (".sdf.zip") may be what a first-party plugin reads
     hint = next((h for s in ("".join(p.suffixes[-2:]).lower(), suffix) if s and (h := _missing_provider("reader", s))),
                 "")
-    known = sorted({s for _, r in readers for s in r.suffixes})
+    known = sorted({s for _, r in readers for s in _suffixes(r)})
     raise DataFileError(f"{p}: unknown file format {suffix or '(no suffix)'!r}; the installed file readers take "
                         f"{', '.join(known)}{hint}")
+
+
+def _suffixes(reader: Any) -> List[str]:
+    """A reader's suffixes, lower-cased (none for a malformed ``suffixes``)."""
+    suffixes = getattr(reader, "suffixes", ())
+    if isinstance(suffixes, str) or not isinstance(suffixes, (tuple, list)):
+        return []
+    return [s.lower() for s in suffixes if isinstance(s, str) and s]
 
 
 def _guess(reader: Any, p: Path) -> bool:
@@ -147,7 +155,8 @@ def read_table(path: Any) -> Table:
     except DataFileError:
         raise
     except (OSError, UnicodeDecodeError, ValueError, csv.Error) as exc:
-        raise DataFileError(f"{p}: cannot be read as {reader.description}: {exc}") from exc
+        what = getattr(reader, "description", None) or type(reader).__name__
+        raise DataFileError(f"{p}: cannot be read as {what}: {exc}") from exc
     if not isinstance(table, Table):
         raise DataFileError(f"{p}: the {type(reader).__name__} reader returned a {type(table).__name__}, "
                             f"not a sprokr.io.Table (a broken plugin)")

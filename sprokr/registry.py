@@ -507,7 +507,9 @@ def _saveable_items(provided: Any) -> list[tuple[str, Callable[..., Any]]]:
     Each entry is a class or a ``"module:Name"`` string (wrapped in a :func:`lazy_factory`,
     so nothing is imported); its component name is the dotted path ``module.Name``.
     """
-    if isinstance(provided, (str, type)) or isinstance(provided, Mapping):
+    if not provided:  # None or an empty list (the host passes ``{}`` for None)
+        return []
+    if isinstance(provided, (str, type, Mapping)):
         raise TypeError(f"sprokr_saveable_classes must return a list of classes or 'module:Name' strings, "
                         f"got {type(provided).__name__}")
     items = []

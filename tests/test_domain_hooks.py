@@ -215,3 +215,39 @@ def test_missing_first_party_components_say_what_to_install(monkeypatch, tmp_pat
             read_table(tmp_path / name)
     with pytest.raises(DataFileError, match=r"'\.xyz'; the installed file readers take \.arff, \.csv, \.npz, \.tsv$"):
         read_table(tmp_path / "a.xyz")
+
+
+def test_a_broken_domain_plugin_does_not_break_the_host(tmp_path):
+    """A reader whose factory fails is skipped with a warning naming the plugin (CSV files are
+    still read); a saveable-classes hook returning something else than classes is reported."""
+    import warnings
+
+    from sprokr.io import DataFileError, read_table
+    from sprokr.registry import PluginWarning, lazy_factory
+
+    class Broken:
+        @sprokr.hookimpl
+        def sprokr_readers(self):
+            return {"hdf": lazy_factory("no_such_library_xyz:Reader")}
+
+        @sprokr.hookimpl
+        def sprokr_saveable_classes(self):
+            return [42]
+
+    reg = Registry(entry_points=False)
+    with pytest.warns(PluginWarning, match=r"'broken'.*sprokr_saveable_classes.*classes or 'module:Name'.*42"):
+        reg.register(Broken(), name="broken")
+    import sprokr.registry as registry
+
+    old, registry._REGISTRY = registry._REGISTRY, reg
+    try:
+        (tmp_path / "t.csv").write_text("a,b\n1,2\n")
+        with pytest.warns(PluginWarning, match=r"plugin 'broken': the reader 'hdf' could not be built.*no_such_library"):
+            assert read_table(tmp_path / "t.csv").column("b") == ["2"]
+        assert reg.names("saveable_class") == []
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", PluginWarning)
+            with pytest.raises(DataFileError, match=r"unknown file format '\.h5'"):
+                read_table(tmp_path / "t.h5")
+    finally:
+        registry._REGISTRY = old

@@ -287,9 +287,8 @@ class Reader:
         return obj
 
     def _d_component(self, node, path):
-        from ..registry import get_registry
-
         from ..hookspecs import MODEL_KINDS
+        from ..registry import get_registry
 
         kind, name, plugin = node["kind"], node["name"], node["plugin"]
         if kind not in MODEL_KINDS:  # readers, demos ... are never parts of a model

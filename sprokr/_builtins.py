@@ -42,6 +42,12 @@ LOSSES = {
     "hinge": "sprokr.losses:HingeLoss",
 }
 EXECUTORS = {"local": "sprokr.numerics:LocalExecutor", "dask": "sprokr.numerics:DaskExecutor"}
+READERS = {"csv": "sprokr.readers:CSVReader", "tsv": "sprokr.readers:TSVReader", "npz": "sprokr.readers:NPZReader",
+           "arff": "sprokr.readers:ARFFReader"}
+COLUMN_TYPES = {"numeric": "sprokr.column_types:NumericColumns", "text": "sprokr.column_types:TextColumn",
+                "labels": "sprokr.column_types:LabelColumns"}
+DEPICTIONS = {"text": "sprokr.plotting:TextDepiction"}
+DEMOS = {"multilabel": "sprokr.cli.demo:MultilabelDemo"}
 
 
 def _lazy(targets):
@@ -103,3 +109,27 @@ def sprokr_losses():
 def sprokr_executors():
     """Executors of the chunked passes: ``local`` (this process) and ``dask``."""
     return _lazy(EXECUTORS)
+
+
+@hookimpl
+def sprokr_readers():
+    """File readers (:mod:`sprokr.readers`): ``.csv``, ``.tsv``, ``.npz``, ``.arff``."""
+    return _lazy(READERS)
+
+
+@hookimpl
+def sprokr_column_types():
+    """Column types of the command line (:mod:`sprokr.column_types`): numeric, text, labels."""
+    return _lazy(COLUMN_TYPES)
+
+
+@hookimpl
+def sprokr_depictions():
+    """The fallback depiction of figures: any value written as text (:mod:`sprokr.plotting`)."""
+    return _lazy(DEPICTIONS)
+
+
+@hookimpl
+def sprokr_demos():
+    """``sprokr demo``'s multi-label section: IOKR and SISOKR on the shipped Bibtex sample."""
+    return _lazy(DEMOS)

@@ -9,8 +9,9 @@ are the hooks below.  sprokr registers its own built-ins through exactly these h
     [project.entry-points.sprokr]
     mykernels = "mykernels.plugin"        # a module holding @hookimpl functions
 
-Every hook takes no argument and returns a mapping ``{name: factory}``.  A *factory* is a
-class or a callable; ``factory(**params)`` must return a component of the hook's kind.
+Every hook takes no argument and returns a mapping ``{name: factory}`` (except
+:func:`sprokr_saveable_classes`, which returns a list of classes).  A *factory* is a class
+or a callable; ``factory(**params)`` must return a component of the hook's kind.
 :func:`lazy_factory` names a class by ``"module:Name"`` without importing it (sprokr's
 own built-ins are all registered that way, so the host imports no component module).
 Names are unique per kind across all plugins: two plugins that register the same name for
@@ -149,6 +150,104 @@ def sprokr_estimators():
     """
 
 
+@hookspec
+def sprokr_readers():
+    """File readers by file type, ``{name: factory}``: what :func:`sprokr.io.read_table`
+    (and so every ``sprokr fit | predict | evaluate | select`` file argument) can open.
+
+    Called when the registry is built; the factories are called (with no argument) when a
+    file is read.  ``factory()`` returns a reader with
+
+    * ``suffixes``: tuple of lower-case file-name endings it reads, e.g. ``(".sdf",
+      ".sdf.zip")``;
+    * ``description``: one line for help and error messages (``"SD file: one record per
+      molecule"``);
+    * ``guess_can_open(path) -> bool``: whether it can read ``path`` (a
+      :class:`pathlib.Path`; should not raise); asked when several readers claim the file's
+      suffix, and, for an existing file whose suffix no reader claims, of every reader (it
+      may then look at the file's content);
+    * ``read(path) -> sprokr.io.Table``: the file's named columns of equal length with the
+      line (or record) of each row; a problem raises :class:`sprokr.io.DataFileError`
+      naming the file and the line or record.
+
+    The reader whose suffix is the longest match of the file name is used (``.sdf.zip``
+    before ``.zip``); on a tie, the first (built-ins first, then in registration order)
+    whose ``guess_can_open`` accepts the file.  sprokr's own readers (``.csv``, ``.tsv``,
+    ``.npz``, ``.arff``) are registered through this hook.
+    """
+
+
+@hookspec
+def sprokr_column_types():
+    """Column types of the command line's model files, ``{name: factory}``: the ``type`` of
+    an ``[input]`` / ``[output]`` table (``type = "smiles"``).
+
+    Called when the registry is built; a factory is called (with no argument) when a model
+    file naming the type is checked or its data read.  ``factory()`` returns a column type
+    with
+
+    * ``n_columns``: the number of columns it takes (``1``), or None for any number;
+    * ``parse(values, table)``: the model inputs (or outputs) of a file's rows.  ``values``
+      is a dict ``{column name: column}`` (the configured columns, in order; a column is a
+      list of strings, or an array for ``.npz`` files), ``table`` the
+      :class:`sprokr.io.Table` they come from (``table.where(i)`` names the file and line of
+      row ``i``).  A bad value raises :class:`sprokr.io.DataFileError` naming the file,
+      line and column;
+    * ``format(value, columns) -> str``: one prediction as text (the CSV ``sprokr predict``
+      writes); ``columns`` are the configured column names (e.g. the label names);
+    * optionally ``canonical(values) -> list``: a hashable canonical form of each parsed
+      or raw output (e.g. canonical SMILES).  Types that have it are evaluated by ranking a
+      candidate pool (``sprokr evaluate --candidates``: top-k, MRR), the true output being
+      found in the pool by its canonical form;
+    * optionally ``default_column``: the column to use in a candidate file that lacks the
+      configured output column (``"smiles"`` for a ``.smi`` pool).
+
+    The built-ins are ``numeric``, ``text`` and ``labels``.
+    """
+
+
+@hookspec
+def sprokr_depictions():
+    """Depictions of outputs in figures, ``{name: factory}``.
+
+    Called when the registry is built; the factories are called (with no argument) when a
+    figure is drawn.  ``factory()`` returns a depiction with ``can_draw(obj) -> bool``
+    (cheap; never raises) and ``draw(obj, ax, **kwargs)`` (draws one output into the
+    matplotlib ``Axes`` ``ax``; a malformed ``obj`` raises ``ValueError``), and optionally
+    ``same(a, b) -> bool`` (two outputs are the same object, e.g. the same canonical SMILES;
+    frames correct predictions).  :func:`sprokr.plotting.plot_outputs` draws each output
+    with the first depiction that can draw it: plugins' depictions in registration order,
+    then the built-in ``text`` (any value, written as text).
+    """
+
+
+@hookspec
+def sprokr_saveable_classes():
+    """Classes a plugin declares safe to save in the model format, a list of classes or
+    ``"module:Name"`` strings (a string imports nothing until a model holding one is loaded).
+
+    Called when the registry is built.  Instances of these classes (plain data classes a
+    plugin's component keeps in its fitted state, e.g. a learned vocabulary) are saved as
+    their attributes and rebuilt with ``cls.__new__`` (their ``__init__`` is not called),
+    so only declare plain data classes.  The allow-list of the safe format is sprokr's own
+    classes plus every registered plugin's; loading a model that holds the class of a
+    plugin that is not installed raises :class:`sprokr.persistence.MissingPluginError`
+    naming the plugin.  ``sprokr plugins`` lists them as ``module.Name``.
+    """
+
+
+@hookspec
+def sprokr_demos():
+    """Sections of ``sprokr demo``, ``{name: factory}``.
+
+    Called when the registry is built; the factories are called when ``sprokr demo`` runs,
+    sections in registration order (sprokr's own ``multilabel`` first).  ``factory()``
+    returns a callable ``demo(out=print) -> dict``: it prints its lines through ``out``
+    and returns its results as plain JSON data, reported under ``name`` by ``sprokr demo
+    --json``.  A demo runs in seconds on data shipped with its package.
+    """
+
+
 #: hook name -> component kind, in the order ``sprokr plugins`` lists them
 KINDS = {
     "sprokr_input_kernels": "input_kernel",
@@ -159,4 +258,13 @@ KINDS = {
     "sprokr_losses": "loss",
     "sprokr_executors": "executor",
     "sprokr_estimators": "estimator",
+    "sprokr_readers": "reader",
+    "sprokr_column_types": "column_type",
+    "sprokr_depictions": "depiction",
+    "sprokr_saveable_classes": "saveable_class",
+    "sprokr_demos": "demo",
 }
+
+#: the kinds whose components are parts of a model: saved and rebuilt by registered name
+#: (the other kinds serve the command line, figures and the safe format itself)
+MODEL_KINDS = ("input_kernel", "output_kernel", "sketch", "decoder", "regressor", "loss", "executor", "estimator")

@@ -1,19 +1,23 @@
 """Reading training / query / candidate files and writing predictions (the command line's I/O).
 
 A file is read into a :class:`Table`: named columns of equal length, each row remembering
-its line (record) in the file so that errors can point at it.  Formats, by suffix:
+its line (or record) in the file so that errors can point at it.  :func:`read_table` picks
+the reader by the file's suffix among the registered file readers (hook
+``sprokr_readers``, :mod:`sprokr.hookspecs`); sprokr's own, registered through the same
+hook (:mod:`sprokr.readers`):
 
 * ``.csv`` (``.tsv``): a header line, one sample per line (standard :mod:`csv`);
 * ``.npz``: arrays by name, rows = first axis (read with ``allow_pickle=False``);
-* ``.smi`` / ``.smiles``: ``SMILES [name]`` per line; columns ``smiles`` and ``name``;
-* ``.sdf`` (or ``.sdf.zip``; needs ``sprokr[chem]``): one record per molecule; columns
-  ``smiles`` (canonical) and every SD property;
 * ``.arff`` (numeric, dense or sparse): one column per attribute.
 
-Columns are then turned into model inputs and outputs by :class:`ColumnSpec` (``type`` =
-``"numeric"``, ``"text"``, ``"smiles"``, ``"molecule"`` (SMILES -> molecule graph) or
-``"labels"`` (0/1 label columns -> a multilabel matrix)).  Every problem raises
-:class:`DataFileError` naming the file, the column and, where it applies, the line.
+Plugins add others (sprokr-chem: ``.smi`` / ``.smiles`` and ``.sdf`` / ``.sdf.zip``);
+``sprokr plugins`` lists the readers.
+
+Columns are then turned into model inputs and outputs by :class:`ColumnSpec`, through the
+registered column types (hook ``sprokr_column_types``; built-ins ``"numeric"``, ``"text"``,
+``"labels"`` in :mod:`sprokr.column_types`, sprokr-chem adds ``"smiles"`` and
+``"molecule"``).  Every problem raises :class:`DataFileError` naming the file, the column
+and, where it applies, the line.
 """
 from __future__ import annotations
 
@@ -24,10 +28,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
 
-__all__ = ["DataFileError", "Table", "read_table", "ColumnSpec", "FORMATS", "write_csv"]
-
-#: suffixes read by :func:`read_table`
-FORMATS = (".csv", ".tsv", ".npz", ".smi", ".smiles", ".sdf", ".zip", ".arff")
+__all__ = ["DataFileError", "Table", "read_table", "find_reader", "ColumnSpec", "write_csv"]
 
 
 class DataFileError(ValueError):
@@ -38,12 +39,14 @@ class DataFileError(ValueError):
 class Table:
     """Named columns of equal length read from ``path``.
 
-    ``lines[i]`` is the line (CSV, SMILES) or record (SDF, 1-based) of row ``i`` in the file.
+    ``lines[i]`` is the line (CSV, SMILES) or record (SDF, 1-based) of row ``i`` in the
+    file; ``unit`` says which (``"line"`` or ``"record"``), for error messages.
     """
 
     path: str
     columns: Dict[str, Any]
     lines: List[int] = field(default_factory=list)
+    unit: str = "line"
 
     def __len__(self) -> int:
         return len(self.lines)
@@ -56,109 +59,108 @@ class Table:
         return self.columns[name]
 
     def where(self, i: int) -> str:
-        """``"<file> line <k>"`` of row ``i`` (for error messages)."""
-        kind = "record" if self.path.lower().endswith((".sdf", ".zip")) else "line"
-        return f"{self.path} {kind} {self.lines[i]}"
+        """``"<file> line <k>"`` (or ``record``) of row ``i`` (for error messages)."""
+        return f"{self.path} {self.unit} {self.lines[i]}"
 
 
-def _suffix(path: Path) -> str:
-    name = path.name.lower()
-    return ".sdf" if name.endswith(".sdf.zip") else path.suffix.lower()
+def _missing_provider(kind: str, name: str) -> str:
+    """``"; <name> is provided by the chem plugin: pip install ..."`` for the name of a
+    first-party plugin's component, else ``""`` (the packaging table is the command line's)."""
+    from .extras import provider_hint
+
+    hint = provider_hint(kind, name)
+    return f"; {hint}" if hint else ""
+
+
+def find_reader(path: Any) -> Any:
+    """The registered file reader that :func:`read_table` uses for ``path``.
+
+    The reader whose suffix is the longest match of the file name (among several of equal
+    length: the first whose ``guess_can_open`` accepts the file, built-ins first); when no
+    reader claims the suffix, the first reader whose ``guess_can_open`` accepts the existing
+    file.  Raises :class:`DataFileError` listing the known suffixes (and, for a suffix of a
+    first-party plugin that is not installed, how to install it) when none fits.
+
+    Parameters
+    ----------
+    path : str or path-like
+
+    Returns
+    -------
+    object
+        The reader (``suffixes``, ``description``, ``guess_can_open``, ``read``).
+    """
+    from .registry import BUILTIN, get_readers
+
+    p = Path(path)
+    name = p.name.lower()
+    readers = get_readers()
+    claims = sorted(((-len(s), 0 if comp.plugin == BUILTIN else 1, i, reader)
+                     for i, (comp, reader) in enumerate(readers) for s in _suffixes(reader) if name.endswith(s)),
+                    key=lambda t: t[:3])
+    if claims:
+        best = [c[3] for c in claims if c[0] == claims[0][0]]
+        return next((r for r in best if _guess(r, p)), best[0])
+    if p.is_file():
+        for _, reader in readers:
+            if _guess(reader, p):
+                return reader
+    suffix = p.suffix.lower()
+    # a double suffix (".sdf.zip") may be what a first-party plugin reads
+    hint = next((h for s in ("".join(p.suffixes[-2:]).lower(), suffix) if s and (h := _missing_provider("reader", s))),
+                "")
+    known = sorted({s for _, r in readers for s in _suffixes(r)})
+    raise DataFileError(f"{p}: unknown file format {suffix or '(no suffix)'!r}; the installed file readers take "
+                        f"{', '.join(known)}{hint}")
+
+
+def _suffixes(reader: Any) -> List[str]:
+    """A reader's suffixes, lower-cased (none for a malformed ``suffixes``)."""
+    suffixes = getattr(reader, "suffixes", ())
+    if isinstance(suffixes, str) or not isinstance(suffixes, (tuple, list)):
+        return []
+    return [s.lower() for s in suffixes if isinstance(s, str) and s]
+
+
+def _guess(reader: Any, p: Path) -> bool:
+    try:
+        return bool(reader.guess_can_open(p))
+    except Exception:  # a reader that cannot tell does not claim the file
+        return False
 
 
 def read_table(path: Any) -> Table:
-    """Read ``path`` (format by suffix, see the module doc) into a :class:`Table`."""
+    """Read ``path`` into a :class:`Table` with the reader :func:`find_reader` picks.
+
+    Parameters
+    ----------
+    path : str or path-like
+
+    Returns
+    -------
+    Table
+
+    Raises
+    ------
+    DataFileError
+        Unknown format (the known suffixes are listed), missing file, or a file the reader
+        cannot read (naming the file and, where it applies, the line or record).
+    """
     p = Path(path)
-    suffix = _suffix(p)
-    if suffix not in FORMATS:
-        raise DataFileError(f"{p}: unknown file format {suffix or '(no suffix)'!r}; expected one of "
-                            f"{', '.join(FORMATS)}")
+    reader = find_reader(p)
     if not p.is_file():
         raise DataFileError(f"{p}: no such file")
     try:
-        if suffix in (".csv", ".tsv"):
-            return _read_csv(p, "\t" if suffix == ".tsv" else ",")
-        if suffix == ".npz":
-            return _read_npz(p)
-        if suffix in (".smi", ".smiles"):
-            return _read_smi(p)
-        if suffix in (".sdf", ".zip"):
-            return _read_sdf(p)
-        return _read_arff(p)
+        table = reader.read(p)
     except DataFileError:
         raise
     except (OSError, UnicodeDecodeError, ValueError, csv.Error) as exc:
-        raise DataFileError(f"{p}: cannot be read as {suffix}: {exc}") from exc
-
-
-def _read_csv(p: Path, delimiter: str) -> Table:
-    with open(p, newline="", encoding="utf-8") as fh:
-        reader = csv.reader(fh, delimiter=delimiter)
-        header = next(reader, None)
-        if not header:
-            raise DataFileError(f"{p}: empty file (expected a header line)")
-        header = [h.strip() for h in header]
-        rows, lines = [], []
-        for row in reader:
-            if not row or all(not c.strip() for c in row):
-                continue
-            if len(row) != len(header):
-                raise DataFileError(f"{p} line {reader.line_num}: {len(row)} fields, the header has "
-                                    f"{len(header)}")
-            rows.append(row)
-            lines.append(reader.line_num)
-    return Table(str(p), {h: [r[j] for r in rows] for j, h in enumerate(header)}, lines)
-
-
-def _read_npz(p: Path) -> Table:
-    with np.load(p, allow_pickle=False) as z:
-        cols = {k: z[k] for k in z.files}
-    sizes = {k: (v.shape[0] if v.ndim else None) for k, v in cols.items()}
-    n = {s for s in sizes.values() if s is not None}
-    if len(n) > 1:
-        raise DataFileError(f"{p}: arrays with different numbers of rows: {sizes}")
-    return Table(str(p), cols, list(range(1, (n.pop() if n else 0) + 1)))
-
-
-def _read_smi(p: Path) -> Table:
-    smiles, names, lines = [], [], []
-    with open(p, encoding="utf-8") as fh:
-        for k, line in enumerate(fh, 1):
-            parts = line.split()
-            if not parts or parts[0].startswith("#"):
-                continue
-            smiles.append(parts[0])
-            names.append(" ".join(parts[1:]))
-            lines.append(k)
-    return Table(str(p), {"smiles": smiles, "name": names}, lines)
-
-
-def _read_sdf(p: Path) -> Table:
-    try:
-        from rdkit import Chem
-        from sprokr_chem.io import read_sdf
-    except ImportError as exc:
-        from .cli import install_hint
-
-        raise DataFileError(f"{p}: reading SDF files needs the chem plugin: {install_hint('chem')}") from exc
-    mols, props, _ = read_sdf(p, on_error="raise", properties=True)
-    keys: List[str] = []
-    for d in props:
-        keys.extend(k for k in d if k not in keys)
-    cols: Dict[str, Any] = {"smiles": [Chem.MolToSmiles(m) for m in mols]}
-    for k in keys:
-        cols.setdefault(k, [str(d.get(k, "")) for d in props])
-    return Table(str(p), cols, list(range(1, len(mols) + 1)))
-
-
-def _read_arff(p: Path) -> Table:
-    from scipy import sparse
-
-    from .datasets import read_arff
-
-    M, names = read_arff(p)
-    M = M.toarray() if sparse.issparse(M) else M
-    return Table(str(p), {name: M[:, j] for j, name in enumerate(names)}, list(range(1, M.shape[0] + 1)))
+        what = getattr(reader, "description", None) or type(reader).__name__
+        raise DataFileError(f"{p}: cannot be read as {what}: {exc}") from exc
+    if not isinstance(table, Table):
+        raise DataFileError(f"{p}: the {type(reader).__name__} reader returned a {type(table).__name__}, "
+                            f"not a sprokr.io.Table (a broken plugin)")
+    return table
 
 
 @dataclass
@@ -168,9 +170,13 @@ class ColumnSpec:
     Parameters
     ----------
     columns : list of str
-        Column names (one for ``text``, ``smiles``, ``molecule``; any number for
-        ``numeric`` (stacked as features) and ``labels`` (one 0/1 column per label)).
-    type : {"numeric", "text", "smiles", "molecule", "labels"}
+        Column names (as many as the column type takes: one for ``text``, ``smiles``,
+        ``molecule``; any number for ``numeric`` (stacked as features) and ``labels`` (one
+        0/1 column per label)).
+    type : str
+        A registered column type (hook ``sprokr_column_types``): the built-ins
+        ``"numeric"``, ``"text"``, ``"labels"``, or a plugin's (sprokr-chem: ``"smiles"``,
+        ``"molecule"``).
     standardize : bool
         ``numeric`` inputs only: centre and scale each column with the training file's mean
         and standard deviation (:meth:`fit_scaling`; a constant column keeps scale 1).
@@ -185,11 +191,13 @@ class ColumnSpec:
     center: Optional[List[float]] = None
     scale: Optional[List[float]] = None
 
-    TYPES = ("numeric", "text", "smiles", "molecule", "labels")
-
     @classmethod
     def from_config(cls, cfg: Any, what: str) -> "ColumnSpec":
-        """From a config table ``{"columns": [...] or "column": "...", "type": ...}``."""
+        """From a config table ``{"columns": [...] or "column": "...", "type": ...}``.
+
+        The type is checked against the registered column types (an unknown one is named
+        with the known ones, and for a first-party plugin's type, how to install it).
+        """
         if not isinstance(cfg, dict):
             raise ValueError(f"[{what}] must be a table with 'column(s)' and 'type'")
         unknown = set(cfg) - {"column", "columns", "type", "standardize", "center", "scale"}
@@ -201,10 +209,9 @@ class ColumnSpec:
         if not cols or not all(isinstance(c, str) for c in cols):
             raise ValueError(f"[{what}] needs 'column' (a name) or 'columns' (a list of names)")
         typ = cfg.get("type", "numeric")
-        if typ not in cls.TYPES:
-            raise ValueError(f"[{what}] type must be one of {', '.join(cls.TYPES)}, got {typ!r}")
-        if typ in ("text", "smiles", "molecule") and len(cols) != 1:
-            raise ValueError(f"[{what}] type {typ!r} takes one column, got {cols}")
+        n_columns = _column_type(typ, what).n_columns
+        if n_columns is not None and len(cols) != n_columns:
+            raise ValueError(f"[{what}] type {typ!r} takes {n_columns} column{'s' * (n_columns != 1)}, got {cols}")
         std = cfg.get("standardize", False)
         if not isinstance(std, bool):
             raise ValueError(f"[{what}] standardize must be true or false, got {std!r}")
@@ -223,12 +230,17 @@ class ColumnSpec:
         return cls(list(cols), typ, std, center, scale)
 
     def to_dict(self) -> Dict[str, Any]:
+        """The config table this spec was read from (``from_config`` of it gives it back)."""
         d: Dict[str, Any] = {"columns": list(self.columns), "type": self.type}
         if self.standardize:
             d["standardize"] = True
             if self.center is not None and self.scale is not None:
                 d.update(center=list(self.center), scale=list(self.scale))
         return d
+
+    def column_type(self) -> Any:
+        """The registered column type object (``n_columns``, ``parse``, ``format``, ...)."""
+        return _column_type(self.type, "column")
 
     def fit_scaling(self, X: np.ndarray) -> "ColumnSpec":
         """A copy holding ``X``'s column means and standard deviations (``standardize``)."""
@@ -250,75 +262,31 @@ class ColumnSpec:
         return (X - c) / s
 
     def read(self, table: Table) -> Any:
-        """The model-ready collection of ``table``'s rows."""
-        if self.type == "numeric":
-            return self.standardized(_numeric(table, self.columns))
-        if self.type == "labels":
-            Y = _numeric(table, self.columns)
-            bad = ~np.isin(Y, (0.0, 1.0))
-            if bad.any():
-                i, j = np.argwhere(bad)[0]
-                raise DataFileError(f"{table.where(int(i))}: label column {self.columns[j]!r} holds "
-                                    f"{Y[i, j]!r}; expected 0 or 1")
-            return Y
-        values = [str(v) for v in table.column(self.columns[0])]
-        if self.type == "text":
-            return values
-        mols = _parse_smiles(table, values)
-        if self.type == "smiles":
-            return values
-        from sprokr_chem import mol_to_graph
-
-        return [mol_to_graph(m) for m in mols]
+        """The model-ready collection of ``table``'s rows (the column type's ``parse``)."""
+        values = {name: table.column(name) for name in self.columns}
+        return self.standardized(self.column_type().parse(values, table))
 
     def write(self, value: Any) -> str:
-        """One output as text: molecules as SMILES, label sets as ``;``-joined label names."""
-        if self.type == "molecule":
-            if isinstance(value, str):  # estimators that predict SMILES (MoleculeRetriever)
-                return value
-            from sprokr_chem import graph_to_smiles
-
-            return graph_to_smiles(value) or ""
-        if self.type == "labels":
-            row = np.asarray(value).ravel()
-            return ";".join(c for c, v in zip(self.columns, row) if v > 0.5)
-        if self.type == "numeric":
-            return " ".join(f"{float(v):.8g}" for v in np.atleast_1d(np.asarray(value, dtype=float)))
-        return str(value)
+        """One output as text (the column type's ``format``: molecules as SMILES, label sets
+        as ``;``-joined label names, numbers with 8 significant digits)."""
+        return str(self.column_type().format(value, list(self.columns)))
 
 
-def _numeric(table: Table, names: Sequence[str]) -> np.ndarray:
-    cols = []
-    for name in names:
-        col = table.column(name)
-        if isinstance(col, np.ndarray) and col.dtype.kind in "biuf":
-            a = col.astype(np.float64)
-            cols.append(a.reshape(a.shape[0], -1))
-            continue
-        out = np.empty(len(col))
-        for i, v in enumerate(col):
-            try:
-                out[i] = float(v)
-            except (TypeError, ValueError):
-                raise DataFileError(f"{table.where(i)}: column {name!r} holds {v!r}; expected a number") from None
-        cols.append(out[:, None])
-    return np.hstack(cols) if cols else np.empty((len(table), 0))
+def _column_type(name: Any, what: str) -> Any:
+    """The registered column type ``name``; a ``ValueError`` naming the known ones if unknown."""
+    from .registry import get_column_type, get_registry
 
+    if not isinstance(name, str):
+        raise ValueError(f"[{what}] type must be a column type name (a string), got {name!r}")
 
-def _parse_smiles(table: Table, values: Sequence[str]) -> list:
     try:
-        from sprokr_chem.io import MoleculeReadError, mol_from_smiles
-    except ImportError as exc:
-        from .cli import install_hint
-
-        raise DataFileError(f"{table.path}: molecules need the chem plugin: {install_hint('chem')}") from exc
-    mols = []
-    for i, s in enumerate(values):
-        try:
-            mols.append(mol_from_smiles(s, i))
-        except MoleculeReadError as exc:
-            raise DataFileError(f"{table.where(i)}: invalid SMILES {s!r} ({exc.reason})") from None
-    return mols
+        return get_column_type(name)
+    except ValueError as exc:
+        if not str(exc).startswith("unknown"):
+            raise ValueError(f"[{what}] type: {exc}") from None
+        known = get_registry().names("column_type")
+        raise ValueError(f"[{what}] unknown column type {name!r}; known column types: {', '.join(known)}"
+                         f"{_missing_provider('column_type', name)}") from None
 
 
 def write_csv(path: Any, header: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:

@@ -1,4 +1,4 @@
-"""Figures: sketch-size curves, accuracy vs fit time, model selection, leverage scores, molecules.
+"""Figures: sketch-size curves, accuracy vs fit time, model selection, leverage scores, outputs.
 
 Every function returns a :class:`matplotlib.figure.Figure` built directly (no
 ``matplotlib.pyplot`` state): the global backend is never changed and no figure is
@@ -7,8 +7,9 @@ A figure is written to disk only when ``path`` is given (the format follows the 
 extension: ``.png``, ``.pdf``, ``.svg`` ...).  In a notebook, a returned ``Figure`` displays
 itself when it is the value of the cell.
 
-Needs matplotlib (``pip install "sprokr[plot]"``); :func:`plot_molecules` also needs RDKit
-(``pip install "sprokr[chem]"``).
+Needs matplotlib (``pip install "sprokr[plot]"``).  :func:`plot_outputs` draws predicted
+outputs next to the true ones with the depictions plugins register (hook
+``sprokr_depictions``); sprokr-chem's ``plot_molecules`` is it for molecules.
 """
 from __future__ import annotations
 
@@ -29,7 +30,8 @@ __all__ = [
     "plot_accuracy_vs_time",
     "plot_model_selection",
     "plot_leverage_scores",
-    "plot_molecules",
+    "plot_outputs",
+    "TextDepiction",
 ]
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -371,101 +373,156 @@ def plot_leverage_scores(scores: ArrayLike, *, top: Optional[int] = 400,
                       logy=logy, path=path)
 
 
-def _to_mol(obj: Any) -> Any:
-    """An RDKit molecule from a SMILES string, an RDKit ``Mol`` or a molecular graph."""
-    from rdkit import Chem
+class TextDepiction:
+    """The built-in fallback depiction: any output written as text in its cell.
 
-    if obj is None:
-        return None
-    if isinstance(obj, Chem.Mol):
-        return obj
-    if isinstance(obj, str):
-        mol = Chem.MolFromSmiles(obj)
-        if mol is None:
-            raise ValueError(f"invalid SMILES {obj!r}")
-        return mol
-    try:
-        from sprokr_chem import graph_to_mol
-    except ImportError as exc:
-        raise ImportError("drawing molecular graphs needs the sprokr-chem plugin: "
-                          'pip install "sprokr[chem]"') from exc
-    return graph_to_mol(obj)
+    Strings are wrapped at ``width`` characters, arrays shown with numpy's printing
+    (label vectors as the indices of their non-zero entries).  Registered as ``text``
+    (hook ``sprokr_depictions``); :func:`plot_outputs` uses it for outputs no plugin's
+    depiction can draw.
+    """
+
+    width = 24
+
+    def can_draw(self, obj: Any) -> bool:
+        """Always True: every value has a text form."""
+        return True
+
+    def draw(self, obj: Any, ax: "Axes", *, fontsize: float = 8, **kwargs: Any) -> None:
+        """Write ``obj`` in the middle of ``ax`` (monospace, wrapped)."""
+        import textwrap
+
+        if isinstance(obj, np.ndarray) and obj.ndim == 1 and obj.dtype.kind in "biuf" and \
+                np.isin(obj, (0, 1)).all():
+            text = "{" + ", ".join(map(str, np.flatnonzero(obj).tolist())) + "}"  # a label set
+        elif isinstance(obj, np.ndarray):
+            text = np.array2string(obj, precision=3, threshold=20)
+        else:
+            text = str(obj)
+        ax.text(0.5, 0.5, "\n".join(textwrap.wrap(text, self.width)[:8]) or " ", ha="center", va="center",
+                family="monospace", fontsize=fontsize, transform=ax.transAxes)
 
 
-def _same(a: Any, b: Any) -> bool:
-    from rdkit import Chem
+def _depiction_for(obj: Any, depictions: Sequence[Tuple[str, Any]]) -> Any:
+    for _, dep in depictions:
+        try:
+            if dep.can_draw(obj):
+                return dep
+        except Exception:  # a depiction that cannot tell does not draw it
+            continue
+    return None
 
+
+def _same(dep: Any, a: Any, b: Any) -> bool:
+    """Whether two outputs are the same (the depiction's ``same`` if it has one)."""
     if a is None or b is None:
         return False
-    return bool(Chem.MolToSmiles(a) == Chem.MolToSmiles(b))
+    same = getattr(dep, "same", None)
+    if same is not None:
+        return bool(same(a, b))
+    try:
+        return bool(np.array_equal(np.asarray(a), np.asarray(b))) if isinstance(a, np.ndarray) else bool(a == b)
+    except Exception:
+        return False
 
 
-def plot_molecules(predicted: Sequence[Any], truth: Optional[Sequence[Any]] = None, *,
-                   scores: Optional[ArrayLike] = None, max_rows: int = 8, image_size: int = 220,
-                   title: Optional[str] = None, path: Optional[PathLike] = None) -> "Figure":
-    """Predicted molecules drawn next to the true ones (RDKit depictions).
+def plot_outputs(predicted: Sequence[Any], truth: Optional[Sequence[Any]] = None, *,
+                 scores: Optional[ArrayLike] = None, depiction: Any = None, max_rows: int = 8,
+                 cell_size: float = 1.9, title: Optional[str] = None, path: Optional[PathLike] = None,
+                 **draw_kwargs: Any) -> "Figure":
+    """Predicted outputs drawn next to the true ones, one row per query.
 
-    One row per query: the true molecule (when ``truth`` is given), then its predictions
-    best first.  Predictions identical to the truth (same canonical SMILES) are framed in
-    green, the others in grey.
+    Each output is drawn by the first registered depiction that can draw it (hook
+    ``sprokr_depictions``: plugins' depictions in registration order -- sprokr-chem draws
+    molecules --, then the built-in :class:`TextDepiction`), or by the one named
+    ``depiction``.  One row per query: the true output (when ``truth`` is given), then its
+    predictions best first.  Predictions equal to the truth (the depiction's ``same``, e.g.
+    the same canonical SMILES; else ``==``) are framed in green, the others in grey.
 
     Parameters
     ----------
     predicted : sequence
-        One entry per query: a molecule (top-1) or a sequence of molecules (top-k, best
-        first).  A molecule is a SMILES string, an RDKit ``Mol`` or a molecular graph
-        (converted by ``sprokr_chem.graph_to_mol``).
+        One entry per query: an output (top-1), or a list or tuple of outputs (top-k, best
+        first).
     truth : sequence, optional
-        The true molecule of each query.
+        The true output of each query.
     scores : array-like of shape (n_queries, k), optional
         Scores shown under the predictions (e.g. ``Decoded.scores``).
+    depiction : str or depiction object, optional
+        The depiction that draws every output: a registered name (``sprokr plugins`` lists
+        them) or an object with ``can_draw`` and ``draw``; default: for each output, the
+        first registered depiction that can draw it.
     max_rows : int
         At most this many queries are drawn (the first ones).
-    image_size : int
-        Side of each depiction in pixels.
+    cell_size : float
+        Side of each cell in inches.
     title : str, optional
     path : str or path-like, optional
         Save the figure there.
+    **draw_kwargs
+        Passed to every depiction's ``draw`` (e.g. ``image_size`` for molecules).
 
     Returns
     -------
     matplotlib.figure.Figure
+        One axes per cell, row by row (``len(rows) * (k + (truth is not None))``); each
+        cell's x label is ``"truth"`` or ``"#rank  score"``.
 
     Raises
     ------
-    ImportError
-        When RDKit is not installed (``pip install "sprokr[chem]"``).
+    ValueError
+        An empty ``predicted``, a ``truth`` shorter than it, an unknown ``depiction``, an
+        output no depiction can draw, or an output the chosen depiction rejects.
     """
-    try:
-        from rdkit.Chem import Draw
-    except ImportError as exc:
-        raise ImportError('plot_molecules needs RDKit: pip install "sprokr[chem]" (or pip install rdkit)') from exc
-    rows = [list(p) if isinstance(p, (list, tuple, np.ndarray)) else [p] for p in predicted][: int(max_rows)]
-    if not rows:
-        raise ValueError("predicted is empty")
+    from .registry import get_depictions
+
+    rows = [list(p) if isinstance(p, (list, tuple)) else [p] for p in predicted][: int(max_rows)]
+    if not rows or not all(rows):
+        raise ValueError("predicted is empty (or holds an empty list of outputs)")
     if truth is not None and len(truth) < len(rows):
         raise ValueError(f"truth has {len(truth)} entries for {len(rows)} queries")
+    forced = depiction
+    deps: list = []
+    if isinstance(depiction, str) or depiction is None:
+        found = get_depictions()
+        deps = [(c.name, d) for c, d in found]
+        if isinstance(depiction, str):
+            chosen = [d for c, d in found if depiction in (c.name, c.qualified_name)]
+            if not chosen:
+                raise ValueError(f"unknown depiction {depiction!r}; known depictions: "
+                                 f"{', '.join(n for n, _ in deps)}")
+            forced = chosen[0]
+    elif not (callable(getattr(depiction, "draw", None)) and callable(getattr(depiction, "can_draw", None))):
+        raise TypeError(f"depiction must be a registered name or an object with can_draw and draw, "
+                        f"got {type(depiction).__name__}")
     sc = None if scores is None else np.atleast_2d(np.asarray(scores, dtype=float))
     k = max(len(r) for r in rows)
     ncols = k + (truth is not None)
-    fig = new_figure((1.9 * ncols, 1.9 * len(rows) + (0.4 if title else 0.0)))
+    fig = new_figure((cell_size * ncols, cell_size * len(rows) + (0.4 if title else 0.0)))
     axes = np.atleast_2d(fig.subplots(len(rows), ncols, squeeze=False))
     for i, preds in enumerate(rows):
-        true_mol = _to_mol(truth[i]) if truth is not None else None
-        cells = ([("truth", true_mol, "black")] if truth is not None else [])
+        cells: list = []  # (x label, output, frame colour or None: by comparison with the truth)
+        true_obj = truth[i] if truth is not None else None
+        if truth is not None:
+            cells.append(("truth", true_obj, "black"))
         for j, p in enumerate(preds):
-            mol = _to_mol(p)
             label = f"#{j + 1}" + (f"  {sc[i, j]:.4g}" if sc is not None and j < sc.shape[1] else "")
-            cells.append((label, mol, "tab:green" if _same(mol, true_mol) else "0.6"))
+            cells.append((label, p, None))
         for c, ax in enumerate(axes[i]):
             ax.set_xticks([])
             ax.set_yticks([])
             if c >= len(cells):
                 ax.set_axis_off()
                 continue
-            label, mol, colour = cells[c]
-            if mol is not None:
-                ax.imshow(np.asarray(Draw.MolToImage(mol, size=(image_size, image_size))))
+            label, obj, colour = cells[c]
+            dep = forced if forced is not None or obj is None else _depiction_for(obj, deps)
+            if obj is not None and dep is None:
+                raise ValueError(f"no depiction can draw the output {obj!r} ({type(obj).__name__}) of query {i}; "
+                                 f"depictions tried: {', '.join(n for n, _ in deps)}")
+            if dep is not None and obj is not None:
+                dep.draw(obj, ax, **draw_kwargs)
+            if colour is None:
+                colour = "tab:green" if truth is not None and _same(dep, obj, true_obj) else "0.6"
             for side in ax.spines.values():
                 side.set_edgecolor(colour)
                 side.set_linewidth(2 if colour != "0.6" else 1)

@@ -49,6 +49,11 @@ __all__ = [
     "list_components",
     "lazy_factory",
     "lazy_exports",
+    "get_readers",
+    "get_column_type",
+    "get_depictions",
+    "get_saveable_classes",
+    "get_demos",
 ]
 
 ENTRY_POINT_GROUP = "sprokr"
@@ -56,7 +61,8 @@ BUILTIN = "sprokr"
 
 _PLURALS = {"input_kernel": "input kernels", "output_kernel": "output kernels", "sketch": "sketches",
             "decoder": "decoders", "regressor": "regressors", "loss": "losses", "executor": "executors",
-            "estimator": "estimators"}
+            "estimator": "estimators", "reader": "file readers", "column_type": "column types",
+            "depiction": "depictions", "saveable_class": "saveable classes", "demo": "demos"}
 
 
 class PluginWarning(UserWarning):
@@ -153,7 +159,7 @@ class Registry:
                     continue
                 try:
                     provided = impl.function() or {}
-                    items = list(dict(provided).items())
+                    items = _saveable_items(provided) if kind == "saveable_class" else list(dict(provided).items())
                 except Exception as exc:
                     self._warn(f"sprokr plugin {name!r}: hook {hook_name} raised {type(exc).__name__}: "
                                f"{exc}; its {_PLURALS[kind]} were skipped")
@@ -383,3 +389,110 @@ def reset_registry() -> None:
 def list_components() -> list[dict[str, str]]:
     """Every registered component with its kind and providing plugin (list of dicts)."""
     return get_registry().list_components()
+
+
+# -- domain hooks: file readers, column types, depictions, saveable classes, demos --------
+def _saveable_items(provided: Any) -> list[tuple[str, Callable[..., Any]]]:
+    """``(name, factory)`` of what a ``sprokr_saveable_classes`` hook returned.
+
+    Each entry is a class or a ``"module:Name"`` string (wrapped in a :func:`lazy_factory`,
+    so nothing is imported); its component name is the dotted path ``module.Name``.
+    """
+    if not provided:  # None or an empty list (the host passes ``{}`` for None)
+        return []
+    if isinstance(provided, (str, type, Mapping)):
+        raise TypeError(f"sprokr_saveable_classes must return a list of classes or 'module:Name' strings, "
+                        f"got {type(provided).__name__}")
+    items = []
+    for entry in provided:
+        if isinstance(entry, str):
+            items.append((entry.replace(":", "."), lazy_factory(entry)))
+        elif isinstance(entry, type):
+            items.append((f"{entry.__module__}.{entry.__qualname__}", entry))
+        else:
+            raise TypeError(f"sprokr_saveable_classes must return classes or 'module:Name' strings, got "
+                            f"{entry!r} ({type(entry).__name__})")
+    return items
+
+
+def _all_components(kind: str) -> list[Component]:
+    """Every component of ``kind``, in registration order (sprokr's built-ins first)."""
+    reg = get_registry()
+    reg.names(kind)  # checks the kind
+    return [c for comps in reg._components[kind].values() for c in comps]
+
+
+def _build(comp: Component) -> Any:
+    """``comp.factory()``, or None with a :class:`PluginWarning` naming the plugin when it fails
+    (a broken plugin's reader or depiction must not break reading a CSV file or a figure)."""
+    try:
+        return comp.factory()
+    except Exception as exc:
+        warnings.warn(f"sprokr plugin {comp.plugin!r}: the {comp.kind} {comp.name!r} could not be built "
+                      f"({type(exc).__name__}: {exc}); it was skipped", PluginWarning, stacklevel=3)
+        return None
+
+
+def get_readers() -> list[tuple[Component, Any]]:
+    """Every registered file reader (hook ``sprokr_readers``) as ``(component, reader)``.
+
+    In registration order, sprokr's built-ins first; a reader whose factory fails is
+    skipped with a :class:`PluginWarning` naming its plugin.
+    """
+    out = []
+    for comp in _all_components("reader"):
+        reader = _build(comp)
+        if reader is not None:
+            out.append((comp, reader))
+    return out
+
+
+def get_column_type(name: str) -> Any:
+    """The column type registered as ``name`` (bare or ``"plugin:name"``; hook
+    ``sprokr_column_types``), built.  Unknown names raise ``ValueError`` listing the known ones."""
+    comp = get_registry().get("column_type", name)
+    try:
+        return comp.factory()
+    except Exception as exc:
+        raise PluginComponentError(f"column type {name!r} of plugin {comp.plugin!r} could not be built: "
+                                   f"{type(exc).__name__}: {exc}") from exc
+
+
+def get_depictions() -> list[tuple[Component, Any]]:
+    """Every registered depiction (hook ``sprokr_depictions``) as ``(component, depiction)``,
+    in the order figures try them: plugins' depictions in registration order, then sprokr's
+    built-ins (the fallbacks).  A depiction whose factory fails is skipped with a warning."""
+    comps = _all_components("depiction")
+    ordered = [c for c in comps if c.plugin != BUILTIN] + [c for c in comps if c.plugin == BUILTIN]
+    out = []
+    for comp in ordered:
+        dep = _build(comp)
+        if dep is not None:
+            out.append((comp, dep))
+    return out
+
+
+def get_saveable_classes() -> dict[str, str]:
+    """``{"module:Name": plugin}``: the classes plugins declare safe to save (hook
+    ``sprokr_saveable_classes``); nothing is imported."""
+    out: dict[str, str] = {}
+    for comp in _all_components("saveable_class"):
+        target = getattr(comp.factory, "target", None)
+        key = target if isinstance(target, str) else f"{comp.factory.__module__}:{comp.factory.__qualname__}"
+        out.setdefault(key, comp.plugin)
+    return out
+
+
+def get_demos() -> list[tuple[str, Callable[..., Any]]]:
+    """The sections of ``sprokr demo`` (hook ``sprokr_demos``) as ``(name, factory)``, in
+    registration order (sprokr's own first); ``factory()`` gives the ``demo(out=print)`` callable.
+    The name is the qualified one when the bare name is ambiguous."""
+    reg = get_registry()
+    out = []
+    for comp in _all_components("demo"):
+        try:
+            name = comp.name if reg.get("demo", comp.name) is comp else comp.qualified_name
+        except PluginConflictError:
+            name = comp.qualified_name
+        out.append((name, comp.factory))
+    return out

@@ -38,6 +38,7 @@ LAYERS = {
     "sprokr.hookspecs": 0,
     "sprokr.metrics": 0,
     "sprokr.version": 0,
+    "sprokr.extras": 0,
     # L1 -- the plugin host: names -> factories ("module:Name" strings for the built-ins)
     "sprokr.registry": 1,
     "sprokr._builtins": 1,
@@ -55,27 +56,18 @@ LAYERS = {
     "sprokr.model_selection": 5,
     "sprokr.selection": 5,
     "sprokr.io": 5,
+    "sprokr.readers": 5,
+    "sprokr.column_types": 5,
     "sprokr.plotting": 5,
     "sprokr.datasets": 5,
     # L6 -- the command line and the package itself (top)
     "sprokr.cli": 6,
     "sprokr.__main__": 6,
-    "sprokr._demo_molecules": 6,
     "sprokr": 6,
 }
 
 #: domain plugins and their libraries: the core never imports them
 FORBIDDEN = ("sprokr_chem", "sprokr_graphs", "sprokr_ot", "rdkit", "grakel", "ot")
-
-#: arrows (importer, imported) that the domain-hooks change removes (chemistry moves out
-#: of the core): the checks below skip them, and test_pending_domain_arrows_are_gone
-#: fails as soon as they are gone, so that this list is emptied then
-PENDING_DOMAIN_MODULES = ("sprokr.io", "sprokr.plotting", "sprokr._demo_molecules", "sprokr.cli")
-PENDING_ARROWS = {
-    ("sprokr.io", "sprokr.cli"),  # install_hint for the chemistry readers
-    ("sprokr._demo_molecules", "sprokr.cli"),  # install_hint
-    ("sprokr.cli", "sprokr._demo_molecules"),  # the molecule demo
-}
 
 #: modules that must not be loaded by ``import sprokr``
 HEAVY = ("sklearn", "scipy", "dask", "distributed", "matplotlib", "torch", "pandas", "networkx", "tqdm",
@@ -222,10 +214,6 @@ def graph():
     return build_graph()
 
 
-def checked(arrows):
-    return {k: v for k, v in arrows.items() if k not in PENDING_ARROWS}
-
-
 # -- the checks --------------------------------------------------------------------------
 def test_every_module_has_a_layer(graph):
     modules, _ = graph
@@ -249,7 +237,6 @@ def test_layers_table_matches_the_docs():
 
 def test_no_import_circle(graph):
     modules, arrows = graph
-    arrows = checked(arrows)
     circles = find_circles(modules, arrows)
     report = []
     for c in circles:
@@ -261,39 +248,18 @@ def test_no_import_circle(graph):
 def test_imports_go_down_the_layers(graph):
     _, arrows = graph
     up = [f"{a} (L{layer_of(a)}) -> {b} (L{layer_of(b)}): {describe(arrows, a, b)}"
-          for (a, b) in sorted(checked(arrows)) if layer_of(b) > layer_of(a)]
+          for (a, b) in sorted(arrows) if layer_of(b) > layer_of(a)]
     assert not up, "imports that go up a layer (docs/architecture.md):\n" + "\n".join(up)
-
-
-def forbidden_imports(modules, pending):
-    bad = []
-    for name, (path, is_pkg) in modules.items():
-        if (name in PENDING_DOMAIN_MODULES or name.startswith(tuple(m + "." for m in PENDING_DOMAIN_MODULES))) != pending:
-            continue
-        for module, _, line in imports_of(name, path, is_pkg):
-            if module.split(".")[0] in FORBIDDEN:
-                bad.append(f"{path.relative_to(ROOT)}:{line} imports {module}")
-    return bad
 
 
 def test_core_never_imports_domain_plugins(graph):
     modules, _ = graph
-    bad = forbidden_imports(modules, pending=False)
+    bad = []
+    for name, (path, is_pkg) in modules.items():
+        for module, _, line in imports_of(name, path, is_pkg):
+            if module.split(".")[0] in FORBIDDEN:
+                bad.append(f"{path.relative_to(ROOT)}:{line} imports {module}")
     assert not bad, "the core imports a domain plugin or library:\n" + "\n".join(bad)
-
-
-@pytest.mark.xfail(strict=True, reason="moved by the domain-hooks change")
-def test_pending_domain_modules_import_no_domain_plugin(graph):
-    modules, _ = graph
-    bad = forbidden_imports(modules, pending=True)
-    assert not bad, "\n".join(bad)
-
-
-@pytest.mark.xfail(strict=True, reason="moved by the domain-hooks change")
-def test_pending_domain_arrows_are_gone(graph):
-    _, arrows = graph
-    left = sorted(k for k in PENDING_ARROWS if k in arrows)
-    assert not left, f"still there: {left} (when they are gone, empty PENDING_ARROWS)"
 
 
 def test_no_private_imports_across_modules(graph):
@@ -307,7 +273,7 @@ def test_no_private_imports_across_modules(graph):
             full = f"{module}.{name}" if name and f"{module}.{name}" in modules else module
             # a private module is its package's: only that package's own modules use it
             private = [i for i, part in enumerate(full.split(".")) if part.startswith("_") and not part.startswith("__")]
-            if private and full != importer and (importer, full) not in PENDING_ARROWS:
+            if private and full != importer:
                 owner = ".".join(full.split(".")[:private[0]])
                 if own_package != owner:
                     bad.append(f"{path.relative_to(ROOT)}:{line} imports the private module {full}")

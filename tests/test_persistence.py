@@ -1,6 +1,7 @@
 """The safe model format: round trips of every estimator, corruption, versions, plugins, no pickle."""
 import hashlib
 import io
+import dataclasses
 import json
 import os
 import pickle
@@ -728,3 +729,64 @@ def test_benchmark_smoke(tmp_path):
     assert set(res) == {"safe", "pickle"}
     assert res["safe"]["refused"] == 20  # every corruption of the safe format is refused
     assert sum(res["pickle"][k] for k in ("refused", "identical", "different", "fails_at_predict")) == 20
+
+
+@dataclasses.dataclass
+class _Vocabulary:
+    """A plugin's plain data class (declared through the sprokr_saveable_classes hook)."""
+
+    words: list
+
+
+class _VocabularyPlugin:
+    @sprokr.hookimpl
+    def sprokr_saveable_classes(self):
+        return [_Vocabulary]
+
+
+def test_saveable_class_of_a_missing_plugin_is_named(tmp_path):
+    """A plugin's class in a model: loads while the plugin is registered; without it the error
+    names the plugin -- from the object node, or (models saved before the node named it) from
+    the plugin table's distribution matching the class's package."""
+    from sprokr.registry import get_registry, reset_registry
+
+    reset_registry()
+    try:
+        get_registry().register(_VocabularyPlugin(), name="vocab")
+        model = SIOKR(m_x=10, random_state=0).fit(ML[0][:30], ML[1][:30])
+        model.vocabulary_ = _Vocabulary(["a", "b"])
+        path = model.save(tmp_path / "v.sprokr")
+        assert sprokr.load(path).vocabulary_ == _Vocabulary(["a", "b"])
+
+        def older(m):  # as saved before object nodes named their plugin
+            node = next(n for n in _nodes(m["root"]) if n.get("@") == "object" and "plugin" in n)
+            del node["plugin"]
+            m["plugins"]["vocab"] = {"distribution": "test-persistence", "version": "0.1"}
+
+        old = _edit_manifest(path, tmp_path / "old.sprokr", older)
+        assert sprokr.load(old).vocabulary_ == _Vocabulary(["a", "b"])
+        reset_registry()  # the plugin is no longer installed
+        with pytest.raises(MissingPluginError, match=r"class test_persistence:_Vocabulary .*plugin 'vocab'"):
+            sprokr.load(path)
+        with pytest.raises(MissingPluginError, match=r"plugin 'vocab' \(distribution test-persistence 0\.1\)"):
+            sprokr.load(old)
+        # a class no plugin declares is still refused, whatever the manifest claims
+        m_path = _edit_manifest(path, tmp_path / "evil.sprokr", lambda m: next(
+            n for n in _nodes(m["root"]) if n.get("@") == "object" and "plugin" in n).update(plugin="sprokr"))
+        with pytest.raises(ModelFormatError, match="not in the allow-list"):
+            sprokr.load(m_path)
+    finally:
+        reset_registry()
+
+
+def _nodes(node):
+    """Every dict node of a manifest tree."""
+    if isinstance(node, dict):
+        yield node
+        children = node.values()
+    elif isinstance(node, list):
+        children = node
+    else:
+        return
+    for c in children:
+        yield from _nodes(c)

@@ -67,9 +67,11 @@ def test_accuracy_vs_time_and_leverage_scores():
 
 def test_predicted_molecules_next_to_truth(tmp_path):
     pytest.importorskip("rdkit")
+    from sprokr_chem import plot_molecules
+
     truth = ["CCO", "c1ccccc1"]
     predicted = [["OCC", "CCC"], ["C1CCCCC1", "c1ccccc1"]]  # "OCC" is the same molecule as "CCO"
-    fig = plotting.plot_molecules(predicted, truth, scores=[[0.9, 0.1], [0.5, 0.4]], path=tmp_path / "m.png")
+    fig = plot_molecules(predicted, truth, scores=[[0.9, 0.1], [0.5, 0.4]], path=tmp_path / "m.png")
     assert isinstance(fig, Figure) and (tmp_path / "m.png").stat().st_size > 0
     axes = np.array(fig.axes).reshape(2, 3)
     assert [ax.get_xlabel() for ax in axes[0]] == ["truth", "#1  0.9", "#2  0.1"]
@@ -79,7 +81,30 @@ def test_predicted_molecules_next_to_truth(tmp_path):
     green = [[ax.spines["left"].get_edgecolor() == to_rgba("tab:green") for ax in row[1:]] for row in axes]
     assert green == [[True, False], [False, True]]  # framed: exactly the correct predictions
     with pytest.raises(ValueError, match="invalid SMILES"):
-        plotting.plot_molecules(["not a smiles"])
+        plot_molecules(["not a smiles"])
+    # the generic grid draws the same molecules through the registered depiction (sprokr-chem's)
+    fig = plotting.plot_outputs(predicted, truth, scores=[[0.9, 0.1], [0.5, 0.4]])
+    axes = np.array(fig.axes).reshape(2, 3)
+    assert all(ax.images for ax in axes.ravel())
+    assert [[ax.spines["left"].get_edgecolor() == to_rgba("tab:green") for ax in row[1:]] for row in axes] == green
+
+
+def test_plot_outputs_falls_back_to_text_and_checks_its_arguments():
+    Y = np.array([[1, 0, 1], [0, 1, 0]])
+    fig = plotting.plot_outputs([[Y[0], Y[1]], [Y[1]]], [Y[0], Y[0]])  # label sets: no plugin draws them
+    axes = np.array(fig.axes).reshape(2, 3)
+    assert [ax.texts[0].get_text() for ax in axes[0]] == ["{0, 2}", "{0, 2}", "{1}"]
+    assert not axes[1][2].axison and not axes[1][2].texts  # query 2 has one prediction only
+    from matplotlib.colors import to_rgba
+
+    assert axes[0][1].spines["left"].get_edgecolor() == to_rgba("tab:green")  # equal to the truth
+    assert axes[0][2].spines["left"].get_edgecolor() == to_rgba("0.6")
+    with pytest.raises(ValueError, match="unknown depiction 'nope'.*text"):
+        plotting.plot_outputs(["a"], depiction="nope")
+    with pytest.raises(ValueError, match="truth has 1 entries for 2 queries"):
+        plotting.plot_outputs(["a", "b"], ["a"])
+    with pytest.raises(ValueError, match="empty"):
+        plotting.plot_outputs([])
 
 
 SCRIPT = r"""
@@ -95,10 +120,11 @@ figs = [plotting.plot_curve([1, 2], [2, 1]), plot_leverage_scores([0.3, 0.2]),
                                                         plot=sys.argv[1])),
         plotting.plot_accuracy_vs_time({"a": {"f1": 0.5, "fit_s": 1.0}}, metric="f1")]
 try:
-    import rdkit  # noqa: F401
-    figs.append(plotting.plot_molecules(["CCO"], ["CCO"]))
+    from sprokr_chem import plot_molecules
+    figs.append(plot_molecules(["CCO"], ["CCO"]))
 except ImportError:
     pass
+figs.append(plotting.plot_outputs([["CCO", "a label"]], ["CCO"]))
 print(json.dumps({"before": before, "after": matplotlib.get_backend(), "n": len(figs),
                   "pyplot": "matplotlib.pyplot" in sys.modules}))
 """
@@ -114,7 +140,7 @@ def test_global_backend_and_pyplot_untouched(tmp_path):
     assert out.returncode == 0, out.stderr[-2000:]
     res = json.loads(out.stdout.strip().splitlines()[-1])
     assert res["before"] == res["after"] == "svg"
-    assert res["pyplot"] is False and res["n"] >= 4
+    assert res["pyplot"] is False and res["n"] >= 5
     assert (tmp_path / "ph.png").read_bytes()[:4] == b"\x89PNG"
 
 

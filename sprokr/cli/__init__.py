@@ -11,55 +11,12 @@ import argparse
 import functools
 import json
 import sys
-import time
 import warnings
 from typing import Callable, List, Optional
 
-__all__ = ["main", "install_hint"]
+from ..extras import FIRST_PARTY_DEMOS, PLUGIN_EXTRAS, install_hint, provider_hint
 
-#: first-party plugin of each extra: (distribution, directory under plugins/)
-PLUGIN_EXTRAS = {"chem": ("sprokr-chem", "sprokr_chem"), "graphs": ("sprokr-graphs", "sprokr_graphs"),
-                 "ot": ("sprokr-ot", "sprokr_ot")}
-
-
-def install_hint(extra: str) -> str:
-    """A ``pip`` command that installs the extra ``extra`` for *this* installation of sprokr.
-
-    The first-party plugins are not on an index: they are installed from the source sprokr
-    was installed from, which pip records (PEP 610 ``direct_url.json``).  An editable
-    install from a checkout gets ``pip install -e <checkout>/plugins/<plugin>``, an install
-    from a directory or archive ``pip install "<source>[extra]"``, anything else
-    ``pip install "sprokr[extra]"``.
-
-    Parameters
-    ----------
-    extra : str
-        ``"chem"``, ``"graphs"``, ``"ot"``, ``"dask"``, ``"torch"``, ``"plot"`` or ``"all"``.
-
-    Returns
-    -------
-    str
-    """
-    import importlib.metadata as md
-    from urllib.parse import unquote, urlparse
-
-    fallback = f'pip install "sprokr[{extra}]"'
-    try:
-        info = json.loads(md.distribution("sprokr").read_text("direct_url.json") or "null")
-    except (md.PackageNotFoundError, ValueError, OSError):
-        return fallback
-    url = info.get("url", "") if isinstance(info, dict) else ""
-    if not url.startswith("file://"):
-        return fallback
-    from pathlib import Path
-
-    source = Path(unquote(urlparse(url).path))
-    if info.get("dir_info", {}).get("editable"):
-        if extra in PLUGIN_EXTRAS and (source / "plugins" / PLUGIN_EXTRAS[extra][1]).is_dir():
-            return f'pip install -e "{source / "plugins" / PLUGIN_EXTRAS[extra][1]}"'
-        return f'pip install -e "{source}[{extra}]"'
-    return f'pip install "{source}[{extra}]"'
-
+__all__ = ["main", "install_hint", "provider_hint"]
 
 def cmd_plugins(args):
     from ..registry import list_components
@@ -80,61 +37,25 @@ def cmd_plugins(args):
     return 0
 
 
-def _multilabel_demo(out):
-    """SISOKR vs IOKR on the shipped Bibtex sample (800 train / 400 test)."""
-    import numpy as np
-    from sklearn.preprocessing import StandardScaler
-
-    from ..datasets import load_bibtex_sample
-    from ..metrics import f1_samples
-    from ..models import IOKR, SISOKR
-
-    Xtr, Ytr, Xte, Yte = load_bibtex_sample()
-    sc = StandardScaler(with_mean=False).fit(Xtr)
-    Xtr, Xte = sc.transform(Xtr), sc.transform(Xte)
-    n = Xtr.shape[0]
-    out(f"Bibtex sample: {n} train / {Xte.shape[0]} test documents, {Xtr.shape[1]} features, "
-        f"{Ytr.shape[1]} labels; candidates = distinct training label sets")
-    models = {
-        "IOKR (exact)": IOKR(lam=1e-4, input_kernel_params={"sigma2": 1e4}, output_kernel_params={"sigma2": 1.0}),
-        "SISOKR (m_x=400, m_y=100)": SISOKR(
-            lam=1e-4, input_kernel_params={"sigma2": 1e4}, output_kernel_params={"sigma2": 1e4},
-            input_sketch="subsample", m_x=400, output_sketch="psg", m_y=100,
-            output_sketch_params={"p": 20.0 / n}, random_state=0),
-    }
-    res = {}
-    for name, model in models.items():
-        t0 = time.perf_counter()
-        model.fit(Xtr, Ytr)
-        t1 = time.perf_counter()
-        pred = model.predict(Xte)
-        t2 = time.perf_counter()
-        res[name] = {"f1": f1_samples(Yte, pred), "fit_s": t1 - t0, "decode_s": t2 - t1}
-        out(f"  {name:28s} F1 {res[name]['f1']:.3f}   fit {t1 - t0:6.3f} s   decode {t2 - t1:6.3f} s")
-    top = models["SISOKR (m_x=400, m_y=100)"].predict_topk(Xte[:1], k=3)
-    # a wide Gaussian output kernel (sigma2 = 1e4 on 159-bit label vectors) is nearly flat:
-    # scores agree to ~5 digits and only their order matters, so show the gaps to the best
-    index = models["SISOKR (m_x=400, m_y=100)"].default_index_
-    labels = [np.flatnonzero(np.asarray(index.take([i])[0])).tolist() for i in top.indices[0]]
-    gaps = (top.scores[0] - top.scores[0][0]).tolist()
-    out(f"  first test document: true labels {np.flatnonzero(Yte[0]).tolist()}; SISOKR top-3 label sets "
-        f"{labels}\n  (score minus the best: {', '.join(f'{g:.2g}' for g in gaps)}: with the wide Gaussian output "
-        "kernel the scores of all candidates are close, only their order matters)")
-    return res
-
-
 def cmd_demo(args):
     # with --json, stdout carries the JSON document only: the text goes to stderr
     out: Callable[..., None] = functools.partial(print, file=sys.stderr if args.json else sys.stdout)
     out("sprokr demo -- structured prediction with sketched kernel methods\n")
-    res = {"multilabel": _multilabel_demo(out)}
-    from .. import _demo_molecules
+    from ..registry import get_demos
 
-    out("")
-    try:
-        res["molecules"] = _demo_molecules.run(out=out)
-    except _demo_molecules.MissingPlugin as exc:
-        out(f"(molecule demo skipped: {exc})")
+    res = {}
+    demos = get_demos()
+    for i, (name, factory) in enumerate(demos):
+        if i:
+            out("")
+        try:
+            res[name] = factory()(out=out)
+        except ImportError as exc:  # a plugin's demo whose library is missing: the others still run
+            out(f"({name} demo skipped: {exc})")
+    names = {name for name, _ in demos}
+    for name, (extra, title) in FIRST_PARTY_DEMOS.items():  # a first-party plugin that is not installed
+        if name not in names:
+            out(f"\n({title} skipped: it needs the {extra} plugin: {install_hint(extra)})")
     if args.json:
         print(json.dumps(res))
     return 0

@@ -33,7 +33,7 @@ SAMPLES: Dict[str, Dict[str, Any]] = {
     "qm9": {
         "file": "qm9_sample.csv",
         "task": "molecules: 300 QM9 molecules (SMILES) with 8 computed properties; properties -> molecule "
-                "(sprokr_chem.datasets.load_qm9)",
+                "(the chem plugin's datasets.load_qm9)",
         "export": ["qm9_train.csv", "qm9_test.csv", "qm9_pool.smi", "qm9.toml"],
     },
 }

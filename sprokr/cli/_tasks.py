@@ -14,11 +14,11 @@ A model is described by a TOML file::
 
     [input]                          # which columns are the inputs, and what they hold
     column = "smiles"
-    type = "smiles"                  # numeric | text | smiles | molecule | labels
+    type = "smiles"                  # a column type: numeric | text | labels, or a plugin's
 
     [output]
     column = "target"
-    type = "molecule"                # SMILES column -> molecule graphs, written back as SMILES
+    type = "molecule"                # (sprokr-chem) SMILES -> molecule graphs, written back as SMILES
 
     [select]                         # optional, for `sprokr select`
     lams = [1e-6, 1e-5, 1e-4, 1e-3]
@@ -179,9 +179,9 @@ def _candidates(args: Any, spec_out: ColumnSpec) -> Tuple[Any, Any, List[str]]:
         return None, None, spec_out.columns
     table = read_table(args.candidates)
     cols = [args.candidate_column] if args.candidate_column else spec_out.columns
-    if args.candidate_column is None and spec_out.type in ("molecule", "smiles") and cols[0] not in table.columns \
-            and "smiles" in table.columns:
-        cols = ["smiles"]  # .smi / .sdf pools
+    default = getattr(spec_out.column_type(), "default_column", None)  # e.g. "smiles" of .smi / .sdf pools
+    if args.candidate_column is None and default and cols[0] not in table.columns and default in table.columns:
+        cols = [default]
     spec = ColumnSpec(cols, spec_out.type)
     return spec.read(table), table, cols
 
@@ -216,12 +216,6 @@ def cmd_predict(args: Any) -> int:
     return 0
 
 
-def _canonical(smiles: List[str]) -> List[str]:
-    from rdkit import Chem
-
-    return [Chem.MolToSmiles(Chem.MolFromSmiles(s)) for s in smiles]
-
-
 def cmd_evaluate(args: Any) -> int:
     """``sprokr evaluate M --test T [--candidates P] [--top-k K]``: the task's metrics."""
     from ..metrics import f1_samples, mean_reciprocal_rank, ranks_from_scores
@@ -233,17 +227,18 @@ def cmd_evaluate(args: Any) -> int:
     X, Y = spec_in.read(test), spec_out.read(test)
     res: Dict[str, Any] = {"n_test": len(test)}
     t0 = time.perf_counter()
+    canonical = getattr(spec_out.column_type(), "canonical", None)
     if spec_out.type == "labels":
         C, _, _ = _candidates(args, spec_out)
         P = np.asarray(model.predict(X, candidates=C), dtype=float)
         res.update(f1_samples=f1_samples(Y, P), exact_match=float(np.mean(np.all(P == Y, axis=1))))
-    elif spec_out.type in ("molecule", "smiles"):
+    elif canonical is not None:  # structured outputs (molecules ...): rank a candidate pool
         C, ctable, ccols = _candidates(args, spec_out)
         if C is None:
-            raise ConfigError("--candidates: molecule outputs are evaluated by ranking a candidate pool "
+            raise ConfigError(f"--candidates: {spec_out.type} outputs are evaluated by ranking a candidate pool "
                               "(e.g. --candidates pool.smi holding the true molecules)")
-        pos = {s: i for i, s in enumerate(_canonical([str(v) for v in ctable.column(ccols[0])]))}
-        truth = np.array([pos.get(s, -1) for s in _canonical([str(v) for v in test.column(spec_out.columns[0])])])
+        pos = {s: i for i, s in enumerate(canonical([str(v) for v in ctable.column(ccols[0])]))}
+        truth = np.array([pos.get(s, -1) for s in canonical([str(v) for v in test.column(spec_out.columns[0])])])
         found = truth >= 0
         res["truth_in_candidates"] = float(found.mean())
         if found.any():
@@ -341,7 +336,8 @@ def add_task_commands(sub: Any) -> None:
                        epilog="examples:\n  sprokr fit --config model.toml --train train.csv -o model.sprokr\n"
                               "  sprokr fit --config mols.toml --train train.smi -o mols.sprokr --json")
     p.add_argument("--config", required=True, help="model configuration (TOML; see docs/cli.md)")
-    p.add_argument("--train", required=True, help="training data (.csv .tsv .npz .smi .sdf .arff)")
+    p.add_argument("--train", required=True, help="training data (.csv .tsv .npz .arff, and the suffixes plugins "
+                                                   "read, e.g. .smi .sdf: sprokr plugins lists the readers)")
     p.add_argument("-o", "--output", required=True, help="where to write the model (safe sprokr format)")
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     p.set_defaults(func=cmd_fit)
@@ -352,7 +348,8 @@ def add_task_commands(sub: Any) -> None:
     p.add_argument("model", help="a model written by `sprokr fit`")
     p.add_argument("--input", required=True, help="queries (same input columns as the training file)")
     p.add_argument("--candidates", help="candidate pool (default: the distinct training outputs)")
-    p.add_argument("--candidate-column", help="column of the candidates (default: the output column, or smiles)")
+    p.add_argument("--candidate-column", help="column of the candidates (default: the output column, or the column "
+                                              "type's default column, e.g. smiles)")
     p.add_argument("--top-k", type=int, default=0, help="write the k best candidates per query with scores")
     p.add_argument("-o", "--output", default="-", help="CSV of predictions (default: standard output)")
     p.add_argument("--json", action="store_true", help="print one JSON summary on stdout (needs -o FILE)")

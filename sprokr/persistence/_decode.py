@@ -9,8 +9,8 @@ import numpy as np
 from ..version import __version__
 from ._container import read_array
 from ._spec import (
-    ALLOWED, BIT_GENERATORS, GRAPH_CLASSES, SPARSE_CLASSES, TORCH_LAYERS, TORCH_NETWORKS, MissingPluginError,
-    ModelFormatError, plugin_distributions, qualname, resolve_allowed,
+    BIT_GENERATORS, GRAPH_CLASSES, SPARSE_CLASSES, TORCH_LAYERS, TORCH_NETWORKS, MissingPluginError,
+    ModelFormatError, allowed_classes, plugin_distributions, plugin_of_class, qualname, resolve_allowed,
 )
 
 
@@ -44,6 +44,13 @@ def missing_plugin_hint(manifest, plugin):
     if not dist:
         return f"plugin {plugin!r}; install that plugin"
     return f"plugin {plugin!r} (distribution {dist} {ver or ''}".rstrip() + f"); install it: pip install {dist}"
+
+
+def _registered_plugins():
+    """Names of the plugins registered in this process (sprokr's built-ins included)."""
+    from ..registry import get_registry
+
+    return {name for name, _ in get_registry().pm.list_name_plugin()}
 
 
 class Reader:
@@ -255,14 +262,20 @@ class Reader:
 
     def _d_object(self, node, path):
         key = node["class"]
-        if key not in ALLOWED:
+        allowed = allowed_classes()
+        if key not in allowed:
+            plugin = node.get("plugin") or plugin_of_class(self.manifest, key)
+            if isinstance(plugin, str) and plugin not in _registered_plugins():
+                # a plugin's class: allowed when that plugin is installed, which it is not
+                raise MissingPluginError(f"{self.path}: the model needs class {key} ({path}) of "
+                                         f"{missing_plugin_hint(self.manifest, plugin)}")
             raise ModelFormatError(
                 f"{self.path}: class {key!r} at {path} is not in the allow-list of the safe format; "
                 f"refusing to load it")
         try:
             cls = resolve_allowed(key, importing=True)
         except ImportError as exc:
-            plugin = ALLOWED[key]
+            plugin = allowed[key]
             if plugin is None:
                 raise ModelFormatError(f"{self.path}: cannot import {key} ({exc})") from None
             raise MissingPluginError(f"{self.path}: the model needs class {key} ({path}) of "
@@ -275,9 +288,12 @@ class Reader:
         return obj
 
     def _d_component(self, node, path):
+        from ..hookspecs import MODEL_KINDS
         from ..registry import get_registry
 
         kind, name, plugin = node["kind"], node["name"], node["plugin"]
+        if kind not in MODEL_KINDS:  # readers, demos ... are never parts of a model
+            raise ModelFormatError(f"{self.path}: unknown component kind {kind!r} at {path}")
         reg = get_registry()
         qualified = f"{plugin}:{name}"  # the saved component itself, whatever the bare name means now
         try:

@@ -7,9 +7,9 @@ import sys
 import numpy as np
 
 from ._spec import (
-    ALLOWED, ARRAY_DIR, BIT_GENERATORS, GRAPH_CLASSES, SKIPPED_ATTRS, SPARSE_CLASSES, TORCH_LAYERS,
+    ARRAY_DIR, BIT_GENERATORS, GRAPH_CLASSES, SKIPPED_ATTRS, SPARSE_CLASSES, TORCH_LAYERS,
     TORCH_NETWORKS,
-    UnsavableObjectError, plugin_distributions, qualname, resolve_allowed,
+    UnsavableObjectError, allowed_classes, plugin_distributions, qualname, resolve_allowed,
 )
 
 
@@ -181,7 +181,7 @@ class Writer:
 
     @staticmethod
     def _allowed_key(cls):
-        for key in ALLOWED:
+        for key in allowed_classes():
             if key.rpartition(":")[2].rpartition(".")[2] == cls.__name__ and resolve_allowed(key) is cls:
                 return key
         return None
@@ -225,12 +225,14 @@ class Writer:
     def _object(self, value, path, key):
         k = self._new_id(value)
         params, state = self._split_state(value, path)
-        plugin = ALLOWED[key]
-        if plugin is not None:
-            self.plugins.add(plugin)
+        plugin = allowed_classes()[key]
         skip = SKIPPED_ATTRS.get(key, ())
-        return {"@": "object", "id": k, "class": key, "params": self._encode_fields(params, path, skip),
+        node = {"@": "object", "id": k, "class": key, "params": self._encode_fields(params, path, skip),
                 "state": self._encode_fields(state, path, skip)}
+        if plugin is not None:  # named when the model is loaded without the plugin
+            self.plugins.add(plugin)
+            node["plugin"] = plugin
+        return node
 
 
 def factory_class(factory):
@@ -252,14 +254,14 @@ def probe_factory(value, name):
     The class a function builds is unknown until it is called, so the factory is called
     with the object's parameters and the result's class compared (at save time only).
     """
-    from ..hookspecs import KINDS
+    from ..hookspecs import MODEL_KINDS
     from ..registry import get_registry
 
     if not isinstance(name, str) or not hasattr(value, "get_params"):
         return None
     reg = get_registry()
     found = []
-    for kind in KINDS.values():
+    for kind in MODEL_KINDS:
         if name not in reg.names(kind):
             continue
         try:
@@ -276,12 +278,12 @@ def probe_factory(value, name):
 
 def registered_types():
     """``{class: [(kind, name, plugin), ...]}`` of the registered components."""
-    from ..hookspecs import KINDS
+    from ..hookspecs import MODEL_KINDS
     from ..registry import get_registry
 
     reg = get_registry()
     out = {}
-    for kind in KINDS.values():
+    for kind in MODEL_KINDS:
         for name in reg.names(kind):
             try:
                 comp = reg.get(kind, name)

@@ -36,10 +36,11 @@ class UnsavableObjectError(TypeError):
     """Part of an object cannot be represented in the safe format (raised by :func:`save`)."""
 
 
-#: Classes rebuilt from their attributes (``cls.__new__`` + ``__dict__``), keyed by
-#: ``"importable.module:Name"``, with the plugin providing them (None: sprokr or a
-#: required dependency).  Components registered through the plugin hooks need no entry:
-#: they are rebuilt by registered name.
+#: sprokr's own classes rebuilt from their attributes (``cls.__new__`` + ``__dict__``),
+#: keyed by ``"importable.module:Name"``, with the plugin providing them (None: sprokr or a
+#: required dependency).  Plugins declare theirs through the ``sprokr_saveable_classes``
+#: hook (:func:`allowed_classes` joins both).  Components registered through the plugin
+#: hooks need no entry: they are rebuilt by registered name.
 ALLOWED: dict[str, str | None] = {
     **{f"sprokr.models:{c}": None for c in (
         "IOKR", "SIOKR", "ISOKR", "SISOKR", "DSOKR", "DSOKREnsemble", "SketchedKernelMachine",
@@ -58,8 +59,34 @@ ALLOWED: dict[str, str | None] = {
     "sprokr.decoders:CandidateIndex": None,
     "sprokr.decoders:CandidateSets": None,
     "sklearn.neural_network:MLPRegressor": None,
-    "sprokr_graphs.wl:WLFeatures": "graphs",
 }
+
+
+def allowed_classes() -> dict[str, str | None]:
+    """The allow-list of the safe format: ``{"module:Name": plugin or None}``.
+
+    sprokr's own classes (:data:`ALLOWED`, with those added by :func:`allow_class`) and
+    the classes every registered plugin declares through the ``sprokr_saveable_classes``
+    hook (a class of sprokr's list keeps its entry).
+    """
+    from ..registry import get_saveable_classes
+
+    return {**get_saveable_classes(), **ALLOWED}
+
+
+def plugin_of_class(manifest, key):
+    """The plugin a saved model names for the class ``key`` (of an object node), or None.
+
+    Models record it with the object (``"plugin"``); for a model saved before that, the
+    plugin whose distribution is the class's top-level package (distribution
+    ``my-plugin`` for ``my_plugin.data:Vocabulary``) in the manifest's plugin table.
+    """
+    package = key.partition(":")[0].partition(".")[0]
+    for name, info in (manifest.get("plugins") or {}).items():
+        dist = info.get("distribution") if isinstance(info, dict) else None
+        if isinstance(dist, str) and dist.replace("-", "_").lower() == package.lower() and name != "sprokr":
+            return name
+    return None
 
 
 #: attributes of allow-listed foreign classes that are deliberately not saved (with why)

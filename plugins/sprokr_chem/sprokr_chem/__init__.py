@@ -6,7 +6,9 @@ input and output kernels ``morgan_tanimoto``, ``morgan_gaussian_tanimoto``,
 (SMILES strings).  Also: SMILES / SDF readers that name invalid records, Morgan
 fingerprints, molecule <-> labelled graph conversion, and :class:`MoleculeRetriever`
 (SMILES or text in, molecules out, settings chosen by validation; registered through the
-``sprokr_estimators`` hook).
+``sprokr_estimators`` hook).  For the command line and figures: ``.smi`` / ``.sdf`` file
+readers, the ``smiles`` and ``molecule`` column types, the ``molecule`` depiction
+(:func:`plot_molecules`) and the molecule section of ``sprokr demo``.
 """
 from __future__ import annotations
 
@@ -45,6 +47,8 @@ _EXPORTS = {
     "SmilesSpectrumKernel": ".kernels",
     "clear_fingerprint_cache": ".kernels",
     "morgan_fingerprints": ".kernels",
+    "plot_molecules": ".plotting",
+    "MoleculeDepiction": ".plotting",
 }
 
 __all__ = sorted(_EXPORTS) + ["molecular_formula"]

@@ -1,0 +1,97 @@
+"""sprokr's own column types for the command line: ``numeric``, ``text``, ``labels``.
+
+Registered through :mod:`sprokr._builtins` (hook ``sprokr_column_types``) exactly as a
+plugin registers its own (sprokr-chem: ``smiles``, ``molecule``).  A model file's
+``[input]`` / ``[output]`` table names one with ``type = "..."``; :class:`sprokr.io.ColumnSpec`
+calls its ``parse`` on the file's columns and its ``format`` on each prediction (see
+:func:`sprokr.hookspecs.sprokr_column_types`).
+"""
+from __future__ import annotations
+
+from typing import Any, List, Mapping, Optional
+
+import numpy as np
+
+from .io import DataFileError, Table
+
+__all__ = ["NumericColumns", "TextColumn", "LabelColumns", "numeric_matrix"]
+
+
+def numeric_matrix(values: Mapping[str, Any], table: Table) -> np.ndarray:
+    """The columns ``values`` stacked as a float64 matrix of shape (n_rows, n_features).
+
+    A numeric array column (``.npz``) may be 2-D (several features); a text column must
+    hold numbers, else :class:`sprokr.io.DataFileError` names the file, line and column.
+    """
+    cols = []
+    for name, col in values.items():
+        if isinstance(col, np.ndarray) and col.dtype.kind in "biuf":
+            a = col.astype(np.float64)
+            cols.append(a.reshape(a.shape[0], -1))
+            continue
+        out = np.empty(len(col))
+        for i, v in enumerate(col):
+            try:
+                out[i] = float(v)
+            except (TypeError, ValueError):
+                raise DataFileError(f"{table.where(i)}: column {name!r} holds {v!r}; expected a number") from None
+        cols.append(out[:, None])
+    return np.hstack(cols) if cols else np.empty((len(table), 0))
+
+
+class NumericColumns:
+    """``numeric``: any number of columns stacked as features (or a kernel machine's targets).
+
+    Inputs may be standardised (``standardize = true``: :class:`sprokr.io.ColumnSpec`);
+    predictions are written as space-separated numbers with 8 significant digits.
+    """
+
+    n_columns: Optional[int] = None
+
+    def parse(self, values: Mapping[str, Any], table: Table) -> np.ndarray:
+        """Float matrix (n_rows, n_features)."""
+        return numeric_matrix(values, table)
+
+    def format(self, value: Any, columns: List[str]) -> str:
+        """``"0.5 1.25"``: the predicted numbers."""
+        return " ".join(f"{float(v):.8g}" for v in np.atleast_1d(np.asarray(value, dtype=float)))
+
+
+class TextColumn:
+    """``text``: one column of free text (e.g. for ``input_kernel = "text"``)."""
+
+    n_columns: Optional[int] = 1
+
+    def parse(self, values: Mapping[str, Any], table: Table) -> List[str]:
+        """The texts, as strings."""
+        (column,) = values.values()
+        return [str(v) for v in column]
+
+    def format(self, value: Any, columns: List[str]) -> str:
+        """The text itself."""
+        return str(value)
+
+
+class LabelColumns:
+    """``labels``: one 0/1 column per label, read as a multilabel matrix.
+
+    Predictions are written as the ``;``-joined names of the predicted labels; ``sprokr
+    evaluate`` reports ``f1_samples`` and the exact-match rate.
+    """
+
+    n_columns: Optional[int] = None
+
+    def parse(self, values: Mapping[str, Any], table: Table) -> np.ndarray:
+        """0/1 float matrix (n_rows, n_labels); another value names its file, line and column."""
+        Y = numeric_matrix(values, table)
+        bad = ~np.isin(Y, (0.0, 1.0))
+        if bad.any():
+            i, j = np.argwhere(bad)[0]
+            raise DataFileError(f"{table.where(int(i))}: label column {list(values)[j]!r} holds "
+                                f"{Y[i, j]!r}; expected 0 or 1")
+        return Y
+
+    def format(self, value: Any, columns: List[str]) -> str:
+        """``"sports;music"``: the names of the labels predicted 1."""
+        row = np.asarray(value).ravel()
+        return ";".join(c for c, v in zip(columns, row) if v > 0.5)

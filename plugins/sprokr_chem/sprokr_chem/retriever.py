@@ -495,8 +495,7 @@ class _Context:
         the ridge penalty on Nystrom features of the smallest ``m_x``; ``m_x`` grown for the
         best pair until the MRR stops improving; then the networks at those sizes."""
         from sprokr.kernels import KernelFeatures
-        from sprokr.model_selection import retrieval_scorer
-        from sprokr.selection import grow_until_plateau, perfect_h_curve
+        from sprokr.model_selection import grow_until_plateau, perfect_h_curve, retrieval_scorer
 
         owner = self.owner
         (Xtr, Ytr), (Xva, Yva) = self.parts(kernel)

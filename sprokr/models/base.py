@@ -11,6 +11,7 @@ equivalent of (coordinates, index) for a batch) and ``predict_weights``.
 """
 from __future__ import annotations
 
+import inspect
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional
 
 import uuid
@@ -80,7 +81,8 @@ def make_decoder(spec: str | Decoder, params: Mapping[str, Any] | None, max_memo
         if max_memory_mb is not None:
             comp = get_registry().get("decoder", spec)
             factory = comp.factory
-            if isinstance(factory, type) and "max_memory_mb" in factory._get_param_names():  # type: ignore[attr-defined]
+            # the constructor's parameters (scikit-learn's get_params reads the same signature)
+            if isinstance(factory, type) and "max_memory_mb" in inspect.signature(factory).parameters:
                 params["max_memory_mb"] = max_memory_mb
         dec = get_registry().create("decoder", spec, params, base=Decoder)
     else:

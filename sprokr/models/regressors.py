@@ -280,6 +280,9 @@ class MLPSurrogate(SaveMixin, RegressorMixin, BaseEstimator):
 
     def fit(self, X: Any, T: Any, sample_offsets: Any = None, eval_set: Any = None) -> Self:
         """Fit on ``X`` (n, d) and targets ``T`` (n, p).  Returns self."""
+        import warnings
+
+        from sklearn.exceptions import ConvergenceWarning
         from sklearn.neural_network import MLPRegressor
 
         T = as_targets(T)
@@ -306,8 +309,18 @@ class MLPSurrogate(SaveMixin, RegressorMixin, BaseEstimator):
                              int(self.lr_drops))
         get_state = lambda: ([c.copy() for c in model.coefs_], [b.copy() for b in model.intercepts_])  # noqa: E731
         lr = float(self.learning_rate_init)
+        fresh_optimizer = False
         for epoch in range(int(self.max_epochs)):
-            model.partial_fit(X, Ts)
+            if fresh_optimizer:
+                # the epoch after a learning-rate drop: fit() with warm_start keeps the weights
+                # and starts a new Adam with the smaller step (partial_fit would go on with the
+                # previous step and moments); max_iter=1 makes it one epoch, as partial_fit
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", ConvergenceWarning)  # "max_iter=1 reached"
+                    model.fit(X, Ts)
+                fresh_optimizer = False
+            else:
+                model.partial_fit(X, Ts)
             train_loss = float(model.loss_) * 2 * scale**2 * T.shape[1]  # sklearn: half mean squared error
             val_loss = score = None
             if ev is not None:
@@ -321,9 +334,8 @@ class MLPSurrogate(SaveMixin, RegressorMixin, BaseEstimator):
             # plateau: resume from the best weights with a smaller step and a fresh Adam state
             lr /= float(self.lr_factor)
             model.coefs_, model.intercepts_ = [c.copy() for c in stop.state[0]], [b.copy() for b in stop.state[1]]
-            model.set_params(learning_rate_init=lr)
-            if hasattr(model, "_optimizer"):  # MLPRegressor builds a new optimizer when it has none
-                del model._optimizer
+            model.set_params(learning_rate_init=lr, warm_start=True, max_iter=1)
+            fresh_optimizer = True
         model.coefs_, model.intercepts_ = stop.state
         self.n_epochs_, self.best_epoch_, self.history_ = epoch + 1, stop.best_epoch, stop.history
         kept: tuple[Any, Any] = stop.best_values() if mrr else (stop.best, None)

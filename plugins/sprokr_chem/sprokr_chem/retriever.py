@@ -528,7 +528,7 @@ class _Context:
                 rec.update(epochs=int(r.n_epochs_), converged=bool(r.converged_))
             runs.append(rec)
             models[len(runs) - 1] = model
-            owner._log(f"  DSOKR {kernel} {params} m_x={m_x} {reg} {reg_params}: validation MRR {score:.4f}")
+            log_estimator(owner, f"  DSOKR {kernel} {params} m_x={m_x} {reg} {reg_params}: validation MRR {score:.4f}")
             return score, rec["fit_s"]
 
         m_x0 = self.m_x_grid[0]

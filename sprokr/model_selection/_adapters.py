@@ -2,6 +2,9 @@
 its validation block, and a fitted copy for a solution."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -20,6 +23,11 @@ from ..utils import iter_chunks, num_samples, take, take_slice, unique_inverse
 from ._scorers import as_2d
 from ._systems import RidgeSystem, Validation, symmetric
 
+if TYPE_CHECKING:  # imported for the annotations only
+    from ..kernels.base import Kernel
+    from ..numerics import Executor, RowPartitions
+    from ..sketches.base import SketchMatrix
+
 __all__: list[str] = []
 
 #: support rows whose kernel columns give the centring shift of the cross products
@@ -29,20 +37,46 @@ _SHIFT_ROWS = 256
 PLAIN_SOLVERS = ("cholesky", "eigh")
 
 
-def _sketched_pass(kernel, R, parts, targets, width, ref_targets, dtype, rcond, chunk, executor):
+@dataclass(frozen=True)
+class _SketchedData:
+    """The training data of a sketched estimator's pass: the partitions (prepared inputs in
+    column ``"inputs"``), the input kernel and sketch, and the targets -- ``targets(rows of
+    column)`` (rows, width), or None for ``T = I_n``."""
+
+    kernel: Kernel
+    R: SketchMatrix
+    parts: RowPartitions
+    executor: Executor
+    chunk: int
+    targets: Callable[[Any], np.ndarray] | None
+    width: int
+    column: str
+
+    def support(self):
+        """The prepared inputs at the sketch's support."""
+        return self.executor.take_rows(self.parts, self.R.indices, which="inputs")
+
+    def support_targets(self):
+        """The targets at the sketch's support (their mean is the targets' shift)."""
+        return self.targets(self.executor.take_rows(self.parts, self.R.indices, which=self.column))
+
+
+def _sketched_pass(data, *, dtype, rcond):
     """``(A^T A, A^T T, R K R^T, support)`` of ``A = K R^T`` in one chunked pass.
 
     The pass of :func:`sprokr.numerics.sketched_ridge` (same shifts, same task) without the
-    solve.  ``targets`` None: ``T = I_n``; ``ref_targets()`` gives the targets at the
-    support points (their mean is the target shift).
+    solve.
     """
-    support = executor.take_rows(parts, R.indices, which=0)
-    feats = SketchedFeatures(kernel, R, support, dtype, rcond)
+    R = data.R
+    support = data.support()
+    feats = SketchedFeatures(data.kernel, R, support, dtype, rcond)
     ref = np.linspace(0, R.indices.size - 1, min(R.indices.size, _SHIFT_ROWS)).astype(np.intp)
     c = column_shift(feats.block(take(support, ref)), dtype)
-    d = None if targets is None else np.asarray(ref_targets(), dtype=np.float64)[ref].mean(axis=0)
-    task = CrossProductTask(feats, targets, width, c, d, targets is None, gather=R.indices, which=1)
-    acc, A_sel = executor.map_reduce(parts, task, chunk)
+    targets = data.targets
+    d = None if targets is None else np.asarray(data.support_targets(), dtype=np.float64)[ref].mean(axis=0)
+    task = CrossProductTask(feats, targets, data.width, c, d, targets is None, gather=R.indices,
+                            which=data.parts.column(data.column))
+    acc, A_sel = data.executor.map_reduce(data.parts, task, data.chunk)
     Kt = R.sandwich_from_rows(np.asarray(A_sel, dtype=np.float64))
     G0, AtT = acc.result()
     if not (np.isfinite(G0).all() and np.isfinite(AtT).all() and np.isfinite(Kt).all()):
@@ -51,9 +85,10 @@ def _sketched_pass(kernel, R, parts, targets, width, ref_targets, dtype, rcond, 
 
 
 def _exact_gram(kernel, parts, Xp, chunk, executor):
+    """The n x n Gram of the prepared inputs ``Xp`` (column ``"inputs"`` of ``parts``), float64."""
     n = parts.n
     K = np.empty((n, n))
-    executor.map_rows(parts, KernelRows(kernel, Xp, np.float64), chunk, out=K, name="Gram rows")
+    executor.map_rows(parts, KernelRows(kernel, Xp, np.float64), chunk, out=K, name="Gram rows", which="inputs")
     if not np.isfinite(K).all():
         raise ValueError("the input kernel returned non-finite values (NaN, inf or overflow) on the training data")
     return K
@@ -71,11 +106,11 @@ def _rows_block(fn, Xq, width):
 class _Whitened:
     """Sketched adapters on the default route: the whitened system ``(Z^T Z + n lam I) w = Z^T T``."""
 
-    def _whitened(self, kernel, R, parts, targets, width, ref_targets, rcond, chunk, executor, n):
-        support = executor.take_rows(parts, R.indices, which=0)
-        ws = whitened_system(kernel, R, support, parts, targets, width, rcond, chunk, executor,
-                             ref_targets=ref_targets)
-        self.system = RidgeSystem(n, ws.G, ws.B, None, rcond=DEFAULT_RCOND)
+    def _whitened(self, data, *, rcond):
+        ref = None if data.targets is None else data.support_targets()
+        ws = whitened_system(data.kernel, data.R, data.support(), data.parts, data.targets, data.width, rcond,
+                             data.chunk, data.executor, ref_targets=ref, which=data.column)
+        self.system = RidgeSystem(data.parts.n, ws.G, ws.B, None, rcond=DEFAULT_RCOND)
         self._block = lambda Xq: ws.whitening.rows(ws.features.block(Xq))  # validation rows of Z
         self._to_support = ws.coef
 
@@ -92,25 +127,26 @@ class _IOKRFamily(_Whitened):
         Rx, fy, n = base.input_sketch_matrix_, base.output_features_, base.n_train_
         dtype, rcond = base.dtype_, base.rcond_
         self.Y = Y
-        parts = ex.partition(X, Y, prepare=(kx.prepare, ky.prepare))
+        parts = ex.partition(X, Y, prepare=(kx.prepare, ky.prepare), names=("inputs", "outputs"))
         targets = None if fy is None else fy.transform
         width = n if fy is None else fy.rank
         if Rx is not None:
             R = Rx.unscaled()  # the scale of uniform sub-sampling cancels (as in the fit)
-            chunk = base.chunk_size or default_chunk_size(R.indices.size, dtype)
-            ref = lambda: targets(ex.take_rows(parts, R.indices, which=1))  # noqa: E731
+            data = _SketchedData(kernel=kx, R=R, parts=parts, executor=ex,
+                                 chunk=base.chunk_size or default_chunk_size(R.indices.size, dtype),
+                                 targets=targets, width=width, column="outputs")
             if base.solver in PLAIN_SOLVERS:  # the refits' plain normal equations
-                G0, AtT, Kt, support = _sketched_pass(kx, R, parts, targets, width, ref, dtype, rcond, chunk, ex)
+                G0, AtT, Kt, support = _sketched_pass(data, dtype=dtype, rcond=rcond)
                 self.system = RidgeSystem(n, G0, AtT, Kt, rcond=rcond, shift=True)
                 feats = SketchedFeatures(kx, R, support, np.float64, rcond)
                 self._block, self._to_support = feats.block, R.apply_left_transpose
             else:
-                self._whitened(kx, R, parts, targets, width, None if targets is None else ref(), base.rcond, chunk,
-                               ex, n)
+                self._whitened(data, rcond=base.rcond)
         else:
             chunk = base.chunk_size or default_chunk_size(n, dtype)
-            K = _exact_gram(kx, parts, all_rows(ex, parts, 0), chunk, ex)
-            T = None if targets is None else ex.map_rows(parts, targets, chunk, name="output targets", which=1)
+            K = _exact_gram(kx, parts, all_rows(ex, parts, "inputs"), chunk, ex)
+            T = None if targets is None else ex.map_rows(parts, targets, chunk, name="output targets",
+                                                         which="outputs")
             self.system = RidgeSystem(n, K, T, None, rcond=rcond)
             support = base.X_support_
             self._block = lambda Xq: kx.pairwise(Xq, support)
@@ -164,6 +200,7 @@ class _KernelRidge(_Whitened):
     """:class:`~sprokr.models.KernelRidgeRegressor` (exact or sketched)."""
 
     def __init__(self, base, X, T):
+        from ..models.sisokr import all_rows
         from ..utils import resolve_dtype
 
         self.base = base
@@ -172,14 +209,16 @@ class _KernelRidge(_Whitened):
         rcond = base.rcond if base.rcond is not None else DEFAULT_RCOND
         T64 = as_2d(T)
         ex = LocalExecutor()
-        parts = ex.partition(X, T64, prepare=(k.prepare, None))
+        parts = ex.partition(X, T64, prepare=(k.prepare, None), names=("inputs", "targets"))
         n = parts.n
         if R is not None:
             R = R.unscaled()
-            chunk = base.chunk_size or default_chunk_size(R.indices.size, dtype)
-            self._whitened(k, R, parts, np.asarray, T64.shape[1], T64[R.indices], base.rcond, chunk, ex, n)
+            self._whitened(_SketchedData(kernel=k, R=R, parts=parts, executor=ex,
+                                         chunk=base.chunk_size or default_chunk_size(R.indices.size, dtype),
+                                         targets=np.asarray, width=T64.shape[1], column="targets"),
+                           rcond=base.rcond)
         else:
-            Xp = parts.blocks[0][0]
+            Xp = all_rows(ex, parts, "inputs")
             K = _exact_gram(k, parts, Xp, base.chunk_size or default_chunk_size(n, dtype), ex)
             self.system = RidgeSystem(n, K, T64, None, rcond=rcond)
             support = base.X_support_
@@ -217,18 +256,18 @@ class _KernelMachine:
                 groups.setdefault(key, []).append(j)
         groups = [(g, np.asarray(c)) for g, c in groups.items()]
         self.V = V
-        parts = ex.partition(X, Yn, prepare=(k.prepare, None))
+        parts = ex.partition(X, Yn, prepare=(k.prepare, None), names=("inputs", "targets"))
         if R is not None:  # the fit's closed form: the whitened system, solved per eigengroup
             chunk = base.chunk_size or default_chunk_size(R.indices.size, dtype)
-            support = ex.take_rows(parts, R.indices, which=0)
+            support = ex.take_rows(parts, R.indices, which="inputs")
             ws = whitened_system(k, R, support, parts, np.asarray, d, base.rcond, chunk, ex,
-                                 ref_targets=Yn[R.indices])
+                                 ref_targets=Yn[R.indices], which="targets")
             self.system = RidgeSystem(n, ws.G, ws.B @ V, None, groups, DEFAULT_RCOND)
             self._block = lambda Xq: ws.whitening.rows(ws.features.block(Xq))
             self._to_support = lambda C: ws.coef(C @ V.T)
         else:
             chunk = base.chunk_size or default_chunk_size(n, dtype)
-            K = _exact_gram(k, parts, all_rows(ex, parts, 0), chunk, ex)
+            K = _exact_gram(k, parts, all_rows(ex, parts, "inputs"), chunk, ex)
             self.system = RidgeSystem(n, K, Yn @ V, None, groups, DEFAULT_RCOND)
             support = base.X_support_
             self._block = lambda Xq: k.pairwise(Xq, support)

@@ -153,8 +153,8 @@ class KernelRidgeRegressor(SaveMixin, RegressorMixin, BaseEstimator):
         k = resolve_kernel(self.kernel, self.kernel_params, "input", dtype)
         sk = resolve_sketch(self.input_sketch, self.m_x, self.input_sketch_params, n, "input")
         ex = LocalExecutor()
-        parts = ex.partition(X, T64, prepare=(NamedPrepare(k.prepare, "X"), None))
-        Xp = parts.blocks[0][0]
+        parts = ex.partition(X, T64, prepare=(NamedPrepare(k.prepare, "X"), None), names=("inputs", "targets"))
+        Xp = parts.blocks[0][parts.column("inputs")]  # one local partition
         if sk is None:
             cho = exact_ridge_factor(k, parts, Xp, lam, chunk or default_chunk_size(n, dtype), ex)
             coef, support, R = sla.cho_solve(cho, T64, check_finite=False), Xp, None
@@ -164,7 +164,7 @@ class KernelRidgeRegressor(SaveMixin, RegressorMixin, BaseEstimator):
             # the sketched ridge's threshold defaults to its own (None: see sketched_ridge), as in SISOKR
             sol = sketched_ridge(k, R, support, parts, lam, np.asarray, T64.shape[1], self.rcond,
                                  chunk or default_chunk_size(R.indices.size, dtype), ex,
-                                 dtype=dtype, ref_targets=T64[R.indices])
+                                 dtype=dtype, ref_targets=T64[R.indices], which="targets")
             coef = sol.coef
             fallback = sol.fallback_message(dtype)
             if fallback:  # float32 failed the solver's check: float64 kernel values from here on

@@ -184,7 +184,7 @@ def select_dsokr(features, make_dsokr, X, Y, alphas, m_y_grid, m_x_grid, network
     1. the penalty ``alpha`` of a ridge (regressor ``"ridge"``, scikit-learn's ``Ridge``) on
        the features, at the smallest ``m_x`` and ``m_y`` of the grids;
     2. ``m_y`` grown with that ``alpha`` until the validation MRR stops improving by ``rtol``
-       (``sprokr.selection.grow_until_plateau``; the smallest size within ``rtol`` is kept);
+       (``sprokr.model_selection.grow_until_plateau``; the smallest size within ``rtol`` is kept);
     3. ``m_x`` (the number of features) grown the same way at that ``m_y``;
     4. each network of ``networks`` (dicts ``name``, ``regressor``, ``params``) at those
        sizes, early-stopped on the validation MRR (``monitor="mrr"``).
@@ -202,8 +202,7 @@ def select_dsokr(features, make_dsokr, X, Y, alphas, m_y_grid, m_x_grid, network
     from sklearn.exceptions import ConvergenceWarning
 
     from sprokr import DSOKREnsemble
-    from sprokr.model_selection import retrieval_scorer
-    from sprokr.selection import grow_until_plateau
+    from sprokr.model_selection import grow_until_plateau, retrieval_scorer
 
     rng = np.random.default_rng(random_state)
     n = len(Y)

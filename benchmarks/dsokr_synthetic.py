@@ -26,7 +26,7 @@ import numpy as np
 
 from sprokr import DSOKR
 from sprokr.models.regressors import MLPSurrogate, TorchRegressor
-from sprokr.selection import perfect_h_curve, plateau_index
+from sprokr.model_selection import perfect_h_curve, plateau_index
 
 
 def make_data(n, d_x, d_y, d, noise_var, rng):

@@ -129,9 +129,9 @@ def plot_sketch_size_curve(result: Mapping[str, Any], *, title: Optional[str] = 
     Parameters
     ----------
     result : dict
-        Returned by :func:`sprokr.selection.perfect_h_curve` (keys ``m``, ``criterion``,
+        Returned by :func:`sprokr.model_selection.perfect_h_curve` (keys ``m``, ``criterion``,
         ``projection_error``, ``metric``, ``plateau_m``, ``times``), by
-        :func:`sprokr.selection.select_m_x` (keys ``m``, ``errors``, ``fit_times``,
+        :func:`sprokr.model_selection.select_m_x` (keys ``m``, ``errors``, ``fit_times``,
         ``selected_m``) or the ``"m_x"`` entry of :func:`sprokr.model_selection.select_model`
         (keys ``param``, ``m``, ``best_scores``, ``fit_times``, ``selected_m``).
     title : str, optional
@@ -351,7 +351,7 @@ def plot_leverage_scores(scores: ArrayLike, *, top: Optional[int] = 400,
     Parameters
     ----------
     scores : sequence of float, shape (n,)
-        E.g. from :func:`sprokr.selection.approximate_leverage_scores`.
+        E.g. from :func:`sprokr.model_selection.approximate_leverage_scores`.
     top : int or None
         Number of scores shown (None: all).
     title : str

@@ -145,6 +145,36 @@ def test_a_failing_chunk_names_its_rows_and_leaves_the_model_unchanged(data, req
     np.testing.assert_array_equal(model.predict_scores(Xte), before)
 
 
+@pytest.mark.parametrize("executor", ["local", "shuffled", "dask"])
+def test_partition_columns_are_read_by_name(request, executor):
+    """``partition(..., names=...)``: gathers and row maps name the column they read."""
+    from sprokr.numerics import DaskExecutor
+
+    ex = {"local": LocalExecutor(), "shuffled": SHUFFLED}.get(executor)
+    if ex is None:
+        ex = DaskExecutor(client=request.getfixturevalue("client"), n_partitions=3)
+    X = np.arange(40.0).reshape(20, 2)
+    Y = -np.arange(20.0)
+    labels = [f"y{i}" for i in range(20)]
+    parts = ex.partition(X, Y, labels, prepare=(None, lambda y: 2 * y, None),
+                         names=("inputs", "outputs", "raw_outputs"))
+    assert parts.names == ("inputs", "outputs", "raw_outputs") and parts.column("raw_outputs") == 2
+    idx = np.array([17, 3, 9, 0])
+    np.testing.assert_array_equal(ex.take_rows(parts, idx, which="inputs"), X[idx])
+    np.testing.assert_array_equal(ex.take_rows(parts, idx, which="outputs"), 2 * Y[idx])  # prepared
+    assert list(ex.take_rows(parts, idx, which="raw_outputs")) == [labels[i] for i in idx]
+    np.testing.assert_array_equal(ex.take_rows(parts, idx), X[idx])  # default: the first column
+    out = ex.map_rows(parts, lambda y: y[:, None] + 1, 6, which="outputs")
+    np.testing.assert_array_equal(out[:, 0], 2 * Y + 1)
+    with pytest.raises(ValueError, match="no column named 'targets'"):
+        ex.take_rows(parts, idx, which="targets")
+    with pytest.raises(ValueError, match="no column named 'outputs'"):
+        ex.map_rows(ex.partition(X), np.asarray, 6, which="outputs")  # unnamed columns
+    for bad in (("inputs",), ("a", "a", "b"), ("a", "", "b")):
+        with pytest.raises(ValueError, match="3 distinct non-empty strings"):
+            ex.partition(X, Y, labels, names=bad)
+
+
 # ---------------------------------------------------------------------- top-k merge
 def _reference_topk(S, k):
     """Best first, ties by the smaller index: a full lexsort per row."""

@@ -18,10 +18,10 @@ from sprokr.model_selection import (
     lambda_path,
     retrieval_scorer,
     select_model,
+    surrogate_error,
 )
 from sprokr.models import KernelRidgeRegressor, graph_laplacian_matrix
 from sprokr.numerics import LocalExecutor
-from sprokr.selection import surrogate_error
 
 KX, KY = {"gamma": 0.1}, {"gamma": 0.5}
 LAMS = np.logspace(-7, -1, 7)

@@ -11,7 +11,7 @@ pytest.importorskip("matplotlib")
 from matplotlib.figure import Figure  # noqa: E402
 
 from sprokr import plotting  # noqa: E402
-from sprokr.selection import perfect_h_curve, plot_curve, select_m_x  # noqa: E402
+from sprokr.model_selection import perfect_h_curve, select_m_x  # noqa: E402
 
 
 def test_plot_curve_returns_figure_and_saves_only_with_path(tmp_path, monkeypatch):
@@ -24,9 +24,6 @@ def test_plot_curve_returns_figure_and_saves_only_with_path(tmp_path, monkeypatc
     assert ax.get_xlabel() == "m" and ax.lines[1].get_xdata()[0] == 2  # the marker
     fig = plotting.plot_curve([1, 2], [1, 0], path=tmp_path / "c.svg")
     assert (tmp_path / "c.svg").read_text().lstrip().startswith("<?xml")
-    # the selection module's helper returns the same kind of figure
-    assert isinstance(plot_curve([1, 2], [1, 0], tmp_path / "s.png", "m", "e"), Figure)
-    assert (tmp_path / "s.png").read_bytes()[:4] == b"\x89PNG"
     with pytest.raises(ValueError, match="same length"):
         plotting.plot_curve([1, 2], [1])
 
@@ -113,9 +110,9 @@ import matplotlib
 before = matplotlib.get_backend()
 import numpy as np
 from sprokr import plotting
-from sprokr.selection import plot_leverage_scores, perfect_h_curve
+from sprokr.model_selection import perfect_h_curve
 Y = np.random.default_rng(0).standard_normal((60, 4))
-figs = [plotting.plot_curve([1, 2], [2, 1]), plot_leverage_scores([0.3, 0.2]),
+figs = [plotting.plot_curve([1, 2], [2, 1]), plotting.plot_leverage_scores([0.3, 0.2]),
         plotting.plot_sketch_size_curve(perfect_h_curve(Y[:40], Y[40:], "linear", [2, 3], random_state=0,
                                                         plot=sys.argv[1])),
         plotting.plot_accuracy_vs_time({"a": {"f1": 0.5, "fit_s": 1.0}}, metric="f1")]

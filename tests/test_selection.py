@@ -4,14 +4,14 @@ import pytest
 
 from sprokr import IOKR, SIOKR
 from sprokr.kernels import BUILTIN_KERNELS
-from sprokr.selection import (
+from sprokr.model_selection import (
     approximate_leverage_scores,
     perfect_h_curve,
     plateau_index,
-    plot_leverage_scores,
     select_m_x,
     surrogate_error,
 )
+from sprokr.plotting import plot_leverage_scores
 from sprokr.sketches import SubSample
 
 
@@ -66,7 +66,7 @@ def test_leverage_scores_exact_with_full_nystrom_and_usable_as_probabilities(rng
     assert np.corrcoef(s_small, exact)[0, 1] > 0.6  # 0.74 observed; unrelated scores give ~0
     R = SubSample(m=30, probabilities=s_small).draw(n, np.random.default_rng(0))
     assert R.m == 30
-    fig = plot_leverage_scores(s, tmp_path / "lev.png")  # a Figure, saved because a path is given
+    fig = plot_leverage_scores(s, path=tmp_path / "lev.png")  # a Figure, saved because a path is given
     assert fig.axes and (tmp_path / "lev.png").read_bytes()[:4] == b"\x89PNG"
 
 
@@ -89,3 +89,24 @@ def test_select_m_x_budget_and_convergence(multilabel_data):
     assert tiny["stopped"] == "budget" and tiny["m"] == [5]
     model = SIOKR(m_x=res["selected_m"], **kw).fit(Xtr, Ytr)
     assert surrogate_error(model, Xv, Yv) > 0
+
+
+def test_selection_module_is_a_deprecated_alias(tmp_path):
+    """``sprokr.selection`` warns on import (naming the new home) and gives the same objects."""
+    import importlib
+    import sys
+
+    import sprokr.model_selection as ms
+
+    sys.modules.pop("sprokr.selection", None)
+    with pytest.warns(FutureWarning, match=r"sprokr\.model_selection"):
+        old = importlib.import_module("sprokr.selection")
+    moved = [n for n in old.__all__ if n not in ("plot_curve", "plot_leverage_scores")]
+    assert moved and all(getattr(old, n) is getattr(ms, n) for n in moved)
+    assert set(moved) <= set(ms.__all__)
+    pytest.importorskip("matplotlib")
+    # the two figure helpers keep their former positional signature, drawn by sprokr.plotting
+    fig = old.plot_curve([1, 2], [1, 0], tmp_path / "s.png", "m", "e")
+    assert fig.axes[0].get_xlabel() == "m" and (tmp_path / "s.png").read_bytes()[:4] == b"\x89PNG"
+    fig = old.plot_leverage_scores([0.3, 0.2, 0.5], tmp_path / "lev.png", 2)
+    assert fig.axes[0].lines[0].get_ydata().tolist() == [0.5, 0.3]

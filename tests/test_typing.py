@@ -114,7 +114,7 @@ def test_walker_finds_the_public_api():
     for name in ("sprokr.models.sisokr.SISOKR.fit", "sprokr.metrics.labels.f1_samples",
                  "sprokr.registry.Registry.create", "sprokr.numerics._sketch_matrix.SketchMatrix.shape",
                  "sprokr.decoders.base.CandidateSets.from_pool", "sprokr.plotting.plot_model_selection",
-                 "sprokr.model_selection.LambdaSearchCV.predict_topk", "sprokr_chem.graphs.smiles_to_graph"):
+                 "sprokr.model_selection._search.LambdaSearchCV.predict_topk", "sprokr_chem.graphs.smiles_to_graph"):
         assert name in found, name
     assert not any(".plugin." in name for name in found)  # hook implementations
     assert len(found) > 400

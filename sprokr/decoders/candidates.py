@@ -168,7 +168,7 @@ class CandidateIndex(SaveMixin):
         if self.embeddings is not None:
             return self.embeddings
         parts = self.partitions
-        E = parts.executor.take_rows(parts, np.arange(parts.n), which=0)
+        E = parts.executor.take_rows(parts, np.arange(parts.n))  # the only column
         return E[:, :self.dim] if self.offsets is not None else E
 
     def take(self, idx: ArrayLike) -> Samples:

@@ -86,17 +86,17 @@ def sketched_output_targets(kernel: Kernel, R: SketchMatrix, Y: Samples, rcond: 
     from ..numerics import LocalExecutor
 
     ex = executor if executor is not None else LocalExecutor()
-    parts = ex.partition(Y, prepare=(None if prepared else kernel.prepare_outputs,))
+    parts = ex.partition(Y, prepare=(None if prepared else kernel.prepare_outputs,), names=("outputs",))
     # the kernel on a few training outputs: finite, symmetric, PSD (clear errors early)
-    check_kernel_sample(kernel, ex.take_rows(parts, np.arange(min(parts.n, 64)), which=0), "output kernel")
-    raw_sel = ex.take_rows(parts, R.indices, which=0)
+    check_kernel_sample(kernel, ex.take_rows(parts, np.arange(min(parts.n, 64)), which="outputs"), "output kernel")
+    raw_sel = ex.take_rows(parts, R.indices, which="outputs")
     if prepared:
         feats = SketchedFeatures(kernel, R, raw_sel, OUTPUT_DTYPE, rcond).fit_basis()
     else:
         feats = SketchedFeatures.from_support(kernel, R, take(Y, R.indices), OUTPUT_DTYPE, rcond,
                                               prepared=raw_sel)[0].fit_basis()
     chunk = chunk_size or default_chunk_size(feats.R.indices.size, OUTPUT_DTYPE)
-    out = ex.map_rows(parts, _TargetsAndResiduals(feats, kernel), chunk, name="output targets")
+    out = ex.map_rows(parts, _TargetsAndResiduals(feats, kernel), chunk, name="output targets", which="outputs")
     return feats, np.ascontiguousarray(out[:, :-1]), out[:, -1].copy()
 
 

@@ -16,6 +16,7 @@ Cholesky of ``e K + n lam I``; other losses on the features ``L`` of ``K = L L^T
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Mapping, Self
 
 import logging
@@ -115,6 +116,21 @@ def check_solver_params(est: Any, loss: Loss) -> str:
     return solver
 
 
+@dataclass(frozen=True)
+class FeatureProblem:
+    """The linear problem (E1) of a machine, whatever its features: targets ``Y`` (n, d),
+    the loss, ``lam``, the output matrix's eigenvectors ``V`` and eigenvalues ``e``, the
+    solver and the generator of its mini-batches."""
+
+    Y: np.ndarray
+    loss: Loss
+    lam: float
+    V: np.ndarray
+    e: np.ndarray
+    solver: str
+    rng: np.random.Generator
+
+
 class FeatureProblemMixin:
     """The linear problem (E1) on features ``Z``: closed form, L-BFGS or Adam.
 
@@ -122,11 +138,12 @@ class FeatureProblemMixin:
     ``converged_``, ``n_iter_``, ``n_epochs_``, ``objective_`` and ``objective_gap_``.
     """
 
-    def _solve_on_features(self, Z, Y, solver, loss, lam, V, e, rng, C0=None):
+    def _solve_on_features(self, Z, problem, C0=None):
         """Output coefficients ``C`` (r, d) of the linear problem on features ``Z`` (n, r).
 
         ``C0``: a known square-loss solution (else computed from ``Z^T Z`` when needed).
         """
+        Y, solver, loss, lam, V, e = problem.Y, problem.solver, problem.loss, problem.lam, problem.V, problem.e
         n = Z.shape[0]
         if C0 is None and (solver == "closed_form" or self.init == "ridge"):
             C0 = ridge_by_eigengroups(matmul(Z.T, Z), matmul(Z.T, Y.astype(Z.dtype)), n, lam, V, e)
@@ -140,7 +157,7 @@ class FeatureProblemMixin:
             res = adam_solve(
                 Z, Y, loss, lam, V, e, coef0=C0, learning_rate=self.learning_rate,
                 batch_size=self.batch_size, max_epochs=self.max_epochs, tol=self.tol,
-                n_iter_no_change=self.n_iter_no_change, rng=rng, verbose=self.verbose,
+                n_iter_no_change=self.n_iter_no_change, rng=problem.rng, verbose=self.verbose,
             )
         self.converged_, self.n_epochs_, self.objective_ = res.converged, res.n_epochs, res.objective
         self.objective_gap_ = res.gap
@@ -345,9 +362,9 @@ class SketchedKernelMachine(SaveMixin, FeatureProblemMixin, RegressorMixin, Base
         executor = resolve_executor(self.executor, self.executor_params)
         rng = check_random_state(self.random_state)
         R = sketch.draw(n, rng) if sketch is not None else None
-        parts = executor.partition(X, Y, prepare=(NamedPrepare(kernel.prepare, "X"), None))
+        parts = executor.partition(X, Y, prepare=(NamedPrepare(kernel.prepare, "X"), None), names=("inputs", "targets"))
         sample = np.arange(min(n, 64)) if R is None else R.indices[:64]
-        check_kernel_sample(kernel, executor.take_rows(parts, sample, which=0), "kernel")
+        check_kernel_sample(kernel, executor.take_rows(parts, sample, which="inputs"), "kernel")
 
         # ---- validated: learned state starts here; any failure restores the previous state
         previous = dict(self.__dict__)
@@ -358,11 +375,11 @@ class SketchedKernelMachine(SaveMixin, FeatureProblemMixin, RegressorMixin, Base
             # float32 kernel blocks resolve eigenvalues of R K R^T down to ~1e-7 of the largest
             if rcond is None:
                 rcond = DEFAULT_RCOND if dtype == np.float64 else 1e-6
-            args = (parts, Y, n, lam, V, e, solver, loss, rng)
+            problem = FeatureProblem(Y=Y, loss=loss, lam=lam, V=V, e=e, solver=solver, rng=rng)
             if R is None:
-                self._fit_exact(*args, chunk)
+                self._fit_exact(parts, problem, chunk=chunk)
             else:
-                self._fit_sketched(*args, R, rcond, chunk)
+                self._fit_sketched(parts, problem, R=R, rcond=rcond, chunk=chunk)
         except BaseException:
             self.__dict__.clear()
             self.__dict__.update(previous)
@@ -371,24 +388,24 @@ class SketchedKernelMachine(SaveMixin, FeatureProblemMixin, RegressorMixin, Base
         log_estimator(self, f"fit in {self.fit_time_:.3f} s, rank {self.rank_}")
         return self
 
-    def _fit_sketched(self, parts, Y, n, lam, V, e, solver, loss, rng, R, rcond, chunk):
+    def _fit_sketched(self, parts, problem, *, R, rcond, chunk):
         dtype, ex = self.dtype_, self.executor_
-        support = ex.take_rows(parts, R.indices, which=0)
+        support = ex.take_rows(parts, R.indices, which="inputs")
         chunk = chunk or default_chunk_size(R.indices.size, dtype)
-        if solver == "closed_form":
-            self._fit_sketched_closed_form(parts, Y, n, lam, V, e, R, support, chunk)
+        if problem.solver == "closed_form":
+            self._fit_sketched_closed_form(parts, problem, R=R, support=support, chunk=chunk)
             return
         feats = SketchedFeatures(self.kernel_, R, support, dtype, rcond)
         feats.fit_basis()
         B = feats.basis_.astype(np.float64)  # U D^-1/2: z = B^T R k^x
         # the iterative solvers revisit every row: the n x r features are kept
-        Z = ex.map_rows(parts, _FeatureRows(feats), chunk, name="sketched features")
-        C = self._solve_on_features(Z, Y, solver, loss, lam, V, e, rng)
+        Z = ex.map_rows(parts, _FeatureRows(feats), chunk, name="sketched features", which="inputs")
+        C = self._solve_on_features(Z, problem)
         self.rank_ = B.shape[1]
         self.X_support_ = feats.Z_sel
         self._set_coef(R.apply_left_transpose(B @ C))
 
-    def _fit_sketched_closed_form(self, parts, Y, n, lam, V, e, R, support, chunk):
+    def _fit_sketched_closed_form(self, parts, problem, *, R, support, chunk):
         """(E2) on the sketched features by the numerics' sketched ridge (whitened normal
         equations: no squared condition number; float32 checked, float64 fallback).
 
@@ -397,19 +414,20 @@ class SketchedKernelMachine(SaveMixin, FeatureProblemMixin, RegressorMixin, Base
         (float64) solved per eigengroup.
         """
         ex, dtype = self.executor_, self.dtype_
+        Y, n, lam, V, e = problem.Y, parts.n, problem.lam, problem.V, problem.e
         pos = e[e > 0]
         rcond = None if self.rcond is None else float(self.rcond)
         ref = Y[R.indices]
         if pos.size == e.size and np.ptp(pos) <= 1e-12 * pos.max():
             sol = sketched_ridge(self.kernel_, R, support, parts, lam / float(pos.max()), np.asarray, Y.shape[1],
-                                 rcond, chunk, ex, dtype=dtype, ref_targets=ref)
+                                 rcond, chunk, ex, dtype=dtype, ref_targets=ref, which="targets")
             coef, feats, rank, precision = sol.coef, sol.features, sol.rank, sol.precision
             fallback = sol.fallback_message(dtype)
             if fallback:
                 log_estimator(self, fallback, logging.WARNING)
         else:
             system = whitened_system(self.kernel_, R, support, parts, np.asarray, Y.shape[1], rcond, chunk, ex,
-                                     ref_targets=ref)
+                                     ref_targets=ref, which="targets")
             coef = system.coef(ridge_by_eigengroups(system.G, system.B, n, lam, V, e))
             feats, rank, precision = system.features, system.whitening.rank, np.dtype(np.float64)
             if precision != dtype:
@@ -422,12 +440,13 @@ class SketchedKernelMachine(SaveMixin, FeatureProblemMixin, RegressorMixin, Base
         self._closed_form_done()
         self._set_coef(coef)
 
-    def _fit_exact(self, parts, Y, n, lam, V, e, solver, loss, rng, chunk):
+    def _fit_exact(self, parts, problem, *, chunk):
         """Exact machine: n x n Gram (float64); (E2) with G = K, or the iterative solver on
         the Cholesky features."""
         from .sisokr import all_rows
 
-        Xp = all_rows(self.executor_, parts, 0)
+        Y, n, lam, V, e, solver = problem.Y, parts.n, problem.lam, problem.V, problem.e, problem.solver
+        Xp = all_rows(self.executor_, parts, "inputs")
         K = self._gram(parts, Xp, n, chunk)
         self.X_support_, self.rank_ = Xp, n
         if solver == "closed_form" or self.init == "ridge":
@@ -447,14 +466,14 @@ class SketchedKernelMachine(SaveMixin, FeatureProblemMixin, RegressorMixin, Base
         K.flat[:: n + 1] += 1e-10 * float(np.mean(np.diag(K)))
         L = sla.cholesky(K, lower=True, overwrite_a=True, check_finite=False)
         C0 = L.T @ beta0 if self.init == "ridge" else None
-        C = self._solve_on_features(L.astype(self.dtype_), Y, solver, loss, lam, V, e, rng, C0=C0)
+        C = self._solve_on_features(L.astype(self.dtype_), problem, C0=C0)
         self._set_coef(sla.solve_triangular(L, C, lower=True, trans="T", check_finite=False))
 
     def _gram(self, parts, Xp, n, chunk):
         """The n x n Gram in float64 (kernel blocks in the model's dtype, solves in float64)."""
         K = np.empty((n, n))
         self.executor_.map_rows(parts, KernelRows(self.kernel_, Xp, np.float64), chunk or default_chunk_size(n, self.dtype_),
-                                out=K, name="Gram rows")
+                                out=K, name="Gram rows", which="inputs")
         check_gram_block(K[:1], (1, n), "kernel")
         if not np.isfinite(K).all():
             raise ValueError("the kernel returned non-finite values (NaN, inf or overflow) on the training data")

@@ -154,8 +154,8 @@ class KernelRidgeRegressor(SaveMixin, RegressorMixin, BaseEstimator):
         k = resolve_kernel(self.kernel, self.kernel_params, "input", dtype)
         sk = resolve_sketch(self.input_sketch, self.m_x, self.input_sketch_params, n, "input")
         ex = LocalExecutor()
-        parts = ex.partition(X, T64, prepare=(NamedPrepare(k.prepare, "X"), None))
-        Xp = parts.blocks[0][0]
+        parts = ex.partition(X, T64, prepare=(NamedPrepare(k.prepare, "X"), None), names=("inputs", "targets"))
+        Xp = parts.blocks[0][parts.column("inputs")]  # one local partition
         if sk is None:
             cho = exact_ridge_factor(k, parts, Xp, lam, chunk or default_chunk_size(n, dtype), ex)
             coef, support, R = sla.cho_solve(cho, T64, check_finite=False), Xp, None
@@ -165,7 +165,7 @@ class KernelRidgeRegressor(SaveMixin, RegressorMixin, BaseEstimator):
             # the sketched ridge's threshold defaults to its own (None: see sketched_ridge), as in SISOKR
             sol = sketched_ridge(k, R, support, parts, lam, np.asarray, T64.shape[1], self.rcond,
                                  chunk or default_chunk_size(R.indices.size, dtype), ex,
-                                 dtype=dtype, ref_targets=T64[R.indices])
+                                 dtype=dtype, ref_targets=T64[R.indices], which="targets")
             coef = sol.coef
             fallback = sol.fallback_message(dtype)
             if fallback:  # float32 failed the solver's check: float64 kernel values from here on
@@ -281,6 +281,9 @@ class MLPSurrogate(SaveMixin, RegressorMixin, BaseEstimator):
 
     def fit(self, X: Any, T: Any, sample_offsets: Any = None, eval_set: Any = None) -> Self:
         """Fit on ``X`` (n, d) and targets ``T`` (n, p).  Returns self."""
+        import warnings
+
+        from sklearn.exceptions import ConvergenceWarning
         from sklearn.neural_network import MLPRegressor
 
         T = as_targets(T)
@@ -307,8 +310,18 @@ class MLPSurrogate(SaveMixin, RegressorMixin, BaseEstimator):
                              int(self.lr_drops))
         get_state = lambda: ([c.copy() for c in model.coefs_], [b.copy() for b in model.intercepts_])  # noqa: E731
         lr = float(self.learning_rate_init)
+        fresh_optimizer = False
         for epoch in range(int(self.max_epochs)):
-            model.partial_fit(X, Ts)
+            if fresh_optimizer:
+                # the epoch after a learning-rate drop: fit() with warm_start keeps the weights
+                # and starts a new Adam with the smaller step (partial_fit would go on with the
+                # previous step and moments); max_iter=1 makes it one epoch, as partial_fit
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", ConvergenceWarning)  # "max_iter=1 reached"
+                    model.fit(X, Ts)
+                fresh_optimizer = False
+            else:
+                model.partial_fit(X, Ts)
             train_loss = float(model.loss_) * 2 * scale**2 * T.shape[1]  # sklearn: half mean squared error
             val_loss = score = None
             if ev is not None:
@@ -322,9 +335,8 @@ class MLPSurrogate(SaveMixin, RegressorMixin, BaseEstimator):
             # plateau: resume from the best weights with a smaller step and a fresh Adam state
             lr /= float(self.lr_factor)
             model.coefs_, model.intercepts_ = [c.copy() for c in stop.state[0]], [b.copy() for b in stop.state[1]]
-            model.set_params(learning_rate_init=lr)
-            if hasattr(model, "_optimizer"):  # MLPRegressor builds a new optimizer when it has none
-                del model._optimizer
+            model.set_params(learning_rate_init=lr, warm_start=True, max_iter=1)
+            fresh_optimizer = True
         model.coefs_, model.intercepts_ = stop.state
         self.n_epochs_, self.best_epoch_, self.history_ = epoch + 1, stop.best_epoch, stop.history
         kept: tuple[Any, Any] = stop.best_values() if mrr else (stop.best, None)

@@ -25,7 +25,7 @@ from ..losses import Loss
 from ..persistence import SaveMixin
 from ..registry import get_registry
 from .base import check_n_features
-from .kernel_machine import FeatureProblemMixin, check_solver_params, check_targets
+from .kernel_machine import FeatureProblem, FeatureProblemMixin, check_solver_params, check_targets
 from .output_matrix import check_output_matrix
 
 if TYPE_CHECKING:  # imported for the annotations only
@@ -128,7 +128,8 @@ class RFFKernelMachine(SaveMixin, FeatureProblemMixin, RegressorMixin, BaseEstim
             self.y_mean_, self.y_scale_ = y_mean, y_scale
             self.n_features_in_ = p
             Z = self._features(Xp)
-            self.coef_ = np.asarray(self._solve_on_features(Z, Y, solver, loss, lam, V, e, rng), dtype=np.float64)
+            problem = FeatureProblem(Y=Y, loss=loss, lam=lam, V=V, e=e, solver=solver, rng=rng)
+            self.coef_ = np.asarray(self._solve_on_features(Z, problem), dtype=np.float64)
             self.loss_ = loss
         except BaseException:
             self.__dict__.clear()

@@ -27,7 +27,8 @@ Decoding: ``argmax_c H(x) . E(c) - k_y(c, c)/2`` over a candidate set (see
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Mapping, Self
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Self
 
 import logging
 import time
@@ -81,11 +82,45 @@ if TYPE_CHECKING:  # imported for the annotations only
     from ..decoders.base import Decoder
     from ..kernels.base import Kernel
     from ..numerics import Executor, RowPartitions
-    from ..sketches.base import Sketch
+    from ..sketches.base import Sketch, SketchMatrix
     from ..types import RandomStateLike, Samples
 
 __all__ = ["SISOKR", "IOKR", "SIOKR", "ISOKR", "check_chunk_size", "all_rows"]
 
+#: the columns of the training partitions: prepared inputs, prepared outputs, raw outputs
+#: and, when outputs repeat in this process, the distinct-output id of each sample
+COLUMNS = ("inputs", "outputs", "raw_outputs")
+OUTPUT_IDS = "output_ids"
+
+
+@dataclass(frozen=True)
+class _FitSetup:
+    """The validated ingredients of a fit (resolved components, drawn sketches, partitions)."""
+
+    parts: RowPartitions
+    n: int
+    lam: float
+    dtype: np.dtype
+    rcond: float
+    chunk: int | None
+    input_kernel: Kernel
+    output_kernel: Kernel
+    decoder: Decoder
+    executor: Executor
+    Rx: SketchMatrix | None
+    Ry: SketchMatrix | None
+    #: ``unique_inverse(Y)`` when the targets are computed once per distinct output
+    distinct: tuple[np.ndarray, np.ndarray] | None
+
+
+@dataclass(frozen=True)
+class _Targets:
+    """What the input side regresses: ``T = fn(rows of partition column ``column``)`` (``fn``
+    None: ``T = I_n``), ``width`` columns."""
+
+    fn: Callable[[Any], np.ndarray] | None
+    width: int
+    column: str
 
 
 class SISOKR(OutputKernelModel, BaseEstimator):
@@ -266,21 +301,23 @@ class SISOKR(OutputKernelModel, BaseEstimator):
         distinct = None
         if Ry is not None and executor.in_process:
             distinct = unique_inverse(Y)
-        # prepared inputs, prepared outputs and raw outputs, partitioned where they are used
+        # prepared inputs, prepared outputs and raw outputs (COLUMNS), partitioned where they are used
         extra = () if distinct is None else (distinct[1],)
-        parts = executor.partition(X, Y, Y, *extra, prepare=(NamedPrepare(kx.prepare, "X"),
-                                                             NamedPrepare(ky.prepare_outputs, "Y"), None) + (None,) * len(extra))
+        prepare = (NamedPrepare(kx.prepare, "X"), NamedPrepare(ky.prepare_outputs, "Y"), None) + (None,) * len(extra)
+        parts = executor.partition(X, Y, Y, *extra, prepare=prepare, names=COLUMNS + (OUTPUT_IDS,) * len(extra))
 
         # the kernels on a few training samples: finite, symmetric, PSD (clear errors early)
         sample = np.arange(min(n, 64)) if Rx is None else Rx.indices[:64]
-        check_kernel_sample(kx, executor.take_rows(parts, sample, which=0), "input kernel")
-        check_kernel_sample(ky, executor.take_rows(parts, np.arange(min(n, 64)), which=1), "output kernel")
+        check_kernel_sample(kx, executor.take_rows(parts, sample, which="inputs"), "input kernel")
+        check_kernel_sample(ky, executor.take_rows(parts, np.arange(min(n, 64)), which="outputs"), "output kernel")
 
         # ---- validated: learned state starts here.  Any failure further on (a numerical
         # one, a worker's) restores the previous state before re-raising.
         previous = dict(self.__dict__)
         try:
-            self._fit_validated(parts, n, lam, dtype, rcond, chunk, kx, ky, decoder, executor, Rx, Ry, distinct)
+            self._fit_validated(_FitSetup(parts=parts, n=n, lam=lam, dtype=dtype, rcond=rcond, chunk=chunk,
+                                          input_kernel=kx, output_kernel=ky, decoder=decoder, executor=executor,
+                                          Rx=Rx, Ry=Ry, distinct=distinct))
         except BaseException:
             self.__dict__.clear()
             self.__dict__.update(previous)
@@ -289,59 +326,61 @@ class SISOKR(OutputKernelModel, BaseEstimator):
         self._log(f"fit done in {self.fit_time_:.3f} s (n={n}, output rank {self.output_rank_})")
         return self
 
-    def _fit_validated(self, parts, n, lam, dtype, rcond, chunk, kx, ky, decoder, executor, Rx, Ry, distinct):
+    def _fit_validated(self, setup: _FitSetup) -> None:
         """The training proper, on validated inputs partitioned by the executor."""
-        self.input_kernel_, self.output_kernel_, self.decoder_, self.executor_ = kx, ky, decoder, executor
+        parts, executor, Rx, Ry, distinct = setup.parts, setup.executor, setup.Rx, setup.Ry, setup.distinct
+        self.input_kernel_, self.output_kernel_, self.decoder_, self.executor_ = (
+            setup.input_kernel, setup.output_kernel, setup.decoder, executor)
         self.input_sketch_matrix_, self.output_sketch_matrix_ = Rx, Ry
-        self.n_train_, self.dtype_, self.rcond_ = n, dtype, rcond
+        self.n_train_, self.dtype_, self.rcond_ = setup.n, setup.dtype, setup.rcond
         self.index_token_ = new_index_token()
         self.fit_times_ = {}
         t = time.perf_counter()
         # output side: the feature map psi~ from the output sketch's support points
         self.output_features_, self.Y_train_ = None, None
-        which, psi_u = 1, None
+        psi_u = None
         if Ry is not None:
-            raw_sel = executor.take_rows(parts, Ry.indices, which=2)
-            fy, keep = SketchedFeatures.from_support(ky, Ry, raw_sel, OUTPUT_DTYPE, rcond,
-                                                     prepared=executor.take_rows(parts, Ry.indices, which=1))
+            raw_sel = executor.take_rows(parts, Ry.indices, which="raw_outputs")
+            fy, keep = SketchedFeatures.from_support(setup.output_kernel, Ry, raw_sel, OUTPUT_DTYPE, setup.rcond,
+                                                     prepared=executor.take_rows(parts, Ry.indices, which="outputs"))
             self.output_features_ = fy.fit_basis()
             self._support_outputs = (take(raw_sel, keep), fy.R.indices)
-            targets, width = fy.transform, fy.rank
+            targets = _Targets(fy.transform, fy.rank, "outputs")
             if distinct is not None:  # psi~ once per distinct output, gathered by id
-                Yu = take(all_rows(executor, parts, 2), distinct[0])
+                Yu = take(all_rows(executor, parts, "raw_outputs"), distinct[0])
                 # prepared as training samples (a precomputed kernel then knows their rows)
-                upart = executor.partition(executor.take_rows(parts, distinct[0], which=1))
-                psi_u = (Yu, executor.map_rows(upart, fy.transform, chunk or default_chunk_size(
+                upart = executor.partition(executor.take_rows(parts, distinct[0], which="outputs"))
+                psi_u = (Yu, executor.map_rows(upart, fy.transform, setup.chunk or default_chunk_size(
                     fy.R.indices.size, OUTPUT_DTYPE), name="output targets"), upart)
-                targets, which = _RowsOf(psi_u[1]), 3
+                targets = _Targets(_RowsOf(psi_u[1]), fy.rank, OUTPUT_IDS)
         else:  # exact outputs: candidates are embedded against every training output
-            targets, width = None, n
-            self.Y_train_ = all_rows(executor, parts, 1)
+            targets = _Targets(None, setup.n, "outputs")
+            self.Y_train_ = all_rows(executor, parts, "outputs")
         self.fit_times_["output_side"] = time.perf_counter() - t
-        width_kx = Rx.indices.size if Rx is not None else n
+        width_kx = Rx.indices.size if Rx is not None else setup.n
         width_ky = self.output_features_.R.indices.size if Ry is not None and psi_u is None else 0
-        chunk = chunk or default_chunk_size(max(width_kx, width_ky), dtype)
+        chunk = setup.chunk or default_chunk_size(max(width_kx, width_ky), setup.dtype)
         t = time.perf_counter()
         if Rx is not None:
-            self._fit_sketched_input(parts, lam, dtype, rcond, chunk, Rx, targets, width, which)
+            self._fit_sketched_input(setup, Rx, targets, chunk)
         else:
-            self._fit_exact_input(parts, lam, chunk, targets, which)
+            self._fit_exact_input(setup, targets, chunk)
         self.fit_times_["input_side"] = time.perf_counter() - t
         t = time.perf_counter()
         self._build_default_index(parts, chunk, distinct, psi_u)
         self.fit_times_["default_index"] = time.perf_counter() - t
         self._log(", ".join(f"{k} {v:.3f} s" for k, v in self.fit_times_.items()))
 
-    def _fit_sketched_input(self, parts, lam, dtype, rcond, chunk, Rx, targets, width, which):
-        """Sketched ridge of the targets ``Psi~`` (or ``I_n``), one pass over the data."""
-        ex = self.executor_
-        support = ex.take_rows(parts, Rx.indices, which=0)
+    def _fit_sketched_input(self, setup: _FitSetup, Rx: SketchMatrix, targets: _Targets, chunk: int) -> None:
+        """Sketched ridge of the targets ``Psi~`` (or ``I_n``) with input sketch ``Rx``, one pass over the data."""
+        ex, parts, dtype = self.executor_, setup.parts, setup.dtype
+        support = ex.take_rows(parts, Rx.indices, which="inputs")
         ref = None
-        if targets is not None:  # targets at the input sketch's support: the centring shift
-            ref = targets(ex.take_rows(parts, Rx.indices, which=which))
+        if targets.fn is not None:  # targets at the input sketch's support: the centring shift
+            ref = targets.fn(ex.take_rows(parts, Rx.indices, which=targets.column))
         # the input side's thresholds default to its own (None: see sketched_ridge)
-        sol = sketched_ridge(self.input_kernel_, Rx, support, parts, lam, targets, width, self.rcond, chunk, ex,
-                             self.solver, dtype, ref, which)
+        sol = sketched_ridge(self.input_kernel_, Rx, support, parts, setup.lam, targets.fn, targets.width, self.rcond,
+                             chunk, ex, solver=self.solver, dtype=dtype, ref_targets=ref, which=targets.column)
         self.fit_times_.update({f"ridge_{k}": v for k, v in sol.times.items()})
         self.solver_, self.solver_error_estimate_ = sol.method, sol.error_estimate
         self.solver_precision_ = sol.precision
@@ -357,20 +396,20 @@ class SISOKR(OutputKernelModel, BaseEstimator):
         self.X_support_ = self.input_kernel_.prepare_support(support)
         self._set_coef(sol.coef)
 
-    def _fit_exact_input(self, parts, lam, chunk, targets, which):
+    def _fit_exact_input(self, setup: _FitSetup, targets: _Targets, chunk: int) -> None:
         """Cholesky of ``K_x + n lam I`` (n x n: only when no input sketch is asked for)."""
-        ex, kx = self.executor_, self.input_kernel_
-        Xp = all_rows(ex, parts, 0)
-        cho = exact_ridge_factor(kx, parts, Xp, lam, chunk, ex)
+        ex, kx, parts = self.executor_, self.input_kernel_, setup.parts
+        Xp = all_rows(ex, parts, "inputs")
+        cho = exact_ridge_factor(kx, parts, Xp, setup.lam, chunk, ex)
         self.X_support_ = kx.prepare_support(Xp)
         # Cholesky of K + n lam I: well conditioned (cond <= 1 + |K| / (n lam))
         self.solver_, self.solver_error_estimate_, self.solver_precision_ = "cholesky", None, WORK_DTYPE
-        if targets is None:  # IOKR: h(x) = sum_i alpha_i(x) psi(y_i), alpha = (K + n lam I)^-1 k_x
+        if targets.fn is None:  # IOKR: h(x) = sum_i alpha_i(x) psi(y_i), alpha = (K + n lam I)^-1 k_x
             self.coef_, self._cho, self._expansion = None, cho, None
             set_n_features(self, Xp)
             self.output_rank_ = parts.n
             return
-        T = ex.map_rows(parts, targets, chunk, name="output targets", which=which)
+        T = ex.map_rows(parts, targets.fn, chunk, name="output targets", which=targets.column)
         self._set_coef(sla.cho_solve(cho, np.asarray(T, dtype=WORK_DTYPE), check_finite=False))
 
     def _set_coef(self, beta):
@@ -392,16 +431,16 @@ class SISOKR(OutputKernelModel, BaseEstimator):
             offsets = None if ky.normalized else ex.map_rows(upart, _Offsets(ky), chunk, name="output offsets")
             self.default_index_ = CandidateIndex(Yu, E, offsets, owner=self.index_token_, kernel=ky)
             return
-        first, Yu = distinct_samples(ex, parts, 2, chunk)
+        first, Yu = distinct_samples(ex, parts, "raw_outputs", chunk)
         self.n_distinct_outputs_ = first.size
         if self.output_features_ is None:
-            self.output_groups_ = unique_inverse(all_rows(ex, parts, 2))[1]
+            self.output_groups_ = unique_inverse(all_rows(ex, parts, "raw_outputs"))[1]
             index = self.make_candidate_index(Yu)
         else:
             sel_raw, sel_idx = self._support_outputs
             self._support_groups = _groups_of(sel_raw, sel_idx, Yu, first)
             del self._support_outputs
-            upart = ex.partition(ex.take_rows(parts, first, which=1))
+            upart = ex.partition(ex.take_rows(parts, first, which="outputs"))
             fy = self.output_features_
             offsets = None if ky.normalized else ex.map_rows(upart, _Offsets(ky), chunk, name="output offsets")
             if isinstance(upart.blocks[0], tuple):  # local: the embeddings are held here
@@ -535,10 +574,10 @@ class SISOKR(OutputKernelModel, BaseEstimator):
         return new
 
 
-def all_rows(executor: Executor, parts: RowPartitions, which: int) -> Any:
-    """The whole collection ``which`` of ``parts`` in this process (exact methods need it)."""
+def all_rows(executor: Executor, parts: RowPartitions, which: str | int) -> Any:
+    """The whole column ``which`` (name or position) of ``parts`` in this process (exact methods need it)."""
     if parts.n_partitions == 1 and isinstance(parts.blocks[0], tuple):
-        return parts.blocks[0][which]
+        return parts.blocks[0][parts.column(which)]
     return executor.take_rows(parts, np.arange(parts.n), which=which)
 
 

@@ -223,7 +223,7 @@ class TorchRegressor(SaveMixin, RegressorMixin, BaseEstimator):
                 self._fit_inputs(X)
                 Xt = self._tensor(X)
                 Xv = None if ev is None else self._tensor(ev[0])
-                stop = self._train(torch, Xt, T, sample_offsets, ev, Xv, c, rng)
+                stop = self._train(torch, Xt, T, sample_offsets=sample_offsets, ev=ev, Xv=Xv, c=c, rng=rng)
         except BaseException:
             self.__dict__.clear()
             self.__dict__.update(previous)
@@ -239,7 +239,7 @@ class TorchRegressor(SaveMixin, RegressorMixin, BaseEstimator):
             warn_not_converged(type(self).__name__, stop)
         return self
 
-    def _train(self, torch, Xt, T, sample_offsets, ev, Xv, c, rng):
+    def _train(self, torch, Xt, T, *, sample_offsets, ev, Xv, c, rng):
         n = T.shape[0]
         mu = T.mean(axis=0)
         scale = float(np.sqrt(np.mean((T - mu) ** 2))) or 1.0

@@ -18,7 +18,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ..utils import concat_samples, num_samples, take, take_slice
-from ._executor import ChunkError, Executor, RowPartitions, check_progress, fold_chunks, map_chunks
+from ._executor import ChunkError, Executor, RowPartitions, check_progress, column_names, fold_chunks, map_chunks
 
 if TYPE_CHECKING:  # imported for the annotations only
     from ..types import Samples
@@ -159,11 +159,13 @@ class DaskExecutor(Executor):
 
     # ------------------------------------------------------------------ data
     def partition(self, *collections: Samples,
-                  prepare: Sequence[Callable[[Any], Any] | None] | None = None) -> RowPartitions:
+                  prepare: Sequence[Callable[[Any], Any] | None] | None = None,
+                  names: Sequence[str] | None = None) -> RowPartitions:
         check_progress(self.progress)
         client = self.get_client()
         if not collections:
             raise ValueError("partition needs at least one collection")
+        names = column_names(names, len(collections))
         prepare = tuple(prepare) if prepare is not None else (None,) * len(collections)
         if len(prepare) != len(collections):
             raise ValueError("prepare needs one function (or None) per collection")
@@ -185,7 +187,7 @@ class DaskExecutor(Executor):
         blocks = [client.submit(_prepare_block, prepare, int(bounds[j]), int(bounds[j + 1]),
                                 *(p[j] for p in pieces), pure=False)
                   for j in range(len(bounds) - 1)]
-        return RowPartitions(n, bounds, blocks, self)
+        return RowPartitions(n, bounds, blocks, self, names)
 
     # ------------------------------------------------------------------ passes
     def map_reduce(self, parts: RowPartitions, task: ChunkTask, chunk_size: int) -> Any:
@@ -209,8 +211,9 @@ class DaskExecutor(Executor):
         return task.finish(result)
 
     def map_rows(self, parts: RowPartitions, fn: Callable[..., Any], chunk_size: int, keep: bool = False,
-                 name: str = "pass", out: np.ndarray | None = None, which: int = 0) -> Any:
+                 name: str = "pass", out: np.ndarray | None = None, which: str | int | None = 0) -> Any:
         self._check_parts(parts)
+        which = None if which is None else parts.column(which)
         client = self.get_client()
         [fn_f] = client.scatter([fn], broadcast=True)
         outs = [client.submit(_map, fn_f, int(sl.start), block, chunk_size, name, which, pure=False)
@@ -225,8 +228,9 @@ class DaskExecutor(Executor):
             out[sl] = o.result()
         return out
 
-    def take_rows(self, parts: RowPartitions, indices: ArrayLike, which: int = 0) -> Samples:
+    def take_rows(self, parts: RowPartitions, indices: ArrayLike, which: str | int = 0) -> Samples:
         self._check_parts(parts)
+        which = parts.column(which)
         client = self.get_client()
         idx = np.asarray(indices, dtype=np.intp)
         owner = np.searchsorted(parts.bounds, idx, side="right") - 1

@@ -53,9 +53,10 @@ class DistinctTask(ChunkTask):
         return first[order], take(rows, order)
 
 
-def distinct_samples(executor: Executor, parts: RowPartitions, which: int,
+def distinct_samples(executor: Executor, parts: RowPartitions, which: str | int,
                      chunk_size: int) -> tuple[np.ndarray, Samples]:
-    """``(first, samples)`` of collection ``which`` of ``parts``, in order of first occurrence."""
+    """``(first, samples)`` of column ``which`` (name or position) of ``parts``, in order of first occurrence."""
+    which = parts.column(which)
     if parts.n_partitions == 1 and isinstance(parts.blocks[0], tuple):
         Y = parts.blocks[0][which]  # one local partition: one vectorised pass
         first, _ = unique_inverse(Y)

@@ -56,8 +56,9 @@ class ChunkTask:
         """Fold the chunk of global rows ``rows`` (a slice) into ``partial``; return it.
 
         ``chunks`` are the aligned pieces (e.g. inputs and outputs) of those rows, in the
-        order the collections were given to :meth:`Executor.partition`.  ``partial`` may be
-        updated in place.
+        order the collections were given to :meth:`Executor.partition` (a task that reads
+        one of them is given its position by :meth:`RowPartitions.column`).  ``partial``
+        may be updated in place.
         """
         raise NotImplementedError
 
@@ -73,6 +74,10 @@ class ChunkTask:
 class RowPartitions:
     """Aligned collections split into contiguous row partitions.
 
+    The collections are the partitions' columns, named when they were partitioned
+    (``executor.partition(X, Y, names=("inputs", "outputs"))``): passes and gathers name the
+    column they read (``take_rows(parts, idx, which="outputs")``).
+
     Attributes
     ----------
     n : int
@@ -84,13 +89,26 @@ class RowPartitions:
         (Dask futures).
     executor : Executor
         The executor that made them (and must run passes over them).
+    names : tuple of str or None
+        The column names, in the order of the collections (None: unnamed columns, addressed
+        by position).
     """
 
-    def __init__(self, n: int, bounds: ArrayLike, blocks: list[Any], executor: Executor) -> None:
+    def __init__(self, n: int, bounds: ArrayLike, blocks: list[Any], executor: Executor,
+                 names: Sequence[str] | None = None) -> None:
         self.n = int(n)
         self.bounds = np.asarray(bounds, dtype=np.int64)
         self.blocks = blocks
         self.executor = executor
+        self.names = None if names is None else tuple(names)
+
+    def column(self, which: str | int) -> int:
+        """Position of column ``which``: its name (see :meth:`Executor.partition`) or its position."""
+        if isinstance(which, str):
+            if self.names is None or which not in self.names:
+                raise ValueError(f"these partitions have no column named {which!r} (columns: {self.names})")
+            return self.names.index(which)
+        return int(which)
 
     @property
     def n_partitions(self) -> int:
@@ -112,6 +130,16 @@ def tree_reduce(items: Sequence[Any], merge: Callable[[Any, Any], Any]) -> Any:
             nxt.append(items[-1])
         items = nxt
     return items[0]
+
+
+def column_names(names: Sequence[str] | None, count: int) -> tuple[str, ...] | None:
+    """``names`` of :meth:`Executor.partition` checked: ``count`` distinct non-empty strings, or None."""
+    if names is None:
+        return None
+    out = (names,) if isinstance(names, str) else tuple(names)
+    if len(out) != count or not all(isinstance(s, str) and s for s in out) or len(set(out)) != count:
+        raise ValueError(f"names must be {count} distinct non-empty strings, one per collection, got {names!r}")
+    return out
 
 
 def fold_chunks(task, start, block, chunk_size, order=None, on_rows=None):
@@ -184,19 +212,22 @@ class Executor:
 
     The interface every estimator uses:
 
-    ``partition(*collections, prepare=None)``
+    ``partition(*collections, prepare=None, names=None)``
         split aligned collections (``X``, ``Y``, ...) into :class:`RowPartitions`,
         applying ``prepare[i]`` (e.g. a kernel's ``prepare``) to collection ``i`` where
-        the partition lives;
+        the partition lives; ``names[i]`` names column ``i`` (``"inputs"``, ``"outputs"``,
+        ...) for the passes that read one column;
     ``map_reduce(parts, task, chunk_size)``
         run a :class:`ChunkTask` over every chunk and merge the partial results;
     ``map_rows(parts, fn, chunk_size, keep=False, out=None, which=0)``
-        ``fn(chunk) -> (rows, ...)`` array for every chunk of collection ``which``
-        (``which=None``: ``fn(*chunks)`` of all collections); the row-stacked result
+        ``fn(chunk) -> (rows, ...)`` array for every chunk of column ``which`` (a name, or
+        a position: the first column by default; ``which=None``: ``fn(*chunks)`` of all
+        columns); the row-stacked result
         (written into ``out`` when given), or with ``keep=True`` the outputs left where
         they were computed, as new :class:`RowPartitions` (a distributed candidate index);
     ``take_rows(parts, indices, which=0)``
-        the rows ``indices`` of one collection, gathered here (sketch support points).
+        the rows ``indices`` of column ``which`` (name or position), gathered here
+        (sketch support points).
     """
 
     name: Optional[str] = None
@@ -217,18 +248,20 @@ class Executor:
                         delay=0.0 if self.progress else 0.5, unit_scale=True)
 
     def partition(self, *collections: Samples,  # pragma: no cover - abstract
-                  prepare: Sequence[Callable[[Any], Any] | None] | None = None) -> RowPartitions:
+                  prepare: Sequence[Callable[[Any], Any] | None] | None = None,
+                  names: Sequence[str] | None = None) -> RowPartitions:
         raise NotImplementedError
 
     def map_reduce(self, parts: RowPartitions, task: ChunkTask, chunk_size: int) -> Any:  # pragma: no cover - abstract
         raise NotImplementedError
 
     def map_rows(self, parts: RowPartitions, fn: Callable[..., Any], chunk_size: int, keep: bool = False,
-                 name: str = "pass", out: np.ndarray | None = None, which: int = 0) -> Any:  # pragma: no cover
+                 name: str = "pass", out: np.ndarray | None = None,
+                 which: str | int | None = 0) -> Any:  # pragma: no cover
         raise NotImplementedError
 
     def take_rows(self, parts: RowPartitions, indices: ArrayLike,
-                  which: int = 0) -> Samples:  # pragma: no cover - abstract
+                  which: str | int = 0) -> Samples:  # pragma: no cover - abstract
         raise NotImplementedError
 
     def close(self) -> None:
@@ -308,17 +341,19 @@ class LocalExecutor(Executor):
         return check_random_state(self.random_state) if self.order == "shuffled" else None
 
     def partition(self, *collections: Samples,
-                  prepare: Sequence[Callable[[Any], Any] | None] | None = None) -> RowPartitions:
+                  prepare: Sequence[Callable[[Any], Any] | None] | None = None,
+                  names: Sequence[str] | None = None) -> RowPartitions:
         self._validate()
         n = _check_aligned(collections)
+        names = column_names(names, len(collections))
         prepared = _prepared(collections, prepare)
         p = max(1, min(int(self.n_partitions), n))
         if p == 1:
-            return RowPartitions(n, [0, n], [prepared], self)
+            return RowPartitions(n, [0, n], [prepared], self, names)
         bounds = np.linspace(0, n, p + 1).astype(np.int64)
         blocks = [tuple(take_slice(c, slice(int(a), int(b))) for c in prepared)
                   for a, b in zip(bounds[:-1], bounds[1:])]
-        return RowPartitions(n, bounds, blocks, self)
+        return RowPartitions(n, bounds, blocks, self, names)
 
     def map_reduce(self, parts: RowPartitions, task: ChunkTask, chunk_size: int) -> Any:
         self._check_parts(parts)
@@ -332,8 +367,9 @@ class LocalExecutor(Executor):
         return task.finish(tree_reduce(partials, task.merge))
 
     def map_rows(self, parts: RowPartitions, fn: Callable[..., Any], chunk_size: int, keep: bool = False,
-                 name: str = "pass", out: np.ndarray | None = None, which: int = 0) -> Any:
+                 name: str = "pass", out: np.ndarray | None = None, which: str | int | None = 0) -> Any:
         self._check_parts(parts)
+        which = None if which is None else parts.column(which)
         with self.progress_bar(parts, name) as bar:
             outs = [map_chunks(fn, int(sl.start), block, chunk_size, name, None if out is None else out[sl],
                                which, bar.update)
@@ -344,8 +380,9 @@ class LocalExecutor(Executor):
             return RowPartitions(parts.n, parts.bounds, [(o,) for o in outs], self)
         return outs[0] if len(outs) == 1 else np.concatenate(outs, axis=0)
 
-    def take_rows(self, parts: RowPartitions, indices: ArrayLike, which: int = 0) -> Samples:
+    def take_rows(self, parts: RowPartitions, indices: ArrayLike, which: str | int = 0) -> Samples:
         self._check_parts(parts)
+        which = parts.column(which)
         idx = np.asarray(indices, dtype=np.intp)
         if parts.n_partitions == 1:
             return take(parts.blocks[0][which], idx)

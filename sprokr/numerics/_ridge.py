@@ -70,12 +70,12 @@ def exact_ridge_factor(kernel: Kernel, parts: RowPartitions, Xp: Any, lam: float
                        executor: Executor) -> tuple[np.ndarray, bool]:
     """Cholesky factor of ``K + n lam I`` (n x n), for ``scipy.linalg.cho_solve``.
 
-    ``parts``: row partitions of the prepared inputs (the Gram rows are computed by the
-    executor); ``Xp``: all prepared inputs (the columns).
+    ``parts``: row partitions with the prepared inputs as column ``"inputs"`` (the Gram
+    rows are computed by the executor); ``Xp``: all prepared inputs (the columns).
     """
     n = parts.n
     K = np.empty((n, n), dtype=WORK_DTYPE)
-    executor.map_rows(parts, KernelRows(kernel, Xp, WORK_DTYPE), chunk, out=K, name="Gram rows")
+    executor.map_rows(parts, KernelRows(kernel, Xp, WORK_DTYPE), chunk, out=K, name="Gram rows", which="inputs")
     if not np.isfinite(K.diagonal()).all():
         raise ValueError("the input kernel returned non-finite values (NaN or inf) on the training data")
     K.flat[:: n + 1] += n * lam
@@ -93,7 +93,8 @@ class CrossProductTask(ChunkTask):
     """The pass of a sketched ridge: ``A^T A`` and ``A^T T`` of ``A = K R^T`` per chunk.
 
     Chunks are ``(X_chunk, ...)``: ``A = K R^T`` from ``X_chunk`` and
-    ``T = targets(chunks[which])`` (``T = I_n`` when ``identity_targets``).
+    ``T = targets(chunks[which])`` (``T = I_n`` when ``identity_targets``; ``which``: the
+    position of the targets' column, :meth:`RowPartitions.column`).
     With ``whiten`` (a :class:`Whitening` of ``K~``) the sums are those of the whitened
     ``Z = A P_r L_11^-T`` instead (:class:`ShiftedCrossProducts`).
     With ``skip`` (sorted row numbers) those rows are left out (their contribution is
@@ -311,7 +312,7 @@ def stable_ridge_solve(RA: np.ndarray, rhs: np.ndarray, Kt: np.ndarray, nlam: fl
 def sketched_ridge(kernel: Kernel, R: SketchMatrix, support: Any, parts: RowPartitions, lam: float,
                    targets: Callable[[Any], np.ndarray] | None, width: int, rcond: float | None, chunk: int,
                    executor: Executor, solver: str = "auto", dtype: DTypeLike = WORK_DTYPE,
-                   ref_targets: np.ndarray | None = None, which: int = 1) -> RidgeSolution:
+                   ref_targets: np.ndarray | None = None, which: str | int = "targets") -> RidgeSolution:
     """Coefficients ``W^T gamma`` on the support points of the sketched ridge.
 
     ``gamma`` minimises ``|A gamma - T|^2 + n lam gamma^T K~ gamma`` with ``A = K R^T``,
@@ -349,10 +350,10 @@ def sketched_ridge(kernel: Kernel, R: SketchMatrix, support: Any, parts: RowPart
     kernel : Kernel
     R : SketchMatrix (m, n)
     support : prepared support samples ``X[R.indices]``
-    parts : RowPartitions of ``(X, ...)``
+    parts : RowPartitions with an ``"inputs"`` column (the prepared ``X``)
     lam : float
-    targets : callable ``chunk -> T_chunk`` (rows, width) applied to collection ``which`` of
-        ``parts``, or None for ``T = I_n``
+    targets : callable ``chunk -> T_chunk`` (rows, width) applied to column ``which`` of
+        ``parts`` (its name, default ``"targets"``), or None for ``T = I_n``
     width : int
         Number of target columns (``n`` for ``T = I_n``).
     rcond : float or None
@@ -416,7 +417,8 @@ class WhitenedSystem:
 
 def whitened_system(kernel: Kernel, R: SketchMatrix, support: Any, parts: RowPartitions,
                     targets: Callable[[Any], np.ndarray] | None, width: int, rcond: float | None, chunk: int,
-                    executor: Executor, ref_targets: np.ndarray | None = None, which: int = 1) -> "WhitenedSystem":
+                    executor: Executor, ref_targets: np.ndarray | None = None,
+                    which: str | int = "targets") -> "WhitenedSystem":
     """:class:`WhitenedSystem` of the sketched ridge (same arguments as :func:`sketched_ridge`).
 
     Always float64 kernel values: a kernel with ``dtype="float32"`` is used through its
@@ -470,7 +472,8 @@ class _RidgeJob:
         self.feats, self.parts, self.nlam = feats, parts, nlam
         self.try_plain = try_plain
         self.targets, self.width, self.identity = targets, width, targets is None
-        self.chunk, self.executor, self.which = chunk, executor, which
+        self.chunk, self.executor = chunk, executor
+        self.which = parts.column(which)  # the targets' column, as the tasks index the chunks
         self.t0, self.times, self.rcond = t0, {}, rcond
         self._f64 = self._rows = None
         self.checks = []
@@ -591,7 +594,7 @@ class _RidgeJob:
         if self._rows is None:
             n = self.parts.n
             idx = _spread(n, _SAMPLE_ROWS)
-            Xs = self.executor.take_rows(self.parts, idx, which=0)
+            Xs = self.executor.take_rows(self.parts, idx, which="inputs")
             A32 = self.feats.block(Xs)
             f64 = self.features64()
             A64 = A32 if f64.kernel is self.feats.kernel and A32.dtype == np.float64 else f64.block(Xs)

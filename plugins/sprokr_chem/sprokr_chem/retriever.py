@@ -495,8 +495,7 @@ class _Context:
         the ridge penalty on Nystrom features of the smallest ``m_x``; ``m_x`` grown for the
         best pair until the MRR stops improving; then the networks at those sizes."""
         from sprokr.kernels import KernelFeatures
-        from sprokr.model_selection import retrieval_scorer
-        from sprokr.selection import grow_until_plateau, perfect_h_curve
+        from sprokr.model_selection import grow_until_plateau, perfect_h_curve, retrieval_scorer
 
         owner = self.owner
         (Xtr, Ytr), (Xva, Yva) = self.parts(kernel)
@@ -529,7 +528,7 @@ class _Context:
                 rec.update(epochs=int(r.n_epochs_), converged=bool(r.converged_))
             runs.append(rec)
             models[len(runs) - 1] = model
-            owner._log(f"  DSOKR {kernel} {params} m_x={m_x} {reg} {reg_params}: validation MRR {score:.4f}")
+            log_estimator(owner, f"  DSOKR {kernel} {params} m_x={m_x} {reg} {reg_params}: validation MRR {score:.4f}")
             return score, rec["fit_s"]
 
         m_x0 = self.m_x_grid[0]

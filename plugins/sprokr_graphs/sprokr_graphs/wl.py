@@ -230,7 +230,7 @@ class _Batch:
         self.graphs = graphs
 
 
-def _wl_entries(gid, labels, src, dst, n_iter, salt, elab=None):
+def _wl_entries(gid, labels, src, dst, *, n_iter, salt, elab=None):
     """(graph id, feature id) of every node at every round: the WL label multisets.
 
     Round t+1 relabels v by a hash of its label and the *sum* of the mixed labels of its
@@ -297,7 +297,7 @@ def wl_features(graphs: Sequence[nx.Graph], n_iter: int = 3, node_label: str | S
     if b.n_graphs == 0:
         return WLFeatures([0], [], [], labelling)
     if not core:
-        g, f = _wl_entries(b.gid, b.labels, b.src, b.dst, n_iter, 0, b.elab)
+        g, f = _wl_entries(b.gid, b.labels, b.src, b.dst, n_iter=n_iter, salt=0, elab=b.elab)
     else:
         cn = np.concatenate([np.fromiter((c[v] for v in G.nodes), dtype=np.int64, count=len(G))
                              for G, c in ((G, nx.core_number(G)) for G in b.graphs)])
@@ -307,7 +307,7 @@ def wl_features(graphs: Sequence[nx.Graph], n_iter: int = 3, node_label: str | S
             newpos = np.cumsum(keep) - 1
             ek = keep[b.src] & keep[b.dst]
             g, f = _wl_entries(b.gid[keep], b.labels[keep], newpos[b.src[ek]], newpos[b.dst[ek]],
-                               n_iter, level + 1, None if b.elab is None else b.elab[ek])
+                               n_iter=n_iter, salt=level + 1, elab=None if b.elab is None else b.elab[ek])
             parts_g.append(g)
             parts_f.append(f)
         g, f = np.concatenate(parts_g), np.concatenate(parts_f)

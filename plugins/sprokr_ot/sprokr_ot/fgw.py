@@ -552,7 +552,8 @@ class FGWBarycenterDecoder(Decoder):
             nbrs = [pool[int(i)] for i in idx[q]]
             G = self.barycenter(nbrs, W[q], alphabet, rng, chem)
             if scorer is not None:
-                G = self._select(q, G, nbrs, W[q], alphabet, rng, chem, scorer, search)
+                G = self._select(q, G, nbrs=nbrs, w=W[q], alphabet=alphabet, rng=rng, chem=chem, score=scorer,
+                                 search=search)
             counts[G.graph["fgw_status"]] += 1
             if to_smiles is not None:
                 G.graph["smiles"] = to_smiles(G) if G.number_of_nodes() else None
@@ -605,7 +606,7 @@ class FGWBarycenterDecoder(Decoder):
         return {"labels": labels, "orders": orders, "canonical": canonical, "train": train,
                 "caps": {lab: _max_valence(lab) for lab in labels}}
 
-    def _select(self, q, G, nbrs, w, alphabet, rng, chem, score, search):
+    def _select(self, q, G, *, nbrs, w, alphabet, rng, chem, score, search):
         """Best of the median barycenter, barycenters from the heaviest neighbours, the
         neighbours themselves and (``search_steps > 0``) the molecules the model-guided
         search reaches from them, by the model's score; training graphs lose ``train_margin``."""

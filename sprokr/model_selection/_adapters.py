@@ -1,0 +1,306 @@
+"""Per-estimator adapters of a lam path: the one pass that builds an estimator's ridge system,
+its validation block, and a fitted copy for a solution."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..numerics import (
+    DEFAULT_RCOND,
+    CrossProductTask,
+    KernelRows,
+    LocalExecutor,
+    SketchedFeatures,
+    column_shift,
+    default_chunk_size,
+    matmul,
+    whitened_system,
+)
+from ..utils import iter_chunks, num_samples, take, take_slice, unique_inverse
+from ._scorers import as_2d
+from ._systems import RidgeSystem, Validation, symmetric
+
+if TYPE_CHECKING:  # imported for the annotations only
+    from ..kernels.base import Kernel
+    from ..numerics import Executor, RowPartitions
+    from ..sketches.base import SketchMatrix
+
+__all__: list[str] = []
+
+#: support rows whose kernel columns give the centring shift of the cross products
+_SHIFT_ROWS = 256
+
+#: solvers of the sketched estimators whose lam path is the plain normal equations
+PLAIN_SOLVERS = ("cholesky", "eigh")
+
+
+@dataclass(frozen=True)
+class _SketchedData:
+    """The training data of a sketched estimator's pass: the partitions (prepared inputs in
+    column ``"inputs"``), the input kernel and sketch, and the targets -- ``targets(rows of
+    column)`` (rows, width), or None for ``T = I_n``."""
+
+    kernel: Kernel
+    R: SketchMatrix
+    parts: RowPartitions
+    executor: Executor
+    chunk: int
+    targets: Callable[[Any], np.ndarray] | None
+    width: int
+    column: str
+
+    def support(self):
+        """The prepared inputs at the sketch's support."""
+        return self.executor.take_rows(self.parts, self.R.indices, which="inputs")
+
+    def support_targets(self):
+        """The targets at the sketch's support (their mean is the targets' shift)."""
+        return self.targets(self.executor.take_rows(self.parts, self.R.indices, which=self.column))
+
+
+def _sketched_pass(data, *, dtype, rcond):
+    """``(A^T A, A^T T, R K R^T, support)`` of ``A = K R^T`` in one chunked pass.
+
+    The pass of :func:`sprokr.numerics.sketched_ridge` (same shifts, same task) without the
+    solve.
+    """
+    R = data.R
+    support = data.support()
+    feats = SketchedFeatures(data.kernel, R, support, dtype, rcond)
+    ref = np.linspace(0, R.indices.size - 1, min(R.indices.size, _SHIFT_ROWS)).astype(np.intp)
+    c = column_shift(feats.block(take(support, ref)), dtype)
+    targets = data.targets
+    d = None if targets is None else np.asarray(data.support_targets(), dtype=np.float64)[ref].mean(axis=0)
+    task = CrossProductTask(feats, targets, data.width, c, d, targets is None, gather=R.indices,
+                            which=data.parts.column(data.column))
+    acc, A_sel = data.executor.map_reduce(data.parts, task, data.chunk)
+    Kt = R.sandwich_from_rows(np.asarray(A_sel, dtype=np.float64))
+    G0, AtT = acc.result()
+    if not (np.isfinite(G0).all() and np.isfinite(AtT).all() and np.isfinite(Kt).all()):
+        raise ValueError("the input kernel returned non-finite values (NaN, inf or overflow) on the training data")
+    return G0, AtT, Kt, support
+
+
+def _exact_gram(kernel, parts, Xp, chunk, executor):
+    """The n x n Gram of the prepared inputs ``Xp`` (column ``"inputs"`` of ``parts``), float64."""
+    n = parts.n
+    K = np.empty((n, n))
+    executor.map_rows(parts, KernelRows(kernel, Xp, np.float64), chunk, out=K, name="Gram rows", which="inputs")
+    if not np.isfinite(K).all():
+        raise ValueError("the input kernel returned non-finite values (NaN, inf or overflow) on the training data")
+    return K
+
+
+def _rows_block(fn, Xq, width):
+    """``fn(chunk)`` stacked over row chunks of ``Xq``, float64 (n_q, width)."""
+    n = num_samples(Xq)
+    out = np.empty((n, width))
+    for sl in iter_chunks(n, default_chunk_size(width, np.float64)):
+        out[sl] = np.asarray(fn(take_slice(Xq, sl)), dtype=np.float64)
+    return out
+
+
+class _Whitened:
+    """Sketched adapters on the default route: the whitened system ``(Z^T Z + n lam I) w = Z^T T``."""
+
+    def _whitened(self, data, *, rcond):
+        ref = None if data.targets is None else data.support_targets()
+        ws = whitened_system(data.kernel, data.R, data.support(), data.parts, data.targets, data.width, rcond,
+                             data.chunk, data.executor, ref_targets=ref, which=data.column)
+        self.system = RidgeSystem(data.parts.n, ws.G, ws.B, None, rcond=DEFAULT_RCOND)
+        self._block = lambda Xq: ws.whitening.rows(ws.features.block(Xq))  # validation rows of Z
+        self._to_support = ws.coef
+
+
+class _IOKRFamily(_Whitened):
+    """SISOKR and its variants (IOKR, SIOKR, ISOKR)."""
+
+    def __init__(self, base, X, Y):
+        from ..models.base import OUTPUT_DTYPE
+        from ..models.sisokr import all_rows
+
+        self.base = base
+        ex, kx, ky = base.executor_, base.input_kernel_, base.output_kernel_
+        Rx, fy, n = base.input_sketch_matrix_, base.output_features_, base.n_train_
+        dtype, rcond = base.dtype_, base.rcond_
+        self.Y = Y
+        parts = ex.partition(X, Y, prepare=(kx.prepare, ky.prepare), names=("inputs", "outputs"))
+        targets = None if fy is None else fy.transform
+        width = n if fy is None else fy.rank
+        if Rx is not None:
+            R = Rx.unscaled()  # the scale of uniform sub-sampling cancels (as in the fit)
+            data = _SketchedData(kernel=kx, R=R, parts=parts, executor=ex,
+                                 chunk=base.chunk_size or default_chunk_size(R.indices.size, dtype),
+                                 targets=targets, width=width, column="outputs")
+            if base.solver in PLAIN_SOLVERS:  # the refits' plain normal equations
+                G0, AtT, Kt, support = _sketched_pass(data, dtype=dtype, rcond=rcond)
+                self.system = RidgeSystem(n, G0, AtT, Kt, rcond=rcond, shift=True)
+                feats = SketchedFeatures(kx, R, support, np.float64, rcond)
+                self._block, self._to_support = feats.block, R.apply_left_transpose
+            else:
+                self._whitened(data, rcond=base.rcond)
+        else:
+            chunk = base.chunk_size or default_chunk_size(n, dtype)
+            K = _exact_gram(kx, parts, all_rows(ex, parts, "inputs"), chunk, ex)
+            T = None if targets is None else ex.map_rows(parts, targets, chunk, name="output targets",
+                                                         which="outputs")
+            self.system = RidgeSystem(n, K, T, None, rcond=rcond)
+            support = base.X_support_
+            self._block = lambda Xq: kx.pairwise(Xq, support)
+            self._to_support = lambda g: g
+        self._out_dtype = OUTPUT_DTYPE
+
+    def query_block(self, X_val):
+        """``Q`` (n_val, m): the predicted coordinates at ``lam`` are ``Q gamma(lam)``."""
+        return _rows_block(self._block, self.base.input_kernel_.prepare(X_val), self.system.m)
+
+    def validation(self, X_val, Y_val):
+        base = self.base
+        ky, fy = base.output_kernel_, base.output_features_
+        Q = self.query_block(X_val)
+        Yvp = ky.prepare(Y_val)
+        kyy = np.asarray(ky.diag(Yvp), dtype=np.float64)
+        if fy is not None:
+            Tv = np.asarray(fy.transform(Yvp), dtype=np.float64)
+            resid = np.maximum(kyy - np.einsum("ij,ij->i", Tv, Tv), 0.0)
+            return Validation(Q, loss=lambda H: np.einsum("ij,ij->i", H - Tv, H - Tv) + resid)
+        return Validation(Q, quad=self._output_products(Yvp, kyy))
+
+    def _output_products(self, Yvp, kyy):
+        """``B^T K_y B`` and ``B^T k_y(Y, y_val)`` over the DISTINCT training outputs."""
+        ky, B = self.base.output_kernel_, self.system.B
+        first, inv = unique_inverse(self.Y)
+        Yu = ky.prepare(take(self.Y, first))
+        n, nu = inv.size, first.size
+        chunk = default_chunk_size(nu, np.float64)
+        Kuv = np.empty((nu, num_samples(Yvp)))
+        for sl in iter_chunks(nu, chunk):
+            Kuv[sl] = ky.pairwise(take_slice(Yu, sl), Yvp)
+        if B is None:  # exact input and output (IOKR): B = I, B^T K_y B = K_y
+            Ku = np.empty((nu, nu))
+            for sl in iter_chunks(nu, chunk):
+                Ku[sl] = ky.pairwise(take_slice(Yu, sl), Yu)
+            return Ku[np.ix_(inv, inv)], Kuv[inv], kyy
+        P = sp.csr_matrix((np.ones(n), (np.arange(n), inv)), shape=(n, nu))
+        Bg = np.asarray((P.T @ B.T).T)  # (m, n_u): columns of equal outputs summed
+        Syy = np.zeros((B.shape[0], B.shape[0]))
+        for sl in iter_chunks(nu, chunk):
+            Kc = np.asarray(ky.pairwise(take_slice(Yu, sl), Yu), dtype=np.float64)  # (c, n_u)
+            Syy += matmul(Bg[:, sl], matmul(Kc, Bg.T))
+        return symmetric(Syy), matmul(Bg, Kuv), kyy
+
+    def fitted(self, gamma, lam):
+        return self.base.with_coef(self._to_support(gamma), lam=lam)
+
+
+class _KernelRidge(_Whitened):
+    """:class:`~sprokr.models.KernelRidgeRegressor` (exact or sketched)."""
+
+    def __init__(self, base, X, T):
+        from ..models.sisokr import all_rows
+        from ..utils import resolve_dtype
+
+        self.base = base
+        k, R = base.kernel_, base.sketch_matrix_
+        dtype = resolve_dtype(base.dtype)
+        rcond = base.rcond if base.rcond is not None else DEFAULT_RCOND
+        T64 = as_2d(T)
+        ex = LocalExecutor()
+        parts = ex.partition(X, T64, prepare=(k.prepare, None), names=("inputs", "targets"))
+        n = parts.n
+        if R is not None:
+            R = R.unscaled()
+            self._whitened(_SketchedData(kernel=k, R=R, parts=parts, executor=ex,
+                                         chunk=base.chunk_size or default_chunk_size(R.indices.size, dtype),
+                                         targets=np.asarray, width=T64.shape[1], column="targets"),
+                           rcond=base.rcond)
+        else:
+            Xp = all_rows(ex, parts, "inputs")
+            K = _exact_gram(k, parts, Xp, base.chunk_size or default_chunk_size(n, dtype), ex)
+            self.system = RidgeSystem(n, K, T64, None, rcond=rcond)
+            support = base.X_support_
+            self._block = lambda Xq: k.pairwise(Xq, support)
+            self._to_support = lambda g: g
+
+    def validation(self, X_val, T_val):
+        Q = _rows_block(self._block, self.base.kernel_.prepare(X_val), self.system.m)
+        Tv = as_2d(T_val)
+        return Validation(Q, loss=lambda H: np.einsum("ij,ij->i", H - Tv, H - Tv))
+
+    def fitted(self, gamma, lam):
+        return self.base.with_coef(self._to_support(gamma), lam=lam)
+
+
+class _KernelMachine:
+    """:class:`~sprokr.SketchedKernelMachine` with the square loss in closed form."""
+
+    def __init__(self, base, X, y):
+        from ..models.kernel_machine import check_targets
+        from ..models.output_matrix import check_output_matrix
+        from ..models.sisokr import all_rows
+
+        self.base = base
+        k, R, dtype, ex = base.kernel_, base.sketch_matrix_, base.dtype_, base.executor_
+        n = num_samples(X, "X")
+        Y, _ = check_targets(y, n)
+        Yn = (Y - base.y_mean_) / base.y_scale_  # the fit's normalisation (zeros and ones without it)
+        d = Yn.shape[1]
+        _, V, e = check_output_matrix(base.output_matrix_, d)
+        groups = {}
+        for j, ej in enumerate(e):  # equal eigenvalues form one group, as in ridge_by_eigengroups
+            if ej > 0:
+                key = next((g for g in groups if abs(g - ej) <= 1e-12 * max(g, ej)), ej)
+                groups.setdefault(key, []).append(j)
+        groups = [(g, np.asarray(c)) for g, c in groups.items()]
+        self.V = V
+        parts = ex.partition(X, Yn, prepare=(k.prepare, None), names=("inputs", "targets"))
+        if R is not None:  # the fit's closed form: the whitened system, solved per eigengroup
+            chunk = base.chunk_size or default_chunk_size(R.indices.size, dtype)
+            support = ex.take_rows(parts, R.indices, which="inputs")
+            ws = whitened_system(k, R, support, parts, np.asarray, d, base.rcond, chunk, ex,
+                                 ref_targets=Yn[R.indices], which="targets")
+            self.system = RidgeSystem(n, ws.G, ws.B @ V, None, groups, DEFAULT_RCOND)
+            self._block = lambda Xq: ws.whitening.rows(ws.features.block(Xq))
+            self._to_support = lambda C: ws.coef(C @ V.T)
+        else:
+            chunk = base.chunk_size or default_chunk_size(n, dtype)
+            K = _exact_gram(k, parts, all_rows(ex, parts, "inputs"), chunk, ex)
+            self.system = RidgeSystem(n, K, Yn @ V, None, groups, DEFAULT_RCOND)
+            support = base.X_support_
+            self._block = lambda Xq: k.pairwise(Xq, support)
+            self._to_support = lambda C: C @ V.T
+
+    def validation(self, X_val, y_val):
+        base = self.base
+        Q = _rows_block(self._block, base.kernel_.prepare(X_val), self.system.m)
+        Yv = as_2d(y_val)
+        V, mean, scale = self.V, base.y_mean_, base.y_scale_
+
+        def loss(H):
+            P = matmul(H, V.T) * scale + mean
+            return np.einsum("ij,ij->i", P - Yv, P - Yv)
+
+        return Validation(Q, loss=loss)
+
+    def fitted(self, gamma, lam):
+        return self.base.with_coef(self._to_support(gamma), lam=lam)
+
+
+def adapter_for(estimator):
+    """The fast-path adapter class for an (unfitted) estimator, or None (refit route)."""
+    from ..models.kernel_machine import SketchedKernelMachine
+    from ..models.regressors import KernelRidgeRegressor
+    from ..models.sisokr import SISOKR
+
+    if isinstance(estimator, SISOKR):
+        return _IOKRFamily
+    if isinstance(estimator, KernelRidgeRegressor):
+        return _KernelRidge
+    if type(estimator) is SketchedKernelMachine:  # JointQuantileRegressor: pinball loss
+        p = estimator.get_params()
+        if p["loss"] == "square" and p["solver"] in ("auto", "closed_form"):
+            return _KernelMachine
+    return None

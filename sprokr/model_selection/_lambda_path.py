@@ -1,0 +1,227 @@
+"""The lam path: the solutions of one estimator for a grid of ``lam`` from one fit and one pass."""
+from __future__ import annotations
+
+import logging
+import numbers
+import time
+from typing import TYPE_CHECKING, Any, Callable, Mapping
+
+import numpy as np
+from numpy.typing import ArrayLike
+from sklearn.base import clone
+
+from ..numerics import matmul
+from ..utils import check_positive, concat_samples, iter_chunks
+from ._adapters import adapter_for
+from ._scorers import kernel_loss_scorer, resolve_scoring, retrieval_value
+from ._systems import path_losses
+
+if TYPE_CHECKING:  # imported for the annotations only
+    from ..types import Samples
+
+__all__ = ["LambdaPath", "lambda_path", "check_lams", "DEFAULT_LAMS"]
+
+logger = logging.getLogger("sprokr.model_selection")
+
+#: default grid: 1e-9 ... 1e-1, two values per decade
+DEFAULT_LAMS = tuple(float(v) for v in np.logspace(-9, -1, 17))
+
+
+def check_lams(lams: ArrayLike, name: str = "lams") -> np.ndarray:
+    """A grid of ridge parameters as a float64 array (order kept).
+
+    Raises ``ValueError`` for an empty grid, non-numbers, non-finite or non-positive values
+    and duplicates.
+    """
+    if lams is None or isinstance(lams, (str, bytes)) or not np.iterable(lams):
+        raise ValueError(f"{name} must be a non-empty sequence of positive numbers, got {lams!r}")
+    vals = list(lams.ravel()) if isinstance(lams, np.ndarray) else list(lams)
+    if not vals:
+        raise ValueError(f"{name} is empty; give at least one positive ridge parameter")
+    bad = [v for v in vals if isinstance(v, (bool, np.bool_)) or not isinstance(v, (numbers.Real, np.number))]
+    if bad:
+        raise ValueError(f"{name} must hold real numbers, got {bad[0]!r}")
+    arr = np.asarray(vals, dtype=np.float64)
+    if not np.isfinite(arr).all() or (arr <= 0).any():
+        raise ValueError(f"{name} must hold finite numbers > 0, got {arr[~(np.isfinite(arr) & (arr > 0))][0]!r}")
+    if np.unique(arr).size != arr.size:
+        raise ValueError(f"{name} contains duplicate values: {sorted(arr.tolist())}")
+    return arr
+
+
+# --------------------------------------------------------------------------- the path
+class LambdaPath:
+    """The solutions of one estimator for a grid of ``lam``, from one fit and one pass.
+
+    Build it with :func:`lambda_path`.
+
+    Attributes
+    ----------
+    lams : ndarray
+        The grid (in the order given).
+    estimator_ : fitted estimator
+        The fit at ``max(lams)`` that provides the model's state (kernels, sketches, output
+        basis, decoder); its coefficients are replaced in :meth:`estimator_at`.
+    method : {"eigh", "cholesky", "refit"}
+        The route (``"auto"`` is resolved when the path is first scored).
+    times_ : dict
+        Seconds spent in ``fit`` (the state), ``pass`` (the cross products), ``factorize``
+        and ``score``.
+    """
+
+    #: attribute types for the type checker (set in __init__ / fit)
+    adapter: Any  # None on the refit route
+    system: Any
+
+    def __init__(self, estimator: Any, X: Samples, Y: Samples, lams: ArrayLike, method: str = "auto") -> None:
+        if method not in ("auto", "eigh", "cholesky", "refit"):
+            raise ValueError(f"method must be 'auto', 'eigh', 'cholesky' or 'refit', got {method!r}")
+        self.lams = check_lams(lams)
+        if "lam" not in estimator.get_params(deep=False):
+            raise ValueError(f"{type(estimator).__name__} has no 'lam' parameter: a lam path needs a "
+                             f"ridge-regularised estimator")
+        self.estimator, self.X, self.Y = estimator, X, Y
+        adapter = adapter_for(estimator)
+        self.method = "refit" if adapter is None else method
+        self.times_ = {}
+        t0 = time.perf_counter()
+        lam_ref = float(self.lams.max())  # the best-conditioned fit
+        self.estimator_ = clone(estimator).set_params(lam=lam_ref).fit(X, Y)
+        self.times_["fit"] = time.perf_counter() - t0
+        self.adapter = None
+        if self.method != "refit":
+            t0 = time.perf_counter()
+            self.adapter = adapter(self.estimator_, X, Y)
+            self.times_["pass"] = time.perf_counter() - t0
+        self.system = None if self.adapter is None else self.adapter.system
+
+    def _resolve(self, n_val=0, quad=False):
+        if self.method == "auto":
+            c = {m: self.system.cost(m, len(self.lams), n_val, quad) for m in ("cholesky", "eigh")}
+            self.method = min(c, key=c.get)
+        if self.method == "eigh" and self.system.eig is None:
+            t0 = time.perf_counter()
+            self.system.factorize(self.lams)
+            self.times_["factorize"] = time.perf_counter() - t0
+
+    def coef(self, lam: float) -> np.ndarray:
+        """The solution ``gamma(lam)`` in the system's coordinates (fast routes only)."""
+        if self.method == "refit":
+            raise ValueError("the refit route has no shared system; use estimator_at(lam)")
+        self._resolve()
+        return self.system.coef(check_positive(lam, "lam"))
+
+    def estimator_at(self, lam: float) -> Any:
+        """The fitted estimator at ``lam`` (a lightweight copy, or a refit on the refit route)."""
+        lam = check_positive(lam, "lam")
+        if self.method != "refit":  # not cached: a copy is cheap, and may hold an m x n coef_
+            return self.adapter.fitted(self.coef(lam), lam)
+        if lam == self.estimator_.lam:
+            return self.estimator_
+        return clone(self.estimator).set_params(lam=lam).fit(self.X, self.Y)
+
+    def losses(self, X_val: Samples, Y_val: Samples) -> np.ndarray:
+        """Mean validation kernel-induced loss of every ``lam`` (see :func:`kernel_loss_scorer`)."""
+        t0 = time.perf_counter()
+        if self.method == "refit":
+            out = np.array([-kernel_loss_scorer(self.estimator_at(lam), X_val, Y_val) for lam in self.lams])
+        else:
+            val = self.adapter.validation(X_val, Y_val)
+            self._resolve(val.n, val.quad is not None)
+            out = path_losses(self.system, val, self.lams, self.method)
+        self.times_["score"] = time.perf_counter() - t0
+        return out
+
+    def scores(self, X_val: Samples, Y_val: Samples, scoring: str | Callable[..., float] | None = None) -> np.ndarray:
+        """Validation score of every ``lam`` (greater is better).
+
+        ``scoring``: None or ``"kernel_loss"`` (minus :meth:`losses`), a scikit-learn scorer
+        name or a callable ``scorer(estimator, X, Y)`` applied to :meth:`estimator_at`.
+        """
+        scorer, name = resolve_scoring(scoring)
+        what = type(self.estimator).__name__
+        if scorer is None:
+            out = -self.losses(X_val, Y_val)
+            for lam, s in zip(self.lams, out):
+                logger.info("[%s] lam=%.3g: %s %.6g", what, lam, name, s)
+            return out
+        spec = getattr(scorer, "retrieval", None)
+        if spec is not None and self.method != "refit" and hasattr(self.adapter, "query_block"):
+            return self._retrieval_scores(X_val, Y_val, spec, name)
+        t0 = time.perf_counter()
+        out = np.empty(len(self.lams))
+        for i, lam in enumerate(self.lams):
+            out[i] = float(scorer(self.estimator_at(lam), X_val, Y_val))
+            logger.info("[%s] lam=%.3g: %s %.6g (%.1f s)", what, lam, name, out[i], time.perf_counter() - t0)
+        self.times_["score"] = time.perf_counter() - t0
+        return out
+
+    def _retrieval_scores(self, X_val: Samples, Y_val: Samples, spec: Mapping[str, Any], name: str) -> np.ndarray:
+        """:func:`retrieval_scorer` for every ``lam`` without a fitted copy per ``lam``.
+
+        The candidate index (the output basis does not depend on ``lam``) and the
+        validation block ``Q`` are computed once; the scores at ``lam`` are
+        ``Q gamma(lam) E^T + offsets``.  With the eigen route ``gamma(lam) = W diag(phi(lam))
+        W^T B``, so ``(Q W) diag(phi) (W^T B E^T)`` costs one ``n_val x r x n_c`` product per
+        ``lam`` (a fitted copy would form the ``m x p`` coefficients and decode through them:
+        for IOKR, an ``n x n`` product per ``lam``).  Equal to the scorer applied to
+        :meth:`estimator_at` (tested).
+        """
+        from ..metrics import ranks_from_scores
+
+        t0 = time.perf_counter()
+        pool = Y_val if spec["extra_candidates"] is None else concat_samples([Y_val, spec["extra_candidates"]])
+        index = self.estimator_.make_candidate_index(pool)
+        E = np.asarray(index.gather_embeddings(), dtype=np.float64)  # (n_c, p)
+        offsets = None if index.offsets is None else np.asarray(index.offsets, dtype=np.float64)
+        Q = self.adapter.query_block(X_val)
+        n_val = Q.shape[0]
+        self._resolve(n_val)
+        system = self.system
+        BE = matmul(system.targets(), E.T)  # (m, n_c): B E^T
+        WQ: Any = None
+        WBE: Any = None
+        if self.method == "eigh" and len(system.groups) == 1 and system.eig is not None:
+            W = system.eig[0]
+            WQ, WBE = matmul(Q, W), matmul(W.T, BE)
+        truth = np.arange(n_val)
+        out = np.empty(len(self.lams))
+        what = type(self.estimator).__name__
+        for i, lam in enumerate(self.lams):
+            left: np.ndarray
+            right: np.ndarray
+            if WQ is not None and system.covers(lam):
+                left, right = WQ * system.phi(lam)[None, :], WBE
+            else:
+                left, right = Q, matmul(system.coef(lam), E.T)  # gamma(lam) E^T
+            ranks = np.empty(n_val)
+            for sl in iter_chunks(n_val, spec["query_batch"]):
+                S = matmul(left[sl], right)
+                if offsets is not None:
+                    S += offsets[None, :]
+                ranks[sl] = ranks_from_scores(S, truth[sl])
+            out[i] = retrieval_value(ranks, spec)
+            logger.info("[%s] lam=%.3g: %s %.6g (%.1f s)", what, lam, name, out[i], time.perf_counter() - t0)
+        self.times_["score"] = time.perf_counter() - t0
+        return out
+
+
+def lambda_path(estimator: Any, X: Samples, Y: Samples, lams: ArrayLike = DEFAULT_LAMS,
+                method: str = "auto") -> LambdaPath:
+    """Fit ``estimator`` once and prepare the solutions for every ``lam`` of ``lams``.
+
+    Parameters
+    ----------
+    estimator : unfitted estimator with a ``lam`` parameter (cloned, never modified)
+        Fast routes for the IOKR family (IOKR, SIOKR, ISOKR, SISOKR),
+        :class:`~sprokr.models.KernelRidgeRegressor` and square-loss
+        :class:`~sprokr.SketchedKernelMachine`; any other estimator is refitted per ``lam``.
+    X, Y : training data
+    lams : sequence of float > 0
+    method : {"auto", "eigh", "cholesky", "refit"}
+
+    Returns
+    -------
+    LambdaPath
+    """
+    return LambdaPath(estimator, X, Y, lams, method)

@@ -1,0 +1,327 @@
+"""Choosing ``lam``, kernel parameters and sketch sizes on a validation split:
+:class:`LambdaSearchCV` and :func:`select_model`."""
+from __future__ import annotations
+
+import logging
+import time
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
+
+import numpy as np
+from numpy.typing import ArrayLike
+from sklearn.base import BaseEstimator, clone
+from sklearn.model_selection import ParameterGrid
+from sklearn.utils.metaestimators import available_if
+from sklearn.utils.validation import check_is_fitted
+
+from ..utils import check_random_state, num_samples
+from ._lambda_path import DEFAULT_LAMS, check_lams, lambda_path
+from ._scorers import kernel_loss_scorer, resolve_scoring
+from ._sketch_size import grow_until_plateau, perfect_h_curve
+
+if TYPE_CHECKING:  # imported for the annotations only
+    from typing import Self
+    from ..decoders.candidates import CandidateIndex
+    from ..numerics import Decoded
+    from ..types import RandomStateLike, Samples
+
+__all__ = ["LambdaSearchCV", "select_model"]
+
+logger = logging.getLogger("sprokr.model_selection")
+
+
+def _first_best(scores):
+    s = np.where(np.isnan(scores), -np.inf, scores)
+    if not np.isfinite(s).any():
+        raise ValueError("every lam scored NaN or -inf on the validation data")
+    return int(np.argmax(s))  # the first best, in the grid's order (as GridSearchCV)
+
+
+def _seeded(estimator, rng):
+    """A clone whose unset ``random_state`` is drawn from ``rng`` (reproducible sketches)."""
+    est = clone(estimator)
+    params = est.get_params(deep=False)
+    if "random_state" in params and params["random_state"] is None:
+        est.set_params(random_state=int(rng.integers(2**31 - 1)))
+    return est
+
+
+def _split(X, Y, validation_data, validation_fraction, rng):
+    from ..models.dsokr import check_validation_fraction, validation_split
+    from ..utils import check_paired
+
+    check_paired(X, Y)
+    if validation_data is not None:
+        if len(validation_data) != 2:
+            raise ValueError("validation_data must be a pair (X_val, Y_val)")
+        check_paired(validation_data[0], validation_data[1], "X_val", "Y_val")
+        return (X, Y), tuple(validation_data)
+    vf = check_validation_fraction(validation_fraction)
+    if vf is None:
+        raise ValueError("give validation_fraction in (0, 1) or validation_data=(X_val, Y_val)")
+    return validation_split(X, Y, vf, rng)
+
+
+# --------------------------------------------------------------------------- meta-estimator
+def _best_has(attr):
+    def check(self):
+        est = getattr(self, "best_estimator_", None)
+        return hasattr(self.estimator if est is None else est, attr)
+
+    return check
+
+
+class LambdaSearchCV(BaseEstimator):
+    """Choose ``lam`` on a validation split with the lam path (scikit-learn meta-estimator).
+
+    Like scikit-learn's ``RidgeCV``, for the ridge parameter of sprokr's kernel models:
+    the estimator is fitted once on the training part of the data, every ``lam`` is scored
+    on the validation part from one factorisation (see :mod:`sprokr.model_selection`),
+    and the best one is refitted on all the data.
+
+    Parameters
+    ----------
+    estimator : estimator with a ``lam`` parameter
+        Cloned, never modified.  An unset ``random_state`` of it is drawn from
+        ``random_state`` (so the search is reproducible).
+    lams : sequence of float > 0, optional
+        The grid (default :data:`DEFAULT_LAMS`, 1e-9 ... 1e-1).  Ties go to the first best
+        value in the grid's order (as in ``GridSearchCV``).
+    scoring : None, "kernel_loss", str or callable
+        None: minus the validation kernel-induced loss (:func:`kernel_loss_scorer`, computed
+        from the path).  A scikit-learn scorer name or ``scorer(estimator, X, Y)`` (greater
+        is better), e.g. :func:`sprokr.metrics.f1_samples_scorer` or
+        :func:`retrieval_scorer`, called on a lightweight fitted copy per ``lam``.
+    validation_fraction : float in (0, 1)
+        Fraction of the pairs held out (seeded) when ``fit`` gets no ``validation_data``.
+    refit : bool
+        Refit the best ``lam`` on all the data given to ``fit`` (else ``best_estimator_`` is
+        the copy fitted on the training part).
+    method : {"auto", "eigh", "cholesky", "refit"}
+        Route of the path (see :func:`lambda_path`).
+    random_state : None, int or numpy.random.Generator
+        Seeds the validation split and the estimator's unset ``random_state``.
+
+    Attributes
+    ----------
+    best_lam_ : float
+    best_index_ : int
+    best_score_ : float
+    scores_ : ndarray of shape (n_lams,)
+        Validation score of each ``lam`` (greater is better).
+    lams_ : ndarray of shape (n_lams,)
+    best_estimator_ : fitted estimator
+    method_ : str
+        The route used.
+    n_train_, n_val_ : int
+        Sizes of the training and validation parts.
+    times_ : dict
+        Seconds of each phase (``fit``, ``pass``, ``factorize``, ``score``, ``refit``, ``total``).
+    """
+
+    def __init__(self, estimator: Any, lams: ArrayLike | None = None, scoring: str | Callable[..., float] | None = None,
+                 validation_fraction: float | None = 0.2, refit: bool = True, method: str = "auto",
+                 random_state: RandomStateLike = None) -> None:
+        self.estimator = estimator
+        self.lams = lams
+        self.scoring = scoring
+        self.validation_fraction = validation_fraction
+        self.refit = refit
+        self.method = method
+        self.random_state = random_state
+
+    def fit(self, X: Samples, Y: Samples, validation_data: tuple[Samples, Samples] | None = None) -> Self:
+        """Search ``lam`` on a validation split of ``(X, Y)`` (or on ``validation_data``)."""
+        t0 = time.perf_counter()
+        lams = check_lams(DEFAULT_LAMS if self.lams is None else self.lams)
+        resolve_scoring(self.scoring)
+        if not isinstance(self.refit, (bool, np.bool_)):
+            raise ValueError(f"refit must be True or False, got {self.refit!r}")
+        if self.method not in ("auto", "eigh", "cholesky", "refit"):
+            raise ValueError(f"method must be 'auto', 'eigh', 'cholesky' or 'refit', got {self.method!r}")
+        if not hasattr(self.estimator, "get_params") or "lam" not in self.estimator.get_params(deep=False):
+            raise ValueError(f"estimator must have a 'lam' parameter, got {type(self.estimator).__name__}")
+        rng = check_random_state(self.random_state)
+        (Xtr, Ytr), (Xv, Yv) = _split(X, Y, validation_data, self.validation_fraction, rng)
+        est = _seeded(self.estimator, rng)
+        path = lambda_path(est, Xtr, Ytr, lams, self.method)
+        scores = path.scores(Xv, Yv, self.scoring)
+        best = _first_best(scores)
+        self.lams_, self.scores_, self.best_index_ = lams, scores, best
+        self.best_lam_, self.best_score_ = float(lams[best]), float(scores[best])
+        self.method_, self.times_ = path.method, dict(path.times_)
+        self.n_train_, self.n_val_ = num_samples(Ytr, "Y"), num_samples(Yv, "Y_val")
+        logger.info("[LambdaSearchCV] best lam=%.3g (score %.6g, route %s)", self.best_lam_, self.best_score_,
+                    self.method_)
+        if self.refit:
+            t1 = time.perf_counter()
+            self.best_estimator_ = clone(est).set_params(lam=self.best_lam_).fit(X, Y)
+            self.times_["refit"] = time.perf_counter() - t1
+        else:
+            self.best_estimator_ = path.estimator_at(self.best_lam_)
+        self.times_["total"] = time.perf_counter() - t0
+        return self
+
+    # ---- delegation to the best estimator
+    @available_if(_best_has("predict"))
+    def predict(self, X: Samples, *args: Any, **kwargs: Any) -> Any:
+        """``best_estimator_.predict``."""
+        check_is_fitted(self, "best_estimator_")
+        return self.best_estimator_.predict(X, *args, **kwargs)
+
+    @available_if(_best_has("predict_topk"))
+    def predict_topk(self, X: Samples, *args: Any, **kwargs: Any) -> Decoded:
+        """``best_estimator_.predict_topk``."""
+        check_is_fitted(self, "best_estimator_")
+        return self.best_estimator_.predict_topk(X, *args, **kwargs)
+
+    @available_if(_best_has("predict_scores"))
+    def predict_scores(self, X: Samples, *args: Any, **kwargs: Any) -> np.ndarray:
+        """``best_estimator_.predict_scores``."""
+        check_is_fitted(self, "best_estimator_")
+        return self.best_estimator_.predict_scores(X, *args, **kwargs)
+
+    @available_if(_best_has("predict_coordinates"))
+    def predict_coordinates(self, X: Samples, *args: Any, **kwargs: Any) -> np.ndarray:
+        """``best_estimator_.predict_coordinates``."""
+        check_is_fitted(self, "best_estimator_")
+        return self.best_estimator_.predict_coordinates(X, *args, **kwargs)
+
+    @available_if(_best_has("make_candidate_index"))
+    def make_candidate_index(self, candidates: Samples, *args: Any, **kwargs: Any) -> CandidateIndex:
+        """``best_estimator_.make_candidate_index``."""
+        check_is_fitted(self, "best_estimator_")
+        return self.best_estimator_.make_candidate_index(candidates, *args, **kwargs)
+
+    def score(self, X: Samples, Y: Samples) -> float:
+        """The search's own scoring on ``(X, Y)`` (the kernel-induced loss by default)."""
+        check_is_fitted(self, "best_estimator_")
+        scorer, _ = resolve_scoring(self.scoring)
+        return float((scorer or kernel_loss_scorer)(self.best_estimator_, X, Y))
+
+
+# --------------------------------------------------------------------------- select_model
+def _sketch_size_param(estimator):
+    params = estimator.get_params(deep=False)
+    for name in ("m_x", "m"):
+        if name in params:
+            return name
+    raise ValueError(f"{type(estimator).__name__} has no input sketch size parameter (m_x or m)")
+
+
+def select_model(estimator: Any, X: Samples, Y: Samples, lams: ArrayLike | None = None,
+                 param_grid: Mapping[str, Sequence[Any]] | Sequence[Mapping[str, Sequence[Any]]] | None = None,
+                 m_y_grid: Sequence[int] | None = None, m_x_grid: Sequence[int] | None = None,
+                 scoring: str | Callable[..., float] | None = None, validation_fraction: float | None = 0.2,
+                 validation_data: tuple[Samples, Samples] | None = None, m_x_budget_s: float | None = None,
+                 rtol: float = 0.01, patience: int = 1, perfect_h_params: Mapping[str, Any] | None = None,
+                 method: str = "auto", random_state: RandomStateLike = None) -> dict[str, Any]:
+    """Choose ``lam``, kernel parameters and sketch sizes on a validation split of the training data.
+
+    In order, on one seeded split of ``(X, Y)`` (or on ``validation_data``):
+
+    1. ``m_y`` (``m_y_grid``; estimators with an output sketch): the perfect-h curve
+       (:func:`~sprokr.model_selection.perfect_h_curve`) of the validation outputs; the plateau
+       gives ``m_y`` -- no regressor is trained;
+    2. ``param_grid`` (a scikit-learn parameter grid, e.g. kernel bandwidths): one fit and
+       one lam path per point;
+    3. ``m_x`` (``m_x_grid``, increasing; the input sketch size ``m_x`` or ``m``): one fit and
+       one lam path per size, the sizes growing until the best validation score stops
+       improving by ``rtol`` (``patience`` times) or a fit takes longer than ``m_x_budget_s``
+       (:func:`~sprokr.model_selection.grow_until_plateau`); the smallest size within ``rtol`` of
+       the best is kept.
+
+    Parameters
+    ----------
+    estimator : unfitted estimator with a ``lam`` parameter (cloned, never modified)
+    X, Y : training data (never the test split)
+    lams : sequence of float > 0, optional (default :data:`DEFAULT_LAMS`)
+    param_grid : dict or list of dicts, optional
+        Estimator parameters to try (``sklearn.model_selection.ParameterGrid``).
+    m_y_grid, m_x_grid : increasing sequences of int, optional
+    scoring : as :class:`LambdaSearchCV`
+    validation_fraction : float in (0, 1)
+    validation_data : (X_val, Y_val), optional
+    m_x_budget_s : float, optional
+        Budget of one fit (s) while growing ``m_x``.
+    rtol, patience : stopping rule of the ``m_x`` growth (relative score improvement)
+    perfect_h_params : dict, optional
+        Extra arguments of :func:`~sprokr.model_selection.perfect_h_curve` (``candidates``,
+        ``metric``, ``greater_is_better``, ``rtol``, ...).
+    method : route of the lam paths (see :func:`lambda_path`)
+    random_state : None, int or numpy.random.Generator
+
+    Returns
+    -------
+    dict (plain data, for tables and figures)
+        ``best_params``: the chosen settings, usable as ``estimator.set_params(**best_params)``
+        (refit on all the training data afterwards); ``best_score``; ``scoring``;
+        ``perfect_h`` (the :func:`perfect_h_curve` result, or None); ``grid``: one entry per
+        parameter point with ``params``, ``lams``, ``scores``, ``best_lam``, ``best_score``,
+        ``fit_s`` (one fit), ``path_s`` (pass, factorisation and scoring of the whole grid);
+        ``m_x``: the growth (``m``, ``best_scores``, ``best_lams``, ``scores`` (per size, per
+        lam), ``fit_times``, ``selected_m``, ``stopped``) or None; ``n_train``, ``n_val``,
+        ``time_s``.
+    """
+    t_start = time.perf_counter()
+    lams = check_lams(DEFAULT_LAMS if lams is None else lams)
+    _, scoring_name = resolve_scoring(scoring)
+    if "lam" not in estimator.get_params(deep=False):
+        raise ValueError(f"estimator must have a 'lam' parameter, got {type(estimator).__name__}")
+    rng = check_random_state(random_state)
+    (Xtr, Ytr), (Xv, Yv) = _split(X, Y, validation_data, validation_fraction, rng)
+    base = _seeded(estimator, rng)
+    chosen = {}
+
+    ph = None
+    if m_y_grid is not None:
+        params = base.get_params(deep=False)
+        if params.get("output_sketch") is None:
+            raise ValueError("m_y_grid needs an estimator with an output sketch (output_sketch is None)")
+        ph = perfect_h_curve(Ytr, Yv, params["output_kernel"], m_y_grid, sketch=params["output_sketch"],
+                             sketch_params=params.get("output_sketch_params"),
+                             output_kernel_params=params.get("output_kernel_params"),
+                             random_state=int(rng.integers(2**31 - 1)), **(perfect_h_params or {}))
+        chosen["m_y"] = int(ph["plateau_m"])
+        logger.info("[select_model] perfect h: m_y=%d (%s)", chosen["m_y"], ph["criterion"])
+
+    def run_path(params):
+        est = clone(base).set_params(**params)
+        path = lambda_path(est, Xtr, Ytr, lams, method)
+        scores = path.scores(Xv, Yv, scoring)
+        b = _first_best(scores)
+        t = path.times_
+        return {"params": dict(params), "lams": lams.tolist(), "scores": scores.tolist(),
+                "best_lam": float(lams[b]), "best_score": float(scores[b]), "fit_s": t["fit"],
+                "path_s": sum(v for k, v in t.items() if k != "fit"), "method": path.method}
+
+    grid = []
+    for params in ParameterGrid(param_grid if param_grid is not None else {}):
+        res = run_path({**chosen, **params})
+        grid.append(res)
+        logger.info("[select_model] %s: best lam=%.3g, %s %.6g", params, res["best_lam"], scoring_name,
+                    res["best_score"])
+    best = grid[_first_best(np.array([g["best_score"] for g in grid]))]
+    chosen.update(best["params"])
+    chosen["lam"], best_score = best["best_lam"], best["best_score"]
+
+    growth = None
+    if m_x_grid is not None:
+        name = _sketch_size_param(base)
+        runs = {}
+
+        def evaluate(m):
+            runs[m] = run_path({**chosen, name: int(m)})
+            return -runs[m]["best_score"], runs[m]["fit_s"]
+
+        log = lambda msg: logger.info("[select_model] %s", msg)  # noqa: E731
+        g = grow_until_plateau(m_x_grid, evaluate, m_x_budget_s, rtol, patience, name=name, log=log)
+        sel = runs[g["selected_m"]]
+        chosen[name], chosen["lam"], best_score = g["selected_m"], sel["best_lam"], sel["best_score"]
+        growth = {"param": name, "m": g["m"], "best_scores": [runs[m]["best_score"] for m in g["m"]],
+                  "best_lams": [runs[m]["best_lam"] for m in g["m"]],
+                  "scores": [runs[m]["scores"] for m in g["m"]], "fit_times": g["fit_times"],
+                  "selected_m": g["selected_m"], "stopped": g["stopped"]}
+
+    return {"best_params": chosen, "best_score": best_score, "scoring": scoring_name, "perfect_h": ph,
+            "grid": grid, "m_x": growth, "n_train": num_samples(Ytr, "Y"), "n_val": num_samples(Yv, "Y_val"),
+            "time_s": time.perf_counter() - t_start}

@@ -1,0 +1,285 @@
+"""Sketch sizes: the "perfect h" curve of ``m_y``, the growth of ``m_x`` until a plateau."""
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from ..numerics import DEFAULT_RCOND, SketchedFeatures, topk_search
+from ..progress import get_logger, log_message
+from ..progress import progress as progress_bar
+from ..kernels import resolve_kernel
+from ..sketches import resolve_sketch
+from ..utils import check_positive, check_random_state, iter_chunks, num_samples, take, take_slice, unique_indices
+from ._scorers import surrogate_error
+
+if TYPE_CHECKING:  # imported for the annotations only
+    from ..kernels.base import Kernel
+    from ..sketches.base import Sketch
+    from ..types import PathLike, RandomStateLike, Samples
+
+__all__ = ["perfect_h_curve", "plateau_index", "grow_until_plateau", "select_m_x"]
+
+_LOGGER = get_logger("selection")
+
+
+def plateau_index(values: ArrayLike, greater_is_better: bool = False, rtol: float = 0.05, atol: float = 0.0) -> int:
+    """Index of the first point from which the curve stays within tolerance of its best.
+
+    ``values`` are ordered by increasing sketch size.  The tolerance is
+    ``atol + rtol * (max(values) - min(values))``; the returned index ``k`` is the smallest
+    one such that every ``values[j]``, ``j >= k``, is within it of the best value.
+    """
+    v = np.asarray(values, dtype=float)
+    if v.ndim != 1 or v.size == 0 or not np.isfinite(v).all():
+        raise ValueError("values must be a non-empty 1-D sequence of finite numbers")
+    best = v.max() if greater_is_better else v.min()
+    tol = atol + rtol * (v.max() - v.min())
+    ok = np.abs(v - best) <= tol
+    bad = np.flatnonzero(~ok)
+    return int(bad[-1] + 1) if bad.size else 0
+
+
+def perfect_h_curve(Y_train: Samples, Y_val: Samples, output_kernel: str | Kernel, m_grid: Sequence[int],
+                    sketch: str | Sketch = "subsample", sketch_params: Mapping[str, Any] | None = None,
+                    output_kernel_params: Mapping[str, Any] | None = None, candidates: Samples | None = None,
+                    metric: Callable[[Any, Any], float] | None = None, greater_is_better: bool | None = None,
+                    rtol: float = 0.05, rcond: float | None = None, random_state: RandomStateLike = None,
+                    plot: PathLike | None = None, verbose: bool = False,
+                    progress: bool | None = None) -> dict[str, Any]:
+    """The "perfect h" curve: validation error of ``h(y) = P~_Y psi(y)`` for each ``m_y``.
+
+    For each ``m`` in ``m_grid`` an output sketch ``R`` (m x n) is drawn on the training
+    outputs; the validation outputs are embedded as ``psi~(y_val)`` (their projection on
+    the sketched subspace) and
+
+    * ``projection_error[m]`` = mean ``|P~ psi(y) - psi(y)|^2 = k(y, y) - |psi~(y)|^2``
+      (no candidates needed; for the linear kernel, the squared error of the projection);
+    * if ``candidates`` or ``metric`` is given, the projections are decoded
+      (``argmax_c psi~(y)^T psi~(c) - k(c,c)/2``) over ``candidates`` (default: the
+      distinct training outputs) and ``metric(Y_val, decoded)`` is recorded (default: the
+      mean output-kernel loss of the decoded outputs, lower is better).
+
+    Parameters
+    ----------
+    Y_train : n training outputs;  Y_val : n_val validation outputs
+    output_kernel : str or Kernel
+    m_grid : increasing sequence of int (each <= n)
+    sketch, sketch_params : output sketch (name or Sketch; its ``m`` is set per point)
+    candidates : collection, optional
+    metric : callable ``metric(Y_true, Y_pred) -> float``, optional
+    greater_is_better : bool, optional
+        Direction of ``metric`` (default False; the projection error is always lower-better).
+    rtol : float
+        Plateau tolerance (see :func:`plateau_index`).
+    random_state : None, int or Generator
+        One generator for the successive sketches.
+    plot : str or path, optional
+        Save the figure of :func:`sprokr.plotting.plot_sketch_size_curve` there (PNG, PDF
+        or SVG by extension).
+    verbose : bool
+        Show one line per size on standard error (always logged at INFO on the
+        ``sprokr.selection`` logger).
+    progress : bool, optional
+        Progress bar over the sizes (default: :func:`sprokr.progress.progress_enabled`).
+
+    Returns
+    -------
+    dict with ``m`` (list), ``projection_error``, ``metric`` (list or None), ``ranks``,
+    ``times`` (s per point), ``criterion`` (name of the curve used), ``plateau_m``
+    (smallest m on the plateau) and ``plot`` (path or None).
+    """
+    from ..models.base import OUTPUT_DTYPE
+
+    grid = [int(m) for m in m_grid]
+    if not grid or any(b <= a for a, b in zip(grid, grid[1:])):
+        raise ValueError("m_grid must be a non-empty increasing sequence of sketch sizes")
+    n = num_samples(Y_train, "Y_train")
+    ky = resolve_kernel(output_kernel, output_kernel_params, "output", OUTPUT_DTYPE)
+    sketches: list[Any] = [resolve_sketch(sketch, m if isinstance(sketch, str) else None, sketch_params, n, "output")
+                for m in grid]
+    if not isinstance(sketch, str):
+        sketches = [_with_m(s, m, n) for s, m in zip(sketches, grid)]
+    rng = check_random_state(random_state)
+    rc = rcond if rcond is not None else DEFAULT_RCOND
+    Yp, Yvp = ky.prepare_outputs(Y_train), ky.prepare_outputs(Y_val)
+    kvv = ky.diag(Yvp).astype(np.float64)
+    decode = candidates is not None or metric is not None
+    if decode:
+        C = candidates if candidates is not None else take(Y_train, unique_indices(Y_train))
+        Cp = ky.prepare_outputs(C)
+        off = None if ky.normalized else -0.5 * ky.diag(Cp).astype(np.float64)
+        if metric is None:
+            metric, greater_is_better = _kernel_loss(ky), False
+    gib = bool(greater_is_better)
+    proj, met, ranks, times = [], [], [], []
+    bar = progress_bar(total=len(grid), desc="perfect h", unit="sizes", enabled=progress)
+    for m, sk in zip(grid, sketches):
+        t0 = time.perf_counter()
+        R = sk.draw(n, rng)
+        # the basis needs the sketch's support points only: no pass over the n outputs
+        feats = SketchedFeatures.from_support(ky, R, take(Y_train, R.indices), OUTPUT_DTYPE, rc,
+                                              prepared=take(Yp, R.indices))[0].fit_basis()
+        Hv = feats.transform(Yvp)
+        proj.append(float(np.mean(np.maximum(kvv - np.einsum("ij,ij->i", Hv, Hv), 0.0))))
+        ranks.append(feats.rank)
+        if decode:
+            idx = topk_search(Hv, feats.transform(Cp), 1, off).indices[:, 0]
+            met.append(float(metric(Y_val, take(C, idx))))  # type: ignore[misc]  # set when decode
+        times.append(time.perf_counter() - t0)
+        extra = f", metric {met[-1]:.5g}" if decode else ""
+        bar.update(1)
+        log_message(f"perfect_h m_y={m}: rank {ranks[-1]}, projection error {proj[-1]:.5g}{extra} "
+                    f"({times[-1]:.2f} s)", verbose=verbose, logger=_LOGGER)
+    bar.close()
+    curve, crit = (met, "metric") if decode else (proj, "projection_error")
+    k = plateau_index(curve, greater_is_better=gib if decode else False, rtol=rtol)
+    out = {"m": grid, "projection_error": proj, "metric": met if decode else None, "ranks": ranks,
+           "times": times, "criterion": crit, "plateau_m": grid[k], "plot": None}
+    if plot is not None:
+        from ..plotting import plot_sketch_size_curve
+
+        plot_sketch_size_curve(out, path=plot)
+        out["plot"] = str(plot)
+    return out
+
+
+def _with_m(sketch, m, n):
+    from sklearn.base import clone
+
+    s = clone(sketch).set_params(m=m)
+    s.validate(n)
+    return s
+
+
+def _kernel_loss(ky):
+    def loss(Y_true, Y_pred):
+        A, B = ky.prepare_outputs(Y_true), ky.prepare_outputs(Y_pred)
+        total = 0.0
+        for sl in iter_chunks(num_samples(A), 512):
+            a, b = take_slice(A, sl), take_slice(B, sl)
+            total += float(np.sum(ky.diag(a) + ky.diag(b) - 2 * np.einsum("ii->i", ky.pairwise(a, b))))
+        return total / max(num_samples(A), 1)
+
+    return loss
+
+
+def grow_until_plateau(grid: Sequence[int], evaluate: Callable[[int], tuple[float, float]],
+                       budget_s: float | None = None, rtol: float = 0.01, patience: int = 1, name: str = "m",
+                       log: Callable[[str], Any] | None = None) -> dict[str, Any]:
+    """Evaluate increasing sizes until the error stops improving or a time budget is exceeded.
+
+    The loop behind :func:`select_m_x` and :func:`~sprokr.model_selection.select_model`:
+    ``evaluate(size) -> (error, seconds)`` is called for each size of ``grid`` in turn (lower
+    error is better; any sign).  It stops when an evaluation takes longer than ``budget_s``
+    ("budget") or when the error has failed ``patience`` times in a row to improve on the
+    best one so far by more than ``rtol`` (relative; "converged"); otherwise after the whole
+    grid ("grid").  The selected size is the smallest one whose error is within ``rtol`` of
+    the best error among the evaluations that stayed within budget.
+
+    Parameters
+    ----------
+    grid : increasing sequence of int
+    evaluate : callable ``size -> (error, seconds)``
+    budget_s : float, optional
+        Time budget of one evaluation (s); None: no budget.
+    rtol : float >= 0
+    patience : int >= 1
+    name : str
+        Name of the size in log messages.
+    log : callable, optional
+        ``log(message)`` after each evaluation.
+
+    Returns
+    -------
+    dict with ``m`` (evaluated sizes), ``errors``, ``fit_times``, ``selected_m`` and
+    ``stopped`` ("converged", "budget" or "grid").
+    """
+    if budget_s is not None:
+        budget_s = check_positive(budget_s, "budget_s")
+    rtol = check_positive(rtol, "rtol", strict=False)
+    if isinstance(patience, bool) or not isinstance(patience, (int, np.integer)) or patience < 1:
+        raise ValueError(f"patience must be an integer >= 1, got {patience!r}")
+    grid = [int(m) for m in grid]
+    if not grid or any(b <= a for a, b in zip(grid, grid[1:])):
+        raise ValueError(f"the grid of {name} must be a non-empty increasing sequence of sizes, got {grid}")
+    limit = np.inf if budget_s is None else budget_s
+    ms, errs, times, stopped, flat = [], [], [], "grid", 0
+    for m in grid:
+        err, t = evaluate(m)
+        err, t = float(err), float(t)
+        ms.append(m), errs.append(err), times.append(t)  # type: ignore[func-returns-value]
+        if log is not None:
+            log(f"{name}={m}: validation error {err:.6g} ({t:.2f} s)")
+        if t > limit:
+            stopped = "budget"
+            break
+        if len(errs) > 1:
+            prev = min(errs[:-1])
+            flat = flat + 1 if err > prev - rtol * abs(prev) else 0
+            if flat >= patience:
+                stopped = "converged"
+                break
+    ok = [i for i, t in enumerate(times) if t <= limit] or [0]
+    best = min(errs[i] for i in ok)
+    sel = next(ms[i] for i in ok if errs[i] <= best + rtol * abs(best))
+    return {"m": ms, "errors": errs, "fit_times": times, "selected_m": sel, "stopped": stopped}
+
+
+def select_m_x(X: Samples, Y: Samples, X_val: Samples, Y_val: Samples, m_grid: Sequence[int], budget_s: float,
+               rtol: float = 0.01, patience: int = 1, random_state: RandomStateLike = None, verbose: bool = False,
+               progress: bool | None = None, **siokr_params: Any) -> dict[str, Any]:
+    """Choose the input sketch size of SIOKR by validation surrogate error under a time budget.
+
+    SIOKR is fitted for increasing ``m_x`` in ``m_grid``; the loop stops when the training
+    time of a fit exceeds ``budget_s`` or when the error has improved by less than ``rtol``
+    (relative) ``patience`` times in a row.  The selected ``m_x`` is the smallest one whose
+    error is within ``rtol`` of the best error seen among fits that stayed within budget
+    (:func:`grow_until_plateau`).  :func:`~sprokr.model_selection.select_model` does the
+    same with a whole ``lam`` path per ``m_x``.
+
+    Parameters
+    ----------
+    X, Y, X_val, Y_val : training and validation data
+    m_grid : increasing sequence of int
+    budget_s : float
+        Training-time budget of one fit (s).
+    verbose : bool
+        Show one line per size on standard error (always logged at INFO on the
+        ``sprokr.selection`` logger).
+    progress : bool, optional
+        Progress bar over the sizes (default: :func:`sprokr.progress.progress_enabled`).
+    **siokr_params : passed to :class:`sprokr.SIOKR` (kernels, lam, sketch, ...); an
+        ``output_sketch`` here makes the models SISOKR.
+
+    Returns
+    -------
+    dict with ``m`` (evaluated sizes), ``errors``, ``fit_times``, ``selected_m``,
+    ``stopped`` ("converged", "budget" or "grid").
+    """
+    from ..models.sisokr import SISOKR
+
+    budget_s = check_positive(budget_s, "budget_s")
+    rng = check_random_state(random_state)
+    params = {"input_sketch": "subsample", **siokr_params}
+    m_grid = list(m_grid)
+    bar = progress_bar(total=len(m_grid), desc="select m_x", unit="sizes", enabled=progress)
+
+    def evaluate(m):
+        model = SISOKR(m_x=m, random_state=int(rng.integers(2**31 - 1)), **params)
+        t0 = time.perf_counter()
+        model.fit(X, Y)
+        t = time.perf_counter() - t0
+        err = surrogate_error(model, X_val, Y_val)
+        bar.update(1)
+        return err, t
+
+    def log(msg):
+        log_message(f"select_m_x {msg}", verbose=verbose, logger=_LOGGER)
+
+    try:
+        return grow_until_plateau(m_grid, evaluate, budget_s, rtol, patience, name="m_x", log=log)
+    finally:
+        bar.close()

@@ -279,7 +279,7 @@ class Registry:
             except ImportError as exc:
                 raise ImportError(f"{where} cannot be imported: {exc}") from exc
             except (TypeError, ValueError) as exc:
-                raise _renamed(exc, f"{where}: {exc}") from exc
+                raise _renamed(exc, f"{where}: {exc}")
             if base is not None and not isinstance(obj, base):
                 raise PluginComponentError(
                     f"{where}: its factory returned a {type(obj).__name__}, not a {base.__name__}; "
@@ -323,11 +323,10 @@ class Registry:
 
 
 def _renamed(exc, msg):
-    """``exc`` with the message ``msg`` when its type allows it, else ``exc`` itself."""
-    try:
-        return type(exc)(msg)
-    except Exception:
-        return exc
+    """``exc`` itself carrying the message ``msg`` (never a new instance of its type)."""
+    from .utils import reword_error
+
+    return reword_error(exc, msg)
 
 
 def _import_target(comp):
@@ -433,7 +432,7 @@ def resolve_kernel(spec: str | Kernel, params: Mapping[str, Any] | None, side: s
     try:
         kernel.check_params()
     except (ValueError, TypeError) as exc:
-        raise type(exc)(f"{side}_kernel {spec if isinstance(spec, str) else type(spec).__name__!r}: {exc}") from None
+        raise _renamed(exc, f"{side}_kernel {spec if isinstance(spec, str) else type(spec).__name__!r}: {exc}")
     return kernel
 
 

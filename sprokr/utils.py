@@ -34,6 +34,8 @@ __all__ = [
     "iter_chunks",
     "resolve_dtype",
     "NamedPrepare",
+    "reword_error",
+    "error_text",
 ]
 
 
@@ -63,21 +65,23 @@ def check_chunk_size(chunk_size: int | None) -> int | None:
     return int(chunk_size)
 
 
-def check_strings(X: Any, what: str = "text", name: str = "X") -> list[str]:
+def check_strings(X: Any, what: str = "text", name: str = "X", owner: str | None = None) -> list[str]:
     """``X`` as a list of str, or a TypeError naming the first element that is not one.
 
     ``what`` names the strings in the messages (``"text"``, ``"SMILES"``); a single string
-    is refused (it would otherwise be read as a sequence of characters).
+    is refused (it would otherwise be read as a sequence of characters).  ``owner`` (e.g.
+    ``"the 'text' kernel"``) is named as what takes the strings.
     """
+    takes = f" ({owner} takes a sequence of {what} strings)" if owner else ""
     if isinstance(X, (str, bytes)):
-        raise TypeError(f"{name} must be a sequence of {what} strings, not a single string")
+        raise TypeError(f"{name} must be a sequence of {what} strings, not a single string{takes}")
     try:
         texts = list(X)
     except TypeError:
-        raise TypeError(f"{name} must be a sequence of {what} strings, got {type(X).__name__}") from None
+        raise TypeError(f"{name} must be a sequence of {what} strings, got {type(X).__name__}{takes}") from None
     for i, s in enumerate(texts):
         if not isinstance(s, str):
-            raise TypeError(f"{name}[{i}] must be a {what} string, got {type(s).__name__}")
+            raise TypeError(f"{name}[{i}] must be a {what} string, got {type(s).__name__}{takes}")
     return texts
 
 
@@ -264,7 +268,30 @@ class NamedPrepare:
         try:
             return self.prepare(data)
         except (ValueError, TypeError) as exc:
-            raise type(exc)(name_error(str(exc), self.name)) from None
+            raise reword_error(exc, name_error(str(exc), self.name))
+
+
+def reword_error(exc: BaseException, msg: str) -> BaseException:
+    """``exc`` itself, now carrying the message ``msg`` (to re-raise it with more context).
+
+    Never builds a new instance of ``type(exc)``: a constructor may take other arguments
+    (``MoleculeReadError(index, record, reason)``) or none, and a plugin's exception type can
+    be anything.  The same object keeps its type, attributes, cause and traceback.  When the
+    type prints its one string argument the default way (``BaseException.__str__``), that
+    argument becomes ``msg``; otherwise (a custom ``__str__``, several arguments) ``msg`` is
+    attached as a PEP 678 note, which tracebacks and :func:`error_text` show.
+    """
+    if type(exc).__str__ is BaseException.__str__ and len(exc.args) == 1 and isinstance(exc.args[0], str):
+        exc.args = (msg,)
+    elif msg != str(exc) and msg not in getattr(exc, "__notes__", ()):
+        exc.add_note(msg)
+    return exc
+
+
+def error_text(exc: BaseException) -> str:
+    """One line for a user-facing error: ``str(exc)`` followed by its PEP 678 notes."""
+    parts = [str(exc)] + [str(n) for n in getattr(exc, "__notes__", ()) or ()]
+    return "; ".join(dict.fromkeys(p for p in parts if p)) or type(exc).__name__
 
 
 def name_error(msg, name):

@@ -129,7 +129,7 @@ class TextKernel(Kernel):
 
     @staticmethod
     def _texts(X):
-        return check_strings(X, "text")
+        return check_strings(X, "text", "the samples", "the 'text' kernel")
 
     # ------------------------------------------------------------------ features
     def _counts(self, texts):

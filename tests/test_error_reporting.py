@@ -1,0 +1,218 @@
+"""Errors that reach the user are the real ones (issue "Nothing breaks, nothing lies"):
+
+* an error re-raised with more context keeps its type and its own message, whatever its
+  constructor takes (``MoleculeReadError(index, record, reason)``, a plugin's own types);
+* a kernel given a type it cannot take says which types it takes;
+* predicting on zero queries returns empty results of the right shape, in every estimator;
+* bad inputs are named by every estimator (``DSOKREnsemble`` included), and huge finite
+  outputs either fit with finite scores or are refused quickly;
+* an unknown component whose plugin was skipped names the plugin and why;
+* ``MoleculeRetriever`` takes numeric inputs (descriptor vectors).
+"""
+import csv
+
+import numpy as np
+import pytest
+
+pytest.importorskip("rdkit")
+pytest.importorskip("networkx")
+
+import sprokr  # noqa: E402
+from sprokr import IOKR  # noqa: E402
+from sprokr.cli import main  # noqa: E402
+from sprokr.datasets import sample_path  # noqa: E402
+from sprokr.kernels import GaussianKernel  # noqa: E402
+from sprokr.registry import Registry, get_registry  # noqa: E402
+from sprokr.utils import error_text, reword_error  # noqa: E402
+from sprokr_chem import MoleculeReadError, mol_to_graph  # noqa: E402
+
+SMILES = ["CCO", "CCCO", "CCN", "c1ccccc1", "CC(=O)O", "CCCl", "CCOC", "OCCO"]
+
+
+@pytest.fixture(scope="module")
+def X():
+    return np.random.default_rng(0).normal(size=(len(SMILES), 3))
+
+
+# 1. errors re-raised with context keep their type and message -----------------------------
+class NeedsArgs(ValueError):
+    """A plugin's error whose constructor takes other arguments than a message."""
+
+    def __init__(self, code, detail):
+        self.code, self.detail = code, detail
+        super().__init__(f"plugin failure {code}: {detail}")
+
+
+class NoArgs(TypeError):
+    """A plugin's error that cannot be re-created with a message."""
+
+    def __init__(self):
+        super().__init__("no-arg failure")
+
+
+class OwnStr(ValueError):
+    """A plugin's error with its own ``__str__`` (its message is not its argument)."""
+
+    def __init__(self, code):
+        super().__init__(code)
+        self.code = code
+
+    def __str__(self):
+        return f"own-str failure #{self.code}"
+
+
+ERRORS = [lambda: NeedsArgs(7, "bad sample"), NoArgs, lambda: OwnStr(3), lambda: MoleculeReadError(2, "C1C(", "why")]
+
+
+class FailingKernel(GaussianKernel):
+    """A plugin kernel whose ``prepare`` raises its own exception type on the output side."""
+
+    def __init__(self, sigma2=1.0, make=None, dtype="float64"):
+        super().__init__(sigma2=sigma2, dtype=dtype)
+        self.make = make
+
+    def prepare(self, X):
+        raise self.make()
+
+
+@pytest.mark.parametrize("make", ERRORS, ids=lambda m: m().__class__.__name__)
+def test_plugin_errors_keep_their_type_and_message(X, make):
+    expected = make()
+    with pytest.raises(type(expected)) as info:
+        IOKR(output_kernel=FailingKernel(make=make)).fit(X, X)
+    exc = info.value
+    attrs = {k: v for k, v in vars(exc).items() if k != "__notes__"}
+    assert type(exc) is type(expected) and attrs == vars(expected)  # the same error, attributes kept
+    text = error_text(exc)  # what the CLI prints
+    assert str(expected) in text and "Y" in text and "missing" not in text and "positional" not in text
+
+
+class BadParams(GaussianKernel):
+    """A plugin kernel whose ``check_params`` raises its own exception type."""
+
+    def __init__(self, sigma2=1.0, make=None, dtype="float64"):
+        super().__init__(sigma2=sigma2, dtype=dtype)
+        self.make = make
+
+    def check_params(self):
+        raise self.make()
+
+
+@pytest.mark.parametrize("make", ERRORS, ids=lambda m: m().__class__.__name__)
+def test_factory_and_check_params_errors_keep_their_type(X, make):
+    expected = make()
+
+    class Plugin:
+        @sprokr.hookimpl
+        def sprokr_input_kernels(self):
+            def failing():
+                raise make()
+            return {"failing": failing}
+
+    reg = Registry(entry_points=False)
+    reg.register(Plugin(), name="testplugin")
+    with pytest.raises(type(expected)) as info:
+        reg.create("input_kernel", "failing")
+    assert str(expected) in error_text(info.value) and "testplugin" in error_text(info.value)
+    with pytest.raises(type(expected)) as info:
+        IOKR(input_kernel=BadParams(make=make)).fit(X, X)
+    assert str(expected) in error_text(info.value) and "input_kernel" in error_text(info.value)
+
+
+def test_reword_error_never_builds_a_new_instance():
+    exc = NeedsArgs(1, "x")
+    assert reword_error(exc, "Y: plugin failure 1: x") is exc and str(exc) == "Y: plugin failure 1: x"
+    own = OwnStr(5)
+    assert reword_error(own, "Y: own-str failure #5") is own
+    assert error_text(own) == "own-str failure #5; Y: own-str failure #5"
+    plain = KeyError("k")  # a custom __str__ too: the context goes to a note
+    assert reword_error(plain, "X: 'k'") is plain and "X: 'k'" in plain.__notes__
+
+
+def test_bad_smiles_in_outputs_candidates_and_queries_name_the_record(X):
+    bad = list(SMILES)
+    bad[1] = "C1CC(=O"
+    with pytest.raises(MoleculeReadError, match=r"^Y: invalid molecule at record 1: 'C1CC\(=O' \(RDKit") as info:
+        IOKR(output_kernel="morgan_tanimoto").fit(X, bad)
+    assert info.value.index == 1 and info.value.record == "C1CC(=O"
+    model = IOKR(output_kernel="morgan_tanimoto").fit(X, SMILES)
+    with pytest.raises(MoleculeReadError, match=r"^candidates: invalid molecule at record 1: 'C1CC\(=O'"):
+        model.predict_topk(X, candidates=["CCO", "C1CC(=O"], k=1)
+    with pytest.raises(MoleculeReadError, match=r"^candidates: invalid molecule at record 1: '' \(empty SMILES\)"):
+        model.make_candidate_index(["CCO", ""])
+    queries = IOKR(input_kernel="smiles_spectrum", output_kernel="morgan_tanimoto").fit(SMILES, SMILES)
+    with pytest.raises(MoleculeReadError, match=r"^X: invalid molecule at record 0: ''"):
+        queries.predict([""])
+
+
+# 2. a kernel given a type it cannot take says which types it takes ------------------------
+def _first_party_kernels():
+    rows = get_registry().list_components()
+    return sorted({r["name"] for r in rows if r["kind"] == "output_kernel"
+                   and r["plugin"] in ("sprokr", "chem", "graphs") and r["name"] != "precomputed"})
+
+
+WRONG = {
+    "numbers": lambda X: X,
+    "smiles": lambda X: list(SMILES),
+    "graphs": lambda X: [mol_to_graph(s) for s in SMILES],
+    "text": lambda X: ["a sentence about cats"] * len(SMILES),
+    "floats": lambda X: [float(i) for i in range(len(SMILES))],
+    "dicts": lambda X: [{"a": i} for i in range(len(SMILES))],
+    "ragged": lambda X: [[1.0] * (i % 3 + 1) for i in range(len(SMILES))],
+}
+
+
+@pytest.mark.parametrize("kernel", _first_party_kernels())
+@pytest.mark.parametrize("kind", sorted(WRONG))
+def test_kernels_say_which_types_they_take(X, kernel, kind):
+    Y = WRONG[kind](X)
+    try:
+        IOKR(output_kernel=kernel).fit(X, Y)
+    except MoleculeReadError as exc:  # a string that is not a molecule: the documented error
+        assert str(exc).startswith("Y: invalid molecule at record 0")
+    except (TypeError, ValueError) as exc:
+        msg = error_text(exc)
+        assert msg.startswith("Y") and ("takes" in msg or "take graphs" in msg or "non-negative" in msg), msg
+        for internal in ("inhomogeneous", "could not convert", "positional argument", "setting an array element"):
+            assert internal not in msg, msg
+
+
+@pytest.mark.parametrize("kernel", ["morgan_tanimoto", "morgan_count_tanimoto", "morgan_minmax", "morgan_cosine",
+                                    "morgan_gaussian_tanimoto", "smiles_spectrum"])
+def test_molecule_kernels_take_molecule_graphs(kernel):
+    k = get_registry().create("output_kernel", kernel)
+    graphs = [mol_to_graph(s) for s in SMILES]
+    np.testing.assert_allclose(k(graphs), k(SMILES), atol=1e-12)
+    np.testing.assert_allclose(k(graphs[:3], SMILES), k(SMILES[:3], SMILES), atol=1e-12)
+
+
+def test_cli_molecule_output_type_with_a_morgan_kernel(tmp_path, capsys):
+    """docs/cli.md's `[output] type = "molecule"` with docs/molecules.md's Morgan count Tanimoto."""
+    rows = list(csv.DictReader(open(sample_path("qm9_sample.csv"))))
+    for name, part in (("train.csv", rows[:80]), ("test.csv", rows[80:100])):
+        with open(tmp_path / name, "w", newline="") as fh:
+            w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+            w.writeheader()
+            w.writerows(part)
+    (tmp_path / "m.toml").write_text('''estimator = "IOKR"
+[params]
+lam = 1e-3
+output_kernel = "morgan_count_tanimoto"
+[input]
+columns = ["mu", "alpha", "homo", "lumo"]
+standardize = true
+[output]
+column = "smiles"
+type = "molecule"
+''')
+    assert main(["fit", "--config", str(tmp_path / "m.toml"), "--train", str(tmp_path / "train.csv"),
+                 "-o", str(tmp_path / "m.sprokr")]) == 0, capsys.readouterr().err
+    assert main(["predict", str(tmp_path / "m.sprokr"), "--input", str(tmp_path / "test.csv"),
+                 "--candidates", str(tmp_path / "train.csv"), "-o", str(tmp_path / "p.csv")]) == 0, \
+        capsys.readouterr().err
+    pred = [r["prediction"] for r in csv.DictReader(open(tmp_path / "p.csv"))]
+    train = {r["smiles"] for r in rows[:80]}
+    from sprokr_chem import canonical_smiles
+
+    assert len(pred) == 20 and set(pred) <= set(canonical_smiles(sorted(train)))

@@ -216,3 +216,76 @@ type = "molecule"
     from sprokr_chem import canonical_smiles
 
     assert len(pred) == 20 and set(pred) <= set(canonical_smiles(sorted(train)))
+
+
+# 3. zero queries give empty results of the right shape ------------------------------------
+def _zero_query_cases():
+    from test_conformance import ESTIMATORS
+
+    from sprokr.models import MLPSurrogate
+
+    return ESTIMATORS + [MLPSurrogate(max_epochs=3, random_state=0)]
+
+
+def _same_kind_empty(empty, full):
+    """``empty`` is ``full`` with zero rows: same type, same trailing shape."""
+    if isinstance(full, np.ndarray):
+        assert isinstance(empty, np.ndarray) and empty.shape == (0,) + full.shape[1:], (empty, full.shape)
+    else:
+        assert type(empty) is type(full) and len(empty) == 0
+
+
+@pytest.mark.parametrize("estimator", _zero_query_cases(), ids=lambda e: repr(e).replace("\n", "")[:60])
+def test_zero_queries_give_empty_results(estimator):
+    import warnings
+
+    from sklearn.base import clone
+
+    r = np.random.default_rng(0)
+    X = r.normal(size=(60, 4))
+    structured = hasattr(estimator, "predict_topk")
+    if structured:
+        Y = (X[:, :3] > 0).astype(float)
+    elif type(estimator).__name__ == "MLPSurrogate":
+        Y = X[:, :2] @ r.normal(size=(2, 3))
+    else:
+        Y = X @ np.arange(1.0, 5.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = clone(estimator).fit(X, Y)
+    X0, X2 = X[:0], X[:2]
+    _same_kind_empty(model.predict(X0), model.predict(X2))
+    if not structured:
+        with pytest.raises(ValueError, match="0 sample"):  # a score of nothing is undefined
+            model.score(X0, Y[:0])
+        return
+    C = Y[:10]
+    for k in (1, 3, 50):
+        top = model.predict_topk(X0, k=k, candidates=C)
+        assert top.indices.shape == top.scores.shape == (0, min(k, len(C)))
+        assert top.indices.dtype.kind == "i"
+    _same_kind_empty(model.predict(X0, candidates=C), model.predict(X2, candidates=C))
+    index = model.make_candidate_index(C)
+    assert model.predict_topk(X0, k=2, candidates=index).indices.shape == (0, 2)
+    assert model.predict_scores(X0, candidates=C).shape == (0, 10)
+    assert model.predict_coordinates(X0).shape == (0,) + model.predict_coordinates(X2).shape[1:]
+    if hasattr(model, "predict_weights"):
+        assert model.predict_weights(X0).shape == (0,) + model.predict_weights(X2).shape[1:]
+    with pytest.raises(ValueError, match="cannot score on 0 samples"):
+        model.score(X0, Y[:0])
+    with pytest.raises(ValueError, match="candidate set is empty"):
+        model.make_candidate_index(C[:0])
+
+
+def test_zero_queries_with_strings_graphs_and_the_retriever():
+    from sprokr_chem import MoleculeRetriever
+
+    graphs = [mol_to_graph(s) for s in SMILES]
+    texts = ["a b", "c d e", "f g", "h", "i j", "k l m", "n", "o p"]
+    for Xtr, Ytr, Q in ((SMILES, SMILES, []), (texts, graphs, [])):
+        model = IOKR(input_kernel="smiles_spectrum" if Xtr is SMILES else "text",
+                     output_kernel="morgan_tanimoto" if Ytr is SMILES else "wl").fit(Xtr, Ytr)
+        assert model.predict(Q) == [] and model.predict_topk(Q, k=3).indices.shape == (0, 3)
+    ret = MoleculeRetriever(random_state=0).fit(SMILES * 3, SMILES * 3)
+    assert ret.predict([]) == [] and ret.predict_topk([], k=3).indices.shape == (0, 3)
+    assert ret.predict_scores([]).shape[0] == 0

@@ -136,6 +136,8 @@ class TextKernel(Kernel):
         """Hashed n-gram counts: [words | characters], CSR (n, 2 n_features) float64."""
         from sklearn.feature_extraction.text import HashingVectorizer
 
+        if not texts:  # HashingVectorizer.transform fails on an empty sequence
+            return sp.csr_matrix((0, 2 * int(self.n_features)))
         common = dict(n_features=int(self.n_features), alternate_sign=False, norm=None,
                       lowercase=bool(self.lowercase), dtype=np.float64)
         word = HashingVectorizer(analyzer="word", ngram_range=tuple(self.word_ngrams), **common)

@@ -322,8 +322,10 @@ class DSOKR(OutputKernelModel, BaseEstimator):
         check_is_fitted(self, "regressor_")
         if not prepared:
             X = self.prepare_inputs(X)
-        return self._check_output(self.regressor_.predict(X), num_samples(X, "X"), self.output_rank_,
-                                  self.regressor_)
+        n_q = num_samples(X, "X")
+        if n_q == 0:  # zero queries: no coordinates (a regressor may refuse an empty batch)
+            return np.empty((0, self.output_rank_))
+        return self._check_output(self.regressor_.predict(X), n_q, self.output_rank_, self.regressor_)
 
     def output_basis_vectors(self, feature_map: Callable[[Any], ArrayLike] | None = None) -> np.ndarray:
         """The basis ``e~_j`` as explicit vectors, (p, D), for kernels with finite features.

@@ -337,7 +337,10 @@ class MLPSurrogate(SaveMixin, RegressorMixin, BaseEstimator):
     def predict(self, X: Any) -> np.ndarray:
         """Predicted targets, (n_q, p)."""
         check_is_fitted(self, "model_")
-        G = self.model_.predict(_mlp_inputs(X))
+        X = _mlp_inputs(X)
+        if X.shape[0] == 0:  # scikit-learn's MLP refuses an empty batch
+            return np.empty((0, self.n_outputs_))
+        G = self.model_.predict(X)
         return as_targets(G) * self.scale_ + self.mu_
 
 

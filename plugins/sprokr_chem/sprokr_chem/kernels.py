@@ -384,7 +384,9 @@ class SmilesSpectrumKernel(Kernel):
         hv = HashingVectorizer(analyzer="char", ngram_range=(self.min_n, self.n), lowercase=False,
                                n_features=self.n_features, alternate_sign=False, norm="l2",
                                dtype=np.dtype(self.dtype))
-        return CosineKernel(dtype=self.dtype).prepare(hv.transform(texts))
+        # HashingVectorizer.transform fails on an empty sequence (zero queries)
+        rows = hv.transform(texts) if texts else sp.csr_matrix((0, int(self.n_features)))
+        return CosineKernel(dtype=self.dtype).prepare(rows)
 
     def pairwise(self, A: Any, B: Any) -> np.ndarray:
         # rows are l2-normalised: the kernel is a sparse x sparse product (the hashed

@@ -28,6 +28,7 @@ __all__ = [
     "unique_inverse",
     "check_random_state",
     "check_finite",
+    "check_numeric_array",
     "check_positive",
     "check_fraction",
     "copy_with_coef",
@@ -220,6 +221,59 @@ def check_finite(X: Any, name: str = "X") -> Any:
         verb = "contain" if name.endswith("s") and not name.endswith("ss") else "contains"
         raise ValueError(f"{name} {verb} {bad} NaN or infinite value(s); expected finite numbers")
     return X
+
+
+def check_numeric_array(X: Any, name: str = "X", dtype: DTypeLike = np.float64, owner: str | None = None,
+                        ndim: int | None = 2) -> np.ndarray:
+    """``X`` as a dense numeric array of ``dtype`` (a new array when converted), checked.
+
+    One validation for every component that takes numbers directly (not through a
+    kernel), so that each names the problem the same way instead of leaking numpy's
+    internal errors: rows of different lengths (a ragged list), values that are not
+    numbers, complex numbers, NaN or inf, and finite values that ``dtype`` cannot hold
+    (``X * 1e200`` overflows float32, the dtype of the neural surrogates).
+
+    Parameters
+    ----------
+    X : array-like
+    name : str
+        The argument, named in the errors (``"X"``, ``"y"``).
+    dtype : float dtype
+    owner : str, optional
+        What computes in ``dtype`` (e.g. ``"the MLP surrogate"``), named in the range error.
+    ndim : int or None
+        Required number of dimensions (None: any, at least 1).
+    """
+    shape_doc = "(n_samples, n_features)" if ndim == 2 else "(n_samples, ...)" if ndim is None else f"{ndim}-D"
+    try:
+        A = np.asarray(X)
+    except (TypeError, ValueError):
+        A = None
+    if A is None or (A.dtype == object and A.ndim == 1 and any(isinstance(r, (list, tuple, np.ndarray)) for r in A)):
+        raise ValueError(f"{name} must be a numeric array of shape {shape_doc}; got a {type(X).__name__} "
+                         f"whose rows have different lengths (a ragged collection)")
+    if A.dtype.kind == "c":
+        raise ValueError(f"Complex data not supported: {name} must hold real numbers")
+    if A.dtype.kind not in "biuf":
+        try:
+            A = A.astype(np.float64)
+        except (TypeError, ValueError) as exc:
+            first = next((v for v in A.ravel() if not isinstance(v, (numbers.Real, np.number))), None)
+            cls = TypeError if isinstance(exc, TypeError) else ValueError  # objects: a TypeError, like numpy's
+            raise cls(f"{name} must hold numbers, got dtype {A.dtype}"
+                             + (f" (e.g. {first!r}: {exc})" if first is not None else f" ({exc})")) from None
+    if (ndim is not None and A.ndim != ndim) or A.ndim < 1:
+        raise ValueError(f"{name} must be a {shape_doc} array, got shape {A.shape}"
+                         + (". Reshape your data: X.reshape(-1, 1) for a single feature" if A.ndim == 1 else ""))
+    check_finite(A, name)
+    dt = np.dtype(dtype)
+    if dt.kind == "f" and A.size and A.dtype.itemsize > dt.itemsize:
+        big = float(np.max(np.abs(A)))
+        if big > np.finfo(dt).max:
+            raise ValueError(f"{name} holds values up to {big:.3g}, beyond the {dt.name} range "
+                             f"({np.finfo(dt).max:.3g}){f' that {owner} computes in' if owner else ''}; "
+                             f"rescale {name} (e.g. standardise it)")
+    return np.asarray(A, dtype=dt)
 
 
 def check_positive(value: float, name: str, strict: bool = True) -> float:

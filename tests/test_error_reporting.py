@@ -289,3 +289,78 @@ def test_zero_queries_with_strings_graphs_and_the_retriever():
     ret = MoleculeRetriever(random_state=0).fit(SMILES * 3, SMILES * 3)
     assert ret.predict([]) == [] and ret.predict_topk([], k=3).indices.shape == (0, 3)
     assert ret.predict_scores([]).shape[0] == 0
+
+
+# 4. ragged and huge (finite) inputs and outputs: named by every estimator -------------------
+NUMPY_INTERNALS = ("inhomogeneous", "setting an array element", "could not convert", "too many indices",
+                   "broadcast", "nothing to concatenate", "overflow encountered")
+
+
+class _Watchdog:
+    """Fails the test instead of hanging it (a fit that never ends is the bug under test)."""
+
+    def __init__(self, seconds):
+        self.seconds = seconds
+
+    def __enter__(self):
+        import signal
+
+        def fail(*_):
+            raise AssertionError(f"did not finish within {self.seconds} s")
+        self.old = signal.signal(signal.SIGALRM, fail)
+        signal.alarm(self.seconds)
+
+    def __exit__(self, *exc):
+        import signal
+
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, self.old)
+
+
+def _problem(estimator):
+    r = np.random.default_rng(0)
+    X = r.normal(size=(60, 4))
+    structured = hasattr(estimator, "predict_topk")
+    Y = (X[:, :3] > 0).astype(float) if structured else X @ np.arange(1.0, 5.0)
+    return X, Y, structured
+
+
+def _fit(estimator, X, Y):
+    import warnings
+
+    from sklearn.base import clone
+
+    with warnings.catch_warnings(), _Watchdog(120):
+        warnings.simplefilter("ignore")
+        return clone(estimator).fit(X, Y)
+
+
+@pytest.mark.parametrize("estimator", _zero_query_cases()[:-1], ids=lambda e: repr(e).replace("\n", "")[:60])
+@pytest.mark.parametrize("case", ["ragged X", "X * 1e200", "Y * 1e200", "ragged Y"])
+def test_ragged_and_huge_data_are_named(estimator, case):
+    X, Y, structured = _problem(estimator)
+    if case == "ragged X":
+        X = [list(x) if i % 2 else list(x[:3]) for i, x in enumerate(X)]
+    elif case == "X * 1e200":
+        X = X * 1e200
+    elif case == "Y * 1e200":
+        Y = Y * 1e200
+    else:
+        Y = [list(np.atleast_1d(y)) + [0.0] * (i % 2) for i, y in enumerate(Y)]
+    name = "X" if case.endswith("X") or case.startswith("X") else "Y"
+    from sprokr.numerics import ChunkError
+
+    try:
+        model = _fit(estimator, X, Y)
+    except (ValueError, TypeError, ChunkError) as exc:  # ChunkError: a chunked pass names its rows
+        msg = error_text(exc)
+        assert not any(s in msg for s in NUMPY_INTERNALS), msg
+        names = {"X": ("X", "inputs' (X)"), "Y": ("Y", "y ", "y:", "outputs' (Y")}[name]
+        assert any(n in msg for n in names), msg
+        return
+    assert "ragged" not in case, "a ragged collection was accepted"
+    Xq = X[:5]
+    if structured:  # a fit must give finite scores
+        assert np.isfinite(model.predict_scores(Xq)).all()
+    else:
+        assert np.isfinite(model.predict(Xq)).all() and np.isfinite(model.score(Xq, Y[:5]))

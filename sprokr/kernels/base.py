@@ -146,10 +146,10 @@ class VectorKernel(Kernel):
         else:
             try:
                 X = np.asarray(X, dtype=dt)
-            except (TypeError, ValueError):
+            except (TypeError, ValueError) as exc:
                 raise TypeError(
                     f"kernel {self.name!r} expects a numeric array or sparse matrix of shape "
-                    f"(n_samples, n_features); got {_describe(X)}"
+                    f"(n_samples, n_features); got {_describe(X)} ({exc})"
                 ) from None
             if X.ndim != 2:
                 raise ValueError(

@@ -40,7 +40,8 @@ from ..numerics import (
 )
 from ..registry import get_registry, resolve_executor, resolve_kernel, resolve_sketch
 from ..progress import log_estimator
-from ..utils import check_chunk_size, check_paired, check_random_state, iter_chunks, num_samples, take, take_slice, unique_indices
+from ..utils import NamedPrepare, check_chunk_size, check_paired, check_random_state, iter_chunks, num_samples, take, \
+    take_slice, unique_indices
 from .base import OUTPUT_DTYPE, OutputKernelModel, make_decoder, new_index_token
 
 if TYPE_CHECKING:  # imported for the annotations only
@@ -83,7 +84,7 @@ def sketched_output_targets(kernel: Kernel, R: SketchMatrix, Y: Samples, rcond: 
     from ..numerics import LocalExecutor
 
     ex = executor if executor is not None else LocalExecutor()
-    parts = ex.partition(Y, prepare=(None if prepared else kernel.prepare_outputs,))
+    parts = ex.partition(Y, prepare=(None if prepared else NamedPrepare(kernel.prepare_outputs, "Y"),))
     # the kernel on a few training outputs: finite, symmetric, PSD (clear errors early)
     check_kernel_sample(kernel, ex.take_rows(parts, np.arange(min(parts.n, 64)), which=0), "output kernel")
     raw_sel = ex.take_rows(parts, R.indices, which=0)
@@ -251,7 +252,7 @@ class DSOKR(OutputKernelModel, BaseEstimator):
                   f"({time.perf_counter() - t0:.2f} s)")
         ev = None
         if validation_data is not None:
-            Yvp = ky.prepare_outputs(validation_data[1])
+            Yvp = NamedPrepare(ky.prepare_outputs, "validation_data Y")(validation_data[1])
             Tv = feats.transform(Yvp)
             rv = np.maximum(ky.diag(Yvp).astype(np.float64) - np.einsum("ij,ij->i", Tv, Tv), 0.0)
             ev = (validation_data[0], Tv, rv)

@@ -364,3 +364,58 @@ def test_ragged_and_huge_data_are_named(estimator, case):
         assert np.isfinite(model.predict_scores(Xq)).all()
     else:
         assert np.isfinite(model.predict(Xq)).all() and np.isfinite(model.score(Xq, Y[:5]))
+
+
+# 5. an unknown name whose plugin was skipped says which plugin and why ---------------------
+def test_unknown_component_names_the_skipped_plugin(X):
+    import warnings
+
+    from sprokr.registry import PluginWarning
+
+    class Bad:
+        @sprokr.hookimpl
+        def sprokr_input_kernels(self):
+            return {"notcallable": 42}
+
+        @sprokr.hookimpl
+        def sprokr_sketches(self):
+            raise RuntimeError("the sketch library is missing")
+
+    reg = Registry(entry_points=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PluginWarning)
+        reg.register(Bad(), name="bad")
+    for name in ("notcallable", "bad:notcallable"):
+        with pytest.raises(ValueError, match=r"unknown input_kernel .*was skipped.*plugin 'bad'.*'notcallable'.*"
+                                             r"not callable"):
+            reg.get("input_kernel", name)
+    with pytest.raises(ValueError, match=r"unknown sketch 'mysketch'.*skipped.*'bad'.*sprokr_sketches raised "
+                                         r"RuntimeError: the sketch library is missing"):
+        reg.get("sketch", "mysketch")
+    with pytest.raises(ValueError) as info:  # nothing of that kind was skipped: no note
+        reg.get("output_kernel", "nothere")
+    assert "skipped" not in str(info.value)
+
+
+def test_unknown_kernel_of_a_plugin_that_failed_to_import(tmp_path, monkeypatch, X):
+    import sys
+    import warnings
+
+    from sprokr.registry import PluginWarning, reset_registry
+
+    (tmp_path / "broken_kernels_plugin.py").write_text("raise ImportError('libfoo.so not found')\n")
+    info = tmp_path / "sprokr_broken_kernels-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: sprokr-broken-kernels\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text("[sprokr]\nbrokenk = broken_kernels_plugin\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    reset_registry()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", PluginWarning)
+            with pytest.raises(ValueError, match=r"unknown input_kernel 'foo_kernel'.*plugin that was skipped.*"
+                                                 r"'brokenk'.*libfoo\.so not found"):
+                IOKR(input_kernel="foo_kernel").fit(X, X)
+    finally:
+        reset_registry()
+        sys.modules.pop("broken_kernels_plugin", None)

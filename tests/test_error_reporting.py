@@ -419,3 +419,66 @@ def test_unknown_kernel_of_a_plugin_that_failed_to_import(tmp_path, monkeypatch,
     finally:
         reset_registry()
         sys.modules.pop("broken_kernels_plugin", None)
+
+
+# 6. MoleculeRetriever takes numeric inputs (descriptor vectors) -----------------------------
+@pytest.fixture(scope="module")
+def qm9_vectors():
+    rows = list(csv.DictReader(open(sample_path("qm9_sample.csv"))))
+    props = ["mu", "alpha", "homo", "lumo", "gap", "r2", "zpve", "cv"]
+    X = np.array([[float(r[p]) for p in props] for r in rows])
+    return X, [r["smiles"] for r in rows]
+
+
+def test_retriever_takes_numeric_inputs(qm9_vectors, tmp_path):
+    from sprokr_chem import MoleculeRetriever, canonical_smiles
+    from sprokr_chem.retriever import VECTOR_GAMMAS
+
+    X, smiles = qm9_vectors
+    Xtr = X[:240].copy()
+    model = MoleculeRetriever(method="iokr", output_kernel="morgan_count_tanimoto", random_state=0).fit(Xtr, smiles[:240])
+    np.testing.assert_array_equal(Xtr, X[:240])  # the user's array is not standardised in place
+    assert model.inputs_ == "vectors" and model.model_.input_kernel == "gaussian"
+    assert model.best_params_["input_kernel_params"]["gamma"] in [g / X.shape[1] for g in VECTOR_GAMMAS]
+    # the queries are standardised with the training statistics
+    np.testing.assert_allclose(model.input_center_, X[:240].mean(axis=0))
+    Z = (X[240:] - X[:240].mean(axis=0)) / X[:240].std(axis=0)
+    index = model.model_.make_candidate_index(canonical_smiles(smiles))
+    np.testing.assert_allclose(model.predict_scores(X[240:], candidates=smiles),
+                               model.model_.predict_scores(Z, candidates=index), rtol=1e-10, atol=1e-12)
+    pred = model.predict(X[240:], candidates=smiles)
+    assert len(pred) == 60 and set(pred) <= set(canonical_smiles(smiles))
+    # far above chance: a uniform ranking of 300 candidates has MRR H(300)/300 = 0.021
+    assert model.score(X[240:], smiles[240:], candidates=smiles) > 0.04
+    model.save(tmp_path / "r.sprokr")
+    loaded = sprokr.load(tmp_path / "r.sprokr")
+    assert loaded.predict(X[240:], candidates=smiles) == pred
+    with pytest.raises(ValueError, match="X has 3 features, but MoleculeRetriever was fitted on 8"):
+        model.predict(X[240:, :3])
+
+
+def test_retriever_refuses_inputs_it_was_not_told_about_at_once(qm9_vectors):
+    from sprokr_chem import MoleculeRetriever
+
+    X, smiles = qm9_vectors
+    for kind in ("smiles", "text"):
+        with pytest.raises(ValueError, match=f"inputs='{kind}' but X holds numbers.*inputs='vectors'"):
+            MoleculeRetriever(inputs=kind).fit(X[:50], smiles[:50])
+    with pytest.raises((TypeError, ValueError), match=r"X must hold numbers.*inputs='vectors' takes"):
+        MoleculeRetriever(inputs="vectors").fit(smiles[:50], smiles[:50])
+    with pytest.raises(ValueError, match="inputs must be one of 'auto', 'smiles', 'text', 'vectors'"):
+        MoleculeRetriever(inputs="numbers").fit(X[:50], smiles[:50])
+
+
+def test_cli_select_on_the_retriever_says_fit_selects(tmp_path, capsys):
+    (tmp_path / "r.toml").write_text('''estimator = "MoleculeRetriever"
+[input]
+columns = ["mu", "alpha"]
+[output]
+column = "smiles"
+type = "smiles"
+''')
+    code = main(["select", "--config", str(tmp_path / "r.toml"), "--train", str(sample_path("qm9_sample.csv")),
+                 "-o", str(tmp_path / "c.toml")])
+    err = capsys.readouterr().err
+    assert code == 2 and "MoleculeRetriever has none: it chooses its own settings by validation inside" in err

@@ -490,7 +490,7 @@ def resolve_sketch(spec: str | Sketch | None, m: int | None, params: Mapping[str
     try:
         sketch.validate(n)
     except ValueError as exc:
-        raise ValueError(f"{side}_sketch: {exc}") from None
+        raise _renamed(exc, f"{side}_sketch: {exc}")
     return sketch
 
 

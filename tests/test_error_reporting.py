@@ -286,6 +286,9 @@ def test_zero_queries_with_strings_graphs_and_the_retriever():
         model = IOKR(input_kernel="smiles_spectrum" if Xtr is SMILES else "text",
                      output_kernel="morgan_tanimoto" if Ytr is SMILES else "wl").fit(Xtr, Ytr)
         assert model.predict(Q) == [] and model.predict_topk(Q, k=3).indices.shape == (0, 3)
+    pytest.importorskip("ot")
+    fgw = IOKR(input_kernel="text", output_kernel="wl", decoder="fgw_barycenter").fit(texts, graphs)
+    assert fgw.predict([]) == []
     ret = MoleculeRetriever(random_state=0).fit(SMILES * 3, SMILES * 3)
     assert ret.predict([]) == [] and ret.predict_topk([], k=3).indices.shape == (0, 3)
     assert ret.predict_scores([]).shape[0] == 0

@@ -74,13 +74,13 @@ def _graph_mol(G, i):
         raise MoleculeReadError(i, f"<graph with {G.number_of_nodes()} nodes>", str(exc)) from None
 
 
-def check_molecules(X: Any, kernel: str) -> list:
+def check_molecules(X: Any, kernel: str | None) -> list:
     """``X`` as a list of SMILES strings, RDKit molecules and molecule graphs.
 
     A TypeError names ``kernel``, the first sample of another type and what to use instead
     (error messages say "the samples": the models replace it by the argument's name).
     """
-    accepted = f"the {kernel} kernel takes SMILES strings, RDKit molecules or molecule graphs"
+    accepted = f"the {kernel or 'molecule'} kernel takes SMILES strings, RDKit molecules or molecule graphs"
     if isinstance(X, (str, Chem.Mol)):
         raise TypeError(f"the samples must be a sequence of molecules, not a single "
                         f"{type(X).__name__} ({accepted})")

@@ -29,7 +29,7 @@ if TYPE_CHECKING:  # imported for the annotations only
     from typing import Self
     from ..types import Samples
 
-__all__ = ["Kernel", "VectorKernel", "fit_on_training_inputs"]
+__all__ = ["Kernel", "VectorKernel", "fit_on_training_inputs", "describe_samples"]
 
 
 class Kernel(BaseEstimator):
@@ -126,7 +126,7 @@ class VectorKernel(Kernel):
                 arr = np.asarray(Y, dtype=np.float64)
             except (TypeError, ValueError):
                 raise ValueError(f"Unknown label type: the output kernel {self.name!r} takes numeric outputs "
-                                 f"(arrays of shape (n,) or (n, d)); got {_describe(Y)}") from None
+                                 f"(arrays of shape (n,) or (n, d)); got {describe_samples(Y)}") from None
         return self.prepare(arr.reshape(-1, 1) if arr.ndim == 1 else arr)
 
     def prepare(self, X: Samples) -> Any:
@@ -138,7 +138,7 @@ class VectorKernel(Kernel):
                 X = np.asarray(X)
             except (TypeError, ValueError):
                 raise TypeError(f"kernel {self.name!r} expects a numeric array or sparse matrix of shape "
-                                f"(n_samples, n_features); got {_describe(X)}") from None
+                                f"(n_samples, n_features); got {describe_samples(X)}") from None
         if X.dtype.kind == "c":
             raise ValueError(f"Complex data not supported: kernel {self.name!r} takes real numbers")
         if sp.issparse(X):
@@ -149,7 +149,7 @@ class VectorKernel(Kernel):
             except (TypeError, ValueError) as exc:
                 raise TypeError(
                     f"kernel {self.name!r} expects a numeric array or sparse matrix of shape "
-                    f"(n_samples, n_features); got {_describe(X)} ({exc})"
+                    f"(n_samples, n_features); got {describe_samples(X)} ({exc})"
                 ) from None
             if X.ndim != 2:
                 raise ValueError(
@@ -164,7 +164,7 @@ class VectorKernel(Kernel):
         return X
 
 
-def _describe(X: Any) -> str:
+def describe_samples(X: Any) -> str:
     """What non-numeric samples are, for the vector kernels' errors ("a list of str (e.g. 'CCO')")."""
     first = None
     try:

@@ -261,7 +261,7 @@ def check_numeric_array(X: Any, name: str = "X", dtype: DTypeLike = np.float64, 
             first = next((v for v in A.ravel() if not isinstance(v, (numbers.Real, np.number))), None)
             cls = TypeError if isinstance(exc, TypeError) else ValueError  # objects: a TypeError, like numpy's
             raise cls(f"{name} must hold numbers, got dtype {A.dtype}"
-                             + (f" (e.g. {first!r}: {exc})" if first is not None else f" ({exc})")) from None
+                      + (f" (e.g. {first!r}: {exc})" if first is not None else f" ({exc})")) from None
     if (ndim is not None and A.ndim != ndim) or A.ndim < 1:
         raise ValueError(f"{name} must be a {shape_doc} array, got shape {A.shape}"
                          + (". Reshape your data: X.reshape(-1, 1) for a single feature" if A.ndim == 1 else ""))

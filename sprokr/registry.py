@@ -111,6 +111,10 @@ class Registry:
         self.pm.add_hookspecs(hookspecs)
         #: kind -> bare name -> components providing it, in registration order
         self._components: dict[str, dict[str, list[Component]]] = {k: {} for k in hookspecs.KINDS.values()}
+        #: what was skipped while building, as (plugin, kind, name, message) -- kind and name
+        #: None when a whole plugin (or one hook's components) was skipped; an unknown name
+        #: is explained with them (the PluginWarnings may have gone unseen)
+        self.skipped: list[tuple[str, str | None, str | None, str]] = []
         from . import _builtins
 
         self.register(_builtins, name=BUILTIN)
@@ -127,7 +131,7 @@ class Registry:
             except (Exception, SystemExit) as exc:  # a broken plugin must not take the host down
                 what = f"exited (SystemExit: {exc.code!r})" if isinstance(exc, SystemExit) else \
                     f"failed to load: {type(exc).__name__}: {exc}"
-                self._warn(f"sprokr plugin {ep.name!r} ({ep.value}) {what}; it was skipped")
+                self._warn(f"sprokr plugin {ep.name!r} ({ep.value}) {what}; it was skipped", (ep.name, None, None))
                 continue
             self._register(plugin, ep.name)
 
@@ -140,8 +144,10 @@ class Registry:
         """
         return self._register(plugin, name)
 
-    @staticmethod
-    def _warn(msg):
+    def _warn(self, msg, skipped=None):
+        """Emit a :class:`PluginWarning`; ``skipped`` = (plugin, kind, name) records what it skipped."""
+        if skipped is not None:
+            self.skipped.append((*skipped, msg))
         warnings.warn(msg, PluginWarning, stacklevel=4)
 
     def _register(self, plugin, name):
@@ -150,7 +156,7 @@ class Registry:
         try:
             name = self.pm.register(plugin, name=name)
         except Exception as exc:  # pluggy.PluginValidationError: a hook with a wrong signature
-            self._warn(f"sprokr plugin {label!r} was skipped: {type(exc).__name__}: {exc}")
+            self._warn(f"sprokr plugin {label!r} was skipped: {type(exc).__name__}: {exc}", (label, None, None))
             return None
         for hook_name, kind in hookspecs.KINDS.items():
             caller = getattr(self.pm.hook, hook_name)
@@ -162,7 +168,7 @@ class Registry:
                     items = _saveable_items(provided) if kind == "saveable_class" else list(dict(provided).items())
                 except Exception as exc:
                     self._warn(f"sprokr plugin {name!r}: hook {hook_name} raised {type(exc).__name__}: "
-                               f"{exc}; its {_PLURALS[kind]} were skipped")
+                               f"{exc}; its {_PLURALS[kind]} were skipped", (name, kind, None))
                     continue
                 for cname, factory in items:
                     self._add(Component(str(cname), kind, factory, name))
@@ -185,11 +191,12 @@ class Registry:
     def _add(self, comp):
         if not callable(comp.factory):
             self._warn(f"sprokr plugin {comp.plugin!r}: the {comp.kind} {comp.name!r} was skipped: its "
-                       f"factory is not callable (got {type(comp.factory).__name__})")
+                       f"factory is not callable (got {type(comp.factory).__name__})",
+                       (comp.plugin, comp.kind, comp.name))
             return
         if ":" in comp.name:
             self._warn(f"sprokr plugin {comp.plugin!r}: the {comp.kind} {comp.name!r} was skipped: a "
-                       f"component name cannot contain ':'")
+                       f"component name cannot contain ':'", (comp.plugin, comp.kind, comp.name))
             return
         same = self._components[comp.kind].setdefault(comp.name, [])
         same[:] = [c for c in same if c.plugin != comp.plugin]  # a re-registration replaces
@@ -221,11 +228,11 @@ class Registry:
                 return match[0]
             others = ", ".join(c.qualified_name for c in comps) or "none"
             raise ValueError(f"unknown {kind} {name!r}: plugin {plugin!r} provides no {kind} {bare!r} "
-                             f"(qualified names of {bare!r}: {others})")
+                             f"(qualified names of {bare!r}: {others}){self._skipped_note(kind, bare, plugin)}")
         if not comps:
             known = self.names(kind)
             raise ValueError(f"unknown {kind} {name!r}{_suggest(name, known)}; known {_PLURALS[kind]}: "
-                             f"{', '.join(known) or '(none)'}")
+                             f"{', '.join(known) or '(none)'}{self._skipped_note(kind, bare)}")
         builtin = [c for c in comps if c.plugin == BUILTIN]
         if builtin:
             return builtin[0]
@@ -236,6 +243,17 @@ class Registry:
                 f"{', '.join(repr(c.qualified_name) for c in comps)}"
             )
         return comps[0]
+
+    def _skipped_note(self, kind, name, plugin=None):
+        """Why an unknown name may be missing: the component itself was skipped, else the
+        plugins (or hooks of this kind) skipped while building the registry."""
+        mine = [m for p, k, n, m in self.skipped if (k, n) == (kind, name) and plugin in (None, p)]
+        if mine:
+            return "; it was skipped when the plugins were loaded: " + "; ".join(mine)
+        whole = [m for p, k, n, m in self.skipped if n is None and k in (None, kind) and plugin in (None, p)]
+        if whole:
+            return "; it may come from a plugin that was skipped when loading: " + "; ".join(whole)
+        return ""
 
     def factory_parameters(self, comp: Component) -> set[str] | None:
         """Names of the keyword parameters a component's factory accepts (None: any).
@@ -283,7 +301,7 @@ class Registry:
             except ImportError as exc:
                 raise ImportError(f"{where} cannot be imported: {exc}") from exc
             except (TypeError, ValueError) as exc:
-                raise _renamed(exc, f"{where}: {exc}") from exc
+                raise _renamed(exc, f"{where}: {exc}")
             if base is not None and not isinstance(obj, base):
                 raise PluginComponentError(
                     f"{where}: its factory returned a {type(obj).__name__}, not a {base.__name__}; "
@@ -327,11 +345,10 @@ class Registry:
 
 
 def _renamed(exc, msg):
-    """``exc`` with the message ``msg`` when its type allows it, else ``exc`` itself."""
-    try:
-        return type(exc)(msg)
-    except Exception:
-        return exc
+    """``exc`` itself carrying the message ``msg`` (never a new instance of its type)."""
+    from .utils import reword_error
+
+    return reword_error(exc, msg)
 
 
 def _import_target(comp):

@@ -28,6 +28,7 @@ __all__ = [
     "unique_inverse",
     "check_random_state",
     "check_finite",
+    "check_numeric_array",
     "check_positive",
     "check_fraction",
     "check_quantile_levels",
@@ -35,6 +36,8 @@ __all__ = [
     "iter_chunks",
     "resolve_dtype",
     "NamedPrepare",
+    "reword_error",
+    "error_text",
 ]
 
 
@@ -64,21 +67,23 @@ def check_chunk_size(chunk_size: int | None) -> int | None:
     return int(chunk_size)
 
 
-def check_strings(X: Any, what: str = "text", name: str = "X") -> list[str]:
+def check_strings(X: Any, what: str = "text", name: str = "X", owner: str | None = None) -> list[str]:
     """``X`` as a list of str, or a TypeError naming the first element that is not one.
 
     ``what`` names the strings in the messages (``"text"``, ``"SMILES"``); a single string
-    is refused (it would otherwise be read as a sequence of characters).
+    is refused (it would otherwise be read as a sequence of characters).  ``owner`` (e.g.
+    ``"the 'text' kernel"``) is named as what takes the strings.
     """
+    takes = f" ({owner} takes a sequence of {what} strings)" if owner else ""
     if isinstance(X, (str, bytes)):
-        raise TypeError(f"{name} must be a sequence of {what} strings, not a single string")
+        raise TypeError(f"{name} must be a sequence of {what} strings, not a single string{takes}")
     try:
         texts = list(X)
     except TypeError:
-        raise TypeError(f"{name} must be a sequence of {what} strings, got {type(X).__name__}") from None
+        raise TypeError(f"{name} must be a sequence of {what} strings, got {type(X).__name__}{takes}") from None
     for i, s in enumerate(texts):
         if not isinstance(s, str):
-            raise TypeError(f"{name}[{i}] must be a {what} string, got {type(s).__name__}")
+            raise TypeError(f"{name}[{i}] must be a {what} string, got {type(s).__name__}{takes}")
     return texts
 
 
@@ -219,6 +224,59 @@ def check_finite(X: Any, name: str = "X") -> Any:
     return X
 
 
+def check_numeric_array(X: Any, name: str = "X", dtype: DTypeLike = np.float64, owner: str | None = None,
+                        ndim: int | None = 2) -> np.ndarray:
+    """``X`` as a dense numeric array of ``dtype`` (a new array when converted), checked.
+
+    One validation for every component that takes numbers directly (not through a
+    kernel), so that each names the problem the same way instead of leaking numpy's
+    internal errors: rows of different lengths (a ragged list), values that are not
+    numbers, complex numbers, NaN or inf, and finite values that ``dtype`` cannot hold
+    (``X * 1e200`` overflows float32, the dtype of the neural surrogates).
+
+    Parameters
+    ----------
+    X : array-like
+    name : str
+        The argument, named in the errors (``"X"``, ``"y"``).
+    dtype : float dtype
+    owner : str, optional
+        What computes in ``dtype`` (e.g. ``"the MLP surrogate"``), named in the range error.
+    ndim : int or None
+        Required number of dimensions (None: any, at least 1).
+    """
+    shape_doc = "(n_samples, n_features)" if ndim == 2 else "(n_samples, ...)" if ndim is None else f"{ndim}-D"
+    try:
+        A = np.asarray(X)
+    except (TypeError, ValueError):
+        A = None
+    if A is None or (A.dtype == object and A.ndim == 1 and any(isinstance(r, (list, tuple, np.ndarray)) for r in A)):
+        raise ValueError(f"{name} must be a numeric array of shape {shape_doc}; got a {type(X).__name__} "
+                         f"whose rows have different lengths (a ragged collection)")
+    if A.dtype.kind == "c":
+        raise ValueError(f"Complex data not supported: {name} must hold real numbers")
+    if A.dtype.kind not in "biuf":
+        try:
+            A = A.astype(np.float64)
+        except (TypeError, ValueError) as exc:
+            first = next((v for v in A.ravel() if not isinstance(v, (numbers.Real, np.number))), None)
+            cls = TypeError if isinstance(exc, TypeError) else ValueError  # objects: a TypeError, like numpy's
+            raise cls(f"{name} must hold numbers, got dtype {A.dtype}"
+                      + (f" (e.g. {first!r}: {exc})" if first is not None else f" ({exc})")) from None
+    if (ndim is not None and A.ndim != ndim) or A.ndim < 1:
+        raise ValueError(f"{name} must be a {shape_doc} array, got shape {A.shape}"
+                         + (". Reshape your data: X.reshape(-1, 1) for a single feature" if A.ndim == 1 else ""))
+    check_finite(A, name)
+    dt = np.dtype(dtype)
+    if dt.kind == "f" and A.size and A.dtype.itemsize > dt.itemsize:
+        big = float(np.max(np.abs(A)))
+        if big > np.finfo(dt).max:
+            raise ValueError(f"{name} holds values up to {big:.3g}, beyond the {dt.name} range "
+                             f"({np.finfo(dt).max:.3g}){f' that {owner} computes in' if owner else ''}; "
+                             f"rescale {name} (e.g. standardise it)")
+    return np.asarray(A, dtype=dt)
+
+
 def check_positive(value: float, name: str, strict: bool = True) -> float:
     """Check a real number is > 0 (or >= 0 when ``strict`` is False)."""
     if not isinstance(value, (numbers.Real, np.floating, np.integer)) or not np.isfinite(value):
@@ -275,7 +333,30 @@ class NamedPrepare:
         try:
             return self.prepare(data)
         except (ValueError, TypeError) as exc:
-            raise type(exc)(name_error(str(exc), self.name)) from None
+            raise reword_error(exc, name_error(str(exc), self.name))
+
+
+def reword_error(exc: BaseException, msg: str) -> BaseException:
+    """``exc`` itself, now carrying the message ``msg`` (to re-raise it with more context).
+
+    Never builds a new instance of ``type(exc)``: a constructor may take other arguments
+    (``MoleculeReadError(index, record, reason)``) or none, and a plugin's exception type can
+    be anything.  The same object keeps its type, attributes, cause and traceback.  When the
+    type prints its one string argument the default way (``BaseException.__str__``), that
+    argument becomes ``msg``; otherwise (a custom ``__str__``, several arguments) ``msg`` is
+    attached as a PEP 678 note, which tracebacks and :func:`error_text` show.
+    """
+    if type(exc).__str__ is BaseException.__str__ and len(exc.args) == 1 and isinstance(exc.args[0], str):
+        exc.args = (msg,)
+    elif msg != str(exc) and msg not in getattr(exc, "__notes__", ()):
+        exc.add_note(msg)
+    return exc
+
+
+def error_text(exc: BaseException) -> str:
+    """One line for a user-facing error: ``str(exc)`` followed by its PEP 678 notes."""
+    parts = [str(exc)] + [str(n) for n in getattr(exc, "__notes__", ()) or ()]
+    return "; ".join(dict.fromkeys(p for p in parts if p)) or type(exc).__name__
 
 
 def name_error(msg, name):

@@ -61,7 +61,7 @@ def test_text_kernel_is_normalised_psd_and_registered():
 def test_text_kernel_errors():
     with pytest.raises(TypeError, match="not a single string"):
         TextKernel().prepare("one text")
-    with pytest.raises(TypeError, match=r"X\[1\] must be a text string, got int"):
+    with pytest.raises(TypeError, match=r"the samples\[1\] must be a text string, got int"):
         TextKernel().prepare(["a text", 3])
     with pytest.raises(ValueError, match="weighting must be one of"):
         TextKernel(weighting="bm15").prepare(DOCS)

@@ -95,7 +95,9 @@ def main(argv: Optional[List[str]] = None) -> int:
             raise
         # a user-facing error (unreadable file, missing column, invalid molecule, bad
         # parameter): one line, no traceback
-        print(f"sprokr {args.command}: error: {exc}", file=sys.stderr)
+        from ..utils import error_text
+
+        print(f"sprokr {args.command}: error: {error_text(exc)}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # e.g. `sprokr plugins | head`: the reader left, stop quietly
         import os

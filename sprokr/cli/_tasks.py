@@ -297,6 +297,10 @@ def cmd_select(args: Any) -> int:
         raise ConfigError(f"{args.config}: [select] has unknown keys {sorted(set(sel) - allowed)}; "
                           f"expected {sorted(allowed)}")
     est = build_estimator(cfg, args.config)
+    if "lam" not in est.get_params():  # e.g. MoleculeRetriever: its fit is the selection
+        raise ConfigError(f"{args.config}: sprokr select searches the lam path of an estimator with a 'lam' "
+                          f"parameter; {cfg['estimator']} has none: it chooses its own settings by validation "
+                          f"inside `sprokr fit`")
     res = select_model(est, X, Y, validation_fraction=args.validation_fraction,
                        random_state=cfg.get("random_state", 0), **sel)
     chosen = dict(cfg)

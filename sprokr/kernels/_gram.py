@@ -39,6 +39,14 @@ def sq_norms(A):
 def add_outer(out, L, R, beta=1.0, alpha=1.0):
     """``out = alpha L R^T + beta out`` in place for a C-ordered ``out`` (one BLAS GEMM;
     with ``beta=0`` the previous contents of ``out`` are never read)."""
+    if out.size == 0:  # a block with no rows or columns (e.g. zero queries): BLAS refuses it
+        return out
+    if L.shape[1] == 0:  # an empty inner dimension: the product is 0
+        if beta == 0:
+            out[...] = 0
+        else:
+            out *= beta
+        return out
     L = np.ascontiguousarray(L, dtype=out.dtype)
     R = np.ascontiguousarray(R, dtype=out.dtype)
     gemm = get_blas_funcs("gemm", (out,))

@@ -24,13 +24,13 @@ import numpy as np
 from sklearn.base import BaseEstimator
 
 from ..registry import get_registry
-from ..utils import check_finite, resolve_dtype, num_samples
+from ..utils import check_finite, num_samples, resolve_dtype, reword_error
 
 if TYPE_CHECKING:  # imported for the annotations only
     from typing import Self
     from ..types import Samples
 
-__all__ = ["Kernel", "VectorKernel", "fit_on_training_inputs", "resolve_kernel"]
+__all__ = ["Kernel", "VectorKernel", "fit_on_training_inputs", "describe_samples", "resolve_kernel"]
 
 
 class Kernel(BaseEstimator):
@@ -118,13 +118,16 @@ class VectorKernel(Kernel):
 
         if sp.issparse(Y) or not (hasattr(Y, "shape") or isinstance(Y, (list, tuple))):
             return self.prepare(Y)
-        arr = np.asarray(Y)
-        if arr.dtype.kind in "OUS":
+        try:
+            arr = np.asarray(Y)
+        except (TypeError, ValueError):  # ragged: sequences of different lengths, graphs, ...
+            arr = None
+        if arr is None or arr.dtype.kind in "OUSV":
             try:
-                arr = arr.astype(np.float64)
+                arr = np.asarray(Y, dtype=np.float64)
             except (TypeError, ValueError):
                 raise ValueError(f"Unknown label type: the output kernel {self.name!r} takes numeric outputs "
-                                 f"(arrays of shape (n,) or (n, d)); got values of dtype {arr.dtype}") from None
+                                 f"(arrays of shape (n,) or (n, d)); got {describe_samples(Y)}") from None
         return self.prepare(arr.reshape(-1, 1) if arr.ndim == 1 else arr)
 
     def prepare(self, X: Samples) -> Any:
@@ -134,9 +137,9 @@ class VectorKernel(Kernel):
         if not sp.issparse(X):
             try:
                 X = np.asarray(X)
-            except (TypeError, ValueError) as exc:
+            except (TypeError, ValueError):
                 raise TypeError(f"kernel {self.name!r} expects a numeric array or sparse matrix of shape "
-                                f"(n_samples, n_features); got {type(X).__name__} ({exc})") from None
+                                f"(n_samples, n_features); got {describe_samples(X)}") from None
         if X.dtype.kind == "c":
             raise ValueError(f"Complex data not supported: kernel {self.name!r} takes real numbers")
         if sp.issparse(X):
@@ -147,7 +150,7 @@ class VectorKernel(Kernel):
             except (TypeError, ValueError) as exc:
                 raise TypeError(
                     f"kernel {self.name!r} expects a numeric array or sparse matrix of shape "
-                    f"(n_samples, n_features); got {type(X).__name__} ({exc})"
+                    f"(n_samples, n_features); got {describe_samples(X)} ({exc})"
                 ) from None
             if X.ndim != 2:
                 raise ValueError(
@@ -160,6 +163,28 @@ class VectorKernel(Kernel):
                              f"required by kernel {self.name!r}")
         check_finite(X, "the samples")
         return X
+
+
+def describe_samples(X: Any) -> str:
+    """What non-numeric samples are, for the vector kernels' errors ("a list of str (e.g. 'CCO')")."""
+    first = None
+    try:
+        flat = np.ravel(X) if isinstance(X, np.ndarray) else list(X)
+        first = next((x for x in flat if not isinstance(x, (int, float, np.number))), None)
+    except (TypeError, ValueError):
+        pass
+    what = f"a {type(X).__name__}"
+    if first is not None:
+        text = repr(str(first)) if isinstance(first, str) else ""
+        kind = "str" if isinstance(first, str) else type(first).__name__
+        what += f" holding {kind} values{f' (e.g. {text[:40]})' if text else ''}"
+        if isinstance(first, str):
+            what += "; strings take a string kernel (e.g. 'text', or 'morgan_tanimoto' for SMILES)"
+        elif isinstance(first, (list, tuple, np.ndarray)):
+            what += " of different lengths (a ragged collection)"
+        elif hasattr(first, "nodes") and hasattr(first, "edges"):
+            what += "; graphs take a graph kernel (e.g. 'wl', or 'morgan_tanimoto' for molecule graphs)"
+    return what
 
 
 def fit_on_training_inputs(kernel: Kernel, X: Samples) -> Kernel:
@@ -205,5 +230,5 @@ def resolve_kernel(spec: str | Kernel, params: Mapping[str, Any] | None, side: s
     try:
         kernel.check_params()
     except (ValueError, TypeError) as exc:
-        raise type(exc)(f"{side}_kernel {spec if isinstance(spec, str) else type(spec).__name__!r}: {exc}") from None
+        raise reword_error(exc, f"{side}_kernel {spec if isinstance(spec, str) else type(spec).__name__!r}: {exc}")
     return kernel

@@ -48,7 +48,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..utils import check_finite, resolve_dtype
-from .base import Kernel
+from .base import Kernel, describe_samples
 
 __all__ = ["PrecomputedKernel", "GramBlock", "GramRow", "required_columns"]
 
@@ -138,11 +138,12 @@ class GramBlock:
             raise TypeError("values is already a GramBlock")
         try:
             V = np.asarray(values)
-        except (TypeError, ValueError) as exc:
+        except (TypeError, ValueError):
             raise TypeError(f"a precomputed Gram block must be a numeric 2-D array; got "
-                            f"{type(values).__name__} ({exc})") from None
+                            f"{describe_samples(values)}") from None
         if V.dtype.kind not in "biuf":
-            raise TypeError(f"a precomputed Gram block must be numeric; got dtype {V.dtype}")
+            raise TypeError(f"a precomputed Gram block must be numeric; got dtype {V.dtype} "
+                            f"({describe_samples(values)})")
         if V.ndim != 2:
             raise ValueError(f"a precomputed Gram block must be 2-D (n_samples, n_train_columns); got "
                              f"{V.ndim}-D of shape {V.shape}")

@@ -129,13 +129,15 @@ class TextKernel(Kernel):
 
     @staticmethod
     def _texts(X):
-        return check_strings(X, "text")
+        return check_strings(X, "text", "the samples", "the 'text' kernel")
 
     # ------------------------------------------------------------------ features
     def _counts(self, texts):
         """Hashed n-gram counts: [words | characters], CSR (n, 2 n_features) float64."""
         from sklearn.feature_extraction.text import HashingVectorizer
 
+        if not texts:  # HashingVectorizer.transform fails on an empty sequence
+            return sp.csr_matrix((0, 2 * int(self.n_features)))
         common = dict(n_features=int(self.n_features), alternate_sign=False, norm=None,
                       lowercase=bool(self.lowercase), dtype=np.float64)
         word = HashingVectorizer(analyzer="word", ngram_range=tuple(self.word_ngrams), **common)

@@ -184,9 +184,11 @@ class OutputKernelModel(SaveMixin):
         return self.predict_coordinates(Xp, prepared=True), index
 
     def _batches(self, Xp):
+        """``(n_q, query batches)``; zero queries make one empty batch, so that every result
+        (outputs, top-k arrays, scores) comes out empty with its usual type and width."""
         n_q = num_samples(Xp, "X")
         size = getattr(self.decoder_, "query_batch_size", None) or 4096
-        return n_q, list(iter_chunks(n_q, size))
+        return n_q, list(iter_chunks(n_q, size)) or [slice(0, 0)]
 
     def _decode(self, X, candidates, top_k):
         check_is_fitted(self, "output_rank_")
@@ -282,6 +284,8 @@ class OutputKernelModel(SaveMixin):
 
         ``y``: the true outputs of ``X`` (anything the output kernel accepts).
         """
+        if num_samples(X, "X") == 0:
+            raise ValueError("cannot score on 0 samples: X is empty; expected at least one sample")
         pred = self.predict(X)
         ky = self.output_kernel_
         A, B = ky.prepare_outputs(pred), NamedPrepare(ky.prepare_outputs, "y")(y)

@@ -43,7 +43,8 @@ from ..kernels import resolve_kernel
 from ..numerics import resolve_executor
 from ..sketches import resolve_sketch
 from ..progress import log_estimator
-from ..utils import check_chunk_size, check_paired, check_random_state, iter_chunks, num_samples, take, take_slice, unique_indices
+from ..utils import NamedPrepare, check_chunk_size, check_paired, check_random_state, iter_chunks, num_samples, take, \
+    take_slice, unique_indices
 from .base import OUTPUT_DTYPE, OutputKernelModel, make_decoder, new_index_token
 
 if TYPE_CHECKING:  # imported for the annotations only
@@ -86,7 +87,8 @@ def sketched_output_targets(kernel: Kernel, R: SketchMatrix, Y: Samples, rcond: 
     from ..numerics import LocalExecutor
 
     ex = executor if executor is not None else LocalExecutor()
-    parts = ex.partition(Y, prepare=(None if prepared else kernel.prepare_outputs,), names=("outputs",))
+    parts = ex.partition(Y, prepare=(None if prepared else NamedPrepare(kernel.prepare_outputs, "Y"),),
+                         names=("outputs",))
     # the kernel on a few training outputs: finite, symmetric, PSD (clear errors early)
     check_kernel_sample(kernel, ex.take_rows(parts, np.arange(min(parts.n, 64)), which="outputs"), "output kernel")
     raw_sel = ex.take_rows(parts, R.indices, which="outputs")
@@ -254,7 +256,7 @@ class DSOKR(OutputKernelModel, BaseEstimator):
                   f"({time.perf_counter() - t0:.2f} s)")
         ev = None
         if validation_data is not None:
-            Yvp = ky.prepare_outputs(validation_data[1])
+            Yvp = NamedPrepare(ky.prepare_outputs, "validation_data Y")(validation_data[1])
             Tv = feats.transform(Yvp)
             rv = np.maximum(ky.diag(Yvp).astype(np.float64) - np.einsum("ij,ij->i", Tv, Tv), 0.0)
             ev = (validation_data[0], Tv, rv)
@@ -325,8 +327,10 @@ class DSOKR(OutputKernelModel, BaseEstimator):
         check_is_fitted(self, "regressor_")
         if not prepared:
             X = self.prepare_inputs(X)
-        return self._check_output(self.regressor_.predict(X), num_samples(X, "X"), self.output_rank_,
-                                  self.regressor_)
+        n_q = num_samples(X, "X")
+        if n_q == 0:  # zero queries: no coordinates (a regressor may refuse an empty batch)
+            return np.empty((0, self.output_rank_))
+        return self._check_output(self.regressor_.predict(X), n_q, self.output_rank_, self.regressor_)
 
     def output_basis_vectors(self, feature_map: Callable[[Any], ArrayLike] | None = None) -> np.ndarray:
         """The basis ``e~_j`` as explicit vectors, (p, D), for kernels with finite features.

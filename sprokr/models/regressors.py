@@ -56,6 +56,8 @@ from ..utils import (
     check_chunk_size,
     copy_with_coef,
     NamedPrepare,
+    check_finite,
+    check_numeric_array,
     check_positive,
     check_random_state,
     num_samples,
@@ -350,7 +352,10 @@ class MLPSurrogate(SaveMixin, RegressorMixin, BaseEstimator):
     def predict(self, X: Any) -> np.ndarray:
         """Predicted targets, (n_q, p)."""
         check_is_fitted(self, "model_")
-        G = self.model_.predict(_mlp_inputs(X))
+        X = _mlp_inputs(X)
+        if X.shape[0] == 0:  # scikit-learn's MLP refuses an empty batch
+            return np.empty((0, self.n_outputs_))
+        G = self.model_.predict(X)
         return as_targets(G) * self.scale_ + self.mu_
 
 
@@ -359,19 +364,12 @@ def _mlp_inputs(X):
     import scipy.sparse as sp
 
     if sp.issparse(X):
+        X = sp.csr_matrix(X)
+        check_finite(X, "X")
+        if X.nnz:
+            check_numeric_array(X.data, "X", np.float32, "the MLP surrogate", ndim=1)
         return sp.csr_matrix(X, dtype=np.float32)
-    X = np.asarray(X)
-    if X.ndim != 2:
-        raise ValueError(f"X must be a 2-D array (n_samples, n_features) for the MLP; got shape {X.shape}. "
-                         f"Reshape your data: X.reshape(-1, 1) for a single feature")
-    if X.dtype.kind not in "fiub":
-        try:  # numbers stored as objects are fine; other objects raise numpy's TypeError
-            X = X.astype(np.float32)
-        except ValueError:
-            raise ValueError(f"X must hold numbers for the MLP, got dtype {X.dtype}") from None
+    X = check_numeric_array(X, "X", np.float32, "the MLP surrogate")
     if X.shape[1] == 0:
         raise ValueError(f"X has 0 feature(s) (shape={X.shape}) while a minimum of 1 is required.")
-    X = X.astype(np.float32, copy=False)
-    if not np.isfinite(X).all():
-        raise ValueError("X contains NaN or infinite values; expected finite numbers")
     return X

@@ -29,7 +29,7 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
 from ..persistence import SaveMixin
-from ..utils import check_paired, check_positive, check_random_state, iter_chunks
+from ..utils import check_numeric_array, check_paired, check_positive, check_random_state, iter_chunks
 from .training import EarlyStopping, as_targets, check_eval_set, check_lr_schedule, check_monitor, \
     self_retrieval_mrr, warn_not_converged
 
@@ -181,12 +181,13 @@ class TorchRegressor(SaveMixin, RegressorMixin, BaseEstimator):
     def _tensor(self, X):
         import torch
 
-        X = np.asarray(X)
-        if X.dtype.kind in "iu":
-            return torch.as_tensor(X, dtype=torch.long)
-        if X.dtype.kind not in "fb":
-            raise ValueError(f"X must hold numbers for {type(self).__name__}, got dtype {X.dtype}")
-        return torch.as_tensor(np.asarray(X, dtype=np.float32))
+        try:
+            A = np.asarray(X)
+        except (TypeError, ValueError):  # ragged: check_numeric_array names it
+            A = None
+        if A is not None and A.dtype.kind in "iu":  # token ids
+            return torch.as_tensor(A, dtype=torch.long)
+        return torch.as_tensor(check_numeric_array(X, "X", np.float32, type(self).__name__, ndim=None))
 
     def _build(self, Xt, n_outputs):
         n_features = int(np.prod(Xt.shape[1:])) if Xt.ndim > 1 else 1

@@ -177,7 +177,9 @@ def map_chunks(fn, start, block, chunk_size, name="pass", out=None, which=0, on_
     """
     n = num_samples(block[0])
     outs = []
-    for sl in iter_chunks(n, chunk_size):
+    # no rows: one call on the empty chunk gives the output's trailing shape (n_q = 0 queries
+    # predict a (0, d) array, not a (0,) one)
+    for sl in list(iter_chunks(n, chunk_size)) or ([] if out is not None else [slice(0, 0)]):
         try:
             if which is None:
                 res = np.asarray(fn(*(take_slice(c, sl) for c in block)))
@@ -196,8 +198,6 @@ def map_chunks(fn, start, block, chunk_size, name="pass", out=None, which=0, on_
             on_rows(sl.stop - sl.start)
     if out is not None:
         return out
-    if not outs:
-        return np.empty((0,))
     return outs[0] if len(outs) == 1 else np.concatenate(outs, axis=0)
 
 

@@ -299,7 +299,9 @@ def lbfgs_solve(Z: np.ndarray, Y: np.ndarray, loss: Loss, lam: float, V: np.ndar
         L = _preconditioner(G_feat, _curvature(f_loss, _predict(Z, Omega @ S), Y, scale), lam)
         res = minimize(fg, (L.T @ Omega).ravel(), args=(f_loss,), jac=True, method="L-BFGS-B",
                        options={"maxiter": budget, "maxcor": 20, "ftol": 1e-15, "gtol": 1e-12 * max(scale, 1.0)})
-        used += int(res.nit)
+        # a stage that stopped at once still counts: a stage that cannot move (its gradient
+        # already below gtol) would otherwise be rerun for ever
+        used += max(int(res.nit), 1)
         Omega = sla.solve_triangular(L, res.x.reshape(r, d), lower=True, trans="T", check_finite=False)
         if has_conj:
             A = None if mu is None else f_loss.gradient(_predict(Z, Omega @ S), Y)  # type: ignore[union-attr]
@@ -320,7 +322,7 @@ def lbfgs_solve(Z: np.ndarray, Y: np.ndarray, loss: Loss, lam: float, V: np.ndar
         if gap is None and mu is None:  # no certificate: trust L-BFGS's own criterion
             converged = bool(res.success)
             break
-        if used >= max_iter:
+        if used >= max_iter or (mu is None and res.nit == 0):  # no budget left, or no progress possible
             break
         if mu is not None:
             # the envelope's bias, hence the gap, shrinks about linearly with mu: aim the

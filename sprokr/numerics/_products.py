@@ -31,8 +31,9 @@ def check_gram_block(K: Any, shape: tuple[int, int], what: str = "kernel") -> np
     if K.dtype.kind not in "fiub":
         raise TypeError(f"the {what} returned a Gram block of dtype {K.dtype}, expected real numbers")
     if K.dtype.kind == "f" and not np.isfinite(K).all():
+        side = "outputs' (Y, candidates)" if "output" in what else "inputs' (X)"
         raise ValueError(f"the {what} returned non-finite values (NaN, inf or overflow); check the "
-                         f"inputs' scale and the kernel parameters")
+                         f"{side} scale and the kernel parameters")
     return K
 
 

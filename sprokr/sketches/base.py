@@ -17,7 +17,7 @@ from sklearn.base import BaseEstimator
 
 from ..numerics import SketchMatrix
 from ..registry import get_registry
-from ..utils import check_random_state
+from ..utils import check_random_state, reword_error
 
 if TYPE_CHECKING:  # imported for the annotations only
     from ..types import RandomStateLike
@@ -95,5 +95,5 @@ def resolve_sketch(spec: str | Sketch | None, m: int | None, params: Mapping[str
     try:
         sketch.validate(n)
     except ValueError as exc:
-        raise ValueError(f"{side}_sketch: {exc}") from None
+        raise reword_error(exc, f"{side}_sketch: {exc}")
     return sketch

@@ -2,8 +2,8 @@
 
 Registered through the ``sprokr`` entry-point group (module :mod:`sprokr_chem.plugin`):
 input and output kernels ``morgan_tanimoto``, ``morgan_gaussian_tanimoto``,
-``morgan_count_tanimoto``, ``morgan_minmax``, ``morgan_cosine`` (SMILES or RDKit molecules) and ``smiles_spectrum``
-(SMILES strings).  Also: SMILES / SDF readers that name invalid records, Morgan
+``morgan_count_tanimoto``, ``morgan_minmax``, ``morgan_cosine`` and ``smiles_spectrum`` (SMILES
+strings, RDKit molecules or molecule graphs).  Also: SMILES / SDF readers that name invalid records, Morgan
 fingerprints, molecule <-> labelled graph conversion, and :class:`MoleculeRetriever`
 (SMILES or text in, molecules out, settings chosen by validation; registered through the
 ``sprokr_estimators`` hook).  For the command line and figures: ``.smi`` / ``.sdf`` file

@@ -34,6 +34,11 @@ class MoleculeReadError(ValueError):
         prefix = f"{where}: " if where else ""
         super().__init__(f"{prefix}invalid molecule at record {index}: {record!r} ({reason})")
 
+    def __reduce__(self):
+        # picklable (process pools, Dask workers): rebuilt from its fields, then its message
+        # (possibly reworded with context) and notes restored
+        return type(self), (self.index, self.record, self.reason, self.where), {**self.__dict__, "args": self.args}
+
 
 @dataclass
 class ReadReport:

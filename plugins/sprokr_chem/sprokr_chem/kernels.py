@@ -1,6 +1,7 @@
 """Molecule kernels: Morgan fingerprints + sprokr's vector kernels, and a SMILES spectrum kernel.
 
-Every kernel here accepts SMILES strings or RDKit molecules (or a mix).  ``prepare``
+Every kernel here accepts SMILES strings, RDKit molecules or molecule graphs (networkx
+graphs as :func:`sprokr_chem.mol_to_graph` makes them; a mix too).  ``prepare``
 parses each molecule and computes its fingerprint once, as a row of a CSR matrix; the
 Gram blocks are then the vector kernels of :mod:`sprokr.kernels.vector` on those sparse
 rows (one sparse x dense product per block, no loop over pairs).
@@ -23,13 +24,14 @@ from rdkit.Chem import rdFingerprintGenerator
 from sprokr.kernels.base import Kernel
 from sprokr.kernels.vector import CosineKernel, MinMaxKernel, TanimotoKernel
 
-from .io import to_mol
+from .io import MoleculeReadError, to_mol
 
 if TYPE_CHECKING:  # imported for the annotations only
     from rdkit.Chem import Mol
     from sprokr.types import Samples
 
 __all__ = [
+    "check_molecules",
     "morgan_fingerprints",
     "unary_counts",
     "MorganTanimotoKernel",
@@ -58,10 +60,51 @@ def _generator(radius, n_bits):
     return _GENERATORS[key]
 
 
+def _is_graph(x):
+    return hasattr(x, "nodes") and hasattr(x, "edges") and hasattr(x, "number_of_nodes")
+
+
+def _graph_mol(G, i):
+    """The molecule a labelled graph describes; :class:`MoleculeReadError` if it is none."""
+    from .graphs import GraphConversionError, graph_to_mol
+
+    try:
+        return graph_to_mol(G, errors="raise")
+    except GraphConversionError as exc:
+        raise MoleculeReadError(i, f"<graph with {G.number_of_nodes()} nodes>", str(exc)) from None
+
+
+def check_molecules(X: Any, kernel: str | None) -> list:
+    """``X`` as a list of SMILES strings, RDKit molecules and molecule graphs.
+
+    A TypeError names ``kernel``, the first sample of another type and what to use instead
+    (error messages say "the samples": the models replace it by the argument's name).
+    """
+    accepted = f"the {kernel or 'molecule'} kernel takes SMILES strings, RDKit molecules or molecule graphs"
+    if isinstance(X, (str, Chem.Mol)):
+        raise TypeError(f"the samples must be a sequence of molecules, not a single "
+                        f"{type(X).__name__} ({accepted})")
+    if isinstance(X, np.ndarray) and X.dtype.kind in "biufc":
+        raise TypeError(f"the samples: got a numeric array of shape {X.shape}; {accepted} (numeric "
+                        f"data takes a vector kernel, e.g. 'gaussian')")
+    try:
+        items = list(X)
+    except TypeError:
+        raise TypeError(f"the samples must be a sequence of molecules, got {type(X).__name__} "
+                        f"({accepted})") from None
+    for i, x in enumerate(items):
+        if not isinstance(x, (str, Chem.Mol)) and not _is_graph(x):
+            raise TypeError(f"the samples must be molecules: {accepted}; sample {i} is a "
+                            f"{type(x).__name__}")
+    return items
+
+
 def _fingerprint(x, i, radius, n_bits, counts):
     key_mol = x if isinstance(x, str) else None
     if key_mol is None:
-        if not isinstance(x, Chem.Mol):
+        if _is_graph(x):
+            x = _graph_mol(x, i)
+        elif not isinstance(x, Chem.Mol):
             to_mol(x, i)  # raises the documented error for other types
         key_mol = Chem.MolToSmiles(x)
     key = (key_mol, radius, n_bits, counts)
@@ -88,14 +131,15 @@ def _fingerprint(x, i, radius, n_bits, counts):
 
 def morgan_fingerprints(molecules: Sequence[str | Mol], radius: int = 2, n_bits: int = 2048, counts: bool = False,
                         dtype: DTypeLike = np.float64) -> sp.csr_matrix:
-    """Morgan fingerprints of SMILES strings / RDKit molecules as a CSR matrix (n, n_bits).
+    """Morgan fingerprints of SMILES strings / RDKit molecules / molecule graphs as a CSR
+    matrix (n, n_bits).
 
     ``counts=False``: bit vectors (0/1); ``counts=True``: occurrence counts of each
     (folded) environment.  Invalid molecules raise
     :class:`sprokr_chem.MoleculeReadError` naming their index and SMILES.
     """
     if isinstance(molecules, (str, Chem.Mol)):
-        raise TypeError("expected a sequence of molecules (SMILES or RDKit Mol), not a single one")
+        raise TypeError("expected a sequence of molecules (SMILES, RDKit Mol or molecule graph), not a single one")
     if radius < 0 or int(radius) != radius:
         raise ValueError(f"radius must be a non-negative int, got {radius!r}")
     if n_bits < 1 or int(n_bits) != n_bits:
@@ -172,6 +216,7 @@ class _FingerprintKernel(Kernel):
     def prepare(self, X: Samples) -> Any:
         if sp.issparse(X):  # already fingerprints
             return self._vector_kernel().prepare(X)
+        X = check_molecules(X, self.name)
         fp = morgan_fingerprints(X, self.radius, self.n_bits, self._counts, self._dtype())
         return self._vector_kernel().prepare(fp)
 
@@ -230,7 +275,7 @@ class MorganMinMaxKernel(_FingerprintKernel):
         if sp.issparse(X):  # count fingerprints or their expansion
             X = MinMaxKernel(dtype=self.dtype).prepare(X)
         else:
-            X = morgan_fingerprints(X, self.radius, self.n_bits, True, self._dtype())
+            X = morgan_fingerprints(check_molecules(X, self.name), self.radius, self.n_bits, True, self._dtype())
         return unary_counts(X, self.n_bits)
 
     def pairwise(self, A: Any, B: Any) -> np.ndarray:
@@ -300,7 +345,8 @@ class SmilesSpectrumKernel(Kernel):
     order, Kekule or aromatic form, explicit hydrogens as QM8 ships them): without it the
     same molecules written differently share few n-grams.  An invalid SMILES raises
     :class:`sprokr_chem.MoleculeReadError` (a ``ValueError``) naming its position and text.
-    ``canonical=False`` compares the strings as given (the earlier default).
+    ``canonical=False`` compares the strings as given (the earlier default).  RDKit molecules
+    and molecule graphs are written as canonical SMILES first.
     """
 
     name = "smiles_spectrum"
@@ -322,17 +368,15 @@ class SmilesSpectrumKernel(Kernel):
             norms = np.sqrt(np.asarray(X.multiply(X).sum(axis=1)).ravel())
             norms[norms == 0] = 1.0
             return sp.csr_matrix(sp.diags(1.0 / norms) @ X, dtype=X.dtype)
-        if isinstance(X, str):
-            raise TypeError("expected a sequence of SMILES strings, not a single string")
         if not (1 <= self.min_n <= self.n):
             raise ValueError(f"need 1 <= min_n <= n, got min_n={self.min_n}, n={self.n}")
         texts = []
-        for i, s in enumerate(X):
-            if isinstance(s, Chem.Mol):
+        for i, s in enumerate(check_molecules(X, self.name)):
+            if _is_graph(s):
+                s = Chem.MolToSmiles(_graph_mol(s, i))
+            elif isinstance(s, Chem.Mol):
                 s = Chem.MolToSmiles(s)
-            elif not isinstance(s, str) or not s:
-                from .io import MoleculeReadError
-
+            elif not s:
                 raise MoleculeReadError(i, s, "expected a non-empty SMILES string")
             elif self.canonical:
                 s = Chem.MolToSmiles(to_mol(s, i))
@@ -340,7 +384,9 @@ class SmilesSpectrumKernel(Kernel):
         hv = HashingVectorizer(analyzer="char", ngram_range=(self.min_n, self.n), lowercase=False,
                                n_features=self.n_features, alternate_sign=False, norm="l2",
                                dtype=np.dtype(self.dtype))
-        return CosineKernel(dtype=self.dtype).prepare(hv.transform(texts))
+        # HashingVectorizer.transform fails on an empty sequence (zero queries)
+        rows = hv.transform(texts) if texts else sp.csr_matrix((0, int(self.n_features)))
+        return CosineKernel(dtype=self.dtype).prepare(rows)
 
     def pairwise(self, A: Any, B: Any) -> np.ndarray:
         # rows are l2-normalised: the kernel is a sparse x sparse product (the hashed

@@ -1,11 +1,13 @@
-"""``MoleculeRetriever``: SMILES or text in, molecules out, in one line.
+"""``MoleculeRetriever``: SMILES, text or numeric vectors in, molecules out, in one line.
 
 A task-level estimator over sprokr's models (IOKR, SISOKR, DSOKR) that wires the
 recommended kernels and chooses every setting by validation on the training data:
 
 * inputs: SMILES -> ``smiles_spectrum`` (canonical SMILES n-grams, ``n`` from
   ``input_grid``); text -> the ``text`` kernel (word + character n-grams, idf fitted on the
-  training texts);
+  training texts); numeric vectors (descriptors, measured properties) -> a Gaussian kernel
+  on the inputs standardised with the training mean and deviation, its bandwidth chosen
+  by validation from :data:`VECTOR_GAMMAS`;
 * outputs: the molecules as canonical SMILES; the output kernel is chosen on the
   validation split between the chemistry-aware ``wl`` kernel (molecule graphs with atom
   labels and bond orders) and ``morgan_count_tanimoto`` (Morgan count fingerprints);
@@ -33,12 +35,12 @@ from sklearn.utils.validation import check_is_fitted
 
 from sprokr.persistence import SaveMixin
 from sprokr.progress import log_estimator, progress
-from sprokr.utils import check_paired, check_random_state, take
+from sprokr.utils import check_numeric_array, check_paired, check_random_state, reword_error, take
 
 from .io import canonical_smiles, read_molecules
 
 __all__ = ["MoleculeRetriever", "RetrievedMolecules", "molecules_for_kernel", "METHODS", "DEFAULT_LAMS",
-           "GRAPH_KERNELS"]
+           "GRAPH_KERNELS", "INPUT_KINDS", "VECTOR_GAMMAS"]
 
 METHODS = ("iokr", "sisokr", "dsokr")
 #: the ridge grid of the lam paths: 1e-1 ... 1e-8, one value per decade
@@ -47,8 +49,15 @@ DEFAULT_LAMS = tuple(float(v) for v in np.logspace(-1, -8, 8))
 AUTO_OUTPUT_KERNELS = ("wl", "morgan_count_tanimoto")
 #: output kernels on molecule graphs (the others take SMILES)
 GRAPH_KERNELS = ("wl", "core_wl", "grakel")
-#: input kernel and default parameter grid per input kind
-INPUT_KERNELS = {"smiles": ("smiles_spectrum", ({"n": 4}, {"n": 6})), "text": ("text", ({},))}
+#: input kernel and default parameter grid per input kind (vectors: see VECTOR_GAMMAS)
+INPUT_KERNELS = {"smiles": ("smiles_spectrum", ({"n": 4}, {"n": 6})), "text": ("text", ({},)),
+                 "vectors": ("gaussian", ())}
+#: what ``inputs`` may say
+INPUT_KINDS = ("auto", "smiles", "text", "vectors")
+#: Gaussian bandwidths tried on standardised vectors of d features: ``gamma = g / d`` for g
+#: here (two standardised inputs are ~2d apart in squared distance, so g = 1 puts a typical
+#: pair at exp(-2); the larger g, the closer to nearest-neighbour retrieval)
+VECTOR_GAMMAS = (0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0)
 #: p-sparsified Gaussian output sketch with ~20 non-zeros per row (the benchmarks' choice)
 PSG_NONZEROS = 20.0
 #: DSOKR ridge penalties tried (the benchmarks' validation chose 1e-4 to 1e-2)
@@ -100,6 +109,17 @@ def _check_dict_list(grid, name):
     return [dict(g) for g in grid]
 
 
+def _is_numeric(X):
+    """Whether ``X`` holds numbers (an array or nested sequences of numbers), not strings."""
+    try:
+        A = np.asarray(X)
+    except (TypeError, ValueError):  # ragged: numbers if its first row is
+        first = X[0] if len(X) else None
+        return isinstance(first, (list, tuple, np.ndarray)) and len(first) > 0 and \
+            all(isinstance(v, (int, float, np.number)) and not isinstance(v, bool) for v in first)
+    return A.dtype.kind in "biuf" and A.size > 0
+
+
 def _as_texts(X, name="X"):
     if isinstance(X, str) or not hasattr(X, "__len__"):
         raise TypeError(f"{name} must be a sequence of texts, not a {type(X).__name__}")
@@ -120,9 +140,12 @@ class MoleculeRetriever(SaveMixin, BaseEstimator):
         Gaussian output sketch (``m_y``).  ``"dsokr"``: a ridge (and the MLPs of
         ``hidden_layer_sizes``) on the input kernel's Nystrom features (``m_x`` of them)
         regressing the sketched output features.
-    inputs : {"auto", "smiles", "text"}
-        What ``X`` holds.  ``"auto"``: texts when any element contains whitespace (SMILES
-        never do), else SMILES.
+    inputs : {"auto", "smiles", "text", "vectors"}
+        What ``X`` holds.  ``"vectors"``: numbers, an array (n, d) (e.g. molecular descriptors
+        or measured properties), standardised with the training mean and deviation, under
+        a Gaussian kernel whose bandwidth is chosen by validation (:data:`VECTOR_GAMMAS`).
+        ``"auto"``: vectors when ``X`` holds numbers, else texts when any element contains
+        whitespace (SMILES never do), else SMILES.
     output_kernel : "auto", str or list of str
         Output kernel(s) compared on the validation split: ``"auto"`` = ``wl``
         (chemistry-aware Weisfeiler-Lehman on molecule graphs, sprokr-graphs) and
@@ -138,7 +161,8 @@ class MoleculeRetriever(SaveMixin, BaseEstimator):
         Ridge grid of the lam paths (IOKR, SISOKR; default :data:`DEFAULT_LAMS`).
     input_grid : list of dict, optional
         Input-kernel parameter sets tried (default: ``[{"n": 4}, {"n": 6}]`` for
-        ``smiles_spectrum``, ``[{}]`` for ``text``).
+        ``smiles_spectrum``, ``[{}]`` for ``text``, ``[{"gamma": g / d} for g in
+        VECTOR_GAMMAS]`` for the Gaussian kernel on d standardised features).
     m_x_grid, m_y_grid : increasing sequences of int, optional
         Sketch sizes tried (SISOKR's ``m_x`` and DSOKR's number of input features grown
         until the validation MRR stops improving, ``m_y`` for SISOKR and DSOKR from the
@@ -163,7 +187,10 @@ class MoleculeRetriever(SaveMixin, BaseEstimator):
         The method of the fitted model.
     model_ : IOKR, SISOKR or DSOKR
         The fitted model (outputs: molecule graphs for graph kernels, else SMILES).
-    inputs_ : {"smiles", "text"}
+    inputs_ : {"smiles", "text", "vectors"}
+    input_center_, input_scale_ : ndarray (d,), vectors only
+        The training inputs' mean and standard deviation (1 where it is 0), applied to
+        every query.
     output_kernel_ : str
         The chosen output kernel.
     best_params_ : dict
@@ -230,8 +257,8 @@ class MoleculeRetriever(SaveMixin, BaseEstimator):
 
         if self.method not in METHODS:
             raise ValueError(f"method must be one of {', '.join(map(repr, METHODS))}, got {self.method!r}")
-        if self.inputs not in ("auto", "smiles", "text"):
-            raise ValueError(f"inputs must be 'auto', 'smiles' or 'text', got {self.inputs!r}")
+        if self.inputs not in INPUT_KINDS:
+            raise ValueError(f"inputs must be one of {', '.join(map(repr, INPUT_KINDS))}, got {self.inputs!r}")
         if self.validation_fraction is None or check_validation_fraction(self.validation_fraction) is None:
             raise ValueError(f"validation_fraction must lie in (0, 1), got {self.validation_fraction!r}")
         check_lams(DEFAULT_LAMS if self.lams is None else self.lams, "lams")
@@ -266,16 +293,37 @@ class MoleculeRetriever(SaveMixin, BaseEstimator):
 
     def _resolve_inputs(self, X):
         if isinstance(X, str) or not hasattr(X, "__len__"):
-            raise TypeError(f"X must be a sequence of SMILES or texts, not a {type(X).__name__}")
+            raise TypeError(f"X must be a sequence of SMILES or texts, or an array of numbers (n, d), not a "
+                            f"{type(X).__name__}")
+        numeric = _is_numeric(X)
+        if self.inputs in ("smiles", "text") and numeric:  # refused at once, not as "invalid molecule"
+            raise ValueError(f"inputs={self.inputs!r} but X holds numbers (shape {np.shape(X)}); numeric inputs "
+                             f"take inputs='vectors' (or 'auto')")
         if self.inputs != "auto":
             return self.inputs
+        if numeric:
+            return "vectors"
         return "text" if any(isinstance(x, str) and any(c.isspace() for c in x.strip()) for x in X) else "smiles"
 
     def _input_values(self, X, kind, name="X"):
-        """Canonical SMILES or validated texts."""
+        """Canonical SMILES, validated texts or a float64 array (n, d) (not yet standardised)."""
+        if kind == "vectors":
+            try:
+                return check_numeric_array(X, name)
+            except (TypeError, ValueError) as exc:
+                raise reword_error(exc, f"{exc} (inputs='vectors' takes an array of numbers (n, d))")
         if kind == "text":
             return _as_texts(X, name)
         return canonical_smiles(X, name)
+
+    def _standardised(self, A, center=None, scale=None):
+        """``(A - center) / scale`` with the given statistics, or the training ones."""
+        center = self.input_center_ if center is None else center
+        scale = self.input_scale_ if scale is None else scale
+        if A.shape[1] != center.size:
+            raise ValueError(f"X has {A.shape[1]} features, but MoleculeRetriever was fitted on {center.size}: "
+                             f"expected shape (n_samples, {center.size})")
+        return (A - center) / scale
 
     def _log(self, msg):
         log_estimator(self, msg)
@@ -317,6 +365,11 @@ class MoleculeRetriever(SaveMixin, BaseEstimator):
         n = check_paired(X, y, "X", "y")
         kind = self._resolve_inputs(X)
         Xv = self._input_values(X, kind)
+        stats = {}
+        if kind == "vectors":  # standardised with the training statistics (kept for the queries)
+            sd = Xv.std(axis=0)
+            stats = {"input_center_": Xv.mean(axis=0), "input_scale_": np.where(sd > 0, sd, 1.0)}
+            Xv = self._standardised(Xv, stats["input_center_"], stats["input_scale_"])
         Ys = canonical_smiles(y, "y")
         pool = None if self.candidates is None else read_molecules(self.candidates, "candidates")
         if pool is not None and not pool:
@@ -342,10 +395,11 @@ class MoleculeRetriever(SaveMixin, BaseEstimator):
             extra = {}
         refit_s = time.perf_counter() - t1
         # ---- learned state
-        self.__dict__.pop("input_features_", None)  # DSOKR state of an earlier fit
+        for name in ("input_features_", "input_center_", "input_scale_"):  # state of an earlier fit
+            self.__dict__.pop(name, None)
         self.method_, self.inputs_, self.model_, self.output_kernel_ = self.method, kind, model, rec["output_kernel"]
         self.best_params_, self.best_score_ = dict(rec["best_params"]), float(rec["best_score"])
-        for name, value in extra.items():
+        for name, value in {**extra, **stats}.items():
             setattr(self, name, value)
         self.training_molecules_ = Ys
         self.candidates_ = pool if pool is not None else list(dict.fromkeys(Ys))
@@ -361,6 +415,8 @@ class MoleculeRetriever(SaveMixin, BaseEstimator):
     def _queries(self, X):
         check_is_fitted(self, "model_")
         vals = self._input_values(X, self.inputs_)
+        if self.inputs_ == "vectors":
+            vals = self._standardised(vals)
         return self._features(vals) if self.method_ == "dsokr" else vals
 
     def _features(self, texts):
@@ -441,6 +497,8 @@ class _Context:
         self.tr, self.va = split
         n_tr = self.tr.size
         self.input_kernel, default_grid = INPUT_KERNELS[kind]
+        if kind == "vectors":  # a bandwidth grid scaled to the number of (standardised) features
+            default_grid = tuple({"gamma": g / X.shape[1]} for g in VECTOR_GAMMAS)
         self.input_grid = _check_dict_list(owner.input_grid, "input_grid") if owner.input_grid is not None \
             else [dict(g) for g in default_grid]
         self.lams = np.asarray(DEFAULT_LAMS if owner.lams is None else owner.lams, dtype=np.float64)

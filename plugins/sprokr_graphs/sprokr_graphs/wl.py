@@ -114,7 +114,13 @@ class WLFeatures:
 
 def _check_graph(G, i, node_label):
     if not isinstance(G, nx.Graph):
-        raise TypeError(f"graph {i}: expected a networkx graph, got {type(G).__name__}")
+        hint = ""
+        if isinstance(G, str) or type(G).__name__ == "Mol":  # a molecule: say how to make its graph
+            hint = (" (molecules: sprokr_chem.smiles_to_graph / mol_to_graph make their graphs; in a "
+                    "sprokr config, [output] type = \"molecule\"; or use a molecule kernel such as "
+                    "'morgan_tanimoto' on the SMILES)")
+        raise TypeError(f"the samples must be networkx graphs (the graph kernels wl, core_wl and grakel "
+                        f"take graphs): sample {i} is a {type(G).__name__}{hint}")
     if G.is_directed():
         raise ValueError(f"graph {i}: the WL kernels here take undirected graphs")
     attrs = (node_label,) if isinstance(node_label, str) else tuple(node_label)

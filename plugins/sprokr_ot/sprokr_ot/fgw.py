@@ -523,6 +523,9 @@ class FGWBarycenterDecoder(Decoder):
         if top_k is not None:
             raise ValueError("the FGW barycenter decoder builds one graph per query; top_k is not "
                              "supported (use the 'candidates' decoder for rankings)")
+        if np.shape(H)[0] == 0:  # zero queries: no graph to build
+            self.counts_ = {"barycenter": 0, "repaired": 0, "neighbor": 0}
+            return []
         idx, W = self.neighbor_weights(H, index, weights)
         pool = index.candidates
         n_q = idx.shape[0]

@@ -11,10 +11,14 @@ def test_demo_runs_and_reports_metrics():
     ml = res["multilabel"]
     assert set(ml) == {"IOKR (exact)", "SISOKR (m_x=400, m_y=100)"}
     for r in ml.values():
-        assert 0.2 < r["f1"] <= 1 and r["fit_s"] > 0 and r["decode_s"] > 0
+        assert 0.2 < r["f1"] <= 1 and {"fit_s", "decode_s"} <= set(r)
     assert "F1" in out.stderr and "fit" in out.stderr  # the text went to stderr
-    if "molecules" in res:  # the chemistry plugins are installed (requirements.txt)
-        assert res["molecules"]
+    # requirements.txt installs the chemistry plugins: the molecule section runs, and each of
+    # its tasks beats a random ranking of the 300 sample molecules by a wide margin
+    mol = res["molecules"]
+    assert mol["fingerprints"]["top10"] > 3 * 10 / 300
+    assert mol["same_formula"]["top5"] > 0.6 and mol["same_formula"]["top1"] > 0.2
+    assert mol["smiles_to_graph"]["top1"] > 10 / 300
 
 
 def test_demo_without_the_chemistry_plugin_skips_with_an_install_hint():

@@ -283,9 +283,21 @@ class ColumnSpec:
         return (X - c) / s
 
     def read(self, table: Table) -> Any:
-        """The model-ready collection of ``table``'s rows (the column type's ``parse``)."""
+        """The model-ready collection of ``table``'s rows (the column type's ``parse``).
+
+        A column type (a plugin's) failing with another exception than
+        :class:`DataFileError` is reported as one, naming the file and the columns.
+        """
         values = {name: table.column(name) for name in self.columns}
-        return self.standardized(self.column_type().parse(values, table))
+        ctype = self.column_type()
+        try:
+            parsed = ctype.parse(values, table)
+        except DataFileError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - any failure of a column type is the file's columns' problem
+            raise DataFileError(f"{table.path}: column(s) {', '.join(map(repr, self.columns))} cannot be read as "
+                                f"{self.type!r}: {describe_error(exc)}") from exc
+        return self.standardized(parsed)
 
     def write(self, value: Any) -> str:
         """One output as text (the column type's ``format``: molecules as SMILES, label sets
@@ -329,7 +341,7 @@ def describe_error(exc: BaseException) -> str:
 
 
 def check_output_path(path: Any, option: str = "-o/--output", inputs: Iterable[Any] = (),
-                      suffixes: Optional[Iterable[str]] = None) -> Path:
+                      suffixes: Optional[Iterable[str]] = None, special_files: bool = False) -> Path:
     """Check, before any work, that a file can be written at ``path``.
 
     The path must not be a directory nor one of ``inputs`` (the command's input files: a
@@ -347,6 +359,10 @@ def check_output_path(path: Any, option: str = "-o/--output", inputs: Iterable[A
         Files the command reads; writing over one of them is refused.
     suffixes : iterable of str, optional
         Accepted (lower-case) suffixes, e.g. the figure formats.
+    special_files : bool, default False
+        Accept an existing device or pipe (``/dev/stdout``), written in place (what
+        :func:`write_csv` does); a writer that moves a finished file into place (model
+        files) would replace the device node, so it is refused by default.
 
     Returns
     -------
@@ -371,7 +387,13 @@ def check_output_path(path: Any, option: str = "-o/--output", inputs: Iterable[A
         if other is not None and Path(other).exists() and p.exists() and os.path.samefile(p, other):
             raise OutputPathError(f"{option} {p}: is also an input of this command ({other}); "
                                   "writing there would overwrite it")
-    parent = p.parent
+    if p.exists() and not p.is_file():  # a device or a pipe (resolving symbolic links)
+        if not special_files:
+            raise OutputPathError(f"{option} {p}: is not a regular file (a device or a pipe); give a file path")
+        if not os.access(p, os.W_OK):
+            raise OutputPathError(f"{option} {p}: is not writable (permission denied)")
+        return p
+    parent = Path(os.path.realpath(p)).parent  # where the file is created (a symbolic link's target)
     if not parent.exists():
         raise OutputPathError(f"{option} {p}: directory {parent} does not exist")
     if not parent.is_dir():
@@ -416,7 +438,14 @@ def _probe_writable(directory: Path, what: str) -> None:
 def _write_replacing(path: Any, write: Callable[[Any], None]) -> None:
     """Write through ``write(fh)`` to a temporary file beside ``path``, then move it into
     place: a failure leaves no partial file.  ``OSError`` -> :class:`OutputPathError`."""
-    p = Path(path)
+    p = Path(os.path.realpath(path))  # through a symbolic link: replace its target, not the link
+    if p.exists() and not p.is_file():  # a device or a pipe: written in place (never replaced)
+        try:
+            with open(p, "w", newline="", encoding="utf-8") as fh:
+                write(fh)
+        except OSError as exc:
+            raise OutputPathError(f"{path}: cannot be written: {exc.strerror or exc}") from exc
+        return
     tmp = p.with_name(f".{p.name}.{uuid.uuid4().hex}.tmp")
     try:
         try:
@@ -427,7 +456,7 @@ def _write_replacing(path: Any, write: Callable[[Any], None]) -> None:
             if tmp.exists():
                 tmp.unlink()
     except OSError as exc:
-        raise OutputPathError(f"{p}: cannot be written: {exc.strerror or exc}") from exc
+        raise OutputPathError(f"{path}: cannot be written: {exc.strerror or exc}") from exc
 
 
 def write_csv(path: Any, header: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:

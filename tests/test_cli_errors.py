@@ -211,6 +211,32 @@ def test_an_output_path_that_is_an_input_is_refused(d, tmp_path, capsys):
     assert train.read_bytes() == (d / "train.csv").read_bytes()
 
 
+def test_a_model_is_never_moved_over_a_pipe_or_device(d, tmp_path, capsys):
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    code, _, err = run(["fit", "--config", d / "model.toml", "--train", d / "train.csv", "-o", fifo], capsys)
+    one_line_error(code, err, "fifo", "not a regular file")
+    assert fifo.is_fifo()
+
+
+def test_predictions_are_written_into_a_pipe_and_through_a_symbolic_link(d, tmp_path, capsys):
+    import threading
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    received = []
+    reader = threading.Thread(target=lambda: received.append(fifo.read_text()), daemon=True)
+    reader.start()
+    code, _, _ = run(["predict", d / "m.sprokr", "--input", d / "test.csv", "-o", fifo], capsys)
+    reader.join(timeout=60)
+    assert code == 0 and received and len(received[0].splitlines()) == 21 and fifo.is_fifo()
+    (tmp_path / "real.csv").write_text("old")
+    (tmp_path / "link.csv").symlink_to(tmp_path / "real.csv")
+    code, _, _ = run(["predict", d / "m.sprokr", "--input", d / "test.csv", "-o", tmp_path / "link.csv"], capsys)
+    assert code == 0 and (tmp_path / "link.csv").is_symlink()
+    assert len((tmp_path / "real.csv").read_text().splitlines()) == 21
+
+
 def test_samples_export_to_an_existing_file_is_one_line(tmp_path, capsys):
     (tmp_path / "afile").write_text("keep me")
     code, _, err = run(["samples", "--export", tmp_path / "afile"], capsys)
@@ -244,6 +270,10 @@ def bad_npz(kind, tmp_path):
         return b.getvalue()
     if kind == "random bytes":
         return np.random.default_rng(0).bytes(300)
+    if kind == "0-d array as a column":
+        b = io.BytesIO()
+        np.savez(b, **{h: np.zeros(5) for h in HEADER[1:]}, f0=np.float64(1.0))
+        return b.getvalue()
     if kind == "object array":
         b = io.BytesIO()
         np.savez(b, f0=np.array([{"a": 1}, None], dtype=object))
@@ -252,7 +282,8 @@ def bad_npz(kind, tmp_path):
 
 
 @pytest.mark.parametrize("kind", ["header claims 2**40 elements", "header claims more rows than stored",
-                                  "cut in half", "a .npy file, not an archive", "random bytes", "object array"])
+                                  "cut in half", "a .npy file, not an archive", "random bytes", "object array",
+                                  "0-d array as a column"])
 def test_a_corrupt_npz_is_one_line_naming_it(d, tmp_path, capsys, kind):
     path = tmp_path / "bad.npz"
     path.write_bytes(bad_npz(kind, tmp_path))
@@ -260,6 +291,8 @@ def test_a_corrupt_npz_is_one_line_naming_it(d, tmp_path, capsys, kind):
     one_line_error(code, err, path)
     if kind.startswith("header claims"):
         assert "its header says shape" in err  # refused from the header, nothing allocated
+    if kind == "0-d array as a column":
+        assert "column 'f0' is a single value" in err
 
 
 def test_numeric_cells_must_be_finite_and_are_named_by_line(d, tmp_path, capsys):
@@ -279,6 +312,19 @@ def test_csv_header_byte_order_mark_and_duplicate_columns(d, tmp_path, capsys):
     (tmp_path / "dup.csv").write_text(text.replace("f0,f1", "f0,f0", 1))
     code, _, err = run(["predict", d / "m.sprokr", "--input", tmp_path / "dup.csv"], capsys)
     one_line_error(code, err, "dup.csv line 1", "'f0' more than once")
+
+
+def test_a_model_error_names_the_step_and_the_file(tmp_path, capsys):
+    # an array column: the query file's X has 3 features, the training file's 4
+    rng = np.random.default_rng(0)
+    np.savez(tmp_path / "train.npz", X=rng.normal(size=(40, 4)), y=rng.normal(size=40))
+    np.savez(tmp_path / "q.npz", X=rng.normal(size=(5, 3)))
+    (tmp_path / "r.toml").write_text(RIDGE.replace('["f0", "f1", "f2"]', '["X"]').replace('"f3"', '"y"'))
+    assert run(["fit", "--config", tmp_path / "r.toml", "--train", tmp_path / "train.npz", "-o",
+                tmp_path / "r.sprokr"], capsys)[0] == 0
+    code, _, err = run(["predict", tmp_path / "r.sprokr", "--input", tmp_path / "q.npz", "-o", tmp_path / "p.csv"],
+                       capsys)
+    one_line_error(code, err, "predicting", "q.npz", "3 features")
 
 
 def test_a_directory_as_data_or_model_file_is_one_line(d, tmp_path, capsys):
@@ -340,10 +386,24 @@ class FailingReader:
         raise RuntimeError("the boom library crashed")
 
 
+class FailingColumnType:
+    n_columns = 1
+
+    def parse(self, values, table):
+        return {}["missing"]  # a plugin's bug: KeyError
+
+    def format(self, value, columns):
+        return str(value)
+
+
 class FailingPlugin:
     @sprokr.hookimpl
     def sprokr_readers(self):
         return {"boom": FailingReader}
+
+    @sprokr.hookimpl
+    def sprokr_column_types(self):
+        return {"boomtype": FailingColumnType}
 
 
 @pytest.fixture
@@ -359,6 +419,14 @@ def test_a_plugin_reader_failure_is_one_line_naming_the_file(d, tmp_path, capsys
     (tmp_path / "q.boom").write_text("x")
     code, _, err = run(["predict", d / "m.sprokr", "--input", tmp_path / "q.boom", "-o", tmp_path / "p.csv"], capsys)
     one_line_error(code, err, "q.boom: cannot be read as a reader that fails", "RuntimeError: the boom library")
+
+
+def test_a_plugin_column_type_failure_is_one_line_naming_the_file(d, tmp_path, capsys, failing_reader):
+    (tmp_path / "c.toml").write_text(MULTI.replace('columns = ["f0", "f1", "f2", "f3"]',
+                                                   'column = "f0"\ntype = "boomtype"'))
+    code, _, err = run(["fit", "--config", tmp_path / "c.toml", "--train", d / "train.csv", "-o",
+                        tmp_path / "m.sprokr"], capsys)
+    one_line_error(code, err, "train.csv: column(s) 'f0' cannot be read as 'boomtype': KeyError")
 
 
 def test_traceback_flag_shows_the_traceback(d, tmp_path, failing_reader):

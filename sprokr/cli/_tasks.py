@@ -33,11 +33,12 @@ combinations; every data file it reads must hold at least one sample.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 import time
 from pathlib import Path
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, Iterator, List, Tuple
 
 import numpy as np
 
@@ -201,6 +202,22 @@ def _read(path: Any, option: str) -> Table:
     return table
 
 
+class TaskError(ValueError):
+    """A model step (fit, predict, evaluate, select) failed on a file: names the step and the file."""
+
+
+@contextlib.contextmanager
+def _step(what: str) -> Iterator[None]:
+    """Name the step and its file in a ``ValueError`` / ``TypeError`` the model raises (a
+    feature count that differs from training's, an output type a kernel cannot take ...)."""
+    try:
+        yield
+    except CLIError:
+        raise
+    except (ValueError, TypeError) as exc:
+        raise TaskError(f"{what}: {describe_error(exc)}") from exc
+
+
 def _out(args: Any):
     """Human-readable lines: stdout, or stderr with --json (stdout then holds JSON only)."""
     stream = sys.stderr if getattr(args, "json", False) else sys.stdout
@@ -244,7 +261,8 @@ def cmd_fit(args: Any) -> int:
     cfg, table, X, Y = _training_data(args)
     est = build_estimator(cfg, args.config)
     t0 = time.perf_counter()
-    est.fit(X, Y)
+    with _step(f"fitting {cfg['estimator']} on {args.train}"):
+        est.fit(X, Y)
     fit_s = time.perf_counter() - t0
     _save_model(est, args.output, {"config": cfg, "train_file": str(args.train), "n_train": len(table)})
     res = {"model": str(args.output), "estimator": cfg["estimator"], "n_train": len(table), "fit_s": fit_s}
@@ -274,7 +292,8 @@ def cmd_predict(args: Any) -> int:
         raise UsageError("--json prints a JSON summary on standard output, where the predictions would go "
                          "without -o: add -o FILE for the predictions")
     if str(args.output) != "-":
-        check_output_path(args.output, "-o/--output", inputs=[args.model, args.input, args.candidates])
+        check_output_path(args.output, "-o/--output", inputs=[args.model, args.input, args.candidates],
+                          special_files=True)
     model, cfg = _model_and_config(args.model)
     structured = hasattr(model, "predict_topk")
     for option, given in (("--candidates", args.candidates), ("--top-k", args.top_k)):
@@ -285,16 +304,17 @@ def cmd_predict(args: Any) -> int:
     X = spec_in.read(queries)
     C, _, _ = _candidates(args, spec_out)
     t0 = time.perf_counter()
-    if args.top_k is not None:
-        D = model.predict_topk(X, k=args.top_k, candidates=C)
-        pool = C if C is not None else getattr(model, "candidates_", None) or model.default_index_.candidates
-        rows = [[q, r + 1, spec_out.write(pool[int(j)]), f"{s:.8g}"]
-                for q in range(len(queries)) for r, (j, s) in enumerate(zip(D.indices[q], D.scores[q]))]
-        header = ["query", "rank", "prediction", "score"]
-    else:
-        P = model.predict(X, candidates=C) if structured else model.predict(X)
-        rows = [[q, spec_out.write(P[q])] for q in range(len(queries))]
-        header = ["query", "prediction"]
+    with _step(f"predicting {args.input} with {args.model}"):
+        if args.top_k is not None:
+            D = model.predict_topk(X, k=args.top_k, candidates=C)
+            pool = C if C is not None else getattr(model, "candidates_", None) or model.default_index_.candidates
+            rows = [[q, r + 1, spec_out.write(pool[int(j)]), f"{s:.8g}"]
+                    for q in range(len(queries)) for r, (j, s) in enumerate(zip(D.indices[q], D.scores[q]))]
+            header = ["query", "rank", "prediction", "score"]
+        else:
+            P = model.predict(X, candidates=C) if structured else model.predict(X)
+            rows = [[q, spec_out.write(P[q])] for q in range(len(queries))]
+            header = ["query", "prediction"]
     dt = time.perf_counter() - t0
     write_csv(args.output, header, rows)
     out(f"{len(queries)} queries of {args.input} predicted in {dt:.2f} s -> {args.output}")
@@ -305,8 +325,6 @@ def cmd_predict(args: Any) -> int:
 
 def cmd_evaluate(args: Any) -> int:
     """``sprokr evaluate M --test T [--candidates P] [--top-k K]``: the task's metrics."""
-    from ..metrics import f1_samples, mean_reciprocal_rank, ranks_from_scores
-
     out = _out(args)
     model, cfg = _model_and_config(args.model)
     spec_in, spec_out = _specs(cfg)
@@ -315,6 +333,22 @@ def cmd_evaluate(args: Any) -> int:
     res: Dict[str, Any] = {"n_test": len(test)}
     t0 = time.perf_counter()
     canonical = getattr(spec_out.column_type(), "canonical", None)
+    with _step(f"evaluating {args.model} on {args.test}"):
+        res.update(_metrics(args, model, spec_out, canonical, test, X, Y))
+    res["decode_s"] = time.perf_counter() - t0
+    for k, v in res.items():
+        out(f"{k:20s} {v:.4f}" if isinstance(v, float) else f"{k:20s} {v}")
+    if args.json:
+        print(json.dumps(res))
+    return 0
+
+
+def _metrics(args: Any, model: Any, spec_out: ColumnSpec, canonical: Any, test: Table, X: Any, Y: Any
+             ) -> Dict[str, Any]:
+    """The task's metrics of ``model`` on the test rows (see :func:`cmd_evaluate`)."""
+    from ..metrics import f1_samples, mean_reciprocal_rank, ranks_from_scores
+
+    res: Dict[str, Any] = {}
     if spec_out.type == "labels":
         C, _, _ = _candidates(args, spec_out)
         P = np.asarray(model.predict(X, candidates=C), dtype=float)
@@ -339,12 +373,7 @@ def cmd_evaluate(args: Any) -> int:
         Yt = np.asarray(Y, dtype=float).reshape(len(test), -1)
         res.update(mse=float(np.mean((P - Yt) ** 2)),
                    r2=float(1 - np.sum((P - Yt) ** 2) / max(np.sum((Yt - Yt.mean(0)) ** 2), 1e-300)))
-    res["decode_s"] = time.perf_counter() - t0
-    for k, v in res.items():
-        out(f"{k:20s} {v:.4f}" if isinstance(v, float) else f"{k:20s} {v}")
-    if args.json:
-        print(json.dumps(res))
-    return 0
+    return res
 
 
 def _toml_value(v: Any) -> str:
@@ -377,7 +406,7 @@ def cmd_select(args: Any) -> int:
     from ..model_selection import select_model
 
     out = _out(args)
-    check_output_path(args.output, "-o/--output", inputs=[args.config, args.train])
+    check_output_path(args.output, "-o/--output", inputs=[args.config, args.train], special_files=True)
     if args.figure:
         check_output_path(args.figure, "--figure", inputs=[args.config, args.train, args.output],
                           suffixes=_figure_suffixes())
@@ -387,8 +416,9 @@ def cmd_select(args: Any) -> int:
                           "has no lam parameter (it may choose its settings itself in fit: use `sprokr fit`)")
     cfg, _, X, Y = _training_data(args)
     sel = dict(cfg.get("select", {}))
-    res = select_model(est, X, Y, validation_fraction=args.validation_fraction,
-                       random_state=cfg.get("random_state", 0), **sel)
+    with _step(f"selecting {cfg['estimator']} on {args.train}"):
+        res = select_model(est, X, Y, validation_fraction=args.validation_fraction,
+                           random_state=cfg.get("random_state", 0), **sel)
     chosen = dict(cfg)
     chosen["params"] = {**cfg.get("params", {}), **res["best_params"]}
     # the scaling statistics belong to a fitted model, not to a configuration

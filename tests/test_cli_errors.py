@@ -342,6 +342,9 @@ def test_a_directory_as_data_or_model_file_is_one_line(d, tmp_path, capsys):
      "'params' must be a table ([params] followed by its keys), got an integer (3)"),
     (("[params]\nlam = 1e-3\ninput_sketch = \"subsample\"\nm_x = 60\n", "params = [1, 2]\n"),
      "'params' must be a table"),
+    (("m_x = 60", "m_x = 60\ninput_kernel_params = 5"),
+     "[params] input_kernel_params must be a table of the component's parameters (e.g. input_kernel_params = "
+     "{sigma2 = 1.0}), got an integer (5)"),
     (('estimator = "SISOKR"', "estimator = 3"), "'estimator' must be an estimator name (a string), got an integer"),
     (("random_state = 0", 'random_state = "zero"'), "'random_state' must be an integer"),
     (("random_state = 0", "random_state = true"), "'random_state' must be an integer"),

@@ -128,6 +128,10 @@ def check_config(cfg: Dict[str, Any], where: str = "config") -> Dict[str, Any]:
     for key in _TABLES:
         if key in cfg and not isinstance(cfg[key], dict):
             raise ConfigError(f"{where}: {key!r} must be a table ([{key}] followed by its keys), got {_kind(cfg[key])}")
+    for key, v in cfg.get("params", {}).items():  # the components' parameters: tables of keyword arguments
+        if key.endswith("_params") and not isinstance(v, dict):
+            raise ConfigError(f"{where}: [params] {key} must be a table of the component's parameters "
+                              f"(e.g. {key} = {{sigma2 = 1.0}}), got {_kind(v)}")
     _check_select(cfg.get("select", {}), where)
     try:
         ColumnSpec.from_config(cfg["input"], "input")

@@ -113,10 +113,8 @@ def test_a_file_without_samples_is_one_line_naming_it(d, tmp_path, capsys, comma
 @pytest.mark.parametrize("k", ["0", "-3", "two"])
 def test_top_k_must_be_a_positive_integer(d, tmp_path, capsys, command, k):
     data = ["--input", d / "test.csv", "-o", tmp_path / "p.csv"] if command == "predict" else ["--test", d / "test.csv"]
-    with pytest.raises(SystemExit) as exc:
-        main([command, str(d / "m.sprokr"), *map(str, data), "--top-k", k])
-    err = capsys.readouterr().err
-    assert exc.value.code == 2 and "--top-k" in err and k in err and "Traceback" not in err
+    code, _, err = run([command, d / "m.sprokr", *data, "--top-k", k], capsys)
+    one_line_error(code, err, f"sprokr {command}: error: argument --top-k:", k)
     assert not (tmp_path / "p.csv").exists()
 
 
@@ -137,10 +135,16 @@ def test_predict_json_needs_an_output_file(d, capsys):
 
 @pytest.mark.parametrize("fraction", ["0", "1", "1.5", "-0.2", "x"])
 def test_validation_fraction_is_checked_when_parsed(d, tmp_path, capsys, fraction):
-    with pytest.raises(SystemExit) as exc:
-        main(["select", "--config", str(d / "model.toml"), "--train", str(d / "train.csv"), "-o",
-              str(tmp_path / "c.toml"), "--validation-fraction", fraction])
-    assert exc.value.code == 2 and "--validation-fraction" in capsys.readouterr().err
+    code, _, err = run(["select", "--config", d / "model.toml", "--train", d / "train.csv", "-o", tmp_path / "c.toml",
+                        "--validation-fraction", fraction], capsys)
+    one_line_error(code, err, "--validation-fraction", fraction)
+
+
+def test_usage_errors_are_one_line_too(d, capsys):
+    code, _, err = run(["predict", d / "m.sprokr"], capsys)  # --input missing
+    one_line_error(code, err, "sprokr predict: error:", "--input", "sprokr predict --help")
+    code, _, err = run(["fitt"], capsys)
+    one_line_error(code, err, "sprokr: error:", "fitt")
 
 
 # -- output paths, checked before any work -------------------------------------------------

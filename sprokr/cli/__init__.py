@@ -65,6 +65,22 @@ def error_message(exc: BaseException) -> str:
     return f"{text} (run again with --traceback to see where it happened)"
 
 
+class _ArgumentError(Exception):
+    """An invalid command line (raised by :class:`_Parser` instead of exiting)."""
+
+    def __init__(self, prog: str, message: str) -> None:
+        super().__init__(message)
+        self.prog, self.message = prog, message
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, whose errors are returned by :func:`main` as one line and exit code 2 (like
+    every other error) instead of the usage text and ``SystemExit``."""
+
+    def error(self, message: str):  # type: ignore[override]
+        raise _ArgumentError(self.prog, message)
+
+
 def cmd_plugins(args):
     from ..registry import list_components
 
@@ -112,7 +128,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     """Run the ``sprokr`` command line with ``argv`` (default: ``sys.argv[1:]``); returns the exit code."""
     from .. import __version__
 
-    ap = argparse.ArgumentParser(
+    ap = _Parser(
         prog="sprokr", description="Structured prediction with sketched kernel methods.",
         epilog="examples:\n  sprokr plugins\n  sprokr demo\n  sprokr demo --json > demo.json\n"
                "  sprokr samples --export demo\n"
@@ -138,7 +154,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--traceback", action="store_true", default=argparse.SUPPRESS, help=tb_help)
     for parser in sub.choices.values():  # also accepted after the command
         parser.add_argument("--traceback", action="store_true", default=argparse.SUPPRESS, help=tb_help)
-    args = ap.parse_args(argv)
+    try:
+        args = ap.parse_args(argv)
+    except _ArgumentError as exc:  # e.g. --top-k 0: one line, the command's help named
+        print(f"{exc.prog}: error: {' '.join(exc.message.split())} (see {exc.prog} --help)", file=sys.stderr)
+        return 2
     with one_line_warnings():
         try:
             return args.func(args)

@@ -19,7 +19,7 @@ import functools
 import json
 import sys
 import warnings
-from typing import Any, Callable, Iterator, List, Optional
+from typing import Any, Callable, Iterator, List, NoReturn, Optional
 
 from ..extras import FIRST_PARTY_DEMOS, PLUGIN_EXTRAS, install_hint, provider_hint
 
@@ -77,7 +77,7 @@ class _Parser(argparse.ArgumentParser):
     """argparse, whose errors are returned by :func:`main` as one line and exit code 2 (like
     every other error) instead of the usage text and ``SystemExit``."""
 
-    def error(self, message: str):  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         raise _ArgumentError(self.prog, message)
 
 

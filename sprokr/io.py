@@ -451,6 +451,8 @@ def _write_replacing(path: Any, write: Callable[[Any], None]) -> None:
         try:
             with open(tmp, "x", newline="", encoding="utf-8") as fh:
                 write(fh)
+            if p.exists():  # a replaced file keeps its permissions
+                os.chmod(tmp, p.stat().st_mode & 0o7777)
             os.replace(tmp, p)
         finally:
             if tmp.exists():

@@ -202,8 +202,11 @@ def test_a_failed_write_names_the_output_path_and_leaves_no_partial_file(tmp_pat
     ro = unwritable_directory(tmp_path)
     with pytest.raises(OutputPathError, match=f"{ro}/p.csv: cannot be written"):
         write_csv(ro / "p.csv", ["a"], [[1]])
+    (tmp_path / "p.csv").write_text("old")
+    (tmp_path / "p.csv").chmod(0o640)
     write_csv(tmp_path / "p.csv", ["a"], [[1], [2]])
     assert (tmp_path / "p.csv").read_text().split() == ["a", "1", "2"]
+    assert (tmp_path / "p.csv").stat().st_mode & 0o777 == 0o640  # a replaced file keeps its permissions
     assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []
 
 

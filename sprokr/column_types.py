@@ -22,20 +22,26 @@ def numeric_matrix(values: Mapping[str, Any], table: Table) -> np.ndarray:
 
     A numeric array column (``.npz``) may be 2-D (several features); a text column must
     hold numbers, else :class:`sprokr.io.DataFileError` names the file, line and column.
+    NaN and infinite values are refused the same way (no model accepts them; the file's
+    line is what the user needs, not the estimator's count of NaNs).
     """
     cols = []
     for name, col in values.items():
         if isinstance(col, np.ndarray) and col.dtype.kind in "biuf":
             a = col.astype(np.float64)
-            cols.append(a.reshape(a.shape[0], -1))
-            continue
-        out = np.empty(len(col))
-        for i, v in enumerate(col):
-            try:
-                out[i] = float(v)
-            except (TypeError, ValueError):
-                raise DataFileError(f"{table.where(i)}: column {name!r} holds {v!r}; expected a number") from None
-        cols.append(out[:, None])
+            a = a.reshape(a.shape[0], -1)
+        else:
+            a = np.empty((len(col), 1))
+            for i, v in enumerate(col):
+                try:
+                    a[i, 0] = float(v)
+                except (TypeError, ValueError):
+                    raise DataFileError(f"{table.where(i)}: column {name!r} holds {v!r}; expected a number") from None
+        bad = ~np.isfinite(a)
+        if bad.any():
+            i = int(np.argwhere(bad)[0][0])
+            raise DataFileError(f"{table.where(i)}: column {name!r} holds {float(a[bad][0])!r}; expected a finite number")
+        cols.append(a)
     return np.hstack(cols) if cols else np.empty((len(table), 0))
 
 

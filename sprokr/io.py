@@ -18,21 +18,37 @@ registered column types (hook ``sprokr_column_types``; built-ins ``"numeric"``, 
 ``"labels"`` in :mod:`sprokr.column_types`, sprokr-chem adds ``"smiles"`` and
 ``"molecule"``).  Every problem raises :class:`DataFileError` naming the file, the column
 and, where it applies, the line.
+
+Output paths are checked before any work by :func:`check_output_path` (and
+:func:`check_output_dir` for a directory to fill), so a command never fails after a long
+fit because of where it writes; :func:`write_csv` and :func:`write_text` write beside the
+target and move the file into place (a failed write leaves no partial file), and an
+operating-system error while writing is an :class:`OutputPathError` naming the path.
 """
 from __future__ import annotations
 
 import csv
+import os
+import tempfile
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence
 
 import numpy as np
 
-__all__ = ["DataFileError", "Table", "read_table", "find_reader", "ColumnSpec", "write_csv"]
+from .utils import error_text
+
+__all__ = ["DataFileError", "OutputPathError", "Table", "read_table", "find_reader", "ColumnSpec", "write_csv",
+           "write_text", "check_output_path", "check_output_dir", "describe_error"]
 
 
 class DataFileError(ValueError):
     """A data file cannot be read or lacks what the model needs (names file, column, line)."""
+
+
+class OutputPathError(ValueError):
+    """An output path cannot be written (names the path and the reason)."""
 
 
 @dataclass
@@ -52,11 +68,15 @@ class Table:
         return len(self.lines)
 
     def column(self, name: str) -> Any:
-        """The column ``name``; a :class:`DataFileError` listing the available ones if absent."""
+        """The column ``name``; a :class:`DataFileError` listing the available ones if absent
+        (or if it is a single value, e.g. a 0-d array of an ``.npz`` file, not one per row)."""
         if name not in self.columns:
             raise DataFileError(f"{self.path}: no column {name!r}; available columns: "
                                 f"{', '.join(map(repr, self.columns)) or '(none)'}")
-        return self.columns[name]
+        col = self.columns[name]
+        if getattr(col, "ndim", 1) == 0:
+            raise DataFileError(f"{self.path}: column {name!r} is a single value (a 0-d array), not one value per row")
+        return col
 
     def where(self, i: int) -> str:
         """``"<file> line <k>"`` (or ``record``) of row ``i`` (for error messages)."""
@@ -148,15 +168,18 @@ def read_table(path: Any) -> Table:
     """
     p = Path(path)
     reader = find_reader(p)
+    if p.is_dir():
+        raise DataFileError(f"{p}: is a directory, not a data file")
     if not p.is_file():
         raise DataFileError(f"{p}: no such file")
     try:
         table = reader.read(p)
     except DataFileError:
         raise
-    except (OSError, UnicodeDecodeError, ValueError, csv.Error) as exc:
+    except Exception as exc:  # noqa: BLE001 - any reader failure (OSError, BadZipFile, MemoryError, a
+        # plugin reader's own exception ...) is a file that cannot be read: named, one line
         what = getattr(reader, "description", None) or type(reader).__name__
-        raise DataFileError(f"{p}: cannot be read as {what}: {exc}") from exc
+        raise DataFileError(f"{p}: cannot be read as {what}: {describe_error(exc)}") from exc
     if not isinstance(table, Table):
         raise DataFileError(f"{p}: the {type(reader).__name__} reader returned a {type(table).__name__}, "
                             f"not a sprokr.io.Table (a broken plugin)")
@@ -262,9 +285,21 @@ class ColumnSpec:
         return (X - c) / s
 
     def read(self, table: Table) -> Any:
-        """The model-ready collection of ``table``'s rows (the column type's ``parse``)."""
+        """The model-ready collection of ``table``'s rows (the column type's ``parse``).
+
+        A column type (a plugin's) failing with another exception than
+        :class:`DataFileError` is reported as one, naming the file and the columns.
+        """
         values = {name: table.column(name) for name in self.columns}
-        return self.standardized(self.column_type().parse(values, table))
+        ctype = self.column_type()
+        try:
+            parsed = ctype.parse(values, table)
+        except DataFileError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - any failure of a column type is the file's columns' problem
+            raise DataFileError(f"{table.path}: column(s) {', '.join(map(repr, self.columns))} cannot be read as "
+                                f"{self.type!r}: {describe_error(exc)}") from exc
+        return self.standardized(parsed)
 
     def write(self, value: Any) -> str:
         """One output as text (the column type's ``format``: molecules as SMILES, label sets
@@ -289,16 +324,165 @@ def _column_type(name: Any, what: str) -> Any:
                          f"{_missing_provider('column_type', name)}") from None
 
 
+def describe_error(exc: BaseException) -> str:
+    """One line for an exception: ``"<file>: <reason>"`` for an ``OSError`` that names its
+    file, ``"out of memory ..."`` for a ``MemoryError``, the message of a ``ValueError``,
+    else ``"<type>: <message>"``."""
+    if isinstance(exc, OSError) and exc.strerror:
+        where = f"{exc.filename}: " if exc.filename is not None else ""
+        if exc.filename2 is not None:
+            where = f"{exc.filename} -> {exc.filename2}: "
+        return f"{where}{exc.strerror}"
+    if isinstance(exc, MemoryError):
+        return f"out of memory ({exc})" if str(exc) else "out of memory"
+    text = error_text(exc)  # the message and its PEP 678 notes (context added on the way up)
+    if isinstance(exc, ValueError) and text:  # sprokr's and the readers' own messages say what is wrong
+        return text
+    # another type (a plugin's own exception, a KeyError ...): its name is part of the message
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def check_output_path(path: Any, option: str = "-o/--output", inputs: Iterable[Any] = (),
+                      suffixes: Optional[Iterable[str]] = None, special_files: bool = False) -> Path:
+    """Check, before any work, that a file can be written at ``path``.
+
+    The path must not be a directory nor one of ``inputs`` (the command's input files: a
+    model written over its training file would destroy it); its directory must exist and
+    accept a new file (tried by creating and removing an empty temporary file there, which
+    is what writing needs: permissions, read-only file systems, quotas of inodes).
+
+    Parameters
+    ----------
+    path : str or path-like
+        The output file.
+    option : str
+        The command-line option that gave it, for the messages.
+    inputs : iterable of path-like
+        Files the command reads; writing over one of them is refused.
+    suffixes : iterable of str, optional
+        Accepted (lower-case) suffixes, e.g. the figure formats.
+    special_files : bool, default False
+        Accept an existing device or pipe (``/dev/stdout``), written in place (what
+        :func:`write_csv` does); a writer that moves a finished file into place (model
+        files) would replace the device node, so it is refused by default.
+
+    Returns
+    -------
+    pathlib.Path
+
+    Raises
+    ------
+    OutputPathError
+        Naming the option, the path and what is wrong.
+    """
+    p = Path(path)
+    if str(path) == "":
+        raise OutputPathError(f"{option}: an empty path")
+    if p.is_dir():
+        raise OutputPathError(f"{option} {p}: is a directory; give a file path (e.g. {p / 'out'})")
+    if suffixes is not None:
+        accepted = sorted(suffixes)
+        if p.suffix.lower() not in accepted:
+            raise OutputPathError(f"{option} {p}: unsupported file type {p.suffix or '(no suffix)'!r}; "
+                                  f"expected one of {', '.join(accepted)}")
+    for other in inputs:
+        if other is not None and Path(other).exists() and p.exists() and os.path.samefile(p, other):
+            raise OutputPathError(f"{option} {p}: is also an input of this command ({other}); "
+                                  "writing there would overwrite it")
+    if p.exists() and not p.is_file():  # a device or a pipe (resolving symbolic links)
+        if not special_files:
+            raise OutputPathError(f"{option} {p}: is not a regular file (a device or a pipe); give a file path")
+        if not os.access(p, os.W_OK):
+            raise OutputPathError(f"{option} {p}: is not writable (permission denied)")
+        return p
+    parent = Path(os.path.realpath(p)).parent  # where the file is created (a symbolic link's target)
+    if not parent.exists():
+        raise OutputPathError(f"{option} {p}: directory {parent} does not exist")
+    if not parent.is_dir():
+        raise OutputPathError(f"{option} {p}: {parent} is not a directory")
+    if p.exists() and not os.access(p, os.W_OK):
+        raise OutputPathError(f"{option} {p}: the existing file is not writable (permission denied)")
+    _probe_writable(parent, f"{option} {p}")
+    return p
+
+
+def check_output_dir(path: Any, option: str = "--export") -> Path:
+    """Check, before any work, that ``path`` is (or can be created as) a writable directory.
+
+    Raises :class:`OutputPathError` when ``path`` is an existing file, or when its nearest
+    existing ancestor is not a directory or does not accept new files.
+    """
+    p = Path(path)
+    if str(path) == "":
+        raise OutputPathError(f"{option}: an empty path")
+    if p.exists() and not p.is_dir():
+        raise OutputPathError(f"{option} {p}: exists and is not a directory; give a directory (it is created "
+                              "if missing)")
+    existing = p
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        raise OutputPathError(f"{option} {p}: {existing} is not a directory")
+    _probe_writable(existing, f"{option} {p}")
+    return p
+
+
+def _probe_writable(directory: Path, what: str) -> None:
+    """Create and remove an empty file in ``directory``; an ``OutputPathError`` if that fails."""
+    try:
+        fd, name = tempfile.mkstemp(prefix=".sprokr-write-test-", dir=directory)
+    except OSError as exc:
+        raise OutputPathError(f"{what}: cannot create files in {directory}: {exc.strerror or exc}") from None
+    os.close(fd)
+    os.unlink(name)
+
+
+def _write_replacing(path: Any, write: Callable[[Any], None]) -> None:
+    """Write through ``write(fh)`` to a temporary file beside ``path``, then move it into
+    place: a failure leaves no partial file.  ``OSError`` -> :class:`OutputPathError`."""
+    p = Path(os.path.realpath(path))  # through a symbolic link: replace its target, not the link
+    if p.exists() and not p.is_file():  # a device or a pipe: written in place (never replaced)
+        try:
+            with open(p, "w", newline="", encoding="utf-8") as fh:
+                write(fh)
+        except OSError as exc:
+            raise OutputPathError(f"{path}: cannot be written: {exc.strerror or exc}") from exc
+        return
+    tmp = p.with_name(f".{p.name}.{uuid.uuid4().hex}.tmp")
+    try:
+        try:
+            with open(tmp, "x", newline="", encoding="utf-8") as fh:
+                write(fh)
+            if p.exists():  # a replaced file keeps its permissions
+                os.chmod(tmp, p.stat().st_mode & 0o7777)
+            os.replace(tmp, p)
+        finally:
+            if tmp.exists():
+                tmp.unlink()
+    except OSError as exc:
+        raise OutputPathError(f"{path}: cannot be written: {exc.strerror or exc}") from exc
+
+
 def write_csv(path: Any, header: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
-    """Write ``rows`` under ``header`` to ``path`` (``-``: standard output)."""
+    """Write ``rows`` under ``header`` to ``path`` (``-``: standard output).
+
+    A file is written beside ``path`` and moved into place (no partial file on failure);
+    an operating-system error raises :class:`OutputPathError` naming ``path``.
+    """
     import sys
 
-    fh = sys.stdout if str(path) == "-" else open(path, "w", newline="", encoding="utf-8")
-    try:
+    def write(fh: Any) -> None:
         w = csv.writer(fh)
         w.writerow(header)
         w.writerows(rows)
-    finally:
-        if fh is not sys.stdout:
-            fh.close()
+
+    if str(path) == "-":
+        write(sys.stdout)
+    else:
+        _write_replacing(path, write)
+
+
+def write_text(path: Any, text: str) -> None:
+    """Write ``text`` (UTF-8) to ``path`` as :func:`write_csv` does (beside it, then moved)."""
+    _write_replacing(path, lambda fh: fh.write(text))
 

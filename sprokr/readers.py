@@ -8,6 +8,8 @@ has ``suffixes``, ``description``, ``guess_can_open(path)`` and ``read(path)`` r
 from __future__ import annotations
 
 import csv
+import math
+import zipfile
 from pathlib import Path
 from typing import Any, Tuple
 
@@ -43,12 +45,17 @@ class CSVReader(SuffixReader):
     def read(self, path: Any) -> Table:
         """Columns named by the header; ``lines`` are the file's line numbers."""
         p = Path(path)
-        with open(p, newline="", encoding="utf-8") as fh:
+        # utf-8-sig: a byte-order mark (spreadsheet exports) is not part of the first column's name
+        with open(p, newline="", encoding="utf-8-sig") as fh:
             reader = csv.reader(fh, delimiter=self.delimiter)
             header = next(reader, None)
             if not header:
                 raise DataFileError(f"{p}: empty file (expected a header line)")
             header = [h.strip() for h in header]
+            twice = sorted({h for h in header if header.count(h) > 1})
+            if twice:  # one would silently hide the other
+                raise DataFileError(f"{p} line {reader.line_num}: the header names column(s) {', '.join(map(repr, twice))} more "
+                                    "than once")
             rows, lines = [], []
             for row in reader:
                 if not row or all(not c.strip() for c in row):
@@ -70,21 +77,63 @@ class TSVReader(CSVReader):
 
 
 class NPZReader(SuffixReader):
-    """NumPy ``.npz`` archives: arrays by name, rows = first axis, read without pickle."""
+    """NumPy ``.npz`` archives: arrays by name, rows = first axis, read without pickle.
+
+    Every entry's ``.npy`` header is checked against the entry's size before the array is
+    allocated: a corrupt or crafted header claiming more elements than the file holds (a
+    2^40-element array of a few bytes) is refused, never allocated.
+    """
 
     suffixes = (".npz",)
     description = "NPZ: arrays by name, rows = first axis"
 
+    #: deflate expands at most ~1032:1; an entry declaring more is corrupt
+    MAX_DEFLATE_RATIO = 1100
+
     def read(self, path: Any) -> Table:
         """One column per array; every array must have the same number of rows."""
         p = Path(path)
-        with np.load(p, allow_pickle=False) as z:
-            cols = {k: z[k] for k in z.files}
+        cols = {}
+        with zipfile.ZipFile(p) as zf:  # one handle: the checked entries are the read ones
+            for info in zf.infolist():
+                if info.is_dir():
+                    continue
+                if not info.filename.endswith(".npy"):
+                    raise DataFileError(f"{p}: entry {info.filename!r} is not a .npy array (an NPZ archive "
+                                        "holds arrays only)")
+                key = info.filename[:-len(".npy")]
+                self._check_entry(p, zf, info, key)
+                with zf.open(info) as fh:
+                    cols[key] = np.lib.format.read_array(fh, allow_pickle=False)
         sizes = {k: (v.shape[0] if v.ndim else None) for k, v in cols.items()}
         n = {s for s in sizes.values() if s is not None}
         if len(n) > 1:
             raise DataFileError(f"{p}: arrays with different numbers of rows: {sizes}")
         return Table(str(p), dict(cols), list(range(1, (n.pop() if n else 0) + 1)))
+
+    def _check_entry(self, p: Path, zf: zipfile.ZipFile, info: zipfile.ZipInfo, key: str) -> None:
+        """Refuse an entry whose sizes or ``.npy`` header cannot be true (before any allocation)."""
+        if info.compress_type == zipfile.ZIP_STORED and info.file_size != info.compress_size:
+            raise DataFileError(f"{p}: array {key!r}: the archive's sizes of this entry disagree "
+                                f"({info.file_size} vs {info.compress_size} bytes); the file is corrupt")
+        if info.compress_type == zipfile.ZIP_DEFLATED and \
+                info.file_size > self.MAX_DEFLATE_RATIO * info.compress_size + 4096:
+            raise DataFileError(f"{p}: array {key!r}: the archive declares {info.file_size} bytes compressed "
+                                f"into {info.compress_size}, more than deflate can; the file is corrupt")
+        with zf.open(info) as fh:
+            version = np.lib.format.read_magic(fh)
+            read_header = np.lib.format.read_array_header_1_0 if version == (1, 0) else \
+                np.lib.format.read_array_header_2_0
+            shape, _, dtype = read_header(fh)
+            header_bytes = fh.tell()
+        if dtype.hasobject:
+            raise DataFileError(f"{p}: array {key!r} holds Python objects (dtype {dtype}); they would need "
+                                "pickle, which sprokr never loads: save numbers or strings")
+        need = math.prod(shape) * dtype.itemsize
+        have = info.file_size - header_bytes
+        if need > have:
+            raise DataFileError(f"{p}: array {key!r}: its header says shape {shape} of {dtype} ({need} bytes) but "
+                                f"the entry holds {have} bytes of data; the file is corrupt or truncated")
 
 
 class ARFFReader(SuffixReader):

@@ -4,19 +4,82 @@
 
 Also ``python -m sprokr ...``.  With ``--json`` a command prints exactly one JSON document on
 standard output; everything meant for a human goes to standard error.
+
+Errors never show a traceback: any exception a command raises (a bad file, configuration
+or option, an ``OSError`` while reading or writing, a corrupt archive, memory exhausted)
+is printed as one line ``sprokr <command>: error: <what>`` on standard error and the exit
+code is 2 (``--traceback`` shows the traceback instead, for bug reports).  Warnings (a
+skipped plugin, numerical fallbacks) are printed once each, as one line ``warning: <message>``.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import json
 import sys
 import warnings
-from typing import Callable, List, Optional
+from typing import Any, Callable, Iterator, List, NoReturn, Optional
 
 from ..extras import FIRST_PARTY_DEMOS, PLUGIN_EXTRAS, install_hint, provider_hint
 
 __all__ = ["main", "install_hint", "provider_hint"]
+
+@contextlib.contextmanager
+def one_line_warnings() -> Iterator[None]:
+    """Print each distinct warning once, as ``warning: <message>`` on standard error.
+
+    Python's own format adds the emitting file, line and source line (two lines per warning,
+    internal to sprokr or a plugin); a user of the command line needs the message only.
+    """
+    seen = set()
+
+    def show(message: Any, category: Any, filename: Any, lineno: Any, file: Any = None, line: Any = None) -> None:
+        text = " ".join(str(message).split())  # one line, whatever the message holds
+        if text not in seen:
+            seen.add(text)
+            print(f"warning: {text}", file=sys.stderr)
+
+    with warnings.catch_warnings():
+        warnings.showwarning = show
+        yield
+
+
+def error_message(exc: BaseException) -> str:
+    """The one line printed for an exception a command raised.
+
+    The messages of sprokr's errors (``ValueError`` and its subclasses: configuration, data
+    file, output path, model file) already name the file and the reason; an ``OSError``
+    gives ``<file>: <reason>``; anything else is named with its type and a pointer to
+    ``--traceback``.
+    """
+    from ..io import describe_error
+
+    if isinstance(exc, ValueError) and str(exc):
+        return " ".join(str(exc).split())
+    if isinstance(exc, (OSError, MemoryError)):
+        return describe_error(exc)
+    text = " ".join(describe_error(exc).split())
+    if not text.startswith(type(exc).__name__):
+        text = f"{type(exc).__name__}: {text}"
+    return f"{text} (run again with --traceback to see where it happened)"
+
+
+class _ArgumentError(Exception):
+    """An invalid command line (raised by :class:`_Parser` instead of exiting)."""
+
+    def __init__(self, prog: str, message: str) -> None:
+        super().__init__(message)
+        self.prog, self.message = prog, message
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, whose errors are returned by :func:`main` as one line and exit code 2 (like
+    every other error) instead of the usage text and ``SystemExit``."""
+
+    def error(self, message: str) -> NoReturn:
+        raise _ArgumentError(self.prog, message)
+
 
 def cmd_plugins(args):
     from ..registry import list_components
@@ -65,7 +128,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     """Run the ``sprokr`` command line with ``argv`` (default: ``sys.argv[1:]``); returns the exit code."""
     from .. import __version__
 
-    ap = argparse.ArgumentParser(
+    ap = _Parser(
         prog="sprokr", description="Structured prediction with sketched kernel methods.",
         epilog="examples:\n  sprokr plugins\n  sprokr demo\n  sprokr demo --json > demo.json\n"
                "  sprokr samples --export demo\n"
@@ -87,23 +150,33 @@ def main(argv: Optional[List[str]] = None) -> int:
 
     add_task_commands(sub)
     add_samples_command(sub)
-    args = ap.parse_args(argv)
+    tb_help = "on an error, show the Python traceback instead of the one-line message"
+    ap.add_argument("--traceback", action="store_true", default=argparse.SUPPRESS, help=tb_help)
+    for parser in sub.choices.values():  # also accepted after the command
+        parser.add_argument("--traceback", action="store_true", default=argparse.SUPPRESS, help=tb_help)
     try:
-        return args.func(args)
-    except (ValueError, TypeError, FileNotFoundError) as exc:
-        if args.command not in ("fit", "predict", "evaluate", "select", "samples"):
-            raise
-        # a user-facing error (unreadable file, missing column, invalid molecule, bad
-        # parameter): one line, no traceback
-        from ..utils import error_text
-
-        print(f"sprokr {args.command}: error: {error_text(exc)}", file=sys.stderr)
+        args = ap.parse_args(argv)
+    except _ArgumentError as exc:  # e.g. --top-k 0: one line, the command's help named
+        print(f"{exc.prog}: error: {' '.join(exc.message.split())} (see {exc.prog} --help)", file=sys.stderr)
         return 2
-    except BrokenPipeError:  # e.g. `sprokr plugins | head`: the reader left, stop quietly
-        import os
+    with one_line_warnings():
+        try:
+            return args.func(args)
+        except BrokenPipeError:  # e.g. `sprokr plugins | head`: the reader left, stop quietly
+            import os
 
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 1
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return 1
+        except KeyboardInterrupt:
+            if getattr(args, "traceback", False):
+                raise
+            print(f"sprokr {args.command}: interrupted", file=sys.stderr)
+            return 130
+        except Exception as exc:  # noqa: BLE001 - every error is one line (the class, not a list of cases)
+            if getattr(args, "traceback", False):
+                raise
+            print(f"sprokr {args.command}: error: {error_message(exc)}", file=sys.stderr)
+            return 2
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ from typing import Any, Dict, List
 import numpy as np
 
 from ..datasets import load_bibtex_sample, sample_path
+from ..io import check_output_dir
 
 #: the shipped samples: file in sprokr/data, what it holds, the files ``--export`` writes
 SAMPLES: Dict[str, Dict[str, Any]] = {
@@ -167,7 +168,7 @@ def cmd_samples(args: Any) -> int:
         if args.json:
             print(json.dumps(records))
         return 0
-    directory = Path(args.export)
+    directory = check_output_dir(args.export, "--export")  # an existing file, an unwritable place: before any work
     directory.mkdir(parents=True, exist_ok=True)
     written = {"bibtex": [str(p) for p in export_bibtex(directory)],
                "qm9": [str(p) for p in export_qm9(directory)]}

@@ -26,20 +26,27 @@ A model is described by a TOML file::
 
 ``fit`` stores the configuration inside the saved model (the safe format's metadata), so
 ``predict`` and ``evaluate`` read queries and write predictions with the same columns.
+
+Every command checks, before reading data or fitting: the configuration's structure (each
+key's type, named), its output paths (:func:`sprokr.io.check_output_path`), and option
+combinations; every data file it reads must hold at least one sample.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 import time
 from pathlib import Path
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, Iterator, List, Tuple
 
 import numpy as np
 
-from ..io import ColumnSpec, DataFileError, read_table, write_csv
+from ..io import (ColumnSpec, DataFileError, OutputPathError, Table, check_output_path, describe_error,
+                  read_table, write_csv, write_text)
+from ._args import UsageError, open_fraction, positive_int
 
-__all__ = ["ConfigError", "load_config", "build_estimator", "add_task_commands", "CLIError"]
+__all__ = ["ConfigError", "load_config", "check_config", "build_estimator", "add_task_commands", "CLIError"]
 
 
 class ConfigError(ValueError):
@@ -47,9 +54,45 @@ class ConfigError(ValueError):
 
 
 #: errors reported as one line on stderr with exit code 2 (no traceback)
-CLIError = (ConfigError, DataFileError, FileNotFoundError)
+CLIError = (ConfigError, DataFileError, OutputPathError, UsageError, FileNotFoundError)
 
 _TOP_KEYS = {"estimator", "random_state", "params", "input", "output", "select"}
+_TABLES = ("params", "input", "output", "select")
+#: the [select] keys and the type each takes (what `sprokr select` passes to select_model)
+_SELECT_KEYS = {"lams": "a list of numbers > 0", "param_grid": "a table of lists (or a list of such tables)",
+                "m_x_grid": "a list of integers >= 1", "m_y_grid": "a list of integers >= 1",
+                "scoring": "a scorer name (a string)", "m_x_budget_s": "a number of seconds > 0"}
+
+
+def _kind(v: Any) -> str:
+    """``"an integer (3)"``: what a TOML value is, for the messages."""
+    names = {bool: "a boolean", int: "an integer", float: "a number", str: "a string", list: "a list",
+             dict: "a table"}
+    return f"{names.get(type(v), type(v).__name__)} ({v!r})" if not isinstance(v, (dict, list)) else \
+        names.get(type(v), type(v).__name__)
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _check_select(sel: Any, where: str) -> None:
+    """The [select] table: known keys, each of the type :func:`select_model` takes."""
+    unknown = set(sel) - set(_SELECT_KEYS)
+    if unknown:
+        raise ConfigError(f"{where}: [select] has unknown keys {sorted(unknown)}; expected {sorted(_SELECT_KEYS)}")
+    for key, v in sel.items():
+        ok = {"lams": lambda: isinstance(v, list) and bool(v) and all(_is_number(u) and u > 0 for u in v),
+              "m_x_grid": lambda: isinstance(v, list) and bool(v) and all(
+                  isinstance(u, int) and not isinstance(u, bool) and u >= 1 for u in v),
+              "param_grid": lambda: (isinstance(v, dict) and all(isinstance(u, list) for u in v.values())) or (
+                  isinstance(v, list) and all(isinstance(g, dict) and all(isinstance(u, list) for u in g.values())
+                                              for g in v)),
+              "scoring": lambda: isinstance(v, str),
+              "m_x_budget_s": lambda: _is_number(v) and v > 0}
+        ok["m_y_grid"] = ok["m_x_grid"]
+        if not ok[key]():
+            raise ConfigError(f"{where}: [select] {key} must be {_SELECT_KEYS[key]}, got {_kind(v)}")
 
 
 def load_config(path: Any) -> Dict[str, Any]:
@@ -67,13 +110,29 @@ def load_config(path: Any) -> Dict[str, Any]:
 
 
 def check_config(cfg: Dict[str, Any], where: str = "config") -> Dict[str, Any]:
-    """Check the keys of a configuration dict; returns it."""
+    """Check a configuration dict: its keys, the type of each (named when wrong), the column
+    specs, the estimator's name and parameters; returns it."""
+    if not isinstance(cfg, dict):
+        raise ConfigError(f"{where}: a configuration is a table of keys, got {_kind(cfg)}")
     unknown = set(cfg) - _TOP_KEYS
     if unknown:
         raise ConfigError(f"{where}: unknown keys {sorted(unknown)}; expected {sorted(_TOP_KEYS)}")
     for key in ("estimator", "input", "output"):
         if key not in cfg:
             raise ConfigError(f"{where}: missing {key!r}")
+    if not isinstance(cfg["estimator"], str):
+        raise ConfigError(f"{where}: 'estimator' must be an estimator name (a string), got {_kind(cfg['estimator'])}")
+    rs = cfg.get("random_state", 0)
+    if not isinstance(rs, int) or isinstance(rs, bool) or not 0 <= rs < 2 ** 32:
+        raise ConfigError(f"{where}: 'random_state' must be an integer in [0, 2**32), got {_kind(rs)}")
+    for key in _TABLES:
+        if key in cfg and not isinstance(cfg[key], dict):
+            raise ConfigError(f"{where}: {key!r} must be a table ([{key}] followed by its keys), got {_kind(cfg[key])}")
+    for key, v in cfg.get("params", {}).items():  # the components' parameters: tables of keyword arguments
+        if key.endswith("_params") and not isinstance(v, dict):
+            raise ConfigError(f"{where}: [params] {key} must be a table of the component's parameters "
+                              f"(e.g. {key} = {{sigma2 = 1.0}}), got {_kind(v)}")
+    _check_select(cfg.get("select", {}), where)
     try:
         ColumnSpec.from_config(cfg["input"], "input")
         ColumnSpec.from_config(cfg["output"], "output")
@@ -105,9 +164,10 @@ def build_estimator(cfg: Dict[str, Any], where: str = "config") -> Any:
 
         def cls(**kw: Any) -> Any:
             return reg.create("estimator", name, kw)
+    if not isinstance(cfg.get("params", {}), dict):
+        raise ConfigError(f"{where}: 'params' must be a table ([params] followed by its keys), "
+                          f"got {_kind(cfg['params'])}")
     params = dict(cfg.get("params", {}))
-    if not isinstance(params, dict):
-        raise ConfigError(f"{where}: [params] must be a table")
     if "random_state" in cfg:
         params.setdefault("random_state", cfg["random_state"])
     valid = set(cls().get_params())
@@ -129,13 +189,37 @@ def _training_data(args: Any) -> Tuple[Dict[str, Any], Any, Any, Any]:
     """
     cfg = load_config(args.config)
     spec_in, spec_out = _specs(cfg)
-    table = read_table(args.train)
+    table = _read(args.train, "--train")
     if not spec_in.standardize:
         return cfg, table, spec_in.read(table), spec_out.read(table)
     raw = ColumnSpec(spec_in.columns, spec_in.type).read(table)  # the numeric columns, read once
     spec_in = spec_in.fit_scaling(raw)
     cfg = {**cfg, "input": {**cfg["input"], **spec_in.to_dict()}}
     return cfg, table, spec_in.standardized(raw), spec_out.read(table)
+
+
+def _read(path: Any, option: str) -> Table:
+    """The table of a data file given as ``option``, which must hold at least one sample."""
+    table = read_table(path)
+    if len(table) == 0:
+        raise DataFileError(f"{path}: holds no samples (0 data rows); {option} needs at least one")
+    return table
+
+
+class TaskError(ValueError):
+    """A model step (fit, predict, evaluate, select) failed on a file: names the step and the file."""
+
+
+@contextlib.contextmanager
+def _step(what: str) -> Iterator[None]:
+    """Name the step and its file in a ``ValueError`` / ``TypeError`` the model raises (a
+    feature count that differs from training's, an output type a kernel cannot take ...)."""
+    try:
+        yield
+    except CLIError:
+        raise
+    except (ValueError, TypeError) as exc:
+        raise TaskError(f"{what}: {describe_error(exc)}") from exc
 
 
 def _out(args: Any):
@@ -147,25 +231,44 @@ def _out(args: Any):
 def _model_and_config(path: str) -> Tuple[Any, Dict[str, Any]]:
     from ..persistence import load, read_manifest
 
+    if Path(path).is_dir():
+        raise FileNotFoundError(f"{path}: is a directory, not a model file")
     if not Path(path).is_file():
         raise FileNotFoundError(f"{path}: no such model file")
     meta = read_manifest(path).get("metadata") or {}
-    if "config" not in meta:
+    if not isinstance(meta, dict) or "config" not in meta:
         raise ConfigError(f"{path}: this model was not saved by `sprokr fit` (no configuration stored); "
                           "use it from Python")
-    return load(path), meta["config"]
+    cfg = meta["config"]
+    try:  # what predict / evaluate use of it: the columns
+        if not isinstance(cfg, dict) or not {"input", "output"} <= set(cfg):
+            raise ValueError("no [input] / [output] tables")
+        _specs(cfg)
+    except ValueError as exc:
+        raise ConfigError(f"{path}: the configuration stored in this model is invalid: {exc}") from None
+    return load(path), cfg
+
+
+def _save_model(est: Any, path: Any, metadata: Dict[str, Any]) -> None:
+    """``est.save(path)``; an operating-system error names ``path`` (not the temporary file)."""
+    try:
+        est.save(path, metadata=metadata)
+    except OSError as exc:
+        raise OutputPathError(f"{path}: cannot be written: {describe_error(exc)}") from exc
 
 
 # ---------------------------------------------------------------------------- commands
 def cmd_fit(args: Any) -> int:
     """``sprokr fit --config C --train T -o M``."""
     out = _out(args)
+    check_output_path(args.output, "-o/--output", inputs=[args.config, args.train])
     cfg, table, X, Y = _training_data(args)
     est = build_estimator(cfg, args.config)
     t0 = time.perf_counter()
-    est.fit(X, Y)
+    with _step(f"fitting {cfg['estimator']} on {args.train}"):
+        est.fit(X, Y)
     fit_s = time.perf_counter() - t0
-    est.save(args.output, metadata={"config": cfg, "train_file": str(args.train), "n_train": len(table)})
+    _save_model(est, args.output, {"config": cfg, "train_file": str(args.train), "n_train": len(table)})
     res = {"model": str(args.output), "estimator": cfg["estimator"], "n_train": len(table), "fit_s": fit_s}
     out(f"fitted {cfg['estimator']} on {len(table)} samples of {args.train} in {fit_s:.2f} s -> {args.output}")
     if args.json:
@@ -177,7 +280,7 @@ def _candidates(args: Any, spec_out: ColumnSpec) -> Tuple[Any, Any, List[str]]:
     """(model-ready candidates or None, their table or None, their column)."""
     if not args.candidates:
         return None, None, spec_out.columns
-    table = read_table(args.candidates)
+    table = _read(args.candidates, "--candidates")
     cols = [args.candidate_column] if args.candidate_column else spec_out.columns
     default = getattr(spec_out.column_type(), "default_column", None)  # e.g. "smiles" of .smi / .sdf pools
     if args.candidate_column is None and default and cols[0] not in table.columns and default in table.columns:
@@ -189,25 +292,33 @@ def _candidates(args: Any, spec_out: ColumnSpec) -> Tuple[Any, Any, List[str]]:
 def cmd_predict(args: Any) -> int:
     """``sprokr predict M --input Q [--candidates P] [--top-k K] -o out.csv``."""
     out = _out(args)
+    if args.json and str(args.output) == "-":
+        raise UsageError("--json prints a JSON summary on standard output, where the predictions would go "
+                         "without -o: add -o FILE for the predictions")
+    if str(args.output) != "-":
+        check_output_path(args.output, "-o/--output", inputs=[args.model, args.input, args.candidates],
+                          special_files=True)
     model, cfg = _model_and_config(args.model)
+    structured = hasattr(model, "predict_topk")
+    for option, given in (("--candidates", args.candidates), ("--top-k", args.top_k)):
+        if given is not None and not structured:
+            raise ConfigError(f"{option}: a {type(model).__name__} predicts values, it does not rank candidates")
     spec_in, spec_out = _specs(cfg)
-    queries = read_table(args.input)
+    queries = _read(args.input, "--input")
     X = spec_in.read(queries)
     C, _, _ = _candidates(args, spec_out)
-    structured = hasattr(model, "predict_topk")
-    if C is not None and not structured:
-        raise ConfigError(f"--candidates: a {type(model).__name__} predicts values, it does not decode candidates")
     t0 = time.perf_counter()
-    if args.top_k and structured:
-        D = model.predict_topk(X, k=args.top_k, candidates=C)
-        pool = C if C is not None else getattr(model, "candidates_", None) or model.default_index_.candidates
-        rows = [[q, r + 1, spec_out.write(pool[int(j)]), f"{s:.8g}"]
-                for q in range(len(queries)) for r, (j, s) in enumerate(zip(D.indices[q], D.scores[q]))]
-        header = ["query", "rank", "prediction", "score"]
-    else:
-        P = model.predict(X, candidates=C) if structured else model.predict(X)
-        rows = [[q, spec_out.write(P[q])] for q in range(len(queries))]
-        header = ["query", "prediction"]
+    with _step(f"predicting {args.input} with {args.model}"):
+        if args.top_k is not None:
+            D = model.predict_topk(X, k=args.top_k, candidates=C)
+            pool = C if C is not None else getattr(model, "candidates_", None) or model.default_index_.candidates
+            rows = [[q, r + 1, spec_out.write(pool[int(j)]), f"{s:.8g}"]
+                    for q in range(len(queries)) for r, (j, s) in enumerate(zip(D.indices[q], D.scores[q]))]
+            header = ["query", "rank", "prediction", "score"]
+        else:
+            P = model.predict(X, candidates=C) if structured else model.predict(X)
+            rows = [[q, spec_out.write(P[q])] for q in range(len(queries))]
+            header = ["query", "prediction"]
     dt = time.perf_counter() - t0
     write_csv(args.output, header, rows)
     out(f"{len(queries)} queries of {args.input} predicted in {dt:.2f} s -> {args.output}")
@@ -218,16 +329,30 @@ def cmd_predict(args: Any) -> int:
 
 def cmd_evaluate(args: Any) -> int:
     """``sprokr evaluate M --test T [--candidates P] [--top-k K]``: the task's metrics."""
-    from ..metrics import f1_samples, mean_reciprocal_rank, ranks_from_scores
-
     out = _out(args)
     model, cfg = _model_and_config(args.model)
     spec_in, spec_out = _specs(cfg)
-    test = read_table(args.test)
+    test = _read(args.test, "--test")
     X, Y = spec_in.read(test), spec_out.read(test)
     res: Dict[str, Any] = {"n_test": len(test)}
     t0 = time.perf_counter()
     canonical = getattr(spec_out.column_type(), "canonical", None)
+    with _step(f"evaluating {args.model} on {args.test}"):
+        res.update(_metrics(args, model, spec_out, canonical, test, X, Y))
+    res["decode_s"] = time.perf_counter() - t0
+    for k, v in res.items():
+        out(f"{k:20s} {v:.4f}" if isinstance(v, float) else f"{k:20s} {v}")
+    if args.json:
+        print(json.dumps(res))
+    return 0
+
+
+def _metrics(args: Any, model: Any, spec_out: ColumnSpec, canonical: Any, test: Table, X: Any, Y: Any
+             ) -> Dict[str, Any]:
+    """The task's metrics of ``model`` on the test rows (see :func:`cmd_evaluate`)."""
+    from ..metrics import f1_samples, mean_reciprocal_rank, ranks_from_scores
+
+    res: Dict[str, Any] = {}
     if spec_out.type == "labels":
         C, _, _ = _candidates(args, spec_out)
         P = np.asarray(model.predict(X, candidates=C), dtype=float)
@@ -252,12 +377,7 @@ def cmd_evaluate(args: Any) -> int:
         Yt = np.asarray(Y, dtype=float).reshape(len(test), -1)
         res.update(mse=float(np.mean((P - Yt) ** 2)),
                    r2=float(1 - np.sum((P - Yt) ** 2) / max(np.sum((Yt - Yt.mean(0)) ** 2), 1e-300)))
-    res["decode_s"] = time.perf_counter() - t0
-    for k, v in res.items():
-        out(f"{k:20s} {v:.4f}" if isinstance(v, float) else f"{k:20s} {v}")
-    if args.json:
-        print(json.dumps(res))
-    return 0
+    return res
 
 
 def _toml_value(v: Any) -> str:
@@ -290,24 +410,24 @@ def cmd_select(args: Any) -> int:
     from ..model_selection import select_model
 
     out = _out(args)
+    check_output_path(args.output, "-o/--output", inputs=[args.config, args.train], special_files=True)
+    if args.figure:
+        check_output_path(args.figure, "--figure", inputs=[args.config, args.train, args.output],
+                          suffixes=_figure_suffixes())
+    est = build_estimator(load_config(args.config), args.config)
+    if "lam" not in est.get_params():
+        raise ConfigError(f"{args.config}: `sprokr select` searches the ridge parameter lam, and {type(est).__name__} "
+                          "has no lam parameter (it may choose its settings itself in fit: use `sprokr fit`)")
     cfg, _, X, Y = _training_data(args)
     sel = dict(cfg.get("select", {}))
-    allowed = {"lams", "param_grid", "m_x_grid", "m_y_grid", "scoring", "m_x_budget_s"}
-    if set(sel) - allowed:
-        raise ConfigError(f"{args.config}: [select] has unknown keys {sorted(set(sel) - allowed)}; "
-                          f"expected {sorted(allowed)}")
-    est = build_estimator(cfg, args.config)
-    if "lam" not in est.get_params():  # e.g. MoleculeRetriever: its fit is the selection
-        raise ConfigError(f"{args.config}: sprokr select searches the lam path of an estimator with a 'lam' "
-                          f"parameter; {cfg['estimator']} has none: it chooses its own settings by validation "
-                          f"inside `sprokr fit`")
-    res = select_model(est, X, Y, validation_fraction=args.validation_fraction,
-                       random_state=cfg.get("random_state", 0), **sel)
+    with _step(f"selecting {cfg['estimator']} on {args.train}"):
+        res = select_model(est, X, Y, validation_fraction=args.validation_fraction,
+                           random_state=cfg.get("random_state", 0), **sel)
     chosen = dict(cfg)
     chosen["params"] = {**cfg.get("params", {}), **res["best_params"]}
     # the scaling statistics belong to a fitted model, not to a configuration
     chosen["input"] = {k: v for k, v in cfg["input"].items() if k not in ("center", "scale")}
-    Path(args.output).write_text(dump_config(chosen), encoding="utf-8")
+    write_text(args.output, dump_config(chosen))
     out(f"selected {res['best_params']} (validation {res['scoring']} {res['best_score']:.4g}) -> {args.output}")
     panels: List[str] = []
     if args.figure:
@@ -329,6 +449,15 @@ def cmd_select(args: Any) -> int:
             summary.update(figure=str(args.figure), figure_panels=panels)
         print(json.dumps(summary, default=float))
     return 0
+
+
+def _figure_suffixes() -> List[str]:
+    """The file suffixes matplotlib can write (``--figure``); a missing matplotlib is named."""
+    try:
+        from matplotlib.backend_bases import FigureCanvasBase
+    except ImportError:
+        raise UsageError('--figure needs matplotlib: pip install "sprokr[plot]" (or pip install matplotlib)') from None
+    return [f".{ext}" for ext in FigureCanvasBase.get_supported_filetypes()]
 
 
 def add_task_commands(sub: Any) -> None:
@@ -354,9 +483,12 @@ def add_task_commands(sub: Any) -> None:
     p.add_argument("--candidates", help="candidate pool (default: the distinct training outputs)")
     p.add_argument("--candidate-column", help="column of the candidates (default: the output column, or the column "
                                               "type's default column, e.g. smiles)")
-    p.add_argument("--top-k", type=int, default=0, help="write the k best candidates per query with scores")
-    p.add_argument("-o", "--output", default="-", help="CSV of predictions (default: standard output)")
-    p.add_argument("--json", action="store_true", help="print one JSON summary on stdout (needs -o FILE)")
+    p.add_argument("--top-k", type=positive_int, metavar="K",
+                   help="write the K >= 1 best candidates per query with scores (models that decode candidates)")
+    p.add_argument("-o", "--output", default="-", help="CSV of predictions (default: standard output); checked "
+                                                        "before any work")
+    p.add_argument("--json", action="store_true", help="print one JSON summary on stdout; needs -o FILE (the "
+                                                       "predictions cannot share standard output with it)")
     p.set_defaults(func=cmd_predict)
 
     p = sub.add_parser("evaluate", help="the task's metrics on a labelled test file", formatter_class=raw,
@@ -366,7 +498,8 @@ def add_task_commands(sub: Any) -> None:
     p.add_argument("--test", required=True, help="test data with inputs and true outputs")
     p.add_argument("--candidates", help="candidate pool (molecules: required; should hold the true molecules)")
     p.add_argument("--candidate-column")
-    p.add_argument("--top-k", type=int, default=10, help="k of the top-k accuracy (default 10)")
+    p.add_argument("--top-k", type=positive_int, default=10, metavar="K",
+                   help="K >= 1 of the top-K accuracy (default 10)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_evaluate)
 
@@ -379,7 +512,8 @@ def add_task_commands(sub: Any) -> None:
                               "sketch size), scoring, m_x_budget_s.")
     p.add_argument("--config", required=True)
     p.add_argument("--train", required=True, help="training data; a validation split is drawn from it")
-    p.add_argument("--validation-fraction", type=float, default=0.2)
+    p.add_argument("--validation-fraction", type=open_fraction, default=0.2,
+                   help="fraction of the training file held out for validation, in (0, 1) (default 0.2)")
     p.add_argument("-o", "--output", required=True, help="where to write the chosen configuration (TOML)")
     p.add_argument("--figure", help="save the selection curves there (PNG, PDF, SVG ...): the lam path, and with "
                                     "m_y_grid / m_x_grid the perfect-h curve, the m_x growth and score vs fit time")

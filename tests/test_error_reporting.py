@@ -493,4 +493,4 @@ type = "smiles"
     code = main(["select", "--config", str(tmp_path / "r.toml"), "--train", str(sample_path("qm9_sample.csv")),
                  "-o", str(tmp_path / "c.toml")])
     err = capsys.readouterr().err
-    assert code == 2 and "MoleculeRetriever has none: it chooses its own settings by validation inside" in err
+    assert code == 2 and "MoleculeRetriever has no lam parameter" in err and "sprokr fit" in err

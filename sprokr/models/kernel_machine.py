@@ -46,6 +46,8 @@ from ..numerics import (
 from ..kernels.base import fit_on_training_inputs
 from ..progress import log_estimator
 from ..utils import (
+    atomic_fit,
+    consistent_read,
     check_chunk_size,
     copy_with_coef,
     NamedPrepare,
@@ -318,6 +320,7 @@ class SketchedKernelMachine(SaveMixin, FeatureProblemMixin, RegressorMixin, Base
         return loss, Y, scalar, self.output_matrix
 
     # ------------------------------------------------------------------ fit
+    @atomic_fit
     def fit(self, X: Any, y: Any) -> Self:
         """Fit on ``n`` samples.  ``X``: what the kernel accepts; ``y``: (n,) or (n, d).  Returns self."""
         t0 = time.perf_counter()
@@ -463,6 +466,7 @@ class SketchedKernelMachine(SaveMixin, FeatureProblemMixin, RegressorMixin, Base
         self._expansion = KernelExpansion(self.kernel_, self.X_support_, self.coef_, self.dtype_)
 
     # ------------------------------------------------------------------ predict
+    @consistent_read
     def predict(self, X: Any) -> np.ndarray:
         """Predictions, shape (n_q,) for 1-D training targets, else (n_q, d)."""
         check_is_fitted(self, "coef_")
@@ -471,6 +475,7 @@ class SketchedKernelMachine(SaveMixin, FeatureProblemMixin, RegressorMixin, Base
         chunk = self.chunk_size or default_chunk_size(num_samples(self.X_support_), self.dtype_)
         return self._finish_predict(ex.map_rows(parts, self._expansion, chunk, name="predictions"))
 
+    @consistent_read
     def with_coef(self, coef: ArrayLike, lam: float | None = None) -> Self:
         """A fitted copy with other coefficients on ``X_support_`` (kernel, sketch, target
         normalisation shared).  For model selection: the solutions of a ``lam`` path are
@@ -570,16 +575,19 @@ class JointQuantileRegressor(SketchedKernelMachine):
         tags.input_tags.sparse = False
         return tags
 
+    @atomic_fit
     def fit(self, X: Any, y: Any) -> Self:
         """Fit on ``X`` (n, p) dense and scalar targets ``y`` (n,).  Returns self."""
         _refuse_sparse(X, type(self).__name__)
         return super().fit(X, y)
 
+    @consistent_read
     def predict(self, X: Any) -> np.ndarray:
         """Conditional quantiles, shape (n_q, len(taus)): one column per level."""
         _refuse_sparse(X, type(self).__name__)
         return super().predict(X)
 
+    @consistent_read
     def score(self, X: Any, y: Any, sample_weight: Any = None) -> float:
         """Mean over the levels of the D^2 pinball score (1 is best; 0 is the constant quantile).
 

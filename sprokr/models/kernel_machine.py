@@ -30,8 +30,10 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..numerics import (
     DEFAULT_RCOND,
+    ClientClosedError,
     KernelExpansion,
     KernelRows,
+    LocalExecutor,
     SketchedFeatures,
     adam_solve,
     check_gram_block,
@@ -470,9 +472,15 @@ class SketchedKernelMachine(SaveMixin, FeatureProblemMixin, RegressorMixin, Base
     def predict(self, X: Any) -> np.ndarray:
         """Predictions, shape (n_q,) for 1-D training targets, else (n_q, d)."""
         check_is_fitted(self, "coef_")
-        ex = self.executor_
-        parts = ex.partition(X, prepare=(_CheckedPrepare(self),))
         chunk = self.chunk_size or default_chunk_size(num_samples(self.X_support_), self.dtype_)
+        ex = self.executor_
+        try:
+            parts = ex.partition(X, prepare=(_CheckedPrepare(self),))
+            return self._finish_predict(ex.map_rows(parts, self._expansion, chunk, name="predictions"))
+        except ClientClosedError as exc:  # the model is here: predict here
+            log_estimator(self, f"{exc}; predicting in this process", logging.WARNING)
+        ex = LocalExecutor()
+        parts = ex.partition(X, prepare=(_CheckedPrepare(self),))
         return self._finish_predict(ex.map_rows(parts, self._expansion, chunk, name="predictions"))
 
     @consistent_read

@@ -5,6 +5,8 @@ submodules are re-exported here (the public names are this package's ``__all__``
 
 * ``_executor``   -- the executor interface (map over row chunks, merge), the local executor;
 * ``_dask``       -- the Dask executor (``dask.distributed``; the ``dask`` extra);
+* ``_dask_tasks`` -- its tasks (pure functions) and the sources lost partitions are rebuilt from;
+* ``_faults``     -- the errors of distributed passes, and the workers' import check;
 * ``_linalg``     -- BLAS ``matmul``, PSD eigenpairs / solves, in-place Cholesky;
 * ``_parallel``   -- row-block thread parallelism for the passes BLAS does not cover;
 * ``_crossprod``  -- mergeable double-centred ``A^T A`` / ``A^T T`` sums (float32-accurate);
@@ -33,7 +35,14 @@ from ._linalg import (
     sym_norm1,
 )
 from ._executor import ChunkError, ChunkTask, Executor, LocalExecutor, RowPartitions, tree_reduce
-from ._dask import DaskExecutor, dask_available
+from ._dask import DEFAULT_TIMEOUT, DaskExecutor, dask_available
+from ._faults import (
+    ClientClosedError,
+    DistributedError,
+    DistributedTimeoutError,
+    WorkerImportError,
+    WorkerLostError,
+)
 from ._crossprod import ShiftedCrossProducts, column_shift
 from ._features import KernelRows, SketchedFeatures, default_chunk_size
 from ._products import KernelExpansion, candidate_offsets, check_gram_block, check_kernel_sample
@@ -79,6 +88,9 @@ __all__ = [
     # executors
     "Executor", "LocalExecutor", "DaskExecutor", "dask_available", "ChunkTask", "ChunkError",
     "RowPartitions", "tree_reduce",
+    # faults of distributed passes
+    "DistributedError", "WorkerLostError", "ClientClosedError", "DistributedTimeoutError", "WorkerImportError",
+    "DEFAULT_TIMEOUT",
     # dense linear algebra
     "matmul", "psd_eigh", "psd_solve", "cholesky_solve", "cholesky_solver",
     "cholesky_factor_inplace", "cholesky_factor_solve", "cholesky_rcond", "sym_norm1", "DEFAULT_RCOND",

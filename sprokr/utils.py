@@ -6,6 +6,7 @@ work on any *indexable collection* of samples.
 """
 from __future__ import annotations
 
+import functools
 import numbers
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
@@ -38,6 +39,8 @@ __all__ = [
     "NamedPrepare",
     "reword_error",
     "error_text",
+    "atomic_fit",
+    "consistent_read",
 ]
 
 
@@ -387,3 +390,51 @@ def copy_with_coef(estimator: Any, coef: ArrayLike, shape: tuple[int, ...],
     if lam is not None:
         new.lam = check_positive(lam, "lam")
     return new, coef
+
+
+# ----------------------------------------------------------------------------- fitted state
+# A model may be shared between threads: one predicts while another refits it.  A fit
+# therefore builds its whole learned state on a copy and publishes it with one reference
+# assignment (``obj.__dict__ = new``, atomic), and the readers run on the attribute
+# dictionary they started with (never mutated afterwards: the next fit brings a new one).
+# A reader thus sees the old model or the new one, never a mix; and a failed fit
+# publishes nothing, which leaves the previous model intact.
+
+def atomic_fit(fit: Callable[..., Any]) -> Callable[..., Any]:
+    """Decorator for an estimator's ``fit``: build the new state aside, publish it at once.
+
+    The decorated ``fit`` runs on a shallow copy of the estimator (its parameters and its
+    current state); when it returns, the copy's attribute dictionary replaces the
+    estimator's in one assignment.  If it raises, nothing is published.  Readers
+    decorated with :func:`consistent_read` see either the state before or the one after.
+    A fit must not modify objects of the previous state in place (each fit makes its
+    own arrays, kernels and sub-estimators).
+    """
+
+    @functools.wraps(fit)
+    def fit_aside(self, *args, **kwargs):
+        aside = object.__new__(type(self))
+        aside.__dict__.update(self.__dict__)
+        result = fit(aside, *args, **kwargs)
+        self.__dict__ = aside.__dict__  # one reference swap: the new model, all at once
+        return self if result is aside else result
+
+    return fit_aside
+
+
+def consistent_read(method: Callable[..., Any]) -> Callable[..., Any]:
+    """Decorator for methods reading the fitted state (``predict``, ``transform``, ...).
+
+    The method runs on a view holding the attribute dictionary of the moment it was
+    called, so that a fit publishing a new state meanwhile (:func:`atomic_fit`) does not
+    change what the rest of the call reads.  Attributes the method sets (caches) go to
+    that same dictionary, as they would without the decorator.
+    """
+
+    @functools.wraps(method)
+    def on_one_state(self, *args, **kwargs):
+        view = object.__new__(type(self))
+        view.__dict__ = self.__dict__  # shared, not copied: one state for the whole call
+        return method(view, *args, **kwargs)
+
+    return on_one_state

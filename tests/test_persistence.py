@@ -572,8 +572,12 @@ def test_classes_outside_the_allow_list_are_refused(small_model_file, tmp_path, 
         monkeypatch.setattr(builtins, "__import__", real_import)
     assert "subprocess" not in imported
     # unknown node types and object dtypes are refused too
-    p = _edit_manifest(path, tmp_path / "n.sprokr", lambda m: m["root"].update({"@": "pickle"}))
+    p = _edit_manifest(path, tmp_path / "n.sprokr",
+                       lambda m: m["root"]["params"].update({"lam": {"@": "pickle"}}))
     with pytest.raises(ModelFormatError, match="unknown node type 'pickle'"):
+        sprokr.load(p)
+    p = _edit_manifest(path, tmp_path / "r.sprokr", lambda m: m["root"].update({"@": "pickle"}))
+    with pytest.raises(ModelFormatError, match="'pickle' node.*holds no model"):
         sprokr.load(p)
 
 

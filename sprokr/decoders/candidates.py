@@ -9,12 +9,13 @@ executor's workers) once, so that every later query batch costs a product and a 
 """
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ..numerics import DEFAULT_MAX_MEMORY_MB, Decoded, TopKTask, score_block_size, topk_search
+from ..numerics import DEFAULT_MAX_MEMORY_MB, ClientClosedError, Decoded, TopKTask, score_block_size, topk_search
 from ..persistence import SaveMixin
 from ..utils import iter_chunks, num_samples, take
 
@@ -24,6 +25,8 @@ if TYPE_CHECKING:  # imported for the annotations only
     from ..types import Samples
 
 __all__ = ["CandidateIndex", "Decoded"]
+
+logger = logging.getLogger("sprokr.decoders")
 
 
 class CandidateIndex(SaveMixin):
@@ -146,10 +149,15 @@ class CandidateIndex(SaveMixin):
         if self.partitions is None:
             return topk_search(H, self.embeddings, k, self.offsets, max_memory_mb)
         parts = self.partitions
+        Hq = H
         if self.offsets is not None:  # the partitions carry the offsets as a last column
-            H = np.hstack([H, np.ones((H.shape[0], 1), dtype=H.dtype)])
+            Hq = np.hstack([H, np.ones((H.shape[0], 1), dtype=H.dtype)])
         block = score_block_size(H.shape[0], k, 8, max_memory_mb)
-        return parts.executor.map_reduce(parts, TopKTask(H, k), block)
+        try:
+            return parts.executor.map_reduce(parts, TopKTask(Hq, k), block)
+        except ClientClosedError as exc:
+            self._fall_back_to_local(exc)
+        return topk_search(H, self.embeddings, k, self.offsets, max_memory_mb)
 
     def scores(self, H: np.ndarray, max_memory_mb: float = DEFAULT_MAX_MEMORY_MB) -> np.ndarray:
         """All scores ``H E^T + offsets``, shape (n_queries, n_candidates) (float64)."""
@@ -168,8 +176,27 @@ class CandidateIndex(SaveMixin):
         if self.embeddings is not None:
             return self.embeddings
         parts = self.partitions
-        E = parts.executor.take_rows(parts, np.arange(parts.n))  # the only column
+        try:
+            E = parts.executor.take_rows(parts, np.arange(parts.n))  # the only column
+        except ClientClosedError as exc:
+            return self._fall_back_to_local(exc)
         return E[:, :self.dim] if self.offsets is not None else E
+
+    def _fall_back_to_local(self, exc: Exception) -> np.ndarray:
+        """The cluster holding the embeddings is gone (its client closed): embed the
+        candidates again in this process, from the partitions' sources, and keep the
+        index local from now on.  Returns the embeddings."""
+        parts = self.partitions
+        rebuild = getattr(parts.executor, "local_partitions", None)
+        if rebuild is None:
+            raise exc
+        local = rebuild(parts)
+        E = np.concatenate([np.asarray(b[0]) for b in local.blocks], axis=0)
+        logger.warning("%s; the candidate index (%d candidates) was rebuilt in this process and is searched "
+                       "here from now on", exc, len(self))
+        E = np.ascontiguousarray(E[:, :self.dim]) if self.offsets is not None else E
+        self.embeddings, self.partitions = E, None
+        return E
 
     def take(self, idx: ArrayLike) -> Samples:
         """The raw candidates at positions ``idx``."""

@@ -24,7 +24,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..numerics import DEFAULT_RCOND, SketchedFeatures, check_kernel_sample, default_chunk_size
 from ..persistence import SaveMixin
-from ..utils import check_chunk_size, check_positive, check_random_state, iter_chunks, num_samples, resolve_dtype, take, take_slice
+from ..utils import atomic_fit, check_chunk_size, consistent_read, check_positive, check_random_state, iter_chunks, num_samples, resolve_dtype, take, take_slice
 from .base import fit_on_training_inputs
 
 __all__ = ["KernelFeatures"]
@@ -83,11 +83,13 @@ class KernelFeatures(SaveMixin, TransformerMixin, BaseEstimator):
         self.chunk_size = chunk_size
         self.random_state = random_state
 
+    @atomic_fit
     def fit(self, X: Any, y: Any = None) -> Self:
         """Draw the sketch of the ``n`` training inputs ``X`` and fit the feature map.  Returns self."""
         self._fit(X)
         return self
 
+    @atomic_fit
     def fit_transform(self, X: Any, y: Any = None, **fit_params: Any) -> np.ndarray:
         """``fit(X).transform(X)``, without a second pass when ``standardize`` computed it."""
         Z = self._fit(X)
@@ -131,6 +133,7 @@ class KernelFeatures(SaveMixin, TransformerMixin, BaseEstimator):
             out[sl] = feats.transform(kernel.prepare(take_slice(X, sl)), dedupe=False)
         return out
 
+    @consistent_read
     def transform(self, X: Any) -> np.ndarray:
         """``z(X)``, shape (n_q, ``n_components_``), computed over row chunks."""
         check_is_fitted(self, "features_")
@@ -139,6 +142,7 @@ class KernelFeatures(SaveMixin, TransformerMixin, BaseEstimator):
             out /= self.scale_.astype(out.dtype)
         return out
 
+    @consistent_read
     def get_feature_names_out(self, input_features: Any = None) -> np.ndarray:
         """``kernelfeatures0 .. kernelfeatures{r-1}``."""
         check_is_fitted(self, "features_")

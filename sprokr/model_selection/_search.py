@@ -13,7 +13,7 @@ from sklearn.model_selection import ParameterGrid
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
-from ..utils import check_random_state, num_samples
+from ..utils import atomic_fit, check_random_state, consistent_read, num_samples
 from ._lambda_path import DEFAULT_LAMS, check_lams, lambda_path
 from ._scorers import kernel_loss_scorer, resolve_scoring
 from ._sketch_size import grow_until_plateau, perfect_h_curve
@@ -129,6 +129,7 @@ class LambdaSearchCV(BaseEstimator):
         self.method = method
         self.random_state = random_state
 
+    @atomic_fit
     def fit(self, X: Samples, Y: Samples, validation_data: tuple[Samples, Samples] | None = None) -> Self:
         """Search ``lam`` on a validation split of ``(X, Y)`` (or on ``validation_data``)."""
         t0 = time.perf_counter()
@@ -163,24 +164,28 @@ class LambdaSearchCV(BaseEstimator):
 
     # ---- delegation to the best estimator
     @available_if(_best_has("predict"))
+    @consistent_read
     def predict(self, X: Samples, *args: Any, **kwargs: Any) -> Any:
         """``best_estimator_.predict``."""
         check_is_fitted(self, "best_estimator_")
         return self.best_estimator_.predict(X, *args, **kwargs)
 
     @available_if(_best_has("predict_topk"))
+    @consistent_read
     def predict_topk(self, X: Samples, *args: Any, **kwargs: Any) -> Decoded:
         """``best_estimator_.predict_topk``."""
         check_is_fitted(self, "best_estimator_")
         return self.best_estimator_.predict_topk(X, *args, **kwargs)
 
     @available_if(_best_has("predict_scores"))
+    @consistent_read
     def predict_scores(self, X: Samples, *args: Any, **kwargs: Any) -> np.ndarray:
         """``best_estimator_.predict_scores``."""
         check_is_fitted(self, "best_estimator_")
         return self.best_estimator_.predict_scores(X, *args, **kwargs)
 
     @available_if(_best_has("predict_coordinates"))
+    @consistent_read
     def predict_coordinates(self, X: Samples, *args: Any, **kwargs: Any) -> np.ndarray:
         """``best_estimator_.predict_coordinates``."""
         check_is_fitted(self, "best_estimator_")
@@ -192,6 +197,7 @@ class LambdaSearchCV(BaseEstimator):
         check_is_fitted(self, "best_estimator_")
         return self.best_estimator_.make_candidate_index(candidates, *args, **kwargs)
 
+    @consistent_read
     def score(self, X: Samples, Y: Samples) -> float:
         """The search's own scoring on ``(X, Y)`` (the kernel-induced loss by default)."""
         check_is_fitted(self, "best_estimator_")

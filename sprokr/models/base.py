@@ -24,7 +24,7 @@ from ..decoders.candidates import CandidateIndex
 from ..numerics import LocalExecutor, candidate_offsets, default_chunk_size
 from ..persistence import SaveMixin
 from ..registry import get_registry
-from ..utils import NamedPrepare, check_positive, iter_chunks, num_samples, take_slice
+from ..utils import NamedPrepare, atomic_fit, check_positive, consistent_read, iter_chunks, num_samples, take_slice
 
 if TYPE_CHECKING:  # imported for the annotations only
     from ..types import Samples
@@ -115,6 +115,7 @@ class OutputKernelModel(SaveMixin):
         raise NotImplementedError
 
     # ------------------------------------------------------------------ candidates
+    @consistent_read
     def embed_candidates(self, candidates: Any, dtype: DTypeLike | None = None) -> tuple[np.ndarray, np.ndarray | None]:
         """Output coordinates ``E(c)`` (n_c, d) and offsets ``-k(c,c)/2`` (None if normalised).
 
@@ -142,6 +143,7 @@ class OutputKernelModel(SaveMixin):
             raise ValueError("candidates: the output kernel returned non-finite values on them")
         return E, offsets
 
+    @consistent_read
     def make_candidate_index(self, candidates: Any, dtype: Optional[str] = None) -> CandidateIndex:
         """Embed a candidate set once; pass the result as ``predict(X, candidates=index)``.
 
@@ -165,6 +167,7 @@ class OutputKernelModel(SaveMixin):
     def _chunk(self, width):
         return self.chunk_size or default_chunk_size(width, np.float64)
 
+    @consistent_read
     def resolve_index(self, candidates: Samples | CandidateIndex | None) -> CandidateIndex:
         """A :class:`CandidateIndex` from None (training outputs), an index or a collection."""
         if candidates is None:
@@ -179,6 +182,7 @@ class OutputKernelModel(SaveMixin):
         return self.make_candidate_index(candidates)
 
     # ------------------------------------------------------------------ decoding
+    @consistent_read
     def search_pair(self, Xp: Any, index: CandidateIndex) -> tuple[np.ndarray, CandidateIndex]:
         """``(H, index')`` with scores ``H E'^T``: by default the coordinates and the index."""
         return self.predict_coordinates(Xp, prepared=True), index
@@ -231,6 +235,7 @@ class OutputKernelModel(SaveMixin):
             return Decoded(np.concatenate([o.indices for o in outs]), np.concatenate([o.scores for o in outs]))
         return _concat_outputs(outs)
 
+    @consistent_read
     def predict(self, X: Any, candidates: Any = None) -> Any:
         """Decode ``X`` over a candidate set.
 
@@ -246,6 +251,7 @@ class OutputKernelModel(SaveMixin):
         """
         return self._decode(X, candidates, None)
 
+    @consistent_read
     def predict_topk(self, X: Any, k: int = 5, candidates: Any = None) -> Decoded:
         """The ``k`` best candidates of each query, best first.
 
@@ -258,6 +264,7 @@ class OutputKernelModel(SaveMixin):
         """
         return self._decode(X, candidates, check_top_k(k, "k"))
 
+    @consistent_read
     def predict_scores(self, X: Any, candidates: Any = None) -> Any:
         """Scores of every candidate, ``<h(x), psi(c)> - k(c, c)/2``, shape (n_q, n_c).
 
@@ -279,6 +286,7 @@ class OutputKernelModel(SaveMixin):
             out[sl] = idx.scores(H, budget)
         return out
 
+    @consistent_read
     def score(self, X: Any, y: Any) -> float:
         """Minus the mean squared output-kernel distance ``|psi(f(x)) - psi(y)|^2`` (0 is best).
 

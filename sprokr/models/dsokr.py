@@ -43,8 +43,8 @@ from ..kernels import resolve_kernel
 from ..numerics import resolve_executor
 from ..sketches import resolve_sketch
 from ..progress import log_estimator
-from ..utils import NamedPrepare, check_chunk_size, check_paired, check_random_state, iter_chunks, num_samples, take, \
-    take_slice, unique_indices
+from ..utils import NamedPrepare, atomic_fit, check_chunk_size, check_paired, check_random_state, consistent_read, \
+    iter_chunks, num_samples, take, take_slice, unique_indices
 from .base import OUTPUT_DTYPE, OutputKernelModel, make_decoder, new_index_token
 
 if TYPE_CHECKING:  # imported for the annotations only
@@ -222,6 +222,7 @@ class DSOKR(OutputKernelModel, BaseEstimator):
                 reg.set_params(verbose=self.verbose)
         return reg
 
+    @atomic_fit
     def fit(self, X: Any, Y: Any, validation_data: Optional[Tuple[Any, Any]] = None) -> Self:
         """Fit on ``n`` pairs; ``validation_data=(X_val, Y_val)`` enables early stopping.
 
@@ -311,6 +312,7 @@ class DSOKR(OutputKernelModel, BaseEstimator):
         return G
 
     # ------------------------------------------------------------- model interface
+    @consistent_read
     def prepare_inputs(self, X: Samples) -> Any:
         """Inputs for :meth:`predict_coordinates` (unchanged: the regressor prepares them)."""
         check_is_fitted(self, "regressor_")
@@ -322,6 +324,7 @@ class DSOKR(OutputKernelModel, BaseEstimator):
                              f"{self.n_features_in_} features as input")
         return X
 
+    @consistent_read
     def predict_coordinates(self, X: Samples, prepared: bool = False) -> np.ndarray:
         """``g_W(x)``: coordinates of ``h(x)`` on the sketched output basis, (n_q, p)."""
         check_is_fitted(self, "regressor_")
@@ -332,6 +335,7 @@ class DSOKR(OutputKernelModel, BaseEstimator):
             return np.empty((0, self.output_rank_))
         return self._check_output(self.regressor_.predict(X), n_q, self.output_rank_, self.regressor_)
 
+    @consistent_read
     def output_basis_vectors(self, feature_map: Callable[[Any], ArrayLike] | None = None) -> np.ndarray:
         """The basis ``e~_j`` as explicit vectors, (p, D), for kernels with finite features.
 
@@ -345,6 +349,7 @@ class DSOKR(OutputKernelModel, BaseEstimator):
         WPhi = W @ Phi if f.R.scale is None else f.R.scale * Phi
         return f.basis_.T @ np.asarray(WPhi)
 
+    @consistent_read
     def predict_features(self, X: Samples, feature_map: Callable[[Any], ArrayLike] | None = None) -> np.ndarray:
         """``h(x)`` as explicit output feature vectors (n_q, D) (linear kernel by default)."""
         return self.predict_coordinates(X) @ self.output_basis_vectors(feature_map)
@@ -437,6 +442,7 @@ class DSOKREnsemble(OutputKernelModel, BaseEstimator):
                              "holds out one validation split for all members")
         return members
 
+    @atomic_fit
     def fit(self, X: Any, Y: Any, validation_data: Optional[Tuple[Any, Any]] = None) -> Self:
         """Fit every member on the same training pairs.  Returns self."""
         if self.aggregation not in ("mean", "max"):
@@ -474,21 +480,25 @@ class DSOKREnsemble(OutputKernelModel, BaseEstimator):
     def _splits(self):
         return np.cumsum([e.output_rank_ for e in self.estimators_])[:-1]
 
+    @consistent_read
     def embed_candidates(self, candidates: Any, dtype: DTypeLike | None = None) -> tuple[np.ndarray, np.ndarray | None]:
         """Concatenated member embeddings ``[E_1(c), ..., E_T(c)]`` and the offsets."""
         check_is_fitted(self, "estimators_")
         parts = [e.embed_candidates(candidates, dtype) for e in self.estimators_]
         return np.hstack([E for E, _ in parts]), parts[0][1]
 
+    @consistent_read
     def make_candidate_index(self, candidates: Any, dtype: Optional[str] = None) -> CandidateIndex:
         """Embed a candidate set once for every member."""
         E, offsets = self.embed_candidates(candidates, dtype)
         return CandidateIndex(candidates, E, offsets, owner=self.index_token_, kernel=self.output_kernel_)
 
+    @consistent_read
     def prepare_inputs(self, X: Samples) -> Any:
         check_is_fitted(self, "estimators_")
         return self.estimators_[0].prepare_inputs(X)
 
+    @consistent_read
     def predict_coordinates(self, X: Samples, prepared: bool = False) -> np.ndarray:
         """Concatenated ``[w_1 g_1(x), ..., w_T g_T(x)]`` (mean aggregation), (n_q, sum p_t)."""
         check_is_fitted(self, "estimators_")
@@ -516,6 +526,7 @@ class DSOKREnsemble(OutputKernelModel, BaseEstimator):
             idx[sl], scores[sl] = ex.map_reduce(parts, task, block)
         return index.take(idx[:, 0]) if top_k is None else Decoded(idx, scores)
 
+    @consistent_read
     def predict_scores(self, X: Any, candidates: Any = None) -> Any:
         """Scores of every candidate (aggregated over members), shape (n_q, n_c)."""
         if self.aggregation == "mean":

@@ -31,8 +31,10 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..numerics import (
     DEFAULT_RCOND,
+    ClientClosedError,
     KernelExpansion,
     KernelRows,
+    LocalExecutor,
     SketchedFeatures,
     adam_solve,
     check_gram_block,
@@ -47,6 +49,8 @@ from ..numerics import (
 from ..kernels.base import fit_on_training_inputs
 from ..progress import log_estimator
 from ..utils import (
+    atomic_fit,
+    consistent_read,
     check_chunk_size,
     copy_with_coef,
     NamedPrepare,
@@ -358,6 +362,7 @@ class SketchedKernelMachine(SaveMixin, FeatureProblemMixin, RegressorMixin, Base
         return loss, Y, scalar, self.output_matrix
 
     # ------------------------------------------------------------------ fit
+    @atomic_fit
     def fit(self, X: Any, y: Any) -> Self:
         """Fit on ``n`` samples.  ``X``: what the kernel accepts; ``y``: (n,) or (n, d).  Returns self."""
         t0 = time.perf_counter()
@@ -505,14 +510,22 @@ class SketchedKernelMachine(SaveMixin, FeatureProblemMixin, RegressorMixin, Base
         self._expansion = KernelExpansion(self.kernel_, self.X_support_, self.coef_, self.dtype_)
 
     # ------------------------------------------------------------------ predict
+    @consistent_read
     def predict(self, X: Any) -> np.ndarray:
         """Predictions, shape (n_q,) for 1-D training targets, else (n_q, d)."""
         check_is_fitted(self, "coef_")
-        ex = self.executor_
-        parts = ex.partition(X, prepare=(_CheckedPrepare(self),))
         chunk = self.chunk_size or default_chunk_size(num_samples(self.X_support_), self.dtype_)
+        ex = self.executor_
+        try:
+            parts = ex.partition(X, prepare=(_CheckedPrepare(self),))
+            return self._finish_predict(ex.map_rows(parts, self._expansion, chunk, name="predictions"))
+        except ClientClosedError as exc:  # the model is here: predict here
+            log_estimator(self, f"{exc}; predicting in this process", logging.WARNING)
+        ex = LocalExecutor()
+        parts = ex.partition(X, prepare=(_CheckedPrepare(self),))
         return self._finish_predict(ex.map_rows(parts, self._expansion, chunk, name="predictions"))
 
+    @consistent_read
     def with_coef(self, coef: ArrayLike, lam: float | None = None) -> Self:
         """A fitted copy with other coefficients on ``X_support_`` (kernel, sketch, target
         normalisation shared).  For model selection: the solutions of a ``lam`` path are
@@ -612,16 +625,19 @@ class JointQuantileRegressor(SketchedKernelMachine):
         tags.input_tags.sparse = False
         return tags
 
+    @atomic_fit
     def fit(self, X: Any, y: Any) -> Self:
         """Fit on ``X`` (n, p) dense and scalar targets ``y`` (n,).  Returns self."""
         _refuse_sparse(X, type(self).__name__)
         return super().fit(X, y)
 
+    @consistent_read
     def predict(self, X: Any) -> np.ndarray:
         """Conditional quantiles, shape (n_q, len(taus)): one column per level."""
         _refuse_sparse(X, type(self).__name__)
         return super().predict(X)
 
+    @consistent_read
     def score(self, X: Any, y: Any, sample_weight: Any = None) -> float:
         """Mean over the levels of the D^2 pinball score (1 is best; 0 is the constant quantile).
 

@@ -53,6 +53,8 @@ from .torch_regressors import ROBUST_LOSSES, TorchRegressor, token_cnn, torch_av
 from .training import EarlyStopping, as_targets, check_eval_set, check_lr_schedule, check_monitor, \
     kernel_induced_loss, self_retrieval_mrr, warn_not_converged
 from ..utils import (
+    atomic_fit,
+    consistent_read,
     check_chunk_size,
     copy_with_coef,
     NamedPrepare,
@@ -141,6 +143,7 @@ class KernelRidgeRegressor(SaveMixin, RegressorMixin, BaseEstimator):
         tags.target_tags.single_output = True
         return tags
 
+    @atomic_fit
     def fit(self, X: Any, y: Any) -> Self:
         """Fit on inputs ``X`` (n samples) and targets ``y`` (n,) or (n, p).  Returns self."""
         from .kernel_machine import check_targets
@@ -183,6 +186,7 @@ class KernelRidgeRegressor(SaveMixin, RegressorMixin, BaseEstimator):
         self.n_outputs_, self._scalar = T64.shape[1], scalar
         return self
 
+    @consistent_read
     def predict(self, X: Any) -> np.ndarray:
         """Predicted targets, (n_q,) for 1-D training targets, else (n_q, p)."""
         check_is_fitted(self, "coef_")
@@ -198,6 +202,7 @@ class KernelRidgeRegressor(SaveMixin, RegressorMixin, BaseEstimator):
                         default_chunk_size(num_samples(self.X_support_), np.float64), name="predictions")
         return P[:, 0] if getattr(self, "_scalar", False) else P
 
+    @consistent_read
     def with_coef(self, coef: ArrayLike, lam: float | None = None) -> Self:
         """A fitted copy with other coefficients on ``X_support_`` (kernel and support shared).
 
@@ -281,6 +286,7 @@ class MLPSurrogate(SaveMixin, RegressorMixin, BaseEstimator):
         self.random_state = random_state
         self.verbose = verbose
 
+    @atomic_fit
     def fit(self, X: Any, T: Any, sample_offsets: Any = None, eval_set: Any = None) -> Self:
         """Fit on ``X`` (n, d) and targets ``T`` (n, p).  Returns self."""
         import warnings
@@ -349,6 +355,7 @@ class MLPSurrogate(SaveMixin, RegressorMixin, BaseEstimator):
             warn_not_converged("MLPSurrogate", stop)
         return self
 
+    @consistent_read
     def predict(self, X: Any) -> np.ndarray:
         """Predicted targets, (n_q, p)."""
         check_is_fitted(self, "model_")

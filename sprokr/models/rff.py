@@ -18,7 +18,7 @@ from numpy.typing import ArrayLike, DTypeLike
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
-from ..utils import NamedPrepare, check_positive, check_random_state, resolve_dtype
+from ..utils import NamedPrepare, atomic_fit, consistent_read, check_positive, check_random_state, resolve_dtype
 from ..kernels.vector import GaussianKernel
 from ..numerics import LocalExecutor, default_chunk_size, matmul
 from ..losses import Loss
@@ -94,6 +94,7 @@ class RFFKernelMachine(SaveMixin, FeatureProblemMixin, RegressorMixin, BaseEstim
         tags.target_tags.single_output = True
         return tags
 
+    @atomic_fit
     def fit(self, X: Any, y: Any) -> Self:
         """Fit on ``X`` (n, p) (dense or sparse) and ``y`` (n,) or (n, d).  Returns self."""
         t0 = time.perf_counter()
@@ -138,6 +139,7 @@ class RFFKernelMachine(SaveMixin, FeatureProblemMixin, RegressorMixin, BaseEstim
         self.fit_time_ = time.perf_counter() - t0
         return self
 
+    @consistent_read
     def random_features(self, X: Any) -> np.ndarray:
         """Random Fourier features ``z(x)``, shape (n, n_components), chunked over n."""
         check_is_fitted(self, "weights_")
@@ -152,6 +154,7 @@ class RFFKernelMachine(SaveMixin, FeatureProblemMixin, RegressorMixin, BaseEstim
         return ex.map_rows(ex.partition(Xp), _CosineFeatures(self.weights_, self.offsets_),
                            default_chunk_size(s, self.weights_.dtype), name="random features")
 
+    @consistent_read
     def predict(self, X: Any) -> np.ndarray:
         """Predictions, shape (n_q,) for 1-D training targets, else (n_q, d)."""
         check_is_fitted(self, "coef_")

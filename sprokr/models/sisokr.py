@@ -64,6 +64,8 @@ from ..sketches import resolve_sketch
 from ..kernels.base import fit_on_training_inputs
 from ..progress import log_estimator
 from ..utils import (
+    atomic_fit,
+    consistent_read,
     check_chunk_size,
     copy_with_coef,
     check_paired,
@@ -273,6 +275,7 @@ class SISOKR(OutputKernelModel, BaseEstimator):
         return tags
 
     # ------------------------------------------------------------------ fit
+    @atomic_fit
     def fit(self, X: Any, Y: Any) -> Self:
         """Fit on ``n`` pairs.  ``X``, ``Y``: anything the kernels accept.  Returns self."""
         t0 = time.perf_counter()
@@ -455,6 +458,7 @@ class SISOKR(OutputKernelModel, BaseEstimator):
     def _log(self, msg, level=logging.INFO):
         log_estimator(self, msg, level)
 
+    @consistent_read
     def exact_output_embedding(self, Cp: Any) -> np.ndarray:
         """Output coordinates without sketch: ``k_y(c, Y_train)`` rows, shape (n_c, n)."""
         ex = LocalExecutor()  # exact outputs: the training outputs are in this process
@@ -463,6 +467,7 @@ class SISOKR(OutputKernelModel, BaseEstimator):
                            default_chunk_size(self.n_train_, OUTPUT_DTYPE), out=E, name="candidate embedding")
 
     # ------------------------------------------------------------------ predict
+    @consistent_read
     def prepare_inputs(self, X: Samples) -> Any:
         """Validate and prepare query inputs (the input kernel's ``prepare``)."""
         check_is_fitted(self, "output_rank_")
@@ -470,6 +475,7 @@ class SISOKR(OutputKernelModel, BaseEstimator):
         check_n_features(self, Xp)
         return Xp
 
+    @consistent_read
     def predict_coordinates(self, X: Samples, prepared: bool = False) -> np.ndarray:
         """Coordinates ``H(x)`` of the predicted output in the output basis, (n_q, d)."""
         check_is_fitted(self, "output_rank_")
@@ -480,6 +486,7 @@ class SISOKR(OutputKernelModel, BaseEstimator):
             return sla.cho_solve(self._cho, np.asarray(Kq, dtype=WORK_DTYPE).T, check_finite=False).T
         return self._expansion(Xp)
 
+    @consistent_read
     def search_pair(self, Xp: Any, index: CandidateIndex) -> tuple[np.ndarray, CandidateIndex]:
         """``(H, index')`` for a batch of prepared queries: the cheapest equivalent scoring.
 
@@ -517,6 +524,7 @@ class SISOKR(OutputKernelModel, BaseEstimator):
         index.cache[self.index_token_] = F
         return F
 
+    @consistent_read
     def predict_weights(self, X: Samples, prepared: bool = False) -> np.ndarray:
         """Weights ``alpha(x)`` with ``h(x) = sum_u alpha_u(x) psi(y_u)`` over the distinct
         training outputs ``y_u`` (the columns follow ``default_index_.candidates``).
@@ -543,6 +551,7 @@ class SISOKR(OutputKernelModel, BaseEstimator):
         P = sp.csr_matrix((np.ones(g.size), (np.arange(g.size), g)), shape=(g.size, n_u))
         return np.asarray((P.T @ Cs.T).T)
 
+    @consistent_read
     def with_coef(self, coef: ArrayLike, lam: float | None = None) -> Self:
         """A fitted copy of this model with other coefficients on ``X_support_``.
 

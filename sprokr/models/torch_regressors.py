@@ -29,7 +29,8 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
 from ..persistence import SaveMixin
-from ..utils import check_numeric_array, check_paired, check_positive, check_random_state, iter_chunks
+from ..utils import atomic_fit, check_numeric_array, check_paired, check_positive, check_random_state, consistent_read, \
+    iter_chunks
 from .training import EarlyStopping, as_targets, check_eval_set, check_lr_schedule, check_monitor, \
     self_retrieval_mrr, warn_not_converged
 
@@ -200,6 +201,7 @@ class TorchRegressor(SaveMixin, RegressorMixin, BaseEstimator):
         return _default_mlp(tuple(self.hidden_layer_sizes), self.activation, self.dropout)(n_features, n_outputs)
 
     # -- training -------------------------------------------------------------------------
+    @atomic_fit
     def fit(self, X: Any, T: Any, sample_offsets: Any = None, eval_set: Any = None) -> Self:
         """Fit on ``X`` (n, ...) and targets ``T`` (n, p).  Returns self."""
         torch = _import_torch()
@@ -325,6 +327,7 @@ class TorchRegressor(SaveMixin, RegressorMixin, BaseEstimator):
         self.module_.train(training)
         return out * np.float32(self.scale_) + self.mu_.astype(np.float32)
 
+    @consistent_read
     def predict(self, X: Any) -> np.ndarray:
         """Predicted targets, (n_q, p) float32."""
         check_is_fitted(self, "module_")

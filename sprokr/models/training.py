@@ -176,8 +176,12 @@ class EarlyStopping:
 
 
 def warn_not_converged(name: str, stop: EarlyStopping) -> None:
-    """``ConvergenceWarning``: ``max_epochs`` ran out before the monitored loss reached a plateau."""
+    """``ConvergenceWarning``: ``max_epochs`` ran out before the monitored loss reached a plateau.
+
+    Called from a ``fit`` decorated with :func:`sprokr.utils.atomic_fit`: the warning points
+    at the code that called ``fit`` (this function, ``fit``, its wrapper, the caller).
+    """
     warnings.warn(
         f"{name}: max_epochs={stop.max_epochs} reached before the monitored loss reached a plateau "
         f"(best epoch {stop.best_epoch + 1}, patience {stop.patience}); the best weights are kept, "
-        f"increase max_epochs (or the learning rate) to train to convergence", ConvergenceWarning, stacklevel=3)
+        f"increase max_epochs (or the learning rate) to train to convergence", ConvergenceWarning, stacklevel=4)

@@ -7,6 +7,8 @@ submodules are re-exported here (the public names are this package's ``__all__``
 * ``_dask``       -- the Dask executor (``dask.distributed``; the ``dask`` extra);
 * ``_resolve``    -- the executor an estimator is given (name, instance or Dask client);
 * ``_sketch_matrix`` -- the factored sketch matrix ``R = W S`` the sketched passes take;
+* ``_dask_tasks`` -- its tasks (pure functions) and the sources lost partitions are rebuilt from;
+* ``_faults``     -- the errors of distributed passes, and the workers' import check;
 * ``_linalg``     -- BLAS ``matmul``, PSD eigenpairs / solves, in-place Cholesky;
 * ``_parallel``   -- row-block thread parallelism for the passes BLAS does not cover;
 * ``_crossprod``  -- mergeable double-centred ``A^T A`` / ``A^T T`` sums (float32-accurate);
@@ -35,7 +37,14 @@ from ._linalg import (
     sym_norm1,
 )
 from ._executor import ChunkError, ChunkTask, Executor, LocalExecutor, RowPartitions, tree_reduce
-from ._dask import DaskExecutor, dask_available
+from ._dask import DEFAULT_TIMEOUT, DaskExecutor, dask_available
+from ._faults import (
+    ClientClosedError,
+    DistributedError,
+    DistributedTimeoutError,
+    WorkerImportError,
+    WorkerLostError,
+)
 from ._resolve import resolve_executor
 from ._sketch_matrix import SketchMatrix
 from ._crossprod import ShiftedCrossProducts, column_shift
@@ -85,6 +94,9 @@ __all__ = [
     "RowPartitions", "tree_reduce", "resolve_executor",
     # the sketch matrix R = W S
     "SketchMatrix",
+    # faults of distributed passes
+    "DistributedError", "WorkerLostError", "ClientClosedError", "DistributedTimeoutError", "WorkerImportError",
+    "DEFAULT_TIMEOUT",
     # dense linear algebra
     "matmul", "psd_eigh", "psd_solve", "cholesky_solve", "cholesky_solver",
     "cholesky_factor_inplace", "cholesky_factor_solve", "cholesky_rcond", "sym_norm1", "DEFAULT_RCOND",

@@ -8,23 +8,43 @@ only the partial results (``m x m`` / ``m x p`` sums, top-k lists) travel, merge
 tree reduction in a fixed pattern.  Works unchanged on a ``LocalCluster`` and on any
 cluster a ``Client`` points at (``dask scheduler`` / ``dask worker``; see
 ``docs/scaling.md``).
+
+Faults: every partition remembers its source (``_dask_tasks``), so a pass that lost
+workers rebuilds the partitions they held and runs again (``retries``); every wait on
+the cluster is bounded (``timeout`` without progress); a closed client, a worker crashed
+by a task and a module the workers cannot import are errors that say so (``_faults``).
 """
 from __future__ import annotations
 
+import logging
 import numbers
+import time
+from concurrent.futures import CancelledError
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from ..utils import concat_samples, num_samples, take, take_slice
-from ._executor import ChunkError, Executor, RowPartitions, check_progress, column_names, fold_chunks, map_chunks
+from ._dask_tasks import (
+    GivenRows, MappedRows, fold, identity, is_delayed, map_block, map_part, merge, take_local,
+)
+from ._executor import Executor, LocalExecutor, RowPartitions, check_progress, column_names
+from ._faults import (
+    ClientClosedError, DistributedTimeoutError, WorkerLostError, find_missing_modules, missing_modules_error,
+    modules_needed,
+)
 
 if TYPE_CHECKING:  # imported for the annotations only
     from ..types import Samples
     from ._executor import ChunkTask
 
-__all__ = ["DaskExecutor", "dask_available"]
+__all__ = ["DaskExecutor", "dask_available", "DEFAULT_TIMEOUT"]
+
+logger = logging.getLogger("sprokr.numerics")
+
+#: seconds a wait on the cluster may go without progress (DaskExecutor(timeout=...))
+DEFAULT_TIMEOUT = 120.0
 
 
 def dask_available() -> bool:
@@ -42,31 +62,22 @@ def _require_distributed():
     return distributed
 
 
-def _prepare_block(prepare, start, stop, *collections):
-    try:
-        return tuple(c if f is None else f(c) for c, f in zip(collections, prepare))
-    except Exception as exc:
-        raise ChunkError(f"preparing rows {start}-{stop} failed: {type(exc).__name__}: {exc}") from exc
+_POLL = 0.25  # s between looks at a pass's futures (a finished future wakes the wait at once)
+_SCATTER_ABOVE = 8 << 20  # bytes: larger task objects are scattered, smaller ones ride in the graph
+_IMPORTS_OK: dict[str, set[str]] = {}  # worker address -> modules it was found to import
 
 
-def _fold(task, start, block, chunk_size):
-    return fold_chunks(task, start, block, chunk_size)
+class _Lost(Exception):
+    """Internal: a future of the pass was cancelled -- its data or a dependency was lost."""
 
 
-def _merge(task, a, b):
-    return task.merge(a, b)
+class _Partitions(RowPartitions):
+    """Row partitions on the workers, with the source each can be rebuilt from."""
 
-
-def _map(fn, start, block, chunk_size, name, which):
-    return map_chunks(fn, start, block, chunk_size, name, None, which)
-
-
-def _take_local(block, which, idx):
-    return take(block[which], idx)
-
-
-def _as_block(x):
-    return (x,)
+    def __init__(self, n: int, bounds: ArrayLike, blocks: list[Any], executor: Executor, sources: list[Any],
+                 names: Sequence[str] | None = None) -> None:
+        super().__init__(n, bounds, blocks, executor, names)
+        self.sources = sources
 
 
 class DaskExecutor(Executor):
@@ -85,6 +96,17 @@ class DaskExecutor(Executor):
         Progress bars over the rows of each pass (a partition counts when it is done);
         None (default) follows ``$SPROKR_PROGRESS``, then whether standard error is a
         terminal.
+    timeout : float or None, default 120
+        Seconds any wait on the cluster may go without progress (no partition of the
+        pass finishing, a scatter or a result not arriving) before the pass fails with
+        :class:`~sprokr.numerics.DistributedTimeoutError`.  Raise it when one partition
+        takes longer than that to process; None waits forever.
+    retries : int, default 2
+        Times a pass is retried after workers were lost: the partitions they held are
+        rebuilt from their sources (rows given by this process are sent again, a
+        distributed candidate index is recomputed from its candidates) and the pass
+        rerun.  Every task is a pure function of its inputs, so a retry gives the same
+        result.
 
     Raises
     ------
@@ -92,29 +114,30 @@ class DaskExecutor(Executor):
         ``dask.distributed`` is not installed (``pip install "sprokr[dask]"``).
     ValueError
         No client is running and no address was given.
+    ClientClosedError
+        The client (or its scheduler) is closed.
+    WorkerLostError, DistributedTimeoutError, WorkerImportError
+        Workers lost beyond the retries; no progress for ``timeout`` s; a module the
+        shipped objects need is missing on the workers (see ``docs/scaling.md``).
     """
 
     name = "dask"
 
     def __init__(self, client: Any | None = None, address: str | None = None, n_partitions: int | None = None,
-                 progress: bool | None = None) -> None:
+                 progress: bool | None = None, timeout: float | None = DEFAULT_TIMEOUT, retries: int = 2) -> None:
         self.client = client
         self.address = address
         self.n_partitions = n_partitions
         self.progress = progress
+        self.timeout = timeout
+        self.retries = retries
         self._own_client = None
+        self._seen_workers: set[str] = set()
+        self._scheduler_address: str | None = None
 
     def get_params(self, deep: bool = True) -> dict[str, Any]:
         return {"client": self.client, "address": self.address, "n_partitions": self.n_partitions,
-                "progress": self.progress}
-
-    def _track(self, parts, futures, name):
-        """Progress over the rows of a pass: a partition's rows count when its future is done."""
-        distributed = _require_distributed()
-        sizes = {f.key: int(sl.stop - sl.start) for f, sl in zip(futures, parts.slices())}
-        with self.progress_bar(parts, name) as bar:
-            for f in distributed.as_completed(futures):
-                bar.update(sizes[f.key])
+                "progress": self.progress, "timeout": self.timeout, "retries": self.retries}
 
     def __repr__(self):
         return f"DaskExecutor(client={self.client!r}, n_partitions={self.n_partitions!r})"
@@ -122,31 +145,82 @@ class DaskExecutor(Executor):
     def __getstate__(self):  # a client is not shipped anywhere; it is found again
         state = dict(self.__dict__)
         state["client"] = state["_own_client"] = None
+        state["_seen_workers"] = set()
         return state
+
+    def _validate(self):
+        check_progress(self.progress)
+        t = self.timeout
+        if t is not None and (isinstance(t, bool) or not isinstance(t, numbers.Real) or not t > 0):
+            raise ValueError(f"timeout must be None or a number of seconds > 0, got {t!r}")
+        r = self.retries
+        if isinstance(r, bool) or not isinstance(r, (numbers.Integral, np.integer)) or r < 0:
+            raise ValueError(f"retries must be an integer >= 0, got {r!r}")
 
     # ------------------------------------------------------------------ client
     def get_client(self) -> Any:
+        """The client passes run on; a clear error when it is closed or missing."""
         distributed = _require_distributed()
         if self.client is not None:
-            return self.client
-        if self._own_client is not None:
-            return self._own_client
-        if self.address is not None:
-            self._own_client = distributed.Client(self.address)
-            return self._own_client
-        try:
-            return distributed.default_client()
-        except ValueError:
-            raise ValueError(
-                "executor='dask' needs a running dask.distributed Client: create one first "
-                "(Client(LocalCluster(n_workers=2)) on this machine, Client('tcp://scheduler:8786') "
-                "for a cluster), or pass executor=DaskExecutor(address=...) or the Client itself"
-            ) from None
+            client = self.client
+        elif self._own_client is not None:
+            client = self._own_client
+        elif self.address is not None:
+            try:
+                client = self._own_client = distributed.Client(self.address, timeout=self.timeout)
+            except (OSError, TimeoutError) as exc:
+                raise ClientClosedError(f"cannot connect to the Dask scheduler at {self.address!r} ({exc}); "
+                                        f"start it (dask scheduler) or give the right address") from None
+        else:
+            try:
+                client = distributed.default_client()
+            except ValueError:
+                raise ValueError(
+                    "executor='dask' needs a running dask.distributed Client: create one first "
+                    "(Client(LocalCluster(n_workers=2)) on this machine, Client('tcp://scheduler:8786') "
+                    "for a cluster), or pass executor=DaskExecutor(address=...) or the Client itself"
+                ) from None
+        self._check_client(client)
+        return client
+
+    def _check_client(self, client):
+        status = getattr(client, "status", "running")
+        if status == "connecting":  # the scheduler went away: give a reconnection a moment
+            deadline = time.monotonic() + min(10.0, self.timeout or 10.0)
+            while client.status == "connecting" and time.monotonic() < deadline:
+                time.sleep(_POLL)
+            status = client.status
+        if status == "running":
+            scheduler = getattr(client, "scheduler", None)
+            if scheduler is not None and getattr(scheduler, "address", None):
+                self._scheduler_address = scheduler.address
+            return
+        address = self._scheduler_address
+        if address is None:
+            try:
+                address = getattr(getattr(client, "cluster", None), "scheduler_address", None)
+            except Exception:  # a closed cluster may not say
+                address = None
+        where = f" (scheduler {address})" if address else ""
+        raise ClientClosedError(
+            f"the dask.distributed Client{where} is {status}: its cluster, and the data the model kept "
+            f"there, are gone. Start a new Client (Client(LocalCluster(...)) here, Client('tcp://host:8786') "
+            f"for a cluster) and pass it as executor=, or use executor='local'")
 
     def close(self) -> None:
         if self._own_client is not None:
             self._own_client.close()
             self._own_client = None
+
+    def _workers(self, client):
+        """Addresses of the workers now (an RPC to the scheduler)."""
+        try:
+            workers = set(client.nthreads())
+        except (OSError, TimeoutError) as exc:
+            self._check_client(client)
+            raise ClientClosedError(f"the Dask scheduler does not answer ({type(exc).__name__}: {exc})") from None
+        self._seen_workers |= workers
+        return workers
 
     def _n_parts(self, client, n):
         p = self.n_partitions
@@ -157,11 +231,183 @@ class DaskExecutor(Executor):
             raise ValueError(f"n_partitions must be an integer >= 1, got {p!r}")
         return max(1, min(int(p), n))
 
+    # ------------------------------------------------------------------ faults
+    def _run(self, name, attempt):
+        """``attempt(client)``, retried ``retries`` times when workers are lost (each attempt
+        first rebuilds the lost partitions it needs from their sources)."""
+        self._validate()
+        causes = []
+        for i in range(int(self.retries) + 1):
+            client = self.get_client()
+            self._workers(client)
+            try:
+                return attempt(client)
+            except _Lost as exc:
+                now = self._workers(client)
+                gone = sorted(self._seen_workers - now)
+                causes.append(str(exc))
+                if i < self.retries:
+                    logger.warning("Dask worker(s) %s lost during the %s pass (%s); rebuilding the lost partitions "
+                                   "from this process and retrying (%d of %d)", ", ".join(gone) or "(unknown)",
+                                   name, exc, i + 1, self.retries)
+        raise WorkerLostError(
+            f"the {name} pass lost its data on the Dask workers {int(self.retries) + 1} times: worker(s) "
+            f"{', '.join(gone) or '(unknown)'} left the cluster (killed, out of memory, restarted -- or crashed "
+            f"by the pass's own tasks: a kernel or plugin crashing in native code, chunks too large for their "
+            f"memory) and the rebuilt partitions were lost again ({causes[-1]}). Check the workers' logs and "
+            f"memory, then fit or predict again (DaskExecutor(retries=...) sets the retries; executor='local' "
+            f"avoids the cluster)")
+
+    def _wait(self, client, futures, name, on_done=None, timeout=None, gone=None):
+        """Wait for every future of a pass.  Finished: ``on_done(i)``; failed: the task's own
+        error (a worker killed by the task: WorkerLostError); cancelled: ``_Lost``; none
+        finishing for ``timeout`` s: DistributedTimeoutError; ``gone()`` true: ``_Lost``."""
+        import distributed
+
+        timeout = self.timeout if timeout is None else timeout
+        pending = dict(enumerate(futures))
+        last = time.monotonic()
+        while pending:
+            try:
+                distributed.wait(list(pending.values()), timeout=_POLL, return_when="FIRST_COMPLETED")
+            except Exception:  # the poll's own timeout, or cancelled futures: looked at below
+                pass
+            moved = False
+            for i, f in list(pending.items()):
+                status = f.status
+                if status == "finished":
+                    del pending[i]
+                    moved = True
+                    if on_done is not None:
+                        on_done(i)
+                elif status == "error":
+                    self._raise_task_error(f, name)
+                elif status == "cancelled":  # "lost" futures are being recomputed: still pending
+                    raise _Lost(f"task {f.key} was cancelled: its data or a dependency was lost")
+            if moved:
+                last = time.monotonic()
+            elif timeout is not None and time.monotonic() - last > timeout:
+                workers = self._workers(client)
+                gone = sorted(self._seen_workers - workers)
+                keys = {f.key for f in pending.values()}
+                try:
+                    stuck = sorted(w for w, ks in client.processing().items() if keys & set(ks))
+                except (OSError, TimeoutError):
+                    stuck = []
+                raise DistributedTimeoutError(
+                    f"the {name} pass made no progress for {timeout:g} s ({len(pending)} of {len(futures)} tasks "
+                    f"pending{', on worker(s) ' + ', '.join(stuck) if stuck else ''}; the cluster has "
+                    f"{len(workers)} worker(s){'; lost: ' + ', '.join(gone) if gone else ''}): workers hung, paused "
+                    f"or unreachable? DaskExecutor(timeout=...) sets this limit (raise it for partitions that take "
+                    f"longer to process)")
+            if client.status != "running":
+                self._check_client(client)
+            if gone is not None and pending and gone():
+                raise _Lost("a worker the tasks were bound to left the cluster")
+
+    def _raise_task_error(self, future, name):
+        from distributed.scheduler import KilledWorker
+
+        exc = future.exception()
+        if isinstance(exc, KilledWorker):
+            raise WorkerLostError(
+                f"a task of the {name} pass was running on worker processes that died each time ({exc}): it "
+                f"crashes or exhausts them (out of memory? a crash in a kernel or a plugin's native code?); see "
+                f"the workers' logs, use smaller chunks (chunk_size, max_memory_mb) or executor='local'") from exc
+        future.result()  # the task's own error (ChunkError naming its rows, ...), with its traceback
+
+    def _result(self, future, name):
+        """A finished future's value; its data lost meanwhile: ``_Lost``."""
+        try:
+            return future.result(timeout=self.timeout)
+        except CancelledError:
+            raise _Lost(f"the result of {future.key} was lost") from None
+        except TimeoutError:
+            raise DistributedTimeoutError(f"the result of the {name} pass did not arrive within {self.timeout:g} s "
+                                          f"(DaskExecutor(timeout=...))") from None
+        except OSError as exc:
+            raise _Lost(f"fetching {future.key} failed: {exc}") from None
+
+    def scatter(self, client: Any, objects: list[Any]) -> list[Any]:
+        """Send objects from this process to the workers (within ``timeout``)."""
+        try:
+            return client.scatter(list(objects), hash=False, timeout=self.timeout)
+        except TimeoutError:
+            raise DistributedTimeoutError(f"sending data to the Dask workers took more than {self.timeout:g} s "
+                                          f"(DaskExecutor(timeout=...))") from None
+        except OSError as exc:  # the worker chosen went away
+            raise _Lost(f"sending data failed: {exc}") from None
+
+    def ship(self, client: Any, obj: Any, what: str = "a pass") -> Any:
+        """A future of ``obj`` on the cluster, after checking that the workers can import
+        everything it needs.  Small objects ride in the graph (the scheduler rebuilds them
+        if a worker is lost); large ones are scattered."""
+        needed, size = modules_needed(obj)
+        self._check_imports(client, needed, what)
+        if size > _SCATTER_ABOVE:
+            return self.scatter(client, [obj])[0]
+        return client.submit(identity, obj, pure=False)
+
+    def _check_imports(self, client, needed, what):
+        """Fail at once, naming them, when workers cannot import modules ``needed`` (a worker
+        that cannot unpickle a task loses it silently).  Each worker is asked once per module."""
+        if not needed:
+            return
+        todo = {}
+        for w in sorted(self._workers(client)):
+            names = sorted(set(needed) - _IMPORTS_OK.get(w, set()))
+            if names:
+                todo[w] = names
+        if not todo:
+            return
+        futs = [client.submit(find_missing_modules, names, workers=[w], allow_other_workers=False, pure=False)
+                for w, names in todo.items()]
+        targets = set(todo)
+        try:  # a worker that left meanwhile (its check would wait forever) is asked next time
+            self._wait(client, futs, "module check", timeout=min(30.0, self.timeout or 30.0),
+                       gone=lambda: not targets <= self._workers(client))
+            found = [self._result(f, "module check") for f in futs]
+        except (_Lost, DistributedTimeoutError):  # a worker left meanwhile: asked again next time
+            return
+        except WorkerLostError:  # the check itself kills the workers: they cannot load sprokr
+            raise missing_modules_error({w: ["sprokr"] for w in todo}, {"sprokr": "sprokr"}, what) from None
+        missing = {}
+        for (w, names), got in zip(todo.items(), found):
+            _IMPORTS_OK.setdefault(w, set()).update(set(names) - set(got))
+            if got:
+                missing[w] = list(got)
+        if missing:
+            raise missing_modules_error(missing, needed, what)
+
+    # ------------------------------------------------------------------ partitions
+    def live_block(self, client: Any, parts: RowPartitions, j: int) -> Any:
+        """Partition ``j`` on the cluster: rebuilt from its source if its data was lost."""
+        block = parts.blocks[j]
+        if getattr(block, "client", client) is client and block.status != "cancelled":
+            return block
+        sources = getattr(parts, "sources", None)
+        if sources is None:
+            raise WorkerLostError("a partition held by a lost Dask worker has no source to rebuild it from")
+        block = parts.blocks[j] = sources[j].submit(client, self)
+        return block
+
+    def local_block(self, parts: RowPartitions, j: int) -> tuple:
+        """Partition ``j`` built in this process from its source (the cluster is gone)."""
+        return parts.sources[j].local(self)  # type: ignore[attr-defined]
+
+    def local_partitions(self, parts: RowPartitions) -> RowPartitions:
+        """The partitions rebuilt in this process, for a :class:`LocalExecutor` (when the
+        client is closed: a distributed candidate index falls back to a local one)."""
+        self._check_parts(parts)
+        ex = LocalExecutor()
+        return RowPartitions(parts.n, parts.bounds, [self.local_block(parts, j) for j in range(parts.n_partitions)],
+                             ex, parts.names)
+
     # ------------------------------------------------------------------ data
     def partition(self, *collections: Samples,
                   prepare: Sequence[Callable[[Any], Any] | None] | None = None,
                   names: Sequence[str] | None = None) -> RowPartitions:
-        check_progress(self.progress)
+        self._validate()
         client = self.get_client()
         if not collections:
             raise ValueError("partition needs at least one collection")
@@ -177,72 +423,99 @@ class DaskExecutor(Executor):
         if len(set(sizes)) > 1:
             raise ValueError(f"collections to partition have different numbers of rows: {sizes}")
         bounds = known[0] if known else np.linspace(0, n, self._n_parts(client, n) + 1).astype(np.int64)
-        pieces = []  # per collection: one future per partition
+        pieces = []  # per collection: one piece (or dask delayed chunk) per partition
         for c, b in zip(collections, dask_bounds):
             if b is not None:
-                pieces.append(_dask_row_futures(client, c, bounds))
+                pieces.append(_dask_row_pieces(c, bounds))
             else:
-                parts = [take_slice(c, slice(int(a), int(z))) for a, z in zip(bounds[:-1], bounds[1:])]
-                pieces.append(client.scatter(parts))
-        blocks = [client.submit(_prepare_block, prepare, int(bounds[j]), int(bounds[j + 1]),
-                                *(p[j] for p in pieces), pure=False)
-                  for j in range(len(bounds) - 1)]
-        return RowPartitions(n, bounds, blocks, self, names)
+                pieces.append([take_slice(c, slice(int(a), int(z))) for a, z in zip(bounds[:-1], bounds[1:])])
+        sources = [GivenRows([p[j] for p in pieces], prepare, bounds[j], bounds[j + 1])
+                   for j in range(len(bounds) - 1)]
+        # what the workers unpickle: the prepare functions (kernels) and the samples' types
+        sample = [take_slice(c, slice(0, min(n, 2))) for c, b in zip(collections, dask_bounds) if b is None]
+        self._check_imports(client, modules_needed((prepare, sample))[0], "partitioning the data")
+
+        def attempt(client):
+            local = [p for s in sources for p in s.pieces if not is_delayed(p)]
+            delayed = [p for s in sources for p in s.pieces if is_delayed(p)]
+            scattered = iter(self.scatter(client, local) if local else [])
+            computed = iter(client.compute(delayed) if delayed else [])
+            blocks = []
+            for s in sources:
+                k = sum(not is_delayed(p) for p in s.pieces)
+                blocks.append(s.submit(client, self, [next(scattered) for _ in range(k)],
+                                       [next(computed) for _ in range(len(s.pieces) - k)]))
+            return blocks
+
+        return _Partitions(n, bounds, self._run("partition", attempt), self, sources, names)
 
     # ------------------------------------------------------------------ passes
     def map_reduce(self, parts: RowPartitions, task: ChunkTask, chunk_size: int) -> Any:
         self._check_parts(parts)
-        client = self.get_client()
-        [task_f] = client.scatter([task], broadcast=True)
-        keep = []  # hold every future until the result is in (no early release)
-        partials = [client.submit(_fold, task_f, int(sl.start), block, chunk_size, pure=False)
-                    for sl, block in zip(parts.slices(), parts.blocks)]
-        keep.extend(partials)
-        self._track(parts, partials, task.name)
-        while len(partials) > 1:  # fixed pairing: reproducible for a fixed partitioning
-            nxt = [client.submit(_merge, task_f, partials[i], partials[i + 1], pure=False)
-                   for i in range(0, len(partials) - 1, 2)]
-            if len(partials) % 2:
-                nxt.append(partials[-1])
-            keep.extend(nxt)
-            partials = nxt
-        result = partials[0].result()
-        del keep
-        return task.finish(result)
+        sizes = [int(sl.stop - sl.start) for sl in parts.slices()]
+
+        def attempt(client):
+            task_f = self.ship(client, task, f"the {task.name} pass")
+            partials = [client.submit(fold, task_f, int(sl.start), self.live_block(client, parts, j), chunk_size,
+                                      pure=False) for j, sl in enumerate(parts.slices())]
+            merges, level = [], partials
+            while len(level) > 1:  # fixed pairing: reproducible for a fixed partitioning
+                nxt = [client.submit(merge, task_f, level[i], level[i + 1], pure=False)
+                       for i in range(0, len(level) - 1, 2)]
+                merges.extend(nxt)
+                if len(level) % 2:
+                    nxt.append(level[-1])
+                level = nxt
+            with self.progress_bar(parts, task.name) as bar:
+                self._wait(client, partials + merges, task.name,
+                           lambda i: bar.update(sizes[i]) if i < len(sizes) else None)
+            return self._result(level[0], task.name)
+
+        return task.finish(self._run(task.name, attempt))
 
     def map_rows(self, parts: RowPartitions, fn: Callable[..., Any], chunk_size: int, keep: bool = False,
                  name: str = "pass", out: np.ndarray | None = None, which: str | int | None = 0) -> Any:
         self._check_parts(parts)
         which = None if which is None else parts.column(which)
-        client = self.get_client()
-        [fn_f] = client.scatter([fn], broadcast=True)
-        outs = [client.submit(_map, fn_f, int(sl.start), block, chunk_size, name, which, pure=False)
-                for sl, block in zip(parts.slices(), parts.blocks)]
-        self._track(parts, outs, name)
-        if keep:
-            blocks = [client.submit(_as_block, o, pure=False) for o in outs]
-            return RowPartitions(parts.n, parts.bounds, blocks, self)
-        if out is None:
-            return np.concatenate(client.gather(outs), axis=0)
-        for sl, o in zip(parts.slices(), outs):  # one partition at a time: no second copy
-            out[sl] = o.result()
-        return out
+        sizes = [int(sl.stop - sl.start) for sl in parts.slices()]
+
+        def attempt(client):
+            fn_f = self.ship(client, fn, f"the {name} pass")
+            run = map_block if keep else map_part
+            outs = [client.submit(run, fn_f, int(sl.start), self.live_block(client, parts, j), chunk_size, name,
+                                  which, pure=False) for j, sl in enumerate(parts.slices())]
+            with self.progress_bar(parts, name) as bar:
+                self._wait(client, outs, name, lambda i: bar.update(sizes[i]))
+            if keep:
+                return outs
+            if out is None:
+                return np.concatenate([self._result(o, name) for o in outs], axis=0)
+            for sl, o in zip(parts.slices(), outs):  # one partition at a time: no second copy
+                out[sl] = self._result(o, name)
+            return out
+
+        res = self._run(name, attempt)
+        if keep:  # the outputs stay on the workers, rebuilt from this pass if lost
+            sources = [MappedRows(parts, j, fn, chunk_size, name, which) for j in range(parts.n_partitions)]
+            return _Partitions(parts.n, parts.bounds, res, self, sources)
+        return res
 
     def take_rows(self, parts: RowPartitions, indices: ArrayLike, which: str | int = 0) -> Samples:
         self._check_parts(parts)
         which = parts.column(which)
-        client = self.get_client()
         idx = np.asarray(indices, dtype=np.intp)
         owner = np.searchsorted(parts.bounds, idx, side="right") - 1
         order = np.argsort(owner, kind="stable")
-        sels, futs = [], []
-        for j in np.unique(owner):
-            sel = order[owner[order] == j]
-            sels.append(sel)
-            futs.append(client.submit(_take_local, parts.blocks[j], which, idx[sel] - parts.bounds[j],
-                                      pure=False))
-        got = concat_samples(client.gather(futs))
-        pos = np.concatenate(sels)
+        groups = [(int(j), order[owner[order] == j]) for j in np.unique(owner)]
+
+        def attempt(client):
+            futs = [client.submit(take_local, self.live_block(client, parts, j), which, idx[sel] - parts.bounds[j],
+                                  pure=False) for j, sel in groups]
+            self._wait(client, futs, "row gathering")
+            return [self._result(f, "row gathering") for f in futs]
+
+        got = concat_samples(self._run("row gathering", attempt))
+        pos = np.concatenate([sel for _, sel in groups])
         inv = np.empty_like(pos)
         inv[pos] = np.arange(pos.size)
         return take(got, inv)
@@ -263,12 +536,12 @@ def _dask_row_bounds(c):
     return np.concatenate([[0], np.cumsum(c.chunks[0])]).astype(np.int64)
 
 
-def _dask_row_futures(client, c, bounds):
-    """One future per row partition of a dask array (columns gathered into one block)."""
+def _dask_row_pieces(c, bounds):
+    """One dask delayed chunk per row partition of a dask array (columns in one block);
+    computed on the cluster, and recomputed from the array's graph if lost."""
     own = _dask_row_bounds(c)
     if own.shape != bounds.shape or not np.array_equal(own, bounds):
         c = c.rechunk({0: tuple(np.diff(bounds).tolist())})
     if c.ndim == 2 and len(c.chunks[1]) > 1:
         c = c.rechunk({1: -1})
-    delayed = c.to_delayed().ravel().tolist()
-    return client.compute(delayed)
+    return c.to_delayed().ravel().tolist()

@@ -171,7 +171,7 @@ def load(path: PathLike, model: Any | None = None) -> Any:
             raise
         except RecursionError:
             raise ModelFormatError(f"{path}: the manifest's object tree is nested too deeply") from None
-        except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
+        except Exception as exc:  # KeyError, TypeError, OverflowError, ...: any inconsistency
             raise ModelFormatError(f"{path}: malformed model manifest ({type(exc).__name__}: {exc})") from None
     if model is not None:
         # the owner check is the loaded object's (a CandidateIndex's ``check_owner``): the

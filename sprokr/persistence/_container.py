@@ -112,74 +112,120 @@ def sha256_of(fh, n_bytes):
     return h.hexdigest()
 
 
+class VerifiedZipFile(zipfile.ZipFile):
+    """A ZipFile over the one handle whose bytes were verified; closing it closes the handle."""
+
+    def __init__(self, fh):
+        self._verified_handle = fh
+        super().__init__(fh)
+
+    def close(self):
+        try:
+            super().close()
+        finally:
+            self._verified_handle.close()
+
+
 def open_verified(path):
-    """Verify trailer, checksums and version; return the open ZipFile and the manifest."""
+    """Verify trailer, checksums and version; return the open ZipFile and the manifest.
+
+    The file is opened **once**: the checksums are computed and every entry is later read
+    from that same handle, so a concurrent save to the same path (which writes a new file
+    and renames it into place) can never mix the bytes of two files; this load sees the
+    file as it was when it was opened.
+    """
     path = Path(path)
     try:
         fh = open(path, "rb")
     except FileNotFoundError:
         raise FileNotFoundError(f"model file not found: {path}") from None
-    with fh:
-        fh.seek(0, 2)
-        size = fh.tell()
-        fh.seek(0)
-        head = fh.read(4)
-        tail_len = len(TRAILER_PREFIX) + 200
-        fh.seek(max(0, size - tail_len))
-        tail = fh.read()
-        m = None
-        start = tail.rfind(TRAILER_PREFIX)
-        if start >= 0:
-            m = TRAILER_RE.fullmatch(tail[start:])
-        if m is None:
-            if head[:1] == b"\x80":
-                raise ModelFormatError(
-                    f"{path} looks like a pickle file; sprokr.load reads only the safe model format "
-                    f"and never unpickles (never load pickle files from untrusted sources)")
-            if head[:2] != b"PK":
-                raise ModelFormatError(f"{path} is not a sprokr model file (no zip container)")
-            raise ModelFormatError(
-                f"{path} is truncated, corrupted or not a sprokr model file: the sprokr trailer "
-                f"(format version and checksums) is missing or damaged at its end")
-        version, manifest_sha, file_sha = int(m.group(1)), m.group(2).decode(), m.group(3).decode()
-        fh.seek(0)
-        actual = sha256_of(fh, size - 64)
-        if actual != file_sha:  # checked first: a damaged version digit is a corruption
-            raise ModelFormatError(
-                f"{path} is corrupted: its checksum does not match (sha256 {actual[:16]}... instead "
-                f"of {file_sha[:16]}...); the file was modified or damaged after it was saved")
-        check_version(version, path)
     try:
-        zf = zipfile.ZipFile(path)
-    except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
-        raise ModelFormatError(f"{path} is corrupted: unreadable zip container ({exc})") from None
-    try:
-        names = zf.namelist()
-        bad = [n for n in names if n != MANIFEST and not re.fullmatch(r"arrays/\d+\.npy", n)]
-        if bad or MANIFEST not in names or len(set(names)) != len(names):
-            raise ModelFormatError(f"{path}: unexpected entries in the model container: {bad[:5]}")
-        data = read_entry(zf, MANIFEST, path)
-        if hashlib.sha256(data).hexdigest() != manifest_sha:
-            raise ModelFormatError(f"{path} is corrupted: the manifest checksum does not match")
+        version, manifest_sha = _verify_file(fh, path)
         try:
-            manifest = json.loads(data.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise ModelFormatError(f"{path} is corrupted: the manifest is not valid JSON ({exc})") from None
-        if not isinstance(manifest, dict) or manifest.get("format") != FORMAT_NAME:
-            raise ModelFormatError(f"{path} is not a sprokr model (format {manifest.get('format')!r})"
-                                   if isinstance(manifest, dict) else f"{path}: malformed manifest")
-        fv = manifest.get("format_version")
-        if not isinstance(fv, int) or isinstance(fv, bool) or fv != version:
-            raise ModelFormatError(f"{path}: the manifest's format version {fv!r} differs from the "
-                                   f"trailer's ({version})")
-        check_version(fv, path)
-        for key in ("root", "arrays"):
-            if key not in manifest:
-                raise ModelFormatError(f"{path}: the manifest has no {key!r}")
+            zf = VerifiedZipFile(fh)
+        except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
+            raise ModelFormatError(f"{path} is corrupted: unreadable zip container ({exc})") from None
+    except BaseException:
+        fh.close()
+        raise
+    try:
+        manifest = _verified_manifest(zf, path, version, manifest_sha)
     except BaseException:
         zf.close()
         raise
     return zf, manifest
+
+
+def _verify_file(fh, path):
+    """Trailer, whole-file checksum and version of an open model file: (version, manifest sha)."""
+    fh.seek(0, 2)
+    size = fh.tell()
+    fh.seek(0)
+    head = fh.read(4)
+    tail_len = len(TRAILER_PREFIX) + 200
+    fh.seek(max(0, size - tail_len))
+    tail = fh.read()
+    m = None
+    start = tail.rfind(TRAILER_PREFIX)
+    if start >= 0:
+        m = TRAILER_RE.fullmatch(tail[start:])
+    if m is None:
+        if head[:1] == b"\x80":
+            raise ModelFormatError(
+                f"{path} looks like a pickle file; sprokr.load reads only the safe model format "
+                f"and never unpickles (never load pickle files from untrusted sources)")
+        if head[:2] != b"PK":
+            raise ModelFormatError(f"{path} is not a sprokr model file (no zip container)")
+        raise ModelFormatError(
+            f"{path} is truncated, corrupted or not a sprokr model file: the sprokr trailer "
+            f"(format version and checksums) is missing or damaged at its end")
+    version, manifest_sha, file_sha = int(m.group(1)), m.group(2).decode(), m.group(3).decode()
+    fh.seek(0)
+    actual = sha256_of(fh, size - 64)
+    if actual != file_sha:  # checked first: a damaged version digit is a corruption
+        raise ModelFormatError(
+            f"{path} is corrupted: its checksum does not match (sha256 {actual[:16]}... instead "
+            f"of {file_sha[:16]}...); the file was modified or damaged after it was saved")
+    check_version(version, path)
+    fh.seek(0)
+    return version, manifest_sha
+
+
+def _verified_manifest(zf, path, version, manifest_sha):
+    """The manifest of a verified container, checked: a JSON object of this format whose
+    root is a saved object node (a model file holds one estimator, index or component)."""
+    names = zf.namelist()
+    bad = [n for n in names if n != MANIFEST and not re.fullmatch(r"arrays/\d+\.npy", n)]
+    if bad or MANIFEST not in names or len(set(names)) != len(names):
+        raise ModelFormatError(f"{path}: unexpected entries in the model container: {bad[:5]}")
+    data = read_entry(zf, MANIFEST, path)
+    if hashlib.sha256(data).hexdigest() != manifest_sha:
+        raise ModelFormatError(f"{path} is corrupted: the manifest checksum does not match")
+    try:
+        manifest = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ModelFormatError(f"{path} is corrupted: the manifest is not valid JSON ({exc})") from None
+    except RecursionError:  # json's parser recurses once per nesting level
+        raise ModelFormatError(f"{path}: malformed model manifest: nested too deeply") from None
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT_NAME:
+        raise ModelFormatError(f"{path} is not a sprokr model (format {manifest.get('format')!r})"
+                               if isinstance(manifest, dict) else f"{path}: malformed manifest")
+    fv = manifest.get("format_version")
+    if not isinstance(fv, int) or isinstance(fv, bool) or fv != version:
+        raise ModelFormatError(f"{path}: the manifest's format version {fv!r} differs from the "
+                               f"trailer's ({version})")
+    check_version(fv, path)
+    for key in ("root", "arrays"):
+        if key not in manifest:
+            raise ModelFormatError(f"{path}: the manifest has no {key!r}")
+    root = manifest["root"]
+    # save writes one object (an estimator, an index) or one registered component as the
+    # root; anything else (a string, a list, a plain dict) is a file that holds no model
+    if not isinstance(root, dict) or root.get("@") not in ("object", "component"):
+        kind = root.get("@") if isinstance(root, dict) and isinstance(root.get("@"), str) else type(root).__name__
+        raise ModelFormatError(f"{path}: malformed model manifest: its root is a {kind!r} node, not a saved "
+                               f"estimator, candidate index or component; the file holds no model")
+    return manifest
 
 
 def check_version(version, path):

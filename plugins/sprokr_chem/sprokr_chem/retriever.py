@@ -35,7 +35,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from sprokr.persistence import SaveMixin
 from sprokr.progress import log_estimator, progress
-from sprokr.utils import check_numeric_array, check_paired, check_random_state, reword_error, take
+from sprokr.utils import atomic_fit, check_numeric_array, check_paired, check_random_state, consistent_read, reword_error, take
 
 from .io import canonical_smiles, read_molecules
 
@@ -346,6 +346,7 @@ class MoleculeRetriever(SaveMixin, BaseEstimator):
         return tried, best[0], best[1]
 
     # ------------------------------------------------------------------ fit
+    @atomic_fit
     def fit(self, X: Any, y: Any) -> Self:
         """Choose the settings on a validation split of ``(X, y)`` and fit.
 
@@ -435,6 +436,7 @@ class MoleculeRetriever(SaveMixin, BaseEstimator):
     def _index(self, pool):
         return self.model_.make_candidate_index(molecules_for_kernel(pool, self.output_kernel_))
 
+    @consistent_read
     def predict_scores(self, X: Any, candidates: Any = None) -> np.ndarray:
         """Score of every candidate for every query (greater is better).
 
@@ -452,6 +454,7 @@ class MoleculeRetriever(SaveMixin, BaseEstimator):
         Xq = self._queries(X)
         return self.model_.predict_scores(Xq, candidates=self._index(self._pool(candidates)))
 
+    @consistent_read
     def predict_topk(self, X: Any, k: int = 5, candidates: Any = None) -> RetrievedMolecules:
         """The ``k`` best candidates per query (ties: the earlier candidate first).
 
@@ -467,10 +470,12 @@ class MoleculeRetriever(SaveMixin, BaseEstimator):
         idx = np.asarray(D.indices)
         return RetrievedMolecules([[pool[j] for j in row] for row in idx], np.asarray(D.scores), idx)
 
+    @consistent_read
     def predict(self, X: Any, candidates: Any = None) -> list:
         """The best candidate per query, as canonical SMILES (list of n_q str)."""
         return [row[0] for row in self.predict_topk(X, 1, candidates).smiles]
 
+    @consistent_read
     def score(self, X: Any, y: Any, candidates: Any = None) -> float:
         """Mean reciprocal rank of the true molecules (greater is better; 1 = always first).
 

@@ -1,0 +1,111 @@
+"""The Dask executor's tasks and the sources its row partitions are rebuilt from.
+
+Every task is a pure function of its inputs: it never modifies an input (a worker may
+hold an input for several tasks, and the scheduler may run a task again after a worker
+is lost), so rerunning any of them gives the same result.
+
+A partition on the workers remembers its *source* -- how to build it again: rows given
+by this process are scattered again from here, rows of a dask array are recomputed from
+its graph, a pass's outputs kept on the workers (a distributed candidate index) are
+recomputed from their parent partition.  When workers are lost, the executor rebuilds
+the lost partitions from their sources and retries the pass; when the whole cluster is
+gone, :meth:`Source.local` builds the partition in this process instead.
+"""
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from ._executor import ChunkError, fold_chunks, map_chunks
+
+__all__ = ["GivenRows", "MappedRows", "is_delayed", "identity", "prepare_block", "fold", "merge", "map_block", "map_part",
+           "take_local"]
+
+
+# ----------------------------------------------------------------------------- tasks
+def identity(x):
+    """An object shipped to the workers inside the graph (recomputable if lost)."""
+    return x
+
+
+def prepare_block(prepare, start, stop, *collections):
+    try:
+        return tuple(c if f is None else f(c) for c, f in zip(collections, prepare))
+    except Exception as exc:
+        raise ChunkError(f"preparing rows {start}-{stop} failed: {type(exc).__name__}: {exc}") from exc
+
+
+def fold(task, start, block, chunk_size):
+    return fold_chunks(task, start, block, chunk_size)
+
+
+def merge(task, a, b):
+    # ``task.merge`` may add ``b`` into ``a`` in place; ``a`` is a result the worker keeps
+    # (and may hand to a rerun of this task): merge into a copy
+    return task.merge(copy.deepcopy(a), b)
+
+
+def map_part(fn, start, block, chunk_size, name, which):
+    return map_chunks(fn, start, block, chunk_size, name, None, which)
+
+
+def map_block(fn, start, block, chunk_size, name, which):
+    """A pass's outputs kept on the worker as a new partition (a one-collection block)."""
+    return (map_chunks(fn, start, block, chunk_size, name, None, which),)
+
+
+def take_local(block, which, idx):
+    from ..utils import take
+
+    return take(block[which], idx)
+
+
+# ----------------------------------------------------------------------------- sources
+def is_delayed(x):
+    return hasattr(x, "__dask_graph__")
+
+
+class GivenRows:
+    """Rows ``start:stop`` of collections given by this process (local pieces, or dask
+    delayed chunks of a dask array), with the ``prepare`` functions applied on the worker."""
+
+    def __init__(self, pieces: list[Any], prepare: tuple, start: int, stop: int) -> None:
+        self.pieces, self.prepare, self.start, self.stop = pieces, prepare, int(start), int(stop)
+
+    def submit(self, client, executor, scattered=None, computed=None):
+        """A future of the prepared block.  ``scattered`` / ``computed``: futures of the local
+        pieces / dask chunks when they were already sent (the first build sends every
+        partition at once); otherwise they are sent again from here."""
+        if scattered is None:
+            local = [p for p in self.pieces if not is_delayed(p)]
+            scattered = executor.scatter(client, local) if local else []
+        if computed is None:
+            delayed = [p for p in self.pieces if is_delayed(p)]
+            computed = client.compute(delayed) if delayed else []
+        scattered, computed = iter(scattered), iter(computed)
+        args = [next(computed) if is_delayed(p) else next(scattered) for p in self.pieces]
+        return client.submit(prepare_block, self.prepare, self.start, self.stop, *args, pure=False)
+
+    def local(self, executor):
+        import dask
+
+        pieces = [dask.compute(p, scheduler="sync")[0] if is_delayed(p) else p for p in self.pieces]
+        return prepare_block(self.prepare, self.start, self.stop, *pieces)
+
+
+class MappedRows:
+    """Partition ``j`` of the outputs of ``map_rows(parent, fn, keep=True)``."""
+
+    def __init__(self, parent, j: int, fn, chunk_size: int, name: str, which) -> None:
+        self.parent, self.j, self.fn, self.chunk_size, self.name, self.which = parent, j, fn, chunk_size, name, which
+
+    def submit(self, client, executor):
+        block = executor.live_block(client, self.parent, self.j)
+        start = int(self.parent.bounds[self.j])
+        return client.submit(map_block, executor.ship(client, self.fn), start, block, self.chunk_size, self.name,
+                             self.which, pure=False)
+
+    def local(self, executor):
+        block = executor.local_block(self.parent, self.j)
+        start = int(self.parent.bounds[self.j])
+        return map_block(self.fn, start, block, self.chunk_size, self.name, self.which)

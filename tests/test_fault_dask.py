@@ -1,0 +1,287 @@
+"""Distributed faults on a real ``dask.distributed`` LocalCluster of 2 worker processes.
+
+Workers are really lost (SIGKILL of the worker process, ``os._exit`` run on it, the
+nanny closing it), paused (SIGSTOP), clients and clusters really closed, and a kernel
+comes from a module only the client can import.  Each case either gives the right model
+(the lost partitions are rebuilt from their sources and the pass retried; every task is
+a pure function of its inputs) or fails within seconds with an error naming the lost
+worker, the closed client or the missing module, and what to do.  Nothing waits forever.
+
+A fresh cluster per test (the tests break them); skipped when dask.distributed is missing.
+"""
+import logging
+import os
+import signal
+import sys
+import textwrap
+import time
+
+import numpy as np
+import pytest
+
+distributed = pytest.importorskip("distributed", reason="dask.distributed is not installed (pip install 'sprokr[dask]')")
+
+from sprokr import SISOKR, SketchedKernelMachine  # noqa: E402
+from sprokr.numerics import (  # noqa: E402
+    ClientClosedError, DaskExecutor, DistributedTimeoutError, WorkerImportError, WorkerLostError,
+)
+
+pytestmark = [pytest.mark.faults, pytest.mark.dask,
+              pytest.mark.filterwarnings("ignore::ResourceWarning"),
+              pytest.mark.filterwarnings("ignore:.*leaked semaphore.*:UserWarning")]
+
+
+def _data(n=600, seed=1):
+    r = np.random.default_rng(seed)
+    X = r.standard_normal((n + 40, 6))
+    Y = (X @ r.standard_normal((6, 8)) > 0.7).astype(np.int8)
+    return X[:n], Y[:n], X[n:]
+
+
+X, Y, XQ = _data()
+
+
+def _model(executor, **kw):
+    return SISOKR(lam=1e-3, input_sketch="subsample", m_x=60, output_sketch="psg", m_y=30,
+                  output_sketch_params={"p": 0.05}, random_state=0, chunk_size=64, executor=executor, **kw)
+
+
+@pytest.fixture(scope="module")
+def reference():
+    model = _model("local").fit(X, Y)
+    return model.predict_topk(XQ, k=3)
+
+
+def _same_topk(a, b):
+    return np.array_equal(a.indices, b.indices) and np.allclose(a.scores, b.scores, rtol=1e-8, atol=1e-10)
+
+
+@pytest.fixture
+def cluster():
+    c = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
+    yield c
+    try:
+        c.close()
+    except Exception:  # a test may have closed it already
+        pass
+
+
+@pytest.fixture
+def client(cluster):
+    c = distributed.Client(cluster)
+    yield c
+    c.close()
+
+
+def _pid():
+    return os.getpid()
+
+
+def _wait_for_workers(client, n, seconds=30):
+    end = time.monotonic() + seconds
+    while len(client.nthreads()) < n and time.monotonic() < end:
+        time.sleep(0.1)
+    assert len(client.nthreads()) >= n
+
+
+def _kill(client, cluster, how):
+    """Lose one worker; returns its address."""
+    addr = sorted(client.nthreads())[0]
+    if how == "sigkill":  # the worker process dies; its nanny starts a new one
+        os.kill(client.run(_pid, workers=[addr])[addr], signal.SIGKILL)
+    elif how == "exit":  # os._exit run on the worker
+        try:
+            client.run(os._exit, 1, workers=[addr])
+        except Exception:  # the worker dies before answering
+            pass
+    elif how == "close":  # the worker is closed for good: the cluster has one worker left
+        name = next(k for k, w in cluster.workers.items() if w.worker_address == addr)
+        client.sync(cluster.workers[name].close)
+    return addr
+
+
+class _KillDuringPasses:
+    """SIGKILL a worker when the executor starts waiting on the passes named (each once):
+    the pass's tasks are submitted and the worker dies under them (a tracer; the
+    executor's code is not changed)."""
+
+    def __init__(self, client, passes):
+        self.client, self.todo, self.killed = client, list(passes), []
+
+    def __enter__(self):
+        sys.settrace(self._trace)
+        return self
+
+    def __exit__(self, *exc):
+        sys.settrace(None)
+
+    def _trace(self, frame, event, arg):
+        if event == "call" and frame.f_code.co_name == "_wait" and self.todo:
+            name = frame.f_locals.get("name")
+            if name == self.todo[0]:
+                self.todo.pop(0)
+                sys.settrace(None)
+                try:
+                    addr = sorted(self.client.nthreads())[0]
+                    os.kill(self.client.run(_pid, workers=[addr])[addr], signal.SIGKILL)
+                    self.killed.append(addr)
+                finally:
+                    sys.settrace(self._trace)
+        return None
+
+
+# ----------------------------------------------------------------------------- lost workers
+def test_workers_killed_during_a_fit_give_the_same_model(client, reference):
+    """A worker SIGKILLed in three passes of one fit (row gathering, the ridge pass, the
+    default index), then in the next fit: both fits equal the local model (the issue's
+    third fit surfaced ``FutureCancelledError: _take_local ... cancelled``)."""
+    passes = ["row gathering", "kernel cross products", "candidate embedding"]
+    with _KillDuringPasses(client, passes) as killer:
+        model = _model(client).fit(X, Y)
+    assert len(killer.killed) == 3, killer.todo
+    assert _same_topk(model.predict_topk(XQ, k=3), reference)
+    _wait_for_workers(client, 2)
+    with _KillDuringPasses(client, ["row gathering"]) as killer:
+        again = _model(client).fit(X, Y)
+    assert killer.killed
+    assert _same_topk(again.predict_topk(XQ, k=3), reference)
+
+
+@pytest.mark.parametrize("how", ["sigkill", "exit", "close"])
+def test_predict_topk_right_after_a_worker_died(client, cluster, reference, how):
+    """The distributed candidate index loses the partitions the worker held: they are
+    rebuilt from the candidates within seconds (it hung > 90 s before), and again after the
+    worker was restarted (a raw ``FutureCancelledError ... lost dependencies`` before)."""
+    model = _model(client).fit(X, Y)
+    assert model.default_index_.partitions is not None  # the index lives on the workers
+    _kill(client, cluster, how)
+    t0 = time.monotonic()
+    got = model.predict_topk(XQ, k=3)
+    assert time.monotonic() - t0 < 30
+    assert _same_topk(got, reference)
+    if how != "close":
+        _wait_for_workers(client, 2)
+    assert _same_topk(model.predict_topk(XQ, k=3), reference)
+    np.testing.assert_array_equal(np.asarray(model.predict(XQ)), np.asarray(_model("local").fit(X, Y).predict(XQ)))
+
+
+def test_lost_workers_beyond_the_retries_are_named(client):
+    """With no retries left, the error names the lost worker and what to do."""
+    ex = DaskExecutor(client=client, retries=0)
+    with _KillDuringPasses(client, ["row gathering"]) as killer:
+        with pytest.raises(WorkerLostError, match="left the cluster") as err:
+            _model(ex).fit(X, Y)
+    assert killer.killed and killer.killed[0] in str(err.value)
+    assert "retries" in str(err.value)
+
+
+def test_a_task_that_kills_every_worker_is_named(tmp_path, monkeypatch, reference):
+    """A kernel that crashes the worker process (here: os._exit on the workers) kills every
+    worker it is sent to: the error says so after the retries, instead of retrying forever."""
+    (tmp_path / "crashing_kernel.py").write_text(textwrap.dedent("""
+        import os
+        from sprokr.kernels import GaussianKernel
+
+        class CrashingKernel(GaussianKernel):
+            def pairwise(self, A, B):
+                try:
+                    import distributed
+                    distributed.get_worker()
+                except (ImportError, ValueError):
+                    return super().pairwise(A, B)  # in the client: a Gaussian kernel
+                os._exit(3)  # on a worker: the process dies
+    """))
+    monkeypatch.syspath_prepend(str(tmp_path))  # before the cluster: the workers import it too
+    import dask
+
+    with dask.config.set({"distributed.scheduler.allowed-failures": 1}):
+        cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                           dashboard_address=None)
+        client = distributed.Client(cluster)
+    try:
+        from crashing_kernel import CrashingKernel
+
+        t0 = time.monotonic()
+        # both workers die at once (their data with them: the retries rebuild it), or one
+        # after the other (the scheduler gives up on the task): either way, said plainly
+        with pytest.raises(WorkerLostError, match="died each time|crashed by the pass's own tasks"):
+            _model(DaskExecutor(client=client, retries=1), input_kernel=CrashingKernel(gamma=0.2)).fit(X, Y)
+        assert time.monotonic() - t0 < 60
+    finally:
+        client.close()
+        cluster.close()
+
+
+# ----------------------------------------------------------------------------- closed clients
+@pytest.mark.parametrize("closed", ["client", "cluster"])
+def test_fit_with_a_closed_client_or_cluster_is_a_clear_error(client, cluster, closed):
+    """``AttributeError: 'NoneType' object has no attribute 'ncores'`` before."""
+    (client if closed == "client" else cluster).close()
+    for executor in (client, DaskExecutor(client=client)):
+        t0 = time.monotonic()
+        with pytest.raises(ClientClosedError, match=r"Client.*is closed.*executor='local'"):
+            _model(executor).fit(X, Y)
+        assert time.monotonic() - t0 < 15
+
+
+def test_predict_after_the_client_closed_falls_back_to_a_local_index(client, reference, caplog):
+    """``AttributeError: 'NoneType' object has no attribute 'scatter'`` before: the model is
+    here, and its candidate index is rebuilt here from the candidates (with a warning)."""
+    model = _model(client).fit(X, Y)
+    y = X @ np.arange(1.0, 7.0)
+    machine = SketchedKernelMachine(lam=1e-4, sketch="subsample", m=60, random_state=0, executor=client).fit(X, y)
+    expected = SketchedKernelMachine(lam=1e-4, sketch="subsample", m=60, random_state=0).fit(X, y).predict(XQ)
+    client.close()
+    with caplog.at_level(logging.WARNING, logger="sprokr"):
+        got = model.predict_topk(XQ, k=3)
+        pred = machine.predict(XQ)
+    assert _same_topk(got, reference)
+    assert model.default_index_.partitions is None  # local from now on
+    np.testing.assert_allclose(pred, expected, rtol=1e-8, atol=1e-8 * np.abs(expected).max())
+    assert "is closed" in caplog.text and "rebuilt in this process" in caplog.text
+
+
+# ----------------------------------------------------------------------------- modules, hangs
+def test_a_kernel_from_a_module_only_the_client_has(client, tmp_path, monkeypatch):
+    """The workers cannot unpickle it: a clear error naming the module, within seconds, and
+    no worker crashed (before: ``FutureCancelledError ... already forgotten``)."""
+    (tmp_path / "client_only_kernel.py").write_text(textwrap.dedent("""
+        from sprokr.kernels import GaussianKernel
+
+        class ClientOnlyKernel(GaussianKernel):
+            pass
+    """))
+    monkeypatch.syspath_prepend(str(tmp_path))  # after the cluster started: the client only
+    from client_only_kernel import ClientOnlyKernel
+
+    workers = set(client.nthreads())
+    t0 = time.monotonic()
+    with pytest.raises(WorkerImportError, match="'client_only_kernel' cannot be imported on workers") as err:
+        _model(client, input_kernel=ClientOnlyKernel(gamma=0.2)).fit(X, Y)
+    assert time.monotonic() - t0 < 15
+    assert err.value.name == "client_only_kernel" and isinstance(err.value, ModuleNotFoundError)
+    assert "install" in str(err.value) and "upload_file" in str(err.value)
+    assert set(client.nthreads()) == workers  # nothing crashed
+
+
+def test_a_paused_worker_is_a_timeout_not_a_hang(client):
+    """Every wait has a timeout: a worker that stops answering (SIGSTOP) fails the pass after
+    ``timeout`` seconds without progress, naming the pass and the workers."""
+    model = _model(DaskExecutor(client=client, timeout=2)).fit(X, Y)
+    addr = sorted(client.nthreads())[0]
+    pid = client.run(_pid, workers=[addr])[addr]
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        t0 = time.monotonic()
+        with pytest.raises(DistributedTimeoutError, match=r"top-k search pass made no progress for 2 s.*timeout="):
+            model.predict_topk(XQ, k=3)
+        assert time.monotonic() - t0 < 20
+    finally:
+        os.kill(pid, signal.SIGCONT)
+
+
+def test_timeout_and_retries_are_validated():
+    with pytest.raises(ValueError, match="timeout must be None or a number of seconds > 0"):
+        DaskExecutor(timeout=0)._validate()
+    with pytest.raises(ValueError, match="retries must be an integer >= 0"):
+        DaskExecutor(retries=-1)._validate()

@@ -19,7 +19,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Mapping, Self
 
 import logging
-import numbers
 import time
 
 import numpy as np
@@ -30,15 +29,14 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..numerics import (
     DEFAULT_RCOND,
+    FLOAT32_TOL,
     KernelExpansion,
     KernelRows,
     SketchedFeatures,
-    adam_solve,
     check_gram_block,
-    lbfgs_solve,
     check_kernel_sample,
     default_chunk_size,
-    matmul,
+    psd_eigh,
     ridge_by_eigengroups,
     sketched_ridge,
     whitened_system,
@@ -58,6 +56,13 @@ from ..persistence import SaveMixin
 from ..losses import Loss, PinballLoss, check_quantile_levels
 from ..registry import get_registry, resolve_executor, resolve_kernel, resolve_sketch
 from .output_matrix import check_output_matrix, joint_quantile_matrix
+from .feature_problem import (
+    FeatureProblemMixin,
+    check_solver_params,
+    float32_prediction_estimate,
+    spread_rows,
+    upcast_samples,
+)
 from .base import check_n_features, set_n_features
 
 if TYPE_CHECKING:  # imported for the annotations only
@@ -87,90 +92,6 @@ def check_targets(y: ArrayLike, n: int, owner: str = "this estimator") -> tuple[
         raise ValueError("y contains NaN or infinite values")
     scalar = Y.ndim == 1
     return (Y[:, None] if scalar else Y), scalar
-
-
-def check_solver_params(est: Any, loss: Loss) -> str:
-    """Validate the optimisation parameters shared by the kernel machines; returns the solver."""
-    if est.solver not in ("auto", "closed_form", "lbfgs", "adam"):
-        raise ValueError(f"solver must be 'auto', 'closed_form', 'lbfgs' or 'adam', got {est.solver!r}")
-    solver = est.solver
-    if solver == "auto":
-        solver = "closed_form" if loss.closed_form else "lbfgs"
-    v = getattr(est, "max_iter", 1)
-    if isinstance(v, bool) or not isinstance(v, (numbers.Integral, np.integer)) or v < 1:
-        raise ValueError(f"max_iter must be an integer >= 1, got {v!r}")
-    if solver == "closed_form" and not loss.closed_form:
-        raise ValueError(f"solver='closed_form' needs the square loss, got {type(loss).__name__}")
-    check_positive(est.learning_rate, "learning_rate")
-    for name in ("batch_size", "max_epochs", "n_iter_no_change"):
-        v = getattr(est, name)
-        if isinstance(v, bool) or not isinstance(v, (numbers.Integral, np.integer)) or v < 1:
-            raise ValueError(f"{name} must be an integer >= 1, got {v!r}")
-    check_positive(est.tol, "tol", strict=False)
-    if est.init not in ("ridge", "zeros"):
-        raise ValueError(f"init must be 'ridge' or 'zeros', got {est.init!r}")
-    return solver
-
-
-class FeatureProblemMixin:
-    """The linear problem (E1) on features ``Z``: closed form, L-BFGS or Adam.
-
-    Shared by the sketched machines and the random-Fourier-feature machine; sets
-    ``converged_``, ``n_iter_``, ``n_epochs_``, ``objective_`` and ``objective_gap_``.
-    """
-
-    def _solve_on_features(self, Z, Y, solver, loss, lam, V, e, rng, C0=None):
-        """Output coefficients ``C`` (r, d) of the linear problem on features ``Z`` (n, r).
-
-        ``C0``: a known square-loss solution (else computed from ``Z^T Z`` when needed).
-        """
-        n = Z.shape[0]
-        if C0 is None and (solver == "closed_form" or self.init == "ridge"):
-            C0 = ridge_by_eigengroups(matmul(Z.T, Z), matmul(Z.T, Y.astype(Z.dtype)), n, lam, V, e)
-        if solver == "closed_form":
-            self._closed_form_done()
-            return C0
-        if solver == "lbfgs":
-            res = lbfgs_solve(Z, Y, loss, lam, V, e, coef0=C0, tol=self.tol, max_iter=self.max_iter,
-                              verbose=self.verbose)
-        else:
-            res = adam_solve(
-                Z, Y, loss, lam, V, e, coef0=C0, learning_rate=self.learning_rate,
-                batch_size=self.batch_size, max_epochs=self.max_epochs, tol=self.tol,
-                n_iter_no_change=self.n_iter_no_change, rng=rng, verbose=self.verbose,
-            )
-        self.converged_, self.n_epochs_, self.objective_ = res.converged, res.n_epochs, res.objective
-        self.objective_gap_ = res.gap
-        self.n_iter_ = max(1, int(res.n_epochs))
-        return res.coef
-
-    def _closed_form_done(self):
-        """Solver attributes of a direct solve (exact: gap 0, one 'iteration')."""
-        self.converged_, self.n_epochs_, self.objective_, self.objective_gap_ = True, 0, [], 0.0
-        self.n_iter_ = 1
-
-    def _normalised_targets(self, Y, loss):
-        """``(Y', mean, scale)``: targets centred and scaled per column when ``normalize_y``.
-
-        The machines have no intercept; centring lets the kernel model the variation
-        around the mean, and unit scale makes ``learning_rate``, ``kappa`` and ``epsilon``
-        independent of the target's units (they are then in standard deviations).
-        """
-        if not isinstance(self.normalize_y, (bool, np.bool_)):
-            raise ValueError(f"normalize_y must be True or False, got {self.normalize_y!r}")
-        d = Y.shape[1]
-        if not self.normalize_y:
-            return Y, np.zeros(d), np.ones(d)
-        if getattr(loss, "labels", False):
-            raise ValueError(f"normalize_y=True would change the class labels the {type(loss).__name__} "
-                             "needs; use normalize_y=False")
-        mean, scale = Y.mean(axis=0), Y.std(axis=0)
-        scale[scale == 0] = 1.0  # a constant target is only centred
-        return (Y - mean) / scale, mean, scale
-
-    def _finish_predict(self, P):
-        P = P * self.y_scale_ + self.y_mean_  # back to the units of the training targets
-        return P[:, 0] if self._scalar else P
 
 
 class SketchedKernelMachine(SaveMixin, FeatureProblemMixin, RegressorMixin, BaseEstimator):
@@ -331,7 +252,7 @@ class SketchedKernelMachine(SaveMixin, FeatureProblemMixin, RegressorMixin, Base
         M, V, e = check_output_matrix(M_spec, d)
         lam = check_positive(self.lam, "lam")
         dtype = resolve_dtype(self.dtype)
-        solver = check_solver_params(self, loss)
+        solver = check_solver_params(self, loss, d)
         chunk = check_chunk_size(self.chunk_size)
         rcond = self.rcond
         if rcond is not None:
@@ -355,31 +276,69 @@ class SketchedKernelMachine(SaveMixin, FeatureProblemMixin, RegressorMixin, Base
             # float32 kernel blocks resolve eigenvalues of R K R^T down to ~1e-7 of the largest
             if rcond is None:
                 rcond = DEFAULT_RCOND if dtype == np.float64 else 1e-6
+            self.fit_times_, self.solver_error_estimate_ = {}, None
             args = (parts, Y, n, lam, V, e, solver, loss, rng)
+            rcond64 = DEFAULT_RCOND if self.rcond is None else rcond
             if R is None:
-                self._fit_exact(*args, chunk)
+                self._fit_exact(*args, rcond, chunk)
+                refit = lambda: self._fit_exact(*args, rcond64, chunk, upcast=True)  # noqa: E731
             else:
                 self._fit_sketched(*args, R, rcond, chunk)
+                refit = lambda: self._fit_sketched_iterative(*args, R, rcond64, chunk, upcast=True)  # noqa: E731
+            # float32 asked for: the sketched closed form checked itself (sketched_ridge);
+            # the exact machine and the iterative solvers are checked here
+            if self.dtype_ == np.float32 and not (R is not None and solver == "closed_form"):
+                self._check_float32(parts, refit)
         except BaseException:
             self.__dict__.clear()
             self.__dict__.update(previous)
             raise
         self.fit_time_ = time.perf_counter() - t0
-        log_estimator(self, f"fit in {self.fit_time_:.3f} s, rank {self.rank_}")
+        log_estimator(self, f"fit in {self.fit_time_:.3f} s, rank {self.rank_} ("
+                      + ", ".join(f"{k} {v:.3f} s" for k, v in self.fit_times_.items()) + ")")
         return self
 
-    def _fit_sketched(self, parts, Y, n, lam, V, e, solver, loss, rng, R, rcond, chunk):
-        dtype, ex = self.dtype_, self.executor_
-        support = ex.take_rows(parts, R.indices, which=0)
-        chunk = chunk or default_chunk_size(R.indices.size, dtype)
-        if solver == "closed_form":
-            self._fit_sketched_closed_form(parts, Y, n, lam, V, e, R, support, chunk)
+    def _check_float32(self, parts, refit):
+        """The measured error estimate of the float32 model (``solver_error_estimate_``); above
+        ``FLOAT32_TOL`` the model is refitted with float64 kernel values (and a warning)."""
+        t = time.perf_counter()
+        sample = self.executor_.take_rows(parts, spread_rows(self.n_train_), which=0)
+        kernel64 = _float64_twin(self.kernel_)
+        est = float32_prediction_estimate(self.kernel_, kernel64, self.X_support_, self.coef_, sample)
+        self.solver_error_estimate_ = est
+        self.fit_times_["float32_check"] = time.perf_counter() - t
+        if est <= FLOAT32_TOL:
             return
+        log_estimator(self, f"dtype='float32' would change this model's predictions by more than {FLOAT32_TOL:.0e} "
+                      f"(estimate {est:.2g}): refitted and predicting with float64 kernel values", logging.WARNING)
+        t = time.perf_counter()
+        self.kernel_, self.dtype_ = kernel64, np.dtype(np.float64)
+        refit()
+        self.fit_times_["float64_refit"] = time.perf_counter() - t
+
+    def _fit_sketched(self, parts, Y, n, lam, V, e, solver, loss, rng, R, rcond, chunk):
+        if solver == "closed_form":
+            support = self.executor_.take_rows(parts, R.indices, which=0)
+            chunk = chunk or default_chunk_size(R.indices.size, self.dtype_)
+            t = time.perf_counter()
+            self._fit_sketched_closed_form(parts, Y, n, lam, V, e, R, support, chunk)
+            self.fit_times_["closed_form"] = time.perf_counter() - t
+            return
+        self._fit_sketched_iterative(parts, Y, n, lam, V, e, solver, loss, rng, R, rcond, chunk)
+
+    def _fit_sketched_iterative(self, parts, Y, n, lam, V, e, solver, loss, rng, R, rcond, chunk, upcast=False):
+        dtype, ex = self.dtype_, self.executor_
+        t = time.perf_counter()
+        support = ex.take_rows(parts, R.indices, which=0)
+        if upcast:
+            support = upcast_samples(support)
+        chunk = chunk or default_chunk_size(R.indices.size, dtype)
         feats = SketchedFeatures(self.kernel_, R, support, dtype, rcond)
         feats.fit_basis()
         B = feats.basis_.astype(np.float64)  # U D^-1/2: z = B^T R k^x
         # the iterative solvers revisit every row: the n x r features are kept
-        Z = ex.map_rows(parts, _FeatureRows(feats), chunk, name="sketched features")
+        Z = ex.map_rows(parts, _FeatureRows(feats, upcast), chunk, name="sketched features")
+        self.fit_times_["features"] = time.perf_counter() - t
         C = self._solve_on_features(Z, Y, solver, loss, lam, V, e, rng)
         self.rank_ = B.shape[1]
         self.X_support_ = feats.Z_sel
@@ -401,6 +360,8 @@ class SketchedKernelMachine(SaveMixin, FeatureProblemMixin, RegressorMixin, Base
             sol = sketched_ridge(self.kernel_, R, support, parts, lam / float(pos.max()), np.asarray, Y.shape[1],
                                  rcond, chunk, ex, dtype=dtype, ref_targets=ref)
             coef, feats, rank, precision = sol.coef, sol.features, sol.rank, sol.precision
+            self.solver_error_estimate_ = sol.error_estimate
+            self.fit_times_.update({f"ridge_{k}": v for k, v in sol.times.items()})
             fallback = sol.fallback_message(dtype)
             if fallback:
                 log_estimator(self, fallback, logging.WARNING)
@@ -419,14 +380,20 @@ class SketchedKernelMachine(SaveMixin, FeatureProblemMixin, RegressorMixin, Base
         self._closed_form_done()
         self._set_coef(coef)
 
-    def _fit_exact(self, parts, Y, n, lam, V, e, solver, loss, rng, chunk):
+    def _fit_exact(self, parts, Y, n, lam, V, e, solver, loss, rng, rcond, chunk, upcast=False):
         """Exact machine: n x n Gram (float64); (E2) with G = K, or the iterative solver on
-        the Cholesky features."""
+        features ``Z`` with ``Z Z^T = K`` (Cholesky; the eigenpairs above ``rcond`` when ``K``
+        is numerically singular)."""
         from .sisokr import all_rows
 
+        t = time.perf_counter()
         Xp = all_rows(self.executor_, parts, 0)
-        K = self._gram(parts, Xp, n, chunk)
+        if upcast:
+            Xp = upcast_samples(Xp)
+        K = self._gram(parts, Xp, n, chunk, upcast)
+        self.fit_times_["gram"] = time.perf_counter() - t
         self.X_support_, self.rank_ = Xp, n
+        t = time.perf_counter()
         if solver == "closed_form" or self.init == "ridge":
             # ridge_by_eigengroups with G = K, H = Y: alpha~_j = e_j (e_j K + n lam I)^-1 y~_j
             try:
@@ -434,24 +401,38 @@ class SketchedKernelMachine(SaveMixin, FeatureProblemMixin, RegressorMixin, Base
             except np.linalg.LinAlgError:
                 # e K + n lam I numerically indefinite (tiny lam, flat kernel) and K was
                 # factorised in place: recompute it and solve through its eigenpairs
-                K = self._gram(parts, Xp, n, chunk)
+                K = self._gram(parts, Xp, n, chunk, upcast)
                 beta0 = ridge_by_eigengroups(K, Y, n, lam, V, e, overwrite_g=False)
+        self.fit_times_["closed_form" if solver == "closed_form" else "init"] = time.perf_counter() - t
         if solver == "closed_form":
             self._closed_form_done()
             self._set_coef(beta0)
             return
+        t = time.perf_counter()
         # K = L L^T: the rows of L are exact features (z(x) = L^-1 k^x), |f|^2 = |Omega|^2
         K.flat[:: n + 1] += 1e-10 * float(np.mean(np.diag(K)))
-        L = sla.cholesky(K, lower=True, overwrite_a=True, check_finite=False)
-        C0 = L.T @ beta0 if self.init == "ridge" else None
-        C = self._solve_on_features(L.astype(self.dtype_), Y, solver, loss, lam, V, e, rng, C0=C0)
-        self._set_coef(sla.solve_triangular(L, C, lower=True, trans="T", check_finite=False))
+        try:
+            L = sla.cholesky(K, lower=True, overwrite_a=True, check_finite=False)
+            Z, to_features, to_coef = L, (lambda B: L.T @ B), (
+                lambda C: sla.solve_triangular(L, C, lower=True, trans="T", check_finite=False))
+        except np.linalg.LinAlgError:
+            # numerically singular K (flat kernel): Z = U D^1/2 on the eigenpairs above
+            # rcond, z(x) = D^-1/2 U^T k^x; the rank drops below n
+            U, w = psd_eigh(self._gram(parts, Xp, n, chunk, upcast), rcond)
+            sw = np.sqrt(w)
+            Z, to_features, to_coef = U * sw, (lambda B: sw[:, None] * (U.T @ B)), (lambda C: U @ (C / sw[:, None]))
+            self.rank_ = w.size
+        self.fit_times_["features"] = time.perf_counter() - t
+        C0 = to_features(beta0) if self.init == "ridge" else None
+        C = self._solve_on_features(Z, Y, solver, loss, lam, V, e, rng, C0=C0)
+        self._set_coef(to_coef(C))
 
-    def _gram(self, parts, Xp, n, chunk):
+    def _gram(self, parts, Xp, n, chunk, upcast=False):
         """The n x n Gram in float64 (kernel blocks in the model's dtype, solves in float64)."""
         K = np.empty((n, n))
-        self.executor_.map_rows(parts, KernelRows(self.kernel_, Xp, np.float64), chunk or default_chunk_size(n, self.dtype_),
-                                out=K, name="Gram rows")
+        rows = KernelRows(self.kernel_, Xp, np.float64)
+        self.executor_.map_rows(parts, _Upcast(rows) if upcast else rows,
+                                chunk or default_chunk_size(n, self.dtype_), out=K, name="Gram rows")
         check_gram_block(K[:1], (1, n), "kernel")
         if not np.isfinite(K).all():
             raise ValueError("the kernel returned non-finite values (NaN, inf or overflow) on the training data")
@@ -498,11 +479,31 @@ class _CheckedPrepare:
 class _FeatureRows:
     """``X_chunk -> z(X_chunk)``: the sketched feature map on a partition's inputs."""
 
-    def __init__(self, features):
-        self.features = features
+    def __init__(self, features, upcast=False):
+        self.features, self.upcast = features, upcast
 
     def __call__(self, X):
-        return self.features.transform(X, dedupe=False)
+        return self.features.transform(upcast_samples(X) if self.upcast else X, dedupe=False)
+
+
+class _Upcast:
+    """A chunk function applied to float64 copies of float32 samples (the float64 refit)."""
+
+    def __init__(self, fn):
+        self.fn = fn
+
+    def __call__(self, X):
+        return self.fn(upcast_samples(X))
+
+
+def _float64_twin(kernel):
+    """The fitted kernel computing in float64 (a copy keeps any state learned from the data)."""
+    import copy
+
+    params = kernel.get_params(deep=False)
+    if "dtype" not in params or np.dtype(params["dtype"]) == np.float64:
+        return kernel
+    return copy.deepcopy(kernel).set_params(dtype="float64")
 
 
 class JointQuantileRegressor(SketchedKernelMachine):

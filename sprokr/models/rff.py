@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Mapping, Self
 
+import logging
 import numbers
 import time
 
@@ -20,12 +21,14 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..utils import NamedPrepare, check_positive, check_random_state, resolve_dtype
 from ..kernels.vector import GaussianKernel
-from ..numerics import LocalExecutor, default_chunk_size, matmul
+from ..numerics import FLOAT32_TOL, LocalExecutor, default_chunk_size, matmul
 from ..losses import Loss
 from ..persistence import SaveMixin
+from ..progress import log_estimator
 from ..registry import get_registry
 from .base import check_n_features
-from .kernel_machine import FeatureProblemMixin, check_solver_params, check_targets
+from .feature_problem import CHECK_SAFETY, FeatureProblemMixin, check_solver_params, spread_rows, upcast_samples
+from .kernel_machine import check_targets
 from .output_matrix import check_output_matrix
 
 if TYPE_CHECKING:  # imported for the annotations only
@@ -110,7 +113,7 @@ class RFFKernelMachine(SaveMixin, FeatureProblemMixin, RegressorMixin, BaseEstim
         Y, y_mean, y_scale = self._normalised_targets(Y, loss)
         M, V, e = check_output_matrix(self.output_matrix, Y.shape[1])
         lam = check_positive(self.lam, "lam")
-        solver = check_solver_params(self, loss)
+        solver = check_solver_params(self, loss, Y.shape[1])
         s = self.n_components
         if isinstance(s, bool) or not isinstance(s, (numbers.Integral, np.integer)) or s < 1:
             raise ValueError(f"n_components must be an integer >= 1, got {s!r}")
@@ -127,8 +130,10 @@ class RFFKernelMachine(SaveMixin, FeatureProblemMixin, RegressorMixin, BaseEstim
             self.output_matrix_, self._scalar, self.dtype_ = M, scalar, dtype
             self.y_mean_, self.y_scale_ = y_mean, y_scale
             self.n_features_in_ = p
-            Z = self._features(Xp)
-            self.coef_ = np.asarray(self._solve_on_features(Z, Y, solver, loss, lam, V, e, rng), dtype=np.float64)
+            self.fit_times_, self.solver_error_estimate_ = {}, None
+            self._fit_features(Xp, Y, solver, loss, lam, V, e, rng)
+            if dtype == np.float32:
+                self._check_float32(Xp, (Y, solver, loss, lam, V, e, rng))
             self.loss_ = loss
         except BaseException:
             self.__dict__.clear()
@@ -136,6 +141,36 @@ class RFFKernelMachine(SaveMixin, FeatureProblemMixin, RegressorMixin, BaseEstim
             raise
         self.fit_time_ = time.perf_counter() - t0
         return self
+
+    def _fit_features(self, Xp, Y, solver, loss, lam, V, e, rng):
+        t = time.perf_counter()
+        Z = self._features(Xp)
+        self.fit_times_["features"] = time.perf_counter() - t
+        self.coef_ = np.asarray(self._solve_on_features(Z, Y, solver, loss, lam, V, e, rng), dtype=np.float64)
+
+    def _check_float32(self, Xp, problem):
+        """Measured change of the predictions at sample training rows when the features are
+        computed in float64 (same weights); above ``FLOAT32_TOL`` the model is refitted in float64."""
+        t = time.perf_counter()
+        idx = spread_rows(Xp.shape[0])
+        Xs = Xp[idx]
+        Z32 = self._features(Xs)
+        Z64 = _CosineFeatures(self.weights_.astype(np.float64), self.offsets_.astype(np.float64))(upcast_samples(Xs))
+        g64 = Z64 @ self.coef_
+        g32 = np.asarray(Z32, dtype=np.float64) @ self.coef_
+        scale, diff = float(np.abs(g64).max(initial=0.0)), float(np.abs(g32 - g64).max(initial=0.0))
+        est = 0.0 if scale == 0 and diff == 0 else CHECK_SAFETY * diff / max(scale, 1e-300)
+        self.solver_error_estimate_ = est
+        self.fit_times_["float32_check"] = time.perf_counter() - t
+        if est <= FLOAT32_TOL:
+            return
+        log_estimator(self, f"dtype='float32' would change this model's predictions by more than {FLOAT32_TOL:.0e} "
+                      f"(estimate {est:.2g}): refitted and predicting with float64 features", logging.WARNING)
+        t = time.perf_counter()
+        self.weights_, self.offsets_ = self.weights_.astype(np.float64), self.offsets_.astype(np.float64)
+        self.dtype_ = np.dtype(np.float64)
+        self._fit_features(upcast_samples(Xp), *problem)
+        self.fit_times_["float64_refit"] = time.perf_counter() - t
 
     def random_features(self, X: Any) -> np.ndarray:
         """Random Fourier features ``z(x)``, shape (n, n_components), chunked over n."""

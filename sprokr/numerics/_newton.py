@@ -210,13 +210,19 @@ def _stage(Z, Y, f_loss, lam, S, Omega, system, budget, stationary, decrement=0.
     Stops when ``|grad|^2 / (2 lam) <= stationary`` (the share of the duality gap that
     comes from the iterate not being the stage's minimiser), when the Newton decrement
     ``grad^T H^-1 grad / 2`` (the predicted decrease) is below ``decrement``, when no step
-    decreases the objective, or after ``budget`` steps.  Returns ``(Omega, P, steps)``.
+    decreases the objective, or after ``budget`` steps.  Returns ``(Omega, P, G, Z^T G, steps,
+    |grad|^2 / (2 lam))`` with ``G`` the loss gradient at ``P``.
+
+    ``Z^T G`` is updated from the rows whose gradient changed (the entries in a quadratic
+    band and those that changed piece): one pass over ``Z`` per step instead of two.
     """
     n = Z.shape[0]
     P = feature_predict(Z, Omega @ S)
+    G = f_loss.gradient(P, Y)
+    ZtG = feature_t_dot(Z, G)
     steps = 0
     while True:
-        grad = feature_t_dot(Z, f_loss.gradient(P, Y)) @ S / n + lam * Omega
+        grad = ZtG @ S / n + lam * Omega
         g2 = float(np.sum(grad * grad)) / (2 * lam)
         if g2 <= stationary or steps >= budget:
             break
@@ -230,7 +236,14 @@ def _stage(Z, Y, f_loss, lam, S, Omega, system, budget, stationary, decrement=0.
         if t <= 0:
             break
         Omega, P = Omega + t * D, P + t * Q
-    return Omega, P, steps, g2
+        G_new = f_loss.gradient(P, Y)
+        rows = np.flatnonzero((G_new != G).any(axis=1))
+        if rows.size > n // 4 or steps % 20 == 0:  # (a full pass now and then: no drift)
+            ZtG = feature_t_dot(Z, G_new)
+        elif rows.size:
+            ZtG = ZtG + matmul(np.asarray(Z[rows], dtype=np.float64).T, G_new[rows] - G[rows])
+        G = G_new
+    return Omega, P, G, ZtG, steps, g2
 
 
 class _ActiveSet:
@@ -293,6 +306,18 @@ class _ActiveSet:
         return best, best_Omega, it
 
 
+def _duality_gap(Y, loss, lam, S, Omega, A, P, ZtA):
+    """:func:`duality_gap` from known predictions ``P = Z Omega S`` and ``Z^T A``."""
+    n = Y.shape[0]
+    primal = float(np.mean(loss.value(P, Y))) + 0.5 * lam * float(np.sum(Omega * Omega))
+    conj = loss.conjugate(A, Y)
+    if conj is None or not np.all(np.isfinite(conj)):
+        return primal, None, None
+    W = ZtA @ S
+    dual = -float(np.mean(conj)) - float(np.sum(W * W)) / (2.0 * lam * n * n)
+    return primal, dual, max(primal - dual, 0.0)
+
+
 def _residual_scale(Y, P, kinks):
     """Median distance of the predictions to their nearest kink (or to the targets)."""
     if kinks is None:
@@ -352,8 +377,8 @@ def newton_solve(Z: np.ndarray, Y: np.ndarray, loss: Loss, lam: float, V: np.nda
     history, used, converged, gap = [], 0, False, None
     best = (np.inf, Omega)  # (relative gap, Omega): the best-certified iterate is returned
 
-    def certify(Om, A):
-        primal, _, gap_abs = duality_gap(Z, Y, loss, lam, S, Om, A)
+    def certify(Om, A, P, ZtA):
+        primal, _, gap_abs = _duality_gap(Y, loss, lam, S, Om, A, P, ZtA)
         return primal, None if gap_abs is None else gap_abs / max(abs(primal), 1e-300)
 
     while True:
@@ -362,11 +387,12 @@ def newton_solve(Z: np.ndarray, Y: np.ndarray, loss: Loss, lam: float, V: np.nda
         # the first stage of a non-smooth loss only looks for the pattern (which entries sit
         # at kinks): it stops once a Newton step would gain less than 1e-3 of the objective
         first = not history and mu is not None
-        Omega, P, steps, g2 = _stage(Z, Y, f_loss, lam, S, Omega, system, max(1, max_iter - used),
-                                     0.1 * tol * obj, _PATTERN_DECREMENT * obj if first else 0.0)
+        Omega, P, G, ZtG, steps, g2 = _stage(Z, Y, f_loss, lam, S, Omega, system, max(1, max_iter - used),
+                                             0.1 * tol * obj, _PATTERN_DECREMENT * obj if first else 0.0)
         used += steps
         if has_conj:
-            primal, gap = certify(Omega, None if mu is None else f_loss.gradient(P, Y))
+            # the stage's gradients are the dual point: Z^T A is known, no pass over Z
+            primal, gap = certify(Omega, G, P, ZtG)
             if gap is not None and gap < best[0]:
                 best = (gap, Omega)
         else:
@@ -381,7 +407,7 @@ def newton_solve(Z: np.ndarray, Y: np.ndarray, loss: Loss, lam: float, V: np.nda
         # an optimum has at most ~r d entries at kinks: with many more in the band the
         # stage's pattern is still far from it
         if active is not None and used < max_iter and np.count_nonzero(f_loss.curvature(P, Y)) <= 2 * r * d:
-            rel, Om_as, its = active.run(P, f_loss.gradient(P, Y), 0.2 * scale, tol,
+            rel, Om_as, its = active.run(P, G, 0.2 * scale, tol,
                                          min(_ACTIVE_SET_ITERATIONS, max_iter - used))
             used += its
             log_message(f"active set from mu={mu}: {its} iterations, gap {rel}", verbose=verbose, logger="optim")
@@ -408,6 +434,8 @@ def newton_solve(Z: np.ndarray, Y: np.ndarray, loss: Loss, lam: float, V: np.nda
             if _objective(f_next, P_as, Y, Om_as, lam) < _objective(f_next, P, Y, Omega, lam):
                 Omega, P = Om_as, P_as
     if np.isfinite(best[0]):
+        if best[1] is not Omega:  # an active-set iterate: its objective closes the history
+            history.append(_objective(loss, feature_predict(Z, best[1] @ S), Y, best[1], lam))
         gap, Omega = best
     if not converged:
         warnings.warn(f"Newton did not reach the duality gap tol={tol} within max_iter={max_iter} steps "

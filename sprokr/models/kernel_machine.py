@@ -5,14 +5,16 @@ kernel machine ``f(x) = sum_j k(x, x_j) M alpha_j`` into
 
     min_Gamma (1/n) sum_i l([K R^T Gamma M]_i, y_i) + lam/2 Tr(R K R^T Gamma M Gamma^T)   (P)
 
-solved on the equivalent linear problem of :mod:`sprokr.numerics` (``ridge_by_eigengroups``, ``adam_solve``) with the sketched
+solved on the equivalent linear problem of :mod:`sprokr.numerics` (``ridge_by_eigengroups``,
+``newton_solve``, ``lbfgs_solve``, ``adam_solve``; :mod:`sprokr.models.feature_problem`) with the sketched
 feature map ``z(x) = D^-1/2 U^T R k^x`` (:class:`SketchedFeatures`, eigenpairs of
 ``R K R^T``).  Only the kernel columns of the ``m'`` non-null columns of ``R`` are computed
 (decomposition trick), and the learned function is stored as coefficients on those
 samples: ``f(x) = k(x, X[indices]) beta`` with ``beta = W^T U D^-1/2 C`` (m' x d).
 
 Without a sketch the machine is exact (the baseline of every benchmark): square loss by
-Cholesky of ``e K + n lam I``; other losses on the features ``L`` of ``K = L L^T``.
+Cholesky of ``e K + n lam I``; other losses on the features ``L`` of ``K = L L^T`` (or
+``U D^1/2`` from the eigenpairs above ``rcond`` when ``K`` is numerically singular).
 """
 from __future__ import annotations
 
@@ -119,29 +121,36 @@ class SketchedKernelMachine(SaveMixin, FeatureProblemMixin, RegressorMixin, Base
     output_matrix : None, "identity" or array (d, d)
         ``M`` of the decomposable kernel (symmetric PSD); see
         :func:`sprokr.models.graph_laplacian_matrix` and :func:`joint_quantile_matrix`.
-    solver : {"auto", "closed_form", "lbfgs", "adam"}
-        ``auto``: closed form for the square loss, L-BFGS otherwise
-        (:func:`sprokr.numerics.lbfgs_solve`: full batch, through the Moreau envelope with
-        a decreasing smoothing for non-smooth losses); ``adam``: mini-batch Adam.
+    solver : {"auto", "closed_form", "newton", "lbfgs", "adam"}
+        ``auto``: closed form for the square loss; Newton
+        (:func:`sprokr.numerics.newton_solve`: Moreau envelopes of decreasing width and an
+        active-set finish for non-smooth losses) when the loss is a sum of functions of
+        single prediction entries (pinball, hinge; every built-in loss for scalar targets);
+        L-BFGS otherwise (:func:`sprokr.numerics.lbfgs_solve`; Huber / epsilon-insensitive
+        on vector targets).  ``adam``: seeded mini-batch Adam (:func:`sprokr.numerics.adam_solve`).
     tol : float
         Relative duality gap at which the solution is accepted: ``converged_`` is True only
         when the gap of the returned solution is certified below ``tol``
         (``objective_gap_``; the loss's conjugate gives the certificate).  The default 1e-4
         puts the returned objective within 0.01 % of the optimum.
     max_iter : int
-        L-BFGS iterations in total (default 3000; a smoothing stage gets at most a third).
-        Sketched problems need tens to hundreds; the exact machine on its n Cholesky
-        features, poorly conditioned, up to a few thousand.
+        Iterations in total of the Newton solver (steps and active-set iterations: tens
+        usually) or of L-BFGS (a smoothing stage gets at most a third; sketched problems
+        need tens to hundreds, the exact machine up to a few thousand).  Default 3000.
     learning_rate, batch_size, max_epochs, n_iter_no_change :
-        Adam step size, mini-batch size, epoch budget and step-halving rule
-        (:func:`sprokr.numerics.adam_solve`).
+        Adam's step size, mini-batch size, epoch budget and step-halving rule
+        (:func:`sprokr.numerics.adam_solve`), used by ``solver="adam"`` only (set with
+        another solver, a ``UserWarning`` says they are ignored).
     init : {"ridge", "zeros"}
         The iterative solvers' starting point: the square-loss solution (one r x r
         Cholesky) or zero.
     dtype : {"float64", "float32"}
         Precision of kernel blocks and features (the r x r systems are solved in float64).
-        The sketched closed form checks float32 and falls back to float64 kernel values when
-        they would change the solution by more than 1e-4 (``dtype_`` then says float64).
+        float32 is checked: the sketched closed form by the sketched ridge's check, the
+        other routes by replaying the fitted model on 256 training rows with float64 kernel
+        values; when the measured estimate (``solver_error_estimate_``) exceeds 1e-4 the
+        model is refitted with float64 kernel values (``dtype_`` then says float64, and a
+        warning goes through the ``sprokr.<class name>`` logger).
     rcond : float, optional
         Relative eigenvalue threshold of the iterative solvers' feature map (default 1e-10
         in float64, 1e-6 in float32); the sketched closed form's relative pivot threshold of
@@ -168,20 +177,30 @@ class SketchedKernelMachine(SaveMixin, FeatureProblemMixin, RegressorMixin, Base
     rank_ : int, dimension ``r`` of the feature map (n for the exact machine)
     dtype_ : numpy dtype, the precision the model predicts in
     y_mean_, y_scale_ : ndarray (d,), the target normalisation (0 and 1 without ``normalize_y``)
-    converged_ : bool
+    solver_ : str
+        The solver that ran: ``"closed_form"``, ``"newton"``, ``"lbfgs"`` or ``"adam"``.
     converged_ : bool
         True when the relative duality gap is certified below ``tol`` (always for the closed form).
     objective_gap_ : float or None
         The certified relative duality gap of the solution (None when the loss has no conjugate).
     n_epochs_ : int
-        L-BFGS iterations or Adam epochs (0 for the closed form).
+        Newton steps plus active-set iterations, L-BFGS iterations or Adam epochs (0 for
+        the closed form).
     n_iter_ : int
         The same, at least 1 (scikit-learn's convention; 1 for the closed form).
     objective_ : list of float
-        The objective after each solver stage (L-BFGS) or epoch (Adam).
+        The objective after each solver stage (Newton, L-BFGS; the last one is the returned
+        solution's) or epoch (Adam).
+    solver_error_estimate_ : float or None
+        With ``dtype="float32"``: the measured relative error estimate of the float32 route
+        (of the sketched ridge for the sketched closed form); kept after a float64 refit,
+        which ``dtype_`` shows.  None in float64 (the sketched closed form: its route's estimate).
     n_train_ : int
     fit_time_ : float
         Training time (s).
+    fit_times_ : dict of phase -> seconds
+        ``gram``, ``features``, ``init``, ``solve``, ``closed_form`` (or the sketched ridge's
+        ``ridge_*`` phases), ``float32_check``, ``float64_refit``: those that ran.
 
     Memory: the sketched closed form is the numerics' sketched ridge (whitened normal
     equations summed over row chunks: O(m^2 + chunk x m'); with an output matrix of several
@@ -520,8 +539,8 @@ class JointQuantileRegressor(SketchedKernelMachine):
     taus : sequence of float in (0, 1), default (0.1, 0.3, 0.5, 0.7, 0.9)
     gamma_tau : float >= 0
         Coupling of the levels (0: all levels share one function up to the loss).
-    Other parameters: as :class:`SketchedKernelMachine` (the loss is fixed to pinball and the
-    solver to Adam).
+    Other parameters: as :class:`SketchedKernelMachine` (the loss is fixed to pinball; the
+    default solver is Newton with an active-set finish, to a certified duality gap).
     """
 
     # fixed by the model (not a constructor parameter)

@@ -3,7 +3,7 @@
 ``k(a, b) = exp(-gamma |a - b|^2) = E_w[cos(w^T (a - b))]`` with ``w ~ N(0, 2 gamma I)``, so
 ``z(x) = sqrt(2/s) cos(W^T x + b)`` (``b ~ U[0, 2 pi]``, s features) gives
 ``z(a)^T z(b) ~ k(a, b)``.  The kernel machine on these features solves the same linear
-problem as the sketched machines (:mod:`sprokr.models._solvers`), with the same losses,
+problem as the sketched machines (:mod:`sprokr.models.feature_problem`), with the same losses,
 output matrices and solvers, so the two are compared on equal terms.
 """
 from __future__ import annotations
@@ -48,16 +48,23 @@ class RFFKernelMachine(SaveMixin, FeatureProblemMixin, RegressorMixin, BaseEstim
     n_components : int
         Number ``s`` of random features.
     loss, loss_params, lam, output_matrix, solver, learning_rate, batch_size, max_epochs,
-    tol, n_iter_no_change, init, dtype, normalize_y, random_state, verbose :
-        As :class:`sprokr.models.SketchedKernelMachine`.
+    tol, n_iter_no_change, init, normalize_y, random_state, verbose :
+        As :class:`sprokr.models.SketchedKernelMachine` (Adam's parameters are used by
+        ``solver="adam"`` only).
+    dtype : {"float64", "float32"}
+        Precision of the random features (the solves are float64).  float32 is checked
+        on 256 training rows against float64 features with the same weights; above 1e-4
+        (``solver_error_estimate_``) the model is refitted in float64 (``dtype_``).
 
     Attributes
     ----------
     weights_ : ndarray (n_features, s)
     offsets_ : ndarray (s,)
     coef_ : ndarray (s, d)
-    converged_, n_epochs_, objective_, fit_time_, y_mean_, y_scale_
-        As in :class:`~sprokr.SketchedKernelMachine`.
+    solver_, converged_, objective_gap_, n_epochs_, n_iter_, objective_, fit_time_, fit_times_,
+    solver_error_estimate_, y_mean_, y_scale_, dtype_
+        As in :class:`~sprokr.SketchedKernelMachine` (phases ``features``, ``init``,
+        ``solve``, ``float32_check``, ``float64_refit``).
     """
 
     #: fitted attributes, for the type checker

@@ -76,6 +76,7 @@ _ACTIVE_SET_ITERATIONS, _ACTIVE_SET_PATIENCE = 25, 3
 _PATTERN_DECREMENT, _MAX_RATIO = 1e-3, 0.2
 
 
+
 def newton_applies(loss: Loss, d: int) -> bool:
     """Whether :func:`newton_solve` can minimise ``loss`` with ``d`` outputs.
 

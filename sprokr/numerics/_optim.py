@@ -21,11 +21,14 @@ solved by Cholesky, one factorisation per distinct eigenvalue (one for ``M = I``
 ``G = K`` and ``H = Y`` the same formula is exact kernel ridge regression
 ``alpha = (e K + n lam I)^-1 y~`` (the exact machine's closed form).
 
-Other losses: full-batch L-BFGS (:func:`lbfgs_solve`; the problem after sketching is
-only r x d), on the loss itself when it is smooth (Huber) and on its Moreau envelope with
-a decreasing smoothing parameter when it is not (each stage aimed at the tolerance) (pinball, epsilon-insensitive, hinge),
-stopped on a certified duality gap.  Adam (Kingma & Ba, 2015) on mini-batch
-sub-gradients remains available (:func:`adam_solve`) with the same certificate.
+Other losses: Newton's method by default (:mod:`sprokr.numerics._newton`,
+:func:`newton_solve`) for losses that are sums of functions of single entries; full-batch
+L-BFGS (:func:`lbfgs_solve`; the problem after sketching is only r x d), on the loss
+itself when it is smooth (Huber) and on its Moreau envelope with a decreasing smoothing
+parameter when it is not (each stage aimed at the tolerance) (pinball,
+epsilon-insensitive, hinge), stopped on a certified duality gap.  Adam (Kingma & Ba,
+2015) on mini-batch sub-gradients remains available (:func:`adam_solve`) with the same
+certificate.
 
 Duality gap.  With ``l_i^*`` the conjugate of ``l(., y_i)``, the dual of (E1) is
 
@@ -52,7 +55,8 @@ from ._linalg import cholesky_factor_inplace, cholesky_factor_solve
 if TYPE_CHECKING:  # imported for the annotations only
     from ..losses import Loss
 
-__all__ = ["ridge_by_eigengroups", "adam_solve", "lbfgs_solve", "duality_gap", "refine_dual", "SolverResult"]
+__all__ = ["ridge_by_eigengroups", "adam_solve", "lbfgs_solve", "duality_gap", "refine_dual", "SolverResult",
+           "output_matrix_sqrt", "feature_predict", "feature_t_dot", "feature_gram", "F64_COPY_BYTES"]
 
 
 def ridge_by_eigengroups(G: np.ndarray, H: np.ndarray, n: int, lam: float, V: np.ndarray, e: np.ndarray,
@@ -117,16 +121,17 @@ class SolverResult:
 
 
 
-def output_matrix_sqrt(V, e):
-    """``M^1/2`` and its pseudo-inverse from the eigenpairs of ``M``."""
+def output_matrix_sqrt(V: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(M^1/2, (M^1/2)^+)`` (d x d) from the eigenpairs ``V`` (d, d), ``e`` (d,) of ``M``."""
     sq = np.sqrt(np.maximum(e, 0.0))
     S = (V * sq) @ V.T
     S_pinv = (V * np.where(sq > 0, 1.0 / np.where(sq > 0, sq, 1.0), 0.0)) @ V.T
     return S, S_pinv
 
 
-def feature_predict(Z, C, chunk=65536):
-    """``Z C`` in float64 (row chunks keep the float64 copy of a float32 ``Z`` small)."""
+def feature_predict(Z: np.ndarray, C: np.ndarray, chunk: int = 65536) -> np.ndarray:
+    """``Z C`` (n, d) in float64 for features ``Z`` (n, r) and ``C`` (r, d) (row chunks keep
+    the float64 copy of a float32 ``Z`` small)."""
     n = Z.shape[0]
     if Z.dtype == np.float64 or n <= chunk:
         return np.asarray(Z, dtype=np.float64) @ C
@@ -136,8 +141,8 @@ def feature_predict(Z, C, chunk=65536):
     return out
 
 
-def feature_t_dot(Z, G, chunk=65536):
-    """``Z^T G`` in float64."""
+def feature_t_dot(Z: np.ndarray, G: np.ndarray, chunk: int = 65536) -> np.ndarray:
+    """``Z^T G`` (r, d) in float64 for features ``Z`` (n, r) and ``G`` (n, d)."""
     n = Z.shape[0]
     if Z.dtype == np.float64 or n <= chunk:
         return np.asarray(Z, dtype=np.float64).T @ G
@@ -199,12 +204,12 @@ def refine_dual(Z, Y, loss, lam, S, Omega, A, max_free=20000):
     return out
 
 
-#: largest float64 copy of float32 features the L-BFGS solver makes (bytes)
+#: largest float64 copy of float32 features the L-BFGS and Newton solvers make (bytes)
 F64_COPY_BYTES = 512 * 2**20
 
 
-def feature_gram(Z, chunk=65536):
-    """``Z^T Z / n`` in float64 (row chunks)."""
+def feature_gram(Z: np.ndarray, chunk: int = 65536) -> np.ndarray:
+    """``Z^T Z / n`` (r, r) in float64 (row chunks)."""
     n, r = Z.shape
     G = np.zeros((r, r))
     for sl in iter_chunks(n, chunk):

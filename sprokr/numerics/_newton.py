@@ -76,7 +76,6 @@ _ACTIVE_SET_ITERATIONS, _ACTIVE_SET_PATIENCE = 25, 3
 _PATTERN_DECREMENT, _MAX_RATIO = 1e-3, 0.2
 
 
-
 def newton_applies(loss: Loss, d: int) -> bool:
     """Whether :func:`newton_solve` can minimise ``loss`` with ``d`` outputs.
 
@@ -116,7 +115,8 @@ class _NewtonSystem:
         return np.asarray(self.Z[idx], dtype=np.float64)
 
     def entry_gram(self, curved):
-        """``(rows, ii, jj, W)``: the curved entries ``(rows[ii], jj)`` and ``W = (z_i.z_i' M_jj')``."""
+        """``(rows, Z[rows], ii, jj, W)``: the curved entries ``(rows[ii], jj)`` and
+        ``W = (z_i.z_i' M_jj')`` over them."""
         rows = np.flatnonzero(curved.any(axis=1))
         ii, jj = np.nonzero(curved[rows])
         Zr = self.rows(rows)
@@ -215,7 +215,8 @@ def _stage(Z, Y, f_loss, lam, S, Omega, system, budget, stationary, decrement=0.
     |grad|^2 / (2 lam))`` with ``G`` the loss gradient at ``P``.
 
     ``Z^T G`` is updated from the rows whose gradient changed (the entries in a quadratic
-    band and those that changed piece): one pass over ``Z`` per step instead of two.
+    band and those that changed piece): one pass over ``Z`` per step instead of two (a
+    full pass every 20 steps, or when a quarter of the rows changed).
     """
     n = Z.shape[0]
     P = feature_predict(Z, Omega @ S)

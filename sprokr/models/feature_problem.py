@@ -160,7 +160,7 @@ class FeatureProblemMixin:
 
 
 def spread_rows(n: int, k: int = CHECK_ROWS) -> np.ndarray:
-    """``min(n, k)`` row indices spread evenly over ``0 .. n-1``."""
+    """Row indices spread evenly over ``n`` rows (``min(n, k)`` of them, sorted)."""
     return np.unique(np.linspace(0, n - 1, min(n, k)).round().astype(np.intp))
 
 

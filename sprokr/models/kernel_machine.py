@@ -295,7 +295,8 @@ class SketchedKernelMachine(SaveMixin, FeatureProblemMixin, RegressorMixin, Base
             # float32 kernel blocks resolve eigenvalues of R K R^T down to ~1e-7 of the largest
             if rcond is None:
                 rcond = DEFAULT_RCOND if dtype == np.float64 else 1e-6
-            self.fit_times_, self.solver_error_estimate_ = {}, None
+            self.fit_times_: dict[str, float] = {}
+            self.solver_error_estimate_: float | None = None
             args = (parts, Y, n, lam, V, e, solver, loss, rng)
             rcond64 = DEFAULT_RCOND if self.rcond is None else rcond
             if R is None:

@@ -137,7 +137,8 @@ class RFFKernelMachine(SaveMixin, FeatureProblemMixin, RegressorMixin, BaseEstim
             self.output_matrix_, self._scalar, self.dtype_ = M, scalar, dtype
             self.y_mean_, self.y_scale_ = y_mean, y_scale
             self.n_features_in_ = p
-            self.fit_times_, self.solver_error_estimate_ = {}, None
+            self.fit_times_: dict[str, float] = {}
+            self.solver_error_estimate_: float | None = None
             self._fit_features(Xp, Y, solver, loss, lam, V, e, rng)
             if dtype == np.float32:
                 self._check_float32(Xp, (Y, solver, loss, lam, V, e, rng))

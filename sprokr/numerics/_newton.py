@@ -74,6 +74,9 @@ _ACTIVE_SET_ITERATIONS, _ACTIVE_SET_PATIENCE = 25, 3
 #: relative Newton decrement that ends the first (pattern-finding) stage, and the largest
 #: factor between successive smoothing parameters
 _PATTERN_DECREMENT, _MAX_RATIO = 1e-3, 0.2
+#: the active set's ``gamma`` relative to the typical distance of the initial predictions to
+#: a kink (0.2 to 3 work on the benchmarks' problems; 0.8 needed the fewest iterations)
+_GAMMA = 0.8
 
 
 def newton_applies(loss: Loss, d: int) -> bool:
@@ -376,7 +379,8 @@ def newton_solve(Z: np.ndarray, Y: np.ndarray, loss: Loss, lam: float, V: np.nda
     # the first envelope: a band of a tenth of the typical distance to a kink
     mu = None if smooth else 0.1 * scale
     active = None if kinks is None else _ActiveSet(Z, Y, loss, lam, S, system, kinks)
-    history, used, converged, gap = [], 0, False, None
+    history: list[float] = []
+    used, converged, gap = 0, False, None
     best = (np.inf, Omega)  # (relative gap, Omega): the best-certified iterate is returned
 
     def certify(Om, A, P, ZtA):
@@ -385,6 +389,7 @@ def newton_solve(Z: np.ndarray, Y: np.ndarray, loss: Loss, lam: float, V: np.nda
 
     while True:
         f_loss = loss if mu is None else loss.smoothed(mu)
+        assert f_loss is not None  # (newton_applies)
         obj = max(abs(_objective(loss, P, Y, Omega, lam)), 1e-300)
         # the first stage of a non-smooth loss only looks for the pattern (which entries sit
         # at kinks): it stops once a Newton step would gain less than 1e-3 of the objective
@@ -408,8 +413,8 @@ def newton_solve(Z: np.ndarray, Y: np.ndarray, loss: Loss, lam: float, V: np.nda
         Om_as = None
         # an optimum has at most ~r d entries at kinks: with many more in the band the
         # stage's pattern is still far from it
-        if active is not None and used < max_iter and np.count_nonzero(f_loss.curvature(P, Y)) <= 2 * r * d:
-            rel, Om_as, its = active.run(P, G, 0.2 * scale, tol,
+        if active is not None and used < max_iter and np.count_nonzero(np.asarray(f_loss.curvature(P, Y))) <= 2 * r * d:
+            rel, Om_as, its = active.run(P, G, _GAMMA * scale, tol,
                                          min(_ACTIVE_SET_ITERATIONS, max_iter - used))
             used += its
             log_message(f"active set from mu={mu}: {its} iterations, gap {rel}", verbose=verbose, logger="optim")

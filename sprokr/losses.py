@@ -68,6 +68,19 @@ class Loss(BaseEstimator):
         per-entry bounds of the conjugate's domain (lets the solver refine the dual at the
         kinks).
 
+    ``curvature(P, Y)`` -> ndarray (n, d) or None
+        the second derivative of ``l(., y_i)`` with respect to each prediction entry when the
+        loss is a sum of functions of single entries (pinball, hinge, any scalar loss);
+        piecewise constant for the built-ins and their envelopes.  It lets the default
+        solver take Newton steps (:func:`sprokr.numerics.newton_solve`); None when the loss
+        couples the outputs (Huber and epsilon-insensitive on a residual norm, ``d > 1``).
+
+    ``piecewise_linear(Y)`` -> (points (n, d, K), slopes (n, d, K + 1)) or None
+        the loss as a convex piecewise-linear function of each prediction entry: its
+        kinks in increasing order and the slopes of the pieces around them (broadcastable
+        shapes).  Lets the default solver finish by an active-set method that lands on
+        the exact optimum (pinball, hinge; epsilon-insensitive for ``d = 1``).
+
     ``smooth = True`` marks a differentiable loss (no smoothing needed); ``labels = True``
     a loss whose targets are class labels (the estimators then refuse ``normalize_y``).
     """
@@ -86,6 +99,14 @@ class Loss(BaseEstimator):
 
     def smoothed(self, mu: float) -> Loss | None:
         """The Moreau envelope with parameter ``mu`` (see the class docstring); None when unknown."""
+        return None
+
+    def curvature(self, P: np.ndarray, Y: np.ndarray) -> np.ndarray | None:
+        """Entry-wise second derivative (n, d) (see the class docstring); None when unknown."""
+        return None
+
+    def piecewise_linear(self, Y: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+        """Kinks and slopes of an entry-wise piecewise-linear loss (see the class docstring)."""
         return None
 
     def dual_box(self, A: np.ndarray, Y: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
@@ -117,6 +138,9 @@ class SquareLoss(Loss):
 
     def conjugate(self, A: np.ndarray, Y: np.ndarray) -> np.ndarray | None:
         return np.einsum("ij,ij->i", A, Y) + 0.5 * np.einsum("ij,ij->i", A, A)
+
+    def curvature(self, P: np.ndarray, Y: np.ndarray) -> np.ndarray | None:
+        return np.ones_like(P, dtype=np.float64)
 
 
 class HuberLoss(Loss):
@@ -154,6 +178,11 @@ class HuberLoss(Loss):
         r = np.linalg.norm(R, axis=1, keepdims=True)
         # r beyond kappa: the gradient is the residual direction scaled to length kappa
         return R * np.minimum(1.0, k / np.maximum(r, 1e-300))
+
+    def curvature(self, P: np.ndarray, Y: np.ndarray) -> np.ndarray | None:
+        if P.shape[1] != 1:
+            return None  # on the residual norm: the Hessian couples the outputs
+        return (np.abs(P - Y) <= float(self.kappa)).astype(np.float64)
 
 
 class EpsilonInsensitiveLoss(Loss):
@@ -194,6 +223,14 @@ class EpsilonInsensitiveLoss(Loss):
             return None  # a ball, not a box, for vector outputs
         return np.where(A >= 0, 0.0, -1.0), np.where(A >= 0, 1.0, 0.0)
 
+    def piecewise_linear(self, Y: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+        if Y.shape[1] != 1:
+            return None  # on the residual norm (a cone, not pieces), for vector outputs
+        e = float(self.epsilon)
+        if e == 0:
+            return Y[..., None], np.array([-1.0, 1.0])
+        return np.stack([Y - e, Y + e], axis=-1), np.array([-1.0, 0.0, 1.0])
+
 
 class PinballLoss(Loss):
     """Pinball (quantile) loss, summed over outputs: ``sum_j rho_{tau_j}(y_j - p_j)``.
@@ -230,6 +267,10 @@ class PinballLoss(Loss):
     def dual_box(self, A: np.ndarray, Y: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
         t = check_quantile_levels(self.tau) * np.ones((1, A.shape[1]))
         return np.broadcast_to(-t, A.shape), np.broadcast_to(1.0 - t, A.shape)
+
+    def piecewise_linear(self, Y: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+        t = check_quantile_levels(self.tau) * np.ones((1, Y.shape[1]))
+        return Y[..., None], np.stack([-t, 1.0 - t], axis=-1)  # d/dp rho_tau(y - p)
 
     def value(self, P: np.ndarray, Y: np.ndarray) -> np.ndarray:
         t = check_quantile_levels(self.tau)
@@ -271,6 +312,10 @@ class HingeLoss(Loss):
     def dual_box(self, A: np.ndarray, Y: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
         return np.where(Y > 0, -1.0, 0.0), np.where(Y > 0, 0.0, 1.0)
 
+    def piecewise_linear(self, Y: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+        # the kink y p = 1 is at p = y for labels +-1; slopes -y below it (y = -1) or above (y = 1)
+        return Y[..., None], np.stack([np.minimum(-Y, 0.0), np.maximum(-Y, 0.0)], axis=-1)
+
 
 class _Smoothed(Loss):
     """Moreau envelope of a built-in loss (used by the solvers; see :meth:`Loss.smoothed`)."""
@@ -295,20 +340,35 @@ class _SmoothedRadial(_Smoothed):
         r = np.linalg.norm(R, axis=1, keepdims=True)
         return R / np.maximum(r, 1e-300) * np.minimum(np.maximum(r - e, 0.0) / mu, 1.0)
 
+    def curvature(self, P, Y):
+        if P.shape[1] != 1:
+            return None  # on the residual norm: the Hessian couples the outputs
+        t = np.abs(P - Y) - float(self.base.epsilon)
+        return ((t > 0) & (t < self.mu)) / self.mu
+
 
 class _SmoothedPinball(_Smoothed):
     """``sum_j env_mu rho_tau(y_j - p_j)``: quadratic within ``(tau - 1) mu .. tau mu``."""
 
+    def __init__(self, base, mu):
+        super().__init__(base, mu)
+        self.tau = check_quantile_levels(base.tau)  # validated once: the solvers call these a lot
+
     def value(self, P, Y):
-        t, mu = check_quantile_levels(self.base.tau), self.mu
+        t, mu = self.tau, self.mu
         U = Y - P
         return np.sum(np.where(U >= t * mu, t * U - mu * t * t / 2,
                                np.where(U <= (t - 1) * mu, (t - 1) * U - mu * (t - 1) ** 2 / 2, U * U / (2 * mu))),
                       axis=1)
 
     def gradient(self, P, Y):
-        t, mu = check_quantile_levels(self.base.tau), self.mu
+        t, mu = self.tau, self.mu
         return -np.clip((Y - P) / mu, t - 1, t) * np.ones_like(P)
+
+    def curvature(self, P, Y):
+        t, mu = self.tau, self.mu
+        U = Y - P
+        return ((U > (t - 1) * mu) & (U < t * mu)) / mu
 
 
 class _SmoothedHinge(_Smoothed):
@@ -321,6 +381,10 @@ class _SmoothedHinge(_Smoothed):
 
     def gradient(self, P, Y):
         return -Y * np.clip((1.0 - Y * P) / self.mu, 0.0, 1.0)
+
+    def curvature(self, P, Y):
+        T = 1.0 - Y * P
+        return ((T > 0) & (T < self.mu)) * (Y * Y) / self.mu
 
 
 #: name -> factory, registered by :mod:`sprokr._builtins` through the ``sprokr_losses`` hook

@@ -48,14 +48,42 @@ def test_rf1_smoke(tmp_path):
 
 
 def test_quantiles_smoke(tmp_path):
-    res = run_json("quantiles.py", "--splits", "1", cwd=tmp_path)
+    res = run_json("quantiles.py", "--splits", "1", "--no-cv", cwd=tmp_path)
     exact = res["exact"]
-    assert {"pinball", "crossing", "fit_s"} <= set(exact)
+    assert {"pinball", "crossing", "fit_s", "gap_max", "adam_fit_s", "adam_gap_max", "fit_ratio"} <= set(exact)
     sketched = {name: r for name, r in res.items() if name != "exact"}
     assert sketched  # the sketched machines ran
     for name, r in sketched.items():
         # a sketch of the same model: within 10 % of the exact machine's test pinball loss
         assert r["pinball"] < 1.1 * exact["pinball"], name
+        assert r["converged"] == 1.0 and r["gap_max"] <= 1e-4, (name, r)  # certified by the default
+
+
+def test_quantiles_choose_hyper_parameters_inside_each_training_part(monkeypatch):
+    """Nested CV: the hyper-parameters of split k are chosen on split k's training rows only
+    (a fixed choice on split 0's would have seen the test rows of the other splits)."""
+    import importlib.util
+
+    from sklearn.datasets import load_diabetes
+    from sklearn.model_selection import train_test_split
+
+    spec = importlib.util.spec_from_file_location("quantiles_bench", BENCH / "quantiles.py")
+    q = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(q)
+    seen = []
+
+    def record(X, y, log):
+        seen.append(X.copy())
+        return q.FIXED
+
+    monkeypatch.setattr(q, "cross_validate", record)
+    monkeypatch.setattr(q, "methods", lambda n: {"20/n-SR s=50": ("psr", 50, {"p": 20.0 / n})})
+    q.run(2, True, lambda *a: None)
+    X, y = load_diabetes(return_X_y=True)
+    for split, Xcv in enumerate(seen):
+        Xtr, Xte, _, _ = train_test_split(X, y, test_size=0.3, random_state=split)
+        np.testing.assert_array_equal(Xcv, Xtr)
+        assert not (Xcv[:, None, :] == Xte[None]).all(-1).any()  # no test row in the CV
 
 
 def test_scale_smoke(tmp_path):

@@ -90,7 +90,7 @@ def test_pinball_median_and_upper_quantile(rng):
     for tau in (0.5, 0.9):
         model = SketchedKernelMachine(kernel_params={"sigma2": 0.5}, lam=1e-4, loss="pinball",
                                       loss_params={"tau": tau}, sketch="subsample", m=60,
-                                      max_epochs=300, learning_rate=0.05, random_state=0).fit(X, y)
+                                      random_state=0).fit(X, y)
         fits[tau] = model.predict(X)
         assert abs(np.mean(y < fits[tau]) - tau) < 0.06
     square = SketchedKernelMachine(kernel_params={"sigma2": 0.5}, lam=1e-4, sketch="subsample", m=60,
@@ -110,8 +110,7 @@ def test_huber_is_robust_to_outliers(rng):
     common = dict(kernel_params={"sigma2": 0.5}, lam=1e-3, sketch="psr", m=60, sketch_params={"p": 0.05},
                   random_state=0)
     sq = SketchedKernelMachine(**common).fit(X, y).predict(Xq)
-    hub = SketchedKernelMachine(**common, loss="huber", loss_params={"kappa": 0.5}, max_epochs=300,
-                                learning_rate=0.05).fit(X, y).predict(Xq)
+    hub = SketchedKernelMachine(**common, loss="huber", loss_params={"kappa": 0.5}).fit(X, y).predict(Xq)
     truth = np.sin(2 * Xq[:, 0])
     err_sq, err_hub = np.sqrt(np.mean((sq - truth) ** 2)), np.sqrt(np.mean((hub - truth) ** 2))
     assert err_sq > 2.0  # the outliers drag the least-squares fit up by ~3
@@ -122,8 +121,7 @@ def test_epsilon_insensitive_and_exact_nonsmooth(toy, rng):
     X, f = toy
     y = f + 0.05 * rng.standard_normal(200)
     svr = SketchedKernelMachine(kernel_params=KP, lam=1e-3, loss="epsilon_insensitive",
-                                loss_params={"epsilon": 0.1}, max_epochs=200, learning_rate=0.05,
-                                random_state=0).fit(X, y)  # exact machine (Cholesky features)
+                                loss_params={"epsilon": 0.1}, random_state=0).fit(X, y)  # exact (Cholesky features)
     assert svr.rank_ == 200
     assert np.sqrt(np.mean((svr.predict(X) - f) ** 2)) < 0.15
 
@@ -132,7 +130,7 @@ def test_hinge_classification(rng):
     X = rng.standard_normal((200, 2))
     y = np.where(X[:, 0] ** 2 + X[:, 1] ** 2 > 1.4, 1.0, -1.0)
     clf = SketchedKernelMachine(kernel_params={"sigma2": 0.5}, lam=1e-4, loss="hinge", sketch="psg", m=50,
-                                sketch_params={"p": 0.05}, max_epochs=200, random_state=0).fit(X, y)
+                                sketch_params={"p": 0.05}, random_state=0).fit(X, y)
     assert np.mean(np.sign(clf.predict(X)) == y) > 0.9
 
 
@@ -141,8 +139,7 @@ def test_joint_quantile_regressor(rng):
     y = np.sin(4 * X[:, 0]) + (0.2 + X[:, 0]) * rng.standard_normal(400)  # heteroscedastic
     taus = (0.1, 0.5, 0.9)
     jq = JointQuantileRegressor(taus=taus, gamma_tau=1.0, kernel_params={"sigma2": 0.1}, lam=1e-4,
-                                sketch="psr", m=50, sketch_params={"p": 0.05}, learning_rate=0.05,
-                                max_epochs=300, random_state=0).fit(X, y)
+                                sketch="psr", m=50, sketch_params={"p": 0.05}, random_state=0).fit(X, y)
     Q = jq.predict(X)
     assert Q.shape == (400, 3)
     np.testing.assert_allclose([np.mean(y < Q[:, j]) for j in range(3)], taus, atol=0.06)
@@ -324,9 +321,144 @@ def test_normalize_y_quantiles_in_target_units(rng):
     X = rng.uniform(0, 1, (300, 1))
     y = 500.0 + 40.0 * X[:, 0] + 10.0 * rng.standard_normal(300)
     jq = JointQuantileRegressor(taus=(0.1, 0.5, 0.9), kernel_params={"sigma2": 0.5}, lam=1e-3,
-                                normalize_y=True, learning_rate=0.05, max_epochs=300,
-                                random_state=0).fit(X, y)
+                                normalize_y=True, random_state=0).fit(X, y)
     Q = jq.predict(X)
     assert jq.y_scale_.shape == (3,) and np.allclose(jq.y_mean_, y.mean())
     # empirical coverage of each level close to the level itself
     np.testing.assert_allclose((y[:, None] <= Q).mean(axis=0), [0.1, 0.5, 0.9], atol=0.06)
+
+
+# --------------------------------------------------------------------------- solvers, checks
+
+
+def test_adam_parameters_warn_with_another_solver(toy):
+    X, f = toy
+    kw = dict(kernel_params=KP, lam=1e-3, loss="huber", sketch="subsample", m=30, random_state=0)
+    with pytest.warns(UserWarning, match="learning_rate, max_epochs are used by solver='adam' only"):
+        SketchedKernelMachine(**kw, learning_rate=0.05, max_epochs=20).fit(X, f)
+    with pytest.warns(UserWarning, match="batch_size is used by solver='adam' only"):
+        RFFKernelMachine(n_components=20, loss="huber", batch_size=32, random_state=0).fit(X, f)
+    with pytest.warns(UserWarning, match="n_iter_no_change"):
+        JointQuantileRegressor(kernel_params=KP, sketch="subsample", m=30, solver="lbfgs", n_iter_no_change=3,
+                               random_state=0).fit(X, f)
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)  # Adam's own parameters, or the defaults: silent
+        SketchedKernelMachine(**kw, solver="adam", learning_rate=0.05, max_epochs=2).fit(X, f)
+        SketchedKernelMachine(**kw).fit(X, f)
+
+
+@pytest.mark.parametrize("sketch", [None, "subsample"])
+def test_fit_times_has_a_breakdown_per_phase(sketch, toy):
+    X, f = toy
+    kw = dict(kernel_params=KP, lam=1e-3, sketch=sketch, m=None if sketch is None else 40, random_state=0)
+    square = SketchedKernelMachine(**kw).fit(X, f)
+    huber = SketchedKernelMachine(**kw, loss="huber").fit(X, f)
+    if sketch is None:
+        assert set(square.fit_times_) == {"gram", "closed_form"}
+        assert {"gram", "init", "features", "solve"} <= set(huber.fit_times_)
+    else:
+        assert any(k.startswith("ridge_") for k in square.fit_times_)  # the sketched ridge's phases
+        assert {"features", "init", "solve"} <= set(huber.fit_times_)
+    for m in (square, huber):
+        assert all(v >= 0 for v in m.fit_times_.values()) and sum(m.fit_times_.values()) <= m.fit_time_
+    assert huber.solver_ == "newton" and square.solver_ == "closed_form"
+
+
+def _f32_case(rng, n=80):
+    X, Xq = rng.normal(size=(n, 4)), rng.normal(size=(9, 4))
+    return X, Xq, np.c_[np.sin(X[:, 0]), X[:, 1] * X[:, 2]]
+
+
+def test_float32_exact_machine_falls_back_to_float64_when_its_estimate_says_so(rng, caplog):
+    """The exact machine at lam = 1e-7 on a smooth kernel: float32 kernel values would move
+    the predictions by ~1e-3; the measured estimate sees it, the model is refitted with float64
+    kernel values (warning through the model's logger) and matches the float64 model."""
+    import logging
+
+    X, Xq, T = _f32_case(rng)
+    kw = dict(kernel_params={"gamma": 1e-2}, lam=1e-7)
+    m64 = SketchedKernelMachine(**kw).fit(X, T)
+    assert m64.solver_error_estimate_ is None  # nothing to check in float64
+    with caplog.at_level(logging.WARNING, logger="sprokr"):
+        m32 = SketchedKernelMachine(**kw, dtype="float32").fit(X, T)
+    assert m32.solver_error_estimate_ > 1e-4 and m32.dtype_ == np.float64
+    assert any("refitted" in r.getMessage() and r.levelno == logging.WARNING for r in caplog.records)
+    assert {"float32_check", "float64_refit"} <= set(m32.fit_times_)
+    ref = m64.predict(Xq)
+    assert np.abs(m32.predict(Xq) - ref).max() <= 1e-6 * np.abs(ref).max()
+    # the float32 solution it replaced was indeed off by more than the tolerance
+    from sprokr.models.feature_problem import CHECK_SAFETY
+    from sprokr.kernels import GaussianKernel
+    k32 = GaussianKernel(gamma=1e-2, dtype="float32")
+    X32, Xq32 = k32.prepare(X), k32.prepare(Xq)
+    K32 = k32(X32, X32).astype(float)
+    off = k32(Xq32, X32).astype(float) @ np.linalg.solve(K32 + 80 * 1e-7 * np.eye(80), T)
+    assert np.abs(off - ref).max() / np.abs(ref).max() > 1e-4
+    assert m32.solver_error_estimate_ / CHECK_SAFETY < 1.0  # an estimate, not a blow-up
+
+
+@pytest.mark.parametrize("loss", ["square", "huber", "pinball"])
+def test_float32_exact_machine_kept_where_accurate(loss, rng):
+    X, Xq, T = _f32_case(rng)
+    T = T[:, 0]
+    kw = dict(kernel_params={"gamma": 1.0}, lam=1e-3, loss=loss)
+    m64, m32 = SketchedKernelMachine(**kw).fit(X, T), SketchedKernelMachine(**kw, dtype="float32").fit(X, T)
+    assert m32.dtype_ == np.float32 and 0 <= m32.solver_error_estimate_ <= 1e-4
+    ref = m64.predict(Xq)
+    # the certified solvers stop within tol = 1e-4 of the optimum: compare at that scale
+    assert np.abs(m32.predict(Xq) - ref).max() <= (1e-4 if loss == "square" else 3e-2) * np.abs(ref).max()
+
+
+def test_float32_estimate_bounds_the_true_change_over_a_sweep():
+    """The calibration behind CHECK_SAFETY: over exact machines of 2 sizes x 4 kernel widths x
+    4 ridges the estimate is at least the true change of test predictions that float32
+    kernel values cause (closed form, computed here in float64 on the rounded values)."""
+    from sprokr.kernels import GaussianKernel
+    from sprokr.models.feature_problem import float32_prediction_estimate
+
+    rng = np.random.default_rng(0)
+    ratios = []
+    for n, p in ((80, 4), (300, 10)):
+        X, Xq = rng.normal(size=(n, p)), rng.normal(size=(9, p))
+        T = np.c_[np.sin(X[:, 0]), X[:, 1] * X[:, 2]]
+        for gamma in (1.0, 0.3, 1e-2, 1e-4):
+            k64, k32 = GaussianKernel(gamma=gamma), GaussianKernel(gamma=gamma, dtype="float32")
+            X32, Xq32 = k32.prepare(X), k32.prepare(Xq)
+            for lam in (1e-3, 1e-5, 1e-7, 1e-8):
+                ref = k64(Xq, X) @ np.linalg.solve(k64(X) + n * lam * np.eye(n), T)
+                b32 = np.linalg.solve(k32(X32, X32).astype(float) + n * lam * np.eye(n), T)
+                true = np.abs(k32(Xq32, X32).astype(float) @ b32 - ref).max() / np.abs(ref).max()
+                est = float32_prediction_estimate(k32, k64, X32, b32, X32[:: max(1, n // 64)])
+                ratios.append(est / true)
+    assert min(ratios) >= 1.0, min(ratios)
+    assert np.median(ratios) < 20  # not so pessimistic that float32 is always refused
+
+
+def test_float32_rff_checked(rng):
+    X, Xq, T = _f32_case(rng, n=200)
+    m32 = RFFKernelMachine(n_components=50, lam=1e-3, dtype="float32", random_state=0).fit(X, T)
+    m64 = RFFKernelMachine(n_components=50, lam=1e-3, random_state=0).fit(X, T)
+    assert m32.dtype_ == np.float32 and m32.solver_error_estimate_ <= 1e-4
+    ref = m64.predict(Xq)
+    assert np.abs(m32.predict(Xq) - ref).max() <= 1e-4 * np.abs(ref).max()
+
+
+def test_exact_machine_nonsmooth_loss_on_a_numerically_singular_gram(monkeypatch):
+    """float32 kernel values of a smooth kernel make K numerically indefinite beyond the
+    Cholesky features' jitter: the exact machine then uses the eigenpairs above rcond
+    (rank < n) instead of crashing in LAPACK."""
+    import sprokr.models.kernel_machine as km
+
+    ranks = []
+    spy_target = km.SketchedKernelMachine._solve_on_features
+
+    def spy(self, Z, *args, **kwargs):
+        ranks.append(Z.shape[1])
+        return spy_target(self, Z, *args, **kwargs)
+
+    monkeypatch.setattr(km.SketchedKernelMachine, "_solve_on_features", spy)
+    X, _, T = _f32_case(np.random.default_rng(0))
+    m = SketchedKernelMachine(kernel_params={"gamma": 1e-2}, lam=1e-3, loss="huber", dtype="float32").fit(X, T[:, 0])
+    assert ranks[0] < 80  # the float32 fit ran on eigen features
+    assert m.converged_ and np.all(np.isfinite(m.predict(X)))

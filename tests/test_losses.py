@@ -96,3 +96,47 @@ def test_registry_and_plugin_loss():
     loss = reg.create("loss", "logcosh", base=Loss)
     assert isinstance(loss, LogCosh)
     assert reg.get("loss", "logcosh").plugin == "logcosh-plugin"
+
+
+SCALAR = [SquareLoss(), HuberLoss(kappa=0.7), PinballLoss(tau=0.3), EpsilonInsensitiveLoss(epsilon=0.4), HingeLoss()]
+
+
+@pytest.mark.parametrize("loss", SCALAR, ids=lambda l: type(l).__name__)
+def test_curvature_matches_finite_differences_of_the_gradient(loss, rng):
+    """The entry-wise second derivative Newton uses: of the loss when smooth, else of its
+    Moreau envelope, equal to the gradient's finite difference away from the band edges."""
+    Y = np.where(rng.random((300, 1)) < 0.5, -1.0, 1.0) if isinstance(loss, HingeLoss) else rng.normal(size=(300, 1))
+    P = Y + rng.normal(scale=0.8, size=(300, 1))
+    f = loss if loss.smooth else loss.smoothed(0.25)
+    h, eps = f.curvature(P, Y), 1e-7
+    fd = (f.gradient(P + eps, Y) - f.gradient(P - eps, Y)) / (2 * eps)
+    # entries within eps of a piece boundary have one-sided derivatives: skip them
+    mask = np.abs(fd - (f.gradient(P + 2 * eps, Y) - f.gradient(P, Y)) / (2 * eps)) < 1e-3
+    assert mask.mean() > 0.95
+    np.testing.assert_allclose(h[mask], fd[mask], atol=1e-5)
+    assert set(np.unique(h)) <= {0.0, 1.0, 4.0}  # piecewise constant: 0, 1 (square/Huber) or 1/mu
+
+
+@pytest.mark.parametrize("loss", SCALAR[2:], ids=lambda l: type(l).__name__)
+def test_piecewise_linear_description_matches_the_loss(loss, rng):
+    """Kinks and slopes: the loss is linear with the given slope between consecutive kinks."""
+    Y = np.where(rng.random((50, 1)) < 0.5, -1.0, 1.0) if isinstance(loss, HingeLoss) else rng.normal(size=(50, 1))
+    pts, slopes = loss.piecewise_linear(Y)
+    pts = np.broadcast_to(pts, Y.shape + (np.shape(pts)[-1],))
+    slopes = np.broadcast_to(slopes, Y.shape + (pts.shape[-1] + 1,))
+    assert np.all(np.diff(pts, axis=-1) >= 0) and np.all(np.diff(slopes, axis=-1) > 0)  # convex
+    edges = np.concatenate([pts[..., :1] - 3.0, pts, pts[..., -1:] + 3.0], axis=-1)
+    for k in range(slopes.shape[-1]):
+        a = edges[..., k] + 0.25 * (edges[..., k + 1] - edges[..., k])
+        b = edges[..., k] + 0.75 * (edges[..., k + 1] - edges[..., k])
+        ok = b > a
+        slope = (loss.value(b, Y) - loss.value(a, Y))[ok[:, 0]] / (b - a)[ok]
+        np.testing.assert_allclose(slope, slopes[..., k][ok], atol=1e-12)
+
+
+def test_radial_losses_have_no_entry_wise_curvature_for_vector_targets():
+    P, Y = np.zeros((3, 2)), np.ones((3, 2))
+    assert HuberLoss().curvature(P, Y) is None
+    assert EpsilonInsensitiveLoss().smoothed(0.1).curvature(P, Y) is None
+    assert EpsilonInsensitiveLoss().piecewise_linear(Y) is None
+    assert PinballLoss(tau=[0.2, 0.8]).piecewise_linear(Y)[1].shape == (1, 2, 2)

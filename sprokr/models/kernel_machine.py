@@ -5,22 +5,22 @@ kernel machine ``f(x) = sum_j k(x, x_j) M alpha_j`` into
 
     min_Gamma (1/n) sum_i l([K R^T Gamma M]_i, y_i) + lam/2 Tr(R K R^T Gamma M Gamma^T)   (P)
 
-solved on the equivalent linear problem of :mod:`sprokr.numerics` (``ridge_by_eigengroups``, ``adam_solve``) with the sketched
+solved on the equivalent linear problem of :mod:`sprokr.numerics` (``ridge_by_eigengroups``,
+``newton_solve``, ``lbfgs_solve``, ``adam_solve``; :mod:`sprokr.models.feature_problem`) with the sketched
 feature map ``z(x) = D^-1/2 U^T R k^x`` (:class:`SketchedFeatures`, eigenpairs of
 ``R K R^T``).  Only the kernel columns of the ``m'`` non-null columns of ``R`` are computed
 (decomposition trick), and the learned function is stored as coefficients on those
 samples: ``f(x) = k(x, X[indices]) beta`` with ``beta = W^T U D^-1/2 C`` (m' x d).
 
 Without a sketch the machine is exact (the baseline of every benchmark): square loss by
-Cholesky of ``e K + n lam I``; other losses on the features ``L`` of ``K = L L^T``.
+Cholesky of ``e K + n lam I``; other losses on the features ``L`` of ``K = L L^T`` (or
+``U D^1/2`` from the eigenpairs above ``rcond`` when ``K`` is numerically singular).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Mapping, Self
 
 import logging
-import numbers
 import time
 
 import numpy as np
@@ -32,16 +32,15 @@ from sklearn.utils.validation import check_is_fitted
 from ..numerics import (
     DEFAULT_RCOND,
     ClientClosedError,
+    FLOAT32_TOL,
     KernelExpansion,
     KernelRows,
     LocalExecutor,
     SketchedFeatures,
-    adam_solve,
     check_gram_block,
-    lbfgs_solve,
     check_kernel_sample,
     default_chunk_size,
-    matmul,
+    psd_eigh,
     ridge_by_eigengroups,
     sketched_ridge,
     whitened_system,
@@ -66,6 +65,13 @@ from ..kernels import resolve_kernel
 from ..numerics import resolve_executor
 from ..sketches import resolve_sketch
 from .output_matrix import check_output_matrix, joint_quantile_matrix
+from .feature_problem import (
+    FeatureProblemMixin,
+    check_solver_params,
+    float32_prediction_estimate,
+    spread_rows,
+    upcast_samples,
+)
 from .base import check_n_features, set_n_features
 
 if TYPE_CHECKING:  # imported for the annotations only
@@ -117,106 +123,6 @@ def check_targets(y: ArrayLike, n: int, owner: str = "this estimator") -> tuple[
     return (Y[:, None] if scalar else Y), scalar
 
 
-def check_solver_params(est: Any, loss: Loss) -> str:
-    """Validate the optimisation parameters shared by the kernel machines; returns the solver."""
-    if est.solver not in ("auto", "closed_form", "lbfgs", "adam"):
-        raise ValueError(f"solver must be 'auto', 'closed_form', 'lbfgs' or 'adam', got {est.solver!r}")
-    solver = est.solver
-    if solver == "auto":
-        solver = "closed_form" if loss.closed_form else "lbfgs"
-    v = getattr(est, "max_iter", 1)
-    if isinstance(v, bool) or not isinstance(v, (numbers.Integral, np.integer)) or v < 1:
-        raise ValueError(f"max_iter must be an integer >= 1, got {v!r}")
-    if solver == "closed_form" and not loss.closed_form:
-        raise ValueError(f"solver='closed_form' needs the square loss, got {type(loss).__name__}")
-    check_positive(est.learning_rate, "learning_rate")
-    for name in ("batch_size", "max_epochs", "n_iter_no_change"):
-        v = getattr(est, name)
-        if isinstance(v, bool) or not isinstance(v, (numbers.Integral, np.integer)) or v < 1:
-            raise ValueError(f"{name} must be an integer >= 1, got {v!r}")
-    check_positive(est.tol, "tol", strict=False)
-    if est.init not in ("ridge", "zeros"):
-        raise ValueError(f"init must be 'ridge' or 'zeros', got {est.init!r}")
-    return solver
-
-
-@dataclass(frozen=True)
-class FeatureProblem:
-    """The linear problem (E1) of a machine, whatever its features: targets ``Y`` (n, d),
-    the loss, ``lam``, the output matrix's eigenvectors ``V`` and eigenvalues ``e``, the
-    solver and the generator of its mini-batches."""
-
-    Y: np.ndarray
-    loss: Loss
-    lam: float
-    V: np.ndarray
-    e: np.ndarray
-    solver: str
-    rng: np.random.Generator
-
-
-class FeatureProblemMixin:
-    """The linear problem (E1) on features ``Z``: closed form, L-BFGS or Adam.
-
-    Shared by the sketched machines and the random-Fourier-feature machine; sets
-    ``converged_``, ``n_iter_``, ``n_epochs_``, ``objective_`` and ``objective_gap_``.
-    """
-
-    def _solve_on_features(self, Z, problem, C0=None):
-        """Output coefficients ``C`` (r, d) of the linear problem on features ``Z`` (n, r).
-
-        ``C0``: a known square-loss solution (else computed from ``Z^T Z`` when needed).
-        """
-        Y, solver, loss, lam, V, e = problem.Y, problem.solver, problem.loss, problem.lam, problem.V, problem.e
-        n = Z.shape[0]
-        if C0 is None and (solver == "closed_form" or self.init == "ridge"):
-            C0 = ridge_by_eigengroups(matmul(Z.T, Z), matmul(Z.T, Y.astype(Z.dtype)), n, lam, V, e)
-        if solver == "closed_form":
-            self._closed_form_done()
-            return C0
-        if solver == "lbfgs":
-            res = lbfgs_solve(Z, Y, loss, lam, V, e, coef0=C0, tol=self.tol, max_iter=self.max_iter,
-                              verbose=self.verbose)
-        else:
-            res = adam_solve(
-                Z, Y, loss, lam, V, e, coef0=C0, learning_rate=self.learning_rate,
-                batch_size=self.batch_size, max_epochs=self.max_epochs, tol=self.tol,
-                n_iter_no_change=self.n_iter_no_change, rng=problem.rng, verbose=self.verbose,
-            )
-        self.converged_, self.n_epochs_, self.objective_ = res.converged, res.n_epochs, res.objective
-        self.objective_gap_ = res.gap
-        self.n_iter_ = max(1, int(res.n_epochs))
-        return res.coef
-
-    def _closed_form_done(self):
-        """Solver attributes of a direct solve (exact: gap 0, one 'iteration')."""
-        self.converged_, self.n_epochs_, self.objective_, self.objective_gap_ = True, 0, [], 0.0
-        self.n_iter_ = 1
-
-    def _normalised_targets(self, Y, loss):
-        """``(Y', mean, scale)``: targets centred and scaled per column when ``normalize_y``.
-
-        The machines have no intercept; centring lets the kernel model the variation
-        around the mean, and unit scale makes ``learning_rate``, ``kappa`` and ``epsilon``
-        independent of the target's units (they are then in standard deviations).
-        """
-        if not isinstance(self.normalize_y, (bool, np.bool_)):
-            raise ValueError(f"normalize_y must be True or False, got {self.normalize_y!r}")
-        d = Y.shape[1]
-        if not self.normalize_y:
-            return Y, np.zeros(d), np.ones(d)
-        if getattr(loss, "labels", False):
-            raise ValueError(f"normalize_y=True would change the class labels the {type(loss).__name__} "
-                             "needs; use normalize_y=False")
-        mean, scale = Y.mean(axis=0), Y.std(axis=0)
-        scale[scale == 0] = 1.0  # a constant target is only centred
-        return (Y - mean) / scale, mean, scale
-
-    def _finish_predict(self, P):
-        P = P * self.y_scale_ + self.y_mean_  # back to the units of the training targets
-        return P[:, 0] if self._scalar else P
-
-
 class SketchedKernelMachine(SaveMixin, FeatureProblemMixin, RegressorMixin, BaseEstimator):
     """Kernel machine with a generic loss, optional sketching and a decomposable kernel ``k M``.
 
@@ -242,29 +148,36 @@ class SketchedKernelMachine(SaveMixin, FeatureProblemMixin, RegressorMixin, Base
     output_matrix : None, "identity" or array (d, d)
         ``M`` of the decomposable kernel (symmetric PSD); see
         :func:`sprokr.models.graph_laplacian_matrix` and :func:`joint_quantile_matrix`.
-    solver : {"auto", "closed_form", "lbfgs", "adam"}
-        ``auto``: closed form for the square loss, L-BFGS otherwise
-        (:func:`sprokr.numerics.lbfgs_solve`: full batch, through the Moreau envelope with
-        a decreasing smoothing for non-smooth losses); ``adam``: mini-batch Adam.
+    solver : {"auto", "closed_form", "newton", "lbfgs", "adam"}
+        ``auto``: closed form for the square loss; Newton
+        (:func:`sprokr.numerics.newton_solve`: Moreau envelopes of decreasing width and an
+        active-set finish for non-smooth losses) when the loss is a sum of functions of
+        single prediction entries (pinball, hinge; every built-in loss for scalar targets);
+        L-BFGS otherwise (:func:`sprokr.numerics.lbfgs_solve`; Huber / epsilon-insensitive
+        on vector targets).  ``adam``: seeded mini-batch Adam (:func:`sprokr.numerics.adam_solve`).
     tol : float
         Relative duality gap at which the solution is accepted: ``converged_`` is True only
         when the gap of the returned solution is certified below ``tol``
         (``objective_gap_``; the loss's conjugate gives the certificate).  The default 1e-4
         puts the returned objective within 0.01 % of the optimum.
     max_iter : int
-        L-BFGS iterations in total (default 3000; a smoothing stage gets at most a third).
-        Sketched problems need tens to hundreds; the exact machine on its n Cholesky
-        features, poorly conditioned, up to a few thousand.
+        Iterations in total of the Newton solver (steps and active-set iterations: tens
+        usually) or of L-BFGS (a smoothing stage gets at most a third; sketched problems
+        need tens to hundreds, the exact machine up to a few thousand).  Default 3000.
     learning_rate, batch_size, max_epochs, n_iter_no_change :
-        Adam step size, mini-batch size, epoch budget and step-halving rule
-        (:func:`sprokr.numerics.adam_solve`).
+        Adam's step size, mini-batch size, epoch budget and step-halving rule
+        (:func:`sprokr.numerics.adam_solve`), used by ``solver="adam"`` only (set with
+        another solver, a ``UserWarning`` says they are ignored).
     init : {"ridge", "zeros"}
         The iterative solvers' starting point: the square-loss solution (one r x r
         Cholesky) or zero.
     dtype : {"float64", "float32"}
         Precision of kernel blocks and features (the r x r systems are solved in float64).
-        The sketched closed form checks float32 and falls back to float64 kernel values when
-        they would change the solution by more than 1e-4 (``dtype_`` then says float64).
+        float32 is checked: the sketched closed form by the sketched ridge's check, the
+        other routes by replaying the fitted model on 256 training rows with float64 kernel
+        values; when the measured estimate (``solver_error_estimate_``) exceeds 1e-4 the
+        model is refitted with float64 kernel values (``dtype_`` then says float64, and a
+        warning goes through the ``sprokr.<class name>`` logger).
     rcond : float, optional
         Relative eigenvalue threshold of the iterative solvers' feature map (default 1e-10
         in float64, 1e-6 in float32); the sketched closed form's relative pivot threshold of
@@ -291,20 +204,30 @@ class SketchedKernelMachine(SaveMixin, FeatureProblemMixin, RegressorMixin, Base
     rank_ : int, dimension ``r`` of the feature map (n for the exact machine)
     dtype_ : numpy dtype, the precision the model predicts in
     y_mean_, y_scale_ : ndarray (d,), the target normalisation (0 and 1 without ``normalize_y``)
-    converged_ : bool
+    solver_ : str
+        The solver that ran: ``"closed_form"``, ``"newton"``, ``"lbfgs"`` or ``"adam"``.
     converged_ : bool
         True when the relative duality gap is certified below ``tol`` (always for the closed form).
     objective_gap_ : float or None
         The certified relative duality gap of the solution (None when the loss has no conjugate).
     n_epochs_ : int
-        L-BFGS iterations or Adam epochs (0 for the closed form).
+        Newton steps plus active-set iterations, L-BFGS iterations or Adam epochs (0 for
+        the closed form).
     n_iter_ : int
         The same, at least 1 (scikit-learn's convention; 1 for the closed form).
     objective_ : list of float
-        The objective after each solver stage (L-BFGS) or epoch (Adam).
+        The objective after each solver stage (Newton, L-BFGS; the last one is the returned
+        solution's) or epoch (Adam).
+    solver_error_estimate_ : float or None
+        With ``dtype="float32"``: the measured relative error estimate of the float32 route
+        (of the sketched ridge for the sketched closed form); kept after a float64 refit,
+        which ``dtype_`` shows.  None in float64 (the sketched closed form: its route's estimate).
     n_train_ : int
     fit_time_ : float
         Training time (s).
+    fit_times_ : dict of phase -> seconds
+        ``gram``, ``features``, ``init``, ``solve``, ``closed_form`` (or the sketched ridge's
+        ``ridge_*`` phases), ``float32_check``, ``float64_refit``: those that ran.
 
     Memory: the sketched closed form is the numerics' sketched ridge (whitened normal
     equations summed over row chunks: O(m^2 + chunk x m'); with an output matrix of several
@@ -376,7 +299,7 @@ class SketchedKernelMachine(SaveMixin, FeatureProblemMixin, RegressorMixin, Base
         M, V, e = check_output_matrix(M_spec, d)
         lam = check_positive(self.lam, "lam")
         dtype = resolve_dtype(self.dtype)
-        solver = check_solver_params(self, loss)
+        solver = check_solver_params(self, loss, d)
         chunk = check_chunk_size(self.chunk_size)
         rcond = self.rcond
         if rcond is not None:
@@ -400,32 +323,72 @@ class SketchedKernelMachine(SaveMixin, FeatureProblemMixin, RegressorMixin, Base
             # float32 kernel blocks resolve eigenvalues of R K R^T down to ~1e-7 of the largest
             if rcond is None:
                 rcond = DEFAULT_RCOND if dtype == np.float64 else 1e-6
-            problem = FeatureProblem(Y=Y, loss=loss, lam=lam, V=V, e=e, solver=solver, rng=rng)
+            self.fit_times_: dict[str, float] = {}
+            self.solver_error_estimate_: float | None = None
+            args = (parts, Y, n, lam, V, e, solver, loss, rng)
+            rcond64 = DEFAULT_RCOND if self.rcond is None else rcond
             if R is None:
-                self._fit_exact(parts, problem, chunk=chunk)
+                self._fit_exact(*args, rcond, chunk)
+                refit = lambda: self._fit_exact(*args, rcond64, chunk, upcast=True)  # noqa: E731
             else:
-                self._fit_sketched(parts, problem, R=R, rcond=rcond, chunk=chunk)
+                self._fit_sketched(*args, R, rcond, chunk)
+                refit = lambda: self._fit_sketched_iterative(*args, R, rcond64, chunk, upcast=True)  # noqa: E731
+            # float32 asked for: the sketched closed form checked itself (sketched_ridge);
+            # the exact machine and the iterative solvers are checked here
+            if self.dtype_ == np.float32 and not (R is not None and solver == "closed_form"):
+                self._check_float32(parts, refit)
         except BaseException:
             self.__dict__.clear()
             self.__dict__.update(previous)
             raise
         self.fit_time_ = time.perf_counter() - t0
-        log_estimator(self, f"fit in {self.fit_time_:.3f} s, rank {self.rank_}")
+        log_estimator(self, f"fit in {self.fit_time_:.3f} s, rank {self.rank_} ("
+                      + ", ".join(f"{k} {v:.3f} s" for k, v in self.fit_times_.items()) + ")")
         return self
 
-    def _fit_sketched(self, parts, problem, *, R, rcond, chunk):
-        dtype, ex = self.dtype_, self.executor_
-        support = ex.take_rows(parts, R.indices, which="inputs")
-        chunk = chunk or default_chunk_size(R.indices.size, dtype)
-        if problem.solver == "closed_form":
-            self._fit_sketched_closed_form(parts, problem, R=R, support=support, chunk=chunk)
+    def _check_float32(self, parts, refit):
+        """The measured error estimate of the float32 model (``solver_error_estimate_``); above
+        ``FLOAT32_TOL`` the model is refitted with float64 kernel values (and a warning)."""
+        t = time.perf_counter()
+        sample = self.executor_.take_rows(parts, spread_rows(self.n_train_), which="inputs")
+        kernel64 = _float64_twin(self.kernel_)
+        est = float32_prediction_estimate(self.kernel_, kernel64, self.X_support_, self.coef_, sample)
+        self.solver_error_estimate_ = est
+        self.fit_times_["float32_check"] = time.perf_counter() - t
+        if est <= FLOAT32_TOL:
             return
+        log_estimator(self, f"dtype='float32' would change this model's predictions by more than {FLOAT32_TOL:.0e} "
+                      f"(estimate {est:.2g}): refitted and predicting with float64 kernel values", logging.WARNING)
+        t = time.perf_counter()
+        self.kernel_, self.dtype_ = kernel64, np.dtype(np.float64)
+        refit()
+        self.fit_times_["float64_refit"] = time.perf_counter() - t
+
+    def _fit_sketched(self, parts, Y, n, lam, V, e, solver, loss, rng, R, rcond, chunk):
+        if solver == "closed_form":
+            support = self.executor_.take_rows(parts, R.indices, which="inputs")
+            chunk = chunk or default_chunk_size(R.indices.size, self.dtype_)
+            t = time.perf_counter()
+            self._fit_sketched_closed_form(parts, Y, n, lam, V, e, R, support, chunk)
+            if not self.fit_times_:  # (the sketched ridge reports its own phases)
+                self.fit_times_["closed_form"] = time.perf_counter() - t
+            return
+        self._fit_sketched_iterative(parts, Y, n, lam, V, e, solver, loss, rng, R, rcond, chunk)
+
+    def _fit_sketched_iterative(self, parts, Y, n, lam, V, e, solver, loss, rng, R, rcond, chunk, upcast=False):
+        dtype, ex = self.dtype_, self.executor_
+        t = time.perf_counter()
+        support = ex.take_rows(parts, R.indices, which="inputs")
+        if upcast:
+            support = upcast_samples(support)
+        chunk = chunk or default_chunk_size(R.indices.size, dtype)
         feats = SketchedFeatures(self.kernel_, R, support, dtype, rcond)
         feats.fit_basis()
         B = feats.basis_.astype(np.float64)  # U D^-1/2: z = B^T R k^x
         # the iterative solvers revisit every row: the n x r features are kept
-        Z = ex.map_rows(parts, _FeatureRows(feats), chunk, name="sketched features", which="inputs")
-        C = self._solve_on_features(Z, problem)
+        Z = ex.map_rows(parts, _FeatureRows(feats, upcast), chunk, name="sketched features", which="inputs")
+        self.fit_times_["features"] = time.perf_counter() - t
+        C = self._solve_on_features(Z, Y, solver, loss, lam, V, e, rng)
         self.rank_ = B.shape[1]
         self.X_support_ = feats.Z_sel
         self._set_coef(R.apply_left_transpose(B @ C))
@@ -447,6 +410,8 @@ class SketchedKernelMachine(SaveMixin, FeatureProblemMixin, RegressorMixin, Base
             sol = sketched_ridge(self.kernel_, R, support, parts, lam / float(pos.max()), np.asarray, Y.shape[1],
                                  rcond, chunk, ex, dtype=dtype, ref_targets=ref, which="targets")
             coef, feats, rank, precision = sol.coef, sol.features, sol.rank, sol.precision
+            self.solver_error_estimate_ = sol.error_estimate
+            self.fit_times_.update({f"ridge_{k}": v for k, v in sol.times.items()})
             fallback = sol.fallback_message(dtype)
             if fallback:
                 log_estimator(self, fallback, logging.WARNING)
@@ -465,15 +430,20 @@ class SketchedKernelMachine(SaveMixin, FeatureProblemMixin, RegressorMixin, Base
         self._closed_form_done()
         self._set_coef(coef)
 
-    def _fit_exact(self, parts, problem, *, chunk):
+    def _fit_exact(self, parts, Y, n, lam, V, e, solver, loss, rng, rcond, chunk, upcast=False):
         """Exact machine: n x n Gram (float64); (E2) with G = K, or the iterative solver on
-        the Cholesky features."""
+        features ``Z`` with ``Z Z^T = K`` (Cholesky; the eigenpairs above ``rcond`` when ``K``
+        is numerically singular)."""
         from .sisokr import all_rows
 
-        Y, n, lam, V, e, solver = problem.Y, parts.n, problem.lam, problem.V, problem.e, problem.solver
+        t = time.perf_counter()
         Xp = all_rows(self.executor_, parts, "inputs")
-        K = self._gram(parts, Xp, n, chunk)
+        if upcast:
+            Xp = upcast_samples(Xp)
+        K = self._gram(parts, Xp, n, chunk, upcast)
+        self.fit_times_["gram"] = time.perf_counter() - t
         self.X_support_, self.rank_ = Xp, n
+        t = time.perf_counter()
         if solver == "closed_form" or self.init == "ridge":
             # ridge_by_eigengroups with G = K, H = Y: alpha~_j = e_j (e_j K + n lam I)^-1 y~_j
             try:
@@ -481,24 +451,38 @@ class SketchedKernelMachine(SaveMixin, FeatureProblemMixin, RegressorMixin, Base
             except np.linalg.LinAlgError:
                 # e K + n lam I numerically indefinite (tiny lam, flat kernel) and K was
                 # factorised in place: recompute it and solve through its eigenpairs
-                K = self._gram(parts, Xp, n, chunk)
+                K = self._gram(parts, Xp, n, chunk, upcast)
                 beta0 = ridge_by_eigengroups(K, Y, n, lam, V, e, overwrite_g=False)
+        self.fit_times_["closed_form" if solver == "closed_form" else "init"] = time.perf_counter() - t
         if solver == "closed_form":
             self._closed_form_done()
             self._set_coef(beta0)
             return
+        t = time.perf_counter()
         # K = L L^T: the rows of L are exact features (z(x) = L^-1 k^x), |f|^2 = |Omega|^2
         K.flat[:: n + 1] += 1e-10 * float(np.mean(np.diag(K)))
-        L = sla.cholesky(K, lower=True, overwrite_a=True, check_finite=False)
-        C0 = L.T @ beta0 if self.init == "ridge" else None
-        C = self._solve_on_features(L.astype(self.dtype_), problem, C0=C0)
-        self._set_coef(sla.solve_triangular(L, C, lower=True, trans="T", check_finite=False))
+        try:
+            L = sla.cholesky(K, lower=True, overwrite_a=True, check_finite=False)
+            Z, to_features, to_coef = L, (lambda B: L.T @ B), (
+                lambda C: sla.solve_triangular(L, C, lower=True, trans="T", check_finite=False))
+        except np.linalg.LinAlgError:
+            # numerically singular K (flat kernel): Z = U D^1/2 on the eigenpairs above
+            # rcond, z(x) = D^-1/2 U^T k^x; the rank drops below n
+            U, w = psd_eigh(self._gram(parts, Xp, n, chunk, upcast), rcond)
+            sw = np.sqrt(w)
+            Z, to_features, to_coef = U * sw, (lambda B: sw[:, None] * (U.T @ B)), (lambda C: U @ (C / sw[:, None]))
+            self.rank_ = w.size
+        self.fit_times_["features"] = time.perf_counter() - t
+        C0 = to_features(beta0) if self.init == "ridge" else None
+        C = self._solve_on_features(Z, Y, solver, loss, lam, V, e, rng, C0=C0)
+        self._set_coef(to_coef(C))
 
-    def _gram(self, parts, Xp, n, chunk):
+    def _gram(self, parts, Xp, n, chunk, upcast=False):
         """The n x n Gram in float64 (kernel blocks in the model's dtype, solves in float64)."""
         K = np.empty((n, n))
-        self.executor_.map_rows(parts, KernelRows(self.kernel_, Xp, np.float64), chunk or default_chunk_size(n, self.dtype_),
-                                out=K, name="Gram rows", which="inputs")
+        rows = KernelRows(self.kernel_, Xp, np.float64)
+        self.executor_.map_rows(parts, _Upcast(rows) if upcast else rows,
+                                chunk or default_chunk_size(n, self.dtype_), out=K, name="Gram rows", which="inputs")
         check_gram_block(K[:1], (1, n), "kernel")
         if not np.isfinite(K).all():
             raise ValueError("the kernel returned non-finite values (NaN, inf or overflow) on the training data")
@@ -553,11 +537,31 @@ class _CheckedPrepare:
 class _FeatureRows:
     """``X_chunk -> z(X_chunk)``: the sketched feature map on a partition's inputs."""
 
-    def __init__(self, features):
-        self.features = features
+    def __init__(self, features, upcast=False):
+        self.features, self.upcast = features, upcast
 
     def __call__(self, X):
-        return self.features.transform(X, dedupe=False)
+        return self.features.transform(upcast_samples(X) if self.upcast else X, dedupe=False)
+
+
+class _Upcast:
+    """A chunk function applied to float64 copies of float32 samples (the float64 refit)."""
+
+    def __init__(self, fn):
+        self.fn = fn
+
+    def __call__(self, X):
+        return self.fn(upcast_samples(X))
+
+
+def _float64_twin(kernel):
+    """The fitted kernel computing in float64 (a copy keeps any state learned from the data)."""
+    import copy
+
+    params = kernel.get_params(deep=False)
+    if "dtype" not in params or np.dtype(params["dtype"]) == np.float64:
+        return kernel
+    return copy.deepcopy(kernel).set_params(dtype="float64")
 
 
 class JointQuantileRegressor(SketchedKernelMachine):
@@ -573,8 +577,8 @@ class JointQuantileRegressor(SketchedKernelMachine):
     taus : sequence of float in (0, 1), default (0.1, 0.3, 0.5, 0.7, 0.9)
     gamma_tau : float >= 0
         Coupling of the levels (0: all levels share one function up to the loss).
-    Other parameters: as :class:`SketchedKernelMachine` (the loss is fixed to pinball and the
-    solver to Adam).
+    Other parameters: as :class:`SketchedKernelMachine` (the loss is fixed to pinball; the
+    default solver is Newton with an active-set finish, to a certified duality gap).
     """
 
     # fixed by the model (not a constructor parameter)

@@ -3,13 +3,14 @@
 ``k(a, b) = exp(-gamma |a - b|^2) = E_w[cos(w^T (a - b))]`` with ``w ~ N(0, 2 gamma I)``, so
 ``z(x) = sqrt(2/s) cos(W^T x + b)`` (``b ~ U[0, 2 pi]``, s features) gives
 ``z(a)^T z(b) ~ k(a, b)``.  The kernel machine on these features solves the same linear
-problem as the sketched machines (:mod:`sprokr.models._solvers`), with the same losses,
+problem as the sketched machines (:mod:`sprokr.models.feature_problem`), with the same losses,
 output matrices and solvers, so the two are compared on equal terms.
 """
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Mapping, Self
 
+import logging
 import numbers
 import time
 
@@ -20,12 +21,14 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..utils import NamedPrepare, atomic_fit, consistent_read, check_positive, check_random_state, resolve_dtype
 from ..kernels.vector import GaussianKernel
-from ..numerics import LocalExecutor, default_chunk_size, matmul
+from ..numerics import FLOAT32_TOL, LocalExecutor, default_chunk_size, matmul
 from ..losses import Loss
 from ..persistence import SaveMixin
+from ..progress import log_estimator
 from ..registry import get_registry
 from .base import check_n_features
-from .kernel_machine import FeatureProblem, FeatureProblemMixin, check_solver_params, check_targets
+from .feature_problem import CHECK_SAFETY, FeatureProblemMixin, check_solver_params, spread_rows, upcast_samples
+from .kernel_machine import check_targets
 from .output_matrix import check_output_matrix
 
 if TYPE_CHECKING:  # imported for the annotations only
@@ -45,16 +48,23 @@ class RFFKernelMachine(SaveMixin, FeatureProblemMixin, RegressorMixin, BaseEstim
     n_components : int
         Number ``s`` of random features.
     loss, loss_params, lam, output_matrix, solver, learning_rate, batch_size, max_epochs,
-    tol, n_iter_no_change, init, dtype, normalize_y, random_state, verbose :
-        As :class:`sprokr.models.SketchedKernelMachine`.
+    tol, n_iter_no_change, init, normalize_y, random_state, verbose :
+        As :class:`sprokr.models.SketchedKernelMachine` (Adam's parameters are used by
+        ``solver="adam"`` only).
+    dtype : {"float64", "float32"}
+        Precision of the random features (the solves are float64).  float32 is checked
+        on 256 training rows against float64 features with the same weights; above 1e-4
+        (``solver_error_estimate_``) the model is refitted in float64 (``dtype_``).
 
     Attributes
     ----------
     weights_ : ndarray (n_features, s)
     offsets_ : ndarray (s,)
     coef_ : ndarray (s, d)
-    converged_, n_epochs_, objective_, fit_time_, y_mean_, y_scale_
-        As in :class:`~sprokr.SketchedKernelMachine`.
+    solver_, converged_, objective_gap_, n_epochs_, n_iter_, objective_, fit_time_, fit_times_,
+    solver_error_estimate_, y_mean_, y_scale_, dtype_
+        As in :class:`~sprokr.SketchedKernelMachine` (phases ``features``, ``init``,
+        ``solve``, ``float32_check``, ``float64_refit``).
     """
 
     #: fitted attributes, for the type checker
@@ -111,7 +121,7 @@ class RFFKernelMachine(SaveMixin, FeatureProblemMixin, RegressorMixin, BaseEstim
         Y, y_mean, y_scale = self._normalised_targets(Y, loss)
         M, V, e = check_output_matrix(self.output_matrix, Y.shape[1])
         lam = check_positive(self.lam, "lam")
-        solver = check_solver_params(self, loss)
+        solver = check_solver_params(self, loss, Y.shape[1])
         s = self.n_components
         if isinstance(s, bool) or not isinstance(s, (numbers.Integral, np.integer)) or s < 1:
             raise ValueError(f"n_components must be an integer >= 1, got {s!r}")
@@ -128,9 +138,11 @@ class RFFKernelMachine(SaveMixin, FeatureProblemMixin, RegressorMixin, BaseEstim
             self.output_matrix_, self._scalar, self.dtype_ = M, scalar, dtype
             self.y_mean_, self.y_scale_ = y_mean, y_scale
             self.n_features_in_ = p
-            Z = self._features(Xp)
-            problem = FeatureProblem(Y=Y, loss=loss, lam=lam, V=V, e=e, solver=solver, rng=rng)
-            self.coef_ = np.asarray(self._solve_on_features(Z, problem), dtype=np.float64)
+            self.fit_times_: dict[str, float] = {}
+            self.solver_error_estimate_: float | None = None
+            self._fit_features(Xp, Y, solver, loss, lam, V, e, rng)
+            if dtype == np.float32:
+                self._check_float32(Xp, (Y, solver, loss, lam, V, e, rng))
             self.loss_ = loss
         except BaseException:
             self.__dict__.clear()
@@ -138,6 +150,37 @@ class RFFKernelMachine(SaveMixin, FeatureProblemMixin, RegressorMixin, BaseEstim
             raise
         self.fit_time_ = time.perf_counter() - t0
         return self
+
+    def _fit_features(self, Xp, Y, solver, loss, lam, V, e, rng):
+        t = time.perf_counter()
+        Z = self._features(Xp)
+        self.fit_times_["features"] = time.perf_counter() - t
+        self.coef_ = np.asarray(self._solve_on_features(Z, Y, solver, loss, lam, V, e, rng), dtype=np.float64)
+
+    def _check_float32(self, Xp, problem):
+        """Measured change of the predictions at sample training rows when the features are
+        computed in float64 (same weights); above ``FLOAT32_TOL`` the model is refitted in float64."""
+        t = time.perf_counter()
+        idx = spread_rows(Xp.shape[0])
+        Xs = Xp[idx]
+        Z32 = self._features(Xs)
+        Z64 = _CosineFeatures(self.weights_.astype(np.float64), self.offsets_.astype(np.float64))(upcast_samples(Xs))
+        g64 = Z64 @ self.coef_
+        g32 = np.asarray(Z32, dtype=np.float64) @ self.coef_
+        scale, diff = float(np.abs(g64).max(initial=0.0)), float(np.abs(g32 - g64).max(initial=0.0))
+        est = 0.0 if scale == 0 and diff == 0 else CHECK_SAFETY * diff / max(scale, 1e-300)
+        self.solver_error_estimate_ = est
+        self.fit_times_["float32_check"] = time.perf_counter() - t
+        if est <= FLOAT32_TOL:
+            return
+        log_estimator(self, f"dtype='float32' would change this model's predictions by more than {FLOAT32_TOL:.0e} "
+                      f"(estimate {est:.2g}): refitted and predicting with float64 features", logging.WARNING)
+        t = time.perf_counter()
+        self.weights_, self.offsets_ = self.weights_.astype(np.float64), self.offsets_.astype(np.float64)
+        self.dtype_ = np.dtype(np.float64)
+        self._fit_features(upcast_samples(Xp), *problem)
+        self.fit_times_["float64_refit"] = time.perf_counter() - t
+
 
     @consistent_read
     def random_features(self, X: Any) -> np.ndarray:

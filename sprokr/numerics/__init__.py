@@ -19,7 +19,9 @@ submodules are re-exported here (the public names are this package's ``__all__``
 * ``_ridge``      -- exact and sketched kernel ridge solves (whitened normal equations, plain
   normal equations, stable QR route);
 * ``_checks``     -- the error checks of those routes and the float64 twin of a float32 kernel;
-* ``_optim``      -- solvers of the linear problem of the sketched kernel machines;
+* ``_optim``      -- solvers of the linear problem of the sketched kernel machines (closed
+  form, L-BFGS, Adam) and its duality gap;
+* ``_newton``     -- its default solver for non-square losses (Newton on Moreau envelopes);
 * ``_topk``       -- chunked, mergeable top-k over ``H E^T + offsets``;
 * ``_distinct``   -- distinct samples of a partitioned collection.
 """
@@ -87,6 +89,7 @@ from ._ridge import (
     WhitenedSystem,
 )
 from ._optim import SolverResult, adam_solve, duality_gap, lbfgs_solve, ridge_by_eigengroups
+from ._newton import newton_applies, newton_solve
 
 __all__ = [
     # executors
@@ -111,7 +114,7 @@ __all__ = [
     "stable_ridge_solve", "normal_equations_error", "pivot_tolerance", "NORMAL_EQUATIONS_TOL", "SOLVERS",
     "Whitening", "whitened_error_bound", "float32_error_estimate", "float64_probe_estimate", "float64_kernel", "tolerance", "FLOAT32_TOL",
     "whitened_system", "WhitenedSystem",
-    "ridge_by_eigengroups", "adam_solve", "lbfgs_solve", "duality_gap", "SolverResult",
+    "ridge_by_eigengroups", "adam_solve", "lbfgs_solve", "newton_solve", "newton_applies", "duality_gap", "SolverResult",
     # top-k search
     "Decoded", "DEFAULT_MAX_MEMORY_MB", "TopKTask", "topk_rows", "select_topk", "merge_topk",
     "topk_search", "grouped_topk_search", "score_block_size",

@@ -21,11 +21,14 @@ solved by Cholesky, one factorisation per distinct eigenvalue (one for ``M = I``
 ``G = K`` and ``H = Y`` the same formula is exact kernel ridge regression
 ``alpha = (e K + n lam I)^-1 y~`` (the exact machine's closed form).
 
-Other losses: full-batch L-BFGS (:func:`lbfgs_solve`; the problem after sketching is
-only r x d), on the loss itself when it is smooth (Huber) and on its Moreau envelope with
-a decreasing smoothing parameter when it is not (each stage aimed at the tolerance) (pinball, epsilon-insensitive, hinge),
-stopped on a certified duality gap.  Adam (Kingma & Ba, 2015) on mini-batch
-sub-gradients remains available (:func:`adam_solve`) with the same certificate.
+Other losses: Newton's method by default (:mod:`sprokr.numerics._newton`,
+:func:`newton_solve`) for losses that are sums of functions of single entries; full-batch
+L-BFGS (:func:`lbfgs_solve`; the problem after sketching is only r x d), on the loss
+itself when it is smooth (Huber) and on its Moreau envelope with a decreasing smoothing
+parameter when it is not (each stage aimed at the tolerance) (pinball,
+epsilon-insensitive, hinge), stopped on a certified duality gap.  Adam (Kingma & Ba,
+2015) on mini-batch sub-gradients remains available (:func:`adam_solve`) with the same
+certificate.
 
 Duality gap.  With ``l_i^*`` the conjugate of ``l(., y_i)``, the dual of (E1) is
 
@@ -52,7 +55,8 @@ from ._linalg import cholesky_factor_inplace, cholesky_factor_solve
 if TYPE_CHECKING:  # imported for the annotations only
     from ..types import LossLike as Loss
 
-__all__ = ["ridge_by_eigengroups", "adam_solve", "lbfgs_solve", "duality_gap", "refine_dual", "SolverResult"]
+__all__ = ["ridge_by_eigengroups", "adam_solve", "lbfgs_solve", "duality_gap", "refine_dual", "SolverResult",
+           "output_matrix_sqrt", "feature_predict", "feature_t_dot", "feature_gram", "F64_COPY_BYTES"]
 
 
 def ridge_by_eigengroups(G: np.ndarray, H: np.ndarray, n: int, lam: float, V: np.ndarray, e: np.ndarray,
@@ -117,16 +121,17 @@ class SolverResult:
 
 
 
-def _sqrt_m(V, e):
-    """``M^1/2`` and its pseudo-inverse from the eigenpairs of ``M``."""
+def output_matrix_sqrt(V: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(M^1/2, (M^1/2)^+)`` (d x d) from the eigenpairs ``V`` (d, d), ``e`` (d,) of ``M``."""
     sq = np.sqrt(np.maximum(e, 0.0))
     S = (V * sq) @ V.T
     S_pinv = (V * np.where(sq > 0, 1.0 / np.where(sq > 0, sq, 1.0), 0.0)) @ V.T
     return S, S_pinv
 
 
-def _predict(Z, C, chunk=65536):
-    """``Z C`` in float64 (row chunks keep the float64 copy of a float32 ``Z`` small)."""
+def feature_predict(Z: np.ndarray, C: np.ndarray, chunk: int = 65536) -> np.ndarray:
+    """``Z C`` (n, d) in float64 for features ``Z`` (n, r) and ``C`` (r, d) (row chunks keep
+    the float64 copy of a float32 ``Z`` small)."""
     n = Z.shape[0]
     if Z.dtype == np.float64 or n <= chunk:
         return np.asarray(Z, dtype=np.float64) @ C
@@ -136,8 +141,8 @@ def _predict(Z, C, chunk=65536):
     return out
 
 
-def _zt(Z, G, chunk=65536):
-    """``Z^T G`` in float64."""
+def feature_t_dot(Z: np.ndarray, G: np.ndarray, chunk: int = 65536) -> np.ndarray:
+    """``Z^T G`` (r, d) in float64 for features ``Z`` (n, r) and ``G`` (n, d)."""
     n = Z.shape[0]
     if Z.dtype == np.float64 or n <= chunk:
         return np.asarray(Z, dtype=np.float64).T @ G
@@ -154,14 +159,14 @@ def duality_gap(Z: np.ndarray, Y: np.ndarray, loss: Loss, lam: float, S: np.ndar
     Returns None for the dual when the loss has no conjugate (or ``A`` leaves its domain).
     """
     n = Z.shape[0]
-    P = _predict(Z, Omega @ S)
+    P = feature_predict(Z, Omega @ S)
     primal = float(np.mean(loss.value(P, Y))) + 0.5 * lam * float(np.sum(Omega * Omega))
     if A is None:
         A = loss.gradient(P, Y)
     conj = loss.conjugate(A, Y)
     if conj is None or not np.all(np.isfinite(conj)):
         return primal, None, None
-    W = _zt(Z, A) @ S  # Z^T A M^1/2
+    W = feature_t_dot(Z, A) @ S  # Z^T A M^1/2
     dual = -float(np.mean(conj)) - float(np.sum(W * W)) / (2.0 * lam * n * n)
     return primal, dual, max(primal - dual, 0.0)
 
@@ -189,7 +194,7 @@ def refine_dual(Z, Y, loss, lam, S, Omega, A, max_free=20000):
         return A
     n, (r, d) = Z.shape[0], Omega.shape
     A_fixed = np.where(free, 0.0, A)
-    target = -(lam * n * Omega + _zt(Z, A_fixed) @ S)  # (r, d)
+    target = -(lam * n * Omega + feature_t_dot(Z, A_fixed) @ S)  # (r, d)
     Zf = np.asarray(Z[fi], dtype=np.float64)  # (f, r)
     F = (Zf[:, :, None] * S[fj][:, None, :]).reshape(fi.size, r * d).T  # column: vec(z_i s_j^T)
     sol = lsq_linear(F, target.ravel(), bounds=(lo[fi, fj], hi[fi, fj]), method="bvls", tol=1e-12,
@@ -199,12 +204,12 @@ def refine_dual(Z, Y, loss, lam, S, Omega, A, max_free=20000):
     return out
 
 
-#: largest float64 copy of float32 features the L-BFGS solver makes (bytes)
-_F64_COPY_BYTES = 512 * 2**20
+#: largest float64 copy of float32 features the L-BFGS and Newton solvers make (bytes)
+F64_COPY_BYTES = 512 * 2**20
 
 
-def _gram_features(Z, chunk=65536):
-    """``Z^T Z / n`` in float64 (row chunks)."""
+def feature_gram(Z: np.ndarray, chunk: int = 65536) -> np.ndarray:
+    """``Z^T Z / n`` (r, r) in float64 (row chunks)."""
     n, r = Z.shape
     G = np.zeros((r, r))
     for sl in iter_chunks(n, chunk):
@@ -263,7 +268,7 @@ def lbfgs_solve(Z: np.ndarray, Y: np.ndarray, loss: Loss, lam: float, V: np.ndar
 
     n, r = Z.shape
     d = Y.shape[1]
-    S, S_pinv = _sqrt_m(V, e)
+    S, S_pinv = output_matrix_sqrt(V, e)
     Omega = np.zeros((r, d)) if coef0 is None else np.asarray(coef0, dtype=np.float64) @ S_pinv
     has_conj = loss.conjugate(np.zeros((1, d)), Y[:1]) is not None
     smooth = bool(getattr(loss, "smooth", False)) or loss.smoothed(1.0) is None
@@ -275,7 +280,7 @@ def lbfgs_solve(Z: np.ndarray, Y: np.ndarray, loss: Loss, lam: float, V: np.ndar
     # eat the whole budget: each stage gets at most a third of it, the next warm-starts
     stage_cap = max(50, max_iter // 3)
 
-    if Z.dtype != np.float64 and Z.size * 8 <= _F64_COPY_BYTES:
+    if Z.dtype != np.float64 and Z.size * 8 <= F64_COPY_BYTES:
         Z = Z.astype(np.float64)  # one copy instead of a conversion per iteration
     # Preconditioning.  Kernel features make (E1) badly conditioned (the Hessian of the
     # square loss, Z^T Z / n + lam I, has the kernel's spectrum over lam): L-BFGS then needs
@@ -283,20 +288,20 @@ def lbfgs_solve(Z: np.ndarray, Y: np.ndarray, loss: Loss, lam: float, V: np.ndar
     # L L^T = c Z^T Z / n + lam I (r x r), c the loss's mean curvature at the stage's start
     # (1 for the square loss, ~0 where Huber is linear, ~1/mu in a smoothed kink): the
     # Hessian is then close to the identity.
-    G_feat = _gram_features(Z)
+    G_feat = feature_gram(Z)
 
     def fg(w, f_loss):
         Om = sla.solve_triangular(L, w.reshape(r, d), lower=True, trans="T", check_finite=False)
-        P = _predict(Z, Om @ S)
+        P = feature_predict(Z, Om @ S)
         G = f_loss.gradient(P, Y)
         val = float(np.mean(f_loss.value(P, Y))) + 0.5 * lam * float(np.sum(Om * Om))
-        grad = _zt(Z, G) @ S / n + lam * Om
+        grad = feature_t_dot(Z, G) @ S / n + lam * Om
         return val, sla.solve_triangular(L, grad, lower=True, check_finite=False).ravel()
 
     while True:
         f_loss = loss if mu is None else loss.smoothed(mu)
         budget = max(1, min(max_iter - used, stage_cap if mu is not None else max_iter))
-        L = _preconditioner(G_feat, _curvature(f_loss, _predict(Z, Omega @ S), Y, scale), lam)
+        L = _preconditioner(G_feat, _curvature(f_loss, feature_predict(Z, Omega @ S), Y, scale), lam)
         res = minimize(fg, (L.T @ Omega).ravel(), args=(f_loss,), jac=True, method="L-BFGS-B",
                        options={"maxiter": budget, "maxcor": 20, "ftol": 1e-15, "gtol": 1e-12 * max(scale, 1.0)})
         # a stage that stopped at once still counts: a stage that cannot move (its gradient
@@ -304,7 +309,7 @@ def lbfgs_solve(Z: np.ndarray, Y: np.ndarray, loss: Loss, lam: float, V: np.ndar
         used += max(int(res.nit), 1)
         Omega = sla.solve_triangular(L, res.x.reshape(r, d), lower=True, trans="T", check_finite=False)
         if has_conj:
-            A = None if mu is None else f_loss.gradient(_predict(Z, Omega @ S), Y)  # type: ignore[union-attr]
+            A = None if mu is None else f_loss.gradient(feature_predict(Z, Omega @ S), Y)  # type: ignore[union-attr]
             primal, dual, gap_abs = duality_gap(Z, Y, loss, lam, S, Omega, A)
             if mu is not None and gap_abs is not None and gap_abs > tol * abs(primal):
                 # the points at the kinks get the sub-gradients that certify Omega best
@@ -437,7 +442,7 @@ def adam_solve(Z: np.ndarray, Y: np.ndarray, loss: Loss, lam: float, V: np.ndarr
     if not converged:
         warnings.warn(
             f"Adam did not reach a certified optimum (tol={tol}, relative duality gap {gap}) within "
-            f"max_epochs={max_epochs}; use solver='lbfgs' or increase max_epochs",
+            f"max_epochs={max_epochs}; use the default solver ('auto') or increase max_epochs",
             ConvergenceWarning,
             stacklevel=3,
         )

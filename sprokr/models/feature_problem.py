@@ -1,0 +1,191 @@
+"""The kernel machines' linear problem on features: solver choice, its parameters, its run.
+
+Shared by :class:`~sprokr.models.SketchedKernelMachine` (and the joint quantile regressor)
+and :class:`~sprokr.models.RFFKernelMachine`: they differ in how they build the features
+``Z`` (sketched kernel features, Cholesky factor of the Gram, random Fourier features);
+the problem (E1) of :mod:`sprokr.numerics` and its solvers are the same.
+
+* :func:`check_solver_params` -- validates ``solver`` and the optimisation parameters,
+  resolves ``"auto"`` (closed form for the square loss, else Newton when the loss allows
+  it, else L-BFGS) and warns when Adam's parameters are given to another solver;
+* :class:`FeatureProblemMixin` -- runs the chosen solver, times its phases in
+  ``fit_times_`` and records the certificate (``converged_``, ``objective_gap_``);
+* :func:`float32_prediction_estimate` -- the measured error estimate of a float32 model
+  (the check behind the estimators' float64 fallback).
+"""
+from __future__ import annotations
+
+import inspect
+import numbers
+import time
+import warnings
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..losses import Loss
+from ..numerics import (
+    KernelExpansion,
+    adam_solve,
+    lbfgs_solve,
+    matmul,
+    newton_applies,
+    newton_solve,
+    ridge_by_eigengroups,
+)
+from ..utils import check_positive
+
+__all__ = ["check_solver_params", "FeatureProblemMixin", "SOLVERS", "ADAM_PARAMS", "float32_prediction_estimate",
+           "spread_rows", "upcast_samples"]
+
+#: accepted values of ``solver``
+SOLVERS = ("auto", "closed_form", "newton", "lbfgs", "adam")
+#: the parameters only Adam uses
+ADAM_PARAMS = ("learning_rate", "batch_size", "max_epochs", "n_iter_no_change")
+#: training rows the float32 check replays in float64, and its safety factor: over a sweep
+#: of exact machines (2 sizes x 4 kernel widths x 4 ridges, tests/test_kernel_machine.py)
+#: the measured change was within 0.26x to 3.2x of the true change of test predictions
+CHECK_ROWS, CHECK_SAFETY = 256, 4.0
+
+
+def check_solver_params(est: Any, loss: Loss, d: int = 1) -> str:
+    """Validate the optimisation parameters shared by the kernel machines; returns the solver.
+
+    ``"auto"`` resolves to ``"closed_form"`` for the square loss, ``"newton"`` when
+    :func:`sprokr.numerics.newton_applies` (every built-in loss for scalar targets, pinball
+    and hinge for any ``d``), else ``"lbfgs"``.  Adam's parameters (``learning_rate``,
+    ``batch_size``, ``max_epochs``, ``n_iter_no_change``) set to other values than their
+    defaults with another solver trigger a ``UserWarning``: they would be ignored.
+    """
+    if est.solver not in SOLVERS:
+        raise ValueError(f"solver must be one of {', '.join(map(repr, SOLVERS))}, got {est.solver!r}")
+    solver = est.solver
+    if solver == "auto":
+        solver = "closed_form" if loss.closed_form else "newton" if newton_applies(loss, d) else "lbfgs"
+    v = getattr(est, "max_iter", 1)
+    if isinstance(v, bool) or not isinstance(v, (numbers.Integral, np.integer)) or v < 1:
+        raise ValueError(f"max_iter must be an integer >= 1, got {v!r}")
+    if solver == "closed_form" and not loss.closed_form:
+        raise ValueError(f"solver='closed_form' needs the square loss, got {type(loss).__name__}")
+    if solver == "newton" and not newton_applies(loss, d):
+        raise ValueError(f"solver='newton' needs a loss with an entry-wise curvature; {type(loss).__name__} "
+                         f"with {d} outputs has none (use solver='lbfgs')")
+    check_positive(est.learning_rate, "learning_rate")
+    for name in ("batch_size", "max_epochs", "n_iter_no_change"):
+        v = getattr(est, name)
+        if isinstance(v, bool) or not isinstance(v, (numbers.Integral, np.integer)) or v < 1:
+            raise ValueError(f"{name} must be an integer >= 1, got {v!r}")
+    check_positive(est.tol, "tol", strict=False)
+    if est.init not in ("ridge", "zeros"):
+        raise ValueError(f"init must be 'ridge' or 'zeros', got {est.init!r}")
+    if solver != "adam":
+        defaults = inspect.signature(type(est).__init__).parameters
+        given = [name for name in ADAM_PARAMS
+                 if name in defaults and getattr(est, name) != defaults[name].default]
+        if given:
+            warnings.warn(f"{', '.join(given)} {'is' if len(given) == 1 else 'are'} used by solver='adam' only "
+                          f"and ignored by solver={solver!r} (solver={est.solver!r})", UserWarning, stacklevel=3)
+    return solver
+
+
+class FeatureProblemMixin:
+    """The linear problem (E1) on features ``Z``: closed form, Newton, L-BFGS or Adam.
+
+    Sets ``converged_``, ``n_iter_``, ``n_epochs_``, ``objective_``, ``objective_gap_`` and
+    the phases ``"init"`` (the square-loss starting point) and ``"solve"`` of
+    ``fit_times_`` (a dict the estimator creates).
+    """
+
+    def _solve_on_features(self, Z, Y, solver, loss, lam, V, e, rng, C0=None):
+        """Output coefficients ``C`` (r, d) of the linear problem on features ``Z`` (n, r).
+
+        ``C0``: a known square-loss solution (else computed from ``Z^T Z`` when needed).
+        """
+        n = Z.shape[0]
+        t = time.perf_counter()
+        if C0 is None and (solver == "closed_form" or self.init == "ridge"):
+            C0 = ridge_by_eigengroups(matmul(Z.T, Z), matmul(Z.T, Y.astype(Z.dtype)), n, lam, V, e)
+            self.fit_times_["init"] = time.perf_counter() - t
+        if solver == "closed_form":
+            self._closed_form_done()
+            return C0
+        t = time.perf_counter()
+        if solver == "newton":
+            res = newton_solve(Z, Y, loss, lam, V, e, coef0=C0, tol=self.tol, max_iter=self.max_iter,
+                               verbose=self.verbose)
+        elif solver == "lbfgs":
+            res = lbfgs_solve(Z, Y, loss, lam, V, e, coef0=C0, tol=self.tol, max_iter=self.max_iter,
+                              verbose=self.verbose)
+        else:
+            res = adam_solve(
+                Z, Y, loss, lam, V, e, coef0=C0, learning_rate=self.learning_rate,
+                batch_size=self.batch_size, max_epochs=self.max_epochs, tol=self.tol,
+                n_iter_no_change=self.n_iter_no_change, rng=rng, verbose=self.verbose,
+            )
+        self.fit_times_["solve"] = time.perf_counter() - t
+        self.solver_ = solver
+        self.converged_, self.n_epochs_, self.objective_ = res.converged, res.n_epochs, res.objective
+        self.objective_gap_ = res.gap
+        self.n_iter_ = max(1, int(res.n_epochs))
+        return res.coef
+
+    def _closed_form_done(self):
+        """Solver attributes of a direct solve (exact: gap 0, one 'iteration')."""
+        self.converged_, self.n_epochs_, self.objective_, self.objective_gap_ = True, 0, [], 0.0
+        self.n_iter_, self.solver_ = 1, "closed_form"
+
+    def _normalised_targets(self, Y, loss):
+        """``(Y', mean, scale)``: targets centred and scaled per column when ``normalize_y``.
+
+        The machines have no intercept; centring lets the kernel model the variation
+        around the mean, and unit scale makes ``learning_rate``, ``kappa`` and ``epsilon``
+        independent of the target's units (they are then in standard deviations).
+        """
+        if not isinstance(self.normalize_y, (bool, np.bool_)):
+            raise ValueError(f"normalize_y must be True or False, got {self.normalize_y!r}")
+        d = Y.shape[1]
+        if not self.normalize_y:
+            return Y, np.zeros(d), np.ones(d)
+        if getattr(loss, "labels", False):
+            raise ValueError(f"normalize_y=True would change the class labels the {type(loss).__name__} "
+                             "needs; use normalize_y=False")
+        mean, scale = Y.mean(axis=0), Y.std(axis=0)
+        scale[scale == 0] = 1.0  # a constant target is only centred
+        return (Y - mean) / scale, mean, scale
+
+    def _finish_predict(self, P):
+        P = P * self.y_scale_ + self.y_mean_  # back to the units of the training targets
+        return P[:, 0] if self._scalar else P
+
+
+def spread_rows(n: int, k: int = CHECK_ROWS) -> np.ndarray:
+    """Row indices spread evenly over ``n`` rows (``min(n, k)`` of them, sorted)."""
+    return np.unique(np.linspace(0, n - 1, min(n, k)).round().astype(np.intp))
+
+
+def upcast_samples(X: Any) -> Any:
+    """float32 arrays or sparse matrices as float64 (other collections unchanged)."""
+    if (isinstance(X, np.ndarray) or sp.issparse(X)) and X.dtype == np.float32:
+        return X.astype(np.float64)
+    return X
+
+
+def float32_prediction_estimate(kernel32: Any, kernel64: Any, support: Any, coef: np.ndarray, sample: Any) -> float:
+    """Measured relative change of a float32 kernel model when it computes in float64.
+
+    ``g(x) = k(x, support) coef`` is evaluated at ``sample`` (prepared training rows) as
+    the model predicts -- float32 kernel values and products (:class:`KernelExpansion`) --
+    and with float64 kernel values on the same (upcast) samples; the estimate is
+    ``CHECK_SAFETY * max |g_32 - g_64| / max |g_64|``.  With a tiny ridge the coefficients
+    cancel and this prediction error is what float32 costs; it also measures the size of
+    the kernel's rounding error against the solution, which moves the solution by about as
+    much (the calibration in ``CHECK_SAFETY``'s comment).
+    """
+    g32 = KernelExpansion(kernel32, support, coef, np.float32)(sample)
+    g64 = KernelExpansion(kernel64, upcast_samples(support), coef, np.float64)(upcast_samples(sample))
+    scale = float(np.abs(g64).max(initial=0.0))
+    diff = float(np.abs(g32 - g64).max(initial=0.0))
+    if not np.isfinite(diff):
+        return np.inf
+    return 0.0 if scale == 0 and diff == 0 else CHECK_SAFETY * diff / max(scale, 1e-300)

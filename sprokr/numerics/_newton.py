@@ -1,0 +1,450 @@
+"""Newton / active-set solver of the kernel machines' linear problem (E1), the default for
+non-square losses.
+
+The problem of :mod:`sprokr.numerics._optim` (features ``Z`` (n x r), ``S = M^1/2``)
+
+    min_Omega  F(Omega) = (1/n) sum_ij l(P_ij, y_ij) + lam/2 |Omega|_F^2,   P = Z Omega S,
+
+for a loss that is a sum of functions of single entries -- pinball and hinge for any
+``d``, every built-in loss for scalar targets -- and piecewise quadratic (Huber) or made so
+by its Moreau envelope (pinball, epsilon-insensitive, hinge: quadratic in a band of width
+``~mu`` at each kink, linear elsewhere).
+
+* **Newton stages.**  On a piecewise-quadratic function Newton's method with an exact
+  line search identifies the quadratic pieces in a few steps, then lands on the minimiser
+  (Huber: the solution, certified by its duality gap).
+* **Active set (non-smooth, piecewise-linear losses).**  From a stage's solution, a
+  primal-dual active-set iteration (the semismooth Newton method of Hintermueller, Ito &
+  Kunisch, 2002) on the *exact* optimality conditions: each entry either sits at a kink
+  (``P_ij`` = the kink, its dual variable ``a_ij`` free between the two slopes) or on a
+  linear piece (``a_ij`` = its slope); given that guess, stationarity
+  ``lam n Omega = -Z^T A S`` makes the kink entries' ``a`` the solution of a ``k x k``
+  system with matrix ``(z_i.z_i' M_jj')`` (``k`` kink entries, at most ``r d`` at an
+  optimum); the guess is updated from ``v = P + gamma A`` (an entry is at a kink when
+  ``v`` falls in the kink's interval ``[kink + gamma s_left, kink + gamma s_right]``).
+  It converges in a handful of iterations once the stage has found the pattern.  Not
+  globally convergent: it is abandoned when the certified gap stops improving, and
+  another stage with a tenth of ``mu`` runs before it is tried again.
+* **Certificate.**  After every stage and active-set iteration, the duality gap of the
+  ORIGINAL problem with the dual point ``A`` (the envelope's gradients, or the active
+  set's ``A`` clipped to the conjugate's domain); the solver stops when it is below ``tol``
+  relative to the objective.
+
+Newton systems.  The Hessian of ``F`` is ``H = lam I + (1/n) U^T diag(h) U`` with one row
+``u_ij = s_j (x) z_i`` (``vec(z_i s_j^T)``) per entry of curvature ``h_ij > 0``.  It is solved
+
+* in the primal, ``r d x r d``: ``H = lam I + sum_j (s_j s_j^T) (x) Z^T diag(h_j) Z / n``
+  (with ``Z^T Z / n`` computed once, a column with few entries *outside* its quadratic
+  piece is formed from the complement), or
+* by Woodbury on the ``k`` curved entries, ``k x k``:
+  ``H^-1 g = (g - U^T (n lam diag(h)^-1 + U U^T)^-1 U g) / lam`` with
+  ``(U U^T)_(ij),(i'j') = z_i.z_i' M_jj'`` -- for the exact machine (``r = n``) near the
+  optimum only the entries at kinks are curved,
+
+whichever costs fewer flops.  A step costs ``O(n r d)`` plus the smaller system.
+"""
+from __future__ import annotations
+
+import warnings
+from typing import TYPE_CHECKING
+
+import numpy as np
+import scipy.linalg as sla
+from sklearn.exceptions import ConvergenceWarning
+
+from ..progress import log_message
+from ._linalg import matmul
+from ._optim import (
+    F64_COPY_BYTES,
+    SolverResult,
+    duality_gap,
+    feature_gram,
+    feature_predict,
+    feature_t_dot,
+    output_matrix_sqrt,
+)
+
+if TYPE_CHECKING:  # imported for the annotations only
+    from ..losses import Loss
+
+__all__ = ["newton_solve", "newton_applies"]
+
+#: active-set iterations per attempt, and how many without a better certificate end one
+_ACTIVE_SET_ITERATIONS, _ACTIVE_SET_PATIENCE = 25, 3
+#: relative Newton decrement that ends the first (pattern-finding) stage, and the largest
+#: factor between successive smoothing parameters
+_PATTERN_DECREMENT, _MAX_RATIO = 1e-3, 0.2
+#: the active set's ``gamma`` relative to the typical distance of the initial predictions to
+#: a kink (0.2 to 3 work on the benchmarks' problems; 0.8 needed the fewest iterations)
+_GAMMA = 0.8
+
+
+def newton_applies(loss: Loss, d: int) -> bool:
+    """Whether :func:`newton_solve` can minimise ``loss`` with ``d`` outputs.
+
+    The loss (if ``loss.smooth``) or its Moreau envelope must give an entry-wise
+    ``curvature``; built-ins: all of them for ``d = 1``, pinball and hinge for any ``d``.
+    """
+    f = loss if getattr(loss, "smooth", False) else loss.smoothed(1.0)
+    if f is None:
+        return False
+    return f.curvature(np.zeros((1, d)), np.ones((1, d))) is not None
+
+
+def _cholesky_or_lstsq(W, b):
+    try:
+        return sla.cho_solve(sla.cho_factor(W, lower=True, check_finite=False), b, check_finite=False)
+    except np.linalg.LinAlgError:  # singular (rank-deficient sketch): least squares
+        return np.linalg.lstsq(W, b, rcond=None)[0]
+
+
+class _NewtonSystem:
+    """The linear algebra of the iterations: ``H x = g`` for a curvature ``h`` (n x d), and
+    the active set's kink system."""
+
+    def __init__(self, Z, S, lam):
+        self.Z, self.S, self.lam = Z, S, lam
+        self.M = S @ S
+        self.n, self.r = Z.shape
+        self.d = S.shape[0]
+        self._gram = None  # Z^T Z / n, formed on first use
+
+    def gram(self):
+        if self._gram is None:
+            self._gram = feature_gram(self.Z)
+        return self._gram
+
+    def rows(self, idx):
+        return np.asarray(self.Z[idx], dtype=np.float64)
+
+    def entry_gram(self, curved):
+        """``(rows, Z[rows], ii, jj, W)``: the curved entries ``(rows[ii], jj)`` and
+        ``W = (z_i.z_i' M_jj')`` over them."""
+        rows = np.flatnonzero(curved.any(axis=1))
+        ii, jj = np.nonzero(curved[rows])
+        Zr = self.rows(rows)
+        Q = matmul(Zr, Zr.T)
+        return rows, Zr, ii, jj, Q[np.ix_(ii, ii)] * self.M[np.ix_(jj, jj)]
+
+    def solve(self, h, g):
+        n, r, d = self.n, self.r, self.d
+        curved = h > 0
+        counts = curved.sum(axis=0)
+        k = int(counts.sum())
+        if k == 0:
+            return g / self.lam
+        woodbury = k ** 3 / 3 + np.count_nonzero(curved.any(axis=1)) ** 2 * r + 2 * k * r * d
+        primal = (r * d) ** 3 / 3 + d ** 3 * r * r
+        for j in range(d):  # the curved rows, or (uniform curvature) the others with Z^T Z
+            primal += min(counts[j], n - counts[j] + (0 if self._gram is not None else n / d)) * r * r
+        if woodbury <= primal:
+            return self._woodbury(h, curved, g)
+        return self._primal(h, curved, g)
+
+    def _woodbury(self, h, curved, g):
+        n, lam = self.n, self.lam
+        rows, Zr, ii, jj, W = self.entry_gram(curved)
+        W.flat[:: W.shape[0] + 1] += n * lam / h[rows[ii], jj]
+        w = _cholesky_or_lstsq(W, matmul(matmul(Zr, g), self.S)[ii, jj])
+        Wm = np.zeros((rows.size, self.d))
+        Wm[ii, jj] = w
+        return (g - matmul(matmul(Zr.T, Wm), self.S)) / lam
+
+    def _primal(self, h, curved, g):
+        n, r, d = self.n, self.r, self.d
+        blocks = np.empty((d, r, r))
+        for j in range(d):
+            hj = h[:, j]
+            on = np.flatnonzero(curved[:, j])
+            c = hj[on[0]] if on.size else 0.0
+            if on.size > n // 2 and np.all(hj[on] == c):
+                Zo = self.rows(np.flatnonzero(~curved[:, j]))
+                blocks[j] = c * (self.gram() - matmul(Zo.T, Zo) / n)
+            else:
+                Zo = self.rows(on)
+                blocks[j] = matmul(Zo.T, Zo * hj[on, None]) / n
+        if d == 1:
+            H = self.M[0, 0] * blocks[0]
+        else:  # block (k, l) = sum_j S_kj S_lj G_j, for vec(Omega) stacking the columns
+            H = np.einsum("kj,lj,jab->kalb", self.S, self.S, blocks).reshape(r * d, r * d)
+        H.flat[:: r * d + 1] += self.lam
+        return _cholesky_or_lstsq(H, g.T.reshape(-1)).reshape(d, r).T
+
+
+def _objective(f_loss, P, Y, Omega, lam):
+    return float(np.mean(f_loss.value(P, Y))) + 0.5 * lam * float(np.sum(Omega * Omega))
+
+
+def _line_search(f_loss, Y, P, Q, Omega, D, lam, slope):
+    """The minimiser over ``t`` in (0, 1] of the convex ``F(Omega + t D)`` (``Q = Z D S``;
+    ``slope`` its derivative at 0 < 0): safeguarded Newton on the derivative, which is
+    piecewise linear for a piecewise-quadratic loss."""
+    n = P.shape[0]
+    od, dd = float(np.sum(Omega * D)), float(np.sum(D * D))
+
+    def deriv(t):
+        Pt = P + t * Q
+        return float(np.sum(f_loss.gradient(Pt, Y) * Q)) / n + lam * (od + t * dd), Pt
+
+    g1, P1 = deriv(1.0)
+    if g1 <= 0:
+        return 1.0
+    lo, hi, glo, ghi, t, gt, Pt = 0.0, 1.0, slope, g1, 1.0, g1, P1
+    for _ in range(30):
+        curv = float(np.sum(f_loss.curvature(Pt, Y) * Q * Q)) / n + lam * dd
+        t_new = t - gt / curv if curv > 0 else np.nan
+        if not lo < t_new < hi:  # outside the bracket: the secant of the bracket's ends
+            t_new = lo - glo * (hi - lo) / (ghi - glo)
+            if not lo < t_new < hi:
+                t_new = 0.5 * (lo + hi)
+        t = t_new
+        gt, Pt = deriv(t)
+        if gt > 0:
+            hi, ghi = t, gt
+        else:
+            lo, glo = t, gt
+        if abs(gt) <= 1e-3 * abs(slope) or hi - lo <= 1e-10 * hi:
+            break
+    return t if gt <= 0 or lo == 0 else lo
+
+
+def _stage(Z, Y, f_loss, lam, S, Omega, system, budget, stationary, decrement=0.0):
+    """Newton iterations on one (smoothed) objective from ``Omega``.
+
+    Stops when ``|grad|^2 / (2 lam) <= stationary`` (the share of the duality gap that
+    comes from the iterate not being the stage's minimiser), when the Newton decrement
+    ``grad^T H^-1 grad / 2`` (the predicted decrease) is below ``decrement``, when no step
+    decreases the objective, or after ``budget`` steps.  Returns ``(Omega, P, G, Z^T G, steps,
+    |grad|^2 / (2 lam))`` with ``G`` the loss gradient at ``P``.
+
+    ``Z^T G`` is updated from the rows whose gradient changed (the entries in a quadratic
+    band and those that changed piece): one pass over ``Z`` per step instead of two (a
+    full pass every 20 steps, or when a quarter of the rows changed).
+    """
+    n = Z.shape[0]
+    P = feature_predict(Z, Omega @ S)
+    G = f_loss.gradient(P, Y)
+    ZtG = feature_t_dot(Z, G)
+    steps = 0
+    while True:
+        grad = ZtG @ S / n + lam * Omega
+        g2 = float(np.sum(grad * grad)) / (2 * lam)
+        if g2 <= stationary or steps >= budget:
+            break
+        D = -system.solve(f_loss.curvature(P, Y), grad)
+        slope = float(np.sum(grad * D))
+        if not slope < 0 or -0.5 * slope <= decrement:
+            break  # converged enough (or rounding: no descent direction left)
+        Q = feature_predict(Z, D @ S)
+        t = _line_search(f_loss, Y, P, Q, Omega, D, lam, slope)
+        steps += 1
+        if t <= 0:
+            break
+        Omega, P = Omega + t * D, P + t * Q
+        G_new = f_loss.gradient(P, Y)
+        rows = np.flatnonzero((G_new != G).any(axis=1))
+        if rows.size > n // 4 or steps % 20 == 0:  # (a full pass now and then: no drift)
+            ZtG = feature_t_dot(Z, G_new)
+        elif rows.size:
+            ZtG = ZtG + matmul(np.asarray(Z[rows], dtype=np.float64).T, G_new[rows] - G[rows])
+        G = G_new
+    return Omega, P, G, ZtG, steps, g2
+
+
+class _ActiveSet:
+    """Primal-dual active-set iterations for an entry-wise piecewise-linear loss (see the module)."""
+
+    def __init__(self, Z, Y, loss, lam, S, system, kinks):
+        self.Z, self.Y, self.loss, self.lam, self.S, self.system = Z, Y, loss, lam, S, system
+        pts, slopes = kinks
+        shape = Y.shape + (np.shape(pts)[-1],)
+        self.pts = np.broadcast_to(pts, shape)
+        self.slopes = np.broadcast_to(slopes, Y.shape + (shape[-1] + 1,))
+        self.lo, self.hi = self.slopes[..., 0], self.slopes[..., -1]
+
+    def states(self, P, A, gamma):
+        """0, 2, ..: on the piece left of kink 0, 1, ..; 1, 3, ..: at kink 0, 1, .."""
+        K = self.pts.shape[-1]
+        T = np.empty(self.pts.shape[:-1] + (2 * K,))
+        T[..., 0::2] = self.pts + gamma * self.slopes[..., :-1]
+        T[..., 1::2] = self.pts + gamma * self.slopes[..., 1:]
+        return np.sum((P + gamma * A)[..., None] > T, axis=-1)
+
+    def solve(self, st):
+        """``(Omega, P, A)`` of the guess ``st``: kink entries interpolate their kink."""
+        n, lam, S, Z = self.Z.shape[0], self.lam, self.S, self.Z
+        kink = st % 2 == 1
+        A = np.where(kink, 0.0, np.take_along_axis(self.slopes, (st // 2)[..., None], -1)[..., 0])
+        Omega = -(feature_t_dot(Z, A) @ S) / (lam * n)
+        if kink.any():
+            P0 = feature_predict(Z, Omega @ S)
+            rows, Zr, ii, jj, W = self.system.entry_gram(kink)
+            target = np.take_along_axis(self.pts, ((st - 1) // 2)[..., None], -1)[..., 0]
+            # a rank-deficient W (a kink count above the sketch's rank): a relative jitter
+            W.flat[:: W.shape[0] + 1] += 1e-12 * max(float(np.trace(W)) / W.shape[0], 1e-300)
+            a = _cholesky_or_lstsq(W, lam * n * (P0[rows[ii], jj] - target[rows[ii], jj]))
+            Wm = np.zeros((rows.size, self.Y.shape[1]))
+            Wm[ii, jj] = a
+            Omega = Omega - matmul(matmul(Zr.T, Wm), S) / (lam * n)
+            A[rows[ii], jj] = a
+        return Omega, feature_predict(Z, Omega @ S), A
+
+    def run(self, P, A, gamma, tol, iterations):
+        """Iterate from ``(P, A)``; returns ``(best relative gap, Omega, iterations used)``."""
+        best, best_Omega, stall, prev = np.inf, None, 0, None
+        it = 0
+        for it in range(1, iterations + 1):
+            st = self.states(P, A, gamma)
+            if prev is not None and np.array_equal(st, prev):
+                break  # a fixed point: the optimum up to rounding (certified below)
+            prev = st
+            Omega, P, A = self.solve(st)
+            primal, _, gap = duality_gap(self.Z, self.Y, self.loss, self.lam, self.S, Omega,
+                                         np.clip(A, self.lo, self.hi))
+            rel = np.inf if gap is None else gap / max(abs(primal), 1e-300)
+            if rel < best:
+                best, best_Omega, stall = rel, Omega, 0
+            else:
+                stall += 1
+            if best <= tol or stall >= _ACTIVE_SET_PATIENCE:
+                break
+        return best, best_Omega, it
+
+
+def _duality_gap(Y, loss, lam, S, Omega, A, P, ZtA):
+    """:func:`duality_gap` from known predictions ``P = Z Omega S`` and ``Z^T A``."""
+    n = Y.shape[0]
+    primal = float(np.mean(loss.value(P, Y))) + 0.5 * lam * float(np.sum(Omega * Omega))
+    conj = loss.conjugate(A, Y)
+    if conj is None or not np.all(np.isfinite(conj)):
+        return primal, None, None
+    W = ZtA @ S
+    dual = -float(np.mean(conj)) - float(np.sum(W * W)) / (2.0 * lam * n * n)
+    return primal, dual, max(primal - dual, 0.0)
+
+
+def _residual_scale(Y, P, kinks):
+    """Median distance of the predictions to their nearest kink (or to the targets)."""
+    if kinks is None:
+        dist = np.abs(Y - P)
+    else:
+        dist = np.min(np.abs(P[..., None] - np.broadcast_to(kinks[0], Y.shape + (np.shape(kinks[0])[-1],))), axis=-1)
+    s = float(np.median(dist))
+    return s if s > 0 else (float(np.std(Y)) or 1.0)
+
+
+def newton_solve(Z: np.ndarray, Y: np.ndarray, loss: Loss, lam: float, V: np.ndarray, e: np.ndarray,
+                 coef0: np.ndarray | None = None, tol: float = 1e-4, max_iter: int = 3000,
+                 verbose: bool = False) -> SolverResult:
+    """Minimise (E1) by Newton's method (on Moreau envelopes for non-smooth losses, finished
+    by an active-set iteration for piecewise-linear ones), stopped on a certified duality gap.
+
+    Parameters
+    ----------
+    Z : ndarray (n, r), features (float32 features are copied to float64 up to 512 MB)
+    Y : ndarray (n, d), float64 targets
+    loss : sprokr.losses.Loss, with :func:`newton_applies` true
+    lam : float > 0
+    V, e : eigenpairs of the output matrix ``M``
+    coef0 : ndarray (r, d), optional
+        Initial output coefficients ``C = Omega M^1/2`` (default zeros).
+    tol : float
+        Relative duality gap at which the solution is accepted.
+    max_iter : int
+        Newton steps and active-set iterations in total.
+
+    Returns
+    -------
+    SolverResult
+        ``n_epochs``: Newton steps plus active-set iterations; ``objective``: the original
+        objective after each stage; ``gap``: the certified relative duality gap of the
+        returned solution (None when the loss has no conjugate; ``converged`` then means
+        the last stage reached a stationary point).
+    """
+    d = Y.shape[1]
+    if not newton_applies(loss, d):
+        raise ValueError(f"the Newton solver needs an entry-wise curvature of {type(loss).__name__} "
+                         f"with {d} outputs (Loss.curvature); use solver='lbfgs'")
+    n, r = Z.shape
+    S, S_pinv = output_matrix_sqrt(V, e)
+    Omega = np.zeros((r, d)) if coef0 is None else np.asarray(coef0, dtype=np.float64) @ S_pinv
+    if Z.dtype != np.float64 and Z.size * 8 <= F64_COPY_BYTES:
+        Z = Z.astype(np.float64)  # one copy instead of a conversion per product
+    has_conj = loss.conjugate(np.zeros((1, d)), Y[:1]) is not None
+    smooth = bool(getattr(loss, "smooth", False))
+    kinks = None if smooth or not has_conj else loss.piecewise_linear(Y)
+    system = _NewtonSystem(Z, S, lam)
+    P = feature_predict(Z, Omega @ S)
+    scale = _residual_scale(Y, P, kinks)
+    # the first envelope: a band of a tenth of the typical distance to a kink
+    mu = None if smooth else 0.1 * scale
+    active = None if kinks is None else _ActiveSet(Z, Y, loss, lam, S, system, kinks)
+    history: list[float] = []
+    used, converged, gap = 0, False, None
+    best = (np.inf, Omega)  # (relative gap, Omega): the best-certified iterate is returned
+
+    def certify(Om, A, P, ZtA):
+        primal, _, gap_abs = _duality_gap(Y, loss, lam, S, Om, A, P, ZtA)
+        return primal, None if gap_abs is None else gap_abs / max(abs(primal), 1e-300)
+
+    while True:
+        f_loss = loss if mu is None else loss.smoothed(mu)
+        assert f_loss is not None  # (newton_applies)
+        obj = max(abs(_objective(loss, P, Y, Omega, lam)), 1e-300)
+        # the first stage of a non-smooth loss only looks for the pattern (which entries sit
+        # at kinks): it stops once a Newton step would gain less than 1e-3 of the objective
+        first = not history and mu is not None
+        Omega, P, G, ZtG, steps, g2 = _stage(Z, Y, f_loss, lam, S, Omega, system, max(1, max_iter - used),
+                                             0.1 * tol * obj, _PATTERN_DECREMENT * obj if first else 0.0)
+        used += steps
+        if has_conj:
+            # the stage's gradients are the dual point: Z^T A is known, no pass over Z
+            primal, gap = certify(Omega, G, P, ZtG)
+            if gap is not None and gap < best[0]:
+                best = (gap, Omega)
+        else:
+            primal = _objective(loss, P, Y, Omega, lam)
+        history.append(primal)
+        log_message(f"Newton mu={mu}: {steps} steps, objective {primal:.8g}, gap {gap}", verbose=verbose,
+                    logger="optim")
+        if best[0] <= tol:
+            converged = True
+            break
+        Om_as = None
+        # an optimum has at most ~r d entries at kinks: with many more in the band the
+        # stage's pattern is still far from it
+        if active is not None and used < max_iter and np.count_nonzero(np.asarray(f_loss.curvature(P, Y))) <= 2 * r * d:
+            rel, Om_as, its = active.run(P, G, _GAMMA * scale, tol,
+                                         min(_ACTIVE_SET_ITERATIONS, max_iter - used))
+            used += its
+            log_message(f"active set from mu={mu}: {its} iterations, gap {rel}", verbose=verbose, logger="optim")
+            if rel < best[0]:
+                best = (rel, Om_as)
+            if best[0] <= tol:
+                converged = True
+                break
+        if gap is None and mu is None:  # no certificate: the stage's stationarity decides
+            converged = used < max_iter
+            break
+        if used >= max_iter or mu is None:
+            break
+        # the gap's smoothing share (the rest is the stage's stationarity, |grad|^2 / 2 lam)
+        # shrinks at least linearly with mu: aim the next stage a little below the
+        # tolerance; larger cuts cost more Newton steps than an extra stage
+        bias = np.inf if gap is None else max(gap * abs(primal) - g2, 1e-300)
+        mu *= min(_MAX_RATIO, max(1e-2, 3.0 * tol * abs(primal) / bias))
+        if mu < 1e-12 * scale:
+            break
+        if Om_as is not None:  # the next stage starts from the better of the two iterates
+            f_next = loss.smoothed(mu)
+            P_as = feature_predict(Z, Om_as @ S)
+            if _objective(f_next, P_as, Y, Om_as, lam) < _objective(f_next, P, Y, Omega, lam):
+                Omega, P = Om_as, P_as
+    if np.isfinite(best[0]):
+        if best[1] is not Omega:  # an active-set iterate: its objective closes the history
+            history.append(_objective(loss, feature_predict(Z, best[1] @ S), Y, best[1], lam))
+        gap, Omega = best
+    if not converged:
+        warnings.warn(f"Newton did not reach the duality gap tol={tol} within max_iter={max_iter} steps "
+                      f"(relative gap {gap}); increase max_iter", ConvergenceWarning, stacklevel=3)
+    return SolverResult(Omega @ S, converged, used, history, gap)

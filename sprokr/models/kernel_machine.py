@@ -393,7 +393,7 @@ class SketchedKernelMachine(SaveMixin, FeatureProblemMixin, RegressorMixin, Base
         self.X_support_ = feats.Z_sel
         self._set_coef(R.apply_left_transpose(B @ C))
 
-    def _fit_sketched_closed_form(self, parts, problem, *, R, support, chunk):
+    def _fit_sketched_closed_form(self, parts, Y, n, lam, V, e, R, support, chunk):
         """(E2) on the sketched features by the numerics' sketched ridge (whitened normal
         equations: no squared condition number; float32 checked, float64 fallback).
 
@@ -402,13 +402,12 @@ class SketchedKernelMachine(SaveMixin, FeatureProblemMixin, RegressorMixin, Base
         (float64) solved per eigengroup.
         """
         ex, dtype = self.executor_, self.dtype_
-        Y, n, lam, V, e = problem.Y, parts.n, problem.lam, problem.V, problem.e
         pos = e[e > 0]
         rcond = None if self.rcond is None else float(self.rcond)
         ref = Y[R.indices]
         if pos.size == e.size and np.ptp(pos) <= 1e-12 * pos.max():
             sol = sketched_ridge(self.kernel_, R, support, parts, lam / float(pos.max()), np.asarray, Y.shape[1],
-                                 rcond, chunk, ex, dtype=dtype, ref_targets=ref, which="targets")
+                                 rcond, chunk, ex, dtype=dtype, ref_targets=ref)
             coef, feats, rank, precision = sol.coef, sol.features, sol.rank, sol.precision
             self.solver_error_estimate_ = sol.error_estimate
             self.fit_times_.update({f"ridge_{k}": v for k, v in sol.times.items()})
@@ -417,7 +416,7 @@ class SketchedKernelMachine(SaveMixin, FeatureProblemMixin, RegressorMixin, Base
                 log_estimator(self, fallback, logging.WARNING)
         else:
             system = whitened_system(self.kernel_, R, support, parts, np.asarray, Y.shape[1], rcond, chunk, ex,
-                                     ref_targets=ref, which="targets")
+                                     ref_targets=ref)
             coef = system.coef(ridge_by_eigengroups(system.G, system.B, n, lam, V, e))
             feats, rank, precision = system.features, system.whitening.rank, np.dtype(np.float64)
             if precision != dtype:

@@ -65,7 +65,7 @@ from ._optim import (
 )
 
 if TYPE_CHECKING:  # imported for the annotations only
-    from ..losses import Loss
+    from ..types import LossLike as Loss  # the protocol: numerics names no component class
 
 __all__ = ["newton_solve", "newton_applies"]
 

@@ -28,9 +28,8 @@ from ._linalg import (
     DEFAULT_RCOND,
     cholesky_factor_inplace,
     cholesky_factor_solve,
-    cholesky_rcond,
     matmul,
-    psd_solve,
+    psd_eigh,
     sym_norm1,
 )
 from ._checks import (
@@ -38,12 +37,12 @@ from ._checks import (
     Float64Features,
     float32_error_estimate,
     float64_kernel,
-    normal_equations_error,
     tolerance,
     upcast,
     whitened_error_bound,
 )
 from ._qr import TallSkinnyQR, stacked_qr_apply_t, stacked_qr
+from ._refine import KeptBlocks, ResidualTask, prediction_rounding, refine, sample_ratio
 from ._whiten import Whitening
 from ..utils import take
 
@@ -113,8 +112,8 @@ class CrossProductTask(ChunkTask):
 
     def __init__(self, features: SketchedFeatures, targets: Callable[[Any], np.ndarray] | None, width: int,
                  c: np.ndarray, d: np.ndarray | None, identity_targets: bool, gather: ArrayLike | None = None,
-                 which: int = 1, whiten: Any = None, dtype: DTypeLike | None = None, skip: ArrayLike | None = None
-                 ) -> None:
+                 which: int = 1, whiten: Any = None, dtype: DTypeLike | None = None, skip: ArrayLike | None = None,
+                 keep: Any = None) -> None:
         if gather is not None and skip is not None:  # the gathered positions assume every row is kept
             raise ValueError("CrossProductTask: gather and skip cannot be combined")
         self.features, self.targets, self.width = features, targets, width
@@ -123,6 +122,7 @@ class CrossProductTask(ChunkTask):
         self.skip = None if skip is None else np.asarray(skip, dtype=np.int64)
         self.which, self.whiten = which, whiten
         self.dtype = features.dtype if dtype is None else np.dtype(dtype)  # of the products
+        self.keep = keep  # KeptBlocks (in this process only): the float64 rows of A and T
 
     def start(self) -> Any:
         acc = ShiftedCrossProducts(self.features.m, self.width, self.dtype, self.c, self.d,
@@ -147,11 +147,18 @@ class CrossProductTask(ChunkTask):
             lo, hi = np.searchsorted(self.gather, [rows.start, rows.stop])
             got[lo:hi] = A[self.gather[lo:hi] - rows.start]
         T = None if self.identity_targets else self.targets(chunks[self.which])
+        if self.keep is not None:  # before A is centred in place
+            self.keep.put(rows, A, T)
         acc.add(rows, A, T, overwrite=True)
         return acc, got
 
     def merge(self, a: Any, b: Any) -> Any:
         return a[0].merge(b[0]), None if a[1] is None else np.add(a[1], b[1], out=a[1])
+
+    def __getstate__(self):  # the kept blocks live in this process: never shipped
+        state = dict(self.__dict__)
+        state["keep"] = None
+        return state
 
 
 class QRTask(ChunkTask):
@@ -208,28 +215,33 @@ class RidgeSolution:
     method : {"whitened", "cholesky", "eigh", "qr"}
         The route that produced ``coef``.
     error_estimate : float or None
-        The relative error estimate of the normal equations that were solved: of the
-        whitened ones (:func:`whitened_error_bound`, plus the measured
-        :func:`float32_error_estimate` for float32), of the plain ones (under ``"auto"`` the
-        measured :meth:`_RidgeJob._measured_plain`, under ``"cholesky"``
-        :func:`normal_equations_error`); None for ``"eigh"`` and a ``"qr"`` solve chosen
-        directly.
+        The relative error estimate of the solution (in the predictions): after iterative
+        refinement the measured estimate of :func:`sprokr.numerics.refine`; of the whitened
+        normal equations :func:`whitened_error_bound` (plus the measured
+        :func:`float32_error_estimate` for float32); of the plain ones under ``"auto"`` the
+        measured :meth:`_RidgeJob._measured_plain`; under an explicit ``"cholesky"`` /
+        ``"eigh"`` the measured float64 residual probe (:meth:`_RidgeJob.probe_estimate`,
+        a warning is logged when it exceeds the tolerance); None for a ``"qr"`` solve
+        chosen directly.
     rank : int or None
         Numerical rank of ``R K R^T`` (whitened and stable routes).
     precision : numpy dtype
         Precision of the kernel values and O(n m^2) products of the route taken.
     checks : list of (precision name, error estimate)
-        Every checked solve tried (``"plain float64"``, ``"float32"``, ...), in order (the
-        rejected ones first).
+        Every checked solve tried (``"plain float64"``, ``"float32"``, ``"whitened refined"``,
+        ...), in order (the rejected ones first).
+    refinement_steps : int
+        Iterative refinement steps applied to ``coef`` (float64 residuals; 0: none).
     """
 
     def __init__(self, coef: np.ndarray, support: Any, features: Any, times: dict[str, float], method: str,
                  error_estimate: float | None = None, rank: int | None = None, precision: str | None = None,
-                 checks: Any = ()) -> None:
+                 checks: Any = (), refinement_steps: int = 0) -> None:
         self.coef, self.support, self.features, self.times = coef, support, features, times
         self.method, self.error_estimate, self.rank = method, error_estimate, rank
         self.precision = np.dtype(np.float64 if precision is None else precision)
         self.checks = list(checks)
+        self.refinement_steps = int(refinement_steps)
 
     def fallback_message(self, dtype: DTypeLike) -> str | None:
         """The warning an estimator logs when ``dtype`` was asked for but the solution needed
@@ -252,6 +264,10 @@ _PROBES = 8
 #: "auto" tries the plain normal equations first when K~'s pivoted Cholesky has full rank and
 #: its pivots span at most this squared ratio (a flatter K~ makes them fail their check)
 PLAIN_FIRST_PIVOT_RATIO = 1e-8
+#: the whitened solution with float32 products is refined only when its measured float32
+#: check (the first solve's error, a lower bound of the refinement's contraction) is below
+#: this; otherwise the float64 pass follows at once
+MIXED_MAX_FIRST_ERROR = 1e-2
 #: extra safety factor of the plain route's measured estimate: G's conditioning amplifies
 #: what the 256-row sample does not see (calibrated on a 648-case sweep and the reference
 #: matrix, tests/test_float32_policy.py: worst accepted error 0.3x the tolerance)
@@ -472,8 +488,9 @@ class _RidgeJob:
         self.targets, self.width, self.identity = targets, width, targets is None
         self.chunk, self.executor, self.which = chunk, executor, which
         self.t0, self.times, self.rcond = t0, {}, rcond
-        self._f64 = self._rows = None
+        self._f64 = self._rows = self._Kt64 = None
         self.checks = []
+        self.steps = 0  # refinement steps of the solution returned
 
     def features64(self):
         """The features with float64 kernel values and products (cached).
@@ -491,7 +508,118 @@ class _RidgeJob:
 
     def _solution(self, gamma, feats, method, est=None, rank=None):
         coef = feats.R.apply_left_transpose(gamma)
-        return RidgeSolution(coef, feats.Z_sel, feats, self.times, method, est, rank, feats.dtype, self.checks)
+        return RidgeSolution(coef, feats.Z_sel, feats, self.times, method, est, rank, feats.dtype, self.checks,
+                             self.steps)
+
+    # ---- iterative refinement (float64 residuals of the un-squared problem, _refine.py)
+    def mixed_ok(self):
+        """Refinement pays off: targets given (not ``I_n``) and few next to the m columns
+        (a residual costs ``2 n m p``, the pass it refines ``n m^2``)."""
+        return not self.identity and 4 * self.width <= self.feats.m
+
+    def _keeper(self, f):
+        """:class:`KeptBlocks` for the float64 rows of a pass when they fit (this process only)."""
+        n, m = self.parts.n, f.m
+        if f.dtype == np.float64 and self.executor.in_process and not self.identity and KeptBlocks.fits(n, m, self.width):
+            return KeptBlocks(n, m, self.width)
+        return None
+
+    def Kt64(self):
+        """``K~ = R K R^T`` from float64 kernel values (cached)."""
+        if self._Kt64 is None:
+            self._Kt64 = _sandwich(self.features64(), self.features64().support_rows())
+        return self._Kt64
+
+    def residual(self, keep=None, probes=None, combine=None):
+        """``gamma -> A^T (T - A gamma) - n lam K~ gamma`` in float64 (kept blocks or a pass).
+
+        ``probes`` (n x k): targets ``omega`` instead of ``T = I_n``; ``combine`` (width x k):
+        targets ``T omega``."""
+        Kt = self.Kt64()
+
+        def res(gamma):
+            t = time.perf_counter()
+            if keep is not None:
+                r = keep.residual(gamma)
+            else:
+                targets = self.targets if combine is None else _Combined(self.targets, combine)
+                task = ResidualTask(self.features64(), targets, gamma, which=self.which, probes=probes)
+                r = self.executor.map_reduce(self.parts, task, self.chunk)
+            r -= self.nlam * matmul(Kt, gamma)
+            self.times["refine"] = self.times.get("refine", 0.0) + time.perf_counter() - t
+            return r
+        return res
+
+    def refined(self, gamma, precond, tol, rho_bound, keep, label):
+        """:func:`refine` ``gamma`` (the solve of a cheap matrix, ``precond`` its solve)."""
+        _, _, S = self._sample()
+
+        def log(k, d, est):
+            logger.info("sketched ridge: refinement step %d of the %s solution: correction %.2g, error "
+                        "estimate %.2g", k, label, d, est)
+        gamma, est, steps = refine(gamma, self.residual(keep), precond, S, tol, rho_bound, on_step=log)
+        self.steps = steps
+        self.checks.append((f"{label} refined", est))
+        return gamma, est
+
+    def mixed(self, ref_targets, pre):
+        """The whitened normal equations with float32 products, refined in float64.
+
+        One pass in float32 (``trsm`` and ``syrk``; kernel values in the requested
+        precision), then refinement steps with float64 residuals until the estimate is
+        within the tolerance.  A float32 request keeps its solution when the measured
+        float32 check passes (no refinement); otherwise the refined coefficients are
+        float64-accurate, and the model predicts in float32 when the rounding of its
+        predictions allows it (:func:`prediction_rounding`), else in float64.  None when
+        the refinement does not converge (the caller falls back).
+        """
+        f = self.feats
+        tol = tolerance(f.dtype)
+        keep = self._keeper(f)
+        t1 = time.perf_counter()
+        acc, wh, _ = self.sums(f, ref_targets, pre, dtype=np.float32, keep=keep)
+        if wh.rank == 0:
+            return self._solution(np.zeros((wh.m, self.width)), f, "whitened", 0.0, 0)
+        t3 = time.perf_counter()
+        G, ZtT = acc.result(lower_only=True)
+        _check_finite(G, ZtT)
+        z2, zc2 = float(np.trace(G)), float(np.trace(acc.AtA))
+        G.flat[:: wh.rank + 1] += self.nlam
+        try:
+            F = cholesky_factor_inplace(G)
+        except np.linalg.LinAlgError:
+            return None
+        sol = _WhitenedSolution(F, ZtT, wh)
+        gamma = sol.coefficients()
+        self.times.update({"pass_mixed": t3 - t1, "solve_mixed": time.perf_counter() - t3})
+        # the measured float32 check (256 sample rows): the first solve's error, which the
+        # contraction of the refinement is at least -- too large and refining does not pay
+        e32 = whitened_error_bound(0.0, z2, self.nlam, np.float64) + self._measured(acc, sol)
+        self.checks.append(("float32", e32))
+        if f.dtype == np.float32 and e32 <= tol:
+            return self._solution(gamma, f, "whitened", e32, wh.rank)
+        if not e32 <= MIXED_MAX_FIRST_ERROR:
+            logger.info("sketched ridge: whitened solution with float32 products %.2g off (measured estimate): "
+                        "float64 pass", e32)
+            return None
+        # float64 kernel values: the formed matrix's float32 rounding bounds the contraction
+        rho_b = whitened_error_bound(zc2, z2, self.nlam, np.float32) if f.dtype == np.float64 else None
+
+        def precond(r):
+            return wh.coefficients(cholesky_factor_solve(F, wh.apply_inverse(r)))
+        gamma, est = self.refined(gamma, precond, tol, rho_b, keep, "whitened")
+        if not est <= tol:
+            logger.info("sketched ridge: refinement of the whitened solution did not converge (estimate %.2g): "
+                        "float64 pass", est)
+            return None
+        if f.dtype == np.float32:  # coefficients from float64 residuals: predict in float32 if it rounds little
+            _, _, S = self._sample()
+            e_pred = prediction_rounding(S, gamma, np.float32)
+            self.checks.append(("float32 predictions", est + e_pred))
+            if est + e_pred > tol:
+                return self._solution(gamma, self.features64(), "whitened", est, wh.rank)
+            est += e_pred
+        return self._solution(gamma, f, "whitened", est, wh.rank)
 
     def _shift(self, A_ref, ref_targets, dtype):
         c = column_shift(A_ref, dtype)
@@ -514,16 +642,29 @@ class _RidgeJob:
         if self.try_plain:
             t1 = time.perf_counter()
             A_sup = feats.support_rows()
-            wh = Whitening(_sandwich(feats, A_sup), self.rcond)
+            Kt = _sandwich(feats, A_sup)
+            if feats.dtype == np.float64:
+                self._Kt64 = Kt
+            wh = Whitening(Kt, self.rcond)
             pre = (A_sup, wh)
             self.times["whitening"] = time.perf_counter() - t1
             if _plain_promising(wh):
                 sol = self.normal_equations("cholesky", ref_targets, measured=True)
                 if sol is not None and sol.error_estimate <= tol:
                     return sol
-                logger.info("sketched ridge: plain normal equations rejected (%s): whitened pass",
+                logger.info("sketched ridge: plain normal equations rejected (%s)",
                             "not positive definite" if sol is None else f"error estimate {sol.error_estimate:.2g}")
-        for f in dict.fromkeys((feats, self.features64())):
+                if sol is not None and self.mixed_ok():  # refine them instead of a new n m^2 pass
+                    sol = self.refine_plain(sol, tol)
+                    if sol is not None:
+                        return sol
+        passes = (feats, self.features64())
+        if self.mixed_ok():
+            sol = self.mixed(ref_targets, pre)
+            if sol is not None:
+                return sol
+            passes = (self.features64(),)  # the requested precision's pass was made
+        for f in dict.fromkeys(passes):
             t1 = time.perf_counter()
             acc, wh, A_sup = self.sums(f, ref_targets, pre if f is feats else None)
             if wh.rank == 0:  # K~ = 0: every function in the span is zero
@@ -553,26 +694,33 @@ class _RidgeJob:
                         "estimate %.2g > %.0e", name, est, tol)
         return self.stable(est)
 
-    def sums(self, f, ref_targets, pre=None):
+    def sums(self, f, ref_targets, pre=None, dtype=None, keep=None):
         """``(acc, whitening, A_sup)``: the whitened sums of features ``f`` in one pass.
 
         ``A_sup = (K R^T)[support]`` gives ``K~`` (whitening, before the pass), the column
         shift and the support rows' contributions (the pass skips those rows when their
         targets are known).  ``acc`` is None when ``K~ = 0``.  ``pre``: ``(A_sup, whitening)``
-        already computed.
+        already computed.  ``dtype``: of the products (default: ``f``'s); ``keep``: a
+        :class:`KeptBlocks` filled with the float64 rows of ``A`` and ``T``.
         """
         if pre is None:
             A_sup = f.support_rows()
-            wh = Whitening(_sandwich(f, A_sup), self.rcond)
+            Kt = _sandwich(f, A_sup)
+            if f.dtype == np.float64 and f is self.features64():
+                self._Kt64 = Kt
+            wh = Whitening(Kt, self.rcond)
         else:
             A_sup, wh = pre
         if wh.rank == 0:
             return None, wh, A_sup
-        c, d = self._shift(A_sup, ref_targets, f.dtype)
+        dtype = f.dtype if dtype is None else np.dtype(dtype)
+        c, d = self._shift(A_sup, ref_targets, dtype)
         known = self.identity or ref_targets is not None
         task = CrossProductTask(f, self.targets, self.width, c, d, self.identity, which=self.which, whiten=wh,
-                                skip=f.R.indices if known else None)
+                                skip=f.R.indices if known else None, dtype=dtype, keep=keep)
         acc, _ = self.executor.map_reduce(self.parts, task, self.chunk)
+        if keep is not None and known:  # the skipped support rows
+            keep.put(f.R.indices, A_sup, np.asarray(ref_targets, dtype=np.float64))
         if known:  # sub-sampling: the support rows of A are K~, whitened by its own factor
             Z = wh.own_rows() if f.R.scale is not None else None
             acc.add(f.R.indices, A_sup, None if self.identity else np.asarray(ref_targets, dtype=np.float64), Z=Z,
@@ -638,8 +786,9 @@ class _RidgeJob:
         ref = _spread(R.indices.size, _SAMPLE_ROWS)
         c, d = self._shift(feats.block(take(feats.Z_sel, ref)), None if ref_targets is None
                            else np.asarray(ref_targets)[ref], dtype)
+        keep = self._keeper(feats) if measured and self.mixed_ok() else None
         task = CrossProductTask(feats, self.targets, self.width, c, d, self.identity, gather=R.indices,
-                                which=self.which)
+                                which=self.which, keep=keep)
         t1 = time.perf_counter()
         acc, A_sel = self.executor.map_reduce(self.parts, task, self.chunk)
         t2 = time.perf_counter()
@@ -660,9 +809,23 @@ class _RidgeJob:
             est = self._measured_plain(acc, L, gamma, G_norm)
             self.checks.append((f"plain {np.dtype(dtype).name}", est))
             self.times["solve"] = time.perf_counter() - t2
+            self._plain = (L, gamma, keep)
             return self._solution(gamma, feats, "cholesky", est)
         if solver == "eigh":
-            gamma = psd_solve(G, AtT, rc, method="eigh", lower_only=True)
+            U, ev = psd_eigh(G, rc, lower_only=True)
+            gamma = matmul(U, matmul(U.T, AtT) / ev[:, None])
+            # the estimate solves the residual by the jittered Cholesky (below): the
+            # pseudo-inverse itself cannot see the error in the directions it dropped
+            Gj = np.array(G, order="F")
+            Gj.flat[:: Gj.shape[0] + 1] += rc * float(np.mean(Gj.diagonal()))
+            try:
+                Lj = cholesky_factor_inplace(Gj)
+
+                def precond(r):
+                    return cholesky_factor_solve(Lj, r)
+            except np.linalg.LinAlgError:
+                def precond(r):
+                    return matmul(U, matmul(U.T, r) / ev[:, None])
         else:
             G_norm = sym_norm1(G, lower_only=True)
             # the explicit jitter: rcond * mean(diag G) on the diagonal (a relative ridge of
@@ -674,12 +837,61 @@ class _RidgeJob:
                 logger.warning("sketched ridge: A^T A + n lam R K R^T is numerically indefinite; solved "
                                "by its eigendecomposition pseudo-inverse (use solver='auto' or 'qr')")
                 G = acc.result(lower_only=True, plus=ridge)[0]
-                gamma = psd_solve(G, AtT, rc, method="eigh", lower_only=True)
+                U, ev = psd_eigh(G, rc, lower_only=True)
+
+                def precond(r):
+                    return matmul(U, matmul(U.T, r) / ev[:, None])
+                gamma = precond(AtT)
             else:
-                est = normal_equations_error(acc, G_norm, cholesky_rcond(L, G_norm))
-                gamma = cholesky_factor_solve(L, AtT)
-        self.times["solve"] = time.perf_counter() - t2
+                def precond(r):
+                    return cholesky_factor_solve(L, r)
+                gamma = precond(AtT)
+        t3 = time.perf_counter()
+        self.times["solve"] = t3 - t2
+        est = self.probe_estimate(gamma, precond)
+        self.times["check"] = time.perf_counter() - t3
+        self.checks.append((solver, est))
+        tol = tolerance(dtype)
+        if not est <= tol:
+            logger.warning("sketched ridge: solver=%r changes this solution by about %.2g (measured estimate, "
+                           "relative; more than %.0e): use solver='auto' for an accurate solution", solver, est, tol)
         return self._solution(gamma, feats, solver, est)
+
+    def refine_plain(self, sol, tol):
+        """Refine a rejected plain normal-equations solution (:meth:`normal_equations` with
+        ``measured``) with float64 residuals; None when it does not converge."""
+        L, gamma, keep = self._plain
+        gamma, est = self.refined(gamma, lambda r: cholesky_factor_solve(L, r), tol, None, keep, "plain")
+        if not est <= tol:
+            logger.info("sketched ridge: refinement of the plain solution did not converge (estimate %.2g)", est)
+            return None
+        f = self.feats
+        if f.dtype == np.float32:
+            _, _, S = self._sample()
+            e_pred = prediction_rounding(S, gamma, np.float32)
+            self.checks.append(("float32 predictions", est + e_pred))
+            if est + e_pred > tol:
+                return self._solution(gamma, self.features64(), "cholesky", est)
+            est += e_pred
+        return self._solution(gamma, f, "cholesky", est)
+
+    def probe_estimate(self, gamma, precond):
+        """Measured relative error of an explicitly requested route's solution: one float64
+        residual of the un-squared problem for a few target combinations ``omega`` (``T = I_n``:
+        random ``n x 8`` probes; else the targets themselves when few, random combinations
+        otherwise), solved by the route's own matrix (``precond``): ``max |A_s M^-1 r| /
+        max |A_s gamma omega|`` on the sample rows, times 2.  One float64 kernel pass."""
+        rng = np.random.default_rng(0)
+        _, _, S = self._sample()
+        if self.identity:
+            probes = rng.standard_normal((self.parts.n, _PROBES))
+            res, g = self.residual(probes=probes), matmul(gamma, probes)
+        elif self.width <= _PROBES:
+            res, g = self.residual(), gamma
+        else:
+            om = rng.standard_normal((self.width, _PROBES))
+            res, g = self.residual(combine=om), matmul(gamma, om)
+        return 2.0 * sample_ratio(S, precond(res(g)), g)
 
     # ---- the stable route
     def stable(self, est=None):
@@ -695,6 +907,16 @@ class _RidgeJob:
                                          semi_normal=self.identity)
         self.times.update({"qr_pass": t3 - t2, "qr_solve": time.perf_counter() - t3})
         return self._solution(gamma, f, "qr", est, rank)
+
+
+class _Combined:
+    """``chunk -> targets(chunk) omega``: a few combinations of many target columns."""
+
+    def __init__(self, targets, omega):
+        self.targets, self.omega = targets, omega
+
+    def __call__(self, chunk):
+        return matmul(np.asarray(self.targets(chunk), dtype=np.float64), self.omega)
 
 
 def _spread(size, k):

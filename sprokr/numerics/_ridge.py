@@ -814,20 +814,10 @@ class _RidgeJob:
         if solver == "eigh":
             U, ev = psd_eigh(G, rc, lower_only=True)
             gamma = matmul(U, matmul(U.T, AtT) / ev[:, None])
-            # the estimate solves the residual by the jittered Cholesky (below): the
-            # pseudo-inverse itself cannot see the error in the directions it dropped
-            Gj = np.array(G, order="F")
-            Gj.flat[:: Gj.shape[0] + 1] += rc * float(np.mean(Gj.diagonal()))
-            try:
-                Lj = cholesky_factor_inplace(Gj)
 
-                def precond(r):
-                    return cholesky_factor_solve(Lj, r)
-            except np.linalg.LinAlgError:
-                def precond(r):
-                    return matmul(U, matmul(U.T, r) / ev[:, None])
+            def precond(r):
+                return matmul(U, matmul(U.T, r) / ev[:, None])
         else:
-            G_norm = sym_norm1(G, lower_only=True)
             # the explicit jitter: rcond * mean(diag G) on the diagonal (a relative ridge of
             # 1e-10 by default) keeps the factorisation of a numerically singular G
             G.flat[:: G.shape[0] + 1] += rc * float(np.mean(G.diagonal()))
@@ -848,6 +838,9 @@ class _RidgeJob:
                 gamma = precond(AtT)
         t3 = time.perf_counter()
         self.times["solve"] = t3 - t2
+        # measured: a float64 residual solved by the route's matrix (sees float32 kernel values
+        # and products) and the float64 rounding of the formed G probed at random (sees what
+        # that matrix cannot resolve: its own rounding, amplified by its conditioning)
         est = self.probe_estimate(gamma, precond)
         self.times["check"] = time.perf_counter() - t3
         self.checks.append((solver, est))
@@ -891,7 +884,17 @@ class _RidgeJob:
         else:
             om = rng.standard_normal((self.width, _PROBES))
             res, g = self.residual(combine=om), matmul(gamma, om)
-        return 2.0 * sample_ratio(S, precond(res(g)), g)
+        r = res(g)
+        # the residual bounds the prediction error of any solution: A (gamma* - gamma) =
+        # Z (Z^T Z + n lam I)^-1 L^-1 P^T r with |Z (Z^T Z + n lam I)^-1| <= 1 / (2 sqrt(n lam))
+        # (whitened basis of K~): what the route's own matrix cannot resolve (its jitter,
+        # its dropped eigenvalues, its rounding) shows here; relative to |A gamma|_2 over the
+        # n rows (estimated from the sample)
+        wh = Whitening(self.Kt64(), self.rcond)
+        hn = np.sqrt(self.parts.n / S.shape[0]) * np.linalg.norm(matmul(S, g), axis=0)
+        en = np.linalg.norm(wh.apply_inverse(r), axis=0) / (2.0 * np.sqrt(self.nlam))
+        bound = float(np.max(np.where(hn > 0, en / np.maximum(hn, 1e-300), 0.0), initial=0.0))
+        return max(2.0 * sample_ratio(S, precond(r), g), bound)
 
     # ---- the stable route
     def stable(self, est=None):

@@ -88,7 +88,7 @@ def main(argv=None):
                     help="precision of kernel blocks and cross products (solves are float64); float32's "
                          "accuracy check costs about what it saves on Bibtex and SIOKR's fails it "
                          "(then refitted in float64): float64 is the faster choice here")
-    ap.add_argument("--solver", default="auto", choices=["auto", "cholesky", "qr", "eigh"],
+    ap.add_argument("--solver", default="auto", choices=["auto", "whitened", "mixed", "cholesky", "qr", "eigh"],
                     help="route of the input-sketched ridge (SIOKR, SISOKR)")
     ap.add_argument("--json", action="store_true", help="print one JSON object last")
     args = ap.parse_args(argv)

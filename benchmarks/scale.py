@@ -238,7 +238,7 @@ def main(argv=None):
     ap.add_argument("--m-y", type=int, default=100)
     ap.add_argument("--p-factor", type=float, default=20.0, help="p = p_factor / n for the p-SG output sketch")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--solver", default="auto", choices=["auto", "cholesky", "qr", "eigh"],
+    ap.add_argument("--solver", default="auto", choices=["auto", "whitened", "mixed", "cholesky", "qr", "eigh"],
                     help="SISOKR's sketched-ridge route (default: the whitened normal equations)")
     ap.add_argument("--no-dask", action="store_true")
     ap.add_argument("--dask-max-n", type=float, default=1e6)

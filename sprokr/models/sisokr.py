@@ -116,7 +116,7 @@ class SISOKR(OutputKernelModel, BaseEstimator):
         and, when given, of the input side's: the pivots of ``K~_x`` (whitened and stable
         routes; default: the rounding level ``m_x eps``) and the eigenvalues of
         ``A^T A + n lam K~_x`` (``solver="eigh"``, and the jitter of ``"cholesky"``).
-    solver : {"auto", "cholesky", "qr", "eigh"}
+    solver : {"auto", "whitened", "mixed", "cholesky", "qr", "eigh"}
         How the sketched ridge ``(A^T A + n lam K~_x)^+ A^T T`` is solved
         (:func:`sprokr.numerics.sketched_ridge`; ``docs/architecture.md``, "Solvers"):
         ``"auto"`` (default) the plain normal equations when ``K~_x`` is well conditioned
@@ -128,6 +128,8 @@ class SISOKR(OutputKernelModel, BaseEstimator):
         cheap steps) -- each accepted when its error estimate is at most 1e-6 (float64;
         1e-4 for float32), else a further pass (float64 kernel values and products, then
         the stable route);
+        ``"whitened"`` the whitened normal equations alone (products in ``dtype``);
+        ``"mixed"`` the refined route whenever the targets are not ``I_n``;
         ``"cholesky"`` the plain normal equations (one ``syrk`` pass, Cholesky with an
         explicit relative jitter ``rcond * mean(diag)``; fastest, but they square the
         condition number: 4e-3 relative error on Bibtex SIOKR; their error is measured by a

@@ -137,7 +137,8 @@ def prediction_rounding(S: np.ndarray, gamma: np.ndarray, dtype: Any) -> float:
 def refine(gamma: np.ndarray, residual: Callable[[np.ndarray], np.ndarray],
            precond: Callable[[np.ndarray], np.ndarray], S: np.ndarray, tol: float,
            rho_bound: float | None = None, max_steps: int = MAX_REFINEMENT_STEPS,
-           on_step: Callable[[int, float, float], None] | None = None) -> tuple[np.ndarray, float, int]:
+           on_step: Callable[[int, float, float], None] | None = None,
+           max_first: float = np.inf) -> tuple[np.ndarray, float, int]:
     """Refine ``gamma`` until its estimated relative error is at most ``tol``.
 
     Parameters
@@ -153,6 +154,9 @@ def refine(gamma: np.ndarray, residual: Callable[[np.ndarray], np.ndarray],
         kernel values, a jittered plain matrix) at least two steps are made and the
         contraction is the measured ratio of successive corrections.
     on_step : callable ``(step, d_k, estimate)``, optional (logging)
+    max_first : float
+        Give up after the first step when its relative correction exceeds this (the cheap
+        solution is too poor for refinement to pay).
 
     Returns
     -------
@@ -179,7 +183,7 @@ def refine(gamma: np.ndarray, residual: Callable[[np.ndarray], np.ndarray],
             on_step(k, d, est)
         if est <= tol:
             return gamma, est, k
-        if rho >= RHO_MAX and k > 1:
+        if (k == 1 and not d <= max_first) or (rho >= RHO_MAX and k > 1):
             return gamma, np.inf, k
         prev = d
     return gamma, est, max_steps

@@ -42,9 +42,9 @@ from ._checks import (
     whitened_error_bound,
 )
 from ._qr import TallSkinnyQR, stacked_qr_apply_t, stacked_qr
-from ._refine import KeptBlocks, ResidualTask, prediction_rounding, refine, sample_ratio
+from ._refine import KEEP_BLOCKS_MB, KeptBlocks, ResidualTask, prediction_rounding, refine, sample_ratio
 from ._whiten import Whitening
-from ..utils import take
+from ..utils import iter_chunks, take, take_slice
 
 if TYPE_CHECKING:  # imported for the annotations only
     from ..kernels.base import Kernel
@@ -73,13 +73,21 @@ def exact_ridge_factor(kernel: Kernel, parts: RowPartitions, Xp: Any, lam: float
     executor); ``Xp``: all prepared inputs (the columns).
     """
     n = parts.n
-    K = np.empty((n, n), dtype=WORK_DTYPE)
-    executor.map_rows(parts, KernelRows(kernel, Xp, WORK_DTYPE), chunk, out=K, name="Gram rows")
+    K = np.zeros((n, n), dtype=WORK_DTYPE)  # the untouched triangle stays 0 (saved models are deterministic)
+    if executor.in_process:
+        # the lower triangle only (row block i against columns <= its last row): half the
+        # kernel values; LAPACK reads that triangle as the upper one of the Fortran view
+        for sl in iter_chunks(n, min(chunk, max(256, n // 8))):  # thin blocks: closer to half
+            K[sl, : sl.stop] = KernelRows(kernel, take_slice(Xp, slice(0, sl.stop)), WORK_DTYPE)(take_slice(Xp, sl))
+    else:
+        executor.map_rows(parts, KernelRows(kernel, Xp, WORK_DTYPE), chunk, out=K, name="Gram rows")
     if not np.isfinite(K.diagonal()).all():
         raise ValueError("the input kernel returned non-finite values (NaN or inf) on the training data")
     K.flat[:: n + 1] += n * lam
     try:
-        return sla.cho_factor(K, lower=True, overwrite_a=True, check_finite=False)
+        # in place (no copy): the Fortran view K^T holds K's lower triangle as its upper one
+        U = cholesky_factor_inplace(K.T, lower=False)
+        return U, False
     except np.linalg.LinAlgError:
         raise ValueError(
             f"K + n lam I is not numerically positive definite (n lam = {n * lam:.3g}): the "
@@ -255,7 +263,7 @@ class RidgeSolution:
                 f"(estimate {est:.2g}): fitted and predicting with float64 kernel values")
 
 
-SOLVERS = ("auto", "cholesky", "qr", "eigh")
+SOLVERS = ("auto", "whitened", "mixed", "cholesky", "qr", "eigh")
 
 #: rows replayed by the measured checks (training rows spread over the data; support rows
 #: whose column means centre the plain normal equations' blocks), and the target probes
@@ -264,9 +272,8 @@ _PROBES = 8
 #: "auto" tries the plain normal equations first when K~'s pivoted Cholesky has full rank and
 #: its pivots span at most this squared ratio (a flatter K~ makes them fail their check)
 PLAIN_FIRST_PIVOT_RATIO = 1e-8
-#: the whitened solution with float32 products is refined only when its measured float32
-#: check (the first solve's error, a lower bound of the refinement's contraction) is below
-#: this; otherwise the float64 pass follows at once
+#: a refinement stops after its first step when that correction (the first solve's error,
+#: a lower bound of the contraction) exceeds this: the float64 pass follows at once
 MIXED_MAX_FIRST_ERROR = 1e-2
 #: extra safety factor of the plain route's measured estimate: G's conditioning amplifies
 #: what the 256-row sample does not see (calibrated on a 648-case sweep and the reference
@@ -349,7 +356,21 @@ def sketched_ridge(kernel: Kernel, R: SketchMatrix, support: Any, parts: RowPart
       covers the float32 kernel values and predictions).  A float32 solution that fails
       is redone with float64 kernel values and products (:func:`float64_kernel`;
       ``RidgeSolution.precision`` and ``.features`` say so) -- accepted at the float32
-      request's tolerance -- a float64 one by the stable route (logged);
+      request's tolerance -- a float64 one by the stable route (logged).
+      With targets given and few (``4 width <= m``: a residual then costs a fraction of
+      the pass) the whitened pass runs its products in float32 and its solution is
+      refined (:mod:`sprokr.numerics._refine`): float64 residuals of the un-squared
+      problem, ``A^T (T - A gamma) - n lam K~ gamma``, solved by the whitened factor,
+      until the measured estimate is within the tolerance (one or two steps; the float64
+      rows of ``A`` are kept from the pass when they fit in :data:`KEEP_BLOCKS_MB`, else
+      each step is a float64 kernel pass).  A float32 request keeps its float32 solution
+      when its measured check passes; otherwise it is refined the same way instead of
+      redone, and predicts in float32 only when the rounding of its predictions allows.
+      A rejected plain solution is refined likewise before any whitened pass;
+    * ``"whitened"``: the whitened normal equations in ``dtype`` as above, without the plain
+      or refined routes first;
+    * ``"mixed"``: the refined route (float32 products, float64 residuals) whenever targets
+      are given (``"whitened"`` for ``T = I_n``);
     * ``"cholesky"``: the plain normal equations ``G = A^T A + n lam K~`` (one ``syrk``
       pass on double-centred blocks) with an explicit relative jitter
       ``rcond * mean(diag G)`` on the diagonal.  Fastest, but ``G`` has the square of
@@ -378,7 +399,7 @@ def sketched_ridge(kernel: Kernel, R: SketchMatrix, support: Any, parts: RowPart
         :data:`DEFAULT_RCOND`).
     chunk : rows per chunk
     executor : Executor
-    solver : {"auto", "cholesky", "qr", "eigh"}
+    solver : {"auto", "whitened", "mixed", "cholesky", "qr", "eigh"}
     dtype : dtype of the O(n m^2) products (on double-centred blocks); sums, solves and
         the stable route are float64
     ref_targets : ndarray (m', width), optional
@@ -397,7 +418,7 @@ def sketched_ridge(kernel: Kernel, R: SketchMatrix, support: Any, parts: RowPart
     # a uniform sub-sampling scale cancels in the solution: skip the pass that applies it
     feats = SketchedFeatures(kernel, R.unscaled(), support, dtype, DEFAULT_RCOND if rcond is None else rcond)
     job = _RidgeJob(feats, parts, parts.n * lam, targets, width, chunk, executor, which, t0, rcond,
-                    try_plain=solver == "auto")
+                    try_plain=solver == "auto", mixed={"auto": None, "whitened": False, "mixed": True}.get(solver))
     if solver in ("cholesky", "eigh"):
         return job.normal_equations(solver, ref_targets)
     if solver == "qr":
@@ -482,9 +503,11 @@ class _WhitenedSolution:
 class _RidgeJob:
     """One sketched ridge problem and the routes that solve it (see :func:`sketched_ridge`)."""
 
-    def __init__(self, feats, parts, nlam, targets, width, chunk, executor, which, t0, rcond, try_plain=False):
+    def __init__(self, feats, parts, nlam, targets, width, chunk, executor, which, t0, rcond, try_plain=False,
+                 mixed=None):
         self.feats, self.parts, self.nlam = feats, parts, nlam
         self.try_plain = try_plain
+        self.mixed_choice = mixed  # None: when it pays (mixed_ok); True: whenever targets are given; False: never
         self.targets, self.width, self.identity = targets, width, targets is None
         self.chunk, self.executor, self.which = chunk, executor, which
         self.t0, self.times, self.rcond = t0, {}, rcond
@@ -515,7 +538,9 @@ class _RidgeJob:
     def mixed_ok(self):
         """Refinement pays off: targets given (not ``I_n``) and few next to the m columns
         (a residual costs ``2 n m p``, the pass it refines ``n m^2``)."""
-        return not self.identity and 4 * self.width <= self.feats.m
+        if self.identity or self.mixed_choice is False:
+            return False
+        return self.mixed_choice or 4 * self.width <= self.feats.m
 
     def _keeper(self, f):
         """:class:`KeptBlocks` for the float64 rows of a pass when they fit (this process only)."""
@@ -557,7 +582,8 @@ class _RidgeJob:
         def log(k, d, est):
             logger.info("sketched ridge: refinement step %d of the %s solution: correction %.2g, error "
                         "estimate %.2g", k, label, d, est)
-        gamma, est, steps = refine(gamma, self.residual(keep), precond, S, tol, rho_bound, on_step=log)
+        gamma, est, steps = refine(gamma, self.residual(keep), precond, S, tol, rho_bound, on_step=log,
+                                   max_first=MIXED_MAX_FIRST_ERROR)
         self.steps = steps
         self.checks.append((f"{label} refined", est))
         return gamma, est
@@ -592,18 +618,14 @@ class _RidgeJob:
         sol = _WhitenedSolution(F, ZtT, wh)
         gamma = sol.coefficients()
         self.times.update({"pass_mixed": t3 - t1, "solve_mixed": time.perf_counter() - t3})
-        # the measured float32 check (256 sample rows): the first solve's error, which the
-        # contraction of the refinement is at least -- too large and refining does not pay
-        e32 = whitened_error_bound(0.0, z2, self.nlam, np.float64) + self._measured(acc, sol)
-        self.checks.append(("float32", e32))
-        if f.dtype == np.float32 and e32 <= tol:
-            return self._solution(gamma, f, "whitened", e32, wh.rank)
-        if not e32 <= MIXED_MAX_FIRST_ERROR:
-            logger.info("sketched ridge: whitened solution with float32 products %.2g off (measured estimate): "
-                        "float64 pass", e32)
-            return None
-        # float64 kernel values: the formed matrix's float32 rounding bounds the contraction
-        rho_b = whitened_error_bound(zc2, z2, self.nlam, np.float32) if f.dtype == np.float64 else None
+        rho_b = None
+        if f.dtype == np.float32:  # the measured float32 check (256 sample rows) first: no residual pass
+            e32 = whitened_error_bound(0.0, z2, self.nlam, np.float64) + self._measured(acc, sol)
+            self.checks.append(("float32", e32))
+            if e32 <= tol:
+                return self._solution(gamma, f, "whitened", e32, wh.rank)
+        else:  # float64 kernel values: the formed matrix's float32 rounding bounds the contraction
+            rho_b = whitened_error_bound(zc2, z2, self.nlam, np.float32)
 
         def precond(r):
             return wh.coefficients(cholesky_factor_solve(F, wh.apply_inverse(r)))

@@ -149,10 +149,9 @@ def refine(gamma: np.ndarray, residual: Callable[[np.ndarray], np.ndarray],
     S : ndarray (ns, m), float64 sample rows of ``A`` (where errors are measured)
     tol : float
     rho_bound : float, optional
-        A bound of the contraction known from the formed matrix's rounding: with it one
-        step can suffice (``rho^ = max(rho_bound, RHO_SAFETY d_1)``); without it (float32
-        kernel values, a jittered plain matrix) at least two steps are made and the
-        contraction is the measured ratio of successive corrections.
+        A bound of the contraction known from the formed matrix's rounding (after one
+        step ``rho^ = max(rho_bound, RHO_SAFETY d_1)``, else ``RHO_SAFETY d_1``; a matrix
+        with an explicit jitter contracts more slowly than that: not refined this way).
     on_step : callable ``(step, d_k, estimate)``, optional (logging)
     max_first : float
         Give up after the first step when its relative correction exceeds this (the cheap
@@ -174,8 +173,8 @@ def refine(gamma: np.ndarray, residual: Callable[[np.ndarray], np.ndarray],
             return gamma, np.inf, k
         gamma = gamma + delta
         d = sample_ratio(S, delta, gamma)
-        if prev is None:  # one step: only with a bound (the correction alone can mislead)
-            rho = np.inf if rho_bound is None else max(rho_bound, RHO_SAFETY * d)
+        if prev is None:
+            rho = RHO_SAFETY * d if rho_bound is None else max(rho_bound, RHO_SAFETY * d)
         else:
             rho = RATIO_SAFETY * d / prev if prev > 0 else 0.0
         est = rho / (1.0 - rho) * d if rho < 1 else np.inf

@@ -272,6 +272,11 @@ _PROBES = 8
 #: "auto" tries the plain normal equations first when K~'s pivoted Cholesky has full rank and
 #: its pivots span at most this squared ratio (a flatter K~ makes them fail their check)
 PLAIN_FIRST_PIVOT_RATIO = 1e-8
+#: a float32 request whose kernel values perturb K~'s whitened basis by more than this
+#: (measured on the support rows before any pass, :meth:`_RidgeJob.early_float32`) is
+#: solved with float64 kernel values from the start: its float32 pass would be rejected
+#: and could not be refined
+EARLY_FLOAT32_MAX = 1e-2
 #: a refinement stops after its first step when that correction (the first solve's error,
 #: a lower bound of the contraction) exceeds this: the float64 pass follows at once
 MIXED_MAX_FIRST_ERROR = 1e-2
@@ -661,6 +666,14 @@ class _RidgeJob:
                         "stable QR pass", whitened_error_bound(0.0, z2_max, self.nlam, np.float64), tol)
             return self.stable()
         est, pre = None, None
+        if feats.dtype == np.float32:
+            e = self.early_float32()
+            self.checks.append(("float32", e))
+            if e > EARLY_FLOAT32_MAX:
+                logger.info("sketched ridge: float32 kernel values perturb the whitened basis of K~ by %.2g "
+                            "(support rows): float64 kernel values from the start", e)
+                feats = self.feats = self.features64()
+                tol = tolerance(np.float32)  # the request's tolerance
         if self.try_plain:
             t1 = time.perf_counter()
             A_sup = feats.support_rows()
@@ -871,6 +884,24 @@ class _RidgeJob:
             logger.warning("sketched ridge: solver=%r changes this solution by about %.2g (measured estimate, "
                            "relative; more than %.0e): use solver='auto' for an accurate solution", solver, est, tol)
         return self._solution(gamma, feats, solver, est)
+
+    def early_float32(self):
+        """Before any pass: how much float32 kernel values perturb ``K~`` in its float64
+        whitened basis, ``|L^-1 P^T (K~_32 - K~_64) P L^-T|_2`` probed by 8 random vectors
+        (support rows only: O(m'^2) kernel values and O(8 m^2)).  The whitened problem's
+        solution moves by about that much relatively; far above the float32 tolerance no
+        float32 pass (nor its refinement) can succeed (rf1, sigma^2 = 1e4: 0.87; Bibtex
+        3.6e-4; the scale data 4.5e-6)."""
+        K64 = self.Kt64()
+        K32 = _sandwich(self.feats, self.feats.support_rows())
+        wh = Whitening(K64, self.rcond)
+        if wh.rank == 0:
+            return 0.0
+        D = (K32 - K64)[np.ix_(wh.sel, wh.sel)]
+        V = np.random.default_rng(0).standard_normal((wh.rank, _PROBES))
+        W = sla.solve_triangular(wh.L, V, lower=True, trans="T", check_finite=False)
+        W = sla.solve_triangular(wh.L, matmul(D, W), lower=True, check_finite=False)
+        return float((np.linalg.norm(W, axis=0) / np.linalg.norm(V, axis=0)).max())
 
     def refine_plain(self, sol, tol):
         """Refine a rejected plain normal-equations solution (:meth:`normal_equations` with

@@ -13,13 +13,13 @@ values: no ``A^T A`` is formed, so its rounding is that of the stable route (``e
 per row), not the square of ``A``'s condition number.  The error contracts by
 ``rho = |I - M^-1 G|`` per step (``G`` the exact matrix); for the whitened matrix with
 float32 products ``rho`` is about :func:`~sprokr.numerics.whitened_error_bound` in float32
-(1e-3 .. 1e-6 on Bibtex), so one step takes 1e-6 to 1e-12.
+(Bibtex: measured 5e-6), so two steps take 1e-6 to far below 1e-12.
 
 The error is *measured*: the correction ``delta_k`` of a step is the error of
 ``gamma_k`` up to ``rho``; on 256 sample rows (float64 kernel values) ``d_k = max |A_s delta_k|
 / max |A_s gamma_{k+1}|`` is its size in the predictions, the contraction is estimated by
-``rho^ = max(rho_bound, RHO_SAFETY d_1)`` after one step and by ``RATIO_SAFETY d_k / d_{k-1}``
-after more, and the remaining error by the geometric series ``rho^ / (1 - rho^) d_k``.
+``rho^ = max(rho_bound, RATIO_SAFETY d_k / d_{k-1})`` (so at least two steps), and the
+remaining error by the geometric series ``rho^ / (1 - rho^) d_k``.
 
 One residual costs ``2 n m p`` float64 multiply-adds and, unless the float64 kernel blocks
 were kept from the pass (:class:`KeptBlocks`, when they fit in memory), a float64 kernel
@@ -40,13 +40,12 @@ __all__ = ["KeptBlocks", "ResidualTask", "refine", "sample_ratio", "prediction_r
 
 #: at most this many refinement steps (each one residual pass)
 MAX_REFINEMENT_STEPS = 3
-#: after one step the contraction is estimated as RHO_SAFETY x the relative correction
-#: (the correction is the first solve's error, a lower bound of the contraction: the error
-#: lies in the directions the cheap matrix resolves worst).  Measured ratios of the
-#: contraction to the first correction: 6.5 on Bibtex SISOKR, 800 on a flat Gaussian
-#: (gamma 0.01, lam 1e-4, tests/test_model_selection.py); one step is thus accepted only when
-#: RHO_SAFETY d_1^2 is within the tolerance (d_1 <= 3e-5 for 1e-6), else a second step
-#: measures the contraction
+#: (unused since one step is never accepted) the first correction is the first solve's
+#: error, only a lower bound of the contraction: the error lies in the directions the cheap
+#: matrix resolves worst.  Measured ratios of the contraction to the first correction: 6.5
+#: on Bibtex SISOKR, 800 on a flat Gaussian (gamma 0.01, lam 1e-4), 36000 on another
+#: (gamma 0.01, lam 1e-2, n 200: contraction 0.43 after a 1.2e-5 correction) -- so at least
+#: two steps are made and the contraction is the measured ratio of their corrections
 RHO_SAFETY = 1000.0
 #: after two or more steps, RATIO_SAFETY x the ratio of successive corrections
 RATIO_SAFETY = 2.0
@@ -149,9 +148,9 @@ def refine(gamma: np.ndarray, residual: Callable[[np.ndarray], np.ndarray],
     S : ndarray (ns, m), float64 sample rows of ``A`` (where errors are measured)
     tol : float
     rho_bound : float, optional
-        A bound of the contraction known from the formed matrix's rounding (after one
-        step ``rho^ = max(rho_bound, RHO_SAFETY d_1)``, else ``RHO_SAFETY d_1``; a matrix
-        with an explicit jitter contracts more slowly than that: not refined this way).
+        A bound of the contraction known from the formed matrix's rounding: a lower limit
+        of the measured contraction (float32 products; it does not cover float32
+        triangular solves or kernel values, hence the measurement).
     on_step : callable ``(step, d_k, estimate)``, optional (logging)
     max_first : float
         Give up after the first step when its relative correction exceeds this (the cheap
@@ -173,10 +172,12 @@ def refine(gamma: np.ndarray, residual: Callable[[np.ndarray], np.ndarray],
             return gamma, np.inf, k
         gamma = gamma + delta
         d = sample_ratio(S, delta, gamma)
-        if prev is None:
-            rho = RHO_SAFETY * d if rho_bound is None else max(rho_bound, RHO_SAFETY * d)
+        if prev is None:  # one correction does not tell the contraction: a second step measures it
+            rho = np.inf
         else:
             rho = RATIO_SAFETY * d / prev if prev > 0 else 0.0
+            if rho_bound is not None:
+                rho = max(rho, rho_bound)
         est = rho / (1.0 - rho) * d if rho < 1 else np.inf
         if on_step is not None:
             on_step(k, d, est)

@@ -362,8 +362,8 @@ def sketched_ridge(kernel: Kernel, R: SketchMatrix, support: Any, parts: RowPart
       is redone with float64 kernel values and products (:func:`float64_kernel`;
       ``RidgeSolution.precision`` and ``.features`` say so) -- accepted at the float32
       request's tolerance -- a float64 one by the stable route (logged).
-      With targets given and few (``4 width <= m``: a residual then costs a fraction of
-      the pass) the whitened pass runs its products in float32 and its solution is
+      With targets given and few (``12 width <= m``: two residuals then cost a fraction
+      of the pass) the whitened pass runs its products in float32 and its solution is
       refined (:mod:`sprokr.numerics._refine`): float64 residuals of the un-squared
       problem, ``A^T (T - A gamma) - n lam K~ gamma``, solved by the whitened factor,
       until the measured estimate is within the tolerance (one or two steps; the float64
@@ -541,11 +541,13 @@ class _RidgeJob:
 
     # ---- iterative refinement (float64 residuals of the un-squared problem, _refine.py)
     def mixed_ok(self):
-        """Refinement pays off: targets given (not ``I_n``) and few next to the m columns
-        (a residual costs ``2 n m p``, the pass it refines ``n m^2``)."""
+        """Refinement pays off: targets given (not ``I_n``) and few next to the m columns.
+        Two steps cost ``2 (2 n m p + 2 m^2 p)`` float64 multiply-adds against the ``n m^2 / 2``
+        saved by float32 products: measured on Bibtex SISOKR (p = 200, m = 2250, p = m / 11)
+        the refined route cost what the whitened float64 pass costs or more, hence ``12 p <= m``."""
         if self.identity or self.mixed_choice is False:
             return False
-        return self.mixed_choice or 4 * self.width <= self.feats.m
+        return self.mixed_choice or 12 * self.width <= self.feats.m
 
     def _keeper(self, f):
         """:class:`KeptBlocks` for the float64 rows of a pass when they fit (this process only)."""

@@ -366,7 +366,7 @@ def sketched_ridge(kernel: Kernel, R: SketchMatrix, support: Any, parts: RowPart
       of the pass) the whitened pass runs its products in float32 and its solution is
       refined (:mod:`sprokr.numerics._refine`): float64 residuals of the un-squared
       problem, ``A^T (T - A gamma) - n lam K~ gamma``, solved by the whitened factor,
-      until the measured estimate is within the tolerance (one or two steps; the float64
+      until the measured estimate is within the tolerance (two or three steps; the float64
       rows of ``A`` are kept from the pass when they fit in :data:`KEEP_BLOCKS_MB`, else
       each step is a float64 kernel pass).  A float32 request keeps its float32 solution
       when its measured check passes; otherwise it is refined the same way instead of

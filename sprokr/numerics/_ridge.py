@@ -549,6 +549,13 @@ class _RidgeJob:
             return False
         return self.mixed_choice or 12 * self.width <= self.feats.m
 
+    def refine_ok(self):
+        """Refining a *rejected* solution pays off (``4 p <= m``): the alternative is one or
+        two new ``n m^2`` passes, not the float32 products' saving."""
+        if self.identity or self.mixed_choice is False:
+            return False
+        return self.mixed_choice or 4 * self.width <= self.feats.m
+
     def _keeper(self, f):
         """:class:`KeptBlocks` for the float64 rows of a pass when they fit (this process only)."""
         n, m = self.parts.n, f.m
@@ -698,12 +705,13 @@ class _RidgeJob:
                     return sol
                 logger.info("sketched ridge: plain normal equations rejected (%s)",
                             "not positive definite" if sol is None else f"error estimate {sol.error_estimate:.2g}")
-                if sol is not None and self.mixed_ok():  # refine them instead of a new n m^2 pass
+                if sol is not None and self.refine_ok():  # refine them instead of a new n m^2 pass
                     sol = self.refine_plain(sol, tol)
                     if sol is not None:
                         return sol
         passes = (feats, self.features64())
-        if self.mixed_ok():
+        # float32 requests: the float32 pass as before, but refined rather than redone when rejected
+        if self.mixed_ok() or (feats.dtype == np.float32 and self.refine_ok()):
             sol = self.mixed(ref_targets, pre)
             if sol is not None:
                 return sol
@@ -830,7 +838,7 @@ class _RidgeJob:
         ref = _spread(R.indices.size, _SAMPLE_ROWS)
         c, d = self._shift(feats.block(take(feats.Z_sel, ref)), None if ref_targets is None
                            else np.asarray(ref_targets)[ref], dtype)
-        keep = self._keeper(feats) if measured and self.mixed_ok() else None
+        keep = self._keeper(feats) if measured and self.refine_ok() else None
         task = CrossProductTask(feats, self.targets, self.width, c, d, self.identity, gather=R.indices,
                                 which=self.which, keep=keep)
         t1 = time.perf_counter()

@@ -36,17 +36,15 @@ from ._executor import ChunkTask
 from ._linalg import matmul
 
 __all__ = ["KeptBlocks", "ResidualTask", "refine", "sample_ratio", "prediction_rounding",
-           "MAX_REFINEMENT_STEPS", "RHO_SAFETY", "RATIO_SAFETY", "RHO_MAX", "KEEP_BLOCKS_MB"]
+           "MAX_REFINEMENT_STEPS", "RATIO_SAFETY", "RHO_MAX", "KEEP_BLOCKS_MB"]
 
 #: at most this many refinement steps (each one residual pass)
 MAX_REFINEMENT_STEPS = 3
-#: (unused since one step is never accepted) the first correction is the first solve's
-#: error, only a lower bound of the contraction: the error lies in the directions the cheap
-#: matrix resolves worst.  Measured ratios of the contraction to the first correction: 6.5
-#: on Bibtex SISOKR, 800 on a flat Gaussian (gamma 0.01, lam 1e-4), 36000 on another
-#: (gamma 0.01, lam 1e-2, n 200: contraction 0.43 after a 1.2e-5 correction) -- so at least
-#: two steps are made and the contraction is the measured ratio of their corrections
-RHO_SAFETY = 1000.0
+# One step is never accepted: the first correction is the first solve's error, only a
+# lower bound of the contraction (the error lies in the directions the cheap matrix
+# resolves worst).  Measured ratios of the contraction to the first correction: 6.5 on
+# Bibtex SISOKR, 800 on a flat Gaussian (gamma 0.01, lam 1e-4), 36000 on another (gamma
+# 0.01, lam 1e-2, n 200: contraction 0.43 after a 1.2e-5 correction).
 #: after two or more steps, RATIO_SAFETY x the ratio of successive corrections
 RATIO_SAFETY = 2.0
 #: a contraction estimate above this stops the refinement (the preconditioner is too poor)

@@ -42,7 +42,7 @@ from ._checks import (
     whitened_error_bound,
 )
 from ._qr import TallSkinnyQR, stacked_qr_apply_t, stacked_qr
-from ._refine import KEEP_BLOCKS_MB, KeptBlocks, ResidualTask, prediction_rounding, refine, sample_ratio
+from ._refine import KeptBlocks, ResidualTask, prediction_rounding, refine, sample_ratio
 from ._whiten import Whitening
 from ..utils import iter_chunks, take, take_slice
 
@@ -367,7 +367,7 @@ def sketched_ridge(kernel: Kernel, R: SketchMatrix, support: Any, parts: RowPart
       refined (:mod:`sprokr.numerics._refine`): float64 residuals of the un-squared
       problem, ``A^T (T - A gamma) - n lam K~ gamma``, solved by the whitened factor,
       until the measured estimate is within the tolerance (two or three steps; the float64
-      rows of ``A`` are kept from the pass when they fit in :data:`KEEP_BLOCKS_MB`, else
+      rows of ``A`` are kept from the pass when they fit in ``_refine.KEEP_BLOCKS_MB``, else
       each step is a float64 kernel pass).  A float32 request keeps its float32 solution
       when its measured check passes; otherwise it is refined the same way instead of
       redone, and predicts in float32 only when the rounding of its predictions allows.

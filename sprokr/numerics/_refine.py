@@ -89,6 +89,8 @@ class ResidualTask(ChunkTask):
 
     def __init__(self, features: Any, targets: Callable[[Any], np.ndarray] | None, gamma: np.ndarray,
                  which: int = 1, probes: np.ndarray | None = None) -> None:
+        if targets is None and probes is None:
+            raise ValueError("ResidualTask needs targets or probes")
         self.features, self.targets, self.which = features, targets, which
         self.gamma = np.asarray(gamma, dtype=np.float64)
         self.probes = probes
@@ -101,7 +103,9 @@ class ResidualTask(ChunkTask):
         if self.probes is not None:
             T = self.probes[rows]
         else:
-            T = np.asarray(self.targets(chunks[self.which]), dtype=np.float64)
+            targets = self.targets
+            assert targets is not None  # targets or probes (checked in __init__)
+            T = np.asarray(targets(chunks[self.which]), dtype=np.float64)
         U = T - matmul(A, self.gamma)
         partial += matmul(A.T, U)
         return partial

@@ -10,7 +10,9 @@ the resident set, ``ru_maxrss``) is its own.  Reported per n:
 * ``syrk`` -- the one product the method cannot avoid: the float32 ``A^T A`` of the
   n x m_x kernel block (chunk by chunk, as the fit forms it), timed in the same run;
 * ``sisokr_local`` -- fit, decode (1000 test queries over the distinct training label
-  sets), F1, peak memory, fit time / syrk time, time per point;
+  sets), F1, peak memory, fit time / syrk time (the separate process's and the syrk timed
+  again in the fit's own process, before and after the fit: ``fit_over_syrk_same_process``),
+  time per point, the route of the sketched ridge, its error estimate and refinement steps;
 * ``sisokr_dask`` -- the same on a 2-worker ``LocalCluster`` (processes; peak memory of
   the driver and the largest worker);
 * ``sklearn`` -- ``Nystroem(n_components=m_x)`` + ``Ridge`` on the same output
@@ -20,7 +22,8 @@ the resident set, ``ru_maxrss``) is its own.  Reported per n:
   of the same product (``gemm_fraction`` = GEMM time / search time, 1 = GEMM peak) and
   against faiss's exact inner-product index (``IndexFlatIP``) on the same embeddings.
 
-    python benchmarks/scale.py [--max-n 1e6] [--no-dask] [--sklearn-max-n 1e6] [--json]
+    python benchmarks/scale.py [--max-n 1e6] [--no-dask] [--sklearn-max-n 1e6] [--lam 1e-5]
+                               [--dtype float32] [--grid 1e6] [--json]
 
 ``--data PATH`` may name an ``.npz`` with arrays ``X`` (n, d) and ``Y`` (n, L) to use
 instead of the synthetic data (the first ``n`` rows are used for each n).
@@ -69,9 +72,9 @@ def peak_gb():
 def sisokr(n, args, executor="local"):
     from sprokr import SISOKR
 
-    return SISOKR(input_kernel_params={"sigma2": SIGMA2_X}, output_kernel_params={"sigma2": SIGMA2_Y}, lam=LAM,
+    return SISOKR(input_kernel_params={"sigma2": SIGMA2_X}, output_kernel_params={"sigma2": SIGMA2_Y}, lam=args.lam,
                   input_sketch="subsample", m_x=args.m_x, output_sketch="psg", m_y=args.m_y,
-                  output_sketch_params={"p": args.p_factor / n}, dtype="float32", random_state=args.seed,
+                  output_sketch_params={"p": args.p_factor / n}, dtype=args.dtype, random_state=args.seed,
                   executor=executor, solver=args.solver)
 
 
@@ -88,11 +91,11 @@ def run_syrk(n, args):
     C = np.zeros((m, m), dtype=np.float32, order="F")
     syrk = get_blas_funcs("syrk", dtype=np.float32)
     syrk(1.0, A.T, beta=1.0, c=C, trans=0, lower=1, overwrite_c=1)  # warm up
-    t = time.perf_counter()
+    t, c = time.perf_counter(), time.process_time()
     for start in range(0, n, chunk):
         rows = min(chunk, n - start)
         syrk(1.0, A[:rows].T, beta=1.0, c=C, trans=0, lower=1, overwrite_c=1)
-    return {"syrk_s": time.perf_counter() - t}
+    return {"syrk_s": time.perf_counter() - t, "syrk_cpu_s": time.process_time() - c}
 
 
 def run_local(n, args, executor="local"):
@@ -109,13 +112,22 @@ def run_local(n, args, executor="local"):
         client = Client(cluster)
         executor = client
     model = sisokr(n, args, executor)
-    t0 = time.perf_counter()
+    before = run_syrk(n, args)  # the yardstick, in this process (before and after)
+    t0, c0 = time.perf_counter(), time.process_time()
     model.fit(X, Y)
-    t1 = time.perf_counter()
+    t1, c1 = time.perf_counter(), time.process_time()
     P = model.predict(Xt)
     t2 = time.perf_counter()
+    after = run_syrk(n, args)
+    syrk = min(before["syrk_s"], after["syrk_s"])
+    syrk_cpu = min(before["syrk_cpu_s"], after["syrk_cpu_s"])
     out = {"f1": float(f1_samples(Yt, P)), "fit_s": t1 - t0, "decode_s": t2 - t1, "peak_gb": peak_gb(),
-           "data_gb": base, "n_distinct": len(model.default_index_), "per_point_us": (t1 - t0) / n * 1e6}
+           "data_gb": base, "n_distinct": len(model.default_index_), "per_point_us": (t1 - t0) / n * 1e6,
+           "syrk_same_process_s": syrk, "fit_over_syrk_same_process": (t1 - t0) / syrk,
+           # CPU seconds: the steadier ratio on a loaded machine (single-threaded BLAS)
+           "fit_cpu_s": c1 - c0, "syrk_cpu_s": syrk_cpu, "fit_cpu_over_syrk_cpu": (c1 - c0) / syrk_cpu,
+           "solver": getattr(model, "solver_", None), "solver_error_estimate": getattr(model, "solver_error_estimate_", None),
+           "refinement_steps": getattr(model, "solver_refinement_steps_", None)}
     out.update({f"phase_{k}_s": v for k, v in model.fit_times_.items()})
     if client is not None:
         worker_peaks = client.run(lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20)
@@ -148,7 +160,7 @@ def run_sklearn(n, args):
     t1 = time.perf_counter()
     nys = Nystroem(kernel="rbf", gamma=1.0 / (2 * SIGMA2_X), n_components=args.m_x, random_state=args.seed)
     Z = nys.fit_transform(X)
-    ridge = Ridge(alpha=n * LAM).fit(Z, Psi)  # alpha = n lam: the same objective
+    ridge = Ridge(alpha=n * args.lam).fit(Z, Psi)  # alpha = n lam: the same objective
     t2 = time.perf_counter()
     first, _ = unique_inverse(Y)
     index = CandidateIndex(Y[first], Psi[first])
@@ -239,8 +251,10 @@ def main(argv=None):
     ap.add_argument("--m-y", type=int, default=100)
     ap.add_argument("--p-factor", type=float, default=20.0, help="p = p_factor / n for the p-SG output sketch")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--solver", default="auto", choices=["auto", "cholesky", "qr", "eigh"],
+    ap.add_argument("--lam", type=float, default=LAM, help="ridge of SISOKR (and of the scikit-learn pipeline)")
+    ap.add_argument("--solver", default="auto", choices=["auto", "whitened", "mixed", "cholesky", "qr", "eigh"],
                     help="SISOKR's sketched-ridge route (default: the whitened normal equations)")
+    ap.add_argument("--dtype", default="float32", choices=["float32", "float64"])
     ap.add_argument("--no-dask", action="store_true")
     ap.add_argument("--dask-max-n", type=float, default=1e6)
     ap.add_argument("--sklearn-max-n", type=float, default=1e6)
@@ -308,7 +322,8 @@ def _line(n, row):
 
     loc, dk, sk = row.get("sisokr_local"), row.get("sisokr_dask"), row.get("sklearn")
     head = (f"n={n:>8d}  syrk {f(row['syrk'], 'syrk_s', '7.2f')} s | local fit {f(loc, 'fit_s', '7.2f')} s "
-            f"({f(loc, 'fit_over_syrk', '4.1f')}x syrk) decode {f(loc, 'decode_s', '5.2f')} s "
+            f"({f(loc, 'fit_over_syrk', '4.1f')}x syrk; {f(loc, 'fit_over_syrk_same_process', '4.1f')}x the syrk "
+            f"timed in its process, CPU {f(loc, 'fit_cpu_over_syrk_cpu', '4.1f')}x) decode {f(loc, 'decode_s', '5.2f')} s "
             f"F1 {f(loc, 'f1', '.4f')} peak {f(loc, 'peak_gb', '.2f')} GB")
     if dk:
         head += f" | dask fit {f(dk, 'fit_s', '7.2f')} s F1 {f(dk, 'f1', '.4f')}"

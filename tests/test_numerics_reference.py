@@ -10,6 +10,8 @@ match the formula in 40-digit arithmetic.  Also: the pieces of the whitened rout
 (``Whitening``, the whitened accumulator), its checks and fallbacks, and the lam path.
 The whole estimator x sketch-pair matrix is in ``tests/test_reference_matrix.py``.
 """
+import functools
+
 import mpmath
 import numpy as np
 import pytest
@@ -203,3 +205,90 @@ def test_lam_path_equals_default_refits(make):
         get = (lambda m: m.predict_coordinates(Xq)) if hasattr(refit, "predict_coordinates") else (
             lambda m: m.predict(Xq))
         assert _rel(get(path.estimator_at(lam)), get(refit)) <= 1e-8
+
+
+# ---------------------------------------------------------------- the Bibtex regime, fast routes
+# Gaussian gamma = 1e-4 on 4-D data (k ~ 0.999), lam = 1e-6; SISOKR's few output coordinates
+# (m_y = 6 against m_x = 40) take the refined route (float32 products, float64 residuals),
+# SIOKR's targets I_n the whitened one.  Scores per query centred (the flat kernel gives
+# every candidate nearly the same score: the common part would hide the error).
+REGIME = dict(n=120, gamma=1e-4, lam=1e-6, m_x=40, m_y=6)
+REGIME_SKETCHES = {"subsample": None, "psr": {"p": 0.1}, "psg": {"p": 0.1}}
+
+
+@functools.lru_cache(maxsize=None)
+def _regime_data():
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(REGIME["n"], 4))
+    Y = (X @ rng.normal(size=(4, 5)) + 0.5 * rng.normal(size=(REGIME["n"], 5)) > 0).astype(float)
+    return X, Y, rng.normal(size=(6, 4)), np.unique(Y, axis=0)
+
+
+def _regime_model(kind, sketch, **kw):
+    X, Y, _, _ = _regime_data()
+    common = dict(lam=REGIME["lam"], input_kernel_params={"gamma": REGIME["gamma"]},
+                  output_kernel_params={"gamma": 0.5}, input_sketch=sketch, m_x=REGIME["m_x"],
+                  input_sketch_params=REGIME_SKETCHES[sketch], random_state=0)
+    if kind == "SISOKR":
+        common.update(output_sketch="psg", m_y=REGIME["m_y"], output_sketch_params={"p": 0.1})
+    return SISOKR(**common, **kw).fit(X, Y)
+
+
+@functools.lru_cache(maxsize=None)
+def _regime_reference(kind, sketch):
+    """40-digit input side times the float64 output side (well conditioned), and the model's
+    output basis: scores of the candidates (n_q x n_c)."""
+    X, Y, Xq, C = _regime_data()
+    model = _regime_model(kind, sketch, solver="qr")
+    k = GaussianKernel(gamma=REGIME["gamma"])
+    hat = _mp_reference(k(X), k(Xq, X), model.input_sketch_matrix_.toarray(), REGIME["lam"])
+    ky = GaussianKernel(gamma=0.5)
+    if kind == "SIOKR":
+        return hat @ ky(Y, C)
+    Ry = model.output_sketch_matrix_.toarray()
+    d, U = np.linalg.eigh(Ry @ ky(Y) @ Ry.T)
+    keep = d > 1e-10 * d.max()
+    B = Ry.T @ (U[:, keep] / np.sqrt(d[keep]))
+    return hat @ (ky(Y) @ B) @ (B.T @ ky(Y, C))
+
+
+def _centred_rel(S, ref):
+    Sc, rc = S - S.mean(axis=1, keepdims=True), ref - ref.mean(axis=1, keepdims=True)
+    return float(np.abs(Sc - rc).max() / np.abs(rc).max())
+
+
+@pytest.mark.parametrize("sketch", list(REGIME_SKETCHES))
+@pytest.mark.parametrize("kind", ["SISOKR", "SIOKR"])
+def test_default_within_1e_6_of_40_digits_in_the_bibtex_regime(kind, sketch):
+    _, _, Xq, C = _regime_data()
+    model = _regime_model(kind, sketch)
+    err = _centred_rel(model.predict_scores(Xq, candidates=C), _regime_reference(kind, sketch))
+    assert err <= 1e-6, err
+    assert model.solver_error_estimate_ is not None and model.solver_error_estimate_ <= 1e-6
+    assert model.solver_ in ("whitened", "qr")
+    assert set(model.fit_times_) >= {"output_side", "input_side", "default_index"}
+
+
+@pytest.mark.parametrize("sketch", list(REGIME_SKETCHES))
+@pytest.mark.parametrize("kind", ["SISOKR", "SIOKR"])
+@pytest.mark.parametrize("route", [("cholesky", "float64"), ("eigh", "float64"), ("auto", "float32")])
+def test_fast_routes_meet_the_target_or_warn_with_their_estimate(kind, sketch, route, caplog):
+    """``solver="cholesky"`` / ``"eigh"`` meet 1e-6 or log a warning with their measured
+    estimate (``solver_error_estimate_``, within a factor 3 of the true error or above);
+    ``dtype="float32"`` meets 1e-4 or falls back to float64 kernel values, saying so."""
+    solver, dtype = route
+    _, _, Xq, C = _regime_data()
+    with caplog.at_level("WARNING"):
+        model = _regime_model(kind, sketch, solver=solver, dtype=dtype)
+    err = _centred_rel(model.predict_scores(Xq, candidates=C), _regime_reference(kind, sketch))
+    est = model.solver_error_estimate_
+    if dtype == "float32":
+        assert err <= 1e-4, err
+        if model.solver_precision_ == np.float64:
+            assert "fitted and predicting with float64 kernel values" in caplog.text
+        return
+    assert est is not None and est >= err / 3, (est, err)
+    if err > 1e-6:
+        assert f"solver={solver!r} changes this solution by about" in caplog.text
+    if est > 1e-6:
+        assert f"{est:.2g}" in caplog.text

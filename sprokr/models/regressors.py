@@ -29,6 +29,7 @@ are in :mod:`sprokr.models.training`.
 from __future__ import annotations
 
 import logging
+import time
 from typing import TYPE_CHECKING, Any, Mapping, Self
 
 import numpy as np
@@ -42,6 +43,7 @@ from ..numerics import (
     LocalExecutor,
     default_chunk_size,
     exact_ridge_factor,
+    SOLVERS,
     sketched_ridge,
 )
 from ..persistence import SaveMixin
@@ -107,6 +109,9 @@ class KernelRidgeRegressor(SaveMixin, RegressorMixin, BaseEstimator):
     rcond : float, optional
         Relative pivot threshold of ``R K R^T`` in the sketched ridge (default: its
         rounding level, :func:`sprokr.numerics.sketched_ridge`).
+    solver : {"auto", "whitened", "mixed", "cholesky", "qr", "eigh"}
+        Route of the sketched ridge (:func:`sprokr.numerics.sketched_ridge`; ignored
+        without sketch).
     chunk_size : int, optional
     random_state : None, int or numpy.random.Generator
 
@@ -118,13 +123,18 @@ class KernelRidgeRegressor(SaveMixin, RegressorMixin, BaseEstimator):
     sketch_matrix_ : SketchMatrix or None
     dtype_ : numpy dtype
         The precision the model predicts in.
+    solver_ : str
+        The route taken (``"cholesky"`` for the exact ridge).
+    solver_error_estimate_ : float or None
+        Its relative error estimate (None for the exact ridge and the QR route).
+    fit_times_ : dict of phase -> seconds
     """
 
     def __init__(self, kernel: str | Kernel = "gaussian", kernel_params: Mapping[str, Any] | None = None,
                  lam: float = 1e-5, input_sketch: str | Sketch | None = None, m_x: int | None = None,
                  input_sketch_params: Mapping[str, Any] | None = None, dtype: DTypeLike = "float64",
                  rcond: float | None = None, chunk_size: int | None = None,
-                 random_state: RandomStateLike = None) -> None:
+                 random_state: RandomStateLike = None, solver: str = "auto") -> None:
         self.kernel = kernel
         self.kernel_params = kernel_params
         self.lam = lam
@@ -135,6 +145,7 @@ class KernelRidgeRegressor(SaveMixin, RegressorMixin, BaseEstimator):
         self.rcond = rcond
         self.chunk_size = chunk_size
         self.random_state = random_state
+        self.solver = solver
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -156,6 +167,9 @@ class KernelRidgeRegressor(SaveMixin, RegressorMixin, BaseEstimator):
         if self.rcond is not None:
             check_positive(self.rcond, "rcond", strict=False)
         chunk = check_chunk_size(self.chunk_size)
+        if self.solver not in SOLVERS:
+            raise ValueError(f"solver must be one of {', '.join(map(repr, SOLVERS))}, got {self.solver!r}")
+        t0 = time.perf_counter()
         k = resolve_kernel(self.kernel, self.kernel_params, "input", dtype)
         sk = resolve_sketch(self.input_sketch, self.m_x, self.input_sketch_params, n, "input")
         ex = LocalExecutor()
@@ -164,14 +178,15 @@ class KernelRidgeRegressor(SaveMixin, RegressorMixin, BaseEstimator):
         if sk is None:
             cho = exact_ridge_factor(k, parts, Xp, lam, chunk or default_chunk_size(n, dtype), ex)
             coef, support, R = sla.cho_solve(cho, T64, check_finite=False), Xp, None
+            route, est, times = "cholesky", None, {}
         else:
             R = sk.draw(n, check_random_state(self.random_state))
             support = take(Xp, R.indices)
             # the sketched ridge's threshold defaults to its own (None: see sketched_ridge), as in SISOKR
             sol = sketched_ridge(k, R, support, parts, lam, np.asarray, T64.shape[1], self.rcond,
                                  chunk or default_chunk_size(R.indices.size, dtype), ex,
-                                 dtype=dtype, ref_targets=T64[R.indices], which="targets")
-            coef = sol.coef
+                                 solver=self.solver, dtype=dtype, ref_targets=T64[R.indices], which="targets")
+            coef, route, est, times = sol.coef, sol.method, sol.error_estimate, dict(sol.times)
             fallback = sol.fallback_message(dtype)
             if fallback:  # float32 failed the solver's check: float64 kernel values from here on
                 log_estimator(self, fallback, logging.WARNING)
@@ -183,6 +198,8 @@ class KernelRidgeRegressor(SaveMixin, RegressorMixin, BaseEstimator):
         self.coef_ = np.asarray(coef, dtype=np.float64)  # float64 whatever the dtype (one policy)
         self._expansion = KernelExpansion(k, self.X_support_, self.coef_, dtype)
         self.dtype_ = np.dtype(dtype)  # the precision the model predicts in (float64 after a fallback)
+        self.solver_, self.solver_error_estimate_ = route, est
+        self.fit_times_ = {**{f"ridge_{k}": v for k, v in times.items()}, "total": time.perf_counter() - t0}
         self.n_outputs_, self._scalar = T64.shape[1], scalar
         return self
 

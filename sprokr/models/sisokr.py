@@ -155,18 +155,24 @@ class SISOKR(OutputKernelModel, BaseEstimator):
         and, when given, of the input side's: the pivots of ``K~_x`` (whitened and stable
         routes; default: the rounding level ``m_x eps``) and the eigenvalues of
         ``A^T A + n lam K~_x`` (``solver="eigh"``, and the jitter of ``"cholesky"``).
-    solver : {"auto", "cholesky", "qr", "eigh"}
+    solver : {"auto", "whitened", "mixed", "cholesky", "qr", "eigh"}
         How the sketched ridge ``(A^T A + n lam K~_x)^+ A^T T`` is solved
         (:func:`sprokr.numerics.sketched_ridge`; ``docs/architecture.md``, "Solvers"):
         ``"auto"`` (default) the plain normal equations when ``K~_x`` is well conditioned
         and a measured check shows them accurate, else the whitened normal equations
         (``K~_x = L L^T`` by pivoted Cholesky, one pass summing ``Z^T Z`` and ``Z^T T`` of
-        ``Z = A L^-T``, condition number at most ``1 + k_max / lam``), each accepted when
-        its error estimate is at most 1e-6 (float64; 1e-4 for float32 products), else a
-        further pass (float64 kernel values, then the stable route);
+        ``Z = A L^-T``, condition number at most ``1 + k_max / lam``); with few output
+        coordinates (at most ``m_x / 12``) that pass runs its products in float32 and the
+        solution is refined by float64 residuals of the un-squared problem (two or three
+        steps) -- each accepted when its error estimate is at most 1e-6 (float64;
+        1e-4 for float32), else a further pass (float64 kernel values and products, then
+        the stable route);
+        ``"whitened"`` the whitened normal equations alone (products in ``dtype``);
+        ``"mixed"`` the refined route whenever the targets are not ``I_n``;
         ``"cholesky"`` the plain normal equations (one ``syrk`` pass, Cholesky with an
         explicit relative jitter ``rcond * mean(diag)``; fastest, but they square the
-        condition number: 4e-3 relative error on Bibtex SIOKR); ``"qr"`` the stable route
+        condition number: 4e-3 relative error on Bibtex SIOKR; their error is measured by a
+        float64 residual and a warning logged above 1e-6); ``"qr"`` the stable route
         (tall-skinny QR of ``A`` over row chunks in float64, never forming a Gram; several
         times slower); ``"eigh"`` the plain normal equations' eigendecomposition
         pseudo-inverse.  Ignored without input sketch (Cholesky of ``K_x + n lam I``, well
@@ -208,11 +214,16 @@ class SISOKR(OutputKernelModel, BaseEstimator):
         plain normal equations passed their check, else ``"whitened"`` or, when that check
         failed too, ``"qr"``).
     solver_error_estimate_ : float or None
-        The relative error estimate of the normal equations that were solved (whitened:
-        compared with :func:`sprokr.numerics.tolerance`; None when none were formed).
+        The relative error estimate of the input side's solution (in the predictions;
+        compared with :func:`sprokr.numerics.tolerance`): measured after iterative
+        refinement, bounded for the whitened normal equations, measured by a float64
+        residual for an explicitly requested ``"cholesky"`` / ``"eigh"`` (a warning is
+        logged when it exceeds the tolerance); None for the stable QR route and exact IOKR.
     solver_precision_ : numpy dtype
-        Precision of the input side's O(n m_x^2) products (``dtype``, or float64 when
-        float32 products failed the check).
+        Precision of the input side's kernel values the model predicts with (``dtype``, or
+        float64 when float32 failed the check).
+    solver_refinement_steps_ : int
+        Iterative refinement steps (float64 residuals) applied to the input side's solution.
     n_train_ : int
     fit_time_ : float (s)
     fit_times_ : dict of phase -> seconds
@@ -387,6 +398,7 @@ class SISOKR(OutputKernelModel, BaseEstimator):
         self.fit_times_.update({f"ridge_{k}": v for k, v in sol.times.items()})
         self.solver_, self.solver_error_estimate_ = sol.method, sol.error_estimate
         self.solver_precision_ = sol.precision
+        self.solver_refinement_steps_ = sol.refinement_steps
         if sol.method == "qr" and self.solver == "auto":
             why = ("lam too small for them" if sol.error_estimate is None
                    else f"error estimate {sol.error_estimate:.2g}")
@@ -407,6 +419,7 @@ class SISOKR(OutputKernelModel, BaseEstimator):
         self.X_support_ = kx.prepare_support(Xp)
         # Cholesky of K + n lam I: well conditioned (cond <= 1 + |K| / (n lam))
         self.solver_, self.solver_error_estimate_, self.solver_precision_ = "cholesky", None, WORK_DTYPE
+        self.solver_refinement_steps_ = 0
         if targets.fn is None:  # IOKR: h(x) = sum_i alpha_i(x) psi(y_i), alpha = (K + n lam I)^-1 k_x
             self.coef_, self._cho, self._expansion = None, cho, None
             set_n_features(self, Xp)

@@ -28,9 +28,8 @@ from ._linalg import (
     DEFAULT_RCOND,
     cholesky_factor_inplace,
     cholesky_factor_solve,
-    cholesky_rcond,
     matmul,
-    psd_solve,
+    psd_eigh,
     sym_norm1,
 )
 from ._checks import (
@@ -38,14 +37,14 @@ from ._checks import (
     Float64Features,
     float32_error_estimate,
     float64_kernel,
-    normal_equations_error,
     tolerance,
     upcast,
     whitened_error_bound,
 )
 from ._qr import TallSkinnyQR, stacked_qr_apply_t, stacked_qr
+from ._refine import KeptBlocks, ResidualTask, prediction_rounding, refine, sample_ratio
 from ._whiten import Whitening
-from ..utils import take
+from ..utils import iter_chunks, take, take_slice
 
 if TYPE_CHECKING:  # imported for the annotations only
     from ..types import KernelLike as Kernel
@@ -74,13 +73,21 @@ def exact_ridge_factor(kernel: Kernel, parts: RowPartitions, Xp: Any, lam: float
     rows are computed by the executor); ``Xp``: all prepared inputs (the columns).
     """
     n = parts.n
-    K = np.empty((n, n), dtype=WORK_DTYPE)
-    executor.map_rows(parts, KernelRows(kernel, Xp, WORK_DTYPE), chunk, out=K, name="Gram rows", which="inputs")
+    K = np.zeros((n, n), dtype=WORK_DTYPE)  # the untouched triangle stays 0 (saved models are deterministic)
+    if executor.in_process:
+        # the lower triangle only (row block i against columns <= its last row): half the
+        # kernel values; LAPACK reads that triangle as the upper one of the Fortran view
+        for sl in iter_chunks(n, min(chunk, max(256, n // 8))):  # thin blocks: closer to half
+            K[sl, : sl.stop] = KernelRows(kernel, take_slice(Xp, slice(0, sl.stop)), WORK_DTYPE)(take_slice(Xp, sl))
+    else:
+        executor.map_rows(parts, KernelRows(kernel, Xp, WORK_DTYPE), chunk, out=K, name="Gram rows", which="inputs")
     if not np.isfinite(K.diagonal()).all():
         raise ValueError("the input kernel returned non-finite values (NaN or inf) on the training data")
     K.flat[:: n + 1] += n * lam
     try:
-        return sla.cho_factor(K, lower=True, overwrite_a=True, check_finite=False)
+        # in place (no copy): the Fortran view K^T holds K's lower triangle as its upper one
+        U = cholesky_factor_inplace(K.T, lower=False)
+        return U, False
     except np.linalg.LinAlgError:
         raise ValueError(
             f"K + n lam I is not numerically positive definite (n lam = {n * lam:.3g}): the "
@@ -114,8 +121,8 @@ class CrossProductTask(ChunkTask):
 
     def __init__(self, features: SketchedFeatures, targets: Callable[[Any], np.ndarray] | None, width: int,
                  c: np.ndarray, d: np.ndarray | None, identity_targets: bool, gather: ArrayLike | None = None,
-                 which: int = 1, whiten: Any = None, dtype: DTypeLike | None = None, skip: ArrayLike | None = None
-                 ) -> None:
+                 which: int = 1, whiten: Any = None, dtype: DTypeLike | None = None, skip: ArrayLike | None = None,
+                 keep: Any = None) -> None:
         if gather is not None and skip is not None:  # the gathered positions assume every row is kept
             raise ValueError("CrossProductTask: gather and skip cannot be combined")
         self.features, self.targets, self.width = features, targets, width
@@ -124,6 +131,7 @@ class CrossProductTask(ChunkTask):
         self.skip = None if skip is None else np.asarray(skip, dtype=np.int64)
         self.which, self.whiten = which, whiten
         self.dtype = features.dtype if dtype is None else np.dtype(dtype)  # of the products
+        self.keep = keep  # KeptBlocks (in this process only): the float64 rows of A and T
 
     def start(self) -> Any:
         acc = ShiftedCrossProducts(self.features.m, self.width, self.dtype, self.c, self.d,
@@ -148,11 +156,18 @@ class CrossProductTask(ChunkTask):
             lo, hi = np.searchsorted(self.gather, [rows.start, rows.stop])
             got[lo:hi] = A[self.gather[lo:hi] - rows.start]
         T = None if self.identity_targets else self.targets(chunks[self.which])
+        if self.keep is not None:  # before A is centred in place
+            self.keep.put(rows, A, T)
         acc.add(rows, A, T, overwrite=True)
         return acc, got
 
     def merge(self, a: Any, b: Any) -> Any:
         return a[0].merge(b[0]), None if a[1] is None else np.add(a[1], b[1], out=a[1])
+
+    def __getstate__(self):  # the kept blocks live in this process: never shipped
+        state = dict(self.__dict__)
+        state["keep"] = None
+        return state
 
 
 class QRTask(ChunkTask):
@@ -209,28 +224,33 @@ class RidgeSolution:
     method : {"whitened", "cholesky", "eigh", "qr"}
         The route that produced ``coef``.
     error_estimate : float or None
-        The relative error estimate of the normal equations that were solved: of the
-        whitened ones (:func:`whitened_error_bound`, plus the measured
-        :func:`float32_error_estimate` for float32), of the plain ones (under ``"auto"`` the
-        measured :meth:`_RidgeJob._measured_plain`, under ``"cholesky"``
-        :func:`normal_equations_error`); None for ``"eigh"`` and a ``"qr"`` solve chosen
-        directly.
+        The relative error estimate of the solution (in the predictions): after iterative
+        refinement the measured estimate of :func:`sprokr.numerics.refine`; of the whitened
+        normal equations :func:`whitened_error_bound` (plus the measured
+        :func:`float32_error_estimate` for float32); of the plain ones under ``"auto"`` the
+        measured :meth:`_RidgeJob._measured_plain`; under an explicit ``"cholesky"`` /
+        ``"eigh"`` the measured float64 residual probe (:meth:`_RidgeJob.probe_estimate`,
+        a warning is logged when it exceeds the tolerance); None for a ``"qr"`` solve
+        chosen directly.
     rank : int or None
         Numerical rank of ``R K R^T`` (whitened and stable routes).
     precision : numpy dtype
         Precision of the kernel values and O(n m^2) products of the route taken.
     checks : list of (precision name, error estimate)
-        Every checked solve tried (``"plain float64"``, ``"float32"``, ...), in order (the
-        rejected ones first).
+        Every checked solve tried (``"plain float64"``, ``"float32"``, ``"whitened refined"``,
+        ...), in order (the rejected ones first).
+    refinement_steps : int
+        Iterative refinement steps applied to ``coef`` (float64 residuals; 0: none).
     """
 
     def __init__(self, coef: np.ndarray, support: Any, features: Any, times: dict[str, float], method: str,
                  error_estimate: float | None = None, rank: int | None = None, precision: str | None = None,
-                 checks: Any = ()) -> None:
+                 checks: Any = (), refinement_steps: int = 0) -> None:
         self.coef, self.support, self.features, self.times = coef, support, features, times
         self.method, self.error_estimate, self.rank = method, error_estimate, rank
         self.precision = np.dtype(np.float64 if precision is None else precision)
         self.checks = list(checks)
+        self.refinement_steps = int(refinement_steps)
 
     def fallback_message(self, dtype: DTypeLike) -> str | None:
         """The warning an estimator logs when ``dtype`` was asked for but the solution needed
@@ -244,7 +264,7 @@ class RidgeSolution:
                 f"(estimate {est:.2g}): fitted and predicting with float64 kernel values")
 
 
-SOLVERS = ("auto", "cholesky", "qr", "eigh")
+SOLVERS = ("auto", "whitened", "mixed", "cholesky", "qr", "eigh")
 
 #: rows replayed by the measured checks (training rows spread over the data; support rows
 #: whose column means centre the plain normal equations' blocks), and the target probes
@@ -253,6 +273,14 @@ _PROBES = 8
 #: "auto" tries the plain normal equations first when K~'s pivoted Cholesky has full rank and
 #: its pivots span at most this squared ratio (a flatter K~ makes them fail their check)
 PLAIN_FIRST_PIVOT_RATIO = 1e-8
+#: a float32 request whose kernel values perturb K~'s whitened basis by more than this
+#: (measured on the support rows before any pass, :meth:`_RidgeJob.early_float32`) is
+#: solved with float64 kernel values from the start: its float32 pass would be rejected
+#: and could not be refined
+EARLY_FLOAT32_MAX = 1e-2
+#: a refinement stops after its first step when that correction (the first solve's error,
+#: a lower bound of the contraction) exceeds this: the float64 pass follows at once
+MIXED_MAX_FIRST_ERROR = 1e-2
 #: extra safety factor of the plain route's measured estimate: G's conditioning amplifies
 #: what the 256-row sample does not see (calibrated on a 648-case sweep and the reference
 #: matrix, tests/test_float32_policy.py: worst accepted error 0.3x the tolerance)
@@ -334,7 +362,21 @@ def sketched_ridge(kernel: Kernel, R: SketchMatrix, support: Any, parts: RowPart
       covers the float32 kernel values and predictions).  A float32 solution that fails
       is redone with float64 kernel values and products (:func:`float64_kernel`;
       ``RidgeSolution.precision`` and ``.features`` say so) -- accepted at the float32
-      request's tolerance -- a float64 one by the stable route (logged);
+      request's tolerance -- a float64 one by the stable route (logged).
+      With targets given and few (``12 width <= m``: two residuals then cost a fraction
+      of the pass) the whitened pass runs its products in float32 and its solution is
+      refined (:mod:`sprokr.numerics._refine`): float64 residuals of the un-squared
+      problem, ``A^T (T - A gamma) - n lam K~ gamma``, solved by the whitened factor,
+      until the measured estimate is within the tolerance (two or three steps; the float64
+      rows of ``A`` are kept from the pass when they fit in ``_refine.KEEP_BLOCKS_MB``, else
+      each step is a float64 kernel pass).  A float32 request keeps its float32 solution
+      when its measured check passes; otherwise it is refined the same way instead of
+      redone, and predicts in float32 only when the rounding of its predictions allows.
+      A rejected plain solution is refined likewise before any whitened pass;
+    * ``"whitened"``: the whitened normal equations in ``dtype`` as above, without the plain
+      or refined routes first;
+    * ``"mixed"``: the refined route (float32 products, float64 residuals) whenever targets
+      are given (``"whitened"`` for ``T = I_n``);
     * ``"cholesky"``: the plain normal equations ``G = A^T A + n lam K~`` (one ``syrk``
       pass on double-centred blocks) with an explicit relative jitter
       ``rcond * mean(diag G)`` on the diagonal.  Fastest, but ``G`` has the square of
@@ -363,7 +405,7 @@ def sketched_ridge(kernel: Kernel, R: SketchMatrix, support: Any, parts: RowPart
         :data:`DEFAULT_RCOND`).
     chunk : rows per chunk
     executor : Executor
-    solver : {"auto", "cholesky", "qr", "eigh"}
+    solver : {"auto", "whitened", "mixed", "cholesky", "qr", "eigh"}
     dtype : dtype of the O(n m^2) products (on double-centred blocks); sums, solves and
         the stable route are float64
     ref_targets : ndarray (m', width), optional
@@ -382,7 +424,7 @@ def sketched_ridge(kernel: Kernel, R: SketchMatrix, support: Any, parts: RowPart
     # a uniform sub-sampling scale cancels in the solution: skip the pass that applies it
     feats = SketchedFeatures(kernel, R.unscaled(), support, dtype, DEFAULT_RCOND if rcond is None else rcond)
     job = _RidgeJob(feats, parts, parts.n * lam, targets, width, chunk, executor, which, t0, rcond,
-                    try_plain=solver == "auto")
+                    try_plain=solver == "auto", mixed={"auto": None, "whitened": False, "mixed": True}.get(solver))
     if solver in ("cholesky", "eigh"):
         return job.normal_equations(solver, ref_targets)
     if solver == "qr":
@@ -468,15 +510,18 @@ class _WhitenedSolution:
 class _RidgeJob:
     """One sketched ridge problem and the routes that solve it (see :func:`sketched_ridge`)."""
 
-    def __init__(self, feats, parts, nlam, targets, width, chunk, executor, which, t0, rcond, try_plain=False):
+    def __init__(self, feats, parts, nlam, targets, width, chunk, executor, which, t0, rcond, try_plain=False,
+                 mixed=None):
         self.feats, self.parts, self.nlam = feats, parts, nlam
         self.try_plain = try_plain
+        self.mixed_choice = mixed  # None: when it pays (mixed_ok); True: whenever targets are given; False: never
         self.targets, self.width, self.identity = targets, width, targets is None
         self.chunk, self.executor = chunk, executor
         self.which = parts.column(which)  # the targets' column, as the tasks index the chunks
         self.t0, self.times, self.rcond = t0, {}, rcond
-        self._f64 = self._rows = None
+        self._f64 = self._rows = self._Kt64 = None
         self.checks = []
+        self.steps = 0  # refinement steps of the solution returned
 
     def features64(self):
         """The features with float64 kernel values and products (cached).
@@ -494,7 +539,133 @@ class _RidgeJob:
 
     def _solution(self, gamma, feats, method, est=None, rank=None):
         coef = feats.R.apply_left_transpose(gamma)
-        return RidgeSolution(coef, feats.Z_sel, feats, self.times, method, est, rank, feats.dtype, self.checks)
+        return RidgeSolution(coef, feats.Z_sel, feats, self.times, method, est, rank, feats.dtype, self.checks,
+                             self.steps)
+
+    # ---- iterative refinement (float64 residuals of the un-squared problem, _refine.py)
+    def mixed_ok(self):
+        """Refinement pays off: targets given (not ``I_n``) and few next to the m columns.
+        Two steps cost ``2 (2 n m p + 2 m^2 p)`` float64 multiply-adds against the ``n m^2 / 2``
+        saved by float32 products: measured on Bibtex SISOKR (p = 200, m = 2250, p = m / 11)
+        the refined route cost what the whitened float64 pass costs or more, hence ``12 p <= m``."""
+        if self.identity or self.mixed_choice is False:
+            return False
+        return self.mixed_choice or 12 * self.width <= self.feats.m
+
+    def refine_ok(self):
+        """Refining a *rejected* solution pays off (``4 p <= m``): the alternative is one or
+        two new ``n m^2`` passes, not the float32 products' saving."""
+        if self.identity or self.mixed_choice is False:
+            return False
+        return self.mixed_choice or 4 * self.width <= self.feats.m
+
+    def _keeper(self, f):
+        """:class:`KeptBlocks` for the float64 rows of a pass when they fit (this process only)."""
+        n, m = self.parts.n, f.m
+        if f.dtype == np.float64 and self.executor.in_process and not self.identity and KeptBlocks.fits(n, m, self.width):
+            return KeptBlocks(n, m, self.width)
+        return None
+
+    def Kt64(self):
+        """``K~ = R K R^T`` from float64 kernel values (cached)."""
+        if self._Kt64 is None:
+            self._Kt64 = _sandwich(self.features64(), self.features64().support_rows())
+        return self._Kt64
+
+    def residual(self, keep=None, probes=None, combine=None):
+        """``gamma -> A^T (T - A gamma) - n lam K~ gamma`` in float64 (kept blocks or a pass).
+
+        ``probes`` (n x k): targets ``omega`` instead of ``T = I_n``; ``combine`` (width x k):
+        targets ``T omega``."""
+        Kt = self.Kt64()
+
+        def res(gamma):
+            t = time.perf_counter()
+            if keep is not None:
+                r = keep.residual(gamma)
+            else:
+                targets = self.targets if combine is None else _Combined(self.targets, combine)
+                task = ResidualTask(self.features64(), targets, gamma, which=self.which, probes=probes)
+                r = self.executor.map_reduce(self.parts, task, self.chunk)
+            r -= self.nlam * matmul(Kt, gamma)
+            self.times["refine"] = self.times.get("refine", 0.0) + time.perf_counter() - t
+            return r
+        return res
+
+    def refined(self, gamma, precond, tol, rho_bound, keep, label):
+        """:func:`refine` ``gamma`` (the solve of a cheap matrix, ``precond`` its solve)."""
+        _, _, S = self._sample()
+
+        def log(k, d, est):
+            logger.info("sketched ridge: refinement step %d of the %s solution: correction %.2g, error "
+                        "estimate %.2g", k, label, d, est)
+        gamma, est, steps = refine(gamma, self.residual(keep), precond, S, tol, rho_bound, on_step=log,
+                                   max_first=MIXED_MAX_FIRST_ERROR)
+        self.steps = steps
+        self.checks.append((f"{label} refined", est))
+        return gamma, est
+
+    def mixed(self, ref_targets, pre):
+        """The whitened normal equations with float32 products, refined in float64.
+
+        One pass in float32 (``trsm`` and ``syrk``; kernel values in the requested
+        precision), then refinement steps with float64 residuals until the estimate is
+        within the tolerance.  A float32 request keeps its solution when the measured
+        float32 check passes (no refinement); otherwise the refined coefficients are
+        float64-accurate, and the model predicts in float32 when the rounding of its
+        predictions allows it (:func:`prediction_rounding`), else in float64.  None when
+        the refinement does not converge (the caller falls back).
+        """
+        f = self.feats
+        tol = tolerance(f.dtype)
+        keep = self._keeper(f)
+        t1 = time.perf_counter()
+        acc, wh, _ = self.sums(f, ref_targets, pre, dtype=np.float32, keep=keep)
+        if wh.rank == 0:
+            return self._solution(np.zeros((wh.m, self.width)), f, "whitened", 0.0, 0)
+        t3 = time.perf_counter()
+        G, ZtT = acc.result(lower_only=True)
+        _check_finite(G, ZtT)
+        z2, zc2 = float(np.trace(G)), float(np.trace(acc.AtA))
+        G.flat[:: wh.rank + 1] += self.nlam
+        try:
+            F = cholesky_factor_inplace(G)
+        except np.linalg.LinAlgError:
+            return None
+        sol = _WhitenedSolution(F, ZtT, wh)
+        gamma = sol.coefficients()
+        self.times.update({"pass_mixed": t3 - t1, "solve_mixed": time.perf_counter() - t3})
+        rho_b = None
+        if f.dtype == np.float32:  # the measured float32 check (256 sample rows) first: no residual pass
+            e32 = whitened_error_bound(0.0, z2, self.nlam, np.float64) + self._measured(acc, sol)
+            self.checks.append(("float32", e32))
+            if e32 <= tol:
+                return self._solution(gamma, f, "whitened", e32, wh.rank)
+        else:  # float64 kernel values: the formed matrix's float32 rounding bounds the contraction
+            rho_b = whitened_error_bound(zc2, z2, self.nlam, np.float32)
+
+        # M^-1 = P_r L^-T F^-T F^-1 L^-1 P_r^T = P_r (L F)^-T (L F)^-1 P_r^T: the product
+        # L F once (one trmm), then two triangular solves per step instead of four
+        LF = get_blas_funcs("trmm", dtype=np.float64)(1.0, wh.L, np.array(np.tril(F), order="F"), side=0, lower=1)
+
+        def precond(r):
+            y = sla.solve_triangular(LF, np.asarray(r, dtype=np.float64)[wh.sel], lower=True, check_finite=False)
+            out = np.zeros((wh.m,) + y.shape[1:])
+            out[wh.sel] = sla.solve_triangular(LF, y, lower=True, trans="T", check_finite=False)
+            return out
+        gamma, est = self.refined(gamma, precond, tol, rho_b, keep, "whitened")
+        if not est <= tol:
+            logger.info("sketched ridge: refinement of the whitened solution did not converge (estimate %.2g): "
+                        "float64 pass", est)
+            return None
+        if f.dtype == np.float32:  # coefficients from float64 residuals: predict in float32 if it rounds little
+            _, _, S = self._sample()
+            e_pred = prediction_rounding(S, gamma, np.float32)
+            self.checks.append(("float32 predictions", est + e_pred))
+            if est + e_pred > tol:
+                return self._solution(gamma, self.features64(), "whitened", est, wh.rank)
+            est += e_pred
+        return self._solution(gamma, f, "whitened", est, wh.rank)
 
     def _shift(self, A_ref, ref_targets, dtype):
         c = column_shift(A_ref, dtype)
@@ -514,19 +685,41 @@ class _RidgeJob:
                         "stable QR pass", whitened_error_bound(0.0, z2_max, self.nlam, np.float64), tol)
             return self.stable()
         est, pre = None, None
+        if feats.dtype == np.float32:
+            e = self.early_float32()
+            self.checks.append(("float32", e))
+            if e > EARLY_FLOAT32_MAX:
+                logger.info("sketched ridge: float32 kernel values perturb the whitened basis of K~ by %.2g "
+                            "(support rows): float64 kernel values from the start", e)
+                feats = self.feats = self.features64()
+                tol = tolerance(np.float32)  # the request's tolerance
         if self.try_plain:
             t1 = time.perf_counter()
             A_sup = feats.support_rows()
-            wh = Whitening(_sandwich(feats, A_sup), self.rcond)
+            Kt = _sandwich(feats, A_sup)
+            if feats.dtype == np.float64:
+                self._Kt64 = Kt
+            wh = Whitening(Kt, self.rcond)
             pre = (A_sup, wh)
             self.times["whitening"] = time.perf_counter() - t1
             if _plain_promising(wh):
                 sol = self.normal_equations("cholesky", ref_targets, measured=True)
                 if sol is not None and sol.error_estimate <= tol:
                     return sol
-                logger.info("sketched ridge: plain normal equations rejected (%s): whitened pass",
+                logger.info("sketched ridge: plain normal equations rejected (%s)",
                             "not positive definite" if sol is None else f"error estimate {sol.error_estimate:.2g}")
-        for f in dict.fromkeys((feats, self.features64())):
+                if sol is not None and self.refine_ok():  # refine them instead of a new n m^2 pass
+                    sol = self.refine_plain(sol, tol)
+                    if sol is not None:
+                        return sol
+        passes = (feats, self.features64())
+        # float32 requests: the float32 pass as before, but refined rather than redone when rejected
+        if self.mixed_ok() or (feats.dtype == np.float32 and self.refine_ok()):
+            sol = self.mixed(ref_targets, pre)
+            if sol is not None:
+                return sol
+            passes = (self.features64(),)  # the requested precision's pass was made
+        for f in dict.fromkeys(passes):
             t1 = time.perf_counter()
             acc, wh, A_sup = self.sums(f, ref_targets, pre if f is feats else None)
             if wh.rank == 0:  # K~ = 0: every function in the span is zero
@@ -556,26 +749,33 @@ class _RidgeJob:
                         "estimate %.2g > %.0e", name, est, tol)
         return self.stable(est)
 
-    def sums(self, f, ref_targets, pre=None):
+    def sums(self, f, ref_targets, pre=None, dtype=None, keep=None):
         """``(acc, whitening, A_sup)``: the whitened sums of features ``f`` in one pass.
 
         ``A_sup = (K R^T)[support]`` gives ``K~`` (whitening, before the pass), the column
         shift and the support rows' contributions (the pass skips those rows when their
         targets are known).  ``acc`` is None when ``K~ = 0``.  ``pre``: ``(A_sup, whitening)``
-        already computed.
+        already computed.  ``dtype``: of the products (default: ``f``'s); ``keep``: a
+        :class:`KeptBlocks` filled with the float64 rows of ``A`` and ``T``.
         """
         if pre is None:
             A_sup = f.support_rows()
-            wh = Whitening(_sandwich(f, A_sup), self.rcond)
+            Kt = _sandwich(f, A_sup)
+            if f.dtype == np.float64 and f is self.features64():
+                self._Kt64 = Kt
+            wh = Whitening(Kt, self.rcond)
         else:
             A_sup, wh = pre
         if wh.rank == 0:
             return None, wh, A_sup
-        c, d = self._shift(A_sup, ref_targets, f.dtype)
+        dtype = f.dtype if dtype is None else np.dtype(dtype)
+        c, d = self._shift(A_sup, ref_targets, dtype)
         known = self.identity or ref_targets is not None
         task = CrossProductTask(f, self.targets, self.width, c, d, self.identity, which=self.which, whiten=wh,
-                                skip=f.R.indices if known else None)
+                                skip=f.R.indices if known else None, dtype=dtype, keep=keep)
         acc, _ = self.executor.map_reduce(self.parts, task, self.chunk)
+        if keep is not None and known:  # the skipped support rows
+            keep.put(f.R.indices, A_sup, np.asarray(ref_targets, dtype=np.float64))
         if known:  # sub-sampling: the support rows of A are K~, whitened by its own factor
             Z = wh.own_rows() if f.R.scale is not None else None
             acc.add(f.R.indices, A_sup, None if self.identity else np.asarray(ref_targets, dtype=np.float64), Z=Z,
@@ -641,8 +841,9 @@ class _RidgeJob:
         ref = _spread(R.indices.size, _SAMPLE_ROWS)
         c, d = self._shift(feats.block(take(feats.Z_sel, ref)), None if ref_targets is None
                            else np.asarray(ref_targets)[ref], dtype)
+        keep = self._keeper(feats) if measured and self.refine_ok() else None
         task = CrossProductTask(feats, self.targets, self.width, c, d, self.identity, gather=R.indices,
-                                which=self.which)
+                                which=self.which, keep=keep)
         t1 = time.perf_counter()
         acc, A_sel = self.executor.map_reduce(self.parts, task, self.chunk)
         t2 = time.perf_counter()
@@ -663,11 +864,15 @@ class _RidgeJob:
             est = self._measured_plain(acc, L, gamma, G_norm)
             self.checks.append((f"plain {np.dtype(dtype).name}", est))
             self.times["solve"] = time.perf_counter() - t2
+            self._plain = (L, gamma, keep)
             return self._solution(gamma, feats, "cholesky", est)
         if solver == "eigh":
-            gamma = psd_solve(G, AtT, rc, method="eigh", lower_only=True)
+            U, ev = psd_eigh(G, rc, lower_only=True)
+            gamma = matmul(U, matmul(U.T, AtT) / ev[:, None])
+
+            def precond(r):
+                return matmul(U, matmul(U.T, r) / ev[:, None])
         else:
-            G_norm = sym_norm1(G, lower_only=True)
             # the explicit jitter: rcond * mean(diag G) on the diagonal (a relative ridge of
             # 1e-10 by default) keeps the factorisation of a numerically singular G
             G.flat[:: G.shape[0] + 1] += rc * float(np.mean(G.diagonal()))
@@ -677,12 +882,93 @@ class _RidgeJob:
                 logger.warning("sketched ridge: A^T A + n lam R K R^T is numerically indefinite; solved "
                                "by its eigendecomposition pseudo-inverse (use solver='auto' or 'qr')")
                 G = acc.result(lower_only=True, plus=ridge)[0]
-                gamma = psd_solve(G, AtT, rc, method="eigh", lower_only=True)
+                U, ev = psd_eigh(G, rc, lower_only=True)
+
+                def precond(r):
+                    return matmul(U, matmul(U.T, r) / ev[:, None])
+                gamma = precond(AtT)
             else:
-                est = normal_equations_error(acc, G_norm, cholesky_rcond(L, G_norm))
-                gamma = cholesky_factor_solve(L, AtT)
-        self.times["solve"] = time.perf_counter() - t2
+                def precond(r):
+                    return cholesky_factor_solve(L, r)
+                gamma = precond(AtT)
+        t3 = time.perf_counter()
+        self.times["solve"] = t3 - t2
+        # measured: a float64 residual solved by the route's matrix (sees float32 kernel values
+        # and products) and the float64 rounding of the formed G probed at random (sees what
+        # that matrix cannot resolve: its own rounding, amplified by its conditioning)
+        est = self.probe_estimate(gamma, precond)
+        self.times["check"] = time.perf_counter() - t3
+        self.checks.append((solver, est))
+        tol = tolerance(dtype)
+        if not est <= tol:
+            logger.warning("sketched ridge: solver=%r changes this solution by about %.2g (measured estimate, "
+                           "relative; more than %.0e): use solver='auto' for an accurate solution", solver, est, tol)
         return self._solution(gamma, feats, solver, est)
+
+    def early_float32(self):
+        """Before any pass: how much float32 kernel values perturb ``K~`` in its float64
+        whitened basis, ``|L^-1 P^T (K~_32 - K~_64) P L^-T|_2`` probed by 8 random vectors
+        (support rows only: O(m'^2) kernel values and O(8 m^2)).  The whitened problem's
+        solution moves by about that much relatively; far above the float32 tolerance no
+        float32 pass (nor its refinement) can succeed (rf1, sigma^2 = 1e4: 0.87; Bibtex
+        3.6e-4; the scale data 4.5e-6)."""
+        K64 = self.Kt64()
+        K32 = _sandwich(self.feats, self.feats.support_rows())
+        wh = Whitening(K64, self.rcond)
+        if wh.rank == 0:
+            return 0.0
+        D = (K32 - K64)[np.ix_(wh.sel, wh.sel)]
+        V = np.random.default_rng(0).standard_normal((wh.rank, _PROBES))
+        W = sla.solve_triangular(wh.L, V, lower=True, trans="T", check_finite=False)
+        W = sla.solve_triangular(wh.L, matmul(D, W), lower=True, check_finite=False)
+        return float((np.linalg.norm(W, axis=0) / np.linalg.norm(V, axis=0)).max())
+
+    def refine_plain(self, sol, tol):
+        """Refine a rejected plain normal-equations solution (:meth:`normal_equations` with
+        ``measured``) with float64 residuals; None when it does not converge."""
+        L, gamma, keep = self._plain
+        gamma, est = self.refined(gamma, lambda r: cholesky_factor_solve(L, r), tol, None, keep, "plain")
+        if not est <= tol:
+            logger.info("sketched ridge: refinement of the plain solution did not converge (estimate %.2g)", est)
+            return None
+        f = self.feats
+        if f.dtype == np.float32:
+            _, _, S = self._sample()
+            e_pred = prediction_rounding(S, gamma, np.float32)
+            self.checks.append(("float32 predictions", est + e_pred))
+            if est + e_pred > tol:
+                return self._solution(gamma, self.features64(), "cholesky", est)
+            est += e_pred
+        return self._solution(gamma, f, "cholesky", est)
+
+    def probe_estimate(self, gamma, precond):
+        """Measured relative error of an explicitly requested route's solution: one float64
+        residual of the un-squared problem for a few target combinations ``omega`` (``T = I_n``:
+        random ``n x 8`` probes; else the targets themselves when few, random combinations
+        otherwise), solved by the route's own matrix (``precond``): ``max |A_s M^-1 r| /
+        max |A_s gamma omega|`` on the sample rows, times 2.  One float64 kernel pass."""
+        rng = np.random.default_rng(0)
+        _, _, S = self._sample()
+        if self.identity:
+            probes = rng.standard_normal((self.parts.n, _PROBES))
+            res, g = self.residual(probes=probes), matmul(gamma, probes)
+        elif self.width <= _PROBES:
+            res, g = self.residual(), gamma
+        else:
+            om = rng.standard_normal((self.width, _PROBES))
+            res, g = self.residual(combine=om), matmul(gamma, om)
+        r = res(g)
+        # the residual bounds the prediction error of any solution: A (gamma* - gamma) =
+        # Z (Z^T Z + n lam I)^-1 L^-1 P^T r with |Z (Z^T Z + n lam I)^-1| <= 1 / (2 sqrt(n lam))
+        # (whitened basis of K~): what the route's own matrix cannot resolve (its jitter,
+        # its dropped eigenvalues, its rounding) shows here; relative to |A gamma|_2 over the
+        # n rows (estimated from the sample), times 4: the error is judged in the max norm on
+        # any rows, where it exceeds this 2-norm ratio (rf1, 20/n-SR: up to 8.5x)
+        wh = Whitening(self.Kt64(), self.rcond)
+        hn = np.sqrt(self.parts.n / S.shape[0]) * np.linalg.norm(matmul(S, g), axis=0)
+        en = 4.0 * np.linalg.norm(wh.apply_inverse(r), axis=0) / (2.0 * np.sqrt(self.nlam))
+        bound = float(np.max(np.where(hn > 0, en / np.maximum(hn, 1e-300), 0.0), initial=0.0))
+        return max(2.0 * sample_ratio(S, precond(r), g), bound)
 
     # ---- the stable route
     def stable(self, est=None):
@@ -698,6 +984,16 @@ class _RidgeJob:
                                          semi_normal=self.identity)
         self.times.update({"qr_pass": t3 - t2, "qr_solve": time.perf_counter() - t3})
         return self._solution(gamma, f, "qr", est, rank)
+
+
+class _Combined:
+    """``chunk -> targets(chunk) omega``: a few combinations of many target columns."""
+
+    def __init__(self, targets, omega):
+        self.targets, self.omega = targets, omega
+
+    def __call__(self, chunk):
+        return matmul(np.asarray(self.targets(chunk), dtype=np.float64), self.omega)
 
 
 def _spread(size, k):

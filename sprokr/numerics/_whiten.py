@@ -23,6 +23,8 @@ import numpy as np
 import scipy.linalg as sla
 from scipy.linalg import get_blas_funcs, lapack
 
+from ._linalg import factorisation_threads
+
 __all__ = ["Whitening", "pivot_tolerance"]
 
 
@@ -43,7 +45,7 @@ class Whitening:
     Parameters
     ----------
     Kt : ndarray (m, m)
-        ``K~ = R K R^T``, symmetric PSD (symmetrised here).
+        ``K~ = R K R^T``, symmetric PSD (its lower triangle is read).
     rcond : float or None
         Relative pivot threshold (:func:`pivot_tolerance`).
 
@@ -61,9 +63,11 @@ class Whitening:
     """
 
     def __init__(self, Kt: np.ndarray, rcond: float | None = None) -> None:
-        Ks = np.array(0.5 * (Kt + Kt.T), dtype=np.float64, order="F")
+        # pstrf reads the lower triangle only: one Fortran copy, no symmetrised temporaries
+        Ks = np.array(Kt, dtype=np.float64, order="F")
         self.m = Ks.shape[0]
-        c, piv, r, info = lapack.dpstrf(Ks, tol=pivot_tolerance(Ks, rcond), lower=1, overwrite_a=1)
+        with factorisation_threads(self.m):
+            c, piv, r, info = lapack.dpstrf(Ks, tol=pivot_tolerance(Ks, rcond), lower=1, overwrite_a=1)
         if info < 0:  # pragma: no cover - malformed arguments
             raise ValueError(f"LAPACK pstrf failed (info={info})")
         self.rank = int(r) if self.m else 0

@@ -100,7 +100,7 @@ class OutputKernelModel(SaveMixin):
     """Mixin: candidate decoding for models with an output-kernel basis."""
 
     #: provided by the models (fitted attributes and methods), for the type checker
-    default_index_: CandidateIndex
+    default_index_: CandidateIndex | None
     output_features_: Any  # None without output sketch
     predict_coordinates: Callable[..., np.ndarray]
     exact_output_embedding: Callable[[Any], np.ndarray]
@@ -168,6 +168,9 @@ class OutputKernelModel(SaveMixin):
     def resolve_index(self, candidates: Samples | CandidateIndex | None) -> CandidateIndex:
         """A :class:`CandidateIndex` from None (training outputs), an index or a collection."""
         if candidates is None:
+            if self.default_index_ is None:
+                raise ValueError("candidates: this model was fitted with default_index=False (no index of the "
+                                 "training outputs); pass candidates, e.g. a CandidateIndex of your own")
             return self.default_index_
         if isinstance(candidates, CandidateIndex):
             if candidates.owner != self.index_token_:

@@ -17,7 +17,8 @@ submodules are re-exported here (the public names are this package's ``__all__``
 * ``_checks``     -- the error checks of those routes and the float64 twin of a float32 kernel;
 * ``_optim``      -- solvers of the linear problem of the sketched kernel machines;
 * ``_topk``       -- chunked, mergeable top-k over ``H E^T + offsets``;
-* ``_distinct``   -- distinct samples of a partitioned collection.
+* ``_distinct``   -- distinct samples of a partitioned collection;
+* ``_pool``       -- independent tasks in worker processes (the executors' ``map_tasks``).
 """
 from ._parallel import for_row_blocks, n_workers
 from ._linalg import (
@@ -34,6 +35,7 @@ from ._linalg import (
 )
 from ._executor import ChunkError, ChunkTask, Executor, LocalExecutor, RowPartitions, tree_reduce
 from ._dask import DaskExecutor, dask_available
+from ._pool import process_map, usable_cores
 from ._crossprod import ShiftedCrossProducts, column_shift
 from ._features import KernelRows, SketchedFeatures, default_chunk_size
 from ._products import KernelExpansion, candidate_offsets, check_gram_block, check_kernel_sample
@@ -78,7 +80,7 @@ from ._optim import SolverResult, adam_solve, duality_gap, lbfgs_solve, ridge_by
 __all__ = [
     # executors
     "Executor", "LocalExecutor", "DaskExecutor", "dask_available", "ChunkTask", "ChunkError",
-    "RowPartitions", "tree_reduce",
+    "RowPartitions", "tree_reduce", "process_map", "usable_cores",
     # dense linear algebra
     "matmul", "psd_eigh", "psd_solve", "cholesky_solve", "cholesky_solver",
     "cholesky_factor_inplace", "cholesky_factor_solve", "cholesky_rcond", "sym_norm1", "DEFAULT_RCOND",

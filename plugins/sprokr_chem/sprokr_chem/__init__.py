@@ -45,6 +45,10 @@ _EXPORTS = {
     "SmilesSpectrumKernel": ".kernels",
     "clear_fingerprint_cache": ".kernels",
     "morgan_fingerprints": ".kernels",
+    "MoleculeFeaturizer": ".featurize",
+    "featurize_molecules": ".featurize",
+    "DESCRIPTOR_NAMES": ".featurize",
+    "load_moses": ".datasets",
 }
 
 __all__ = sorted(_EXPORTS) + ["molecular_formula"]

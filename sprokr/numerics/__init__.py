@@ -43,6 +43,9 @@ from ._topk import (
     DEFAULT_MAX_MEMORY_MB,
     Decoded,
     TopKTask,
+    RescoredTopKTask,
+    RESCORE_EXTRA,
+    topk_task,
     grouped_topk_search,
     merge_topk,
     score_block_size,
@@ -97,6 +100,6 @@ __all__ = [
     "whitened_system", "WhitenedSystem",
     "ridge_by_eigengroups", "adam_solve", "lbfgs_solve", "duality_gap", "SolverResult",
     # top-k search
-    "Decoded", "DEFAULT_MAX_MEMORY_MB", "TopKTask", "topk_rows", "select_topk", "merge_topk",
+    "Decoded", "DEFAULT_MAX_MEMORY_MB", "TopKTask", "RescoredTopKTask", "RESCORE_EXTRA", "topk_task", "topk_rows", "select_topk", "merge_topk",
     "topk_search", "grouped_topk_search", "score_block_size",
 ]

@@ -4,8 +4,9 @@
 molecule kernels use, parsing each molecule once:
 
 ``"morgan"``
-    Morgan (ECFP-like) **count** fingerprints, folded to ``n_bits`` columns: CSR, float32.
-    The Tanimoto kernel of these rows is :class:`~sprokr_chem.MorganCountTanimotoKernel`
+    Morgan (ECFP-like) **count** fingerprints, folded to ``n_bits`` columns: CSR, float64
+    (the precision of the output kernels, so that preparing them makes no copy).  The
+    Tanimoto kernel of these rows is :class:`~sprokr_chem.MorganCountTanimotoKernel`
     (``morgan_count_tanimoto``, which takes the CSR rows as already computed fingerprints).
 ``"spectrum"``
     Character n-gram counts (``spectrum_min_n .. spectrum_n``) of the RDKit canonical
@@ -24,7 +25,7 @@ molecule kernels use, parsing each molecule once:
 ``"wl"``
     Chemistry-aware Weisfeiler-Lehman subtree counts (``sprokr_graphs``, atom labels
     element + charge, aromaticity, H count; bond orders as edge labels; ``wl_iter``
-    rounds), the 64-bit label ids folded to ``wl_bits`` columns: CSR, float32.  The cosine
+    rounds), the 64-bit label ids folded to ``wl_bits`` columns: CSR, float64.  The cosine
     kernel of these rows is the normalised WL kernel (up to the folding).  Costs ~1 ms per
     molecule (graph conversion in Python).
 ``"canonical"``
@@ -63,7 +64,7 @@ DESCRIPTOR_NAMES = (("exact_mass",) + tuple(f"n_{e}" for e in ELEMENTS) + ("n_ot
                        "fraction_sp3", "formal_charge"))
 _FORMULA = re.compile(r"([A-Z][a-z]?)(\d*)")
 #: bump when a block's definition changes (it is part of the cache key)
-FEATURE_VERSION = 1
+FEATURE_VERSION = 2
 
 
 class MoleculeFeaturizer:
@@ -201,11 +202,11 @@ class MoleculeFeaturizer:
             if m is not None:
                 fp = gen.GetCountFingerprint(m).GetNonzeroElements()
                 ind.append(np.fromiter(fp.keys(), dtype=np.int32, count=len(fp)))
-                val.append(np.fromiter(fp.values(), dtype=np.float32, count=len(fp)))
+                val.append(np.fromiter(fp.values(), dtype=np.float64, count=len(fp)))
                 indptr.append(indptr[-1] + len(fp))
             else:
                 indptr.append(indptr[-1])
-        X = sp.csr_matrix((np.concatenate(val) if val else np.zeros(0, np.float32),
+        X = sp.csr_matrix((np.concatenate(val) if val else np.zeros(0, np.float64),
                            np.concatenate(ind) if ind else np.zeros(0, np.int32), np.asarray(indptr)),
                           shape=(len(mols), int(self.n_bits)))
         X.sort_indices()
@@ -274,7 +275,7 @@ class MoleculeFeaturizer:
         W = wl_features(graphs, int(self.wl_iter), "auto", normalize=False, edge_label="auto")
         cols = (W.ids.view(np.uint64) % np.uint64(self.wl_bits)).astype(np.int64)
         graph_rows = np.asarray(rows, dtype=np.int64)[np.repeat(np.arange(len(W)), np.diff(W.indptr))]
-        X = sp.csr_matrix((W.values.astype(np.float32), (graph_rows, cols)), shape=(len(mols), int(self.wl_bits)))
+        X = sp.csr_matrix((W.values.astype(np.float64), (graph_rows, cols)), shape=(len(mols), int(self.wl_bits)))
         X.sum_duplicates()  # ids folded onto one column add up
         X.sort_indices()
         return X

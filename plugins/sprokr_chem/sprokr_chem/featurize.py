@@ -11,7 +11,8 @@ molecule kernels use, parsing each molecule once:
 ``"spectrum"``
     Character n-gram counts (``spectrum_min_n .. spectrum_n``) of the RDKit canonical
     SMILES, hashed into ``spectrum_bits`` columns (scikit-learn's stateless
-    ``HashingVectorizer``): CSR, float32.  The cosine kernel of these rows is the
+    ``HashingVectorizer``; default 2^16: MOSES SMILES hold ~7,000 distinct 1- to 4-grams,
+    about 5 % of which share a column with another): CSR, float32.  The cosine kernel of these rows is the
     normalised spectrum kernel (:class:`~sprokr_chem.SmilesSpectrumKernel`, whose
     ``prepare`` takes them too).
 ``"descriptors"``
@@ -26,8 +27,9 @@ molecule kernels use, parsing each molecule once:
     Chemistry-aware Weisfeiler-Lehman subtree counts (``sprokr_graphs``, atom labels
     element + charge, aromaticity, H count; bond orders as edge labels; ``wl_iter``
     rounds), the 64-bit label ids folded to ``wl_bits`` columns: CSR, float64.  The cosine
-    kernel of these rows is the normalised WL kernel (up to the folding).  Costs ~1 ms per
-    molecule (graph conversion in Python).
+    kernel of these rows is the normalised WL kernel (up to the folding): the features of
+    :class:`sprokr_graphs.WLKernel` on :func:`sprokr_chem.mol_to_graph` graphs, with the
+    graphs' nodes and edges listed straight from RDKit (no networkx graphs).
 ``"canonical"``
     1 where the input SMILES already is RDKit's canonical SMILES, else 0 (uint8, one
     column; with ``"spectrum"``, which computes it anyway).
@@ -64,7 +66,7 @@ DESCRIPTOR_NAMES = (("exact_mass",) + tuple(f"n_{e}" for e in ELEMENTS) + ("n_ot
                        "fraction_sp3", "formal_charge"))
 _FORMULA = re.compile(r"([A-Z][a-z]?)(\d*)")
 #: bump when a block's definition changes (it is part of the cache key)
-FEATURE_VERSION = 2
+FEATURE_VERSION = 3
 
 
 class MoleculeFeaturizer:
@@ -84,7 +86,7 @@ class MoleculeFeaturizer:
     name = "molecules"
 
     def __init__(self, blocks: Sequence[str] = ("morgan",), radius: int = 2, n_bits: int = 2048,
-                 spectrum_n: int = 4, spectrum_min_n: int = 1, spectrum_bits: int = 2**18,
+                 spectrum_n: int = 4, spectrum_min_n: int = 1, spectrum_bits: int = 2**16,
                  wl_iter: int = 3, wl_bits: int = 2**20) -> None:
         self.blocks = tuple(blocks)
         self.radius = radius
@@ -258,21 +260,44 @@ class MoleculeFeaturizer:
 
     def _wl(self, mols, errors):
         try:
-            from sprokr_graphs.wl import wl_features
+            from sprokr_graphs.wl import (CHEM_EDGE_LABEL, CHEM_NODE_LABELS, edge_label_key, labelling_name,
+                                          node_label_key, wl_features_from_arrays)
         except ImportError:
             raise ImportError("the 'wl' block needs the sprokr-graphs plugin (pip install sprokr-graphs)") from None
-        from .graphs import GraphConversionError, mol_to_graph
+        from .graphs import atom_label, bond_order
 
-        graphs, rows = [], []
+        # the labelled graphs of mol_to_graph, listed straight from RDKit (no networkx)
+        sizes, keys, src, dst, ekeys, rows = [], [], [], [], [], []
+        node_keys: dict[tuple, str] = {}  # label texts of the few distinct atom / bond kinds
+        edge_keys: dict[Any, str] = {}
+        off = 0
         for i, m in enumerate(mols):
             if m is None:
                 continue
-            try:
-                graphs.append(mol_to_graph(m))
-                rows.append(i)
-            except GraphConversionError as exc:
-                errors.append((i, f"graph conversion failed: {exc}"))
-        W = wl_features(graphs, int(self.wl_iter), "auto", normalize=False, edge_label="auto")
+            bonds = list(m.GetBonds())
+            orders = [bond_order(b) for b in bonds]
+            if any(o is None for o in orders):
+                errors.append((i, "graph conversion failed: unsupported bond type"))
+                continue
+            n_atoms = 0
+            for a in m.GetAtoms():
+                t = (a.GetSymbol(), a.GetFormalCharge(), a.GetIsAromatic(), a.GetTotalNumHs())
+                k = node_keys.get(t)
+                if k is None:
+                    k = node_keys[t] = node_label_key(atom_label(t[0], t[1]), bool(t[2]), int(t[3]))
+                keys.append(k)
+                n_atoms += 1
+            for b, o in zip(bonds, orders):
+                src.append(off + b.GetBeginAtomIdx())
+                dst.append(off + b.GetEndAtomIdx())
+                k = edge_keys.get(o)
+                ekeys.append(k if k is not None else edge_keys.setdefault(o, edge_label_key(o)))
+            sizes.append(n_atoms)
+            off += n_atoms
+            rows.append(i)
+        W = wl_features_from_arrays(sizes, keys, np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64),
+                                    ekeys, int(self.wl_iter), normalize=False,
+                                    labelling=labelling_name(CHEM_NODE_LABELS, CHEM_EDGE_LABEL))
         cols = (W.ids.view(np.uint64) % np.uint64(self.wl_bits)).astype(np.int64)
         graph_rows = np.asarray(rows, dtype=np.int64)[np.repeat(np.arange(len(W)), np.diff(W.indptr))]
         X = sp.csr_matrix((W.values.astype(np.float64), (graph_rows, cols)), shape=(len(mols), int(self.wl_bits)))
@@ -286,19 +311,22 @@ def featurize_molecules(smiles: Sequence[str], blocks: Sequence[str] = ("morgan"
                         processes: int | None = None, verify: bool = True, **params: Any) -> FeatureTable:
     """Feature blocks of many SMILES, computed in parallel chunks and cached on disk.
 
+    Every molecule is parsed once for all the blocks asked; the blocks are cached
+    together, as one entry of a :class:`~sprokr.persistence.FeatureCache` keyed by the
+    input's checksum and the featuriser's parameters (so asking later for another set of
+    blocks computes a new entry).
+
     Parameters
     ----------
     smiles : sequence of str
     blocks : sequence of str
-        Blocks of :class:`MoleculeFeaturizer` (each block is cached on its own, so a later
-        call asking for other blocks parses the molecules again only for the new ones).
+        Blocks of :class:`MoleculeFeaturizer`.
     cache_dir : path, optional
-        Directory of the :class:`~sprokr.persistence.FeatureCache` (default: a ``features``
-        directory under sprokr's data directory's parent, ``$SPROKR_CACHE`` if set).
+        Directory of the cache (default ``$SPROKR_CACHE``, else ``~/.cache/sprokr/features``).
     source : str, optional
-        Names the input's content (``"sha256:" + file_checksum(path)`` of the file the
-        SMILES come from: then the cache is found without hashing the strings); default the
-        checksum of the strings.
+        Names the input's content, e.g. ``"sha256:" + file_checksum(path)`` of the file the
+        SMILES come from (then the cache is found without hashing the strings); default
+        the checksum of the strings.
     executor : Executor, optional
         ``map_tasks`` runs the chunks: local worker processes (default, ``processes`` of
         them) or a :class:`~sprokr.numerics.DaskExecutor`'s workers.
@@ -310,48 +338,13 @@ def featurize_molecules(smiles: Sequence[str], blocks: Sequence[str] = ("morgan"
     Returns
     -------
     FeatureTable
-        ``table[block]`` for each block asked (memory-mapped), ``table.errors`` the invalid
-        rows, ``table.compute_s`` the time spent computing (0 when everything was cached).
+        ``table[block]`` for each block (memory-mapped), ``table.errors`` the invalid
+        rows, ``table.compute_s`` the time spent computing (0 when read from the cache).
     """
-    from sprokr.persistence import items_checksum
-
-    MoleculeFeaturizer(blocks, **params)  # validates the parameters before any work
+    featurizer = MoleculeFeaturizer(blocks, **params)  # validates the parameters before any work
     cache = FeatureCache(default_cache_dir() if cache_dir is None else cache_dir)
-    source = ("items-sha256:" + items_checksum(smiles)) if source is None else source
-    tables = []
-    for block in _cache_groups(blocks):
-        f = MoleculeFeaturizer(block, **params)
-        tables.append(cache.compute(smiles, f, source=source, executor=executor, chunk_size=chunk_size,
-                                    processes=processes, verify=verify, name=f"featurising ({', '.join(block)})"))
-    return _merge_tables(tables)
-
-
-def _cache_groups(blocks):
-    """One cache entry per block ("canonical" rides with "spectrum")."""
-    blocks = list(blocks)
-    groups = []
-    for b in blocks:
-        if b == "canonical":
-            continue
-        groups.append(("spectrum", "canonical") if b == "spectrum" and "canonical" in blocks else (b,))
-    if "canonical" in blocks and "spectrum" not in blocks:
-        raise ValueError("the 'canonical' block comes with the 'spectrum' block (which computes it)")
-    return groups
-
-
-def _merge_tables(tables):
-    first = tables[0]
-    if len(tables) == 1:
-        return first
-    blocks, errors = {}, {}
-    for t in tables:
-        blocks.update(t.blocks)
-        for e in t.errors:
-            errors.setdefault(e[0], e)
-    manifest = {"key": ",".join(t.key for t in tables), "n_rows": first.n_rows,
-                "featurizer": [t.params for t in tables], "errors": [errors[r] for r in sorted(errors)]}
-    return FeatureTable(first.path.parent, manifest, blocks, from_cache=all(t.from_cache for t in tables),
-                        compute_s=sum(t.compute_s for t in tables))
+    return cache.compute(smiles, featurizer, source=source, executor=executor, chunk_size=chunk_size,
+                         processes=processes, verify=verify, name=f"featurising ({', '.join(featurizer.blocks)})")
 
 
 def default_cache_dir():

@@ -292,10 +292,16 @@ def sisokr(args, s, n, executor, lam=None, exact=False):
     ok, okp = output_kernel(s)
     common = dict(input_kernel=ik, input_kernel_params=ikp, output_kernel=ok, output_kernel_params=okp,
                   lam=lam if lam is not None else s.get("lam", 1e-4), output_sketch="subsample", m_y=s["m_y"],
-                  random_state=args.seed, default_index=False, executor=executor)
+                  random_state=args.seed, default_index=False, executor=_by_name(executor))
     if exact:
         return ISOKR(dtype="float64", **common)
     return SISOKR(input_sketch="subsample", m_x=min(args.m_x, n), dtype=s["dtype"], **common)
+
+
+def _by_name(executor):
+    """Estimators get the executor by name (they are cloned; a Dask client is not copied):
+    ``"dask"`` finds the client this script made the default one."""
+    return getattr(executor, "name", None) or "local"
 
 
 def dsokr(args, s, executor):
@@ -306,7 +312,7 @@ def dsokr(args, s, executor):
                  regressor="mlp", regressor_params={"hidden_layer_sizes": s["mlp"], "alpha": 1e-5,
                                                     "max_epochs": args.dsokr_epochs, "patience": 3,
                                                     "batch_size": 256},
-                 random_state=args.seed, default_index=False, executor=executor)
+                 random_state=args.seed, default_index=False, executor=_by_name(executor))
 
 
 def select_lam(est, X, Y, Xv, Yv, Yd):
@@ -523,7 +529,8 @@ def run_n(args, D, s, n, executor, peak, methods, results):
             if name not in methods:
                 continue
             H = Psi[pos[nv:, :k]].mean(axis=1)
-            extra = dict(base, fit_s=0.0, neighbours_s=nb_s, k=k, val_mrr=res[k], p=int(sis_model.output_rank_))
+            extra = dict(base, fit_s=0.0, index_s=0.0, index_of="sisokr", neighbours_s=nb_s, k=k, val_mrr=res[k],
+                         p=int(sis_model.output_rank_))
             row, _, _ = evaluate(args, D, sis_model, Xq, name, n_fit, executor, peak, extra, H=H, index=sis_index)
             row["decode_s"] += nb_s
             results.append(row)

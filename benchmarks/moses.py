@@ -591,7 +591,8 @@ def main(argv=None):
             client.close()
             cluster.close()
     out = {"task": args.task, "runs": results, "settings": s, "featurise": D.feat, "peak_rss_mb": peak.stop(),
-           "load": os.getloadavg(), "cores": os.cpu_count()}
+           "n_candidates": D.n_candidates, "n_queries": int(D.query_rows.size), "load": os.getloadavg(),
+           "cores": os.cpu_count()}
     print(f"\n{'n':>9s} {'method':8s} {'top1':>7s} {'top10':>7s} {'MRR':>7s} {'rank':>8s} {'fit_s':>8s} "
           f"{'index_s':>8s} {'decode_s':>8s} {'gemm_s':>7s} {'peak_MB':>8s}")
     for r in results:

@@ -83,6 +83,7 @@ TASKS = {"smiles": ("spectrum", "canonical", "morgan"), "properties": ("descript
 N_VAL, N_DISTRACT = 2_000, 50_000
 LAMS = (1e-2, 1e-3, 1e-4, 1e-5, 1e-6, 1e-7, 1e-8, 1e-9)
 KS = (1, 3, 10, 30, 100)
+LAMS_USED = LAMS
 
 
 def log(msg):
@@ -108,6 +109,11 @@ def parse_args(argv=None):
     p.add_argument("--dsokr-epochs", type=int, default=20)
     p.add_argument("--mlp-columns", type=int, default=4096, help="input columns of the MLP (smiles task)")
     p.add_argument("--no-wl", action="store_true", help="do not try the WL output kernel in validation")
+    p.add_argument("--lams", default=",".join(f"{v:g}" for v in LAMS), help="ridge grid (lam paths)")
+    p.add_argument("--gammas", default="0.001,0.003,0.01,0.03,0.1", help="Gaussian widths tried (properties)")
+    p.add_argument("--featurise-only", default=None, metavar="OUTPUT_BLOCK",
+                   help="only featurise both files for the task with this output block (morgan or wl): "
+                        "time, memory and the sha256 of every feature file (to compare executors)")
     p.add_argument("--smoke", type=int, default=None)
     p.add_argument("--processes", type=int, default=None)
     p.add_argument("--seed", type=int, default=0)
@@ -320,7 +326,7 @@ def select_lam(est, X, Y, Xv, Yv, Yd):
     from sprokr.model_selection import lambda_path, retrieval_scorer
 
     t = time.perf_counter()
-    path = lambda_path(est, X, Y, LAMS)
+    path = lambda_path(est, X, Y, LAMS_USED)
     fit_s = path.times_["fit"]
     scores = path.scores(Xv, Yv, retrieval_scorer("mrr", extra_candidates=Yd))
     best = float(path.lams[int(np.argmax(scores))])
@@ -364,7 +370,7 @@ def select_settings(args, D, executor):
 
     if args.task == "properties":  # Gaussian width on standardised descriptors
         res = {}
-        for g in (0.01, 0.03, 0.1, 0.3, 1.0):
+        for g in [float(v) for v in args.gammas.split(",")]:
             s["gamma"] = g
             res[g], lam, _ = mrr(s)
             log(f"  gamma={g}: validation MRR {res[g]:.4f} (lam {lam:g})")
@@ -474,6 +480,9 @@ def evaluate(args, D, model, Xq, name, n, executor, peak, extra, H=None, index=N
     row["load"] = os.getloadavg()[0]
     row["top1_scores"] = top.scores[:, 0].tolist() if args.smoke else None
     row["top1_indices"] = top.indices[:, 0].tolist() if args.smoke else None
+    # the top-10 of every query, for comparing executors (benchmarks/moses_compare.py)
+    np.savez(work / f"predictions-{args.task}-{name}-{n}-{args.executor}.npz", indices=top.indices,
+             scores=top.scores, truth=D.truth)
     log(f"{name} n={n}: top1 {row['top1']:.4f} top10 {row['top10']:.4f} MRR {row['MRR']:.4f} "
         f"median rank {row['rank_median']:.0f}; fit {row.get('fit_s', 0):.1f} s, index {row.get('index_s', 0):.1f} s, "
         f"decode {row['decode_s']:.1f} s ({row['decode_over_gemm']:.2f} x GEMM {row['gemm_s']:.1f} s), "
@@ -559,7 +568,9 @@ def run_n(args, D, s, n, executor, peak, methods, results):
 
 
 def main(argv=None):
+    global LAMS_USED
     args = parse_args(argv)
+    LAMS_USED = tuple(float(v) for v in args.lams.split(","))
     peak = PeakMemory().start()
     ns = CURVE if args.n == "curve" else tuple(int(float(v)) for v in args.n.split(","))
     methods = set(args.methods.split(","))
@@ -576,6 +587,16 @@ def main(argv=None):
         executor = LocalExecutor()
     try:
         D = Data(args)
+        if args.featurise_only:
+            blocks = tuple(b for b in TASKS[args.task] if b != "morgan") + (args.featurise_only,)
+            D.featurise(blocks, executor)
+            sums = {f: {name: meta["sha256"] for name, meta in
+                        json.loads((T.path / "manifest.json").read_text())["blocks"].items()}
+                    for f, T in D.tables.items()}
+            out = {"task": args.task, "executor": args.executor, "featurise": D.feat, "featurise_s": D.featurise_s,
+                   "peak_rss_mb": peak.stop(), "sha256": sums, "load": os.getloadavg()}
+            print(json.dumps(out))
+            return out
         ns = tuple(dict.fromkeys(min(n, int(D.val[0])) for n in ns))
         args.ns = ns
         s = select_settings(args, D, executor)

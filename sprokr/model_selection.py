@@ -794,7 +794,8 @@ class LambdaPath:
         WBE: Any = None
         if self.method == "eigh" and len(system.groups) == 1 and system.eig is not None:
             W = system.eig[0]
-            WQ, WBE = matmul(Q, W), (matmul(W.T, B) if via_coordinates else matmul(W.T, BE))
+            WQ = matmul(Q, W)
+            WBE = matmul(W.T, B) if BE is None else matmul(W.T, BE)
         truth = np.arange(n_val)
         out = np.empty(len(self.lams))
         what = type(self.estimator).__name__

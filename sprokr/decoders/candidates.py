@@ -92,6 +92,7 @@ class CandidateIndex(SaveMixin):
         # partitions made by distribute() hold the offsets as a second collection (the
         # embeddings may be memory-mapped in place); the models' own put them in a column
         self._split_offsets = False
+        self._dtype = embeddings.dtype if embeddings is not None else np.dtype(np.float64)
 
     def __len__(self):
         return self.embeddings.shape[0] if self.embeddings is not None else self.partitions.n

@@ -476,16 +476,35 @@ class DSOKREnsemble(OutputKernelModel, BaseEstimator):
     def _splits(self):
         return np.cumsum([e.output_rank_ for e in self.estimators_])[:-1]
 
-    def embed_candidates(self, candidates: Any, dtype: DTypeLike | None = None) -> tuple[np.ndarray, np.ndarray | None]:
-        """Concatenated member embeddings ``[E_1(c), ..., E_T(c)]`` and the offsets."""
+    def embed_candidates(self, candidates: Any, dtype: DTypeLike | None = None,
+                         out: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray | None]:
+        """Concatenated member embeddings ``[E_1(c), ..., E_T(c)]`` and the offsets
+        (written into ``out`` when given)."""
         check_is_fitted(self, "estimators_")
         parts = [e.embed_candidates(candidates, dtype) for e in self.estimators_]
-        return np.hstack([E for E, _ in parts]), parts[0][1]
+        E = np.hstack([E for E, _ in parts])
+        if out is not None:
+            if getattr(out, "shape", None) != E.shape:
+                raise ValueError(f"out must have shape {E.shape}, got {getattr(out, 'shape', None)}")
+            out[...] = E
+            E = out
+        return E, parts[0][1]
 
-    def make_candidate_index(self, candidates: Any, dtype: Optional[str] = None) -> CandidateIndex:
-        """Embed a candidate set once for every member."""
+    def make_candidate_index(self, candidates: Any, dtype: Optional[str] = None, path: Any = None,
+                             labels: Any = None) -> CandidateIndex:
+        """Embed a candidate set once for every member (``path``, ``labels``: as
+        :meth:`sprokr.SISOKR.make_candidate_index`; the embeddings are computed in memory)."""
         E, offsets = self.embed_candidates(candidates, dtype)
-        return CandidateIndex(candidates, E, offsets, owner=self.index_token_, kernel=self.output_kernel_)
+        shown = candidates if labels is None else labels
+        if labels is not None and num_samples(labels, "labels") != num_samples(candidates, "candidates"):
+            raise ValueError("labels: one per candidate expected")
+        index = CandidateIndex(shown, E, offsets, owner=self.index_token_, kernel=self.output_kernel_)
+        if path is None:
+            return index
+        from ..persistence import load
+
+        index.save(path)
+        return load(path, model=self, mmap=True)
 
     def prepare_inputs(self, X: Samples) -> Any:
         check_is_fitted(self, "estimators_")

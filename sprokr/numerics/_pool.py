@@ -111,9 +111,9 @@ def process_map(fn: Callable[..., Any], tasks: Sequence[Sequence[Any]], processe
             done, _ = wait(list(running), return_when=FIRST_COMPLETED)
             for fut in sorted(done, key=running.__getitem__):  # a fixed order among ties
                 i = running.pop(fut)
-                exc = fut.exception()
-                if exc is not None:
-                    raise _task_error(name, i, exc) from exc
+                err = fut.exception()
+                if err is not None:
+                    raise _task_error(name, i, err) from err
                 if on_done is not None:
                     on_done(i)
                 yield i, fut.result()

@@ -241,11 +241,12 @@ class RescoredTopKTask(TopKTask):
         super().__init__(np.asarray(H, dtype=np.float64), int(k) + int(extra))
         self.k_out = int(k)
 
-    def start(self):
+    def start(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # type: ignore[override]
         idx, sc = super().start()
         return idx, sc, sc.copy()
 
-    def add(self, state, rows, E, offsets=None):
+    def add(self, state: tuple[np.ndarray, np.ndarray, np.ndarray], rows: slice,  # type: ignore[override]
+            E: np.ndarray, offsets: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         idx0, sc0, ex0 = state
         E = np.asarray(E)
         S = matmul(self.H.astype(E.dtype, copy=False), E.T)
@@ -269,15 +270,17 @@ class RescoredTopKTask(TopKTask):
             ex[changed] = exr
         return idx, sc, ex
 
-    def merge(self, a, b):
+    def merge(self, a: tuple[np.ndarray, np.ndarray, np.ndarray],  # type: ignore[override]
+              b: tuple[np.ndarray, np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         idx = np.concatenate([a[0], b[0]], axis=1)
         sc = np.concatenate([a[1], b[1]], axis=1)
         ex = np.concatenate([a[2], b[2]], axis=1)
         key = np.where(idx < 0, _EMPTY, idx)
         order = np.lexsort((key, -sc), axis=1)[:, :self.k]
-        return tuple(np.take_along_axis(x, order, axis=1) for x in (idx, sc, ex))
+        return (np.take_along_axis(idx, order, axis=1), np.take_along_axis(sc, order, axis=1),
+                np.take_along_axis(ex, order, axis=1))
 
-    def finish(self, state):
+    def finish(self, state: tuple[np.ndarray, np.ndarray, np.ndarray]) -> Decoded:  # type: ignore[override]
         idx, _, ex = state
         return Decoded(*_rank(idx, ex, min(self.k_out, idx.shape[1])))
 

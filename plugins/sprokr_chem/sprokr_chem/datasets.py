@@ -136,7 +136,7 @@ def load_moses(path: PathLike, split: str | None = None, n_rows: int | None = No
                 break
             if not row:
                 continue
-            if split is not None and (len(row) <= k or row[k].strip() != split):  # type: ignore[operator]
+            if split is not None and (k is None or len(row) <= k or row[k].strip() != split):
                 continue
             s = row[j].strip() if len(row) > j else ""
             if not s:

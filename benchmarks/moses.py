@@ -114,6 +114,8 @@ def parse_args(argv=None):
     p.add_argument("--featurise-only", default=None, metavar="OUTPUT_BLOCK",
                    help="only featurise both files for the task with this output block (morgan or wl): "
                         "time, memory and the sha256 of every feature file (to compare executors)")
+    p.add_argument("--settings", default=None, help="JSON of settings chosen earlier (by a run of this script): "
+                   "the selection steps whose result it holds are skipped")
     p.add_argument("--smoke", type=int, default=None)
     p.add_argument("--processes", type=int, default=None)
     p.add_argument("--seed", type=int, default=0)
@@ -335,7 +337,7 @@ def select_lam(est, X, Y, Xv, Yv, Yd):
 
 
 # ---------------------------------------------------------------------------- settings
-def select_settings(args, D, executor):
+def select_settings(args, D, executor, known=None):
     """Output kernel, m_y, Gaussian width, MLP and index precision, on training molecules.
 
     Runs on a subset of the training file featurised with every candidate block: the first
@@ -353,14 +355,16 @@ def select_settings(args, D, executor):
     fit_rows = np.flatnonzero(ok[:n_sel])
     v_rows = n_sel + np.flatnonzero(ok[n_sel:n_sel + D.val.size])
     d_rows = n_sel + D.val.size + np.flatnonzero(ok[n_sel + D.val.size:])
+    known = dict(known or {})
     s = {"dtype": "float32", "output": "morgan", "m_y": None, "mlp": (256,), "gamma": None, "select_n": n_sel}
+    s.update({k: (tuple(v) if k == "mlp" else v) for k, v in known.items() if k != "curves"})
     Xall = T["spectrum"] if args.task == "smiles" else T["descriptors"]
     scaler = Scaler(Xall[fit_rows]) if args.task == "properties" else None
     X, Xv = _rows(Xall, fit_rows, scaler), _rows(Xall, v_rows, scaler)
     outs = {b: (_rows(T[b], fit_rows), _rows(T[b], v_rows), _rows(T[b], d_rows)) for b in ("morgan", "wl") if b in T.blocks}
-    curves = {}
+    curves = dict(known.get("curves", {}))
     m_ys = [int(v) for v in args.m_y.split(",")]
-    s["m_y"] = m_ys[len(m_ys) // 2]
+    s["m_y"] = s["m_y"] or m_ys[len(m_ys) // 2]
 
     def mrr(st, n_sub=None):
         Y, Yv, Yd = outs["wl" if st["output"] == "wl" else "morgan"]
@@ -368,7 +372,7 @@ def select_settings(args, D, executor):
         model, lam, sc, _, _ = select_lam(sisokr(args, st, Xs.shape[0], executor), Xs, Ys, Xv, Yv, Yd)
         return max(sc.values()), lam, model
 
-    if args.task == "properties":  # Gaussian width on standardised descriptors
+    if args.task == "properties" and "gamma" not in known:  # Gaussian width on standardised descriptors
         res = {}
         for g in [float(v) for v in args.gammas.split(",")]:
             s["gamma"] = g
@@ -376,7 +380,7 @@ def select_settings(args, D, executor):
             log(f"  gamma={g}: validation MRR {res[g]:.4f} (lam {lam:g})")
         s["gamma"] = max(res, key=res.get)
         curves["gamma"] = res
-    if "wl" in outs:
+    if "wl" in outs and "output" not in known:
         res = {}
         for name in ("morgan", "wl"):
             res[name], lam, _ = mrr(dict(s, output=name))
@@ -384,13 +388,14 @@ def select_settings(args, D, executor):
         s["output"] = max(res, key=res.get)
         curves["output_kernel"] = res
     res = {}
-    for m_y in m_ys:
+    for m_y in ([] if "m_y" in known else m_ys):
         res[m_y], lam, _ = mrr(dict(s, m_y=m_y))
         log(f"  m_y={m_y}: validation MRR {res[m_y]:.4f} (lam {lam:g})")
-    best = max(res.values())
-    # the smallest basis within 2 % of the best: the index and the decoding grow with it
-    s["m_y"] = min(m for m, v in res.items() if v >= 0.98 * best)
-    curves["m_y"] = res
+    if res:
+        best = max(res.values())
+        # the smallest basis within 2 % of the best: the index and the decoding grow with it
+        s["m_y"] = min(m for m, v in res.items() if v >= 0.98 * best)
+        curves["m_y"] = res
     # index precision: float32 (screen + float64 rescoring) against float64 top-10 lists
     val_mrr, lam, model = mrr(s)
     s["lam_select"] = lam
@@ -405,7 +410,7 @@ def select_settings(args, D, executor):
     s["index_dtype"] = "float32" if agree >= 0.999 else "float64"
     curves["index_top10_agreement_float32"] = agree
     log(f"  float32 index: identical top-10 lists for {100 * agree:.2f} % of validation queries")
-    if "dsokr" in args.methods:
+    if "dsokr" in args.methods and "mlp" not in known:
         Y, Yv, _ = outs["wl" if s["output"] == "wl" else "morgan"]
         cols = mlp_columns(X, args.mlp_columns) if args.task == "smiles" else None
         s["mlp_columns"] = None if cols is None else int(cols.size)
@@ -521,23 +526,19 @@ def run_n(args, D, s, n, executor, peak, methods, results):
         nb = neighbours(kx, Q, kx.prepare(X), max(KS), executor=None)
         nb_s = time.perf_counter() - t
         nv = Xv.shape[0]
-        f = sis_model.output_features_
-        ky = sis_model.output_kernel_
-        Psi = f.transform(ky.prepare_outputs(Y[np.unique(nb)]))
-        pos = np.searchsorted(np.unique(nb), nb)
+        Hs = knn_coordinates(sis_model, Y, nb, KS)
         from sprokr.utils import concat_samples
 
         pool_idx = sis_model.make_candidate_index(concat_samples([Yv, Yd]))
         res = {}
         for k in KS:
-            Hk = Psi[pos[:nv, :k]].mean(axis=1)
-            res[k] = validation_mrr(Hk, pool_idx.embeddings, pool_idx.offsets)
+            res[k] = validation_mrr(Hs[k][:nv], pool_idx.embeddings, pool_idx.offsets)
         k_best = max((k for k in KS if k > 1), key=res.get)
         log(f"neighbours of {Q.shape[0]} queries among {n_fit} in {nb_s:.1f} s; validation MRR by k: {res}")
         for name, k in (("nn", 1), ("knn", k_best)):
             if name not in methods:
                 continue
-            H = Psi[pos[nv:, :k]].mean(axis=1)
+            H = Hs[k][nv:]
             extra = dict(base, fit_s=0.0, index_s=0.0, index_of="sisokr", neighbours_s=nb_s, k=k, val_mrr=res[k],
                          p=int(sis_model.output_rank_))
             row, _, _ = evaluate(args, D, sis_model, Xq, name, n_fit, executor, peak, extra, H=H, index=sis_index)
@@ -563,8 +564,29 @@ def run_n(args, D, s, n, executor, peak, methods, results):
         row, _, _ = evaluate(args, D, model, D.inputs("test", D.query_rows, scaler), "iokr", n_ex, executor, peak,
                              extra)
         results.append(row)
-    for p in Path(args.workdir).glob(f"{args.task}-*-{n_fit}.sprokr"):
+    for p in Path(args.workdir).glob(f"{args.task}-*.sprokr"):  # the indexes of this n (GBs each)
         p.unlink()
+
+
+def knn_coordinates(model, Y, nb, ks):
+    """``{k: mean of psi~(y_j) over the k nearest neighbours j}``, one neighbour rank at a
+    time (never more than one (n_q x p) block of output coordinates in memory)."""
+    f, ky = model.output_features_, model.output_kernel_
+    total = np.zeros((nb.shape[0], f.rank))
+    out = {}
+    for j in range(max(ks)):
+        total += f.transform(ky.prepare_outputs(Y[nb[:, j]]))
+        if j + 1 in ks:
+            out[j + 1] = total / (j + 1)
+    return out
+
+
+def save_partial(args, out):
+    """The results so far, rewritten after every run (a long run leaves its rows behind)."""
+    path = Path(args.workdir) / f"results-{args.task}-{args.executor}.json"
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(out, default=_jsonable))
+    os.replace(tmp, path)
 
 
 def main(argv=None):
@@ -599,7 +621,10 @@ def main(argv=None):
             return out
         ns = tuple(dict.fromkeys(min(n, int(D.val[0])) for n in ns))
         args.ns = ns
-        s = select_settings(args, D, executor)
+        known = json.loads(Path(args.settings).read_text()) if args.settings else {}
+        s = select_settings(args, D, executor, known)
+        Path(args.workdir).mkdir(parents=True, exist_ok=True)
+        (Path(args.workdir) / f"settings-{args.task}.json").write_text(json.dumps(s, default=_jsonable))
         log(f"settings: { {k: v for k, v in s.items() if k != 'curves'} }")
         blocks = tuple(b for b in TASKS[args.task] if b != "morgan") + ("wl" if s["output"] == "wl" else "morgan",)
         D.featurise(blocks, executor)
@@ -607,6 +632,8 @@ def main(argv=None):
         for n in ns:
             run_n(args, D, s, n, executor, peak, methods, results)
             peak.sample()
+            save_partial(args, {"task": args.task, "runs": results, "settings": s, "featurise": D.feat,
+                                "n_candidates": D.n_candidates})
     finally:
         if client is not None:
             client.close()

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sprokr.numerics import ChunkTask, LocalExecutor, TopKTask, matmul
+from sprokr.numerics import ChunkTask, LocalExecutor, RescoredTopKTask, TopKTask, matmul
 from sprokr.utils import iter_chunks, take_slice
 
 
@@ -39,11 +39,15 @@ class RankTask(ChunkTask):
         return np.zeros(n), np.zeros(n)
 
     def add(self, state, rows, E, offsets=None):
-        greater, ties = state
         E = np.asarray(E)
         S = matmul(self.H.astype(E.dtype, copy=False), E.T)
         if offsets is not None:
             S += np.asarray(offsets, dtype=S.dtype)[None, :]
+        return self.count(state, E, offsets, S)
+
+    def count(self, state, E, offsets, S):
+        """Fold the score block ``S`` of the chunk ``E`` into the counts."""
+        greater, ties = state
         s = self.s.astype(S.dtype)[:, None]
         tol = self.tol.astype(S.dtype)[:, None]
         greater += np.count_nonzero(S > s + tol, axis=1)
@@ -62,6 +66,49 @@ class RankTask(ChunkTask):
     def finish(self, state):
         greater, ties = state
         return 1.0 + greater + np.maximum(ties - 1, 0) / 2.0  # the truth ties with itself
+
+
+class TopKRankTask(ChunkTask):
+    """Top-k (float32 screen, float64 rescoring) and the rank of the truth in ONE pass:
+    each score block is computed once and used for both."""
+
+    name = "top-k and rank of the truth"
+
+    def __init__(self, H, k, truth_scores, e_norm_max):
+        self.top = RescoredTopKTask(H, k)
+        self.rank = RankTask(H, truth_scores, e_norm_max)
+
+    def start(self):
+        return self.top.start(), self.rank.start()
+
+    def add(self, state, rows, E, offsets=None):
+        E = np.asarray(E)
+        S = matmul(self.rank.H.astype(E.dtype, copy=False), E.T)
+        if offsets is not None:
+            S += np.asarray(offsets, dtype=S.dtype)[None, :]
+        return self.top.fold_block(state[0], rows, E, offsets, S), self.rank.count(state[1], E, offsets, S)
+
+    def merge(self, a, b):
+        return self.top.merge(a[0], b[0]), self.rank.merge(a[1], b[1])
+
+    def finish(self, state):
+        return self.top.finish(state[0]), self.rank.finish(state[1])
+
+
+def _e_norm_max(E):
+    e_max = 0.0
+    for sl in iter_chunks(E.shape[0], 1 << 18):
+        e_max = max(e_max, float(np.sqrt(np.einsum("ij,ij->i", E[sl], E[sl]).max())))
+    return e_max
+
+
+def topk_and_ranks(H, index, truth, k=10, chunk=None):
+    """``(Decoded top-k, ranks of the truth)`` over a local (memory-mapped) index, one pass."""
+    E, off = index.embeddings, index.offsets
+    ex = LocalExecutor()
+    parts = ex.partition(E) if off is None else ex.partition(E, off)
+    chunk = chunk or max(1024, int(2**28 / (4 * max(H.shape[0], 1))))
+    return ex.map_reduce(parts, TopKRankTask(H, k, truth_scores(H, E, off, truth), _e_norm_max(E)), chunk)
 
 
 def truth_scores(H, E, offsets, truth):

@@ -247,11 +247,17 @@ class RescoredTopKTask(TopKTask):
 
     def add(self, state: tuple[np.ndarray, np.ndarray, np.ndarray], rows: slice,  # type: ignore[override]
             E: np.ndarray, offsets: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        idx0, sc0, ex0 = state
         E = np.asarray(E)
         S = matmul(self.H.astype(E.dtype, copy=False), E.T)
         if offsets is not None:
             S += np.asarray(offsets, dtype=S.dtype)[None, :]
+        return self.fold_block(state, rows, E, offsets, S)
+
+    def fold_block(self, state: tuple[np.ndarray, np.ndarray, np.ndarray], rows: slice, E: np.ndarray,
+                   offsets: np.ndarray | None, S: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Fold the screening scores ``S`` (n_queries, c) of the chunk ``E`` (rows ``rows``);
+        for tasks that compute ``S`` once for several purposes."""
+        idx0, sc0, ex0 = state
         idx, sc = self.fold_scores((idx0, sc0), S, rows.start)
         ex = ex0.copy()
         changed = np.flatnonzero((idx != idx0).any(axis=1))  # few rows once warmed up

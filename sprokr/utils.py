@@ -154,7 +154,7 @@ def unique_inverse(Y: Samples) -> tuple[np.ndarray, np.ndarray]:
     """
     n = num_samples(Y)
     if sp.issparse(Y):
-        Y = Y.toarray()
+        return _unique_sparse_rows(Y)
     if isinstance(Y, np.ndarray) and Y.dtype == object:
         try:  # numbers stored as objects compare as numbers
             Y = Y.astype(np.float64)
@@ -186,6 +186,73 @@ def unique_inverse(Y: Samples) -> tuple[np.ndarray, np.ndarray]:
     except TypeError:  # unhashable samples
         return np.arange(n), np.arange(n)
     return np.asarray(first, dtype=np.intp), inverse
+
+
+def _mix64(x):
+    """splitmix64 finaliser on uint64 arrays (wrapping)."""
+    with np.errstate(over="ignore"):
+        x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        return x ^ (x >> np.uint64(31))
+
+
+def _unique_sparse_rows(Y):
+    """:func:`unique_inverse` of the rows of a sparse matrix, without densifying it.
+
+    Each row's (column, value) entries are hashed (a 64-bit commutative hash, one
+    vectorised pass), rows are grouped by (hash, number of entries), and rows sharing a
+    group are compared entry by entry, so the result is exact (a hash collision only
+    costs a comparison).
+    """
+    Y = sp.csr_matrix(Y)
+    if not Y.has_canonical_format or (Y.nnz and (Y.data == 0).any()):
+        Y = Y.copy()
+        Y.sum_duplicates()
+        Y.eliminate_zeros()
+    n = Y.shape[0]
+    if n == 0:
+        return np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.intp)
+    vals = np.ascontiguousarray(Y.data, dtype=np.float64).view(np.uint64)
+    with np.errstate(over="ignore"):
+        h = _mix64(_mix64(Y.indices.astype(np.uint64) + np.uint64(0x9E3779B97F4A7C15)) ^ vals)
+    nnz = np.diff(Y.indptr)
+    row_h = np.zeros(n, dtype=np.uint64)
+    has = nnz > 0
+    if Y.nnz:
+        with np.errstate(over="ignore"):
+            row_h[has] = np.add.reduceat(h, Y.indptr[:-1][has])
+    keys = np.stack([row_h, nnz.astype(np.uint64)], axis=1)
+    keys = np.ascontiguousarray(keys).view(np.dtype((np.void, 16))).ravel()
+    _, first_sorted, inv_sorted = np.unique(keys, return_index=True, return_inverse=True)
+    inv_sorted = inv_sorted.ravel()
+    group = inv_sorted.astype(np.intp)
+    # exact check of the rows that share a key with an earlier row
+    counts = np.bincount(group)
+    shared = np.flatnonzero(counts[group] > 1)
+    if shared.size:
+        reps: dict[int, list[int]] = {}
+        next_group = first_sorted.size
+        ind, dat, ptr = Y.indices, Y.data, Y.indptr
+        for i in shared:  # in row order: the first row of a value is its representative
+            g = int(group[i])
+            row = (ind[ptr[i]:ptr[i + 1]], dat[ptr[i]:ptr[i + 1]])
+            for r, rg in reps.setdefault(g, []):
+                if np.array_equal(row[0], ind[ptr[r]:ptr[r + 1]]) and np.array_equal(row[1], dat[ptr[r]:ptr[r + 1]]):
+                    group[i] = rg
+                    break
+            else:
+                if reps[g]:  # a collision: a new group
+                    group[i] = next_group
+                    next_group += 1
+                reps[g].append((int(i), int(group[i])))
+    # groups in order of first appearance
+    first_of = np.full(int(group.max()) + 1, n, dtype=np.intp)
+    np.minimum.at(first_of, group, np.arange(n))
+    used = np.flatnonzero(first_of < n)
+    order = used[np.argsort(first_of[used], kind="stable")]
+    relabel = np.empty(first_of.size, dtype=np.intp)
+    relabel[order] = np.arange(order.size)
+    return first_of[order].astype(np.intp), relabel[group]
 
 
 def unique_indices(Y: Samples) -> np.ndarray:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ..numerics import DEFAULT_MAX_MEMORY_MB, ClientClosedError, Decoded, TopKTask, score_block_size, topk_search
+from ..numerics import DEFAULT_MAX_MEMORY_MB, ClientClosedError, Decoded, score_block_size, topk_search, topk_task
 from ..persistence import SaveMixin
 from ..utils import iter_chunks, num_samples, take
 
@@ -92,6 +92,10 @@ class CandidateIndex(SaveMixin):
         self.kernel = kernel
         self.partitions = partitions
         self._dim = embeddings.shape[1] if embeddings is not None else int(dim)  # type: ignore[arg-type]
+        # partitions made by distribute() hold the offsets as a second collection (the
+        # embeddings may be memory-mapped in place); the models' own put them in a column
+        self._split_offsets = False
+        self._dtype = embeddings.dtype if embeddings is not None else np.dtype(np.float64)
 
     def __len__(self):
         return self.embeddings.shape[0] if self.embeddings is not None else self.partitions.n
@@ -150,11 +154,12 @@ class CandidateIndex(SaveMixin):
             return topk_search(H, self.embeddings, k, self.offsets, max_memory_mb)
         parts = self.partitions
         Hq = H
-        if self.offsets is not None:  # the partitions carry the offsets as a last column
+        if self.offsets is not None and not self._split:  # the offsets are a last column
             Hq = np.hstack([H, np.ones((H.shape[0], 1), dtype=H.dtype)])
         block = score_block_size(H.shape[0], k, 8, max_memory_mb)
+        dtype = self.__dict__.get("_dtype", np.float64)
         try:
-            return parts.executor.map_reduce(parts, TopKTask(Hq, k), block)
+            return parts.executor.map_reduce(parts, topk_task(Hq, k, dtype, len(self)), block)
         except ClientClosedError as exc:
             self._fall_back_to_local(exc)
         return topk_search(H, self.embeddings, k, self.offsets, max_memory_mb)
@@ -177,10 +182,50 @@ class CandidateIndex(SaveMixin):
             return self.embeddings
         parts = self.partitions
         try:
-            E = parts.executor.take_rows(parts, np.arange(parts.n))  # the only column
+            E = parts.executor.take_rows(parts, np.arange(parts.n), which=0)
         except ClientClosedError as exc:
             return self._fall_back_to_local(exc)
-        return E[:, :self.dim] if self.offsets is not None else E
+        return E[:, :self.dim] if self.offsets is not None and not self._split else E
+
+    @property
+    def _split(self):
+        return self.__dict__.get("_split_offsets", False)
+
+    def distribute(self, executor: Any, n_partitions: int | None = None) -> CandidateIndex:
+        """This index with its embeddings held in row partitions by ``executor``'s workers.
+
+        Searches then run where the partitions live and only the top-k lists travel
+        (:class:`~sprokr.numerics.TopKTask`, merged exactly).  An index loaded with
+        ``sprokr.load(path, model=..., mmap=True)`` is not copied to the workers: each
+        worker memory-maps its rows of the file (the workers must see the same file
+        system, e.g. a ``LocalCluster`` or a shared disk); an index in memory is scattered.
+
+        Parameters
+        ----------
+        executor : Executor
+            E.g. a :class:`~sprokr.numerics.DaskExecutor`.
+        n_partitions : int, optional
+            Row partitions (default: the executor's).
+
+        Returns
+        -------
+        CandidateIndex
+            Same candidates, owner and scores; ``embeddings`` is None.
+        """
+        if self.partitions is not None:
+            return self
+        E = self.embeddings
+        if isinstance(E, np.memmap) and getattr(E, "filename", None) and E.flags.c_contiguous:
+            loader = _MappedRows(E.filename, E.offset, E.dtype.str, E.shape, self.offsets)
+            parts = executor.partition_from(loader, len(self), n_partitions)
+        else:
+            cols = (E,) if self.offsets is None else (E, self.offsets)
+            parts = executor.partition(*cols)
+        out = CandidateIndex(self.candidates, None, self.offsets, owner=self.owner, kernel=self.kernel,
+                             partitions=parts, dim=self.dim)
+        out._split_offsets = True
+        out._dtype = E.dtype  # float32 partitions are searched with float64 rescoring
+        return out
 
     def _fall_back_to_local(self, exc: Exception) -> np.ndarray:
         """The cluster holding the embeddings is gone (its client closed): embed the
@@ -201,3 +246,16 @@ class CandidateIndex(SaveMixin):
     def take(self, idx: ArrayLike) -> Samples:
         """The raw candidates at positions ``idx``."""
         return take(self.candidates, idx)
+
+
+class _MappedRows:
+    """``(E[start:stop], [offsets[start:stop]])`` memory-mapped from a file, where called."""
+
+    def __init__(self, filename, offset, dtype, shape, offsets):
+        self.filename, self.offset, self.dtype, self.shape = str(filename), int(offset), str(dtype), tuple(shape)
+        self.offsets = None if offsets is None else np.asarray(offsets)
+
+    def __call__(self, start, stop):
+        E = np.memmap(self.filename, dtype=np.dtype(self.dtype), mode="r", offset=self.offset, shape=self.shape)
+        rows = E[start:stop]
+        return (rows,) if self.offsets is None else (rows, self.offsets[start:stop])

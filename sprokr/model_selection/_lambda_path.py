@@ -178,12 +178,19 @@ class LambdaPath:
         n_val = Q.shape[0]
         self._resolve(n_val)
         system = self.system
-        BE = matmul(system.targets(), E.T)  # (m, n_c): B E^T
+        B = system.targets()  # (m, p)
+        m, p, n_c = B.shape[0], B.shape[1], E.shape[0]
+        # per lam, either (Q W phi) (W^T B E^T) [n_val m n_c flops] or the coordinates
+        # H = Q gamma(lam) first, then H E^T [n_val m p + n_val p n_c]: a sketched output
+        # basis (p = 128) against a large input sketch (m = 2000) favours the second
+        via_coordinates = n_val * m * p + n_val * p * n_c < n_val * m * n_c
+        BE = None if via_coordinates else matmul(B, E.T)  # (m, n_c): B E^T
         WQ: Any = None
         WBE: Any = None
         if self.method == "eigh" and len(system.groups) == 1 and system.eig is not None:
             W = system.eig[0]
-            WQ, WBE = matmul(Q, W), matmul(W.T, BE)
+            WQ = matmul(Q, W)
+            WBE = matmul(W.T, B) if BE is None else matmul(W.T, BE)
         truth = np.arange(n_val)
         out = np.empty(len(self.lams))
         what = type(self.estimator).__name__
@@ -192,8 +199,12 @@ class LambdaPath:
             right: np.ndarray
             if WQ is not None and system.covers(lam):
                 left, right = WQ * system.phi(lam)[None, :], WBE
+            elif via_coordinates:
+                left, right = Q, system.coef(lam)
             else:
                 left, right = Q, matmul(system.coef(lam), E.T)  # gamma(lam) E^T
+            if via_coordinates:  # H = Q gamma(lam), scored against E
+                left, right = matmul(left, right), E.T
             ranks = np.empty(n_val)
             for sl in iter_chunks(n_val, spec["query_batch"]):
                 S = matmul(left[sl], right)

@@ -100,7 +100,7 @@ class OutputKernelModel(SaveMixin):
     """Mixin: candidate decoding for models with an output-kernel basis."""
 
     #: provided by the models (fitted attributes and methods), for the type checker
-    default_index_: CandidateIndex
+    default_index_: CandidateIndex | None
     output_features_: Any  # None without output sketch
     predict_coordinates: Callable[..., np.ndarray]
     exact_output_embedding: Callable[[Any], np.ndarray]
@@ -116,35 +116,49 @@ class OutputKernelModel(SaveMixin):
 
     # ------------------------------------------------------------------ candidates
     @consistent_read
-    def embed_candidates(self, candidates: Any, dtype: DTypeLike | None = None) -> tuple[np.ndarray, np.ndarray | None]:
+    def embed_candidates(self, candidates: Any, dtype: DTypeLike | None = None,
+                         out: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray | None]:
         """Output coordinates ``E(c)`` (n_c, d) and offsets ``-k(c,c)/2`` (None if normalised).
 
         ``dtype``: precision of ``E`` (default float64; see :meth:`make_candidate_index`).
+        ``out``: an array of shape (n_c, d) to write ``E`` into, chunk by chunk (e.g. a
+        memory-mapped file: a million candidates never sit in memory at once); sketched
+        outputs only.
         """
         check_is_fitted(self, "output_rank_")
         ky = self.output_kernel_
-        if num_samples(candidates, "candidates") == 0:
+        n_c = num_samples(candidates, "candidates")
+        if n_c == 0:
             raise ValueError("the candidate set is empty; expected at least one candidate")
         Cp = NamedPrepare(ky.prepare_outputs, "candidates")(candidates)
         offsets = candidate_offsets(ky, Cp)
         if self.output_features_ is not None:
             f = self.output_features_
-            E = np.empty((num_samples(Cp), f.rank), dtype=np.float64 if dtype is None else dtype)
+            if out is not None:
+                if getattr(out, "shape", None) != (n_c, f.rank):
+                    raise ValueError(f"out must have shape ({n_c}, {f.rank}), got {getattr(out, 'shape', None)}")
+                E = out
+            else:
+                E = np.empty((n_c, f.rank), dtype=np.float64 if dtype is None else dtype)
             ex = getattr(self, "executor_", None) or LocalExecutor()
             if not ex.in_process:  # the candidates are embedded here; a distributed index is
                 ex = LocalExecutor()  # built by the models that hold one (the default index)
-            ex.map_rows(ex.partition(Cp), f.transform, self._chunk(f.R.indices.size), out=E,
+            ex.map_rows(ex.partition(Cp), _Finite(f.transform), self._chunk(f.R.indices.size), out=E,
                         name="candidate embedding")
         else:
+            if out is not None:
+                raise ValueError("out= needs a sketched output basis (output_features_); this model embeds "
+                                 "candidates against every training output")
             E = self.exact_output_embedding(Cp)
             if dtype is not None:
                 E = E.astype(dtype, copy=False)
-        if not np.isfinite(E).all():
-            raise ValueError("candidates: the output kernel returned non-finite values on them")
+            if not np.isfinite(E).all():
+                raise ValueError("candidates: the output kernel returned non-finite values on them")
         return E, offsets
 
     @consistent_read
-    def make_candidate_index(self, candidates: Any, dtype: Optional[str] = None) -> CandidateIndex:
+    def make_candidate_index(self, candidates: Any, dtype: Optional[str] = None, path: Any = None,
+                             labels: Any = None) -> CandidateIndex:
         """Embed a candidate set once; pass the result as ``predict(X, candidates=index)``.
 
         Parameters
@@ -157,12 +171,28 @@ class OutputKernelModel(SaveMixin):
             but a flat output kernel (e.g. a Gaussian with a very wide bandwidth) spreads
             the coordinates over many orders of magnitude and float32 scores then lose
             the ranking: compare ``predict_topk`` with both on validation data first.
+        path : path, optional
+            Build the index on disk, for candidate sets larger than memory: the embeddings
+            are written chunk by chunk into a memory-mapped file beside ``path``, the index
+            is saved at ``path`` in the safe format (:meth:`CandidateIndex.save`) and
+            returned memory-mapped from there (``sprokr.load(path, model=self,
+            mmap=True)``); reload it later the same way.  Sketched outputs only.
+        labels : collection, optional
+            What ``predict`` returns for each candidate (stored in the index instead of
+            ``candidates``), e.g. the SMILES strings of candidates given as precomputed
+            fingerprints; default the candidates themselves.
         """
         dt = None if dtype is None else np.dtype(dtype)
         if dt is not None and dt not in (np.float32, np.float64):
             raise ValueError(f"dtype must be 'float32' or 'float64', got {dt}")
-        E, offsets = self.embed_candidates(candidates, dt)
-        return CandidateIndex(candidates, E, offsets, owner=self.index_token_, kernel=self.output_kernel_)
+        n_c = num_samples(candidates, "candidates")
+        if labels is not None and num_samples(labels, "labels") != n_c:
+            raise ValueError(f"labels: one per candidate expected, got {num_samples(labels, 'labels')} for {n_c}")
+        shown = candidates if labels is None else labels
+        if path is None:
+            E, offsets = self.embed_candidates(candidates, dt)
+            return CandidateIndex(shown, E, offsets, owner=self.index_token_, kernel=self.output_kernel_)
+        return _index_on_disk(self, candidates, shown, dt or np.dtype(np.float64), path)
 
     def _chunk(self, width):
         return self.chunk_size or default_chunk_size(width, np.float64)
@@ -171,6 +201,9 @@ class OutputKernelModel(SaveMixin):
     def resolve_index(self, candidates: Samples | CandidateIndex | None) -> CandidateIndex:
         """A :class:`CandidateIndex` from None (training outputs), an index or a collection."""
         if candidates is None:
+            if self.default_index_ is None:
+                raise ValueError("candidates: this model was fitted with default_index=False (no index of the "
+                                 "training outputs); pass candidates, e.g. a CandidateIndex of your own")
             return self.default_index_
         if isinstance(candidates, CandidateIndex):
             if candidates.owner != self.index_token_:
@@ -303,6 +336,47 @@ class OutputKernelModel(SaveMixin):
             a, b = take_slice(A, sl), take_slice(B, sl)
             total += float(np.sum(ky.diag(a) + ky.diag(b) - 2 * np.diag(ky.pairwise(a, b))))
         return -total / n
+
+
+class _Finite:
+    """A chunk map whose output must be finite (a clear error naming the bad rows)."""
+
+    def __init__(self, fn):
+        self.fn = fn
+
+    def __call__(self, chunk):
+        E = self.fn(chunk)
+        if not np.isfinite(E).all():
+            raise ValueError("candidates: the output kernel returned non-finite values on them")
+        return E
+
+
+def _index_on_disk(model, candidates, shown, dtype, path):
+    """Embed into a memory-mapped temporary ``.npy`` beside ``path``, save, reload mapped."""
+    import os
+    import uuid
+    from pathlib import Path
+
+    from numpy.lib.format import open_memmap
+
+    from ..persistence import load
+
+    if getattr(model, "output_features_", None) is None:
+        raise ValueError("make_candidate_index(path=...) needs a sketched output basis (an output sketch)")
+    path = Path(path)
+    if not path.parent.is_dir():
+        raise FileNotFoundError(f"cannot build the index at {path}: directory {path.parent} does not exist")
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.embeddings.npy")
+    try:
+        E = open_memmap(tmp, mode="w+", dtype=dtype, shape=(num_samples(candidates), model.output_features_.rank))
+        E, offsets = model.embed_candidates(candidates, dtype, out=E)
+        E.flush()
+        CandidateIndex(shown, E, offsets, owner=model.index_token_, kernel=model.output_kernel_).save(path)
+        del E
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return load(path, model=model, mmap=True)
 
 
 def _concat_outputs(outs):

@@ -154,6 +154,9 @@ class DSOKR(OutputKernelModel, BaseEstimator):
         ``random_state`` parameter left to None) the regressor.
     verbose : int
         Print the training phases (and, passed to built-in regressors, their epochs).
+    default_index : bool, default True
+        Build ``default_index_`` (the distinct training outputs, embedded) at fit; False
+        skips it (see :class:`~sprokr.SISOKR`): ``predict`` then needs ``candidates``.
 
     Attributes
     ----------
@@ -164,7 +167,7 @@ class DSOKR(OutputKernelModel, BaseEstimator):
     output_rank_ : int
         ``p``.
     regressor_ : fitted regressor
-    default_index_ : CandidateIndex of the distinct training outputs
+    default_index_ : CandidateIndex of the distinct training outputs, or None
     index_token_ : str
     validation_loss_ : float or None
         Kernel-induced loss ``mean |h(x) - psi(y)|^2_H`` on the validation data.
@@ -178,7 +181,7 @@ class DSOKR(OutputKernelModel, BaseEstimator):
                  decoder: str | Decoder = "candidates", decoder_params: Mapping[str, Any] | None = None,
                  rcond: float | None = None, chunk_size: int | None = None, max_memory_mb: float | None = None,
                  executor: Any = "local", executor_params: Mapping[str, Any] | None = None,
-                 random_state: RandomStateLike = None, verbose: bool | int = 0) -> None:
+                 random_state: RandomStateLike = None, verbose: bool | int = 0, default_index: bool = True) -> None:
         self.output_kernel = output_kernel
         self.output_sketch = output_sketch
         self.m_y = m_y
@@ -196,6 +199,7 @@ class DSOKR(OutputKernelModel, BaseEstimator):
         self.executor_params = executor_params
         self.random_state = random_state
         self.verbose = verbose
+        self.default_index = default_index
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -234,6 +238,8 @@ class DSOKR(OutputKernelModel, BaseEstimator):
         vf = check_validation_fraction(self.validation_fraction)
         rcond = self.rcond if self.rcond is not None else DEFAULT_RCOND
         chunk = check_chunk_size(self.chunk_size)
+        if not isinstance(self.default_index, (bool, np.bool_)):
+            raise ValueError(f"default_index must be True or False, got {self.default_index!r}")
         rng = check_random_state(self.random_state)
         ky = resolve_kernel(self.output_kernel, self.output_kernel_params, "output", OUTPUT_DTYPE)
         if validation_data is None and vf is not None:
@@ -277,7 +283,7 @@ class DSOKR(OutputKernelModel, BaseEstimator):
             self._log(f"validation kernel-induced loss {val_loss:.5g}")
 
         # ---- validated: learned state starts here
-        u = unique_indices(Y)
+        u = unique_indices(Y) if self.default_index else None
         shape = getattr(X, "shape", None)
         if shape is not None and len(shape) == 2:  # array inputs: the feature count is checked at predict
             self.n_features_in_ = int(shape[1])
@@ -289,9 +295,11 @@ class DSOKR(OutputKernelModel, BaseEstimator):
         self.validation_loss_ = val_loss
         self.train_offsets_ = r
         self.index_token_ = new_index_token()
-        Yu = take(Y, u)
-        self.default_index_ = CandidateIndex(Yu, Psi[u], candidate_offsets(ky, ky.prepare_outputs(Yu)),
-                                             owner=self.index_token_, kernel=ky)
+        self.default_index_ = None
+        if u is not None:
+            Yu = take(Y, u)
+            self.default_index_ = CandidateIndex(Yu, Psi[u], candidate_offsets(ky, ky.prepare_outputs(Yu)),
+                                                 owner=self.index_token_, kernel=ky)
         self.fit_time_ = time.perf_counter() - t0
         self._log(f"fit done in {self.fit_time_:.2f} s (n={n}, p={p})")
         return self
@@ -471,7 +479,8 @@ class DSOKREnsemble(OutputKernelModel, BaseEstimator):
         self.output_features_, self.output_rank_ = None, sum(e.output_rank_ for e in fitted)
         self.index_token_ = new_index_token()
         d0 = fitted[0].default_index_
-        self.default_index_ = self._index(d0.candidates, [e.default_index_.embeddings for e in fitted], d0.offsets)
+        self.default_index_ = None if any(e.default_index_ is None for e in fitted) else self._index(
+            d0.candidates, [e.default_index_.embeddings for e in fitted], d0.offsets)
         return self
 
     def _index(self, candidates, Es, offsets):
@@ -481,17 +490,36 @@ class DSOKREnsemble(OutputKernelModel, BaseEstimator):
         return np.cumsum([e.output_rank_ for e in self.estimators_])[:-1]
 
     @consistent_read
-    def embed_candidates(self, candidates: Any, dtype: DTypeLike | None = None) -> tuple[np.ndarray, np.ndarray | None]:
-        """Concatenated member embeddings ``[E_1(c), ..., E_T(c)]`` and the offsets."""
+    def embed_candidates(self, candidates: Any, dtype: DTypeLike | None = None,
+                         out: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray | None]:
+        """Concatenated member embeddings ``[E_1(c), ..., E_T(c)]`` and the offsets
+        (written into ``out`` when given)."""
         check_is_fitted(self, "estimators_")
         parts = [e.embed_candidates(candidates, dtype) for e in self.estimators_]
-        return np.hstack([E for E, _ in parts]), parts[0][1]
+        E = np.hstack([E for E, _ in parts])
+        if out is not None:
+            if getattr(out, "shape", None) != E.shape:
+                raise ValueError(f"out must have shape {E.shape}, got {getattr(out, 'shape', None)}")
+            out[...] = E
+            E = out
+        return E, parts[0][1]
 
     @consistent_read
-    def make_candidate_index(self, candidates: Any, dtype: Optional[str] = None) -> CandidateIndex:
-        """Embed a candidate set once for every member."""
+    def make_candidate_index(self, candidates: Any, dtype: Optional[str] = None, path: Any = None,
+                             labels: Any = None) -> CandidateIndex:
+        """Embed a candidate set once for every member (``path``, ``labels``: as
+        :meth:`sprokr.SISOKR.make_candidate_index`; the embeddings are computed in memory)."""
         E, offsets = self.embed_candidates(candidates, dtype)
-        return CandidateIndex(candidates, E, offsets, owner=self.index_token_, kernel=self.output_kernel_)
+        shown = candidates if labels is None else labels
+        if labels is not None and num_samples(labels, "labels") != num_samples(candidates, "candidates"):
+            raise ValueError("labels: one per candidate expected")
+        index = CandidateIndex(shown, E, offsets, owner=self.index_token_, kernel=self.output_kernel_)
+        if path is None:
+            return index
+        from ..persistence import load
+
+        index.save(path)
+        return load(path, model=self, mmap=True)
 
     @consistent_read
     def prepare_inputs(self, X: Samples) -> Any:

@@ -23,7 +23,8 @@ submodules are re-exported here (the public names are this package's ``__all__``
   form, L-BFGS, Adam) and its duality gap;
 * ``_newton``     -- its default solver for non-square losses (Newton on Moreau envelopes);
 * ``_topk``       -- chunked, mergeable top-k over ``H E^T + offsets``;
-* ``_distinct``   -- distinct samples of a partitioned collection.
+* ``_distinct``   -- distinct samples of a partitioned collection;
+* ``_pool``       -- independent tasks in worker processes (the executors' ``map_tasks``).
 """
 from ._parallel import for_row_blocks, n_workers
 from ._linalg import (
@@ -49,6 +50,7 @@ from ._faults import (
 )
 from ._resolve import resolve_executor
 from ._sketch_matrix import SketchMatrix
+from ._pool import process_map, usable_cores
 from ._crossprod import ShiftedCrossProducts, column_shift
 from ._features import KernelRows, SketchedFeatures, default_chunk_size
 from ._products import KernelExpansion, candidate_offsets, check_gram_block, check_kernel_sample
@@ -56,6 +58,9 @@ from ._topk import (
     DEFAULT_MAX_MEMORY_MB,
     Decoded,
     TopKTask,
+    RescoredTopKTask,
+    RESCORE_EXTRA,
+    topk_task,
     grouped_topk_search,
     merge_topk,
     score_block_size,
@@ -95,7 +100,7 @@ from ._newton import newton_applies, newton_solve
 __all__ = [
     # executors
     "Executor", "LocalExecutor", "DaskExecutor", "dask_available", "ChunkTask", "ChunkError",
-    "RowPartitions", "tree_reduce", "resolve_executor",
+    "RowPartitions", "tree_reduce", "resolve_executor", "process_map", "usable_cores",
     # the sketch matrix R = W S
     "SketchMatrix",
     # faults of distributed passes
@@ -117,6 +122,6 @@ __all__ = [
     "whitened_system", "WhitenedSystem", "refine", "ResidualTask", "KeptBlocks",
     "ridge_by_eigengroups", "adam_solve", "lbfgs_solve", "newton_solve", "newton_applies", "duality_gap", "SolverResult",
     # top-k search
-    "Decoded", "DEFAULT_MAX_MEMORY_MB", "TopKTask", "topk_rows", "select_topk", "merge_topk",
+    "Decoded", "DEFAULT_MAX_MEMORY_MB", "TopKTask", "RescoredTopKTask", "RESCORE_EXTRA", "topk_task", "topk_rows", "select_topk", "merge_topk",
     "topk_search", "grouped_topk_search", "score_block_size",
 ]

@@ -20,7 +20,7 @@ import logging
 import numbers
 import time
 from concurrent.futures import CancelledError
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -500,6 +500,29 @@ class DaskExecutor(Executor):
             return _Partitions(parts.n, parts.bounds, res, self, sources)
         return res
 
+    def map_tasks(self, fn: Callable[..., Any], tasks: Sequence[Sequence[Any]], name: str = "tasks",
+                  weights: Sequence[int] | None = None, processes: int | None = None) -> Iterator[tuple[int, Any]]:
+        """``(i, fn(*tasks[i]))`` yielded as the tasks finish on the workers (any order).
+
+        ``fn`` is shipped once (broadcast), one future per task; ``processes`` is ignored
+        (the cluster's workers run the tasks).  See :meth:`Executor.map_tasks`.
+        """
+        return _dask_map_tasks(self, fn, tasks, name, weights)
+
+    def partition_from(self, loader: Callable[[int, int], tuple[Any, ...]], n: int,
+                       n_partitions: int | None = None) -> RowPartitions:
+        """Partitions made on the workers by ``loader(start, stop)`` (nothing is scattered:
+        e.g. each worker memory-maps its rows of a file on a shared disk)."""
+        self._validate()
+        client = self.get_client()
+        n = int(n)
+        p = self._n_parts(client, max(n, 1)) if n_partitions is None else max(1, min(int(n_partitions), max(n, 1)))
+        bounds = np.linspace(0, n, p + 1).astype(np.int64)
+        [loader_f] = client.scatter([loader], broadcast=True)
+        blocks = [client.submit(_load_block, loader_f, int(a), int(b), pure=False)
+                  for a, b in zip(bounds[:-1], bounds[1:])]
+        return RowPartitions(n, bounds, blocks, self)
+
     def take_rows(self, parts: RowPartitions, indices: ArrayLike, which: str | int = 0) -> Samples:
         self._check_parts(parts)
         which = parts.column(which)
@@ -519,6 +542,48 @@ class DaskExecutor(Executor):
         inv = np.empty_like(pos)
         inv[pos] = np.arange(pos.size)
         return take(got, inv)
+
+
+def _call(fn, args):
+    return fn(*args)
+
+
+def _load_block(loader, start, stop):
+    try:
+        return tuple(loader(start, stop))
+    except Exception as exc:
+        raise ChunkError(f"loading rows {start}-{stop} failed: {type(exc).__name__}: {exc}") from exc
+
+
+def _dask_map_tasks(executor, fn, tasks, name, weights):
+    """``DaskExecutor.map_tasks``: one future per task, results as they complete."""
+    from ._executor import task_progress, task_weights
+
+    distributed = _require_distributed()
+    check_progress(executor.progress)
+    client = executor.get_client()
+    tasks = list(tasks)
+    w = task_weights(tasks, weights)
+    if not tasks:
+        return
+    [fn_f] = client.scatter([fn], broadcast=True)
+    futures = [client.submit(_call, fn_f, tuple(t), pure=False) for t in tasks]
+    index = {f.key: i for i, f in enumerate(futures)}
+    try:
+        with task_progress(executor, w, name) as bar:
+            for f in distributed.as_completed(futures):
+                i = index[f.key]
+                try:
+                    res = f.result()
+                except Exception as exc:
+                    if isinstance(exc, ChunkError):
+                        raise
+                    raise ChunkError(f"{name} failed on task {i}: {type(exc).__name__}: {exc}") from exc
+                bar.update(w[i])
+                yield i, res
+                f.release()
+    finally:
+        client.cancel([f for f in futures if not f.done()])
 
 
 def _dask_row_bounds(c):

@@ -19,7 +19,7 @@ candidate index.  A fixed partitioning and order give bit-identical results.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional, Sequence
 import numbers
 
 import numpy as np
@@ -264,6 +264,31 @@ class Executor:
                   which: str | int = 0) -> Samples:  # pragma: no cover - abstract
         raise NotImplementedError
 
+    def map_tasks(self, fn: Callable[..., Any], tasks: Sequence[Sequence[Any]], name: str = "tasks",
+                  weights: Sequence[int] | None = None,
+                  processes: int | None = None) -> Iterator[tuple[int, Any]]:  # pragma: no cover - abstract
+        """``(i, fn(*tasks[i]))`` for independent tasks, yielded as they finish (any order).
+
+        For work that holds the GIL (parsing molecules, hashing strings): the tasks run in
+        worker processes -- a local process pool (:class:`LocalExecutor`) or the Dask
+        workers (:class:`~sprokr.numerics.DaskExecutor`).  ``fn`` must be picklable (a
+        module-level function or an instance of a module-level class); ``weights`` (e.g.
+        rows per task) drive the progress bar; ``processes`` is the local pool's size
+        (default: the usable cores; 1 runs the tasks in this process, in order).  A failing
+        task raises :class:`ChunkError` naming it.
+        """
+        raise NotImplementedError
+
+    def partition_from(self, loader: Callable[[int, int], tuple[Any, ...]], n: int,
+                       n_partitions: int | None = None) -> RowPartitions:  # pragma: no cover - abstract
+        """Row partitions made *where they live* by ``loader(start, stop)``.
+
+        ``loader`` (picklable) returns the tuple of aligned collections for rows
+        ``start:stop``, e.g. memory-mapped slices of arrays saved on a shared disk, so no
+        data is copied to the workers (a distributed candidate index loaded from a file).
+        """
+        raise NotImplementedError
+
     def close(self) -> None:
         """Release resources this executor created (not those it was given)."""
 
@@ -388,6 +413,34 @@ class LocalExecutor(Executor):
             return take(parts.blocks[0][which], idx)
         return _take_from_blocks([b[which] for b in parts.blocks], parts.bounds, idx)
 
+    def map_tasks(self, fn: Callable[..., Any], tasks: Sequence[Sequence[Any]], name: str = "tasks",
+                  weights: Sequence[int] | None = None, processes: int | None = None,
+                  start_method: str = "spawn") -> Iterator[tuple[int, Any]]:
+        """``(i, fn(*tasks[i]))`` yielded as the tasks finish, on a pool of worker processes.
+
+        See :meth:`Executor.map_tasks` and :func:`sprokr.numerics.process_map` (``processes``
+        defaults to the usable cores; ``start_method`` ``"spawn"`` needs the
+        ``if __name__ == "__main__":`` guard in scripts).
+        """
+        from ._pool import process_map
+
+        check_progress(self.progress)
+        tasks = list(tasks)
+        w = task_weights(tasks, weights)
+        with task_progress(self, w, name) as bar:
+            yield from process_map(fn, tasks, processes, start_method, name=name,
+                                   on_done=lambda i: bar.update(w[i]))
+
+    def partition_from(self, loader: Callable[[int, int], tuple[Any, ...]], n: int,
+                       n_partitions: int | None = None) -> RowPartitions:
+        """Partitions ``loader(start, stop)`` made here (``n_partitions``: default the executor's)."""
+        self._validate()
+        n = int(n)
+        p = max(1, min(int(n_partitions or self.n_partitions), max(n, 1)))
+        bounds = np.linspace(0, n, p + 1).astype(np.int64)
+        blocks = [tuple(loader(int(a), int(b))) for a, b in zip(bounds[:-1], bounds[1:])]
+        return RowPartitions(n, bounds, blocks, self)
+
 
 def _take_from_blocks(blocks, bounds, idx):
     """Rows ``idx`` (global, any order) from row blocks; returned in the order of ``idx``."""
@@ -402,3 +455,21 @@ def _take_from_blocks(blocks, bounds, idx):
     inv = np.empty_like(pos)
     inv[pos] = np.arange(pos.size)
     return take(got, inv)
+
+
+def task_weights(tasks: Sequence[Any], weights: Sequence[int] | None) -> list[int]:
+    """Progress weight of every task (1 each by default)."""
+    if weights is None:
+        return [1] * len(tasks)
+    w = [int(x) for x in weights]
+    if len(w) != len(tasks):
+        raise ValueError(f"weights: one per task expected, got {len(w)} for {len(tasks)} tasks")
+    return w
+
+
+def task_progress(executor: Executor, weights: Sequence[int], name: str) -> Any:
+    """A progress bar over the weights of a task map (rows when weighted)."""
+    from ..progress import progress
+
+    return progress(total=sum(weights), desc=name, unit="rows", enabled=executor.progress,
+                    delay=0.0 if executor.progress else 0.5, unit_scale=True)

@@ -32,14 +32,17 @@ A :class:`~sprokr.CandidateIndex` is saved on its own (``index.save(path)``) and
 with ``sprokr.load(path, model=model)``, which checks that it belongs to that model.
 
 Submodules: ``_spec`` (constants, errors, allow-list), ``_container`` (zip, checksums,
-streamed ``.npy`` entries), ``_encode`` (the generic object walk of :func:`save`) and
-``_decode`` (rebuilding, for :func:`load`).  User guide: ``docs/reliability.md``.
+streamed ``.npy`` entries), ``_encode`` (the generic object walk of :func:`save`),
+``_decode`` (rebuilding, for :func:`load`) and ``_cache`` (:class:`FeatureCache`: features
+of many items on disk, content-addressed, resumable, memory-mapped).  User guide:
+``docs/reliability.md``; the feature cache: ``docs/scaling.md``.
 """
 from __future__ import annotations
 
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
+from ._cache import FeatureCache, FeatureChunk, FeatureTable, file_checksum, items_checksum
 from ._container import open_verified, write_model
 from ._decode import Reader, warn_versions
 from ._encode import Writer
@@ -63,6 +66,11 @@ __all__ = [
     "load",
     "read_manifest",
     "allow_class",
+    "FeatureCache",
+    "FeatureChunk",
+    "FeatureTable",
+    "file_checksum",
+    "items_checksum",
 ]
 
 
@@ -140,7 +148,7 @@ def read_manifest(path: PathLike) -> dict[str, Any]:
     return manifest
 
 
-def load(path: PathLike, model: Any | None = None) -> Any:
+def load(path: PathLike, model: Any | None = None, mmap: bool = False) -> Any:
     """Read a model (or CandidateIndex / CandidateSets) written by :func:`save`.
 
     Parameters
@@ -152,6 +160,13 @@ def load(path: PathLike, model: Any | None = None) -> Any:
         model (or of an earlier fit) is refused.  The check is the loaded object's
         ``check_owner(model, where)`` (which raises ``ValueError``); an object without one
         is refused with ``TypeError``.
+    mmap : bool
+        Memory-map the arrays of at least 1 MiB read-only in place instead of reading
+        them (array entries are stored uncompressed and aligned): a candidate index of
+        millions of molecules loads in the time of the checksum and occupies the page
+        cache, not the process's memory.  The whole-file checksum is verified as always;
+        do not modify or replace the file while the object is in use.  Files saved before
+        entries were aligned are read as usual.
 
     Raises
     ------
@@ -164,7 +179,7 @@ def load(path: PathLike, model: Any | None = None) -> Any:
     zf, manifest = open_verified(path)
     with zf:
         warn_versions(manifest, path)
-        reader = Reader(zf, manifest, path)
+        reader = Reader(zf, manifest, path, mmap=mmap)
         try:
             obj = reader.decode(manifest["root"], manifest.get("class") or "model")
         except ModelFormatError:

@@ -6,6 +6,7 @@ import json
 import math
 import os
 import re
+import struct
 import uuid
 import zipfile
 from pathlib import Path
@@ -90,14 +91,78 @@ class HashingIO:
         return self.sha.hexdigest()
 
 
+#: array data in the file starts at a multiple of this (so it can be memory-mapped in place)
+ALIGN = 64
+#: zip extra-field id of the alignment padding (the id Android's zipalign uses)
+PAD_EXTRA_ID = 0xD935
+
+
 def write_array(zf, name, a):
-    """Write ``a`` as a stored (uncompressed) ``.npy`` entry; return its sha256."""
+    """Write ``a`` as a stored (uncompressed) ``.npy`` entry; return its sha256.
+
+    The entry's local header carries a padding extra field so that its data starts at a
+    multiple of :data:`ALIGN` bytes in the file; ``.npy`` headers are padded to a multiple
+    of 64 bytes too, so the array data is aligned and can be memory-mapped in place
+    (:func:`map_array`).  Readers that ignore extra fields (any zip reader) are unaffected.
+    """
     from numpy.lib import format as npy
 
-    with zf.open(zip_info(name, zipfile.ZIP_STORED), "w", force_zip64=a.nbytes > 2**30) as raw:
+    zip64 = a.nbytes > 2**30
+    info = zip_info(name, zipfile.ZIP_STORED)
+    # local header: 30 fixed bytes, the name, the extra fields (+ 20 bytes of zip64 sizes)
+    base = zf.fp.tell() + 30 + len(name.encode("utf-8")) + (20 if zip64 else 0)
+    pad = (-(base + 4)) % ALIGN
+    info.extra = struct.pack("<HH", PAD_EXTRA_ID, pad) + b"\0" * pad
+    with zf.open(info, "w", force_zip64=zip64) as raw:
         out = HashingIO(raw)
         npy.write_array(out, a, allow_pickle=False)
     return out.sha.hexdigest()
+
+
+def map_array(path, zf, name, meta):
+    """An ``.npy`` entry memory-mapped read-only in place, or None when it cannot be.
+
+    The entry must be stored uncompressed, its header must match the manifest (dtype,
+    shape, size) and its data must be aligned (files written before entries were aligned
+    are read into memory instead).  The per-entry sha256 is not recomputed: the whole-file
+    checksum verified by :func:`open_verified` covers these bytes.  The mapped array
+    reflects the file: do not modify or replace the file while the array is in use.
+    """
+    from numpy.lib import format as npy
+
+    info = zf.getinfo(name)
+    if info.compress_type != zipfile.ZIP_STORED:
+        raise ModelFormatError(f"{name} is compressed; array entries are stored uncompressed")
+    with open(path, "rb") as fh:
+        fh.seek(info.header_offset)
+        local = fh.read(30)
+        if len(local) != 30 or local[:4] != b"PK\x03\x04":
+            raise ModelFormatError(f"{name}: bad local header")
+        n_name, n_extra = struct.unpack("<HH", local[26:30])
+        start = info.header_offset + 30 + n_name + n_extra
+        fh.seek(start)
+        version = npy.read_magic(fh)
+        if version not in ((1, 0), (2, 0)):
+            raise ModelFormatError(f"{name}: unsupported .npy version {version}")
+        reader = npy.read_array_header_1_0 if version == (1, 0) else npy.read_array_header_2_0
+        shape, fortran, dtype = reader(fh)
+        offset = fh.tell()
+    if dtype.hasobject:
+        raise ModelFormatError(f"{name} is not a valid .npy array: object arrays are refused "
+                               f"(they would need pickle)")
+    if dtype.str != meta.get("dtype") or list(shape) != meta.get("shape"):
+        raise ModelFormatError(f"{name} has dtype/shape {dtype.str} {list(shape)}, the manifest says "
+                               f"{meta.get('dtype')} {meta.get('shape')}")
+    nbytes = math.prod(shape) * dtype.itemsize
+    if offset - start + nbytes != info.file_size:
+        raise ModelFormatError(f"{name} has {info.file_size} bytes, not the size of a {dtype} array of "
+                               f"shape {tuple(shape)}")
+    if offset % ALIGN or nbytes == 0:
+        return None
+    import numpy as np
+
+    return np.memmap(path, dtype=dtype, mode="r", offset=offset, shape=tuple(shape),
+                     order="F" if fortran else "C")
 
 
 def sha256_of(fh, n_bytes):

@@ -7,7 +7,7 @@ import warnings
 import numpy as np
 
 from ..version import __version__
-from ._container import read_array
+from ._container import map_array, read_array
 from ._spec import (
     BIT_GENERATORS, GRAPH_CLASSES, SPARSE_CLASSES, TORCH_LAYERS, TORCH_NETWORKS, MissingPluginError,
     ModelFormatError, allowed_classes, plugin_distributions, plugin_of_class, qualname, resolve_allowed,
@@ -53,9 +53,14 @@ def _registered_plugins():
     return {name for name, _ in get_registry().pm.list_name_plugin()}
 
 
+#: arrays at least this large are memory-mapped by ``load(..., mmap=True)``
+MMAP_MIN_BYTES = 1 << 20
+
+
 class Reader:
-    def __init__(self, zf, manifest, path):
+    def __init__(self, zf, manifest, path, mmap=False):
         self.zf, self.manifest, self.path = zf, manifest, path
+        self.mmap = bool(mmap)
         self.objects = {}
         self.table = manifest["arrays"]
         if not isinstance(self.table, dict):
@@ -134,13 +139,36 @@ class Reader:
         if not isinstance(meta, dict):
             raise ModelFormatError(f"{self.path}: array {name!r} at {path} is not in the array table")
         try:
-            a = read_array(self.zf, name, meta)
+            a = None
+            if self.mmap and _nbytes(meta) >= MMAP_MIN_BYTES:
+                a = map_array(self.path, self.zf, name, meta)
+            if a is None:
+                a = read_array(self.zf, name, meta)
         except ModelFormatError as exc:
             raise ModelFormatError(f"{self.path}: {exc} ({path})") from None
         except Exception as exc:  # a header or payload that is not a plain .npy
             raise ModelFormatError(f"{self.path}: {name} ({path}) is not a valid .npy array: "
                                    f"{type(exc).__name__}: {exc}") from None
         return self._remember(node, a)
+
+    def _d_strlist(self, node, path):
+        """A long list of strings: UTF-8 bytes and their end offsets (two arrays)."""
+        data = self.decode(node["data"], path)
+        ends = self.decode(node["ends"], path)
+        if not isinstance(data, np.ndarray) or data.dtype != np.uint8 or not isinstance(ends, np.ndarray) \
+                or ends.dtype.kind != "i" or ends.ndim != 1 or (ends.size and (ends[-1] != data.size or
+                                                                               (np.diff(ends) < 0).any() or ends[0] < 0)):
+            raise ModelFormatError(f"{self.path}: malformed string list at {path}")
+        try:
+            text = bytes(data).decode("utf-8")
+        except UnicodeDecodeError:
+            raise ModelFormatError(f"{self.path}: string list at {path} is not UTF-8") from None
+        if len(text) == data.size:  # ASCII: byte offsets are character offsets
+            starts = np.concatenate([[0], ends[:-1]]).tolist()
+            return [text[a:b] for a, b in zip(starts, ends.tolist())]
+        raw = bytes(data)
+        starts = np.concatenate([[0], ends[:-1]]).tolist()
+        return [raw[a:b].decode("utf-8") for a, b in zip(starts, ends.tolist())]
 
     def _d_objarray(self, node, path):
         shape = tuple(int(s) for s in node["shape"])
@@ -323,3 +351,10 @@ class Reader:
         self._remember(node, obj)
         obj.__dict__.update(self._fields(node, "state", path))
         return obj
+
+
+def _nbytes(meta):
+    try:
+        return int(np.prod(meta.get("shape"))) * np.dtype(str(meta.get("dtype"))).itemsize
+    except (TypeError, ValueError):
+        return 0

@@ -13,6 +13,10 @@ from ._spec import (
 )
 
 
+#: lists of at least this many strings are stored as arrays (``strlist`` nodes)
+STRLIST_MIN = 1000
+
+
 class Writer:
     """Encodes an object graph into JSON nodes and ``.npy`` entries (shared objects once)."""
 
@@ -39,6 +43,8 @@ class Writer:
         if type(value) is float:
             return value if math.isfinite(value) else {"@": "float", "v": repr(value)}
         if type(value) is list:
+            if len(value) >= STRLIST_MIN and all(type(v) is str for v in value):
+                return self._strlist(value, path)
             return [self.encode(v, f"{path}[{i}]") for i, v in enumerate(value)]
         if type(value) is tuple:
             return {"@": "tuple", "items": [self.encode(v, f"{path}[{i}]") for i, v in enumerate(value)]}
@@ -133,6 +139,13 @@ class Writer:
         self.arrays[name] = a
         self.array_table[name] = {"sha256": None, "dtype": a.dtype.str, "shape": list(a.shape)}
         return {"@": "ndarray", "id": k, "entry": name}
+
+    def _strlist(self, value, path):
+        """A long list of strings (a million SMILES) as two arrays, not a JSON list."""
+        encoded = [v.encode("utf-8", "surrogatepass") for v in value]
+        ends = np.cumsum([len(b) for b in encoded], dtype=np.int64)
+        data = np.frombuffer(b"".join(encoded), dtype=np.uint8)
+        return {"@": "strlist", "data": self._array(data, f"{path} bytes"), "ends": self._array(ends, f"{path} ends")}
 
     def _sparse(self, M, path):
         cls = type(M).__name__

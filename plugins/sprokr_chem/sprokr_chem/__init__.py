@@ -49,6 +49,10 @@ _EXPORTS = {
     "morgan_fingerprints": ".kernels",
     "plot_molecules": ".plotting",
     "MoleculeDepiction": ".plotting",
+    "MoleculeFeaturizer": ".featurize",
+    "featurize_molecules": ".featurize",
+    "DESCRIPTOR_NAMES": ".featurize",
+    "load_moses": ".datasets",
 }
 
 __all__ = sorted(_EXPORTS) + ["molecular_formula"]

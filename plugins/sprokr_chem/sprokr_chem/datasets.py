@@ -1,4 +1,4 @@
-"""Loaders for the molecule benchmark data (QM9 CSV, ChEBI-20 SDF) and the shipped sample."""
+"""Loaders for the molecule benchmark data (QM9 CSV, ChEBI-20 SDF, MOSES CSV) and the shipped sample."""
 from __future__ import annotations
 
 import csv
@@ -14,7 +14,7 @@ if TYPE_CHECKING:  # imported for the annotations only
     from sprokr.types import PathLike
     from sprokr_chem.io import ReadReport
 
-__all__ = ["QM9_PROPERTIES", "load_qm9", "load_chebi20"]
+__all__ = ["QM9_PROPERTIES", "load_qm9", "load_chebi20", "load_moses"]
 
 #: the per-molecule quantum properties of QM9 used as inputs (no atomisation energies,
 #: which are near-duplicates of u0/u298/h298/g298)
@@ -71,3 +71,75 @@ def load_chebi20(path: PathLike | None = None, on_error: str = "raise") -> tuple
         report.skipped += [(i, "", "no Description") for i in missing]
         report.kept = [report.kept[i] for i in keep]
     return [mols[i] for i in keep], [str(props[i]["Description"]) for i in keep], report
+
+
+def load_moses(path: PathLike, split: str | None = None, n_rows: int | None = None) -> list[str]:
+    """SMILES strings of a MOSES-format CSV file (``.csv`` or ``.csv.gz``), in file order.
+
+    The MOSES benchmark (Polykovskiy et al. 2020, the ``molsets`` package) distributes its
+    molecules as CSV files with a ``SMILES`` column (``train.csv.gz``: 1,584,663 molecules,
+    ``test.csv.gz``: 176,074) or one file with a ``SPLIT`` column (``train`` / ``test`` /
+    ``test_scaffolds``).  Strings are returned as written (MOSES writes RDKit canonical
+    SMILES); they are not parsed here -- :func:`sprokr_chem.featurize.featurize_molecules`
+    parses them (in parallel) and reports invalid ones by row.
+
+    Parameters
+    ----------
+    path : path
+        The CSV file; gzip-compressed when its name ends in ``.gz`` (or its first bytes say so).
+    split : str, optional
+        Keep only the rows whose ``SPLIT`` column equals this (the file must have one).
+    n_rows : int, optional
+        Read only the first ``n_rows`` data rows (of the split, if given).
+
+    Returns
+    -------
+    list of str
+
+    Raises
+    ------
+    FileNotFoundError
+        The file does not exist (the message says where the data is expected).
+    ValueError
+        No ``SMILES`` column (the message names the columns found), an empty SMILES field
+        (named by its line number), or ``split`` given for a file without ``SPLIT``.
+    """
+    import gzip
+    import io
+
+    path = Path(path)
+    if not path.exists():
+        from sprokr.datasets import data_not_found
+
+        raise data_not_found(path, "MOSES CSV")
+    if n_rows is not None and (isinstance(n_rows, bool) or not isinstance(n_rows, (int, np.integer)) or n_rows < 0):
+        raise ValueError(f"n_rows must be None or an integer >= 0, got {n_rows!r}")
+    with open(path, "rb") as fh:
+        gz = fh.read(2) == b"\x1f\x8b"
+    raw = gzip.open(path, "rb") if gz else open(path, "rb")
+    with io.TextIOWrapper(raw, encoding="utf-8", newline="") as fh:
+        reader = csv.reader(fh)
+        header = next(reader, None)
+        if header is None:
+            raise ValueError(f"{path}: empty file; expected a CSV with a 'SMILES' column")
+        cols = [h.strip() for h in header]
+        low = [c.lower() for c in cols]
+        if "smiles" not in low:
+            raise ValueError(f"{path}: no 'SMILES' column (columns: {cols}); expected a MOSES-format CSV")
+        j = low.index("smiles")
+        k = low.index("split") if "split" in low else None
+        if split is not None and k is None:
+            raise ValueError(f"{path}: split={split!r} asked but the file has no 'SPLIT' column (columns: {cols})")
+        out: list[str] = []
+        for line, row in enumerate(reader, start=2):
+            if n_rows is not None and len(out) >= n_rows:
+                break
+            if not row:
+                continue
+            if split is not None and (k is None or len(row) <= k or row[k].strip() != split):
+                continue
+            s = row[j].strip() if len(row) > j else ""
+            if not s:
+                raise ValueError(f"{path}: line {line} has an empty SMILES field")
+            out.append(s)
+    return out

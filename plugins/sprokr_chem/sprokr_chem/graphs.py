@@ -30,7 +30,7 @@ if TYPE_CHECKING:  # imported for the annotations only
     from rdkit.Chem import Mol
 
 __all__ = ["mol_to_graph", "graph_to_mol", "smiles_to_graph", "graph_to_smiles",
-           "GraphConversionError"]
+           "GraphConversionError", "atom_label", "bond_order"]
 
 _BOND_ORDER = {
     Chem.BondType.SINGLE: 1,
@@ -45,6 +45,17 @@ _LABEL_RE = re.compile(r"^([A-Z][a-z]?)(\d*[+-]+|[+-]\d*)?$")
 
 class GraphConversionError(ValueError):
     """A graph does not describe a valid molecule."""
+
+
+def atom_label(symbol: str, charge: int) -> str:
+    """The ``label`` node attribute of :func:`mol_to_graph`: element + formal charge ("N+", "O-")."""
+    return _atom_label(symbol, charge)
+
+
+def bond_order(bond: Any) -> float | None:
+    """The ``bond_order`` edge attribute of :func:`mol_to_graph` (1, 2, 3, aromatic 1.5), or
+    None for a bond type the graphs do not represent."""
+    return _BOND_ORDER.get(bond.GetBondType())
 
 
 def _atom_label(symbol, charge):

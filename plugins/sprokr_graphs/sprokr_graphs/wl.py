@@ -46,7 +46,8 @@ from sprokr.kernels.base import Kernel
 if TYPE_CHECKING:  # imported for the annotations only
     from sprokr.types import Samples
 
-__all__ = ["WLFeatures", "wl_features", "resolve_labels", "labelling_name", "WLKernel", "CoreWLKernel", "GrakelKernel",
+__all__ = ["WLFeatures", "wl_features", "wl_features_from_arrays", "node_label_key", "edge_label_key",
+           "resolve_labels", "labelling_name", "WLKernel", "CoreWLKernel", "GrakelKernel",
            "CHEM_NODE_LABELS", "CHEM_EDGE_LABEL"]
 
 #: node attributes of the chemistry-aware atom labels (set by sprokr_chem.mol_to_graph):
@@ -236,6 +237,95 @@ class _Batch:
         self.graphs = graphs
 
 
+class _ArrayBatch:
+    """A batch given as flat arrays (:func:`wl_features_from_arrays`): same fields as _Batch."""
+
+    def __init__(self, sizes, node_keys, src, dst, edge_keys):
+        label_hash, edge_hash = {}, {}
+
+        def hashed(keys, cache, tag):
+            out = np.empty(len(keys), dtype=np.uint64)
+            for j, key in enumerate(keys):
+                h = cache.get(key)
+                if h is None:
+                    h = cache[key] = _h(tag + key.encode()) & 0xFFFFFFFFFFFFFFFF
+                out[j] = h
+            return out
+
+        self.sizes = [int(x) for x in sizes]
+        self.n_graphs = len(self.sizes)
+        n_nodes = int(sum(self.sizes))
+        if len(node_keys) != n_nodes:
+            raise ValueError(f"node_keys: {len(node_keys)} labels for {n_nodes} nodes")
+        src, dst = np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64)
+        if src.shape != dst.shape or src.ndim != 1 or (src.size and (min(src.min(), dst.min()) < 0
+                                                                     or max(src.max(), dst.max()) >= n_nodes)):
+            raise ValueError("src and dst must be equal-length arrays of node indices of the batch")
+        self.gid = np.repeat(np.arange(self.n_graphs, dtype=np.int64), self.sizes)
+        if src.size and (self.gid[src] != self.gid[dst]).any():
+            raise ValueError("an edge joins two different graphs of the batch")
+        self.labels = hashed(node_keys, label_hash, b"L")
+        keep = src != dst
+        src, dst = src[keep], dst[keep]
+        # each undirected edge in both directions, as _Batch does
+        self.src = np.concatenate([src, dst]) if src.size else src
+        self.dst = np.concatenate([dst, src]) if src.size else dst
+        self.elab = None
+        if edge_keys is not None:
+            if len(edge_keys) != keep.size:
+                raise ValueError(f"edge_keys: {len(edge_keys)} labels for {keep.size} edges")
+            e = hashed([k for k, ok in zip(edge_keys, keep) if ok], edge_hash, b"E")
+            self.elab = np.concatenate([e, e])
+        self.graphs = None
+
+
+def node_label_key(*values: Any) -> str:
+    """The label text of a node with these attribute values, as the WL kernels read it
+    (several attributes: joined by ``\x1f``; numbers by value)."""
+    if len(values) == 1 and isinstance(values[0], str):
+        return values[0]
+    return "\x1f".join(_label_text(v) for v in values)
+
+
+def edge_label_key(value: Any) -> str:
+    """The label text of an edge attribute value, as the WL kernels read it."""
+    return _label_text(value)
+
+
+def wl_features_from_arrays(sizes: Sequence[int], node_keys: Sequence[str], src: ArrayLike, dst: ArrayLike,
+                            edge_keys: Sequence[str] | None = None, n_iter: int = 3, normalize: bool = True,
+                            labelling: str = LEGACY_LABELLING) -> WLFeatures:
+    """WL count vectors of a batch of graphs given as flat arrays (no networkx graphs).
+
+    Equal to :func:`wl_features` on the same graphs (hash-identical features) when the
+    label texts are made with :func:`node_label_key` / :func:`edge_label_key` from the
+    attributes :func:`wl_features` would read, and ``labelling`` is theirs
+    (:func:`labelling_name`).  For callers that can list a million graphs' nodes and edges
+    faster than they can build networkx graphs (molecules read from RDKit).
+
+    Parameters
+    ----------
+    sizes : sequence of int
+        Nodes per graph; the batch's nodes are numbered graph after graph.
+    node_keys : sequence of str
+        Label text of every node of the batch.
+    src, dst : array-like of int
+        The undirected edges (node indices of the batch), each listed once.
+    edge_keys : sequence of str, optional
+        Label text of every edge (None: unlabelled edges).
+    n_iter, normalize : as :func:`wl_features`.
+    labelling : str
+        Recorded in the result (features of different labellings are not comparable).
+    """
+    if not isinstance(n_iter, (int, np.integer)) or n_iter < 0:
+        raise ValueError(f"n_iter must be a non-negative int, got {n_iter!r}")
+    b = _ArrayBatch(sizes, node_keys, src, dst, edge_keys)
+    if b.n_graphs == 0:
+        return WLFeatures([0], [], [], labelling)
+    g, f = _wl_entries(b.gid, b.labels, b.src, b.dst, n_iter=n_iter, salt=0, elab=b.elab)
+    return _count_features(g, f, b.n_graphs, normalize, labelling)
+
+
 def _wl_entries(gid, labels, src, dst, *, n_iter, salt, elab=None):
     """(graph id, feature id) of every node at every round: the WL label multisets.
 
@@ -317,6 +407,11 @@ def wl_features(graphs: Sequence[nx.Graph], n_iter: int = 3, node_label: str | S
             parts_g.append(g)
             parts_f.append(f)
         g, f = np.concatenate(parts_g), np.concatenate(parts_f)
+    return _count_features(g, f, b.n_graphs, normalize, labelling)
+
+
+def _count_features(g, f, n_graphs, normalize, labelling):
+    """WLFeatures from the (graph id, feature id) of every node at every round."""
     # count (graph, feature) pairs: sort by graph then feature id, run lengths
     fi = f.view(np.int64)
     order = np.lexsort((fi, g))
@@ -326,16 +421,16 @@ def wl_features(graphs: Sequence[nx.Graph], n_iter: int = 3, node_label: str | S
     rg, rid = g[starts], fi[starts]
     # A graph without nodes has no WL label at all: it gets one reserved feature, so that
     # k(E, E) = 1 = diag while k(E, G) = 0 (a zero row would give k(E, E) = 0 != diag = 1)
-    empty = np.flatnonzero(np.bincount(rg, minlength=b.n_graphs) == 0)
+    empty = np.flatnonzero(np.bincount(rg, minlength=n_graphs) == 0)
     if empty.size:
         rg = np.r_[rg, empty]
         rid = np.r_[rid, np.full(empty.size, EMPTY_GRAPH_FEATURE, dtype=rid.dtype)]
         counts = np.r_[counts, np.ones(empty.size)]
         order = np.lexsort((rid, rg))
         rg, rid, counts = rg[order], rid[order], counts[order]
-    indptr = np.concatenate([[0], np.cumsum(np.bincount(rg, minlength=b.n_graphs))])
+    indptr = np.concatenate([[0], np.cumsum(np.bincount(rg, minlength=n_graphs))])
     if normalize:
-        nrm = np.sqrt(np.bincount(rg, weights=counts ** 2, minlength=b.n_graphs))
+        nrm = np.sqrt(np.bincount(rg, weights=counts ** 2, minlength=n_graphs))
         nrm[nrm == 0] = 1.0
         counts = counts / nrm[rg]
     return WLFeatures(indptr, rid, counts, labelling)

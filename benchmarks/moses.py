@@ -527,7 +527,7 @@ def run_n(args, D, s, n, executor, peak, methods, results):
         if "sisokr" in methods:
             results.append(row)
     if methods & {"nn", "knn"} and (not args.baseline_n or n in args.baseline_ns):
-        from sprokr.registry import resolve_kernel
+        from sprokr.kernels import resolve_kernel
 
         ik, ikp = input_kernel(args.task, s)
         kx = resolve_kernel(ik, ikp, "input", np.dtype(np.float32))

@@ -26,15 +26,12 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ..utils import concat_samples, iter_chunks, num_samples, take, take_slice
+from ._pool import ChunkError  # defined beside the process pool, which reports it too
 
 if TYPE_CHECKING:  # imported for the annotations only
     from ..types import RandomStateLike, Samples
 
 __all__ = ["ChunkTask", "RowPartitions", "Executor", "LocalExecutor", "ChunkError", "tree_reduce"]
-
-
-class ChunkError(RuntimeError):
-    """A chunked pass failed on some rows; names the rows and the original error."""
 
 
 class ChunkTask:

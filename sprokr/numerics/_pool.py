@@ -47,9 +47,11 @@ def check_processes(processes: int | None) -> int:
     return int(processes)
 
 
-def _task_error(name: str, i: int, exc: BaseException) -> Exception:
-    from ._executor import ChunkError
+class ChunkError(RuntimeError):
+    """A chunked pass failed on some rows; names the rows and the original error."""
 
+
+def _task_error(name: str, i: int, exc: BaseException) -> Exception:
     if isinstance(exc, ChunkError):
         return exc
     return ChunkError(f"{name} failed on task {i}: {type(exc).__name__}: {exc}")

@@ -48,7 +48,7 @@ def methods(n):
 
 def make(hp, sketch, m, params, seed):
     return JointQuantileRegressor(taus=TAUS, gamma_tau=hp["gamma_tau"], kernel_params={"sigma2": hp["sigma2"]},
-                                  lam=hp["lam"], sketch=sketch, m=m, sketch_params=params,
+                                  lam=hp["lam"], input_sketch=sketch, m_x=m, input_sketch_params=params,
                                   random_state=seed, **SOLVER)
 
 

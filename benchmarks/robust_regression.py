@@ -90,7 +90,7 @@ def methods(n, sizes):
         def sk(name, params=None, s=s):
             return lambda hp, seed: SketchedKernelMachine(
                 kernel_params={"sigma2": hp["sigma2"]}, lam=hp["lam"], loss=hp["loss"],
-                loss_params=hp["loss_params"], sketch=name, m=s, sketch_params=params,
+                loss_params=hp["loss_params"], input_sketch=name, m_x=s, input_sketch_params=params,
                 random_state=seed, **SOLVER)
         out[f"Nystrom s={s}"] = ("Nystrom", s, sk("subsample"))
         out[f"Gaussian s={s}"] = ("Gaussian", s, sk("gaussian"))
@@ -100,7 +100,7 @@ def methods(n, sizes):
             out[f"{k}/n-SR s={s}"] = (f"{k}/n-SR", s, sk("psr", {"p": k / n}))
             out[f"{k}/n-SG s={s}"] = (f"{k}/n-SG", s, sk("psg", {"p": k / n}))
         out[f"RFF s={s}"] = ("RFF", s, lambda hp, seed, s=s: RFFKernelMachine(
-            sigma2=hp["sigma2"], n_components=s, lam=hp["lam"], loss=hp["loss"],
+            kernel_params={"sigma2": hp["sigma2"]}, n_components=s, lam=hp["lam"], loss=hp["loss"],
             loss_params=hp["loss_params"], random_state=seed, **SOLVER))
     return out
 

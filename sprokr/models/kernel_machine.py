@@ -55,6 +55,7 @@ from ..utils import (
     num_samples,
     resolve_dtype,
 )
+from ..deprecation import RenamedParametersMixin
 from ..persistence import SaveMixin
 from ..losses import Loss, PinballLoss, check_quantile_levels
 from ..registry import get_registry
@@ -114,17 +115,18 @@ def check_targets(y: ArrayLike, n: int, owner: str = "this estimator") -> tuple[
 
 
 def check_solver_params(est: Any, loss: Loss) -> str:
-    """Validate the optimisation parameters shared by the kernel machines; returns the solver."""
-    if est.solver not in ("auto", "closed_form", "lbfgs", "adam"):
-        raise ValueError(f"solver must be 'auto', 'closed_form', 'lbfgs' or 'adam', got {est.solver!r}")
-    solver = est.solver
+    """Validate the optimisation parameters shared by the kernel machines; returns the
+    resolved ``optimizer`` (the training algorithm)."""
+    if est.optimizer not in ("auto", "closed_form", "lbfgs", "adam"):
+        raise ValueError(f"optimizer must be 'auto', 'closed_form', 'lbfgs' or 'adam', got {est.optimizer!r}")
+    solver = est.optimizer
     if solver == "auto":
         solver = "closed_form" if loss.closed_form else "lbfgs"
     v = getattr(est, "max_iter", 1)
     if isinstance(v, bool) or not isinstance(v, (numbers.Integral, np.integer)) or v < 1:
         raise ValueError(f"max_iter must be an integer >= 1, got {v!r}")
     if solver == "closed_form" and not loss.closed_form:
-        raise ValueError(f"solver='closed_form' needs the square loss, got {type(loss).__name__}")
+        raise ValueError(f"optimizer='closed_form' needs the square loss, got {type(loss).__name__}")
     check_positive(est.learning_rate, "learning_rate")
     for name in ("batch_size", "max_epochs", "n_iter_no_change"):
         v = getattr(est, name)
@@ -213,7 +215,7 @@ class FeatureProblemMixin:
         return P[:, 0] if self._scalar else P
 
 
-class SketchedKernelMachine(SaveMixin, FeatureProblemMixin, RegressorMixin, BaseEstimator):
+class SketchedKernelMachine(RenamedParametersMixin, SaveMixin, FeatureProblemMixin, RegressorMixin, BaseEstimator):
     """Kernel machine with a generic loss, optional sketching and a decomposable kernel ``k M``.
 
     Parameters
@@ -228,20 +230,23 @@ class SketchedKernelMachine(SaveMixin, FeatureProblemMixin, RegressorMixin, Base
         e.g. ``{"kappa": 1.0}``, ``{"epsilon": 0.1}``, ``{"tau": 0.9}``.
     lam : float > 0
         Regularisation: objective ``(1/n) sum l(f(x_i), y_i) + lam/2 |f|^2``.
-    sketch : str, Sketch or None
+    input_sketch : str, Sketch or None
         ``None``: exact machine.  Names: ``subsample``/``nystrom``, ``gaussian``, ``psr``,
         ``psg``, ``psparsified``, ``accumulation``, ``countsketch``, ``identity``.
-    m : int, optional
-        Sketch size when the sketch is given by name.
-    sketch_params : dict, optional
-        e.g. ``{"p": 20 / n}`` for p-SR / p-SG, ``{"m_acc": 20}`` for accumulation.
+        (Formerly ``sketch``.)
+    m_x : int, optional
+        Sketch size when the sketch is given by name (formerly ``m``).
+    input_sketch_params : dict, optional
+        e.g. ``{"p": 20 / n}`` for p-SR / p-SG, ``{"m_acc": 20}`` for accumulation
+        (formerly ``sketch_params``).
     output_matrix : None, "identity" or array (d, d)
         ``M`` of the decomposable kernel (symmetric PSD); see
         :func:`sprokr.models.graph_laplacian_matrix` and :func:`joint_quantile_matrix`.
-    solver : {"auto", "closed_form", "lbfgs", "adam"}
-        ``auto``: closed form for the square loss, L-BFGS otherwise
-        (:func:`sprokr.numerics.lbfgs_solve`: full batch, through the Moreau envelope with
-        a decreasing smoothing for non-smooth losses); ``adam``: mini-batch Adam.
+    optimizer : {"auto", "closed_form", "lbfgs", "adam"}
+        The training algorithm (formerly ``solver``).  ``auto``: closed form for the
+        square loss, L-BFGS otherwise (:func:`sprokr.numerics.lbfgs_solve`: full batch,
+        through the Moreau envelope with a decreasing smoothing for non-smooth losses);
+        ``adam``: mini-batch Adam.
     tol : float
         Relative duality gap at which the solution is accepted: ``converged_`` is True only
         when the gap of the returned solution is certified below ``tol``
@@ -306,13 +311,20 @@ class SketchedKernelMachine(SaveMixin, FeatureProblemMixin, RegressorMixin, Base
     equations summed over row chunks: O(m^2 + chunk x m'); with an output matrix of several
     eigenvalues, its float64 whitened system solved per eigengroup); the iterative solvers
     keep the n x r features.  The exact machine holds the n x n Gram.
+
+    The former names ``sketch``, ``m``, ``sketch_params`` and ``solver`` still work until
+    sprokr 0.3, with a ``FutureWarning`` (``docs/parameters.md``).
     """
+
+    #: deprecated parameter names (sprokr.deprecation): old -> new
+    renamed_parameters = {"sketch": "input_sketch", "m": "m_x", "sketch_params": "input_sketch_params",
+                          "solver": "optimizer"}
 
     def __init__(self, kernel: str | Kernel = "gaussian", kernel_params: Mapping[str, Any] | None = None,
                  loss: str | Loss = "square", loss_params: Mapping[str, Any] | None = None, lam: float = 1e-4,
-                 sketch: str | Sketch | None = None, m: int | None = None,
-                 sketch_params: Mapping[str, Any] | None = None, output_matrix: ArrayLike | str | None = None,
-                 solver: str = "auto", learning_rate: float = 1e-2, batch_size: int = 256, max_epochs: int = 100,
+                 input_sketch: str | Sketch | None = None, m_x: int | None = None,
+                 input_sketch_params: Mapping[str, Any] | None = None, output_matrix: ArrayLike | str | None = None,
+                 optimizer: str = "auto", learning_rate: float = 1e-2, batch_size: int = 256, max_epochs: int = 100,
                  max_iter: int = 3000, tol: float = 1e-4, n_iter_no_change: int = 5, init: str = "ridge",
                  dtype: DTypeLike = "float64", rcond: float | None = None, chunk_size: int | None = None,
                  normalize_y: bool = False, executor: Any = "local", executor_params: Mapping[str, Any] | None = None,
@@ -322,11 +334,11 @@ class SketchedKernelMachine(SaveMixin, FeatureProblemMixin, RegressorMixin, Base
         self.loss = loss
         self.loss_params = loss_params
         self.lam = lam
-        self.sketch = sketch
-        self.m = m
-        self.sketch_params = sketch_params
+        self.input_sketch = input_sketch
+        self.m_x = m_x
+        self.input_sketch_params = input_sketch_params
         self.output_matrix = output_matrix
-        self.solver = solver
+        self.optimizer = optimizer
         self.learning_rate = learning_rate
         self.batch_size = batch_size
         self.max_epochs = max_epochs
@@ -378,7 +390,7 @@ class SketchedKernelMachine(SaveMixin, FeatureProblemMixin, RegressorMixin, Base
             rcond = check_positive(rcond, "rcond", strict=False)
         kernel = resolve_kernel(self.kernel, self.kernel_params, "input", dtype)
         kernel = fit_on_training_inputs(kernel, X)  # data-dependent kernels: a fitted copy
-        sketch = resolve_sketch(self.sketch, self.m, self.sketch_params, n, "input")
+        sketch = resolve_sketch(self.input_sketch, self.m_x, self.input_sketch_params, n, "input")
         executor = resolve_executor(self.executor, self.executor_params)
         rng = check_random_state(self.random_state)
         R = sketch.draw(n, rng) if sketch is not None else None
@@ -560,8 +572,7 @@ class JointQuantileRegressor(SketchedKernelMachine):
     taus : sequence of float in (0, 1), default (0.1, 0.3, 0.5, 0.7, 0.9)
     gamma_tau : float >= 0
         Coupling of the levels (0: all levels share one function up to the loss).
-    Other parameters: as :class:`SketchedKernelMachine` (the loss is fixed to pinball and the
-    solver to Adam).
+    Other parameters: as :class:`SketchedKernelMachine` (the loss is fixed to pinball).
     """
 
     # fixed by the model (not a constructor parameter)
@@ -569,9 +580,10 @@ class JointQuantileRegressor(SketchedKernelMachine):
 
     def __init__(self, taus: ArrayLike = (0.1, 0.3, 0.5, 0.7, 0.9), gamma_tau: float = 10.0,
                  kernel: str | Kernel = "gaussian", kernel_params: Mapping[str, Any] | None = None, lam: float = 1e-4,
-                 sketch: str | Sketch | None = None, m: int | None = None,
-                 sketch_params: Mapping[str, Any] | None = None, solver: str = "auto", learning_rate: float = 1e-2,
-                 batch_size: int = 256, max_epochs: int = 100, max_iter: int = 3000, tol: float = 1e-4,
+                 input_sketch: str | Sketch | None = None, m_x: int | None = None,
+                 input_sketch_params: Mapping[str, Any] | None = None, optimizer: str = "auto",
+                 learning_rate: float = 1e-2, batch_size: int = 256, max_epochs: int = 100, max_iter: int = 3000,
+                 tol: float = 1e-4,
                  n_iter_no_change: int = 5, init: str = "ridge", dtype: DTypeLike = "float64",
                  rcond: float | None = None, chunk_size: int | None = None, normalize_y: bool = False,
                  executor: Any = "local", executor_params: Mapping[str, Any] | None = None,
@@ -581,10 +593,10 @@ class JointQuantileRegressor(SketchedKernelMachine):
         self.kernel = kernel
         self.kernel_params = kernel_params
         self.lam = lam
-        self.sketch = sketch
-        self.m = m
-        self.sketch_params = sketch_params
-        self.solver = solver
+        self.input_sketch = input_sketch
+        self.m_x = m_x
+        self.input_sketch_params = input_sketch_params
+        self.optimizer = optimizer
         self.learning_rate = learning_rate
         self.batch_size = batch_size
         self.max_epochs = max_epochs

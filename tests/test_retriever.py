@@ -207,7 +207,7 @@ def test_clear_errors(qm9, fitted, tmp_path):
     with pytest.raises(ValueError, match="hidden_layer_sizes"):
         MoleculeRetriever(method="dsokr", hidden_layer_sizes=256).fit(X, X)
     with pytest.raises(ValueError, match="alphas"):
-        MoleculeRetriever(method="dsokr", alphas=[1e-3, -1.0]).fit(X, X)
+        MoleculeRetriever(method="dsokr", dsokr_lams=[1e-3, -1.0]).fit(X, X)
 
 
 def test_a_failed_refit_keeps_the_previous_model(qm9):

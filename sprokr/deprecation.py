@@ -226,9 +226,15 @@ class RenamedParametersMixin:
 
     def set_params(self, **params: Any) -> Any:
         renames = type(self).renamed_parameters
-        if renames and any(k in renames for k in params):
-            params = translate_renamed(renames, params, type(self).__name__, current=vars(self),
-                                       where="set_params", stacklevel=2)
+        if renames and any(k.partition("__")[0] in renames for k in params):
+            nested = {k: v for k, v in params.items()
+                      if "__" in k and isinstance(renames.get(k.partition("__")[0]), str)}
+            params = translate_renamed(renames, {k: v for k, v in params.items() if k not in nested},
+                                       type(self).__name__, current=vars(self), where="set_params", stacklevel=2)
+            for key, value in nested.items():  # ``estimators__lam``: the former name of a nested estimator
+                old, _, rest = key.partition("__")
+                _report(type(self).__name__, old, renames[old], "set_params", 2)
+                params[f"{renames[old]}__{rest}"] = value
         return super().set_params(**params)  # type: ignore[misc]
 
     def __setstate__(self, state: dict[str, Any]) -> None:

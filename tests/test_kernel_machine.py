@@ -62,7 +62,8 @@ def test_decomposable_output_matrix_matches_brute_force(sketch, rng):
 def test_adam_reaches_closed_form_on_square_loss(toy, rng):
     X, f = toy
     y = f + 0.1 * rng.standard_normal(200)
-    common = dict(kernel_params=KP, lam=1e-2, sketch="psr", m=40, sketch_params={"p": 0.05}, random_state=3)
+    common = dict(kernel_params=KP, lam=1e-2, input_sketch="psr", m_x=40, input_sketch_params={"p": 0.05},
+                  random_state=3)
     exact = SketchedKernelMachine(**common).fit(X, y)
     Xq = rng.uniform(-2, 2, size=(100, 3))
     scale = np.abs(exact.predict(Xq)).max()
@@ -107,7 +108,7 @@ def test_huber_is_robust_to_outliers(rng):
     bad = rng.choice(300, 30, replace=False)
     y[bad] += 30.0  # 10 % gross outliers
     Xq = np.linspace(-2, 2, 200)[:, None]
-    common = dict(kernel_params={"sigma2": 0.5}, lam=1e-3, sketch="psr", m=60, sketch_params={"p": 0.05},
+    common = dict(kernel_params={"sigma2": 0.5}, lam=1e-3, input_sketch="psr", m_x=60, input_sketch_params={"p": 0.05},
                   random_state=0)
     sq = SketchedKernelMachine(**common).fit(X, y).predict(Xq)
     hub = SketchedKernelMachine(**common, loss="huber", loss_params={"kappa": 0.5}, max_epochs=300,
@@ -257,7 +258,7 @@ def test_float32_sketched_closed_form_on_a_nearly_flat_kernel(rng):
     # normal equations indefinite unless the feature map truncates (rcond 1e-6) / falls back
     X = rng.standard_normal((600, 8))
     Y = np.c_[X[:, 0] + X[:, 1] ** 2, X[:, 2] * X[:, 3]]
-    kw = dict(kernel_params={"sigma2": 1e2}, lam=1e-5, sketch="psr", m=60, sketch_params={"p": 0.03},
+    kw = dict(kernel_params={"sigma2": 1e2}, lam=1e-5, input_sketch="psr", m_x=60, input_sketch_params={"p": 0.03},
               random_state=0)
     p64 = SketchedKernelMachine(**kw).fit(X, Y).predict(X)
     m32 = SketchedKernelMachine(**kw, dtype="float32").fit(X, Y)

@@ -213,6 +213,10 @@ def test_dsokr_ensemble_estimator(data):
     np.testing.assert_array_equal(old.fit(X, Y).predict_scores(X[:5]), new.fit(X, Y).predict_scores(X[:5]))
     with pytest.raises(TypeError, match="estimator must be a DSOKR"):
         DSOKREnsemble(estimator=[]).fit(X, Y)
+    # a nested parameter under the former name
+    with renamed("set_params: `estimators` is deprecated"):
+        new.set_params(estimators__m_y=7)
+    assert new.estimator.m_y == 7
 
 
 def test_functions_take_former_keywords(data):

@@ -206,7 +206,7 @@ def test_clear_errors(qm9, fitted, tmp_path):
         model.predict(queries, candidates=[])
     with pytest.raises(ValueError, match="hidden_layer_sizes"):
         MoleculeRetriever(method="dsokr", hidden_layer_sizes=256).fit(X, X)
-    with pytest.raises(ValueError, match="alphas"):
+    with pytest.raises(ValueError, match="dsokr_lams"):
         MoleculeRetriever(method="dsokr", dsokr_lams=[1e-3, -1.0]).fit(X, X)
 
 

@@ -220,7 +220,7 @@ def select_dsokr(features, make_dsokr, X, Y, alphas, m_y_grid, m_x_grid, network
         """``(fitted features, Z_train_part, Z_validation)`` with ``m_x`` components."""
         if m_x not in feats_by_m:
             t = time.perf_counter()
-            f = clone(features).set_params(n_components=m_x).fit(Xtr)
+            f = clone(features).set_params(m_x=m_x).fit(Xtr)
             feats_by_m[m_x] = (f, f.transform(Xtr), f.transform(Xv))
             log["features_s"][m_x] = time.perf_counter() - t
         return feats_by_m[m_x]
@@ -272,7 +272,7 @@ def select_dsokr(features, make_dsokr, X, Y, alphas, m_y_grid, m_x_grid, network
     ensemble = None
     t0 = time.perf_counter()
     if name in ridges:  # closed form: refit features and model on all the training data
-        feats = clone(features).set_params(n_components=m_x).fit(X)
+        feats = clone(features).set_params(m_x=m_x).fit(X)
         Z = feats.transform(X)
         feat_s = time.perf_counter() - t0
         model = make_dsokr(m_y, "ridge", ridges[name], random_state).fit(Z, Y)

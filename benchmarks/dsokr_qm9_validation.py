@@ -55,7 +55,7 @@ def networks(args):
         "mlp-mrr": ("torch_mlp", {**torch, "hidden_layer_sizes": (args.hidden,), "monitor": "mrr"}, True),
         "residual": ("torch_mlp", {**torch, "hidden_layer_sizes": (args.hidden,), "residual": True,
                                    "ridge_init": args.alpha}, True),
-        "cnn": ("torch_smiles", {**torch, "batch_size": 64, "channels": 128, "patience": 8}, False),
+        "cnn": ("torch_smiles", {**torch, "batch_size": 64, "channels": 128, "n_iter_no_change": 8}, False),
     }
 
 
@@ -88,7 +88,7 @@ def main(argv=None):
     kxp = {"n": args.spectrum_n}
     m_x = min(args.m_x, len(Xtr))
     t0 = time.perf_counter()
-    feats = KernelFeatures("smiles_spectrum", kxp, n_components=m_x, random_state=0).fit(Xtr)
+    feats = KernelFeatures("smiles_spectrum", kxp, m_x=m_x, random_state=0).fit(Xtr)
     Ztr, Zv = feats.transform(Xtr), feats.transform(Xv)
     feat_s = time.perf_counter() - t0
     table, nets = SeedTable(), networks(args)

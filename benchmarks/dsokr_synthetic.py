@@ -41,10 +41,10 @@ def make_data(n, d_x, d_y, d, noise_var, rng):
 
 def regressor(args, seed):
     if args.regressor == "torch":
-        return TorchRegressor(hidden_layer_sizes=(args.hidden,), max_epochs=args.epochs, patience=args.patience,
-                              lr=args.lr, batch_size=128, random_state=seed)
-    return MLPSurrogate(hidden_layer_sizes=(args.hidden,), max_epochs=args.epochs, patience=args.patience,
-                        learning_rate_init=args.lr, batch_size=128, random_state=seed)
+        return TorchRegressor(hidden_layer_sizes=(args.hidden,), max_epochs=args.epochs, n_iter_no_change=args.patience,
+                              learning_rate=args.lr, batch_size=128, random_state=seed)
+    return MLPSurrogate(hidden_layer_sizes=(args.hidden,), max_epochs=args.epochs, n_iter_no_change=args.patience,
+                        learning_rate=args.lr, batch_size=128, random_state=seed)
 
 
 def run(args, seed):

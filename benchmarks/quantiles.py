@@ -11,9 +11,9 @@ loss (mean over test samples of the sum over levels), crossing loss (mean of
 Hyper-parameters (sigma2, lam, gamma_tau) are chosen inside each split's training part by
 5-fold CV of the exact machine's pinball loss (nested: the test part is never seen).
 
-Solvers, timed in the same run on the same fits: the default (``solver="auto"``: Newton
+Solvers, timed in the same run on the same fits: the default (``optimizer="auto"``: Newton
 with an active-set finish, stopped at a certified relative duality gap <= 1e-4) and the
-former route, seeded mini-batch Adam (``solver="adam"``, learning rate 0.05, batches of
+former route, seeded mini-batch Adam (``optimizer="adam"``, learning rate 0.05, batches of
 64, at most 200 epochs, step-halving stop).  Per method: ``fit_s`` / ``gap_max`` (largest
 certified gap over the splits) / ``converged`` for the default, ``adam_fit_s`` /
 ``adam_gap_max`` / ``adam_converged`` / ``adam_pinball`` for Adam, and
@@ -50,7 +50,7 @@ FIXED = {"sigma2": 10.0, "lam": 1e-2, "gamma_tau": 10.0}
 GRID = {"sigma2": (3.0, 10.0, 30.0), "lam": (1e-4, 1e-3, 1e-2), "gamma_tau": (1.0, 10.0)}
 #: the default solver (certified relative duality gap <= tol) and the former Adam route
 SOLVERS = {"default": {"tol": 1e-4},
-           "adam": {"solver": "adam", "learning_rate": 0.05, "batch_size": 64, "max_epochs": 200, "tol": 1e-4}}
+           "adam": {"optimizer": "adam", "learning_rate": 0.05, "batch_size": 64, "max_epochs": 200, "tol": 1e-4}}
 
 
 def methods(n):
@@ -64,7 +64,7 @@ def methods(n):
 
 def make(hp, sketch, m, params, seed, solver="default"):
     return JointQuantileRegressor(taus=TAUS, gamma_tau=hp["gamma_tau"], kernel_params={"sigma2": hp["sigma2"]},
-                                  lam=hp["lam"], sketch=sketch, m=m, sketch_params=params,
+                                  lam=hp["lam"], input_sketch=sketch, m_x=m, input_sketch_params=params,
                                   random_state=seed, **SOLVERS[solver])
 
 

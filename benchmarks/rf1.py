@@ -60,7 +60,7 @@ def make(sigma2, lam, sketch=None, m=None, params=None, seed=None):
     # the sketched machines run their kernel blocks in float32 (feature map rcond 1e-6)
     dtype = "float64" if sketch is None else "float32"
     return SketchedKernelMachine(kernel="gaussian", kernel_params={"sigma2": sigma2, "dtype": "float32"},
-                                 lam=lam, sketch=sketch, m=m, sketch_params=params, random_state=seed,
+                                 lam=lam, input_sketch=sketch, m_x=m, input_sketch_params=params, random_state=seed,
                                  dtype=dtype)
 
 

@@ -10,9 +10,9 @@ square-loss solution) for sketch sizes s = 40 .. 140: p-SR and p-SG for p = 5/n,
 30/n, 50/n, against Nystrom, Gaussian, accumulation (m_acc = 30), CountSketch and random
 Fourier features (s features), as in the paper's Figure 1.
 
-Solvers, timed in the same run on the same features: the default (``solver="auto"``:
+Solvers, timed in the same run on the same features: the default (``optimizer="auto"``:
 Newton, smoothed and finished by an active set for epsilon-SVR, stopped at a certified
-relative duality gap <= 1e-4) and the former route, mini-batch Adam (``solver="adam"``,
+relative duality gap <= 1e-4) and the former route, mini-batch Adam (``optimizer="adam"``,
 learning rate 0.1, batches of 256, at most 50 epochs, step-halving stop).  Per method:
 ``fit_s`` / ``gap_max`` / ``converged`` (default), ``adam_fit_s`` / ``adam_gap_max`` /
 ``adam_converged`` / ``adam_rel_mse_paper`` (Adam) and ``fit_ratio = fit_s / adam_fit_s``.
@@ -73,7 +73,7 @@ P_MULTIPLIERS = (5, 10, 30, 50)
 #: the default solver from the square-loss solution of the same sketched problem, to a
 #: certified relative duality gap of 1e-4; and the former Adam route, timed beside it
 SOLVER = {"init": "ridge", "tol": 1e-4, "dtype": "float32"}
-ADAM = {"solver": "adam", "learning_rate": 0.1, "init": "ridge", "batch_size": 256, "max_epochs": 50, "tol": 1e-4,
+ADAM = {"optimizer": "adam", "learning_rate": 0.1, "init": "ridge", "batch_size": 256, "max_epochs": 50, "tol": 1e-4,
         "dtype": "float32"}
 
 
@@ -100,7 +100,7 @@ def methods(n, sizes):
         def sk(name, params=None, s=s):
             return lambda hp, seed, solver=SOLVER: SketchedKernelMachine(
                 kernel_params={"sigma2": hp["sigma2"]}, lam=hp["lam"], loss=hp["loss"],
-                loss_params=hp["loss_params"], sketch=name, m=s, sketch_params=params,
+                loss_params=hp["loss_params"], input_sketch=name, m_x=s, input_sketch_params=params,
                 random_state=seed, **solver)
         out[f"Nystrom s={s}"] = ("Nystrom", s, sk("subsample"))
         out[f"Gaussian s={s}"] = ("Gaussian", s, sk("gaussian"))
@@ -110,7 +110,7 @@ def methods(n, sizes):
             out[f"{k}/n-SR s={s}"] = (f"{k}/n-SR", s, sk("psr", {"p": k / n}))
             out[f"{k}/n-SG s={s}"] = (f"{k}/n-SG", s, sk("psg", {"p": k / n}))
         out[f"RFF s={s}"] = ("RFF", s, lambda hp, seed, solver=SOLVER, s=s: RFFKernelMachine(
-            sigma2=hp["sigma2"], n_components=s, lam=hp["lam"], loss=hp["loss"],
+            kernel_params={"sigma2": hp["sigma2"]}, n_components=s, lam=hp["lam"], loss=hp["loss"],
             loss_params=hp["loss_params"], random_state=seed, **solver))
     return out
 

@@ -36,6 +36,7 @@ from typing import Any, Callable, Mapping
 import pluggy
 
 from . import hookspecs
+from .deprecation import accepted_parameters
 from .hookspecs import lazy_factory
 
 __all__ = [
@@ -269,7 +270,9 @@ class Registry:
             return None
         if any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values()):
             return None
-        return {n for n, p in sig.parameters.items() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+        names = {n for n, p in sig.parameters.items() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+        # deprecated names a class still takes (with a FutureWarning: sprokr.deprecation)
+        return accepted_parameters(target, names)
 
     def create(self, kind: str, spec: Any, params: Mapping[str, Any] | None = None, base: type | None = None) -> Any:
         """Instantiate a component given by name (with ``params``) or return an instance.

@@ -39,6 +39,7 @@ LAYERS = {
     "sprokr.metrics": 0,
     "sprokr.version": 0,
     "sprokr.extras": 0,
+    "sprokr.deprecation": 0,
     # L1 -- the plugin host: names -> factories ("module:Name" strings for the built-ins)
     "sprokr.registry": 1,
     "sprokr._builtins": 1,

@@ -20,7 +20,7 @@ from sprokr.models import KernelRidgeRegressor, MLPSurrogate
 
 ESTIMATORS = [
     SketchedKernelMachine(),
-    SketchedKernelMachine(loss="huber", sketch="identity", random_state=0),  # the sketched path, any n
+    SketchedKernelMachine(loss="huber", input_sketch="identity", random_state=0),  # the sketched path, any n
     SketchedKernelMachine(loss="huber"),
     # API conformance on sklearn's tiny integer-valued targets (quantiles at ties, the hardest
     # case of the pinball certificate): a looser gap keeps the ~80 fits fast

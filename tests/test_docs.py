@@ -9,7 +9,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 # pages whose every Python block is self-contained (the others show fragments in context)
-SELF_CONTAINED = ["README.md", "docs/getting_started.md", "docs/precomputed.md", "docs/logging_and_figures.md"]
+SELF_CONTAINED = ["README.md", "docs/getting_started.md", "docs/precomputed.md", "docs/logging_and_figures.md",
+                  "docs/parameters.md"]
 
 
 def python_blocks(path):

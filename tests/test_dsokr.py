@@ -138,8 +138,8 @@ def test_user_regressor_not_modified_and_params_untouched(multilabel_data):
 def test_mlp_early_stopping_and_validation_loss(multilabel_data, capsys):
     Xtr, Ytr, Xte, Yte = multilabel_data
     ds = DSOKR(output_kernel="gaussian", output_sketch="subsample", m_y=30, regressor="mlp",
-               regressor_params={"hidden_layer_sizes": (32,), "max_epochs": 400, "patience": 5,
-                                 "learning_rate_init": 1e-2},
+               regressor_params={"hidden_layer_sizes": (32,), "max_epochs": 400, "n_iter_no_change": 5,
+                                 "learning_rate": 1e-2},
                validation_fraction=0.25, random_state=0, verbose=1).fit(Xtr, Ytr)
     out = capsys.readouterr().err
     assert "val kernel loss" in out and "[sprokr.DSOKR] fit done" in out
@@ -194,7 +194,7 @@ def test_torch_regressor_robust_losses(multilabel_data):
     for loss in ("square", "cauchy"):
         ds = DSOKR(output_kernel="gaussian", m_y=20, regressor="torch_mlp",
                    regressor_params={"loss": loss, "loss_delta": 0.2, "hidden_layer_sizes": (32,),
-                                     "max_epochs": 15, "lr": 1e-2, "batch_size": 64, "num_threads": 1},
+                                     "max_epochs": 15, "learning_rate": 1e-2, "batch_size": 64, "num_threads": 1},
                    validation_fraction=0.2, random_state=0).fit(Xtr, Ytr)
         preds[loss] = ds.predict_coordinates(Xte)
         assert ds.regressor_.n_epochs_ <= 15 and np.isfinite(ds.validation_loss_)
@@ -216,7 +216,7 @@ def test_mlp_convergence_flag_and_lr_drops(multilabel_data):
     with pytest.warns(ConvergenceWarning, match="max_epochs=2"):
         short = DSOKR(**common, regressor_params={"hidden_layer_sizes": (16,), "max_epochs": 2}).fit(Xtr, Ytr)
     assert not short.regressor_.converged_ and short.regressor_.n_epochs_ == 2
-    params = {"hidden_layer_sizes": (32,), "max_epochs": 400, "patience": 3, "learning_rate_init": 1e-2}
+    params = {"hidden_layer_sizes": (32,), "max_epochs": 400, "n_iter_no_change": 3, "learning_rate": 1e-2}
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
         plain = DSOKR(**common, regressor_params=params).fit(Xtr, Ytr)
@@ -251,7 +251,7 @@ def test_mlp_monitor_mrr(multilabel_data):
     Xtr, Ytr, _, _ = multilabel_data
     common = dict(output_kernel="gaussian", output_sketch="subsample", m_y=30, regressor="mlp",
                   validation_fraction=0.25, random_state=0)
-    params = {"hidden_layer_sizes": (32,), "max_epochs": 300, "patience": 5, "learning_rate_init": 1e-2}
+    params = {"hidden_layer_sizes": (32,), "max_epochs": 300, "n_iter_no_change": 5, "learning_rate": 1e-2}
     ds = DSOKR(**common, regressor_params={**params, "monitor": "mrr"}).fit(Xtr, Ytr)
     reg = ds.regressor_
     assert reg.converged_ and 0 < reg.best_score_ <= 1

@@ -114,7 +114,7 @@ def test_dask_by_name_uses_the_default_client_and_dask_arrays(data, client):
 def test_dask_kernel_machine_and_dsokr_equal_local(data, client):
     Xtr, Ytr, Xte, _ = data
     y = Xtr @ np.arange(1.0, 7.0)
-    kw = dict(kernel_params={"sigma2": 4.0}, lam=1e-4, sketch="psr", m=60, sketch_params={"p": 0.05},
+    kw = dict(kernel_params={"sigma2": 4.0}, lam=1e-4, input_sketch="psr", m_x=60, input_sketch_params={"p": 0.05},
               random_state=0, chunk_size=64)
     a = SketchedKernelMachine(**kw).fit(Xtr, y)
     b = SketchedKernelMachine(**kw, executor=client).fit(Xtr, y)

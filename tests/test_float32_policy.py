@@ -89,9 +89,9 @@ def test_sketched_ridge_float32_within_1e_4(case):
 @pytest.mark.parametrize("make", [
     lambda dt: KernelRidgeRegressor(kernel_params={"gamma": 0.3}, lam=1e-3, input_sketch="subsample", m_x=30,
                                     random_state=0, dtype=dt),
-    lambda dt: SketchedKernelMachine(kernel_params={"gamma": 0.3}, lam=1e-3, sketch="subsample", m=30,
+    lambda dt: SketchedKernelMachine(kernel_params={"gamma": 0.3}, lam=1e-3, input_sketch="subsample", m_x=30,
                                      random_state=0, dtype=dt),
-    lambda dt: RFFKernelMachine(gamma=0.3, lam=1e-3, n_components=50, random_state=0, dtype=dt),
+    lambda dt: RFFKernelMachine(kernel_params={"gamma": 0.3}, lam=1e-3, n_components=50, random_state=0, dtype=dt),
 ], ids=["KernelRidgeRegressor-sketch", "SketchedKernelMachine-sketch", "RFFKernelMachine"])
 def test_other_sketched_estimators_float32_on_a_well_conditioned_kernel(make):
     X, Xq, T, _, _ = _data()
@@ -119,7 +119,7 @@ def test_sketched_kernel_machine_float32_closed_form_on_a_flat_kernel(M):
     out = None if M is None else np.diag([1.0, 0.5])
 
     def make(dt):
-        return SketchedKernelMachine(kernel_params={"gamma": 1e-4}, lam=1e-8, sketch="subsample", m=30,
+        return SketchedKernelMachine(kernel_params={"gamma": 1e-4}, lam=1e-8, input_sketch="subsample", m_x=30,
                                      output_matrix=out, random_state=0, dtype=dt)
     m32, m64 = make("float32").fit(X, T), make("float64").fit(X, T)
     assert m32.dtype_ == np.float64  # float32 kernel values fail the check on this kernel

@@ -17,7 +17,7 @@ def dense_nystrom(K_query_support, K_support):
 def test_equals_dense_nystrom(rng):
     X = rng.standard_normal((150, 4))
     Xq = rng.standard_normal((40, 4))
-    kf = KernelFeatures("gaussian", {"gamma": 0.4}, n_components=30, chunk_size=7, random_state=0).fit(X)
+    kf = KernelFeatures("gaussian", {"gamma": 0.4}, m_x=30, chunk_size=7, random_state=0).fit(X)
     k = BUILTIN_KERNELS["gaussian"](gamma=0.4)
     S = X[kf.features_.R.indices]
     Z, Zd = kf.transform(Xq), dense_nystrom(k(Xq, S), k(S))
@@ -32,11 +32,11 @@ def test_equals_dense_nystrom(rng):
 
 def test_standardize_sparse_inputs_and_dtype(rng):
     X = sp.random(120, 50, density=0.2, format="csr", random_state=1)
-    kf = KernelFeatures("cosine", n_components=40, standardize=True, dtype="float32", random_state=0).fit(X)
+    kf = KernelFeatures("cosine", m_x=40, standardize=True, dtype="float32", random_state=0).fit(X)
     Z = kf.transform(X)
     assert Z.dtype == np.float32
     np.testing.assert_allclose(Z.std(axis=0), 1.0, rtol=1e-4)
-    raw = KernelFeatures("cosine", n_components=40, random_state=0).fit(X).transform(X)
+    raw = KernelFeatures("cosine", m_x=40, random_state=0).fit(X).transform(X)
     np.testing.assert_allclose(Z * kf.scale_, raw, rtol=1e-4, atol=1e-5)
 
 
@@ -48,7 +48,7 @@ def test_ridge_on_kernel_features_is_sisokr(multilabel_data):
     n, lam = len(Xtr), 1e-3
     sis = SISOKR(input_kernel="gaussian", output_kernel="gaussian", lam=lam, input_sketch="subsample", m_x=40,
                  output_sketch="subsample", m_y=30, random_state=5).fit(Xtr, Ytr)
-    kf = KernelFeatures("gaussian", n_components=40, random_state=np.random.default_rng(5)).fit(Xtr)
+    kf = KernelFeatures("gaussian", m_x=40, random_state=np.random.default_rng(5)).fit(Xtr)
     np.testing.assert_array_equal(kf.features_.R.indices, sis.input_sketch_matrix_.indices)
     from sprokr.sketches import SubSample
 
@@ -62,7 +62,7 @@ def test_ridge_on_kernel_features_is_sisokr(multilabel_data):
 def test_errors_and_unfitted(rng):
     X = rng.standard_normal((20, 3))
     with pytest.raises(ValueError, match="larger than"):
-        KernelFeatures(n_components=50).fit(X)
+        KernelFeatures(m_x=50).fit(X)
     with pytest.raises(ValueError, match="unknown input_kernel|unknown"):
         KernelFeatures("nope").fit(X)
     from sklearn.exceptions import NotFittedError
@@ -70,7 +70,7 @@ def test_errors_and_unfitted(rng):
     with pytest.raises(NotFittedError):
         KernelFeatures().transform(X)
     X0 = X.copy()
-    KernelFeatures(n_components=5, random_state=0).fit(X).transform(X)
+    KernelFeatures(m_x=5, random_state=0).fit(X).transform(X)
     np.testing.assert_array_equal(X, X0)
 
 
@@ -78,7 +78,7 @@ def test_save_and_load(rng, tmp_path):
     import sprokr
 
     X = rng.standard_normal((60, 3))
-    kf = KernelFeatures("laplacian", {"gamma": 0.5}, n_components=20, standardize=True, random_state=0).fit(X)
+    kf = KernelFeatures("laplacian", {"gamma": 0.5}, m_x=20, standardize=True, random_state=0).fit(X)
     loaded = sprokr.load(kf.save(tmp_path / "features.sprokr"))
     assert isinstance(loaded, KernelFeatures) and loaded.get_params() == kf.get_params()
     np.testing.assert_array_equal(loaded.transform(X), kf.transform(X))
@@ -86,7 +86,7 @@ def test_save_and_load(rng, tmp_path):
 
 def test_standardized_fit_transform_and_a_failed_refit():
     X = np.random.default_rng(0).normal(size=(300, 4))
-    f = KernelFeatures(n_components=50, standardize=True, random_state=0)
+    f = KernelFeatures(m_x=50, standardize=True, random_state=0)
     Z = f.fit_transform(X)
     np.testing.assert_allclose(Z, f.transform(X), rtol=1e-12)
     np.testing.assert_allclose(Z.std(axis=0), 1.0, rtol=1e-6)

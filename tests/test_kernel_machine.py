@@ -42,9 +42,9 @@ def test_closed_form_equals_exact_krr_with_identity_sketch(toy, rng):
     lam = 1e-3
     ref = KernelRidge(alpha=200 * lam, kernel="rbf", gamma=0.25).fit(X, Y).predict(Xq)
     for sketch in (None, "identity"):
-        model = SketchedKernelMachine(kernel_params=KP, lam=lam, sketch=sketch).fit(X, Y)
+        model = SketchedKernelMachine(kernel_params=KP, lam=lam, input_sketch=sketch).fit(X, Y)
         np.testing.assert_allclose(model.predict(Xq), ref, atol=1e-8)
-    scalar = SketchedKernelMachine(kernel_params=KP, lam=lam, sketch="identity").fit(X, Y[:, 0])
+    scalar = SketchedKernelMachine(kernel_params=KP, lam=lam, input_sketch="identity").fit(X, Y[:, 0])
     assert scalar.predict(Xq).shape == (40,)
     np.testing.assert_allclose(scalar.predict(Xq), ref[:, 0], atol=1e-8)
 
@@ -55,27 +55,28 @@ def test_decomposable_output_matrix_matches_brute_force(sketch, rng):
     Y = np.c_[np.sin(X[:, 0]), np.cos(X[:, 1]), X[:, 0] * X[:, 1]] + 0.05 * rng.standard_normal((40, 3))
     Xq = rng.uniform(-2, 2, size=(10, 2))
     M = graph_laplacian_matrix(np.array([[0, 1, 0], [1, 0, 1], [0, 1, 0]]), mu=0.6)
-    model = SketchedKernelMachine(kernel_params=KP, lam=1e-2, sketch=sketch, output_matrix=M).fit(X, Y)
+    model = SketchedKernelMachine(kernel_params=KP, lam=1e-2, input_sketch=sketch, output_matrix=M).fit(X, Y)
     np.testing.assert_allclose(model.predict(Xq), brute_force_decomposable(X, Y, Xq, 1e-2, M), atol=1e-7)
 
 
 def test_adam_reaches_closed_form_on_square_loss(toy, rng):
     X, f = toy
     y = f + 0.1 * rng.standard_normal(200)
-    common = dict(kernel_params=KP, lam=1e-2, sketch="psr", m=40, sketch_params={"p": 0.05}, random_state=3)
+    common = dict(kernel_params=KP, lam=1e-2, input_sketch="psr", m_x=40, input_sketch_params={"p": 0.05},
+                  random_state=3)
     exact = SketchedKernelMachine(**common).fit(X, y)
     Xq = rng.uniform(-2, 2, size=(100, 3))
     scale = np.abs(exact.predict(Xq)).max()
     # full batch: Adam from zero converges to the closed-form solution
-    full = SketchedKernelMachine(**common, solver="adam", init="zeros", learning_rate=0.05, batch_size=200,
+    full = SketchedKernelMachine(**common, optimizer="adam", init="zeros", learning_rate=0.05, batch_size=200,
                                  max_epochs=1000, tol=1e-7, n_iter_no_change=8).fit(X, y)
     # converged_ is the certificate, not the step size running out
     assert full.n_epochs_ > 10 and full.objective_gap_ < 1e-3
     assert full.converged_ == (full.objective_gap_ <= 1e-7)
     assert np.abs(full.predict(Xq) - exact.predict(Xq)).max() < 5e-3 * scale
     # mini-batches: the objective gets within 0.5 % of the closed-form optimum, never below it
-    optimum = SketchedKernelMachine(**common, solver="adam", max_epochs=1).fit(X, y).objective_[0]
-    mini = SketchedKernelMachine(**common, solver="adam", init="zeros", learning_rate=0.05, batch_size=64,
+    optimum = SketchedKernelMachine(**common, optimizer="adam", max_epochs=1).fit(X, y).objective_[0]
+    mini = SketchedKernelMachine(**common, optimizer="adam", init="zeros", learning_rate=0.05, batch_size=64,
                                  max_epochs=400, tol=1e-7, n_iter_no_change=8).fit(X, y)
     assert mini.objective_[0] > 2 * optimum
     assert optimum * (1 - 1e-9) <= min(mini.objective_) < optimum * 1.005
@@ -89,11 +90,11 @@ def test_pinball_median_and_upper_quantile(rng):
     fits = {}
     for tau in (0.5, 0.9):
         model = SketchedKernelMachine(kernel_params={"sigma2": 0.5}, lam=1e-4, loss="pinball",
-                                      loss_params={"tau": tau}, sketch="subsample", m=60,
+                                      loss_params={"tau": tau}, input_sketch="subsample", m_x=60,
                                       random_state=0).fit(X, y)
         fits[tau] = model.predict(X)
         assert abs(np.mean(y < fits[tau]) - tau) < 0.06
-    square = SketchedKernelMachine(kernel_params={"sigma2": 0.5}, lam=1e-4, sketch="subsample", m=60,
+    square = SketchedKernelMachine(kernel_params={"sigma2": 0.5}, lam=1e-4, input_sketch="subsample", m_x=60,
                                    random_state=0).fit(X, y).predict(X)
     # the median fit tracks f + log 2, the least-squares fit f + 1
     assert np.mean(np.abs(fits[0.5] - np.sin(2 * X[:, 0]) - np.log(2))) < 0.15
@@ -107,7 +108,7 @@ def test_huber_is_robust_to_outliers(rng):
     bad = rng.choice(300, 30, replace=False)
     y[bad] += 30.0  # 10 % gross outliers
     Xq = np.linspace(-2, 2, 200)[:, None]
-    common = dict(kernel_params={"sigma2": 0.5}, lam=1e-3, sketch="psr", m=60, sketch_params={"p": 0.05},
+    common = dict(kernel_params={"sigma2": 0.5}, lam=1e-3, input_sketch="psr", m_x=60, input_sketch_params={"p": 0.05},
                   random_state=0)
     sq = SketchedKernelMachine(**common).fit(X, y).predict(Xq)
     hub = SketchedKernelMachine(**common, loss="huber", loss_params={"kappa": 0.5}).fit(X, y).predict(Xq)
@@ -129,8 +130,8 @@ def test_epsilon_insensitive_and_exact_nonsmooth(toy, rng):
 def test_hinge_classification(rng):
     X = rng.standard_normal((200, 2))
     y = np.where(X[:, 0] ** 2 + X[:, 1] ** 2 > 1.4, 1.0, -1.0)
-    clf = SketchedKernelMachine(kernel_params={"sigma2": 0.5}, lam=1e-4, loss="hinge", sketch="psg", m=50,
-                                sketch_params={"p": 0.05}, random_state=0).fit(X, y)
+    clf = SketchedKernelMachine(kernel_params={"sigma2": 0.5}, lam=1e-4, loss="hinge", input_sketch="psg", m_x=50,
+                                input_sketch_params={"p": 0.05}, random_state=0).fit(X, y)
     assert np.mean(np.sign(clf.predict(X)) == y) > 0.9
 
 
@@ -139,7 +140,7 @@ def test_joint_quantile_regressor(rng):
     y = np.sin(4 * X[:, 0]) + (0.2 + X[:, 0]) * rng.standard_normal(400)  # heteroscedastic
     taus = (0.1, 0.5, 0.9)
     jq = JointQuantileRegressor(taus=taus, gamma_tau=1.0, kernel_params={"sigma2": 0.1}, lam=1e-4,
-                                sketch="psr", m=50, sketch_params={"p": 0.05}, random_state=0).fit(X, y)
+                                input_sketch="psr", m_x=50, input_sketch_params={"p": 0.05}, random_state=0).fit(X, y)
     Q = jq.predict(X)
     assert Q.shape == (400, 3)
     np.testing.assert_allclose([np.mean(y < Q[:, j]) for j in range(3)], taus, atol=0.06)
@@ -159,8 +160,8 @@ def test_sketched_kernel_only_evaluates_selected_columns(toy):
             calls.append(B.shape[0])
             return super().pairwise(A, B)
 
-    model = SketchedKernelMachine(kernel=Recording(sigma2=2.0), lam=1e-3, sketch="psr", m=20,
-                                  sketch_params={"p": 0.01}, chunk_size=50, random_state=0).fit(X, f)
+    model = SketchedKernelMachine(kernel=Recording(sigma2=2.0), lam=1e-3, input_sketch="psr", m_x=20,
+                                  input_sketch_params={"p": 0.01}, chunk_size=50, random_state=0).fit(X, f)
     m_prime = model.sketch_matrix_.indices.size
     assert m_prime < 100 and max(calls) == m_prime  # never the n training columns
     model.predict(X[:7])
@@ -171,7 +172,7 @@ def test_rff_approaches_exact_krr(toy, rng):
     X, f = toy
     Xq = rng.uniform(-2, 2, size=(50, 3))
     exact = SketchedKernelMachine(kernel_params=KP, lam=1e-3).fit(X, f).predict(Xq)
-    errs = [np.abs(RFFKernelMachine(sigma2=2.0, n_components=s, lam=1e-3, random_state=0).fit(X, f)
+    errs = [np.abs(RFFKernelMachine(kernel_params={"sigma2": 2.0}, n_components=s, lam=1e-3, random_state=0).fit(X, f)
                    .predict(Xq) - exact).mean() for s in (20, 2000)]
     assert errs[1] < errs[0] / 3 and errs[1] < 0.05
 
@@ -180,8 +181,8 @@ def test_sklearn_conventions_and_reproducibility(toy):
     X, f = toy
     X0, f0 = X.copy(), f.copy()
     M = np.eye(1)
-    model = SketchedKernelMachine(kernel_params=KP, loss="huber", sketch="psg", m=30,
-                                  sketch_params={"p": 0.05}, output_matrix=M, random_state=7)
+    model = SketchedKernelMachine(kernel_params=KP, loss="huber", input_sketch="psg", m_x=30,
+                                  input_sketch_params={"p": 0.05}, output_matrix=M, random_state=7)
     params = model.get_params()
     assert model.fit(X, f) is model
     assert model.get_params() == params
@@ -217,10 +218,10 @@ def test_graph_laplacian_matrix():
     ({"loss": "epsilon_insensitive", "loss_params": {"epsilon": -0.5}}, 1, "epsilon"),
     ({"loss": "pinball", "loss_params": {"tau": 1.5}}, 1, "inside"),
     ({"loss": "pinball", "loss_params": {"tau": [0.1, 0.5, 0.9]}}, 2, "quantile levels"),
-    ({"loss": "huber", "solver": "closed_form"}, 1, "square"),
+    ({"loss": "huber", "optimizer": "closed_form"}, 1, "square"),
     ({"lam": -1.0}, 1, "lam"),
     ({"max_epochs": 0}, 1, "max_epochs"),
-    ({"sketch": "psr", "m": 500}, 1, "larger"),
+    ({"input_sketch": "psr", "m_x": 500}, 1, "larger"),
     ({"normalize_y": "yes"}, 1, "normalize_y"),
 ])
 def test_bad_inputs_raise_before_any_state_change(kwargs, y_cols, match, toy):
@@ -254,7 +255,7 @@ def test_float32_sketched_closed_form_on_a_nearly_flat_kernel(rng):
     # normal equations indefinite unless the feature map truncates (rcond 1e-6) / falls back
     X = rng.standard_normal((600, 8))
     Y = np.c_[X[:, 0] + X[:, 1] ** 2, X[:, 2] * X[:, 3]]
-    kw = dict(kernel_params={"sigma2": 1e2}, lam=1e-5, sketch="psr", m=60, sketch_params={"p": 0.03},
+    kw = dict(kernel_params={"sigma2": 1e2}, lam=1e-5, input_sketch="psr", m_x=60, input_sketch_params={"p": 0.03},
               random_state=0)
     p64 = SketchedKernelMachine(**kw).fit(X, Y).predict(X)
     m32 = SketchedKernelMachine(**kw, dtype="float32").fit(X, Y)
@@ -299,9 +300,9 @@ def test_exact_machine_survives_a_numerically_singular_system(rng, monkeypatch):
 
 @pytest.mark.parametrize("make", [
     lambda **kw: SketchedKernelMachine(kernel_params=KP, lam=1e-3, **kw),
-    lambda **kw: SketchedKernelMachine(kernel_params=KP, lam=1e-3, sketch="psg", m=60,
-                                       sketch_params={"p": 0.05}, random_state=0, **kw),
-    lambda **kw: RFFKernelMachine(sigma2=2.0, n_components=80, lam=1e-3, random_state=0, **kw),
+    lambda **kw: SketchedKernelMachine(kernel_params=KP, lam=1e-3, input_sketch="psg", m_x=60,
+                                       input_sketch_params={"p": 0.05}, random_state=0, **kw),
+    lambda **kw: RFFKernelMachine(kernel_params={"sigma2": 2.0}, n_components=80, lam=1e-3, random_state=0, **kw),
 ])
 def test_normalize_y_makes_predictions_equivariant(make, toy):
     """With normalize_y, an affine change of the targets changes the predictions the same way
@@ -333,18 +334,18 @@ def test_normalize_y_quantiles_in_target_units(rng):
 
 def test_adam_parameters_warn_with_another_solver(toy):
     X, f = toy
-    kw = dict(kernel_params=KP, lam=1e-3, loss="huber", sketch="subsample", m=30, random_state=0)
-    with pytest.warns(UserWarning, match="learning_rate, max_epochs are used by solver='adam' only"):
+    kw = dict(kernel_params=KP, lam=1e-3, loss="huber", input_sketch="subsample", m_x=30, random_state=0)
+    with pytest.warns(UserWarning, match="learning_rate, max_epochs are used by optimizer='adam' only"):
         SketchedKernelMachine(**kw, learning_rate=0.05, max_epochs=20).fit(X, f)
-    with pytest.warns(UserWarning, match="batch_size is used by solver='adam' only"):
+    with pytest.warns(UserWarning, match="batch_size is used by optimizer='adam' only"):
         RFFKernelMachine(n_components=20, loss="huber", batch_size=32, random_state=0).fit(X, f)
     with pytest.warns(UserWarning, match="n_iter_no_change"):
-        JointQuantileRegressor(kernel_params=KP, sketch="subsample", m=30, solver="lbfgs", n_iter_no_change=3,
+        JointQuantileRegressor(kernel_params=KP, input_sketch="subsample", m_x=30, optimizer="lbfgs", n_iter_no_change=3,
                                random_state=0).fit(X, f)
     import warnings
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)  # Adam's own parameters, or the defaults: silent
-        SketchedKernelMachine(**kw, solver="adam", learning_rate=0.05, max_epochs=2).fit(X, f)
+        SketchedKernelMachine(**kw, optimizer="adam", learning_rate=0.05, max_epochs=2).fit(X, f)
         SketchedKernelMachine(**kw).fit(X, f)
 
 
@@ -362,7 +363,7 @@ def test_fit_times_has_a_breakdown_per_phase(sketch, toy):
         assert {"features", "init", "solve"} <= set(huber.fit_times_)
     for m in (square, huber):
         assert all(v >= 0 for v in m.fit_times_.values()) and sum(m.fit_times_.values()) <= m.fit_time_
-    assert huber.solver_ == "newton" and square.solver_ == "closed_form"
+    assert huber.optimizer_ == "newton" and square.optimizer_ == "closed_form"
 
 
 def _f32_case(rng, n=80):

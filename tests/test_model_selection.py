@@ -89,11 +89,11 @@ VECTOR_MODELS = {
                                        random_state=0),
     "machine": SketchedKernelMachine(kernel_params={"gamma": 0.2}, normalize_y=True),
     # a flatter kernel: the path must solve the refits' (whitened) closed form, not an eigenbasis
-    "machine_sketch_flat": SketchedKernelMachine(kernel_params={"gamma": 0.01}, sketch="subsample", m=80,
+    "machine_sketch_flat": SketchedKernelMachine(kernel_params={"gamma": 0.01}, input_sketch="subsample", m_x=80,
                                                  normalize_y=True, random_state=0),
     "krr_sketch_flat": KernelRidgeRegressor(kernel_params={"gamma": 0.01}, input_sketch="subsample", m_x=80,
                                             random_state=0),
-    "machine_sketch_M": SketchedKernelMachine(kernel_params={"gamma": 0.2}, sketch="subsample", m=80,
+    "machine_sketch_M": SketchedKernelMachine(kernel_params={"gamma": 0.2}, input_sketch="subsample", m_x=80,
                                               output_matrix=graph_laplacian_matrix(np.ones((3, 3)) - np.eye(3), 0.5),
                                               normalize_y=True, random_state=0),
 }

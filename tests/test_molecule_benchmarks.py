@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parents[1]
 BENCH = ROOT / "benchmarks"
 # with torch installed, DSOKR's selection also tries a small network (early-stopped on validation MRR)
 TORCH_NET = ("--dsokr-networks", json.dumps([{"name": "mlp", "regressor": "torch_mlp", "params": {
-    "hidden_layer_sizes": [16], "max_epochs": 100, "patience": 3, "lr": 3e-3, "num_threads": 1}}])) \
+    "hidden_layer_sizes": [16], "max_epochs": 100, "n_iter_no_change": 3, "learning_rate": 3e-3, "num_threads": 1}}])) \
     if importlib.util.find_spec("torch") else ()
 
 

@@ -109,8 +109,8 @@ CASES = {
     "hinge": (dict(loss="hinge"),
               lambda y: (np.where(y > 0, -1.0, 0.0), np.where(y > 0, 0.0, 1.0), 1.0, 0.0, 0.0), _hinge),
 }
-SKETCHES = {"exact": {}, "psr": dict(sketch="psr", m=30, sketch_params={"p": 0.1}, random_state=0),
-            "nystrom": dict(sketch="subsample", m=25, random_state=1)}
+SKETCHES = {"exact": {}, "psr": dict(input_sketch="psr", m_x=30, input_sketch_params={"p": 0.1}, random_state=0),
+            "nystrom": dict(input_sketch="subsample", m_x=25, random_state=1)}
 
 
 def _check(model, X, Y, Xq, M, box, loss, lam=LAM):
@@ -134,9 +134,9 @@ def test_machine_reaches_the_l_bfgs_b_optimum(name, sketch, solver):
     if name == "hinge":
         y = np.where(y > np.median(y), 1.0, -1.0)
     Y = y[:, None]
-    model = SketchedKernelMachine(kernel_params={"gamma": GAMMA}, lam=LAM, solver=solver, **params,
+    model = SketchedKernelMachine(kernel_params={"gamma": GAMMA}, lam=LAM, optimizer=solver, **params,
                                   **SKETCHES[sketch]).fit(X, y)
-    assert model.solver_ == ("newton" if solver == "auto" else solver)
+    assert model.optimizer_ == ("newton" if solver == "auto" else solver)
     _check(model, X, Y, Xq, np.eye(1), box(Y), loss)
 
 
@@ -145,9 +145,9 @@ def test_machine_reaches_the_l_bfgs_b_optimum(name, sketch, solver):
 def test_joint_quantile_regressor_reaches_the_l_bfgs_b_optimum(sketch, solver):
     taus, lam = (0.1, 0.5, 0.9), 3e-2
     X, y, Xq = _data(seed=1)
-    model = JointQuantileRegressor(taus=taus, kernel_params={"gamma": GAMMA}, lam=lam, solver=solver,
+    model = JointQuantileRegressor(taus=taus, kernel_params={"gamma": GAMMA}, lam=lam, optimizer=solver,
                                    **SKETCHES[sketch]).fit(X, y)
-    assert model.solver_ == ("newton" if solver == "auto" else solver)
+    assert model.optimizer_ == ("newton" if solver == "auto" else solver)
     Y = np.repeat(y[:, None], len(taus), axis=1)
     t = np.asarray(taus)[None, :] * np.ones_like(Y)
     _check(model, X, Y, Xq, model.output_matrix_, (-t, 1.0 - t, 1.0), _pinball(taus), lam=lam)
@@ -162,7 +162,7 @@ def test_multi_output_hinge_with_a_coupling_output_matrix(sketch):
     M = graph_laplacian_matrix(np.array([[0, 1], [1, 0]]), mu=0.5)
     model = SketchedKernelMachine(kernel_params={"gamma": GAMMA}, lam=LAM, loss="hinge", output_matrix=M,
                                   **SKETCHES[sketch]).fit(X, Y)
-    assert model.solver_ == "newton"
+    assert model.optimizer_ == "newton"
     _check(model, X, Y, Xq, M, (np.where(Y > 0, -1.0, 0.0), np.where(Y > 0, 0.0, 1.0), 1.0), _hinge)
 
 
@@ -172,7 +172,7 @@ def test_multi_output_radial_losses_use_l_bfgs():
     X, y, _ = _data(seed=3, n=30)
     Y = np.c_[y, -y]
     model = SketchedKernelMachine(kernel_params={"gamma": GAMMA}, lam=LAM, loss="huber").fit(X, Y)
-    assert model.solver_ == "lbfgs" and model.converged_
-    with pytest.raises(ValueError, match="solver='newton'"):
+    assert model.optimizer_ == "lbfgs" and model.converged_
+    with pytest.raises(ValueError, match="optimizer='newton'"):
         SketchedKernelMachine(kernel_params={"gamma": GAMMA}, lam=LAM, loss="epsilon_insensitive",
-                              solver="newton").fit(X, Y)
+                              optimizer="newton").fit(X, Y)

@@ -73,19 +73,20 @@ STRUCTURED = {
 }
 MACHINES = {
     "SKM-exact-square": lambda: SketchedKernelMachine(lam=1e-3),
-    "SKM-subsample-square": lambda: SketchedKernelMachine(lam=1e-3, sketch="subsample", m=30, random_state=0),
+    "SKM-subsample-square": lambda: SketchedKernelMachine(lam=1e-3, input_sketch="subsample", m_x=30, random_state=0),
     "SKM-psg-huber-adam": lambda: SketchedKernelMachine(
-        loss="huber", loss_params={"kappa": 0.5}, lam=1e-3, sketch="psg", m=30, sketch_params={"p": 0.1},
+        loss="huber", loss_params={"kappa": 0.5}, lam=1e-3, input_sketch="psg", m_x=30, input_sketch_params={"p": 0.1},
         max_epochs=5, normalize_y=True, random_state=0),
     "SKM-gaussian-epsilon-float32": lambda: SketchedKernelMachine(
-        loss="epsilon_insensitive", lam=1e-3, sketch="gaussian", m=20, max_epochs=3, dtype="float32",
+        loss="epsilon_insensitive", lam=1e-3, input_sketch="gaussian", m_x=20, max_epochs=3, dtype="float32",
         random_state=0),
     "SKM-exact-huber": lambda: SketchedKernelMachine(loss="huber", lam=1e-2, max_epochs=3, random_state=0),
     "SKM-multioutput-graph": lambda: SketchedKernelMachine(
-        lam=1e-3, sketch="countsketch", m=25, random_state=0,
+        lam=1e-3, input_sketch="countsketch", m_x=25, random_state=0,
         output_matrix=graph_laplacian_matrix(np.ones((3, 3)) - np.eye(3), mu=0.3)),
-    "JointQuantileRegressor": lambda: JointQuantileRegressor(taus=(0.1, 0.5, 0.9), sketch="psr", m=30,
-                                                             sketch_params={"p": 0.1}, max_epochs=4, random_state=0),
+    "JointQuantileRegressor": lambda: JointQuantileRegressor(taus=(0.1, 0.5, 0.9), input_sketch="psr", m_x=30,
+                                                             input_sketch_params={"p": 0.1}, max_epochs=4,
+                                                             random_state=0),
     "RFF-square": lambda: RFFKernelMachine(n_components=40, random_state=0),
     "RFF-pinball": lambda: RFFKernelMachine(n_components=30, loss="pinball", loss_params={"tau": 0.7},
                                             max_epochs=3, random_state=np.random.default_rng(0)),

@@ -152,7 +152,7 @@ def bibtex_selection():
     est = SISOKR(input_kernel="tanimoto", output_kernel="tanimoto", input_sketch="subsample", m_x=100,
                  output_sketch="psg", m_y=50, output_sketch_params={"p": 0.05})
     return select_model(est, X[:300], Y[:300], lams=[1e-4, 1e-2, 1.0], m_y_grid=[20, 40, 80],
-                        m_x_grid=[30, 60, 120], patience=3, random_state=0)  # patience: try every m_x
+                        m_x_grid=[30, 60, 120], n_iter_no_change=3, random_state=0)  # patience: try every m_x
 
 
 def test_model_selection_figure_has_one_panel_per_search(bibtex_selection, tmp_path):

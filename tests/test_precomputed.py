@@ -77,8 +77,8 @@ def test_kernel_machine_equals_named_kernel(rng, sketch, loss):
     X = rng.standard_normal((150, 3))
     y = np.sin(X[:, 0]) + 0.1 * rng.standard_normal(150)
     Xq = rng.standard_normal((20, 3))
-    kw = dict(lam=1e-3, loss=loss, sketch=sketch, m=40 if sketch else None, random_state=0,
-              sketch_params={"p": 0.05} if sketch == "psr" else None)
+    kw = dict(lam=1e-3, loss=loss, input_sketch=sketch, m_x=40 if sketch else None, random_state=0,
+              input_sketch_params={"p": 0.05} if sketch == "psr" else None)
     named = SketchedKernelMachine(kernel="gaussian", kernel_params={"gamma": GX}, **kw).fit(X, y)
     pre = SketchedKernelMachine(kernel="precomputed", **kw).fit(KX(X), y)
     np.testing.assert_allclose(pre.predict(KX(Xq, X)), named.predict(Xq), rtol=1e-7, atol=1e-9)

@@ -215,8 +215,8 @@ def test_square_loss_machine_matches_its_formula(sketch):
     ``tests/test_float32_policy.py``)."""
     X, Y, Xq, _ = _data("well", "distinct")
     gamma, lam, _ = CASES["well"]
-    model = SketchedKernelMachine(kernel_params={"gamma": gamma}, lam=lam, sketch=sketch, m=M_X,
-                                  sketch_params=SKETCHES[sketch], random_state=0).fit(X, Y)
+    model = SketchedKernelMachine(kernel_params={"gamma": gamma}, lam=lam, input_sketch=sketch, m_x=M_X,
+                                  input_sketch_params=SKETCHES[sketch], random_state=0).fit(X, Y)
     k = GaussianKernel(gamma=gamma)
     R = model.sketch_matrix_.toarray()
     U, d = psd_eigh(R @ k(X) @ R.T, 1e-10)

@@ -40,11 +40,13 @@ STRUCTURED = {
     "DSOKR": lambda **kw: DSOKR(m_y=30, regressor="kernel_ridge", random_state=0, **kw),
 }
 REGRESSORS = {
-    "SKM-square": lambda **kw: SketchedKernelMachine(sketch="psr", m=40, sketch_params={"p": 0.1}, random_state=0, **kw),
-    "SKM-huber": lambda **kw: SketchedKernelMachine(loss="huber", sketch="psr", m=40, sketch_params={"p": 0.1},
-                                                    random_state=0, max_epochs=20, **kw),
-    "JQR": lambda **kw: JointQuantileRegressor(sketch="psg", m=40, sketch_params={"p": 0.1}, random_state=0,
-                                               max_epochs=20, **kw),
+    "SKM-square": lambda **kw: SketchedKernelMachine(input_sketch="psr", m_x=40, input_sketch_params={"p": 0.1},
+                                                     random_state=0, **kw),
+    "SKM-huber": lambda **kw: SketchedKernelMachine(loss="huber", input_sketch="psr", m_x=40,
+                                                    input_sketch_params={"p": 0.1}, random_state=0, max_epochs=20,
+                                                    **kw),
+    "JQR": lambda **kw: JointQuantileRegressor(input_sketch="psg", m_x=40, input_sketch_params={"p": 0.1},
+                                               random_state=0, max_epochs=20, **kw),
     "KRR": lambda **kw: KernelRidgeRegressor(**kw),
 }
 
@@ -127,7 +129,7 @@ def test_broken_output_kernel_in_dsokr_and_kernel_machine(data):
     with pytest.raises(ValueError, match="not positive semi-definite"):
         SketchedKernelMachine(kernel=Negated()).fit(X, y)
     with pytest.raises(ValueError, match="Gram block of shape"):
-        SketchedKernelMachine(kernel=WrongShape(), sketch="subsample", m=20).fit(X, y)
+        SketchedKernelMachine(kernel=WrongShape(), input_sketch="subsample", m_x=20).fit(X, y)
 
 
 def test_overflowing_inputs_are_reported(data):
@@ -135,7 +137,7 @@ def test_overflowing_inputs_are_reported(data):
     with pytest.raises(ValueError, match="non-finite|overflow"):
         SISOKR(input_sketch="subsample", m_x=30, random_state=0).fit(X * 1e200, Y)
     with pytest.raises(ValueError, match="non-finite|overflow"):
-        SketchedKernelMachine(kernel="linear", sketch="subsample", m=30, random_state=0).fit(X * 1e200, y)
+        SketchedKernelMachine(kernel="linear", input_sketch="subsample", m_x=30, random_state=0).fit(X * 1e200, y)
 
 
 # 3. errors name the right argument ------------------------------------------------------

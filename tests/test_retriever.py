@@ -206,8 +206,8 @@ def test_clear_errors(qm9, fitted, tmp_path):
         model.predict(queries, candidates=[])
     with pytest.raises(ValueError, match="hidden_layer_sizes"):
         MoleculeRetriever(method="dsokr", hidden_layer_sizes=256).fit(X, X)
-    with pytest.raises(ValueError, match="alphas"):
-        MoleculeRetriever(method="dsokr", alphas=[1e-3, -1.0]).fit(X, X)
+    with pytest.raises(ValueError, match="dsokr_lams"):
+        MoleculeRetriever(method="dsokr", dsokr_lams=[1e-3, -1.0]).fit(X, X)
 
 
 def test_a_failed_refit_keeps_the_previous_model(qm9):

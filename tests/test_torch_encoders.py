@@ -17,7 +17,8 @@ from sprokr.models.torch_regressors import SmilesRegressor, TextRegressor, Torch
 
 pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 
-FAST = {"max_epochs": 60, "patience": 4, "lr": 3e-3, "batch_size": 16, "num_threads": 1, "hidden_layer_sizes": (32,)}
+FAST = {"max_epochs": 60, "n_iter_no_change": 4, "learning_rate": 3e-3, "batch_size": 16, "num_threads": 1,
+        "hidden_layer_sizes": (32,)}
 
 
 @pytest.fixture(scope="module")
@@ -85,13 +86,13 @@ def test_residual_mlp_starts_at_the_ridge_solution(rng):
     T = np.tanh(X @ rng.standard_normal((8, 4))) + 0.1 * rng.standard_normal((150, 4))
     Xv, Tv = X[100:], T[100:]
     ridge = Ridge(alpha=0.5).fit(X[:100], T[:100])
-    reg = TorchRegressor(residual=True, ridge_init=0.5, max_epochs=0 + 1, lr=1e-12, hidden_layer_sizes=(16,),
+    reg = TorchRegressor(residual=True, ridge_init=0.5, max_epochs=0 + 1, learning_rate=1e-12, hidden_layer_sizes=(16,),
                          num_threads=1, random_state=0).fit(X[:100], T[:100], eval_set=(Xv, Tv))
     # with a negligible step, the network is the ridge model
     np.testing.assert_allclose(reg.predict(Xv), ridge.predict(Xv), atol=1e-4)
     np.testing.assert_allclose(reg.initial_loss_, np.mean(np.sum((ridge.predict(Xv) - Tv) ** 2, axis=1)), rtol=1e-4)
     # training from there never ends worse than the linear model on the validation loss
-    long = TorchRegressor(residual=True, ridge_init=0.5, max_epochs=200, patience=5, lr=1e-2,
+    long = TorchRegressor(residual=True, ridge_init=0.5, max_epochs=200, n_iter_no_change=5, learning_rate=1e-2,
                           hidden_layer_sizes=(16,), num_threads=1, random_state=0)
     long.fit(X[:100], T[:100], eval_set=(Xv, Tv))
     assert long.best_loss_ <= long.initial_loss_ and long.converged_
@@ -111,7 +112,7 @@ def test_encoders_save_and_load(smiles_data, tmp_path):
         assert loaded.regressor_.tokenizer_.vocabulary_ == ds.regressor_.tokenizer_.vocabulary_
         np.testing.assert_array_equal(loaded.predict_coordinates(Xv), ds.predict_coordinates(Xv))
     # vectors: the residual MLP on kernel features
-    kf = KernelFeatures("smiles_spectrum", n_components=30, random_state=0).fit(Xtr)
+    kf = KernelFeatures("smiles_spectrum", m_x=30, random_state=0).fit(Xtr)
     ds = DSOKR(output_kernel="wl", output_sketch="subsample", m_y=20, regressor="torch_mlp",
                regressor_params={"residual": True, "ridge_init": 1.0, "max_epochs": 2, "num_threads": 1},
                random_state=0).fit(kf.transform(Xtr), Ytr)

@@ -170,11 +170,23 @@ def build_estimator(cfg: Dict[str, Any], where: str = "config") -> Any:
     params = dict(cfg.get("params", {}))
     if "random_state" in cfg:
         params.setdefault("random_state", cfg["random_state"])
-    valid = set(cls().get_params())
-    bad = sorted(set(params) - valid)
+    proto = cls()
+    valid = set(proto.get_params())
+    # former parameter names still work (a FutureWarning names the new one: sprokr.deprecation)
+    bad = sorted(set(params) - valid - set(getattr(type(proto), "renamed_parameters", None) or {}))
     if bad:
         raise ConfigError(f"{where}: {name} has no parameter(s) {bad}; its parameters: {', '.join(sorted(valid))}")
     return cls(**params)
+
+
+def _current_names(est: Any, params: Dict[str, Any]) -> Dict[str, Any]:
+    """A model file's parameters under their current names (former ones renamed, silently:
+    :func:`build_estimator` has warned)."""
+    from ..deprecation import collect_renames, translate_renamed
+
+    renames = getattr(type(est), "renamed_parameters", None) or {}
+    with collect_renames():
+        return translate_renamed(renames, params, type(est).__name__)
 
 
 def _specs(cfg: Dict[str, Any]) -> Tuple[ColumnSpec, ColumnSpec]:
@@ -424,7 +436,7 @@ def cmd_select(args: Any) -> int:
         res = select_model(est, X, Y, validation_fraction=args.validation_fraction,
                            random_state=cfg.get("random_state", 0), **sel)
     chosen = dict(cfg)
-    chosen["params"] = {**cfg.get("params", {}), **res["best_params"]}
+    chosen["params"] = {**_current_names(est, cfg.get("params", {})), **res["best_params"]}
     # the scaling statistics belong to a fitted model, not to a configuration
     chosen["input"] = {k: v for k, v in cfg["input"].items() if k not in ("center", "scale")}
     write_text(args.output, dump_config(chosen))

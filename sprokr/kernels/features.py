@@ -1,6 +1,6 @@
 """Nystrom features of any registered kernel, as a scikit-learn transformer.
 
-``KernelFeatures(kernel, n_components=m)`` draws an input sketch ``R`` (m x n, uniform
+``KernelFeatures(kernel, m_x=m)`` draws an input sketch ``R`` (m x n, uniform
 sub-sampling by default) of the training inputs and maps every input to
 
     z(x) = D^-1/2 U^T R k(X, x)        (U, D) eigenpairs of R K R^T, rank r <= m
@@ -23,6 +23,7 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
 from ..numerics import DEFAULT_RCOND, SketchedFeatures, check_kernel_sample, default_chunk_size
+from ..deprecation import RenamedParametersMixin
 from ..persistence import SaveMixin
 from ..utils import atomic_fit, check_chunk_size, consistent_read, check_positive, check_random_state, iter_chunks, num_samples, resolve_dtype, take, take_slice
 from .base import fit_on_training_inputs
@@ -30,7 +31,7 @@ from .base import fit_on_training_inputs
 __all__ = ["KernelFeatures"]
 
 
-class KernelFeatures(SaveMixin, TransformerMixin, BaseEstimator):
+class KernelFeatures(RenamedParametersMixin, SaveMixin, TransformerMixin, BaseEstimator):
     """Nystrom feature map ``z(x) = D^-1/2 U^T R k(X, x)`` of a kernel (see the module doc).
 
     Saved and loaded like the estimators (``save(path)``, ``sprokr.load``), so a model
@@ -43,11 +44,13 @@ class KernelFeatures(SaveMixin, TransformerMixin, BaseEstimator):
         that learns from data, e.g. ``text``, is fitted on a copy at ``fit``).
     kernel_params : dict, optional
         Parameters of a kernel given by name.
-    n_components : int
-        Sketch size ``m`` (support inputs for sub-sampling); at most ``n``.
-    sketch : str or Sketch
-        Registered sketch (``subsample``, ``gaussian``, ``psg``, ...).
-    sketch_params : dict, optional
+    m_x : int
+        Input sketch size ``m`` (support inputs for sub-sampling); at most ``n``
+        (formerly ``n_components``).
+    input_sketch : str or Sketch
+        Registered sketch (``subsample``, ``gaussian``, ``psg``, ...) (formerly ``sketch``).
+    input_sketch_params : dict, optional
+        (formerly ``sketch_params``)
     standardize : bool
         Divide each feature by its standard deviation on the training inputs.
     rcond : float, optional
@@ -63,20 +66,27 @@ class KernelFeatures(SaveMixin, TransformerMixin, BaseEstimator):
     kernel_ : Kernel
     features_ : SketchedFeatures
     n_components_ : int
-        ``r``, the numerical rank of ``R K R^T`` (the number of output columns).
+        ``r``, the numerical rank of ``R K R^T`` (the number of output columns, at most
+        ``m_x``).
     scale_ : ndarray of shape (r,) or None
         Per-feature standard deviations (``standardize=True``).
+
+    The former names ``n_components``, ``sketch`` and ``sketch_params`` still work until
+    sprokr 0.3, with a ``FutureWarning`` (``docs/parameters.md``).
     """
 
-    def __init__(self, kernel: Any = "gaussian", kernel_params: Optional[dict] = None, n_components: int = 500,
-                 sketch: Any = "subsample", sketch_params: Optional[dict] = None, standardize: bool = False,
+    #: deprecated parameter names (sprokr.deprecation): old -> new
+    renamed_parameters = {"n_components": "m_x", "sketch": "input_sketch", "sketch_params": "input_sketch_params"}
+
+    def __init__(self, kernel: Any = "gaussian", kernel_params: Optional[dict] = None, m_x: int = 500,
+                 input_sketch: Any = "subsample", input_sketch_params: Optional[dict] = None, standardize: bool = False,
                  rcond: Optional[float] = None, dtype: str = "float64", chunk_size: Optional[int] = None,
                  random_state: Any = None):
         self.kernel = kernel
         self.kernel_params = kernel_params
-        self.n_components = n_components
-        self.sketch = sketch
-        self.sketch_params = sketch_params
+        self.m_x = m_x
+        self.input_sketch = input_sketch
+        self.input_sketch_params = input_sketch_params
         self.standardize = standardize
         self.rcond = rcond
         self.dtype = dtype
@@ -106,9 +116,9 @@ class KernelFeatures(SaveMixin, TransformerMixin, BaseEstimator):
         dtype = resolve_dtype(self.dtype)
         check_chunk_size(self.chunk_size)
         kernel = resolve_kernel(self.kernel, self.kernel_params, "input", dtype)
-        sketch = resolve_sketch(self.sketch, self.n_components, self.sketch_params, n, "input")
+        sketch = resolve_sketch(self.input_sketch, self.m_x, self.input_sketch_params, n, "input")
         if sketch is None:
-            raise ValueError("sketch must be a sketch (name or instance), got None")
+            raise ValueError("input_sketch must be a sketch (name or instance), got None")
         kernel = fit_on_training_inputs(kernel, X)
         R = sketch.draw(n, check_random_state(self.random_state))
         support = kernel.prepare(take(X, R.indices))

@@ -301,6 +301,6 @@ def adapter_for(estimator):
         return _KernelRidge
     if type(estimator) is SketchedKernelMachine:  # JointQuantileRegressor: pinball loss
         p = estimator.get_params()
-        if p["loss"] == "square" and p["solver"] in ("auto", "closed_form"):
+        if p["loss"] == "square" and p["optimizer"] in ("auto", "closed_form"):
             return _KernelMachine
     return None

@@ -13,6 +13,7 @@ from sklearn.model_selection import ParameterGrid
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
+from ..deprecation import renamed_keywords
 from ..utils import atomic_fit, check_random_state, consistent_read, num_samples
 from ._lambda_path import DEFAULT_LAMS, check_lams, lambda_path
 from ._scorers import kernel_loss_scorer, resolve_scoring
@@ -207,19 +208,19 @@ class LambdaSearchCV(BaseEstimator):
 
 # --------------------------------------------------------------------------- select_model
 def _sketch_size_param(estimator):
-    params = estimator.get_params(deep=False)
-    for name in ("m_x", "m"):
-        if name in params:
-            return name
-    raise ValueError(f"{type(estimator).__name__} has no input sketch size parameter (m_x or m)")
+    if "m_x" in estimator.get_params(deep=False):
+        return "m_x"
+    raise ValueError(f"m_x_grid needs an estimator with an input sketch size m_x; "
+                     f"{type(estimator).__name__} has none")
 
 
+@renamed_keywords({"patience": "n_iter_no_change"})
 def select_model(estimator: Any, X: Samples, Y: Samples, lams: ArrayLike | None = None,
                  param_grid: Mapping[str, Sequence[Any]] | Sequence[Mapping[str, Sequence[Any]]] | None = None,
                  m_y_grid: Sequence[int] | None = None, m_x_grid: Sequence[int] | None = None,
                  scoring: str | Callable[..., float] | None = None, validation_fraction: float | None = 0.2,
                  validation_data: tuple[Samples, Samples] | None = None, m_x_budget_s: float | None = None,
-                 rtol: float = 0.01, patience: int = 1, perfect_h_params: Mapping[str, Any] | None = None,
+                 rtol: float = 0.01, n_iter_no_change: int = 1, perfect_h_params: Mapping[str, Any] | None = None,
                  method: str = "auto", random_state: RandomStateLike = None) -> dict[str, Any]:
     """Choose ``lam``, kernel parameters and sketch sizes on a validation split of the training data.
 
@@ -230,9 +231,9 @@ def select_model(estimator: Any, X: Samples, Y: Samples, lams: ArrayLike | None 
        gives ``m_y`` -- no regressor is trained;
     2. ``param_grid`` (a scikit-learn parameter grid, e.g. kernel bandwidths): one fit and
        one lam path per point;
-    3. ``m_x`` (``m_x_grid``, increasing; the input sketch size ``m_x`` or ``m``): one fit and
+    3. ``m_x`` (``m_x_grid``, increasing; the input sketch size ``m_x``): one fit and
        one lam path per size, the sizes growing until the best validation score stops
-       improving by ``rtol`` (``patience`` times) or a fit takes longer than ``m_x_budget_s``
+       improving by ``rtol`` (``n_iter_no_change`` times) or a fit takes longer than ``m_x_budget_s``
        (:func:`~sprokr.model_selection.grow_until_plateau`); the smallest size within ``rtol`` of
        the best is kept.
 
@@ -249,7 +250,8 @@ def select_model(estimator: Any, X: Samples, Y: Samples, lams: ArrayLike | None 
     validation_data : (X_val, Y_val), optional
     m_x_budget_s : float, optional
         Budget of one fit (s) while growing ``m_x``.
-    rtol, patience : stopping rule of the ``m_x`` growth (relative score improvement)
+    rtol, n_iter_no_change : stopping rule of the ``m_x`` growth (relative score improvement;
+        ``n_iter_no_change`` formerly ``patience``)
     perfect_h_params : dict, optional
         Extra arguments of :func:`~sprokr.model_selection.perfect_h_curve` (``candidates``,
         ``metric``, ``greater_is_better``, ``rtol``, ...).
@@ -320,7 +322,7 @@ def select_model(estimator: Any, X: Samples, Y: Samples, lams: ArrayLike | None 
             return -runs[m]["best_score"], runs[m]["fit_s"]
 
         log = lambda msg: logger.info("[select_model] %s", msg)  # noqa: E731
-        g = grow_until_plateau(m_x_grid, evaluate, m_x_budget_s, rtol, patience, name=name, log=log)
+        g = grow_until_plateau(m_x_grid, evaluate, m_x_budget_s, rtol, n_iter_no_change, name=name, log=log)
         sel = runs[g["selected_m"]]
         chosen[name], chosen["lam"], best_score = g["selected_m"], sel["best_lam"], sel["best_score"]
         growth = {"param": name, "m": g["m"], "best_scores": [runs[m]["best_score"] for m in g["m"]],

@@ -12,6 +12,7 @@ from ..progress import get_logger, log_message
 from ..progress import progress as progress_bar
 from ..kernels import resolve_kernel
 from ..sketches import resolve_sketch
+from ..deprecation import renamed_keywords
 from ..utils import check_positive, check_random_state, iter_chunks, num_samples, take, take_slice, unique_indices
 from ._scorers import surrogate_error
 
@@ -166,15 +167,16 @@ def _kernel_loss(ky):
     return loss
 
 
+@renamed_keywords({"patience": "n_iter_no_change"})
 def grow_until_plateau(grid: Sequence[int], evaluate: Callable[[int], tuple[float, float]],
-                       budget_s: float | None = None, rtol: float = 0.01, patience: int = 1, name: str = "m",
+                       budget_s: float | None = None, rtol: float = 0.01, n_iter_no_change: int = 1, name: str = "m",
                        log: Callable[[str], Any] | None = None) -> dict[str, Any]:
     """Evaluate increasing sizes until the error stops improving or a time budget is exceeded.
 
     The loop behind :func:`select_m_x` and :func:`~sprokr.model_selection.select_model`:
     ``evaluate(size) -> (error, seconds)`` is called for each size of ``grid`` in turn (lower
     error is better; any sign).  It stops when an evaluation takes longer than ``budget_s``
-    ("budget") or when the error has failed ``patience`` times in a row to improve on the
+    ("budget") or when the error has failed ``n_iter_no_change`` times in a row to improve on the
     best one so far by more than ``rtol`` (relative; "converged"); otherwise after the whole
     grid ("grid").  The selected size is the smallest one whose error is within ``rtol`` of
     the best error among the evaluations that stayed within budget.
@@ -186,7 +188,8 @@ def grow_until_plateau(grid: Sequence[int], evaluate: Callable[[int], tuple[floa
     budget_s : float, optional
         Time budget of one evaluation (s); None: no budget.
     rtol : float >= 0
-    patience : int >= 1
+    n_iter_no_change : int >= 1
+        Evaluations in a row without improvement before stopping (formerly ``patience``).
     name : str
         Name of the size in log messages.
     log : callable, optional
@@ -200,8 +203,9 @@ def grow_until_plateau(grid: Sequence[int], evaluate: Callable[[int], tuple[floa
     if budget_s is not None:
         budget_s = check_positive(budget_s, "budget_s")
     rtol = check_positive(rtol, "rtol", strict=False)
-    if isinstance(patience, bool) or not isinstance(patience, (int, np.integer)) or patience < 1:
-        raise ValueError(f"patience must be an integer >= 1, got {patience!r}")
+    if isinstance(n_iter_no_change, bool) or not isinstance(n_iter_no_change, (int, np.integer)) \
+            or n_iter_no_change < 1:
+        raise ValueError(f"n_iter_no_change must be an integer >= 1, got {n_iter_no_change!r}")
     grid = [int(m) for m in grid]
     if not grid or any(b <= a for a, b in zip(grid, grid[1:])):
         raise ValueError(f"the grid of {name} must be a non-empty increasing sequence of sizes, got {grid}")
@@ -219,7 +223,7 @@ def grow_until_plateau(grid: Sequence[int], evaluate: Callable[[int], tuple[floa
         if len(errs) > 1:
             prev = min(errs[:-1])
             flat = flat + 1 if err > prev - rtol * abs(prev) else 0
-            if flat >= patience:
+            if flat >= n_iter_no_change:
                 stopped = "converged"
                 break
     ok = [i for i, t in enumerate(times) if t <= limit] or [0]
@@ -228,15 +232,17 @@ def grow_until_plateau(grid: Sequence[int], evaluate: Callable[[int], tuple[floa
     return {"m": ms, "errors": errs, "fit_times": times, "selected_m": sel, "stopped": stopped}
 
 
+@renamed_keywords({"patience": "n_iter_no_change"})
 def select_m_x(X: Samples, Y: Samples, X_val: Samples, Y_val: Samples, m_grid: Sequence[int], budget_s: float,
-               rtol: float = 0.01, patience: int = 1, random_state: RandomStateLike = None, verbose: bool = False,
-               progress: bool | None = None, **siokr_params: Any) -> dict[str, Any]:
+               rtol: float = 0.01, n_iter_no_change: int = 1, random_state: RandomStateLike = None,
+               verbose: bool = False, progress: bool | None = None, **siokr_params: Any) -> dict[str, Any]:
     """Choose the input sketch size of SIOKR by validation surrogate error under a time budget.
 
     SIOKR is fitted for increasing ``m_x`` in ``m_grid``; the loop stops when the training
     time of a fit exceeds ``budget_s`` or when the error has improved by less than ``rtol``
-    (relative) ``patience`` times in a row.  The selected ``m_x`` is the smallest one whose
-    error is within ``rtol`` of the best error seen among fits that stayed within budget
+    (relative) ``n_iter_no_change`` times in a row (formerly ``patience``).  The selected
+    ``m_x`` is the smallest one whose error is within ``rtol`` of the best error seen
+    among fits that stayed within budget
     (:func:`grow_until_plateau`).  :func:`~sprokr.model_selection.select_model` does the
     same with a whole ``lam`` path per ``m_x``.
 
@@ -280,6 +286,6 @@ def select_m_x(X: Samples, Y: Samples, X_val: Samples, Y_val: Samples, m_grid: S
         log_message(f"select_m_x {msg}", verbose=verbose, logger=_LOGGER)
 
     try:
-        return grow_until_plateau(m_grid, evaluate, budget_s, rtol, patience, name="m_x", log=log)
+        return grow_until_plateau(m_grid, evaluate, budget_s, rtol, n_iter_no_change, name="m_x", log=log)
     finally:
         bar.close()

@@ -26,6 +26,7 @@ from numpy.typing import ArrayLike, DTypeLike
 from sklearn.base import BaseEstimator, clone
 from sklearn.utils.validation import check_is_fitted
 
+from ..deprecation import RenamedParametersMixin
 from ..decoders.candidates import CandidateIndex
 from ..numerics import (
     DEFAULT_RCOND,
@@ -382,7 +383,7 @@ def validation_split(X: Samples, Y: Samples, fraction: float,
     return (take(X, tr_idx), take(Y, tr_idx)), (take(X, val_idx), take(Y, val_idx))
 
 
-class DSOKREnsemble(OutputKernelModel, BaseEstimator):
+class DSOKREnsemble(RenamedParametersMixin, OutputKernelModel, BaseEstimator):
     """Ensemble of DSOKR models over ``T`` output sketches.
 
     ``mean``: ``argmax_c sum_t w_t g_t(x)^T psi~_t(c) - k(c,c)/2`` with ``sum_t w_t = 1``;
@@ -390,10 +391,11 @@ class DSOKREnsemble(OutputKernelModel, BaseEstimator):
 
     Parameters
     ----------
-    estimators : DSOKR or list of DSOKR
-        A list is used as given (each keeps its own ``random_state``, so different sketch
-        types can be mixed); a single DSOKR is cloned ``n_estimators`` times with seeds
-        drawn from ``random_state``.  All members must use the same output kernel.
+    estimator : DSOKR or list of DSOKR
+        The members (formerly ``estimators``).  A list is used as given (each keeps its
+        own ``random_state``, so different sketch types can be mixed); a single DSOKR is
+        cloned ``n_estimators`` times with seeds drawn from ``random_state``.  All members
+        must use the same output kernel.
     n_estimators : int
         Only with a single DSOKR.
     aggregation : {"mean", "max"}
@@ -412,12 +414,18 @@ class DSOKREnsemble(OutputKernelModel, BaseEstimator):
     estimators_ : list of fitted DSOKR
     weights_ : ndarray (T,)
     default_index_ : CandidateIndex over the distinct training outputs
+
+    The former name ``estimators`` still works until sprokr 0.3, with a ``FutureWarning``
+    (``docs/parameters.md``).
     """
 
-    def __init__(self, estimators: Any, n_estimators: int = 3, aggregation: str = "mean",
+    #: deprecated parameter names (sprokr.deprecation): old -> new
+    renamed_parameters = {"estimators": "estimator"}
+
+    def __init__(self, estimator: Any, n_estimators: int = 3, aggregation: str = "mean",
                  weights: ArrayLike | None = None, validation_fraction: float | None = None,
                  random_state: RandomStateLike = None, max_memory_mb: float | None = None) -> None:
-        self.estimators = estimators
+        self.estimator = estimator
         self.n_estimators = n_estimators
         self.aggregation = aggregation
         self.weights = weights
@@ -434,16 +442,16 @@ class DSOKREnsemble(OutputKernelModel, BaseEstimator):
         return tags
 
     def _members(self, rng):
-        if isinstance(self.estimators, DSOKR):
+        if isinstance(self.estimator, DSOKR):
             T = self.n_estimators
             if isinstance(T, bool) or not isinstance(T, (numbers.Integral, np.integer)) or T < 1:
                 raise ValueError(f"n_estimators must be a positive integer, got {T!r}")
-            members = [clone(self.estimators).set_params(random_state=int(rng.integers(2**31 - 1)))
+            members = [clone(self.estimator).set_params(random_state=int(rng.integers(2**31 - 1)))
                        for _ in range(T)]
         else:
-            members = list(self.estimators) if isinstance(self.estimators, (list, tuple)) else []
+            members = list(self.estimator) if isinstance(self.estimator, (list, tuple)) else []
             if not members or not all(isinstance(e, DSOKR) for e in members):
-                raise TypeError("estimators must be a DSOKR or a non-empty list of DSOKR")
+                raise TypeError("estimator must be a DSOKR or a non-empty list of DSOKR")
             members = [clone(e) for e in members]
         if any(e.validation_fraction is not None for e in members):
             raise ValueError("members must not set validation_fraction: set it on the ensemble, which "

@@ -50,27 +50,28 @@ CHECK_ROWS, CHECK_SAFETY = 256, 4.0
 
 
 def check_solver_params(est: Any, loss: Loss, d: int = 1) -> str:
-    """Validate the optimisation parameters shared by the kernel machines; returns the solver.
+    """Validate the optimisation parameters shared by the kernel machines; returns the
+    resolved ``optimizer`` (the training algorithm).
 
     ``"auto"`` resolves to ``"closed_form"`` for the square loss, ``"newton"`` when
     :func:`sprokr.numerics.newton_applies` (every built-in loss for scalar targets, pinball
     and hinge for any ``d``), else ``"lbfgs"``.  Adam's parameters (``learning_rate``,
     ``batch_size``, ``max_epochs``, ``n_iter_no_change``) set to other values than their
-    defaults with another solver trigger a ``UserWarning``: they would be ignored.
+    defaults with another optimizer trigger a ``UserWarning``: they would be ignored.
     """
-    if est.solver not in SOLVERS:
-        raise ValueError(f"solver must be one of {', '.join(map(repr, SOLVERS))}, got {est.solver!r}")
-    solver = est.solver
+    if est.optimizer not in SOLVERS:
+        raise ValueError(f"optimizer must be one of {', '.join(map(repr, SOLVERS))}, got {est.optimizer!r}")
+    solver = est.optimizer
     if solver == "auto":
         solver = "closed_form" if loss.closed_form else "newton" if newton_applies(loss, d) else "lbfgs"
     v = getattr(est, "max_iter", 1)
     if isinstance(v, bool) or not isinstance(v, (numbers.Integral, np.integer)) or v < 1:
         raise ValueError(f"max_iter must be an integer >= 1, got {v!r}")
     if solver == "closed_form" and not loss.closed_form:
-        raise ValueError(f"solver='closed_form' needs the square loss, got {type(loss).__name__}")
+        raise ValueError(f"optimizer='closed_form' needs the square loss, got {type(loss).__name__}")
     if solver == "newton" and not newton_applies(loss, d):
-        raise ValueError(f"solver='newton' needs a loss with an entry-wise curvature; {type(loss).__name__} "
-                         f"with {d} outputs has none (use solver='lbfgs')")
+        raise ValueError(f"optimizer='newton' needs a loss with an entry-wise curvature; {type(loss).__name__} "
+                         f"with {d} outputs has none (use optimizer='lbfgs')")
     check_positive(est.learning_rate, "learning_rate")
     for name in ("batch_size", "max_epochs", "n_iter_no_change"):
         v = getattr(est, name)
@@ -84,8 +85,8 @@ def check_solver_params(est: Any, loss: Loss, d: int = 1) -> str:
         given = [name for name in ADAM_PARAMS
                  if name in defaults and getattr(est, name) != defaults[name].default]
         if given:
-            warnings.warn(f"{', '.join(given)} {'is' if len(given) == 1 else 'are'} used by solver='adam' only "
-                          f"and ignored by solver={solver!r} (solver={est.solver!r})", UserWarning, stacklevel=3)
+            warnings.warn(f"{', '.join(given)} {'is' if len(given) == 1 else 'are'} used by optimizer='adam' only "
+                          f"and ignored by optimizer={solver!r} (optimizer={est.optimizer!r})", UserWarning, stacklevel=3)
     return solver
 
 
@@ -124,7 +125,7 @@ class FeatureProblemMixin:
                 n_iter_no_change=self.n_iter_no_change, rng=rng, verbose=self.verbose,
             )
         self.fit_times_["solve"] = time.perf_counter() - t
-        self.solver_ = solver
+        self.optimizer_ = solver
         self.converged_, self.n_epochs_, self.objective_ = res.converged, res.n_epochs, res.objective
         self.objective_gap_ = res.gap
         self.n_iter_ = max(1, int(res.n_epochs))
@@ -133,7 +134,7 @@ class FeatureProblemMixin:
     def _closed_form_done(self):
         """Solver attributes of a direct solve (exact: gap 0, one 'iteration')."""
         self.converged_, self.n_epochs_, self.objective_, self.objective_gap_ = True, 0, [], 0.0
-        self.n_iter_, self.solver_ = 1, "closed_form"
+        self.n_iter_, self.optimizer_ = 1, "closed_form"
 
     def _normalised_targets(self, Y, loss):
         """``(Y', mean, scale)``: targets centred and scaled per column when ``normalize_y``.

@@ -58,6 +58,7 @@ from ..utils import (
     num_samples,
     resolve_dtype,
 )
+from ..deprecation import RenamedParametersMixin
 from ..persistence import SaveMixin
 from ..losses import Loss, PinballLoss, check_quantile_levels
 from ..registry import get_registry
@@ -138,18 +139,20 @@ class SketchedKernelMachine(SaveMixin, FeatureProblemMixin, RegressorMixin, Base
         e.g. ``{"kappa": 1.0}``, ``{"epsilon": 0.1}``, ``{"tau": 0.9}``.
     lam : float > 0
         Regularisation: objective ``(1/n) sum l(f(x_i), y_i) + lam/2 |f|^2``.
-    sketch : str, Sketch or None
+    input_sketch : str, Sketch or None
         ``None``: exact machine.  Names: ``subsample``/``nystrom``, ``gaussian``, ``psr``,
         ``psg``, ``psparsified``, ``accumulation``, ``countsketch``, ``identity``.
-    m : int, optional
-        Sketch size when the sketch is given by name.
-    sketch_params : dict, optional
-        e.g. ``{"p": 20 / n}`` for p-SR / p-SG, ``{"m_acc": 20}`` for accumulation.
+        (Formerly ``sketch``.)
+    m_x : int, optional
+        Sketch size when the sketch is given by name (formerly ``m``).
+    input_sketch_params : dict, optional
+        e.g. ``{"p": 20 / n}`` for p-SR / p-SG, ``{"m_acc": 20}`` for accumulation
+        (formerly ``sketch_params``).
     output_matrix : None, "identity" or array (d, d)
         ``M`` of the decomposable kernel (symmetric PSD); see
         :func:`sprokr.models.graph_laplacian_matrix` and :func:`joint_quantile_matrix`.
-    solver : {"auto", "closed_form", "newton", "lbfgs", "adam"}
-        ``auto``: closed form for the square loss; Newton
+    optimizer : {"auto", "closed_form", "newton", "lbfgs", "adam"}
+        The training algorithm (formerly ``solver``).  ``auto``: closed form for the square loss; Newton
         (:func:`sprokr.numerics.newton_solve`: Moreau envelopes of decreasing width and an
         active-set finish for non-smooth losses) when the loss is a sum of functions of
         single prediction entries (pinball, hinge; every built-in loss for scalar targets);
@@ -166,7 +169,7 @@ class SketchedKernelMachine(SaveMixin, FeatureProblemMixin, RegressorMixin, Base
         need tens to hundreds, the exact machine up to a few thousand).  Default 3000.
     learning_rate, batch_size, max_epochs, n_iter_no_change :
         Adam's step size, mini-batch size, epoch budget and step-halving rule
-        (:func:`sprokr.numerics.adam_solve`), used by ``solver="adam"`` only (set with
+        (:func:`sprokr.numerics.adam_solve`), used by ``optimizer="adam"`` only (set with
         another solver, a ``UserWarning`` says they are ignored).
     init : {"ridge", "zeros"}
         The iterative solvers' starting point: the square-loss solution (one r x r
@@ -204,8 +207,8 @@ class SketchedKernelMachine(SaveMixin, FeatureProblemMixin, RegressorMixin, Base
     rank_ : int, dimension ``r`` of the feature map (n for the exact machine)
     dtype_ : numpy dtype, the precision the model predicts in
     y_mean_, y_scale_ : ndarray (d,), the target normalisation (0 and 1 without ``normalize_y``)
-    solver_ : str
-        The solver that ran: ``"closed_form"``, ``"newton"``, ``"lbfgs"`` or ``"adam"``.
+    optimizer_ : str
+        The optimizer that ran: ``"closed_form"``, ``"newton"``, ``"lbfgs"`` or ``"adam"``.
     converged_ : bool
         True when the relative duality gap is certified below ``tol`` (always for the closed form).
     objective_gap_ : float or None
@@ -233,13 +236,20 @@ class SketchedKernelMachine(SaveMixin, FeatureProblemMixin, RegressorMixin, Base
     equations summed over row chunks: O(m^2 + chunk x m'); with an output matrix of several
     eigenvalues, its float64 whitened system solved per eigengroup); the iterative solvers
     keep the n x r features.  The exact machine holds the n x n Gram.
+
+    The former names ``sketch``, ``m``, ``sketch_params`` and ``solver`` still work until
+    sprokr 0.3, with a ``FutureWarning`` (``docs/parameters.md``).
     """
+
+    #: deprecated parameter names (sprokr.deprecation): old -> new
+    renamed_parameters = {"sketch": "input_sketch", "m": "m_x", "sketch_params": "input_sketch_params",
+                          "solver": "optimizer"}
 
     def __init__(self, kernel: str | Kernel = "gaussian", kernel_params: Mapping[str, Any] | None = None,
                  loss: str | Loss = "square", loss_params: Mapping[str, Any] | None = None, lam: float = 1e-4,
-                 sketch: str | Sketch | None = None, m: int | None = None,
-                 sketch_params: Mapping[str, Any] | None = None, output_matrix: ArrayLike | str | None = None,
-                 solver: str = "auto", learning_rate: float = 1e-2, batch_size: int = 256, max_epochs: int = 100,
+                 input_sketch: str | Sketch | None = None, m_x: int | None = None,
+                 input_sketch_params: Mapping[str, Any] | None = None, output_matrix: ArrayLike | str | None = None,
+                 optimizer: str = "auto", learning_rate: float = 1e-2, batch_size: int = 256, max_epochs: int = 100,
                  max_iter: int = 3000, tol: float = 1e-4, n_iter_no_change: int = 5, init: str = "ridge",
                  dtype: DTypeLike = "float64", rcond: float | None = None, chunk_size: int | None = None,
                  normalize_y: bool = False, executor: Any = "local", executor_params: Mapping[str, Any] | None = None,
@@ -249,11 +259,11 @@ class SketchedKernelMachine(SaveMixin, FeatureProblemMixin, RegressorMixin, Base
         self.loss = loss
         self.loss_params = loss_params
         self.lam = lam
-        self.sketch = sketch
-        self.m = m
-        self.sketch_params = sketch_params
+        self.input_sketch = input_sketch
+        self.m_x = m_x
+        self.input_sketch_params = input_sketch_params
         self.output_matrix = output_matrix
-        self.solver = solver
+        self.optimizer = optimizer
         self.learning_rate = learning_rate
         self.batch_size = batch_size
         self.max_epochs = max_epochs
@@ -306,7 +316,7 @@ class SketchedKernelMachine(SaveMixin, FeatureProblemMixin, RegressorMixin, Base
             rcond = check_positive(rcond, "rcond", strict=False)
         kernel = resolve_kernel(self.kernel, self.kernel_params, "input", dtype)
         kernel = fit_on_training_inputs(kernel, X)  # data-dependent kernels: a fitted copy
-        sketch = resolve_sketch(self.sketch, self.m, self.sketch_params, n, "input")
+        sketch = resolve_sketch(self.input_sketch, self.m_x, self.input_sketch_params, n, "input")
         executor = resolve_executor(self.executor, self.executor_params)
         rng = check_random_state(self.random_state)
         R = sketch.draw(n, rng) if sketch is not None else None
@@ -577,7 +587,7 @@ class JointQuantileRegressor(SketchedKernelMachine):
     gamma_tau : float >= 0
         Coupling of the levels (0: all levels share one function up to the loss).
     Other parameters: as :class:`SketchedKernelMachine` (the loss is fixed to pinball; the
-    default solver is Newton with an active-set finish, to a certified duality gap).
+    default optimizer is Newton with an active-set finish, to a certified duality gap).
     """
 
     # fixed by the model (not a constructor parameter)
@@ -585,9 +595,10 @@ class JointQuantileRegressor(SketchedKernelMachine):
 
     def __init__(self, taus: ArrayLike = (0.1, 0.3, 0.5, 0.7, 0.9), gamma_tau: float = 10.0,
                  kernel: str | Kernel = "gaussian", kernel_params: Mapping[str, Any] | None = None, lam: float = 1e-4,
-                 sketch: str | Sketch | None = None, m: int | None = None,
-                 sketch_params: Mapping[str, Any] | None = None, solver: str = "auto", learning_rate: float = 1e-2,
-                 batch_size: int = 256, max_epochs: int = 100, max_iter: int = 3000, tol: float = 1e-4,
+                 input_sketch: str | Sketch | None = None, m_x: int | None = None,
+                 input_sketch_params: Mapping[str, Any] | None = None, optimizer: str = "auto",
+                 learning_rate: float = 1e-2, batch_size: int = 256, max_epochs: int = 100, max_iter: int = 3000,
+                 tol: float = 1e-4,
                  n_iter_no_change: int = 5, init: str = "ridge", dtype: DTypeLike = "float64",
                  rcond: float | None = None, chunk_size: int | None = None, normalize_y: bool = False,
                  executor: Any = "local", executor_params: Mapping[str, Any] | None = None,
@@ -597,10 +608,10 @@ class JointQuantileRegressor(SketchedKernelMachine):
         self.kernel = kernel
         self.kernel_params = kernel_params
         self.lam = lam
-        self.sketch = sketch
-        self.m = m
-        self.sketch_params = sketch_params
-        self.solver = solver
+        self.input_sketch = input_sketch
+        self.m_x = m_x
+        self.input_sketch_params = input_sketch_params
+        self.optimizer = optimizer
         self.learning_rate = learning_rate
         self.batch_size = batch_size
         self.max_epochs = max_epochs

@@ -46,6 +46,7 @@ from ..numerics import (
     SOLVERS,
     sketched_ridge,
 )
+from ..deprecation import RenamedParametersMixin
 from ..persistence import SaveMixin
 from ..progress import log_estimator
 from ..kernels import resolve_kernel
@@ -234,7 +235,7 @@ class KernelRidgeRegressor(SaveMixin, RegressorMixin, BaseEstimator):
 
 
 # --------------------------------------------------------------------------- sklearn MLP
-class MLPSurrogate(SaveMixin, RegressorMixin, BaseEstimator):
+class MLPSurrogate(RenamedParametersMixin, SaveMixin, RegressorMixin, BaseEstimator):
     """scikit-learn ``MLPRegressor`` (Adam) with early stopping on the kernel-induced loss.
 
     Trained one epoch at a time (``partial_fit``); after each epoch the loss
@@ -246,16 +247,18 @@ class MLPSurrogate(SaveMixin, RegressorMixin, BaseEstimator):
     ----------
     hidden_layer_sizes : tuple of int
     activation : str
-    alpha : float
-        L2 penalty.
-    learning_rate_init : float
+    lam : float
+        L2 penalty on the weights (``MLPRegressor``'s ``alpha``; formerly ``alpha``).
+    learning_rate : float
+        Adam's initial step size (``MLPRegressor``'s ``learning_rate_init``; formerly
+        ``learning_rate_init``).
     batch_size : int
     max_epochs : int
-    patience : int
-        Epochs without improvement (relative ``tol``) before stopping.
+    n_iter_no_change : int
+        Epochs without improvement (relative ``tol``) before stopping (formerly ``patience``).
     tol : float
     lr_drops : int
-        Learning-rate reductions on a plateau: when ``patience`` runs out, training resumes
+        Learning-rate reductions on a plateau: when ``n_iter_no_change`` runs out, training resumes
         from the best weights with the learning rate divided by ``lr_factor`` (a fresh Adam
         state), at most ``lr_drops`` times; then it stops.  0: stop at the first plateau.
     lr_factor : float > 1
@@ -283,19 +286,25 @@ class MLPSurrogate(SaveMixin, RegressorMixin, BaseEstimator):
         True when training stopped on a plateau of the monitored loss; False when
         ``max_epochs`` ran out first (a ``ConvergenceWarning`` is then issued).
     history_ : list of (train_loss, val_loss)
+
+    The former names ``alpha``, ``learning_rate_init`` and ``patience`` still work until
+    sprokr 0.3, with a ``FutureWarning`` (``docs/parameters.md``).
     """
 
-    def __init__(self, hidden_layer_sizes: tuple[int, ...] = (256,), activation: str = "relu", alpha: float = 1e-4,
-                 learning_rate_init: float = 1e-3, batch_size: int = 200, max_epochs: int = 200, patience: int = 10,
-                 tol: float = 1e-4, lr_drops: int = 0, lr_factor: float = 10.0, monitor: str = "loss",
-                 random_state: RandomStateLike = None, verbose: bool | int = 0) -> None:
+    #: deprecated parameter names (sprokr.deprecation): old -> new
+    renamed_parameters = {"alpha": "lam", "learning_rate_init": "learning_rate", "patience": "n_iter_no_change"}
+
+    def __init__(self, hidden_layer_sizes: tuple[int, ...] = (256,), activation: str = "relu", lam: float = 1e-4,
+                 learning_rate: float = 1e-3, batch_size: int = 200, max_epochs: int = 200,
+                 n_iter_no_change: int = 10, tol: float = 1e-4, lr_drops: int = 0, lr_factor: float = 10.0,
+                 monitor: str = "loss", random_state: RandomStateLike = None, verbose: bool | int = 0) -> None:
         self.hidden_layer_sizes = hidden_layer_sizes
         self.activation = activation
-        self.alpha = alpha
-        self.learning_rate_init = learning_rate_init
+        self.lam = lam
+        self.learning_rate = learning_rate
         self.batch_size = batch_size
         self.max_epochs = max_epochs
-        self.patience = patience
+        self.n_iter_no_change = n_iter_no_change
         self.tol = tol
         self.lr_drops = lr_drops
         self.lr_factor = lr_factor
@@ -325,16 +334,16 @@ class MLPSurrogate(SaveMixin, RegressorMixin, BaseEstimator):
         scale = float(np.sqrt(np.mean((T - mu) ** 2))) or 1.0
         Ts = ((T - mu) / scale).astype(np.float32)
         model = MLPRegressor(
-            hidden_layer_sizes=self.hidden_layer_sizes, activation=self.activation, alpha=self.alpha,
-            learning_rate_init=self.learning_rate_init, batch_size=min(self.batch_size, X.shape[0]),
+            hidden_layer_sizes=self.hidden_layer_sizes, activation=self.activation, alpha=self.lam,
+            learning_rate_init=self.learning_rate, batch_size=min(self.batch_size, X.shape[0]),
             solver="adam", shuffle=True, random_state=seed,
         )
         self.mu_, self.scale_ = mu, scale
         self.model_ = model
-        stop = EarlyStopping(self.patience, self.tol, self.verbose, "MLPSurrogate", int(self.max_epochs),
+        stop = EarlyStopping(self.n_iter_no_change, self.tol, self.verbose, "MLPSurrogate", int(self.max_epochs),
                              int(self.lr_drops))
         get_state = lambda: ([c.copy() for c in model.coefs_], [b.copy() for b in model.intercepts_])  # noqa: E731
-        lr = float(self.learning_rate_init)
+        lr = float(self.learning_rate)
         fresh_optimizer = False
         for epoch in range(int(self.max_epochs)):
             if fresh_optimizer:

@@ -20,9 +20,11 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
 from ..utils import NamedPrepare, atomic_fit, consistent_read, check_positive, check_random_state, resolve_dtype
+from ..kernels import resolve_kernel
 from ..kernels.vector import GaussianKernel
 from ..numerics import FLOAT32_TOL, LocalExecutor, default_chunk_size, matmul
 from ..losses import Loss
+from ..deprecation import IntoDict, RenamedParametersMixin
 from ..persistence import SaveMixin
 from ..progress import log_estimator
 from ..registry import get_registry
@@ -32,25 +34,30 @@ from .kernel_machine import check_targets
 from .output_matrix import check_output_matrix
 
 if TYPE_CHECKING:  # imported for the annotations only
+    from ..kernels.base import Kernel
     from ..types import RandomStateLike
 
 __all__ = ["RFFKernelMachine"]
 
 
-class RFFKernelMachine(SaveMixin, FeatureProblemMixin, RegressorMixin, BaseEstimator):
+class RFFKernelMachine(RenamedParametersMixin, SaveMixin, FeatureProblemMixin, RegressorMixin, BaseEstimator):
     """Gaussian-kernel machine on ``n_components`` random Fourier features.
 
     Parameters
     ----------
-    gamma, sigma2 : float
-        Gaussian kernel ``exp(-gamma |a-b|^2)``; ``sigma2`` gives ``gamma = 1/(2 sigma2)``.
-        Default ``gamma = 1 / n_features``.
+    kernel : "gaussian" or GaussianKernel
+        The kernel the features approximate: random Fourier features are drawn for the
+        Gaussian kernel only (any other kernel is refused).
+    kernel_params : dict, optional
+        ``{"gamma": g}`` (``exp(-g |a-b|^2)``) or ``{"sigma2": s}`` (``g = 1/(2 s)``), as
+        for :class:`~sprokr.kernels.GaussianKernel`; default ``gamma = 1 / n_features``.
+        (Formerly the parameters ``gamma`` and ``sigma2``.)
     n_components : int
         Number ``s`` of random features.
-    loss, loss_params, lam, output_matrix, solver, learning_rate, batch_size, max_epochs,
+    loss, loss_params, lam, output_matrix, optimizer, learning_rate, batch_size, max_epochs,
     tol, n_iter_no_change, init, normalize_y, random_state, verbose :
-        As :class:`sprokr.models.SketchedKernelMachine` (Adam's parameters are used by
-        ``solver="adam"`` only).
+        As :class:`sprokr.models.SketchedKernelMachine` (``optimizer`` formerly ``solver``; Adam's
+        parameters are used by ``optimizer="adam"`` only).
     dtype : {"float64", "float32"}
         Precision of the random features (the solves are float64).  float32 is checked
         on 256 training rows against float64 features with the same weights; above 1e-4
@@ -61,7 +68,7 @@ class RFFKernelMachine(SaveMixin, FeatureProblemMixin, RegressorMixin, BaseEstim
     weights_ : ndarray (n_features, s)
     offsets_ : ndarray (s,)
     coef_ : ndarray (s, d)
-    solver_, converged_, objective_gap_, n_epochs_, n_iter_, objective_, fit_time_, fit_times_,
+    optimizer_, converged_, objective_gap_, n_epochs_, n_iter_, objective_, fit_time_, fit_times_,
     solver_error_estimate_, y_mean_, y_scale_, dtype_
         As in :class:`~sprokr.SketchedKernelMachine` (phases ``features``, ``init``,
         ``solve``, ``float32_check``, ``float64_refit``).
@@ -71,20 +78,25 @@ class RFFKernelMachine(SaveMixin, FeatureProblemMixin, RegressorMixin, BaseEstim
     weights_: np.ndarray
     coef_: np.ndarray
 
-    def __init__(self, gamma: float | None = None, sigma2: float | None = None, n_components: int = 100,
+    #: deprecated parameter names (sprokr.deprecation): old -> new
+    renamed_parameters = {"gamma": IntoDict("kernel_params", "gamma"), "sigma2": IntoDict("kernel_params", "sigma2"),
+                          "solver": "optimizer"}
+
+    def __init__(self, kernel: str | Kernel = "gaussian", kernel_params: Mapping[str, Any] | None = None,
+                 n_components: int = 100,
                  loss: str | Loss = "square", loss_params: Mapping[str, Any] | None = None, lam: float = 1e-4,
-                 output_matrix: ArrayLike | str | None = None, solver: str = "auto", learning_rate: float = 1e-2,
+                 output_matrix: ArrayLike | str | None = None, optimizer: str = "auto", learning_rate: float = 1e-2,
                  batch_size: int = 256, max_epochs: int = 100, max_iter: int = 3000, tol: float = 1e-4,
                  n_iter_no_change: int = 5, init: str = "ridge", dtype: DTypeLike = "float64",
                  normalize_y: bool = False, random_state: RandomStateLike = None, verbose: bool | int = False) -> None:
-        self.gamma = gamma
-        self.sigma2 = sigma2
+        self.kernel = kernel
+        self.kernel_params = kernel_params
         self.n_components = n_components
         self.loss = loss
         self.loss_params = loss_params
         self.lam = lam
         self.output_matrix = output_matrix
-        self.solver = solver
+        self.optimizer = optimizer
         self.learning_rate = learning_rate
         self.batch_size = batch_size
         self.max_epochs = max_epochs
@@ -109,8 +121,7 @@ class RFFKernelMachine(SaveMixin, FeatureProblemMixin, RegressorMixin, BaseEstim
         """Fit on ``X`` (n, p) (dense or sparse) and ``y`` (n,) or (n, d).  Returns self."""
         t0 = time.perf_counter()
         dtype = resolve_dtype(self.dtype)
-        kernel = GaussianKernel(gamma=self.gamma, sigma2=self.sigma2, dtype=dtype.name)
-        kernel.check_params()
+        kernel = _gaussian_kernel(self.kernel, self.kernel_params, dtype)
         Xp = NamedPrepare(kernel.prepare, "X")(X)
         n, p = Xp.shape
         if n < 1:
@@ -125,9 +136,8 @@ class RFFKernelMachine(SaveMixin, FeatureProblemMixin, RegressorMixin, BaseEstim
         s = self.n_components
         if isinstance(s, bool) or not isinstance(s, (numbers.Integral, np.integer)) or s < 1:
             raise ValueError(f"n_components must be an integer >= 1, got {s!r}")
-        g = 1.0 / p if self.gamma is None and self.sigma2 is None else (
-            check_positive(self.gamma, "gamma") if self.gamma is not None
-            else 1.0 / (2.0 * check_positive(self.sigma2, "sigma2")))
+        g = 1.0 / p if kernel.gamma is None and kernel.sigma2 is None else (
+            float(kernel.gamma) if kernel.gamma is not None else 1.0 / (2.0 * float(kernel.sigma2)))
         rng = check_random_state(self.random_state)
 
         # ---- validated: learned state starts here; any failure restores the previous state
@@ -203,6 +213,16 @@ class RFFKernelMachine(SaveMixin, FeatureProblemMixin, RegressorMixin, BaseEstim
         check_is_fitted(self, "coef_")
         Z = self.random_features(X)
         return self._finish_predict(matmul(np.asarray(Z, dtype=np.float64), self.coef_))
+
+
+def _gaussian_kernel(spec, params, dtype):
+    """The validated Gaussian kernel of ``kernel`` / ``kernel_params`` (a copy in ``dtype``)."""
+    kernel = resolve_kernel(spec, params, "input", dtype)
+    if type(kernel) is not GaussianKernel:
+        name = spec if isinstance(spec, str) else type(spec).__name__
+        raise ValueError(f"kernel must be 'gaussian' (or a GaussianKernel): RFFKernelMachine draws random "
+                         f"Fourier features of the Gaussian kernel only, got {name!r}")
+    return GaussianKernel(gamma=kernel.gamma, sigma2=kernel.sigma2, dtype=dtype.name)
 
 
 class _CosineFeatures:

@@ -28,6 +28,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
+from ..deprecation import RenamedParametersMixin
 from ..persistence import SaveMixin
 from ..utils import atomic_fit, check_numeric_array, check_paired, check_positive, check_random_state, consistent_read, \
     iter_chunks
@@ -118,7 +119,7 @@ def token_cnn(vocab_size: Any, embed_dim: Any = 64, channels: Any = 128, kernel_
     return build
 
 
-class TorchRegressor(SaveMixin, RegressorMixin, BaseEstimator):
+class TorchRegressor(RenamedParametersMixin, SaveMixin, RegressorMixin, BaseEstimator):
     """A torch network trained on DSOKR targets with the loss ``c(|h(x) - psi(y)|^2_H)``.
 
     ``|h(x_i) - psi(y_i)|^2_H = |g(x_i) - psi~(y_i)|^2 + r_i`` (``r_i`` the sample offsets),
@@ -144,9 +145,19 @@ class TorchRegressor(SaveMixin, RegressorMixin, BaseEstimator):
     loss : {"square", "huber", "cauchy"} or callable on a tensor of squared distances
     loss_delta : float
         Scale ``d`` of the robust losses (in kernel-distance units).
-    lr, weight_decay, batch_size : Adam (decoupled weight decay, AdamW) and mini-batches.
-    max_epochs, patience, tol : early stopping on the validation kernel-induced loss
-        (the training loss without ``eval_set``).
+    learning_rate : float
+        Adam's initial step size (formerly ``lr``).
+    lam : float >= 0
+        The penalty on the weights, as AdamW's decoupled weight decay: each step shrinks
+        every weight by the factor ``1 - lr_t * lam``, ``lr_t`` the current step size
+        (``learning_rate``, divided at each drop) (torch's ``weight_decay``; formerly
+        ``weight_decay``).  It is not an L2 term added to the loss, so its scale
+        is not that of :class:`MLPSurrogate`'s ``lam``.
+    batch_size : int
+        Mini-batch size.
+    max_epochs, n_iter_no_change, tol : early stopping on the validation kernel-induced loss
+        (the training loss without ``eval_set``); ``n_iter_no_change`` (formerly
+        ``patience``): epochs without a relative improvement of ``tol`` before a plateau.
     lr_drops, lr_factor : learning-rate drops on a plateau (see :class:`MLPSurrogate`).
     monitor : {"loss", "mrr"}
         Early stopping on the validation kernel-induced loss or on the validation
@@ -165,12 +176,18 @@ class TorchRegressor(SaveMixin, RegressorMixin, BaseEstimator):
         Validation loss / MRR of the ``ridge_init`` starting weights.
     converged_ : bool
         False when ``max_epochs`` ran out before the last plateau (``ConvergenceWarning``).
+
+    The former names ``lr``, ``weight_decay`` and ``patience`` still work until sprokr 0.3,
+    with a ``FutureWarning`` (``docs/parameters.md``).
     """
+
+    #: deprecated parameter names (sprokr.deprecation): old -> new
+    renamed_parameters = {"lr": "learning_rate", "weight_decay": "lam", "patience": "n_iter_no_change"}
 
     def __init__(self, module: Any = None, hidden_layer_sizes: Any = (256,), activation: Any = "relu",
                  dropout: Any = 0.0, residual: Any = False, ridge_init: Any = None, loss: Any = "square",
-                 loss_delta: Any = 1.0, lr: Any = 1e-3, weight_decay: Any = 0.0, batch_size: Any = 128,
-                 max_epochs: Any = 100, patience: Any = 10, tol: Any = 1e-4, lr_drops: Any = 0,
+                 loss_delta: Any = 1.0, learning_rate: Any = 1e-3, lam: Any = 0.0, batch_size: Any = 128,
+                 max_epochs: Any = 100, n_iter_no_change: Any = 10, tol: Any = 1e-4, lr_drops: Any = 0,
                  lr_factor: Any = 10.0, monitor: Any = "loss", num_threads: Any = None,
                  random_state: Any = None, verbose: Any = 0) -> None:
         store_params(self, locals())
@@ -251,9 +268,9 @@ class TorchRegressor(SaveMixin, RegressorMixin, BaseEstimator):
         rt = torch.as_tensor((r / scale**2).astype(np.float32))
         net = self._build(Xt, T.shape[1])
         self.module_, self.mu_, self.scale_, self.n_outputs_ = net, mu, scale, T.shape[1]
-        lr = float(self.lr)
-        opt = torch.optim.AdamW(net.parameters(), lr=lr, weight_decay=float(self.weight_decay))
-        stop = EarlyStopping(self.patience, self.tol, self.verbose, type(self).__name__, int(self.max_epochs),
+        lr = float(self.learning_rate)
+        opt = torch.optim.AdamW(net.parameters(), lr=lr, weight_decay=float(self.lam))
+        stop = EarlyStopping(self.n_iter_no_change, self.tol, self.verbose, type(self).__name__, int(self.max_epochs),
                              int(self.lr_drops))
         if self._ridge_start(torch, net, Xt, T, mu, scale) and ev is not None:
             # the linear model is a candidate too: the kept weights are never worse than it
@@ -279,7 +296,7 @@ class TorchRegressor(SaveMixin, RegressorMixin, BaseEstimator):
             # plateau: resume from the best weights with a smaller step and a fresh Adam state
             lr /= float(self.lr_factor)
             net.load_state_dict(stop.state)
-            opt = torch.optim.AdamW(net.parameters(), lr=lr, weight_decay=float(self.weight_decay))
+            opt = torch.optim.AdamW(net.parameters(), lr=lr, weight_decay=float(self.lam))
         net.load_state_dict(stop.state)
         net.eval()
         return stop
@@ -364,7 +381,7 @@ class SequenceRegressor(TorchRegressor):
         training sequence (text: at most 256).
     min_count : int
         Tokens seen fewer times in the training strings become ``<unk>``.
-    loss, loss_delta, lr, weight_decay, batch_size, max_epochs, patience, tol, lr_drops,
+    loss, loss_delta, learning_rate, lam, batch_size, max_epochs, n_iter_no_change, tol, lr_drops,
     lr_factor, monitor, num_threads, random_state, verbose : as :class:`TorchRegressor`.
 
     Attributes
@@ -377,8 +394,8 @@ class SequenceRegressor(TorchRegressor):
     def __init__(self, architecture: Any = "cnn", embed_dim: Any = 64, channels: Any = 256,
                  kernel_sizes: Any = (3, 5, 7), n_heads: Any = 4, n_layers: Any = 2, ff_dim: Any = 256,
                  hidden_layer_sizes: Any = (512,), dropout: Any = 0.1, max_length: Any = None,
-                 min_count: Any = 1, loss: Any = "square", loss_delta: Any = 1.0, lr: Any = 1e-3,
-                 weight_decay: Any = 1e-4, batch_size: Any = 64, max_epochs: Any = 200, patience: Any = 10,
+                 min_count: Any = 1, loss: Any = "square", loss_delta: Any = 1.0, learning_rate: Any = 1e-3,
+                 lam: Any = 1e-4, batch_size: Any = 64, max_epochs: Any = 200, n_iter_no_change: Any = 10,
                  tol: Any = 1e-4, lr_drops: Any = 2, lr_factor: Any = 10.0, monitor: Any = "loss",
                  num_threads: Any = None, random_state: Any = None, verbose: Any = 0) -> None:
         store_params(self, locals())
@@ -432,8 +449,8 @@ class TextRegressor(SequenceRegressor):
     def __init__(self, architecture: Any = "cnn", embed_dim: Any = 128, channels: Any = 256,
                  kernel_sizes: Any = (1, 2, 3), n_heads: Any = 4, n_layers: Any = 2, ff_dim: Any = 256,
                  hidden_layer_sizes: Any = (512,), dropout: Any = 0.1, max_length: Any = 256,
-                 min_count: Any = 2, loss: Any = "square", loss_delta: Any = 1.0, lr: Any = 1e-3,
-                 weight_decay: Any = 1e-4, batch_size: Any = 64, max_epochs: Any = 200, patience: Any = 10,
+                 min_count: Any = 2, loss: Any = "square", loss_delta: Any = 1.0, learning_rate: Any = 1e-3,
+                 lam: Any = 1e-4, batch_size: Any = 64, max_epochs: Any = 200, n_iter_no_change: Any = 10,
                  tol: Any = 1e-4, lr_drops: Any = 2, lr_factor: Any = 10.0, monitor: Any = "loss",
                  num_threads: Any = None, random_state: Any = None, verbose: Any = 0) -> None:
         store_params(self, locals())  # the same parameters as SequenceRegressor, other defaults

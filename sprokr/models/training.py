@@ -3,7 +3,7 @@
 * :func:`kernel_induced_loss`: the loss the regressors are early-stopped on (default);
 * :func:`self_retrieval_mrr`: the retrieval score they can be early-stopped on instead
   (``monitor="mrr"``), from the validation targets alone;
-* :class:`EarlyStopping`: best-state tracking, patience, learning-rate drops on a plateau
+* :class:`EarlyStopping`: best-state tracking, patience (``n_iter_no_change``), learning-rate drops on a plateau
   and the progress lines;
 * :func:`warn_not_converged`: the ``ConvergenceWarning`` when ``max_epochs`` runs out first.
 """
@@ -112,14 +112,15 @@ class EarlyStopping:
     """Track the monitored loss, keep the best state, drop the learning rate on plateaus.
 
     ``update`` is called once per epoch; when the monitored loss (validation if given, else
-    training) has not improved by the relative ``tol`` for more than ``patience`` epochs,
+    training) has not improved by the relative ``tol`` for more than ``n_iter_no_change`` epochs,
     it reports a plateau.  :meth:`plateau` then either allows one more learning-rate drop
     (training resumes from the best state, the caller divides its step size) or ends
     training (``converged = True``).
     """
 
-    def __init__(self, patience: int, tol: float, verbose: int, name: str, max_epochs: int, lr_drops: int = 0):
-        self.patience, self.tol, self.verbose = patience, tol, verbose
+    def __init__(self, n_iter_no_change: int, tol: float, verbose: int, name: str, max_epochs: int,
+                 lr_drops: int = 0):
+        self.n_iter_no_change, self.tol, self.verbose = n_iter_no_change, tol, verbose
         self.name, self.max_epochs, self.lr_drops = name, max_epochs, lr_drops
         self.best, self.best_epoch, self.bad = np.inf, -1, 0
         self.state: Any = None
@@ -145,13 +146,13 @@ class EarlyStopping:
         else:
             self.bad += 1
         every = 1 if self.verbose > 1 else max(1, self.max_epochs // 10)
-        if self.verbose and (epoch % every == 0 or self.bad > self.patience):
+        if self.verbose and (epoch % every == 0 or self.bad > self.n_iter_no_change):
             v = "" if val_loss is None else f", val kernel loss {val_loss:.5g}"
             v += "" if val_score is None else f", val MRR {val_score:.4f}"
             log_message(f"epoch {epoch + 1}/{self.max_epochs}: train loss {train_loss:.5g}{v} "
                         f"(best epoch {self.best_epoch + 1}, {time.perf_counter() - self.t0:.1f} s)",
                         verbose=True, logger=self.name)
-        return self.bad > self.patience
+        return self.bad > self.n_iter_no_change
 
     def start_from(self, val_loss: float, val_score: Optional[float], state: Any) -> None:
         """Score the starting weights (``best_epoch = -1``): later epochs must beat them."""
@@ -183,5 +184,5 @@ def warn_not_converged(name: str, stop: EarlyStopping) -> None:
     """
     warnings.warn(
         f"{name}: max_epochs={stop.max_epochs} reached before the monitored loss reached a plateau "
-        f"(best epoch {stop.best_epoch + 1}, patience {stop.patience}); the best weights are kept, "
+        f"(best epoch {stop.best_epoch + 1}, n_iter_no_change={stop.n_iter_no_change}); the best weights are kept, "
         f"increase max_epochs (or the learning rate) to train to convergence", ConvergenceWarning, stacklevel=4)

@@ -364,7 +364,7 @@ def newton_solve(Z: np.ndarray, Y: np.ndarray, loss: Loss, lam: float, V: np.nda
     d = Y.shape[1]
     if not newton_applies(loss, d):
         raise ValueError(f"the Newton solver needs an entry-wise curvature of {type(loss).__name__} "
-                         f"with {d} outputs (Loss.curvature); use solver='lbfgs'")
+                         f"with {d} outputs (Loss.curvature); use optimizer='lbfgs'")
     n, r = Z.shape
     S, S_pinv = output_matrix_sqrt(V, e)
     Omega = np.zeros((r, d)) if coef0 is None else np.asarray(coef0, dtype=np.float64) @ S_pinv

@@ -442,7 +442,7 @@ def adam_solve(Z: np.ndarray, Y: np.ndarray, loss: Loss, lam: float, V: np.ndarr
     if not converged:
         warnings.warn(
             f"Adam did not reach a certified optimum (tol={tol}, relative duality gap {gap}) within "
-            f"max_epochs={max_epochs}; use the default solver ('auto') or increase max_epochs",
+            f"max_epochs={max_epochs}; use the default optimizer ('auto') or increase max_epochs",
             ConvergenceWarning,
             stacklevel=3,
         )

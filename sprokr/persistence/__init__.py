@@ -44,7 +44,8 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from ._cache import FeatureCache, FeatureChunk, FeatureTable, file_checksum, items_checksum
 from ._container import open_verified, write_model
-from ._decode import Reader, warn_versions
+from ..deprecation import collect_renames
+from ._decode import Reader, warn_renamed, warn_versions
 from ._encode import Writer
 from ._spec import (
     FORMAT_NAME, FORMAT_VERSION, MIN_FORMAT_VERSION, MissingPluginError, ModelFormatError,
@@ -181,13 +182,16 @@ def load(path: PathLike, model: Any | None = None, mmap: bool = False) -> Any:
         warn_versions(manifest, path)
         reader = Reader(zf, manifest, path, mmap=mmap)
         try:
-            obj = reader.decode(manifest["root"], manifest.get("class") or "model")
+            with collect_renames() as renamed:  # old parameter names: one warning for the file
+                obj = reader.decode(manifest["root"], manifest.get("class") or "model")
         except ModelFormatError:
             raise
         except RecursionError:
             raise ModelFormatError(f"{path}: the manifest's object tree is nested too deeply") from None
         except Exception as exc:  # KeyError, TypeError, OverflowError, ...: any inconsistency
             raise ModelFormatError(f"{path}: malformed model manifest ({type(exc).__name__}: {exc})") from None
+    if renamed:
+        warn_renamed(path, renamed)
     if model is not None:
         # the owner check is the loaded object's (a CandidateIndex's ``check_owner``): the
         # format knows no class of the layers above it

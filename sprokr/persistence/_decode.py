@@ -6,6 +6,7 @@ import warnings
 
 import numpy as np
 
+from ..deprecation import REMOVED_IN, RenamedParameterWarning, upgrade_state
 from ..version import __version__
 from ._container import map_array, read_array
 from ._spec import (
@@ -32,6 +33,14 @@ def warn_versions(manifest, path):
         if want is not None and have is not None and have != want:
             warnings.warn(f"{path} was saved with plugin {name!r} {info.get('distribution')} {want}; "
                           f"installed is {have}: predictions may differ", UserWarning, stacklevel=3)
+
+
+def warn_renamed(path, renamed):
+    """One ``FutureWarning`` for a model file written with parameter names since renamed."""
+    pairs = sorted({f"{owner}.{old} -> {new}" for owner, old, new in renamed})
+    warnings.warn(f"{path} was saved with parameter names that sprokr {REMOVED_IN} removes ({', '.join(pairs)}); "
+                  f"the model was read under the new names: save it again (model.save(path)) to keep it "
+                  f"loadable", RenamedParameterWarning, stacklevel=3)
 
 
 def missing_plugin_hint(manifest, plugin):
@@ -313,6 +322,7 @@ class Reader:
         obj = self._remember(node, cls.__new__(cls))
         obj.__dict__.update(self._fields(node, "params", path))
         obj.__dict__.update(self._fields(node, "state", path))
+        upgrade_state(obj)  # parameters saved under their former names (sprokr.deprecation)
         return obj
 
     def _d_component(self, node, path):
@@ -350,6 +360,7 @@ class Reader:
                           f"it was saved as a {node.get('class')}", UserWarning, stacklevel=4)
         self._remember(node, obj)
         obj.__dict__.update(self._fields(node, "state", path))
+        upgrade_state(obj)
         return obj
 
 

@@ -33,6 +33,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, clone
 from sklearn.utils.validation import check_is_fitted
 
+from sprokr.deprecation import RenamedParametersMixin
 from sprokr.persistence import SaveMixin
 from sprokr.progress import log_estimator, progress
 from sprokr.utils import atomic_fit, check_numeric_array, check_paired, check_random_state, consistent_read, reword_error, take
@@ -61,7 +62,9 @@ VECTOR_GAMMAS = (0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0)
 #: p-sparsified Gaussian output sketch with ~20 non-zeros per row (the benchmarks' choice)
 PSG_NONZEROS = 20.0
 #: DSOKR ridge penalties tried (the benchmarks' validation chose 1e-4 to 1e-2)
-DSOKR_ALPHAS = (1e-4, 1e-3, 1e-2, 1e-1)
+DSOKR_LAMS = (1e-4, 1e-3, 1e-2, 1e-1)
+#: the former name of :data:`DSOKR_LAMS` (removed in sprokr 0.3)
+DSOKR_ALPHAS = DSOKR_LAMS
 
 
 def molecules_for_kernel(smiles: list, kernel: str) -> list:
@@ -129,7 +132,7 @@ def _as_texts(X, name="X"):
     return list(X)
 
 
-class MoleculeRetriever(SaveMixin, BaseEstimator):
+class MoleculeRetriever(RenamedParametersMixin, SaveMixin, BaseEstimator):
     """Retrieve molecules from SMILES or text: recommended kernels, settings chosen by validation.
 
     Parameters
@@ -167,8 +170,10 @@ class MoleculeRetriever(SaveMixin, BaseEstimator):
         Sketch sizes tried (SISOKR's ``m_x`` and DSOKR's number of input features grown
         until the validation MRR stops improving, ``m_y`` for SISOKR and DSOKR from the
         perfect-h curve).  Default: 100, 200, 400, ... up to half the training part.
-    alphas : sequence of float > 0, optional
-        DSOKR ridge penalties tried (default :data:`DSOKR_ALPHAS`).
+    dsokr_lams : sequence of float > 0, optional
+        DSOKR ridge penalties tried (default :data:`DSOKR_LAMS`; formerly ``alphas``): the
+        penalty of scikit-learn's ``Ridge`` on the Nystrom features (``|T - F W|^2 + lam
+        |W|^2``, a sum over the training pairs, not a mean).
     hidden_layer_sizes : list of tuple of int
         DSOKR networks (:class:`sprokr.models.regressors.MLPSurrogate`) tried besides the
         ridge, at the ridge's chosen sizes, early-stopped on the validation MRR; default
@@ -220,11 +225,17 @@ class MoleculeRetriever(SaveMixin, BaseEstimator):
     >>> model = MoleculeRetriever(method="iokr", random_state=0).fit(smiles[:250], smiles[:250])
     >>> len(model.predict(smiles[250:], candidates=smiles))
     50
+
+    The former name ``alphas`` (of ``dsokr_lams``) still works until sprokr 0.3, with a
+    ``FutureWarning``.
     """
+
+    #: deprecated parameter names (sprokr.deprecation): old -> new
+    renamed_parameters = {"alphas": "dsokr_lams"}
 
     def __init__(self, method: str = "iokr", inputs: str = "auto", output_kernel: str = "auto",
                  candidates: Any = None, validation_fraction: float = 0.2, lams: Any = None,
-                 input_grid: Any = None, m_x_grid: Any = None, m_y_grid: Any = None, alphas: Any = None,
+                 input_grid: Any = None, m_x_grid: Any = None, m_y_grid: Any = None, dsokr_lams: Any = None,
                  hidden_layer_sizes: Any = (), max_epochs: int = 200,
                  random_state: Any = None, verbose: bool = False) -> None:
         self.method = method
@@ -236,7 +247,7 @@ class MoleculeRetriever(SaveMixin, BaseEstimator):
         self.input_grid = input_grid
         self.m_x_grid = m_x_grid
         self.m_y_grid = m_y_grid
-        self.alphas = alphas
+        self.dsokr_lams = dsokr_lams
         self.hidden_layer_sizes = hidden_layer_sizes
         self.max_epochs = max_epochs
         self.random_state = random_state
@@ -285,7 +296,7 @@ class MoleculeRetriever(SaveMixin, BaseEstimator):
                 not all(isinstance(h, (list, tuple)) and h and all(int(u) >= 1 for u in h) for h in hidden):
             raise ValueError(f"hidden_layer_sizes must be a list of tuples of layer sizes, e.g. [(256,)] "
                              f"(or [] for the ridge only), got {hidden!r}")
-        check_lams(DSOKR_ALPHAS if self.alphas is None else self.alphas, "alphas")
+        check_lams(DSOKR_LAMS if self.dsokr_lams is None else self.dsokr_lams, "dsokr_lams")
         v = self.max_epochs
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
             raise ValueError(f"max_epochs must be a positive integer, got {v!r}")
@@ -566,14 +577,14 @@ class _Context:
                              random_state=self.seed)
         m_y = int(ph["plateau_m"])
         scorer = retrieval_scorer("mrr")
-        alphas = [float(a) for a in (DSOKR_ALPHAS if owner.alphas is None else owner.alphas)]
+        alphas = [float(a) for a in (DSOKR_LAMS if owner.dsokr_lams is None else owner.dsokr_lams)]
         runs, models = [], {}
         feats = self.input_features  # shared by the output kernels: the inputs do not depend on them
 
         def features(params, m_x):
             key = (repr(sorted(params.items())), m_x)
             if key not in feats:
-                f = KernelFeatures(self.input_kernel, dict(params), n_components=m_x, random_state=self.seed)
+                f = KernelFeatures(self.input_kernel, dict(params), m_x=m_x, random_state=self.seed)
                 feats[key] = (f, f.fit_transform(Xtr), f.transform(Xva))
             return feats[key]
 
@@ -613,7 +624,7 @@ class _Context:
         m_x = int(growth["selected_m"])
         for hidden in owner.hidden_layer_sizes:  # 3. networks at those sizes
             run(params, m_x, "mlp", {"hidden_layer_sizes": tuple(int(u) for u in hidden),
-                                     "max_epochs": int(owner.max_epochs), "alpha": 1e-4, "lr_drops": 2,
+                                     "max_epochs": int(owner.max_epochs), "lam": 1e-4, "lr_drops": 2,
                                      "monitor": "mrr"})
         at = [i for i, r in enumerate(runs) if r["m_x"] == m_x and r["input_kernel_params"] == params]
         best = max(at, key=lambda i: runs[i]["val_mrr"])
@@ -634,7 +645,7 @@ class _Context:
         model, feats = fitted
         p = rec["best_params"]
         if p["regressor"] == "ridge":
-            feats = KernelFeatures(self.input_kernel, dict(p["input_kernel_params"]), n_components=p["m_x"],
+            feats = KernelFeatures(self.input_kernel, dict(p["input_kernel_params"]), m_x=p["m_x"],
                                    random_state=self.seed).fit(self.X)
             Y = molecules_for_kernel(self.Ys, rec["output_kernel"])
             model = clone(model).fit(feats.transform(self.X), Y)

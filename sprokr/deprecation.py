@@ -154,8 +154,6 @@ def upgrade_state(obj: Any, state: dict[str, Any] | None = None) -> dict[str, An
     state = obj.__dict__ if state is None else state
     renames = getattr(type(obj), "renamed_parameters", None) or {}
     owner = type(obj).__name__
-    if not any(old in state for old in renames):
-        return state
     for old, new in renames.items():
         if old not in state:
             continue
@@ -174,8 +172,11 @@ def upgrade_state(obj: Any, state: dict[str, Any] | None = None) -> dict[str, An
         else:
             state[new] = value
     # a parameter that replaced old ones without being one of their new names (e.g. the
-    # ``kernel`` of a model that took ``gamma``): its default, as the old model implied
-    for name, p in _init_parameters(type(obj)).items():
+    # ``kernel`` of a model that took ``gamma``), or one added since the file was written
+    # (e.g. ``default_index``): its default, as the old model implied
+    # (estimators only: their __init__ parameters are their attributes)
+    params = _init_parameters(type(obj)) if callable(getattr(obj, "get_params", None)) else {}
+    for name, p in params.items():
         if name not in state and p.default is not p.empty:
             state[name] = p.default
     return state

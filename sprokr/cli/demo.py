@@ -54,6 +54,7 @@ class MultilabelDemo:
         # a wide Gaussian output kernel (sigma2 = 1e4 on 159-bit label vectors) is nearly flat:
         # scores agree to ~5 digits and only their order matters, so show the gaps to the best
         index = models["SISOKR (m_x=400, m_y=100)"].default_index_
+        assert index is not None  # the demo's models keep their default index
         labels = [np.flatnonzero(np.asarray(index.take([i])[0])).tolist() for i in top.indices[0]]
         gaps = (top.scores[0] - top.scores[0][0]).tolist()
         out(f"  first test document: true labels {np.flatnonzero(Yte[0]).tolist()}; SISOKR top-3 label sets "

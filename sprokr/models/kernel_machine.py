@@ -124,7 +124,7 @@ def check_targets(y: ArrayLike, n: int, owner: str = "this estimator") -> tuple[
     return (Y[:, None] if scalar else Y), scalar
 
 
-class SketchedKernelMachine(SaveMixin, FeatureProblemMixin, RegressorMixin, BaseEstimator):
+class SketchedKernelMachine(RenamedParametersMixin, SaveMixin, FeatureProblemMixin, RegressorMixin, BaseEstimator):
     """Kernel machine with a generic loss, optional sketching and a decomposable kernel ``k M``.
 
     Parameters

@@ -229,8 +229,8 @@ def test_predict_after_the_client_closed_falls_back_to_a_local_index(client, ref
     here, and its candidate index is rebuilt here from the candidates (with a warning)."""
     model = _model(client).fit(X, Y)
     y = X @ np.arange(1.0, 7.0)
-    machine = SketchedKernelMachine(lam=1e-4, sketch="subsample", m=60, random_state=0, executor=client).fit(X, y)
-    expected = SketchedKernelMachine(lam=1e-4, sketch="subsample", m=60, random_state=0).fit(X, y).predict(XQ)
+    machine = SketchedKernelMachine(lam=1e-4, input_sketch="subsample", m_x=60, random_state=0, executor=client).fit(X, y)
+    expected = SketchedKernelMachine(lam=1e-4, input_sketch="subsample", m_x=60, random_state=0).fit(X, y).predict(XQ)
     client.close()
     with caplog.at_level(logging.WARNING, logger="sprokr"):
         got = model.predict_topk(XQ, k=3)

@@ -352,7 +352,7 @@ def test_adam_parameters_warn_with_another_solver(toy):
 @pytest.mark.parametrize("sketch", [None, "subsample"])
 def test_fit_times_has_a_breakdown_per_phase(sketch, toy):
     X, f = toy
-    kw = dict(kernel_params=KP, lam=1e-3, sketch=sketch, m=None if sketch is None else 40, random_state=0)
+    kw = dict(kernel_params=KP, lam=1e-3, input_sketch=sketch, m_x=None if sketch is None else 40, random_state=0)
     square = SketchedKernelMachine(**kw).fit(X, f)
     huber = SketchedKernelMachine(**kw, loss="huber").fit(X, f)
     if sketch is None:

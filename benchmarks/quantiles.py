@@ -16,8 +16,9 @@ with an active-set finish, stopped at a certified relative duality gap <= 1e-4) 
 former route, seeded mini-batch Adam (``optimizer="adam"``, learning rate 0.05, batches of
 64, at most 200 epochs, step-halving stop).  Per method: ``fit_s`` / ``gap_max`` (largest
 certified gap over the splits) / ``converged`` for the default, ``adam_fit_s`` /
-``adam_gap_max`` / ``adam_converged`` / ``adam_pinball`` for Adam, and
-``fit_ratio = fit_s / adam_fit_s``.
+``adam_gap_max`` / ``adam_converged`` / ``adam_pinball`` for Adam,
+``fit_ratio = fit_s / adam_fit_s``, and ``solve_s`` / ``adam_solve_s``: the solvers' own
+phases (square-loss start and iterations, ``fit_times_``), without the features.
 
     python benchmarks/quantiles.py [--splits 10] [--no-cv] [--json]
 
@@ -92,6 +93,11 @@ def cross_validate(X, y, log):
     return best[1]
 
 
+def solve_time(model):
+    """Seconds of the solver's phases (square-loss start + iterations), without the features."""
+    return model.fit_times_.get("init", 0.0) + model.fit_times_.get("solve", 0.0)
+
+
 def fit_timed(model, X, y):
     t0 = time.perf_counter()
     model.fit(X, y)
@@ -118,7 +124,8 @@ def run(splits, cv, log):
             Qa = adam.predict(Xb) * sy + my
             rows.setdefault(name, []).append(
                 (pinball_loss(yte, Q, TAUS), crossing_loss(Q, TAUS), fit_s, pred_s, model.converged_,
-                 model.objective_gap_, adam_s, adam.objective_gap_, adam.converged_, pinball_loss(yte, Qa, TAUS)))
+                 model.objective_gap_, adam_s, adam.objective_gap_, adam.converged_, pinball_loss(yte, Qa, TAUS),
+                 solve_time(model), solve_time(adam)))
     results = {}
     for name, r in rows.items():
         a = np.array(r, dtype=float)
@@ -128,7 +135,8 @@ def run(splits, cv, log):
                          "converged": float(a[:, 4].mean()), "gap_max": float(a[:, 5].max()),
                          "adam_fit_s": float(a[:, 6].mean()), "adam_gap_max": float(a[:, 7].max()),
                          "adam_converged": float(a[:, 8].mean()), "adam_pinball": float(a[:, 9].mean()),
-                         "fit_ratio": float(a[:, 2].mean() / a[:, 6].mean())}
+                         "fit_ratio": float(a[:, 2].mean() / a[:, 6].mean()),
+                         "solve_s": float(a[:, 10].mean()), "adam_solve_s": float(a[:, 11].mean())}
     return results, chosen
 
 

@@ -15,7 +15,9 @@ Newton, smoothed and finished by an active set for epsilon-SVR, stopped at a cer
 relative duality gap <= 1e-4) and the former route, mini-batch Adam (``optimizer="adam"``,
 learning rate 0.1, batches of 256, at most 50 epochs, step-halving stop).  Per method:
 ``fit_s`` / ``gap_max`` / ``converged`` (default), ``adam_fit_s`` / ``adam_gap_max`` /
-``adam_converged`` / ``adam_rel_mse_paper`` (Adam) and ``fit_ratio = fit_s / adam_fit_s``.
+``adam_converged`` / ``adam_rel_mse_paper`` (Adam), ``fit_ratio = fit_s / adam_fit_s``, and
+``solve_s`` / ``adam_solve_s``: the solvers' own phases (square-loss start and iterations,
+``fit_times_``), without the features both compute alike.
 
 Errors, over the test set:
 
@@ -123,6 +125,11 @@ def fit_timed(model, X, y):
         return time.perf_counter() - t0
 
 
+def solve_time(model):
+    """Seconds of the solver's phases (square-loss start + iterations), without the features."""
+    return model.fit_times_.get("init", 0.0) + model.fit_times_.get("solve", 0.0)
+
+
 def rel_mse(pred, f):
     """MSE against the noiseless target over its variance."""
     return float(np.mean((pred - f) ** 2) / np.var(f))
@@ -173,7 +180,8 @@ def run(n, seeds, sizes, cv, log, blob_std=0.25, losses=("huber", "epsilon_insen
                 pred_s = time.perf_counter() - t0
                 rows.append((rel_mse(pred[main], fte[main]), fit_s, pred_s, model.converged_,
                              rel_mse(pred, fte), paper_rel_mse(pred, yte), model.objective_gap_, adam_s,
-                             adam.objective_gap_, adam.converged_, paper_rel_mse(adam.predict(Xte) + ym, yte)))
+                             adam.objective_gap_, adam.converged_, paper_rel_mse(adam.predict(Xte) + ym, yte),
+                             solve_time(model), solve_time(adam)))
             r = np.array(rows, dtype=float)
             key = f"{loss}/{name}"
             results[key] = {"rel_mse": float(r[:, 0].mean()), "rel_mse_std": float(r[:, 0].std()),
@@ -183,7 +191,8 @@ def run(n, seeds, sizes, cv, log, blob_std=0.25, losses=("huber", "epsilon_insen
                             "rel_mse_paper": float(r[:, 5].mean()), "gap_max": float(r[:, 6].max()),
                             "adam_fit_s": float(r[:, 7].mean()), "adam_gap_max": float(r[:, 8].max()),
                             "adam_converged": float(r[:, 9].mean()), "adam_rel_mse_paper": float(r[:, 10].mean()),
-                            "fit_ratio": float(r[:, 1].mean() / r[:, 7].mean())}
+                            "fit_ratio": float(r[:, 1].mean() / r[:, 7].mean()),
+                            "solve_s": float(r[:, 11].mean()), "adam_solve_s": float(r[:, 12].mean())}
             curves.setdefault(loss, {}).setdefault(family, []).append((s, results[key]))
             log(f"{key:40s} paper relMSE {r[:, 5].mean():.4f}  all {r[:, 4].mean():.4f}  "
                 f"uniform {r[:, 0].mean():.4f}  fit {r[:, 1].mean():.3f} s (gap <= {r[:, 6].max():.1e})  "

@@ -119,3 +119,15 @@ def test_output_kernel_twins_smoke(tmp_path):
     assert res["wl plain"]["n_twins"] >= 4 and res["wl plain"]["twins_frac"] >= 4 / n
     for name in ("wl chem", "core_wl chem", "morgan counts"):
         assert res[name]["n_twins"] == 2 and res[name]["n_groups"] == 1, (name, res[name])
+
+
+@pytest.mark.parametrize("model", ["siokr", "krr"])
+def test_float32_sweep_quick(tmp_path, model):
+    res = run_json("float32_sweep.py", "--quick", "--model", model, cwd=tmp_path)
+    assert set(res) == {f"{model} float32", f"{model} float64"}
+    for name, r in res.items():
+        assert r["cases"] == 3 and r["kept_in_dtype"] + r["fell_back_to_float64"] == 3, (name, r)
+        # the default's solution, whichever route it kept, is within its dtype's tolerance
+        # of the float64 QR route (the claim of docs/architecture.md, "Solvers")
+        assert r["over_tol"] == 0 and r["worst_error_over_tol"] <= 1, (name, r)
+    assert res[f"{model} float64"]["fell_back_to_float64"] == 0

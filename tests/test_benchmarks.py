@@ -119,3 +119,27 @@ def test_output_kernel_twins_smoke(tmp_path):
     assert res["wl plain"]["n_twins"] >= 4 and res["wl plain"]["twins_frac"] >= 4 / n
     for name in ("wl chem", "core_wl chem", "morgan counts"):
         assert res[name]["n_twins"] == 2 and res[name]["n_groups"] == 1, (name, res[name])
+
+
+@pytest.mark.parametrize("model", ["siokr", "krr"])
+def test_float32_sweep_quick(tmp_path, model):
+    res = run_json("float32_sweep.py", "--quick", "--model", model, cwd=tmp_path)
+    assert set(res) == {f"{model} float32", f"{model} float64"}
+    for name, r in res.items():
+        assert r["cases"] == 3 and r["kept_in_dtype"] + r["fell_back_to_float64"] == 3, (name, r)
+        # the default's solution, whichever route it kept, is within its dtype's tolerance
+        # of the float64 QR route (the claim of docs/architecture.md, "Solvers")
+        assert r["over_tol"] == 0 and r["worst_error_over_tol"] <= 1, (name, r)
+    assert res[f"{model} float64"]["fell_back_to_float64"] == 0
+
+
+@pytest.mark.skipif(not (default_data_dir() / "rf1").is_dir(), reason="needs ../shared/data/rf1")
+def test_rf1_paper_grid_smoke(tmp_path):
+    res = run_json("rf1_paper_grid.py", "--grid-size", "3", "3", "--n-train", "300", cwd=tmp_path)
+    assert set(res) == {f"{f} {c}" for f in ("contiguous", "shuffled") for c in ("mse", "arrmse")}
+    for name, r in res.items():
+        # the selection is a point of the (reduced) paper grid, reported in both conventions
+        assert np.isclose(np.log10(r["gamma"]), [-7, -2.5, 2]).any(), (name, r)
+        assert np.isclose(np.log10(r["lam"]), [-8, -2.5, 3]).any(), (name, r)
+        assert np.isclose(r["sigma2"], 1 / (2 * r["gamma"])), (name, r)
+        assert np.isfinite(r["test_arrmse"]) and r["test_arrmse"] > 0.3, (name, r)

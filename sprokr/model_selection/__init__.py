@@ -71,11 +71,18 @@ Sketch sizes on their own:
 Their progress lines go to the ``sprokr.selection`` logger (shown on standard error with
 ``verbose=True``, see :mod:`sprokr.progress`).
 
-The private submodules: ``_scorers`` (validation scores), ``_systems`` (the ridge systems
+A selection fits the same estimator many times on the same samples: with a
+:class:`SelectionCache` (``select_model(..., cache=)``) the fits share the prepared samples
+of each kernel configuration, the kernel columns (the exact Gram, a sketch's support
+columns, the validation blocks) and the training Gram's eigendecomposition -- computed once
+for every output kernel, ``lam``, sketch size and parameter point that needs them.
+
+The private submodules: ``_cache`` (:class:`SelectionCache`), ``_scorers`` (validation scores), ``_systems`` (the ridge systems
 and their two routes), ``_adapters`` (the pass that builds each estimator's system),
 ``_lambda_path``, ``_search`` (:class:`LambdaSearchCV`, :func:`select_model`),
 ``_sketch_size`` and ``_leverage``.
 """
+from ._cache import CachedKernel, SampleView, SelectionCache
 from ._lambda_path import DEFAULT_LAMS, LambdaPath, check_lams, lambda_path
 from ._leverage import approximate_leverage_scores
 from ._scorers import kernel_loss_scorer, retrieval_scorer, surrogate_error
@@ -92,6 +99,10 @@ __all__ = [
     "check_lams",
     "DEFAULT_LAMS",
     "EIGH_COST",
+    # what the fits of a selection share
+    "SelectionCache",
+    "SampleView",
+    "CachedKernel",
     # validation scores
     "kernel_loss_scorer",
     "retrieval_scorer",

@@ -20,6 +20,7 @@ from ..numerics import (
     whitened_system,
 )
 from ..utils import iter_chunks, num_samples, take, take_slice, unique_inverse
+from ._cache import CachedKernel
 from ._scorers import as_2d
 from ._systems import RidgeSystem, Validation, symmetric
 
@@ -94,6 +95,14 @@ def _exact_gram(kernel, parts, Xp, chunk, executor):
     return K
 
 
+def _gram_memo(kernel, Xp):
+    """The memo of the training Gram's eigendecomposition: kept by a selection's cache (the
+    Gram depends on the input side only), else computed."""
+    if isinstance(kernel, CachedKernel):
+        return lambda compute: kernel.memo("gram eigendecomposition", Xp, compute)
+    return None
+
+
 def _rows_block(fn, Xq, width):
     """``fn(chunk)`` stacked over row chunks of ``Xq``, float64 (n_q, width)."""
     n = num_samples(Xq)
@@ -123,6 +132,7 @@ class _IOKRFamily(_Whitened):
         from ..models.sisokr import all_rows
 
         self.base = base
+        self._train = None  # exact inputs served by a selection's cache: the training view
         ex, kx, ky = base.executor_, base.input_kernel_, base.output_kernel_
         Rx, fy, n = base.input_sketch_matrix_, base.output_features_, base.n_train_
         dtype, rcond = base.dtype_, base.rcond_
@@ -144,10 +154,12 @@ class _IOKRFamily(_Whitened):
                 self._whitened(data, rcond=base.rcond)
         else:
             chunk = base.chunk_size or default_chunk_size(n, dtype)
-            K = _exact_gram(kx, parts, all_rows(ex, parts, "inputs"), chunk, ex)
+            Xp = all_rows(ex, parts, "inputs")
+            K = _exact_gram(kx, parts, Xp, chunk, ex)
             T = None if targets is None else ex.map_rows(parts, targets, chunk, name="output targets",
                                                          which="outputs")
-            self.system = RidgeSystem(n, K, T, None, rcond=rcond)
+            self.system = RidgeSystem(n, K, T, None, rcond=rcond, memo=_gram_memo(kx, Xp))
+            self._train = Xp if isinstance(kx, CachedKernel) and hasattr(Xp, "idx") else None
             support = base.X_support_
             self._block = lambda Xq: kx.pairwise(Xq, support)
             self._to_support = lambda g: g
@@ -156,6 +168,16 @@ class _IOKRFamily(_Whitened):
     def query_block(self, X_val):
         """``Q`` (n_val, m): the predicted coordinates at ``lam`` are ``Q gamma(lam)``."""
         return _rows_block(self._block, self.base.input_kernel_.prepare(X_val), self.system.m)
+
+    def eigen_queries(self, X_val, Q, W):
+        """``Q W``: the validation rows in the eigenbasis of the system.  With exact inputs
+        both depend on the input side only: kept by a selection's cache for the other
+        output kernels."""
+        kx = self.base.input_kernel_
+        if self._train is None or not isinstance(kx, CachedKernel):
+            return matmul(Q, W)
+        return kx.memo("validation rows in the Gram eigenbasis", kx.prepare(X_val), lambda: matmul(Q, W),
+                       key=(self._train.idx,))
 
     def validation(self, X_val, Y_val):
         base = self.base
@@ -220,7 +242,7 @@ class _KernelRidge(_Whitened):
         else:
             Xp = all_rows(ex, parts, "inputs")
             K = _exact_gram(k, parts, Xp, base.chunk_size or default_chunk_size(n, dtype), ex)
-            self.system = RidgeSystem(n, K, T64, None, rcond=rcond)
+            self.system = RidgeSystem(n, K, T64, None, rcond=rcond, memo=_gram_memo(k, Xp))
             support = base.X_support_
             self._block = lambda Xq: k.pairwise(Xq, support)
             self._to_support = lambda g: g
@@ -267,8 +289,9 @@ class _KernelMachine:
             self._to_support = lambda C: ws.coef(C @ V.T)
         else:
             chunk = base.chunk_size or default_chunk_size(n, dtype)
-            K = _exact_gram(k, parts, all_rows(ex, parts, "inputs"), chunk, ex)
-            self.system = RidgeSystem(n, K, Yn @ V, None, groups, DEFAULT_RCOND)
+            Xp = all_rows(ex, parts, "inputs")
+            K = _exact_gram(k, parts, Xp, chunk, ex)
+            self.system = RidgeSystem(n, K, Yn @ V, None, groups, DEFAULT_RCOND, memo=_gram_memo(k, Xp))
             support = base.X_support_
             self._block = lambda Xq: k.pairwise(Xq, support)
             self._to_support = lambda C: C @ V.T

@@ -178,12 +178,12 @@ class LambdaPath:
         n_val = Q.shape[0]
         self._resolve(n_val)
         system = self.system
-        BE = matmul(system.targets(), E.T)  # (m, n_c): B E^T
+        BE = E.T if system.B is None else matmul(system.B, E.T)  # (m, n_c): B E^T (B None: I)
         WQ: Any = None
         WBE: Any = None
         if self.method == "eigh" and len(system.groups) == 1 and system.eig is not None:
             W = system.eig[0]
-            WQ, WBE = matmul(Q, W), matmul(W.T, BE)
+            WQ, WBE = self.adapter.eigen_queries(X_val, Q, W), matmul(W.T, BE)
         truth = np.arange(n_val)
         out = np.empty(len(self.lams))
         what = type(self.estimator).__name__

@@ -13,7 +13,8 @@ from sklearn.model_selection import ParameterGrid
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
-from ..utils import check_random_state, num_samples
+from ..utils import check_random_state, concat_samples, num_samples
+from ._cache import SampleView, SelectionCache
 from ._lambda_path import DEFAULT_LAMS, check_lams, lambda_path
 from ._scorers import kernel_loss_scorer, resolve_scoring
 from ._sketch_size import grow_until_plateau, perfect_h_curve
@@ -59,6 +60,44 @@ def _split(X, Y, validation_data, validation_fraction, rng):
     if vf is None:
         raise ValueError("give validation_fraction in (0, 1) or validation_data=(X_val, Y_val)")
     return validation_split(X, Y, vf, rng)
+
+
+#: (kernel parameter, its parameters' parameter, side) of the estimators a cache serves
+_KERNEL_PARAMS = (("input_kernel", "input_kernel_params", "input"), ("output_kernel", "output_kernel_params", "output"),
+                  ("kernel", "kernel_params", "input"))
+
+
+def _views(cache, train, val):
+    """``(train, val)`` as views of one registered collection (as given when they are views
+    of ``cache`` already)."""
+    if isinstance(train, SampleView) and isinstance(val, SampleView) and train.master is val.master \
+            and train.master.cache is cache:
+        return train, val
+    both = cache.samples(concat_samples([train, val]))
+    n = num_samples(train)
+    return both.take(np.arange(n)), both.take(np.arange(n, len(both)))
+
+
+def _cached_kernels(est, cache, X_train):
+    """``est`` with its kernels (given by name or instance) served by ``cache``: float64 kernels
+    only (a float32 model's checks need float64 copies of its kernel), not ``precomputed``."""
+    from ..kernels import resolve_kernel
+    from ..models.base import OUTPUT_DTYPE
+    from ..utils import resolve_dtype
+
+    params = est.get_params(deep=False)
+    new = {}
+    for name, pname, side in _KERNEL_PARAMS:
+        if params.get(name) is None:
+            continue
+        dtype = OUTPUT_DTYPE if side == "output" else resolve_dtype(params.get("dtype", "float64"))
+        kernel = resolve_kernel(params[name], params.get(pname), side, dtype)
+        if np.dtype(getattr(kernel, "dtype", "float64")) != np.float64 or kernel.name == "precomputed":
+            continue
+        if side == "input":
+            kernel = cache.fitted_kernel(kernel, X_train)
+        new[name], new[pname] = cache.kernel(kernel), None
+    return est.set_params(**new)
 
 
 # --------------------------------------------------------------------------- meta-estimator
@@ -214,7 +253,8 @@ def select_model(estimator: Any, X: Samples, Y: Samples, lams: ArrayLike | None 
                  scoring: str | Callable[..., float] | None = None, validation_fraction: float | None = 0.2,
                  validation_data: tuple[Samples, Samples] | None = None, m_x_budget_s: float | None = None,
                  rtol: float = 0.01, patience: int = 1, perfect_h_params: Mapping[str, Any] | None = None,
-                 method: str = "auto", random_state: RandomStateLike = None) -> dict[str, Any]:
+                 method: str = "auto", random_state: RandomStateLike = None,
+                 cache: SelectionCache | None = None) -> dict[str, Any]:
     """Choose ``lam``, kernel parameters and sketch sizes on a validation split of the training data.
 
     In order, on one seeded split of ``(X, Y)`` (or on ``validation_data``):
@@ -249,6 +289,12 @@ def select_model(estimator: Any, X: Samples, Y: Samples, lams: ArrayLike | None 
         ``metric``, ``greater_is_better``, ``rtol``, ...).
     method : route of the lam paths (see :func:`lambda_path`)
     random_state : None, int or numpy.random.Generator
+    cache : SelectionCache, optional
+        Shares prepared samples, kernel columns and the training Gram's eigendecomposition
+        between the fits (the estimator's float64 kernels are served by it; see
+        :class:`~sprokr.model_selection.SelectionCache`).  Pass the same cache to several
+        calls on the same samples (e.g. one per output kernel, with the samples as views of
+        the cache) to share between them too.  The choices are the same as without.
 
     Returns
     -------
@@ -269,12 +315,20 @@ def select_model(estimator: Any, X: Samples, Y: Samples, lams: ArrayLike | None 
         raise ValueError(f"estimator must have a 'lam' parameter, got {type(estimator).__name__}")
     rng = check_random_state(random_state)
     (Xtr, Ytr), (Xv, Yv) = _split(X, Y, validation_data, validation_fraction, rng)
+    if cache is not None:
+        if not isinstance(cache, SelectionCache):
+            raise TypeError(f"cache must be a SelectionCache or None, got {type(cache).__name__}")
+        (Xtr, Xv), (Ytr, Yv) = _views(cache, Xtr, Xv), _views(cache, Ytr, Yv)
     base = _seeded(estimator, rng)
     chosen = {}
 
+    def configured(params):
+        est = clone(base).set_params(**params)
+        return est if cache is None else _cached_kernels(est, cache, Xtr)
+
     ph = None
     if m_y_grid is not None:
-        params = base.get_params(deep=False)
+        params = configured({}).get_params(deep=False)
         if params.get("output_sketch") is None:
             raise ValueError("m_y_grid needs an estimator with an output sketch (output_sketch is None)")
         ph = perfect_h_curve(Ytr, Yv, params["output_kernel"], m_y_grid, sketch=params["output_sketch"],
@@ -285,8 +339,7 @@ def select_model(estimator: Any, X: Samples, Y: Samples, lams: ArrayLike | None 
         logger.info("[select_model] perfect h: m_y=%d (%s)", chosen["m_y"], ph["criterion"])
 
     def run_path(params):
-        est = clone(base).set_params(**params)
-        path = lambda_path(est, Xtr, Ytr, lams, method)
+        path = lambda_path(configured(params), Xtr, Ytr, lams, method)
         scores = path.scores(Xv, Yv, scoring)
         b = _first_best(scores)
         t = path.times_

@@ -493,8 +493,15 @@ class _Context:
     """One fit's selection: the data, the split and the per-output-kernel search."""
 
     def __init__(self, owner, kind, X, Ys, split, seed):
+        from sprokr.model_selection import SelectionCache
+
         self.owner, self.kind, self.X, self.Ys, self.seed = owner, kind, X, Ys, seed
         self.tr, self.va = split
+        # prepared samples, kernel columns and Gram factorisations shared by every fit of
+        # the selection (grid points, sketch sizes, output kernels); dropped after fit
+        self.cache = SelectionCache()
+        self.X_view = self.cache.samples(X)
+        self.Y_views = {}
         n_tr = self.tr.size
         self.input_kernel, default_grid = INPUT_KERNELS[kind]
         if kind == "vectors":  # a bandwidth grid scaled to the number of (standardised) features
@@ -521,9 +528,26 @@ class _Context:
         return DSOKR(output_kernel=kernel, output_sketch="psg", m_y=self.m_y_grid[0], output_sketch_params=self.psg,
                      regressor="ridge", random_state=self.seed)
 
+    def outputs(self, kernel):
+        """The training molecules as ``kernel`` takes them, a view of the cache (converted once)."""
+        if kernel not in self.Y_views:
+            self.Y_views[kernel] = self.cache.samples(molecules_for_kernel(self.Ys, kernel))
+        return self.Y_views[kernel]
+
     def parts(self, kernel):
-        Y = molecules_for_kernel(self.Ys, kernel)
-        return (take(self.X, self.tr), take(Y, self.tr)), (take(self.X, self.va), take(Y, self.va))
+        """``((X_train, Y_train), (X_val, Y_val))`` as views of the cache."""
+        X, Y = self.X_view, self.outputs(kernel)
+        return (X.take(self.tr), Y.take(self.tr)), (X.take(self.va), Y.take(self.va))
+
+    def cached_kernel(self, kernel, params, side="input"):
+        """A registered kernel with ``params``, served by the cache (fitted on the training part
+        when it learns from data)."""
+        from sprokr.kernels import resolve_kernel
+
+        k = resolve_kernel(kernel, params, side, np.dtype(np.float64))
+        if side == "input":
+            k = self.cache.fitted_kernel(k, self.X_view.take(self.tr))
+        return self.cache.kernel(k)
 
     def select(self, kernel):
         """``(record, fitted)`` of the best settings with output kernel ``kernel``."""
@@ -537,7 +561,8 @@ class _Context:
                            param_grid={"input_kernel_params": self.input_grid},
                            m_y_grid=self.m_y_grid if sketched else None, m_x_grid=self.m_x_grid if sketched else None,
                            scoring=retrieval_scorer("mrr"), validation_data=val,
-                           perfect_h_params={"rtol": 0.02} if sketched else None, random_state=self.seed)
+                           perfect_h_params={"rtol": 0.02} if sketched else None, random_state=self.seed,
+                           cache=self.cache)
         ph = sel["perfect_h"]
         rec = {"output_kernel": kernel, "best_params": {"output_kernel": kernel, **sel["best_params"]},
                "best_score": float(sel["best_score"]),
@@ -557,7 +582,8 @@ class _Context:
 
         owner = self.owner
         (Xtr, Ytr), (Xva, Yva) = self.parts(kernel)
-        ph = perfect_h_curve(Ytr, Yva, kernel, self.m_y_grid, sketch="psg", sketch_params=self.psg, rtol=0.02,
+        ky = self.cached_kernel(kernel, None, "output")
+        ph = perfect_h_curve(Ytr, Yva, ky, self.m_y_grid, sketch="psg", sketch_params=self.psg, rtol=0.02,
                              random_state=self.seed)
         m_y = int(ph["plateau_m"])
         scorer = retrieval_scorer("mrr")
@@ -568,7 +594,8 @@ class _Context:
         def features(params, m_x):
             key = (repr(sorted(params.items())), m_x)
             if key not in feats:
-                f = KernelFeatures(self.input_kernel, dict(params), n_components=m_x, random_state=self.seed)
+                f = KernelFeatures(self.cached_kernel(self.input_kernel, params), n_components=m_x,
+                                   random_state=self.seed)
                 feats[key] = (f, f.fit_transform(Xtr), f.transform(Xva))
             return feats[key]
 
@@ -576,8 +603,13 @@ class _Context:
             t0 = time.perf_counter()
             _, Ftr, Fva = features(params, m_x)
             model = clone(self.estimator(kernel)).set_params(m_y=m_y, regressor=reg, regressor_params=reg_params)
-            model.fit(Ftr, Ytr, validation_data=(Fva, Yva))
-            score = float(scorer(model, Fva, Yva))
+            Yt, Yv = Ytr, Yva
+            if reg == "ridge":  # the output side served by the cache (a network is kept: plain kernel)
+                model.set_params(output_kernel=ky)
+            else:
+                Yt, Yv = Ytr.raw(), Yva.raw()
+            model.fit(Ftr, Yt, validation_data=(Fva, Yv))
+            score = float(scorer(model, Fva, Yv))
             rec = {"input_kernel_params": dict(params), "m_x": int(m_x), "regressor": reg,
                    "regressor_params": dict(reg_params), "val_mrr": score, "val_loss": model.validation_loss_,
                    "fit_s": time.perf_counter() - t0}
@@ -618,19 +650,24 @@ class _Context:
                                "regressor": b["regressor"], "regressor_params": dict(b["regressor_params"])},
                "runs": runs, "m_x": {k: growth[k] for k in ("m", "errors", "selected_m", "stopped")},
                "perfect_h": {k: ph[k] for k in ("m", "projection_error", "criterion", "plateau_m")}}
-        return rec, (models[best], features(params, m_x)[0])
+        return rec, models[best]
 
-    def refit_dsokr(self, rec, fitted):
+    def refit_dsokr(self, rec, model):
         """``(model, learned state)`` of the chosen DSOKR: a ridge (closed form) refitted with its
         features on all training pairs; a network kept as trained (its early stopping needs
-        the validation split)."""
+        the validation split), with the feature map it was trained on (refitted on the
+        training part without the cache: the same sketch, the same features)."""
         from sprokr.kernels import KernelFeatures
 
-        model, feats = fitted
         p = rec["best_params"]
+        feats = KernelFeatures(self.input_kernel, dict(p["input_kernel_params"]), n_components=p["m_x"],
+                               random_state=self.seed)
         if p["regressor"] == "ridge":
-            feats = KernelFeatures(self.input_kernel, dict(p["input_kernel_params"]), n_components=p["m_x"],
-                                   random_state=self.seed).fit(self.X)
+            feats.fit(self.X)
             Y = molecules_for_kernel(self.Ys, rec["output_kernel"])
-            model = clone(model).fit(feats.transform(self.X), Y)
+            model = clone(self.estimator(rec["output_kernel"])).set_params(
+                m_y=p["m_y"], regressor="ridge", regressor_params=dict(p["regressor_params"]))
+            model.fit(feats.transform(self.X), Y)
+        else:
+            feats.fit(take(self.X, self.tr))
         return model, {"input_features_": feats}

@@ -221,7 +221,7 @@ class _Entry:
             P = self.prepared
             return np.asarray(self.kernel.pairwise(take(P, rows), take(P, cols)))
         self.cache._stats["blocks_served"] += 1
-        return self.values[np.ix_(rows, pos)]
+        return np.take(np.take(self.values, rows, axis=0), pos, axis=1)  # (faster than np.ix_)
 
     def _positions(self, cols):
         new = np.unique(cols[self.columns[cols] < 0])

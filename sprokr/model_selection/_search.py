@@ -100,6 +100,15 @@ def _cached_kernels(est, cache, X_train):
     return est.set_params(**new)
 
 
+def _check_extend(extend):
+    if isinstance(extend, (bool, np.bool_)):
+        return {"m_x", "m_y"} if extend else set()
+    names = set(extend) if isinstance(extend, (list, tuple, set, frozenset)) else None
+    if names is None or not names <= {"m_x", "m_y"}:
+        raise ValueError(f"extend_grids must be True, False or a sequence of 'm_x' / 'm_y', got {extend!r}")
+    return names
+
+
 # --------------------------------------------------------------------------- meta-estimator
 def _best_has(attr):
     def check(self):
@@ -254,7 +263,8 @@ def select_model(estimator: Any, X: Samples, Y: Samples, lams: ArrayLike | None 
                  validation_data: tuple[Samples, Samples] | None = None, m_x_budget_s: float | None = None,
                  rtol: float = 0.01, patience: int = 1, perfect_h_params: Mapping[str, Any] | None = None,
                  method: str = "auto", random_state: RandomStateLike = None,
-                 cache: SelectionCache | None = None) -> dict[str, Any]:
+                 cache: SelectionCache | None = None,
+                 extend_grids: bool | Sequence[str] = False) -> dict[str, Any]:
     """Choose ``lam``, kernel parameters and sketch sizes on a validation split of the training data.
 
     In order, on one seeded split of ``(X, Y)`` (or on ``validation_data``):
@@ -269,6 +279,10 @@ def select_model(estimator: Any, X: Samples, Y: Samples, lams: ArrayLike | None 
        improving by ``rtol`` (``patience`` times) or a fit takes longer than ``m_x_budget_s``
        (:func:`~sprokr.model_selection.grow_until_plateau`); the smallest size within ``rtol`` of
        the best is kept.
+
+    With ``extend_grids=True`` neither size stops at its grid's edge while the validation
+    still improves: the last size is doubled, up to the number of training pairs, until the
+    curve reaches its plateau (``perfect_h["extended"]``, ``m_x["extended"]``).
 
     Parameters
     ----------
@@ -295,6 +309,9 @@ def select_model(estimator: Any, X: Samples, Y: Samples, lams: ArrayLike | None 
         :class:`~sprokr.model_selection.SelectionCache`).  Pass the same cache to several
         calls on the same samples (e.g. one per output kernel, with the samples as views of
         the cache) to share between them too.  The choices are the same as without.
+    extend_grids : bool or sequence of {"m_x", "m_y"}
+        Extend ``m_y_grid`` and ``m_x_grid`` (True; or the grids named) beyond their last
+        size while the curve still improves there (doubling, up to the training part's size).
 
     Returns
     -------
@@ -305,8 +322,8 @@ def select_model(estimator: Any, X: Samples, Y: Samples, lams: ArrayLike | None 
         parameter point with ``params``, ``lams``, ``scores``, ``best_lam``, ``best_score``,
         ``fit_s`` (one fit), ``path_s`` (pass, factorisation and scoring of the whole grid);
         ``m_x``: the growth (``m``, ``best_scores``, ``best_lams``, ``scores`` (per size, per
-        lam), ``fit_times``, ``selected_m``, ``stopped``) or None; ``n_train``, ``n_val``,
-        ``time_s``.
+        lam), ``fit_times``, ``selected_m``, ``stopped``, ``extended``) or None; ``n_train``,
+        ``n_val``, ``time_s``.
     """
     t_start = time.perf_counter()
     lams = check_lams(DEFAULT_LAMS if lams is None else lams)
@@ -315,6 +332,8 @@ def select_model(estimator: Any, X: Samples, Y: Samples, lams: ArrayLike | None 
         raise ValueError(f"estimator must have a 'lam' parameter, got {type(estimator).__name__}")
     rng = check_random_state(random_state)
     (Xtr, Ytr), (Xv, Yv) = _split(X, Y, validation_data, validation_fraction, rng)
+    n_train = num_samples(Ytr, "Y")
+    extend = _check_extend(extend_grids)
     if cache is not None:
         if not isinstance(cache, SelectionCache):
             raise TypeError(f"cache must be a SelectionCache or None, got {type(cache).__name__}")
@@ -334,7 +353,8 @@ def select_model(estimator: Any, X: Samples, Y: Samples, lams: ArrayLike | None 
         ph = perfect_h_curve(Ytr, Yv, params["output_kernel"], m_y_grid, sketch=params["output_sketch"],
                              sketch_params=params.get("output_sketch_params"),
                              output_kernel_params=params.get("output_kernel_params"),
-                             random_state=int(rng.integers(2**31 - 1)), **(perfect_h_params or {}))
+                             random_state=int(rng.integers(2**31 - 1)),
+                             **{"max_m": n_train if "m_y" in extend else None, **(perfect_h_params or {})})
         chosen["m_y"] = int(ph["plateau_m"])
         logger.info("[select_model] perfect h: m_y=%d (%s)", chosen["m_y"], ph["criterion"])
 
@@ -361,19 +381,24 @@ def select_model(estimator: Any, X: Samples, Y: Samples, lams: ArrayLike | None 
     if m_x_grid is not None:
         name = _sketch_size_param(base)
         runs = {}
+        size0 = base.get_params(deep=False)[name]
+        if size0 is not None and "lam" not in best["params"] and name not in best["params"]:
+            runs[int(size0)] = best  # the grid's best point was fitted at this size: the same path
 
         def evaluate(m):
-            runs[m] = run_path({**chosen, name: int(m)})
+            if m not in runs:
+                runs[m] = run_path({**chosen, name: int(m)})
             return -runs[m]["best_score"], runs[m]["fit_s"]
 
         log = lambda msg: logger.info("[select_model] %s", msg)  # noqa: E731
-        g = grow_until_plateau(m_x_grid, evaluate, m_x_budget_s, rtol, patience, name=name, log=log)
+        g = grow_until_plateau(m_x_grid, evaluate, m_x_budget_s, rtol, patience, name=name, log=log,
+                               max_size=n_train if "m_x" in extend else None)
         sel = runs[g["selected_m"]]
         chosen[name], chosen["lam"], best_score = g["selected_m"], sel["best_lam"], sel["best_score"]
         growth = {"param": name, "m": g["m"], "best_scores": [runs[m]["best_score"] for m in g["m"]],
                   "best_lams": [runs[m]["best_lam"] for m in g["m"]],
                   "scores": [runs[m]["scores"] for m in g["m"]], "fit_times": g["fit_times"],
-                  "selected_m": g["selected_m"], "stopped": g["stopped"]}
+                  "selected_m": g["selected_m"], "stopped": g["stopped"], "extended": g["extended"]}
 
     return {"best_params": chosen, "best_score": best_score, "scoring": scoring_name, "perfect_h": ph,
             "grid": grid, "m_x": growth, "n_train": num_samples(Ytr, "Y"), "n_val": num_samples(Yv, "Y_val"),

@@ -88,7 +88,9 @@ class RetrievedMolecules(NamedTuple):
 
 
 def _sizes(n):
-    """Sketch sizes tried: 100, 200, 400, ... up to half the training part."""
+    """The default grid of sketch sizes: 100, 200, 400, ... up to half the training part (the
+    selection extends it, doubling up to the training part, while the validation still
+    improves at its edge)."""
     sizes = [int(s) for s in 100 * 2 ** np.arange(12) if s <= n // 2]
     return sizes or [max(1, n // 2)]
 
@@ -511,6 +513,10 @@ class _Context:
         self.lams = np.asarray(DEFAULT_LAMS if owner.lams is None else owner.lams, dtype=np.float64)
         self.m_x_grid = _check_grid(owner.m_x_grid, "m_x_grid") or _sizes(n_tr)
         self.m_y_grid = _check_grid(owner.m_y_grid, "m_y_grid") or _sizes(n_tr)
+        # default grids do not stop at their edge while the validation still improves there
+        # (a size at the edge is not a choice); grids given are used as given
+        self.extend = [name for name in ("m_x", "m_y") if getattr(owner, f"{name}_grid") is None]
+        self.n_tr = n_tr
         self.psg = {"p": min(1.0, PSG_NONZEROS / n_tr)}
         self.input_features = {}  # DSOKR: (input-kernel params, m_x) -> (fitted features, Z_train, Z_val)
 
@@ -562,15 +568,15 @@ class _Context:
                            m_y_grid=self.m_y_grid if sketched else None, m_x_grid=self.m_x_grid if sketched else None,
                            scoring=retrieval_scorer("mrr"), validation_data=val,
                            perfect_h_params={"rtol": 0.02} if sketched else None, random_state=self.seed,
-                           cache=self.cache)
+                           cache=self.cache, extend_grids=self.extend if sketched else False)
         ph = sel["perfect_h"]
         rec = {"output_kernel": kernel, "best_params": {"output_kernel": kernel, **sel["best_params"]},
                "best_score": float(sel["best_score"]),
                "grid": [{k: g[k] for k in ("params", "lams", "scores", "best_lam", "best_score", "fit_s", "path_s")}
                         for g in sel["grid"]],
                "m_x": sel["m_x"] and {k: sel["m_x"][k] for k in ("m", "best_scores", "best_lams", "selected_m",
-                                                                   "stopped")},
-               "perfect_h": ph and {k: ph[k] for k in ("m", "projection_error", "criterion", "plateau_m")}}
+                                                                   "stopped", "extended")},
+               "perfect_h": ph and {k: ph[k] for k in ("m", "projection_error", "criterion", "plateau_m", "extended")}}
         return rec, None
 
     def _select_dsokr(self, kernel):
@@ -584,7 +590,7 @@ class _Context:
         (Xtr, Ytr), (Xva, Yva) = self.parts(kernel)
         ky = self.cached_kernel(kernel, None, "output")
         ph = perfect_h_curve(Ytr, Yva, ky, self.m_y_grid, sketch="psg", sketch_params=self.psg, rtol=0.02,
-                             random_state=self.seed)
+                             random_state=self.seed, max_m=self.n_tr if "m_y" in self.extend else None)
         m_y = int(ph["plateau_m"])
         scorer = retrieval_scorer("mrr")
         alphas = [float(a) for a in (DSOKR_ALPHAS if owner.alphas is None else owner.alphas)]
@@ -636,7 +642,8 @@ class _Context:
             score, fit_s = run(params, m_x, "ridge", {"alpha": alpha})
             return -score, fit_s
 
-        growth = grow_until_plateau(self.m_x_grid, evaluate, rtol=0.005, name="m_x")
+        growth = grow_until_plateau(self.m_x_grid, evaluate, rtol=0.005, name="m_x",
+                                    max_size=self.n_tr if "m_x" in self.extend else None)
         m_x = int(growth["selected_m"])
         for hidden in owner.hidden_layer_sizes:  # 3. networks at those sizes
             run(params, m_x, "mlp", {"hidden_layer_sizes": tuple(int(u) for u in hidden),
@@ -648,8 +655,8 @@ class _Context:
         rec = {"output_kernel": kernel, "best_score": b["val_mrr"],
                "best_params": {"output_kernel": kernel, "input_kernel_params": dict(params), "m_x": m_x, "m_y": m_y,
                                "regressor": b["regressor"], "regressor_params": dict(b["regressor_params"])},
-               "runs": runs, "m_x": {k: growth[k] for k in ("m", "errors", "selected_m", "stopped")},
-               "perfect_h": {k: ph[k] for k in ("m", "projection_error", "criterion", "plateau_m")}}
+               "runs": runs, "m_x": {k: growth[k] for k in ("m", "errors", "selected_m", "stopped", "extended")},
+               "perfect_h": {k: ph[k] for k in ("m", "projection_error", "criterion", "plateau_m", "extended")}}
         return rec, models[best]
 
     def refit_dsokr(self, rec, model):

@@ -94,7 +94,7 @@ class RetrieverSearch:
         # the selection (grid points, sketch sizes, output kernels); dropped after fit
         self.cache = SelectionCache()
         self.X_view = self.cache.samples(X)
-        self.Y_views = {}
+        self.Y_views, self.Y_lists = {}, {}
         n_tr = self.tr.size
         self.input_kernel, default_grid = INPUT_KERNELS[kind]
         if kind == "vectors":  # a bandwidth grid scaled to the number of (standardised) features
@@ -125,10 +125,17 @@ class RetrieverSearch:
         return DSOKR(output_kernel=kernel, output_sketch="psg", m_y=self.m_y_grid[0], output_sketch_params=self.psg,
                      regressor="ridge", random_state=self.seed)
 
+    def molecules(self, kernel):
+        """All the training molecules as ``kernel`` takes them (converted once: the selection
+        and the refit share them)."""
+        if kernel not in self.Y_lists:
+            self.Y_lists[kernel] = molecules_for_kernel(self.Ys, kernel)
+        return self.Y_lists[kernel]
+
     def outputs(self, kernel):
-        """The training molecules as ``kernel`` takes them, a view of the cache (converted once)."""
+        """The training molecules as ``kernel`` takes them, a view of the cache."""
         if kernel not in self.Y_views:
-            self.Y_views[kernel] = self.cache.samples(molecules_for_kernel(self.Ys, kernel))
+            self.Y_views[kernel] = self.cache.samples(self.molecules(kernel))
         return self.Y_views[kernel]
 
     def parts(self, kernel):
@@ -262,7 +269,7 @@ class RetrieverSearch:
                                random_state=self.seed)
         if p["regressor"] == "ridge":
             feats.fit(self.X)
-            Y = molecules_for_kernel(self.Ys, rec["output_kernel"])
+            Y = self.molecules(rec["output_kernel"])
             model = clone(self.estimator(rec["output_kernel"])).set_params(
                 m_y=p["m_y"], regressor="ridge", regressor_params=dict(p["regressor_params"]))
             model.fit(feats.transform(self.X), Y)

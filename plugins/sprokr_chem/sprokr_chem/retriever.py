@@ -431,6 +431,7 @@ class MoleculeRetriever(SaveMixin, BaseEstimator):
             method = self.method
             tried, rec, fitted = self._select(ctx, kernels)
         cache_stats = ctx.cache.stats
+        ctx.Y_views.clear()
         ctx.cache.clear()  # the selection's kept blocks: not needed by the refit
         t1 = time.perf_counter()
         if method == "dsokr":  # a ridge is refitted with its features, a network is kept
@@ -438,7 +439,7 @@ class MoleculeRetriever(SaveMixin, BaseEstimator):
         else:
             model = clone(ctx.estimator(rec["output_kernel"])).set_params(
                 **{k: v for k, v in rec["best_params"].items() if k != "output_kernel"})
-            model.fit(Xv, molecules_for_kernel(Ys, rec["output_kernel"]))
+            model.fit(Xv, ctx.molecules(rec["output_kernel"]))
             extra = {}
         refit_s = time.perf_counter() - t1
         # ---- learned state

@@ -302,15 +302,15 @@ class CachedKernel(Kernel):
         return self.handle.kernel
 
     @property
-    def name(self):  # type: ignore[override]
+    def name(self) -> str | None:  # type: ignore[override]
         return self.base.name
 
     @property
-    def normalized(self):  # type: ignore[override]
+    def normalized(self) -> bool:  # type: ignore[override]
         return self.base.normalized
 
     @property
-    def dtype(self):
+    def dtype(self) -> Any:
         return getattr(self.base, "dtype", "float64")
 
     def __repr__(self, N_CHAR_MAX: int = 700) -> str:
@@ -394,11 +394,11 @@ class SelectionCache:
                 or not max_memory_mb > 0:
             raise ValueError(f"max_memory_mb must be a number > 0, got {max_memory_mb!r}")
         self.max_memory_mb = float(max_memory_mb)
-        self._masters = {}  # id(samples) -> _Master (the samples are kept alive)
-        self._handles = {}  # kernel key -> _Handle
-        self._entries = {}  # (kernel key, id(master), kind) -> _Entry
-        self._memo = {}  # key -> [value, nbytes, seconds, last use]
-        self._fitted = {}  # (kernel key, master, digest) -> kernel fitted on those samples
+        self._masters: dict[int, _Master] = {}  # id(samples) -> master (the samples are kept alive)
+        self._handles: dict[Hashable, _Handle] = {}  # kernel key -> handle
+        self._entries: dict[Hashable, _Entry] = {}  # (kernel key, id(master), kind) -> entry
+        self._memo: dict[Hashable, list] = {}  # key -> [value, nbytes, seconds, last use]
+        self._fitted: dict[Hashable, Kernel] = {}  # (kernel key, master, digest) -> kernel fitted on them
         self._clock = 0
         self._stats = {"prepared": 0, "columns_computed": 0, "blocks_served": 0, "blocks_computed": 0,
                        "memo_hits": 0, "memo_misses": 0, "evicted": 0}
@@ -494,8 +494,8 @@ class SelectionCache:
 
     def clear(self) -> None:
         """Drop everything kept (the registered samples too)."""
-        self._masters.clear(), self._handles.clear(), self._entries.clear()
-        self._memo.clear(), self._fitted.clear()
+        for store in (self._masters, self._handles, self._entries, self._memo, self._fitted):
+            store.clear()
 
 
 def _freeze(value):

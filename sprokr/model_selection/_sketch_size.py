@@ -139,7 +139,7 @@ def perfect_h_curve(Y_train: Samples, Y_val: Samples, output_kernel: str | Kerne
         ranks.append(feats.rank)
         if decode:
             idx = topk_search(Hv, feats.transform(Cp), 1, off).indices[:, 0]
-            met.append(float(metric(Y_val, take(C, idx))))  # type: ignore[misc]  # set when decode
+            met.append(float(metric(Y_val, take(C, idx))))  # (set when decode)
         times.append(time.perf_counter() - t0)
         extra = f", metric {met[-1]:.5g}" if decode else ""
         bar.update(1)

@@ -432,11 +432,21 @@ class SelectionCache:
     def fitted_kernel(self, kernel: Kernel, X: SampleView) -> Kernel:
         """``kernel``, fitted on ``X`` when it learns from data and is not fitted yet (a fitted
         copy, made once per configuration and training samples)."""
+        from sklearn.exceptions import NotFittedError
+        from sklearn.utils.validation import check_is_fitted
+
         from ..kernels.base import fit_on_training_inputs
 
         if not getattr(kernel, "learns_from_data", False):
             return kernel
-        key = (kernel_key(kernel), id(X.master), _digest(X.idx))
+        try:
+            check_is_fitted(kernel)
+            return kernel  # fitted by the user, on purpose: as is (fit_on_training_inputs)
+        except NotFittedError:
+            pass
+        # an unfitted kernel is its parameters (kernel_key would tell two new objects apart)
+        params = tuple(sorted((k, repr(v)) for k, v in kernel.get_params(deep=False).items()))
+        key = (type(kernel).__qualname__, params, id(X.master), _digest(X.idx))
         if key not in self._fitted:
             self._fitted[key] = fit_on_training_inputs(kernel, X.raw())
         return self._fitted[key]

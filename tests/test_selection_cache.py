@@ -235,3 +235,19 @@ def test_auto_falls_back_to_a_sketched_model_over_budget(qm9_small, budget):
     assert len(model.predict(qm9_small[:5])) == 5
     with pytest.raises(ValueError, match="time_budget_s must be a finite number > 0"):
         clone(model).set_params(time_budget_s=0).fit(qm9_small, qm9_small)
+
+
+def test_cached_kernel_ridge_path(data):
+    """Estimators with vector targets (kernel ridge): the inputs are served by the cache,
+    the targets stay arrays; same choices."""
+    from sprokr.models import KernelRidgeRegressor
+
+    Xtr, Ytr, Xv, Yv = data
+    est = KernelRidgeRegressor(kernel="gaussian")
+    kw = dict(lams=LAMS, param_grid={"kernel_params": [{"gamma": 0.1}, {"gamma": 1.0}]}, validation_data=(Xv, Yv))
+    cache = SelectionCache()
+    _same(select_model(est, Xtr, Ytr, **kw), select_model(est, Xtr, Ytr, cache=cache, **kw))
+    assert cache.stats["blocks_served"] > 0
+    big = GaussianKernel(gamma=0.5)
+    assert cache.kernel(big).handle is cache.kernel(GaussianKernel(gamma=0.5)).handle
+    assert cache.kernel(big).handle is not cache.kernel(GaussianKernel(gamma=0.25)).handle

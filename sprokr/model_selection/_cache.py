@@ -90,6 +90,9 @@ class SampleView:
         """The raw samples (a collection of the master's type)."""
         return take(self.master.samples, self.idx)
 
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        return np.asarray(self.raw(), dtype=dtype)
+
     @staticmethod
     def concat(parts: list) -> Any:
         if all(isinstance(p, SampleView) and p.master is parts[0].master for p in parts):
@@ -175,10 +178,21 @@ def key_digest(parts: Any) -> str:
     return h.hexdigest()
 
 
+def _param_key(value):
+    """A parameter in a kernel's key: arrays by their contents (a repr elides large ones)."""
+    if isinstance(value, np.ndarray) or sp.issparse(value):
+        return ("array", key_digest(value))
+    if isinstance(value, dict):
+        return ("dict", tuple(sorted((str(k), _param_key(v)) for k, v in value.items())))
+    if isinstance(value, (list, tuple)):
+        return (type(value).__name__, tuple(_param_key(v) for v in value))
+    return repr(value)
+
+
 def kernel_key(kernel: Kernel) -> Hashable:
     """Identity of a kernel configuration: its class and parameters (and, for a fitted kernel
     that learns from data, the object itself: its fitted state is not a parameter)."""
-    params = tuple(sorted((k, repr(v)) for k, v in kernel.get_params(deep=False).items()))
+    params = tuple(sorted((k, _param_key(v)) for k, v in kernel.get_params(deep=False).items()))
     key = (type(kernel).__module__, type(kernel).__qualname__, params)
     return key + (id(kernel),) if getattr(kernel, "learns_from_data", False) else key
 
@@ -445,7 +459,7 @@ class SelectionCache:
         except NotFittedError:
             pass
         # an unfitted kernel is its parameters (kernel_key would tell two new objects apart)
-        params = tuple(sorted((k, repr(v)) for k, v in kernel.get_params(deep=False).items()))
+        params = tuple(sorted((k, _param_key(v)) for k, v in kernel.get_params(deep=False).items()))
         key = (type(kernel).__qualname__, params, id(X.master), _digest(X.idx))
         if key not in self._fitted:
             self._fitted[key] = fit_on_training_inputs(kernel, X.raw())

@@ -337,7 +337,9 @@ def select_model(estimator: Any, X: Samples, Y: Samples, lams: ArrayLike | None 
     if cache is not None:
         if not isinstance(cache, SelectionCache):
             raise TypeError(f"cache must be a SelectionCache or None, got {type(cache).__name__}")
-        (Xtr, Xv), (Ytr, Yv) = _views(cache, Xtr, Xv), _views(cache, Ytr, Yv)
+        Xtr, Xv = _views(cache, Xtr, Xv)
+        if "output_kernel" in estimator.get_params(deep=False):  # outputs under a kernel (else targets)
+            Ytr, Yv = _views(cache, Ytr, Yv)
     base = _seeded(estimator, rng)
     chosen = {}
 

@@ -78,14 +78,15 @@ columns, the validation blocks) and the training Gram's eigendecomposition -- co
 for every output kernel, ``lam``, sketch size and parameter point that needs them.
 
 Whether exact IOKR fits a time and memory budget: :func:`exact_iokr_cost` (its memory and
-flops, and the time at the speed :func:`measured_flop_rate` measures now).
+flops, and the time at :data:`ASSUMED_FLOP_RATE`, or at the speed :func:`measured_flop_rate`
+measures now).
 
 The private submodules: ``_budget`` (:func:`exact_iokr_cost`), ``_cache`` (:class:`SelectionCache`), ``_scorers`` (validation scores), ``_systems`` (the ridge systems
 and their two routes), ``_adapters`` (the pass that builds each estimator's system),
 ``_lambda_path``, ``_search`` (:class:`LambdaSearchCV`, :func:`select_model`),
 ``_sketch_size`` and ``_leverage``.
 """
-from ._budget import EIGH_TIME_RATIO, ExactCost, exact_iokr_cost, measured_flop_rate
+from ._budget import ASSUMED_FLOP_RATE, EIGH_TIME_RATIO, ExactCost, exact_iokr_cost, measured_flop_rate
 from ._cache import CachedKernel, SampleView, SelectionCache
 from ._lambda_path import DEFAULT_LAMS, LambdaPath, check_lams, lambda_path
 from ._leverage import approximate_leverage_scores
@@ -108,6 +109,7 @@ __all__ = [
     "exact_iokr_cost",
     "measured_flop_rate",
     "EIGH_TIME_RATIO",
+    "ASSUMED_FLOP_RATE",
     # what the fits of a selection share
     "SelectionCache",
     "SampleView",

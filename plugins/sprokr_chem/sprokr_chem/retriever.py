@@ -154,9 +154,11 @@ class MoleculeRetriever(SaveMixin, BaseEstimator):
     max_epochs : int
         DSOKR network epochs at most.
     time_budget_s : float > 0
-        ``method="auto"``: exact IOKR is considered only when its estimated time (selection
-        and refit, :func:`sprokr.model_selection.exact_iokr_cost` at the matrix-product
-        speed measured at ``fit``) is at most this many seconds.  Default 300.
+        ``method="auto"``: exact IOKR is considered only when its estimated time (the linear
+        algebra of its selection and refit, :func:`sprokr.model_selection.exact_iokr_cost`
+        at :data:`~sprokr.model_selection.ASSUMED_FLOP_RATE`, a constant so that the choice
+        does not depend on the machine's load) is at most this many seconds.  Default 300:
+        exact IOKR up to ~6000 SMILES (two n-gram lengths compared) or ~7900 texts.
     memory_budget_mb : float > 0
         ``method="auto"``: exact IOKR is considered only when its ``n x n`` float64 Gram
         and Cholesky factor (``16 n^2`` bytes) fit in this many MB.  Default 2048

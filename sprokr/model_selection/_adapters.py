@@ -95,6 +95,31 @@ def _exact_gram(kernel, parts, Xp, chunk, executor):
     return K
 
 
+def _fitted_targets(base, Y):
+    """``(T_u, ids)``: the targets ``psi~`` of the distinct training outputs that the fit of an
+    output-sketched model computed (its default candidate index holds them, in the order of
+    :func:`~sprokr.utils.unique_inverse`) and the distinct id of each output; None when the
+    index is not that (no output sketch, or embeddings held by an executor)."""
+    index = getattr(base, "default_index_", None)
+    if base.output_features_ is None or index is None or index.embeddings is None:
+        return None
+    first, inverse = unique_inverse(Y)
+    E = index.embeddings
+    if E.shape != (first.size, base.output_features_.rank):
+        return None
+    return np.asarray(E, dtype=np.float64), inverse
+
+
+class _RowsOf:
+    """``ids -> T[ids]``: targets gathered by the distinct id of each sample."""
+
+    def __init__(self, T):
+        self.T = T
+
+    def __call__(self, ids):
+        return self.T[np.asarray(ids, dtype=np.intp)]
+
+
 def _gram_memo(kernel, Xp):
     """The memo of the training Gram's eigendecomposition: kept by a selection's cache (the
     Gram depends on the input side only), else computed."""
@@ -137,14 +162,18 @@ class _IOKRFamily(_Whitened):
         Rx, fy, n = base.input_sketch_matrix_, base.output_features_, base.n_train_
         dtype, rcond = base.dtype_, base.rcond_
         self.Y = Y
-        parts = ex.partition(X, Y, prepare=(kx.prepare, ky.prepare), names=("inputs", "outputs"))
-        targets = None if fy is None else fy.transform
+        targets, column, ids = (None if fy is None else fy.transform), "outputs", ()
+        fitted = _fitted_targets(base, Y)
+        if fitted is not None:  # the fit's targets psi~ of the distinct outputs, gathered by id
+            targets, column, ids = _RowsOf(fitted[0]), "output_ids", (fitted[1],)
+        parts = ex.partition(X, Y, *ids, prepare=(kx.prepare, ky.prepare) + (None,) * len(ids),
+                             names=("inputs", "outputs") + ("output_ids",) * len(ids))
         width = n if fy is None else fy.rank
         if Rx is not None:
             R = Rx.unscaled()  # the scale of uniform sub-sampling cancels (as in the fit)
             data = _SketchedData(kernel=kx, R=R, parts=parts, executor=ex,
                                  chunk=base.chunk_size or default_chunk_size(R.indices.size, dtype),
-                                 targets=targets, width=width, column="outputs")
+                                 targets=targets, width=width, column=column)
             if base.solver in PLAIN_SOLVERS:  # the refits' plain normal equations
                 G0, AtT, Kt, support = _sketched_pass(data, dtype=dtype, rcond=rcond)
                 self.system = RidgeSystem(n, G0, AtT, Kt, rcond=rcond, shift=True)
@@ -157,7 +186,7 @@ class _IOKRFamily(_Whitened):
             Xp = all_rows(ex, parts, "inputs")
             K = _exact_gram(kx, parts, Xp, chunk, ex)
             T = None if targets is None else ex.map_rows(parts, targets, chunk, name="output targets",
-                                                         which="outputs")
+                                                         which=column)
             self.system = RidgeSystem(n, K, T, None, rcond=rcond, memo=_gram_memo(kx, Xp))
             self._train = Xp if isinstance(kx, CachedKernel) and hasattr(Xp, "idx") else None
             support = base.X_support_

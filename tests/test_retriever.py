@@ -179,7 +179,7 @@ def test_candidate_pools_from_files_and_construction(qm9, tmp_path):
 
 def test_clear_errors(qm9, fitted, tmp_path):
     X, queries, pool = qm9
-    with pytest.raises(ValueError, match="method must be one of 'iokr', 'sisokr', 'dsokr'"):
+    with pytest.raises(ValueError, match="method must be one of 'auto', 'iokr', 'sisokr', 'dsokr'"):
         MoleculeRetriever(method="krr").fit(X, X)
     with pytest.raises(ValueError, match="inputs must be"):
         MoleculeRetriever(inputs="inchi").fit(X, X)

@@ -19,7 +19,7 @@ arguments, so ``get_params``/``clone`` and grid searches over kernel parameters 
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Mapping, Optional
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional
 import numpy as np
 from sklearn.base import BaseEstimator
 
@@ -79,6 +79,17 @@ class Kernel(BaseEstimator):
         """Representation of prepared samples that will be the *right* operand of many
         ``pairwise`` calls (a model's support points).  Default: unchanged."""
         return A
+
+    def memo(self, name: str, samples: Any, compute: Callable[[], Any], key: tuple = ()) -> Any:
+        """``compute()``: a result derived from this kernel's values on ``samples``.
+
+        Where a result depends only on the kernel, some samples and a few arrays (``key``:
+        e.g. a sketch matrix), computations call it through this method, so that a kernel
+        serving a model selection (:class:`sprokr.model_selection.CachedKernel`) can keep it
+        for the next fit on the same samples.  The default keeps nothing.  A kept result is
+        shared: callers must not modify it in place.
+        """
+        return compute()
 
     def diag(self, A: Any) -> np.ndarray:
         """``k(a, a)`` for every prepared sample: ndarray of shape (len(A),)."""

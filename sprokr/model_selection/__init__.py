@@ -71,11 +71,23 @@ Sketch sizes on their own:
 Their progress lines go to the ``sprokr.selection`` logger (shown on standard error with
 ``verbose=True``, see :mod:`sprokr.progress`).
 
-The private submodules: ``_scorers`` (validation scores), ``_systems`` (the ridge systems
+A selection fits the same estimator many times on the same samples: with a
+:class:`SelectionCache` (``select_model(..., cache=)``) the fits share the prepared samples
+of each kernel configuration, the kernel columns (the exact Gram, a sketch's support
+columns, the validation blocks) and the training Gram's eigendecomposition -- computed once
+for every output kernel, ``lam``, sketch size and parameter point that needs them.
+
+Whether exact IOKR fits a time and memory budget: :func:`exact_iokr_cost` (its memory and
+flops, and the time at :data:`ASSUMED_FLOP_RATE`, or at the speed :func:`measured_flop_rate`
+measures now).
+
+The private submodules: ``_budget`` (:func:`exact_iokr_cost`), ``_cache`` (:class:`SelectionCache`), ``_scorers`` (validation scores), ``_systems`` (the ridge systems
 and their two routes), ``_adapters`` (the pass that builds each estimator's system),
 ``_lambda_path``, ``_search`` (:class:`LambdaSearchCV`, :func:`select_model`),
 ``_sketch_size`` and ``_leverage``.
 """
+from ._budget import ASSUMED_FLOP_RATE, EIGH_TIME_RATIO, ExactCost, exact_iokr_cost, measured_flop_rate
+from ._cache import CachedKernel, SampleView, SelectionCache
 from ._lambda_path import DEFAULT_LAMS, LambdaPath, check_lams, lambda_path
 from ._leverage import approximate_leverage_scores
 from ._scorers import kernel_loss_scorer, retrieval_scorer, surrogate_error
@@ -92,6 +104,16 @@ __all__ = [
     "check_lams",
     "DEFAULT_LAMS",
     "EIGH_COST",
+    # exact or sketched: the cost of exact IOKR
+    "ExactCost",
+    "exact_iokr_cost",
+    "measured_flop_rate",
+    "EIGH_TIME_RATIO",
+    "ASSUMED_FLOP_RATE",
+    # what the fits of a selection share
+    "SelectionCache",
+    "SampleView",
+    "CachedKernel",
     # validation scores
     "kernel_loss_scorer",
     "retrieval_scorer",

@@ -20,6 +20,7 @@ from ..numerics import (
     whitened_system,
 )
 from ..utils import iter_chunks, num_samples, take, take_slice, unique_inverse
+from ._cache import CachedKernel
 from ._scorers import as_2d
 from ._systems import RidgeSystem, Validation, symmetric
 
@@ -94,6 +95,39 @@ def _exact_gram(kernel, parts, Xp, chunk, executor):
     return K
 
 
+def _fitted_targets(base, Y):
+    """``(T_u, ids)``: the targets ``psi~`` of the distinct training outputs that the fit of an
+    output-sketched model computed (its default candidate index holds them, in the order of
+    :func:`~sprokr.utils.unique_inverse`) and the distinct id of each output; None when the
+    index is not that (no output sketch, or embeddings held by an executor)."""
+    index = getattr(base, "default_index_", None)
+    if base.output_features_ is None or index is None or index.embeddings is None:
+        return None
+    first, inverse = unique_inverse(Y)
+    E = index.embeddings
+    if E.shape != (first.size, base.output_features_.rank):
+        return None
+    return np.asarray(E, dtype=np.float64), inverse
+
+
+class _RowsOf:
+    """``ids -> T[ids]``: targets gathered by the distinct id of each sample."""
+
+    def __init__(self, T):
+        self.T = T
+
+    def __call__(self, ids):
+        return self.T[np.asarray(ids, dtype=np.intp)]
+
+
+def _gram_memo(kernel, Xp):
+    """The memo of the training Gram's eigendecomposition: kept by a selection's cache (the
+    Gram depends on the input side only), else computed."""
+    if isinstance(kernel, CachedKernel):
+        return lambda compute: kernel.memo("gram eigendecomposition", Xp, compute)
+    return None
+
+
 def _rows_block(fn, Xq, width):
     """``fn(chunk)`` stacked over row chunks of ``Xq``, float64 (n_q, width)."""
     n = num_samples(Xq)
@@ -123,18 +157,23 @@ class _IOKRFamily(_Whitened):
         from ..models.sisokr import all_rows
 
         self.base = base
+        self._train = None  # exact inputs served by a selection's cache: the training view
         ex, kx, ky = base.executor_, base.input_kernel_, base.output_kernel_
         Rx, fy, n = base.input_sketch_matrix_, base.output_features_, base.n_train_
         dtype, rcond = base.dtype_, base.rcond_
         self.Y = Y
-        parts = ex.partition(X, Y, prepare=(kx.prepare, ky.prepare), names=("inputs", "outputs"))
-        targets = None if fy is None else fy.transform
+        targets, column, ids = (None if fy is None else fy.transform), "outputs", ()
+        fitted = _fitted_targets(base, Y)
+        if fitted is not None:  # the fit's targets psi~ of the distinct outputs, gathered by id
+            targets, column, ids = _RowsOf(fitted[0]), "output_ids", (fitted[1],)
+        parts = ex.partition(X, Y, *ids, prepare=(kx.prepare, ky.prepare) + (None,) * len(ids),
+                             names=("inputs", "outputs") + ("output_ids",) * len(ids))
         width = n if fy is None else fy.rank
         if Rx is not None:
             R = Rx.unscaled()  # the scale of uniform sub-sampling cancels (as in the fit)
             data = _SketchedData(kernel=kx, R=R, parts=parts, executor=ex,
                                  chunk=base.chunk_size or default_chunk_size(R.indices.size, dtype),
-                                 targets=targets, width=width, column="outputs")
+                                 targets=targets, width=width, column=column)
             if base.solver in PLAIN_SOLVERS:  # the refits' plain normal equations
                 G0, AtT, Kt, support = _sketched_pass(data, dtype=dtype, rcond=rcond)
                 self.system = RidgeSystem(n, G0, AtT, Kt, rcond=rcond, shift=True)
@@ -144,10 +183,12 @@ class _IOKRFamily(_Whitened):
                 self._whitened(data, rcond=base.rcond)
         else:
             chunk = base.chunk_size or default_chunk_size(n, dtype)
-            K = _exact_gram(kx, parts, all_rows(ex, parts, "inputs"), chunk, ex)
+            Xp = all_rows(ex, parts, "inputs")
+            K = _exact_gram(kx, parts, Xp, chunk, ex)
             T = None if targets is None else ex.map_rows(parts, targets, chunk, name="output targets",
-                                                         which="outputs")
-            self.system = RidgeSystem(n, K, T, None, rcond=rcond)
+                                                         which=column)
+            self.system = RidgeSystem(n, K, T, None, rcond=rcond, memo=_gram_memo(kx, Xp))
+            self._train = Xp if isinstance(kx, CachedKernel) and hasattr(Xp, "idx") else None
             support = base.X_support_
             self._block = lambda Xq: kx.pairwise(Xq, support)
             self._to_support = lambda g: g
@@ -156,6 +197,16 @@ class _IOKRFamily(_Whitened):
     def query_block(self, X_val):
         """``Q`` (n_val, m): the predicted coordinates at ``lam`` are ``Q gamma(lam)``."""
         return _rows_block(self._block, self.base.input_kernel_.prepare(X_val), self.system.m)
+
+    def eigen_queries(self, X_val, Q, W):
+        """``Q W``: the validation rows in the eigenbasis of the system.  With exact inputs
+        both depend on the input side only: kept by a selection's cache for the other
+        output kernels."""
+        kx = self.base.input_kernel_
+        if self._train is None or not isinstance(kx, CachedKernel):
+            return matmul(Q, W)
+        return kx.memo("validation rows in the Gram eigenbasis", kx.prepare(X_val), lambda: matmul(Q, W),
+                       key=(self._train.idx,))
 
     def validation(self, X_val, Y_val):
         base = self.base
@@ -220,7 +271,7 @@ class _KernelRidge(_Whitened):
         else:
             Xp = all_rows(ex, parts, "inputs")
             K = _exact_gram(k, parts, Xp, base.chunk_size or default_chunk_size(n, dtype), ex)
-            self.system = RidgeSystem(n, K, T64, None, rcond=rcond)
+            self.system = RidgeSystem(n, K, T64, None, rcond=rcond, memo=_gram_memo(k, Xp))
             support = base.X_support_
             self._block = lambda Xq: k.pairwise(Xq, support)
             self._to_support = lambda g: g
@@ -267,8 +318,9 @@ class _KernelMachine:
             self._to_support = lambda C: ws.coef(C @ V.T)
         else:
             chunk = base.chunk_size or default_chunk_size(n, dtype)
-            K = _exact_gram(k, parts, all_rows(ex, parts, "inputs"), chunk, ex)
-            self.system = RidgeSystem(n, K, Yn @ V, None, groups, DEFAULT_RCOND)
+            Xp = all_rows(ex, parts, "inputs")
+            K = _exact_gram(k, parts, Xp, chunk, ex)
+            self.system = RidgeSystem(n, K, Yn @ V, None, groups, DEFAULT_RCOND, memo=_gram_memo(k, Xp))
             support = base.X_support_
             self._block = lambda Xq: k.pairwise(Xq, support)
             self._to_support = lambda C: C @ V.T

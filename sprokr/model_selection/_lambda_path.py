@@ -178,18 +178,18 @@ class LambdaPath:
         n_val = Q.shape[0]
         self._resolve(n_val)
         system = self.system
-        B = system.targets()  # (m, p)
-        m, p, n_c = B.shape[0], B.shape[1], E.shape[0]
+        B = system.B  # (m, p), or None for the identity (exact outputs: never formed)
+        m, p, n_c = system.m, system.p, E.shape[0]
         # per lam, either (Q W phi) (W^T B E^T) [n_val m n_c flops] or the coordinates
         # H = Q gamma(lam) first, then H E^T [n_val m p + n_val p n_c]: a sketched output
         # basis (p = 128) against a large input sketch (m = 2000) favours the second
-        via_coordinates = n_val * m * p + n_val * p * n_c < n_val * m * n_c
-        BE = None if via_coordinates else matmul(B, E.T)  # (m, n_c): B E^T
+        via_coordinates = B is not None and n_val * m * p + n_val * p * n_c < n_val * m * n_c
+        BE = None if via_coordinates else (E.T if B is None else matmul(B, E.T))  # (m, n_c): B E^T
         WQ: Any = None
         WBE: Any = None
         if self.method == "eigh" and len(system.groups) == 1 and system.eig is not None:
             W = system.eig[0]
-            WQ = matmul(Q, W)
+            WQ = self.adapter.eigen_queries(X_val, Q, W)
             WBE = matmul(W.T, B) if BE is None else matmul(W.T, BE)
         truth = np.arange(n_val)
         out = np.empty(len(self.lams))

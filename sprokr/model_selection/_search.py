@@ -14,7 +14,8 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
 from ..deprecation import renamed_keywords
-from ..utils import atomic_fit, check_random_state, consistent_read, num_samples
+from ..utils import atomic_fit, check_random_state, concat_samples, consistent_read, num_samples
+from ._cache import SampleView, SelectionCache
 from ._lambda_path import DEFAULT_LAMS, check_lams, lambda_path
 from ._scorers import kernel_loss_scorer, resolve_scoring
 from ._sketch_size import grow_until_plateau, perfect_h_curve
@@ -60,6 +61,53 @@ def _split(X, Y, validation_data, validation_fraction, rng):
     if vf is None:
         raise ValueError("give validation_fraction in (0, 1) or validation_data=(X_val, Y_val)")
     return validation_split(X, Y, vf, rng)
+
+
+#: (kernel parameter, its parameters' parameter, side) of the estimators a cache serves
+_KERNEL_PARAMS = (("input_kernel", "input_kernel_params", "input"), ("output_kernel", "output_kernel_params", "output"),
+                  ("kernel", "kernel_params", "input"))
+
+
+def _views(cache, train, val):
+    """``(train, val)`` as views of one registered collection (as given when they are views
+    of ``cache`` already)."""
+    if isinstance(train, SampleView) and isinstance(val, SampleView) and train.master is val.master \
+            and train.master.cache is cache:
+        return train, val
+    both = cache.samples(concat_samples([train, val]))
+    n = num_samples(train)
+    return both.take(np.arange(n)), both.take(np.arange(n, len(both)))
+
+
+def _cached_kernels(est, cache, X_train):
+    """``est`` with its kernels (given by name or instance) served by ``cache``: float64 kernels
+    only (a float32 model's checks need float64 copies of its kernel), not ``precomputed``."""
+    from ..kernels import resolve_kernel
+    from ..models.base import OUTPUT_DTYPE
+    from ..utils import resolve_dtype
+
+    params = est.get_params(deep=False)
+    new = {}
+    for name, pname, side in _KERNEL_PARAMS:
+        if params.get(name) is None:
+            continue
+        dtype = OUTPUT_DTYPE if side == "output" else resolve_dtype(params.get("dtype", "float64"))
+        kernel = resolve_kernel(params[name], params.get(pname), side, dtype)
+        if np.dtype(getattr(kernel, "dtype", "float64")) != np.float64 or kernel.name == "precomputed":
+            continue
+        if side == "input":
+            kernel = cache.fitted_kernel(kernel, X_train)
+        new[name], new[pname] = cache.kernel(kernel), None
+    return est.set_params(**new)
+
+
+def _check_extend(extend):
+    if isinstance(extend, (bool, np.bool_)):
+        return {"m_x", "m_y"} if extend else set()
+    names = set(extend) if isinstance(extend, (list, tuple, set, frozenset)) else None
+    if names is None or not names <= {"m_x", "m_y"}:
+        raise ValueError(f"extend_grids must be True, False or a sequence of 'm_x' / 'm_y', got {extend!r}")
+    return names
 
 
 # --------------------------------------------------------------------------- meta-estimator
@@ -221,7 +269,9 @@ def select_model(estimator: Any, X: Samples, Y: Samples, lams: ArrayLike | None 
                  scoring: str | Callable[..., float] | None = None, validation_fraction: float | None = 0.2,
                  validation_data: tuple[Samples, Samples] | None = None, m_x_budget_s: float | None = None,
                  rtol: float = 0.01, n_iter_no_change: int = 1, perfect_h_params: Mapping[str, Any] | None = None,
-                 method: str = "auto", random_state: RandomStateLike = None) -> dict[str, Any]:
+                 method: str = "auto", random_state: RandomStateLike = None,
+                 cache: SelectionCache | None = None,
+                 extend_grids: bool | Sequence[str] = False) -> dict[str, Any]:
     """Choose ``lam``, kernel parameters and sketch sizes on a validation split of the training data.
 
     In order, on one seeded split of ``(X, Y)`` (or on ``validation_data``):
@@ -236,6 +286,10 @@ def select_model(estimator: Any, X: Samples, Y: Samples, lams: ArrayLike | None 
        improving by ``rtol`` (``n_iter_no_change`` times) or a fit takes longer than ``m_x_budget_s``
        (:func:`~sprokr.model_selection.grow_until_plateau`); the smallest size within ``rtol`` of
        the best is kept.
+
+    With ``extend_grids=True`` neither size stops at its grid's edge while the validation
+    still improves: the last size is doubled, up to the number of training pairs, until the
+    curve reaches its plateau (``perfect_h["extended"]``, ``m_x["extended"]``).
 
     Parameters
     ----------
@@ -257,6 +311,15 @@ def select_model(estimator: Any, X: Samples, Y: Samples, lams: ArrayLike | None 
         ``metric``, ``greater_is_better``, ``rtol``, ...).
     method : route of the lam paths (see :func:`lambda_path`)
     random_state : None, int or numpy.random.Generator
+    cache : SelectionCache, optional
+        Shares prepared samples, kernel columns and the training Gram's eigendecomposition
+        between the fits (the estimator's float64 kernels are served by it; see
+        :class:`~sprokr.model_selection.SelectionCache`).  Pass the same cache to several
+        calls on the same samples (e.g. one per output kernel, with the samples as views of
+        the cache) to share between them too.  The choices are the same as without.
+    extend_grids : bool or sequence of {"m_x", "m_y"}
+        Extend ``m_y_grid`` and ``m_x_grid`` (True; or the grids named) beyond their last
+        size while the curve still improves there (doubling, up to the training part's size).
 
     Returns
     -------
@@ -267,8 +330,8 @@ def select_model(estimator: Any, X: Samples, Y: Samples, lams: ArrayLike | None 
         parameter point with ``params``, ``lams``, ``scores``, ``best_lam``, ``best_score``,
         ``fit_s`` (one fit), ``path_s`` (pass, factorisation and scoring of the whole grid);
         ``m_x``: the growth (``m``, ``best_scores``, ``best_lams``, ``scores`` (per size, per
-        lam), ``fit_times``, ``selected_m``, ``stopped``) or None; ``n_train``, ``n_val``,
-        ``time_s``.
+        lam), ``fit_times``, ``selected_m``, ``stopped``, ``extended``) or None; ``n_train``,
+        ``n_val``, ``time_s``.
     """
     t_start = time.perf_counter()
     lams = check_lams(DEFAULT_LAMS if lams is None else lams)
@@ -277,24 +340,36 @@ def select_model(estimator: Any, X: Samples, Y: Samples, lams: ArrayLike | None 
         raise ValueError(f"estimator must have a 'lam' parameter, got {type(estimator).__name__}")
     rng = check_random_state(random_state)
     (Xtr, Ytr), (Xv, Yv) = _split(X, Y, validation_data, validation_fraction, rng)
+    n_train = num_samples(Ytr, "Y")
+    extend = _check_extend(extend_grids)
+    if cache is not None:
+        if not isinstance(cache, SelectionCache):
+            raise TypeError(f"cache must be a SelectionCache or None, got {type(cache).__name__}")
+        Xtr, Xv = _views(cache, Xtr, Xv)
+        if "output_kernel" in estimator.get_params(deep=False):  # outputs under a kernel (else targets)
+            Ytr, Yv = _views(cache, Ytr, Yv)
     base = _seeded(estimator, rng)
     chosen = {}
 
+    def configured(params):
+        est = clone(base).set_params(**params)
+        return est if cache is None else _cached_kernels(est, cache, Xtr)
+
     ph = None
     if m_y_grid is not None:
-        params = base.get_params(deep=False)
+        params = configured({}).get_params(deep=False)
         if params.get("output_sketch") is None:
             raise ValueError("m_y_grid needs an estimator with an output sketch (output_sketch is None)")
         ph = perfect_h_curve(Ytr, Yv, params["output_kernel"], m_y_grid, sketch=params["output_sketch"],
                              sketch_params=params.get("output_sketch_params"),
                              output_kernel_params=params.get("output_kernel_params"),
-                             random_state=int(rng.integers(2**31 - 1)), **(perfect_h_params or {}))
+                             random_state=int(rng.integers(2**31 - 1)),
+                             **{"max_m": n_train if "m_y" in extend else None, **(perfect_h_params or {})})
         chosen["m_y"] = int(ph["plateau_m"])
         logger.info("[select_model] perfect h: m_y=%d (%s)", chosen["m_y"], ph["criterion"])
 
     def run_path(params):
-        est = clone(base).set_params(**params)
-        path = lambda_path(est, Xtr, Ytr, lams, method)
+        path = lambda_path(configured(params), Xtr, Ytr, lams, method)
         scores = path.scores(Xv, Yv, scoring)
         b = _first_best(scores)
         t = path.times_
@@ -316,19 +391,24 @@ def select_model(estimator: Any, X: Samples, Y: Samples, lams: ArrayLike | None 
     if m_x_grid is not None:
         name = _sketch_size_param(base)
         runs = {}
+        size0 = base.get_params(deep=False)[name]
+        if size0 is not None and "lam" not in best["params"] and name not in best["params"]:
+            runs[int(size0)] = best  # the grid's best point was fitted at this size: the same path
 
         def evaluate(m):
-            runs[m] = run_path({**chosen, name: int(m)})
+            if m not in runs:
+                runs[m] = run_path({**chosen, name: int(m)})
             return -runs[m]["best_score"], runs[m]["fit_s"]
 
         log = lambda msg: logger.info("[select_model] %s", msg)  # noqa: E731
-        g = grow_until_plateau(m_x_grid, evaluate, m_x_budget_s, rtol, n_iter_no_change, name=name, log=log)
+        g = grow_until_plateau(m_x_grid, evaluate, m_x_budget_s, rtol, n_iter_no_change, name=name, log=log,
+                               max_size=n_train if "m_x" in extend else None)
         sel = runs[g["selected_m"]]
         chosen[name], chosen["lam"], best_score = g["selected_m"], sel["best_lam"], sel["best_score"]
         growth = {"param": name, "m": g["m"], "best_scores": [runs[m]["best_score"] for m in g["m"]],
                   "best_lams": [runs[m]["best_lam"] for m in g["m"]],
                   "scores": [runs[m]["scores"] for m in g["m"]], "fit_times": g["fit_times"],
-                  "selected_m": g["selected_m"], "stopped": g["stopped"]}
+                  "selected_m": g["selected_m"], "stopped": g["stopped"], "extended": g["extended"]}
 
     return {"best_params": chosen, "best_score": best_score, "scoring": scoring_name, "perfect_h": ph,
             "grid": grid, "m_x": growth, "n_train": num_samples(Ytr, "Y"), "n_val": num_samples(Yv, "Y_val"),

@@ -49,7 +49,7 @@ def perfect_h_curve(Y_train: Samples, Y_val: Samples, output_kernel: str | Kerne
                     metric: Callable[[Any, Any], float] | None = None, greater_is_better: bool | None = None,
                     rtol: float = 0.05, rcond: float | None = None, random_state: RandomStateLike = None,
                     plot: PathLike | None = None, verbose: bool = False,
-                    progress: bool | None = None) -> dict[str, Any]:
+                    progress: bool | None = None, max_m: int | None = None) -> dict[str, Any]:
     """The "perfect h" curve: validation error of ``h(y) = P~_Y psi(y)`` for each ``m_y``.
 
     For each ``m`` in ``m_grid`` an output sketch ``R`` (m x n) is drawn on the training
@@ -85,12 +85,17 @@ def perfect_h_curve(Y_train: Samples, Y_val: Samples, output_kernel: str | Kerne
         ``sprokr.selection`` logger).
     progress : bool, optional
         Progress bar over the sizes (default: :func:`sprokr.progress.progress_enabled`).
+    max_m : int, optional
+        While the plateau starts at the last size (the curve still improves at the grid's
+        edge), add the last size doubled, up to ``max_m`` (e.g. the number of training
+        outputs); None: the grid as given.
 
     Returns
     -------
     dict with ``m`` (list), ``projection_error``, ``metric`` (list or None), ``ranks``,
     ``times`` (s per point), ``criterion`` (name of the curve used), ``plateau_m``
-    (smallest m on the plateau) and ``plot`` (path or None).
+    (smallest m on the plateau), ``extended`` (the sizes added beyond the grid) and
+    ``plot`` (path or None).
     """
     from ..models.base import OUTPUT_DTYPE
 
@@ -98,11 +103,17 @@ def perfect_h_curve(Y_train: Samples, Y_val: Samples, output_kernel: str | Kerne
     if not grid or any(b <= a for a, b in zip(grid, grid[1:])):
         raise ValueError("m_grid must be a non-empty increasing sequence of sketch sizes")
     n = num_samples(Y_train, "Y_train")
+    if max_m is not None and (isinstance(max_m, bool) or not isinstance(max_m, (int, np.integer)) or
+                              not 1 <= max_m <= n):
+        raise ValueError(f"max_m must be an integer in [1, n_train={n}] or None, got {max_m!r}")
     ky = resolve_kernel(output_kernel, output_kernel_params, "output", OUTPUT_DTYPE)
-    sketches: list[Any] = [resolve_sketch(sketch, m if isinstance(sketch, str) else None, sketch_params, n, "output")
-                for m in grid]
-    if not isinstance(sketch, str):
-        sketches = [_with_m(s, m, n) for s, m in zip(sketches, grid)]
+
+    def sketch_of(m):
+        if isinstance(sketch, str):
+            return resolve_sketch(sketch, m, sketch_params, n, "output")
+        return _with_m(resolve_sketch(sketch, None, sketch_params, n, "output"), m, n)
+
+    sketches = [sketch_of(m) for m in grid]  # validated before any work
     rng = check_random_state(random_state)
     rc = rcond if rcond is not None else DEFAULT_RCOND
     Yp, Yvp = ky.prepare_outputs(Y_train), ky.prepare_outputs(Y_val)
@@ -117,7 +128,8 @@ def perfect_h_curve(Y_train: Samples, Y_val: Samples, output_kernel: str | Kerne
     gib = bool(greater_is_better)
     proj, met, ranks, times = [], [], [], []
     bar = progress_bar(total=len(grid), desc="perfect h", unit="sizes", enabled=progress)
-    for m, sk in zip(grid, sketches):
+
+    def point(m, sk):
         t0 = time.perf_counter()
         R = sk.draw(n, rng)
         # the basis needs the sketch's support points only: no pass over the n outputs
@@ -128,17 +140,27 @@ def perfect_h_curve(Y_train: Samples, Y_val: Samples, output_kernel: str | Kerne
         ranks.append(feats.rank)
         if decode:
             idx = topk_search(Hv, feats.transform(Cp), 1, off).indices[:, 0]
-            met.append(float(metric(Y_val, take(C, idx))))  # type: ignore[misc]  # set when decode
+            met.append(float(metric(Y_val, take(C, idx))))  # (set when decode)
         times.append(time.perf_counter() - t0)
         extra = f", metric {met[-1]:.5g}" if decode else ""
         bar.update(1)
         log_message(f"perfect_h m_y={m}: rank {ranks[-1]}, projection error {proj[-1]:.5g}{extra} "
                     f"({times[-1]:.2f} s)", verbose=verbose, logger=_LOGGER)
-    bar.close()
+
+    for m, sk in zip(grid, sketches):
+        point(m, sk)
     curve, crit = (met, "metric") if decode else (proj, "projection_error")
     k = plateau_index(curve, greater_is_better=gib if decode else False, rtol=rtol)
+    extended = []
+    while max_m is not None and k == len(grid) - 1 and len(grid) > 1 and grid[-1] < max_m:
+        # still improving at the grid's edge: the size is not a choice yet
+        grid.append(min(2 * grid[-1], max_m))
+        extended.append(grid[-1])
+        point(grid[-1], sketch_of(grid[-1]))
+        k = plateau_index(curve, greater_is_better=gib if decode else False, rtol=rtol)
+    bar.close()
     out = {"m": grid, "projection_error": proj, "metric": met if decode else None, "ranks": ranks,
-           "times": times, "criterion": crit, "plateau_m": grid[k], "plot": None}
+           "times": times, "criterion": crit, "plateau_m": grid[k], "extended": extended, "plot": None}
     if plot is not None:
         from ..plotting import plot_sketch_size_curve
 
@@ -170,7 +192,7 @@ def _kernel_loss(ky):
 @renamed_keywords({"patience": "n_iter_no_change"})
 def grow_until_plateau(grid: Sequence[int], evaluate: Callable[[int], tuple[float, float]],
                        budget_s: float | None = None, rtol: float = 0.01, n_iter_no_change: int = 1, name: str = "m",
-                       log: Callable[[str], Any] | None = None) -> dict[str, Any]:
+                       log: Callable[[str], Any] | None = None, max_size: int | None = None) -> dict[str, Any]:
     """Evaluate increasing sizes until the error stops improving or a time budget is exceeded.
 
     The loop behind :func:`select_m_x` and :func:`~sprokr.model_selection.select_model`:
@@ -178,8 +200,11 @@ def grow_until_plateau(grid: Sequence[int], evaluate: Callable[[int], tuple[floa
     error is better; any sign).  It stops when an evaluation takes longer than ``budget_s``
     ("budget") or when the error has failed ``n_iter_no_change`` times in a row to improve on the
     best one so far by more than ``rtol`` (relative; "converged"); otherwise after the whole
-    grid ("grid").  The selected size is the smallest one whose error is within ``rtol`` of
-    the best error among the evaluations that stayed within budget.
+    grid ("grid").  With ``max_size``, a grid that ends while the error still improves is
+    extended -- the size doubled, up to ``max_size`` -- until the error stops improving
+    (a size at the grid's edge is not a choice): "grid" then means that ``max_size`` was
+    reached still improving.  The selected size is the smallest one whose error is within
+    ``rtol`` of the best error among the evaluations that stayed within budget.
 
     Parameters
     ----------
@@ -194,11 +219,15 @@ def grow_until_plateau(grid: Sequence[int], evaluate: Callable[[int], tuple[floa
         Name of the size in log messages.
     log : callable, optional
         ``log(message)`` after each evaluation.
+    max_size : int, optional
+        Extend the grid beyond its last size (doubling) while the error improves, up to this
+        size (e.g. the number of training samples); None: the grid as given.
 
     Returns
     -------
-    dict with ``m`` (evaluated sizes), ``errors``, ``fit_times``, ``selected_m`` and
-    ``stopped`` ("converged", "budget" or "grid").
+    dict with ``m`` (evaluated sizes), ``errors``, ``fit_times``, ``selected_m``,
+    ``stopped`` ("converged", "budget" or "grid") and ``extended`` (the sizes evaluated
+    beyond the grid).
     """
     if budget_s is not None:
         budget_s = check_positive(budget_s, "budget_s")
@@ -209,9 +238,14 @@ def grow_until_plateau(grid: Sequence[int], evaluate: Callable[[int], tuple[floa
     grid = [int(m) for m in grid]
     if not grid or any(b <= a for a, b in zip(grid, grid[1:])):
         raise ValueError(f"the grid of {name} must be a non-empty increasing sequence of sizes, got {grid}")
+    if max_size is not None:
+        if isinstance(max_size, bool) or not isinstance(max_size, (int, np.integer)) or max_size < 1:
+            raise ValueError(f"max_size must be a positive integer or None, got {max_size!r}")
+        max_size = int(max_size)
     limit = np.inf if budget_s is None else budget_s
     ms, errs, times, stopped, flat = [], [], [], "grid", 0
-    for m in grid:
+    sizes = list(grid)
+    for m in _extended(sizes, max_size):
         err, t = evaluate(m)
         err, t = float(err), float(t)
         ms.append(m), errs.append(err), times.append(t)  # type: ignore[func-returns-value]
@@ -229,7 +263,19 @@ def grow_until_plateau(grid: Sequence[int], evaluate: Callable[[int], tuple[floa
     ok = [i for i, t in enumerate(times) if t <= limit] or [0]
     best = min(errs[i] for i in ok)
     sel = next(ms[i] for i in ok if errs[i] <= best + rtol * abs(best))
-    return {"m": ms, "errors": errs, "fit_times": times, "selected_m": sel, "stopped": stopped}
+    return {"m": ms, "errors": errs, "fit_times": times, "selected_m": sel, "stopped": stopped,
+            "extended": [m for m in ms if m > grid[-1]]}
+
+
+def _extended(sizes, max_size):
+    """The sizes of ``sizes`` in turn, then (when the caller's loop goes on after the last
+    one, i.e. the error still improved) the last doubled, up to ``max_size``."""
+    yield from sizes
+    last = sizes[-1]
+    while max_size is not None and last < max_size:
+        last = min(2 * last, max_size)
+        yield last
+
 
 
 @renamed_keywords({"patience": "n_iter_no_change"})

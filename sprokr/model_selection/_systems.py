@@ -27,9 +27,12 @@ class RidgeSystem:
 
     ``groups``: ``[(e, columns)]`` -- columns of ``B`` solved with ``lam / e`` (kernel
     machines with an output matrix; the other columns are 0).  ``B`` None: the identity.
+    ``memo``: ``memo(compute) -> compute()`` or a kept result, for the eigendecomposition of
+    ``G0`` (``Kt = I``), which depends on the input side only (a selection shares it between
+    output kernels, see :class:`~sprokr.model_selection.SelectionCache`).
     """
 
-    def __init__(self, n, G0, B, Kt=None, groups=None, rcond=DEFAULT_RCOND, shift=False):
+    def __init__(self, n, G0, B, Kt=None, groups=None, rcond=DEFAULT_RCOND, shift=False, memo=None):
         self.n, self.G0 = int(n), symmetric(G0)
         self.Kt = None if Kt is None else symmetric(Kt)
         self.B = None if B is None else np.asarray(B, dtype=np.float64)
@@ -40,6 +43,7 @@ class RidgeSystem:
             raise ValueError("column groups are only supported with Kt = I")
         self.rcond, self.shift = rcond, shift
         self.eig = None  # (W, alpha, beta, lam0): G(lam)^-1 = W diag(1/(alpha + n (lam - lam0) beta)) W^T
+        self.memo = memo if memo is not None else (lambda compute: compute())
 
     def targets(self, cols=None):
         B = np.eye(self.m) if self.B is None else self.B
@@ -63,7 +67,7 @@ class RidgeSystem:
         pseudo-inverse too) are solved directly (:meth:`covers`).
         """
         if self.Kt is None:
-            s, U = sla.eigh(self.G0, driver="evd", check_finite=False)
+            s, U = self.memo(lambda: sla.eigh(self.G0, driver="evd", check_finite=False))
             self.eig = (U, np.maximum(s, 0.0), 1.0, 0.0)
             return self
         for lam0 in np.sort(np.asarray(lams, dtype=np.float64)):

@@ -432,7 +432,9 @@ class SISOKR(OutputKernelModel, BaseEstimator):
         """Cholesky of ``K_x + n lam I`` (n x n: only when no input sketch is asked for)."""
         ex, kx, parts = self.executor_, self.input_kernel_, setup.parts
         Xp = all_rows(ex, parts, "inputs")
-        cho = exact_ridge_factor(kx, parts, Xp, setup.lam, chunk, ex)
+        # through the kernel's memo: a model selection fits the same inputs for several outputs
+        cho = kx.memo("exact ridge factor", Xp, lambda: exact_ridge_factor(kx, parts, Xp, setup.lam, chunk, ex),
+                      key=(float(setup.lam),))
         self.X_support_ = kx.prepare_support(Xp)
         # Cholesky of K + n lam I: well conditioned (cond <= 1 + |K| / (n lam))
         self.solver_, self.solver_error_estimate_, self.solver_precision_ = "cholesky", None, WORK_DTYPE

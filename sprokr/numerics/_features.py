@@ -146,15 +146,28 @@ class SketchedFeatures:
             out[sl] = self.block(take_slice(self.Z_sel, sl))
         return out
 
+    def _memo(self, name, samples, compute):
+        """``compute()`` through the kernel's memo (:meth:`sprokr.kernels.Kernel.memo`): a kernel
+        serving a model selection keeps the basis and the features of the samples it knows,
+        for the next fit with the same support, sketch and threshold."""
+        memo = getattr(self.kernel, "memo", None)
+        support = getattr(self.Z_sel, "idx", None)  # the support's positions, when it is a view
+        if memo is None or not isinstance(support, np.ndarray):
+            return compute()
+        return memo(name, samples, compute, key=(self.R, float(self.rcond), self.dtype.str, support))
+
     def fit_basis(self, rows: np.ndarray | None = None) -> Self:
         """Eigen-basis ``U D^-1/2`` of ``K~ = R K R^T`` (from :meth:`support_rows`)."""
-        rows = self.support_rows() if rows is None else rows
-        Kt = self.R.sandwich_from_rows(np.asarray(rows, dtype=np.float64))
-        U, d = psd_eigh(Kt, self.rcond)
-        self.eigenvalues_ = d
-        self.basis_ = (U / np.sqrt(d)).astype(self.dtype)
-        # psi~ = k(., Z_S) W^T U D^-1/2: one product with the (m' x r) map W^T U D^-1/2
-        self._map = np.ascontiguousarray(self.R.apply_left_transpose(U / np.sqrt(d)), dtype=self.dtype)
+        def compute():
+            Kt = self.R.sandwich_from_rows(np.asarray(self.support_rows() if rows is None else rows,
+                                                      dtype=np.float64))
+            U, d = psd_eigh(Kt, self.rcond)
+            # psi~ = k(., Z_S) W^T U D^-1/2: one product with the (m' x r) map W^T U D^-1/2
+            return (d, (U / np.sqrt(d)).astype(self.dtype),
+                    np.ascontiguousarray(self.R.apply_left_transpose(U / np.sqrt(d)), dtype=self.dtype))
+
+        # rows given by the caller are K R^T's support rows, which the samples determine
+        self.eigenvalues_, self.basis_, self._map = self._memo("sketched feature basis", self.Z_sel, compute)
         return self
 
     def transform(self, Zq: Any, dedupe: bool = True) -> np.ndarray:
@@ -170,6 +183,14 @@ class SketchedFeatures:
             first, inverse = unique_inverse(Zq)
             if first.size <= 0.75 * n:
                 return self.transform(take(Zq, first), dedupe=False)[inverse]
-        return matmul(self.kernel_block(Zq), self._map)
+        return self._memo("sketched features", Zq, lambda: self._features(Zq))
+
+    def _features(self, Zq):
+        KS = self.kernel_block(Zq)
+        if self.R.scale is None and self.R.indices.size > 1.5 * self.R.m and sp.issparse(self.R.weights):
+            # a sparse W with many more support points than rows (p-sparsified sketches):
+            # (K_S W^T) (U D^-1/2) costs 2 q (nnz + m r) flops instead of 2 q m' r
+            return matmul(self.R.apply_right(KS, overwrite=True), self.basis_)
+        return matmul(KS, self._map)
 
     __call__ = transform

@@ -139,7 +139,8 @@ class PSparsified(Sketch):
         else:
             vals = rng.standard_normal(k)
         vals /= np.sqrt(m * p)
-        return SketchMatrix.from_coo(n, m, rows, cols, vals, dense=True)
+        # small p (the papers' 20/n): W is sparse, and its products are sparse products
+        return SketchMatrix.from_coo(n, m, rows, cols, vals, dense="auto")
 
 
 class PSR(PSparsified):

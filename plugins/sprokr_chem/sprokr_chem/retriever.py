@@ -1,7 +1,12 @@
 """``MoleculeRetriever``: SMILES, text or numeric vectors in, molecules out, in one line.
 
 A task-level estimator over sprokr's models (IOKR, SISOKR, DSOKR) that wires the
-recommended kernels and chooses every setting by validation on the training data:
+recommended kernels and chooses every setting -- the model too, with ``method="auto"`` --
+by validation on the training data:
+
+* model (``method="auto"``): exact IOKR when its estimated cost fits the time and memory
+  budgets (:func:`sprokr.model_selection.exact_iokr_cost`) and its validation MRR is at
+  least the sketched model's (:data:`AUTO_SKETCHED`), else the sketched model;
 
 * inputs: SMILES -> ``smiles_spectrum`` (canonical SMILES n-grams, ``n`` from
   ``input_grid``); text -> the ``text`` kernel (word + character n-grams, idf fitted on the
@@ -14,8 +19,11 @@ recommended kernels and chooses every setting by validation on the training data
 * selection (:func:`sprokr.model_selection.select_model` with
   :func:`~sprokr.model_selection.retrieval_scorer`: the validation molecules rank
   themselves, MRR) on ONE seeded split of the training pairs (``validation_fraction``),
-  then a refit on all training pairs -- except a DSOKR network, which keeps the validation
-  split held out for early stopping (as scikit-learn's ``early_stopping=True``);
+  every fit sharing prepared samples, kernel columns and factorisations
+  (:class:`sprokr.model_selection.SelectionCache`), sketch sizes grown while the
+  validation improves (up to the training part), then a refit on all training pairs --
+  except a DSOKR network, which keeps the validation split held out for early stopping
+  (as scikit-learn's ``early_stopping=True``);
 * DSOKR regresses the sketched output features on the input kernel's Nystrom features
   (:class:`sprokr.kernels.KernelFeatures`): a ridge (closed form, refitted on all pairs)
   and optionally MLPs, compared by validation MRR (``docs/dsokr.md``: on QM9 a ridge on
@@ -36,48 +44,32 @@ from sklearn.utils.validation import check_is_fitted
 from sprokr.deprecation import RenamedParametersMixin
 from sprokr.persistence import SaveMixin
 from sprokr.progress import log_estimator, progress
-from sprokr.utils import atomic_fit, check_numeric_array, check_paired, check_random_state, consistent_read, reword_error, take
+from sprokr.utils import atomic_fit, check_numeric_array, check_paired, check_random_state, consistent_read, reword_error
 
+from ._selection import (
+    AUTO_OUTPUT_KERNELS,
+    DEFAULT_LAMS,
+    DSOKR_ALPHAS,
+    DSOKR_LAMS,
+    GRAPH_KERNELS,
+    VECTOR_GAMMAS,
+    RetrieverSearch,
+    check_dict_list,
+    check_grid,
+    molecules_for_kernel,
+)
 from .io import canonical_smiles, read_molecules
 
 __all__ = ["MoleculeRetriever", "RetrievedMolecules", "molecules_for_kernel", "METHODS", "DEFAULT_LAMS",
-           "GRAPH_KERNELS", "INPUT_KINDS", "VECTOR_GAMMAS"]
+           "GRAPH_KERNELS", "INPUT_KINDS", "VECTOR_GAMMAS", "AUTO_SKETCHED"]
 
-METHODS = ("iokr", "sisokr", "dsokr")
-#: the ridge grid of the lam paths: 1e-1 ... 1e-8, one value per decade
-DEFAULT_LAMS = tuple(float(v) for v in np.logspace(-1, -8, 8))
-#: output kernels compared by validation with ``output_kernel="auto"`` (those installed)
-AUTO_OUTPUT_KERNELS = ("wl", "morgan_count_tanimoto")
-#: output kernels on molecule graphs (the others take SMILES)
-GRAPH_KERNELS = ("wl", "core_wl", "grakel")
-#: input kernel and default parameter grid per input kind (vectors: see VECTOR_GAMMAS)
-INPUT_KERNELS = {"smiles": ("smiles_spectrum", ({"n": 4}, {"n": 6})), "text": ("text", ({},)),
-                 "vectors": ("gaussian", ())}
+METHODS = ("auto", "iokr", "sisokr", "dsokr")
+#: the sketched model ``method="auto"`` compares exact IOKR with, or falls back to: DSOKR's
+#: ridge on Nystrom features (on QM9 and ChEBI-20 as accurate as SISOKR on test and cheaper
+#: to select: docs/molecules.md)
+AUTO_SKETCHED = "dsokr"
 #: what ``inputs`` may say
 INPUT_KINDS = ("auto", "smiles", "text", "vectors")
-#: Gaussian bandwidths tried on standardised vectors of d features: ``gamma = g / d`` for g
-#: here (two standardised inputs are ~2d apart in squared distance, so g = 1 puts a typical
-#: pair at exp(-2); the larger g, the closer to nearest-neighbour retrieval)
-VECTOR_GAMMAS = (0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0)
-#: p-sparsified Gaussian output sketch with ~20 non-zeros per row (the benchmarks' choice)
-PSG_NONZEROS = 20.0
-#: DSOKR ridge penalties tried (the benchmarks' validation chose 1e-4 to 1e-2)
-DSOKR_LAMS = (1e-4, 1e-3, 1e-2, 1e-1)
-#: the former name of :data:`DSOKR_LAMS` (removed in sprokr 0.3)
-DSOKR_ALPHAS = DSOKR_LAMS
-
-
-def molecules_for_kernel(smiles: list, kernel: str) -> list:
-    """The molecules as an output kernel takes them: molecule graphs
-    (:func:`sprokr_chem.smiles_to_graph`) for the graph kernels :data:`GRAPH_KERNELS`, else
-    the SMILES themselves."""
-    if kernel.rpartition(":")[2] in GRAPH_KERNELS:
-        from .graphs import smiles_to_graph
-
-        return [smiles_to_graph(s) for s in smiles]
-    return list(smiles)
-
-
 class RetrievedMolecules(NamedTuple):
     """The ``k`` best candidates per query, best first.
 
@@ -88,28 +80,6 @@ class RetrievedMolecules(NamedTuple):
     smiles: list
     scores: np.ndarray
     indices: np.ndarray
-
-
-def _sizes(n):
-    """Sketch sizes tried: 100, 200, 400, ... up to half the training part."""
-    sizes = [int(s) for s in 100 * 2 ** np.arange(12) if s <= n // 2]
-    return sizes or [max(1, n // 2)]
-
-
-def _check_grid(grid, name):
-    if grid is None:
-        return None
-    sizes = [int(v) for v in grid] if np.iterable(grid) and not isinstance(grid, str) else None
-    if not sizes or any(v < 1 for v in sizes) or any(b <= a for a, b in zip(sizes, sizes[1:])):
-        raise ValueError(f"{name} must be an increasing sequence of positive integers, got {grid!r}")
-    return sizes
-
-
-def _check_dict_list(grid, name):
-    if isinstance(grid, dict) or not isinstance(grid, (list, tuple)) or not grid or \
-            not all(isinstance(g, dict) for g in grid):
-        raise ValueError(f"{name} must be a non-empty list of parameter dicts, got {grid!r}")
-    return [dict(g) for g in grid]
 
 
 def _is_numeric(X):
@@ -137,12 +107,16 @@ class MoleculeRetriever(RenamedParametersMixin, SaveMixin, BaseEstimator):
 
     Parameters
     ----------
-    method : {"iokr", "sisokr", "dsokr"}
-        ``"iokr"``: exact IOKR (best accuracy, ``O(n^3)`` fit; up to a few thousand
-        molecules).  ``"sisokr"``: input sketch (sub-sampling, ``m_x``) and p-sparsified
-        Gaussian output sketch (``m_y``).  ``"dsokr"``: a ridge (and the MLPs of
+    method : {"auto", "iokr", "sisokr", "dsokr"}
+        ``"iokr"``: exact IOKR (best accuracy, ``O(n^3)`` fit and ``n x n`` memory; up to a
+        few thousand molecules).  ``"sisokr"``: input sketch (sub-sampling, ``m_x``) and
+        p-sparsified Gaussian output sketch (``m_y``).  ``"dsokr"``: a ridge (and the MLPs of
         ``hidden_layer_sizes``) on the input kernel's Nystrom features (``m_x`` of them)
-        regressing the sketched output features.
+        regressing the sketched output features.  ``"auto"`` (default): exact IOKR when
+        its estimated selection and refit fit ``time_budget_s`` and ``memory_budget_mb``
+        and its validation MRR is at least that of the sketched model
+        :data:`AUTO_SKETCHED` (both selected on the same split); the sketched model
+        otherwise (``selection_["auto"]`` says what was compared and why).
     inputs : {"auto", "smiles", "text", "vectors"}
         What ``X`` holds.  ``"vectors"``: numbers, an array (n, d) (e.g. molecular descriptors
         or measured properties), standardised with the training mean and deviation, under
@@ -169,7 +143,10 @@ class MoleculeRetriever(RenamedParametersMixin, SaveMixin, BaseEstimator):
     m_x_grid, m_y_grid : increasing sequences of int, optional
         Sketch sizes tried (SISOKR's ``m_x`` and DSOKR's number of input features grown
         until the validation MRR stops improving, ``m_y`` for SISOKR and DSOKR from the
-        perfect-h curve).  Default: 100, 200, 400, ... up to half the training part.
+        perfect-h curve).  Default: 100, 200, 400, ... up to half the training part, then
+        -- while the validation still improves at the grid's edge -- doubled up to the
+        training part (a size at the edge of a grid is not a choice).  A grid given is
+        used as given.
     dsokr_lams : sequence of float > 0, optional
         DSOKR ridge penalties tried (default :data:`DSOKR_LAMS`; formerly ``alphas``): the
         penalty of scikit-learn's ``Ridge`` on the Nystrom features (``|T - F W|^2 + lam
@@ -180,6 +157,16 @@ class MoleculeRetriever(RenamedParametersMixin, SaveMixin, BaseEstimator):
         none (``[]``; e.g. ``[(256,)]``).
     max_epochs : int
         DSOKR network epochs at most.
+    time_budget_s : float > 0
+        ``method="auto"``: exact IOKR is considered only when its estimated time (the linear
+        algebra of its selection and refit, :func:`sprokr.model_selection.exact_iokr_cost`
+        at :data:`~sprokr.model_selection.ASSUMED_FLOP_RATE`, a constant so that the choice
+        does not depend on the machine's load) is at most this many seconds.  Default 300:
+        exact IOKR up to ~6000 SMILES (two n-gram lengths compared) or ~7900 texts.
+    memory_budget_mb : float > 0
+        ``method="auto"``: exact IOKR is considered only when its ``n x n`` float64 Gram
+        and Cholesky factor (``16 n^2`` bytes) fit in this many MB.  Default 2048
+        (n <= 11585).
     random_state : None, int or numpy.random.Generator
         Seeds the validation split, the sketches and the networks.
     verbose : bool
@@ -189,7 +176,7 @@ class MoleculeRetriever(RenamedParametersMixin, SaveMixin, BaseEstimator):
     Attributes
     ----------
     method_ : str
-        The method of the fitted model.
+        The method of the fitted model (``"auto"`` resolved).
     model_ : IOKR, SISOKR or DSOKR
         The fitted model (outputs: molecule graphs for graph kernels, else SMILES).
     inputs_ : {"smiles", "text", "vectors"}
@@ -204,9 +191,13 @@ class MoleculeRetriever(RenamedParametersMixin, SaveMixin, BaseEstimator):
     best_score_ : float
         Validation MRR of the chosen settings.
     selection_ : dict
-        What was tried: ``tried`` (one entry per output kernel, with the lam paths, the
-        kernel grid, the ``m_x`` growth, the perfect-h curve or the networks), ``n_train``,
-        ``n_val``, ``scoring``, ``time_s``.
+        What was tried: ``tried`` (the chosen method's, one entry per output kernel, with
+        the lam paths, the kernel grid, the ``m_x`` growth, the perfect-h curve or the
+        networks), ``n_train``, ``n_val``, ``scoring``, ``time_s``, ``refit_s``,
+        ``cache`` (what the selection's fits shared: :attr:`SelectionCache.stats`) and,
+        with ``method="auto"``, ``auto``: ``estimate`` (exact IOKR's estimated memory and
+        time), ``budget``, ``iokr_fits``, ``compared`` (per method: validation MRR, chosen
+        settings, selection time, ``tried``), ``chosen`` and ``reason``.
     training_molecules_ : list of str (n,)
         Canonical SMILES of the training outputs.
     candidates_ : list of str
@@ -222,7 +213,9 @@ class MoleculeRetriever(RenamedParametersMixin, SaveMixin, BaseEstimator):
     >>> from sprokr_chem import MoleculeRetriever
     >>> from sprokr_chem.datasets import load_qm9
     >>> smiles, _, _ = load_qm9(sample_path("qm9_sample.csv"))
-    >>> model = MoleculeRetriever(method="iokr", random_state=0).fit(smiles[:250], smiles[:250])
+    >>> model = MoleculeRetriever(random_state=0).fit(smiles[:250], smiles[:250])
+    >>> model.method_   # exact IOKR fits the default budgets and wins on validation
+    'iokr'
     >>> len(model.predict(smiles[250:], candidates=smiles))
     50
 
@@ -233,11 +226,11 @@ class MoleculeRetriever(RenamedParametersMixin, SaveMixin, BaseEstimator):
     #: deprecated parameter names (sprokr.deprecation): old -> new
     renamed_parameters = {"alphas": "dsokr_lams"}
 
-    def __init__(self, method: str = "iokr", inputs: str = "auto", output_kernel: str = "auto",
+    def __init__(self, method: str = "auto", inputs: str = "auto", output_kernel: str = "auto",
                  candidates: Any = None, validation_fraction: float = 0.2, lams: Any = None,
                  input_grid: Any = None, m_x_grid: Any = None, m_y_grid: Any = None, dsokr_lams: Any = None,
-                 hidden_layer_sizes: Any = (), max_epochs: int = 200,
-                 random_state: Any = None, verbose: bool = False) -> None:
+                 hidden_layer_sizes: Any = (), max_epochs: int = 200, time_budget_s: float = 300.0,
+                 memory_budget_mb: float = 2048.0, random_state: Any = None, verbose: bool = False) -> None:
         self.method = method
         self.inputs = inputs
         self.output_kernel = output_kernel
@@ -250,6 +243,8 @@ class MoleculeRetriever(RenamedParametersMixin, SaveMixin, BaseEstimator):
         self.dsokr_lams = dsokr_lams
         self.hidden_layer_sizes = hidden_layer_sizes
         self.max_epochs = max_epochs
+        self.time_budget_s = time_budget_s
+        self.memory_budget_mb = memory_budget_mb
         self.random_state = random_state
         self.verbose = verbose
 
@@ -288,9 +283,9 @@ class MoleculeRetriever(RenamedParametersMixin, SaveMixin, BaseEstimator):
                 raise ValueError(f"output_kernel: expected registered kernel names, got {k!r}")
             get_registry().get("output_kernel", k)  # unknown names: the registry's error
         if self.input_grid is not None:
-            _check_dict_list(self.input_grid, "input_grid")
-        _check_grid(self.m_x_grid, "m_x_grid")
-        _check_grid(self.m_y_grid, "m_y_grid")
+            check_dict_list(self.input_grid, "input_grid")
+        check_grid(self.m_x_grid, "m_x_grid")
+        check_grid(self.m_y_grid, "m_y_grid")
         hidden = self.hidden_layer_sizes
         if not isinstance(hidden, (list, tuple)) or \
                 not all(isinstance(h, (list, tuple)) and h and all(int(u) >= 1 for u in h) for h in hidden):
@@ -300,6 +295,10 @@ class MoleculeRetriever(RenamedParametersMixin, SaveMixin, BaseEstimator):
         v = self.max_epochs
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
             raise ValueError(f"max_epochs must be a positive integer, got {v!r}")
+        for name in ("time_budget_s", "memory_budget_mb"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float, np.number)) or not (v > 0 and np.isfinite(v)):
+                raise ValueError(f"{name} must be a finite number > 0, got {v!r}")
         return kernels
 
     def _resolve_inputs(self, X):
@@ -340,21 +339,63 @@ class MoleculeRetriever(RenamedParametersMixin, SaveMixin, BaseEstimator):
         log_estimator(self, msg)
 
     def _select(self, ctx, kernels):
-        """``(records, best record, its fitted DSOKR or None)`` over the output kernels."""
+        """``(records, best record, its fitted DSOKR or None)`` of ``ctx.method`` over the output kernels."""
         tried, best = [], None
-        bar = progress(total=len(kernels), desc="MoleculeRetriever selection", unit="kernels")
+        bar = progress(total=len(kernels), desc=f"MoleculeRetriever selection ({ctx.method})", unit="kernels")
         for k in kernels:
             t1 = time.perf_counter()
             rec, fitted = ctx.select(k)
             rec["time_s"] = time.perf_counter() - t1
             tried.append(rec)
             bar.update(1)
-            self._log(f"output kernel {k}: validation MRR {rec['best_score']:.4f} with {rec['best_params']} "
-                      f"({rec['time_s']:.1f} s)")
+            self._log(f"{ctx.method}, output kernel {k}: validation MRR {rec['best_score']:.4f} with "
+                      f"{rec['best_params']} ({rec['time_s']:.1f} s)")
             if best is None or rec["best_score"] > best[0]["best_score"]:
                 best = (rec, fitted)
         bar.close()
         return tried, best[0], best[1]
+
+    def _select_auto(self, ctx, kernels, n):
+        """``method="auto"``: exact IOKR if it fits the budgets and is at least as good on
+        validation as :data:`AUTO_SKETCHED`, else the latter.  Returns ``(method, tried,
+        record, fitted, report)``."""
+        from sprokr.model_selection import exact_iokr_cost
+
+        cost = exact_iokr_cost(n, ctx.tr.size, ctx.va.size, n_points=len(ctx.input_grid), n_outputs=len(kernels),
+                               n_lams=len(ctx.lams))
+        fits = cost.fits(float(self.time_budget_s), float(self.memory_budget_mb))
+        report = {"estimate": cost.as_dict(), "iokr_fits": bool(fits),
+                  "budget": {"time_s": float(self.time_budget_s), "memory_mb": float(self.memory_budget_mb)},
+                  "compared": {}}
+        self._log(f"auto: exact IOKR estimated {cost.seconds:.0f} s, {cost.memory_mb:.0f} MB (budget "
+                  f"{self.time_budget_s:g} s, {self.memory_budget_mb:g} MB): "
+                  f"{'compared with' if fits else 'replaced by'} {AUTO_SKETCHED}")
+        results = {}
+        for method in (["iokr"] if fits else []) + [AUTO_SKETCHED]:
+            ctx.method = method
+            t1 = time.perf_counter()
+            results[method] = self._select(ctx, kernels)
+            rec = results[method][1]
+            report["compared"][method] = {"best_score": float(rec["best_score"]), "best_params": rec["best_params"],
+                                          "time_s": time.perf_counter() - t1, "tried": results[method][0]}
+        if fits:
+            a, b = results["iokr"][1]["best_score"], results[AUTO_SKETCHED][1]["best_score"]
+            chosen = "iokr" if a >= b else AUTO_SKETCHED
+            report["reason"] = (f"exact IOKR fits the budgets (estimated {cost.seconds:.0f} s <= "
+                                f"{self.time_budget_s:g} s, {cost.memory_mb:.0f} MB <= {self.memory_budget_mb:g} MB) "
+                                f"and its validation MRR {a:.4f} is {'>=' if a >= b else '<'} {AUTO_SKETCHED}'s {b:.4f}")
+        else:
+            chosen = AUTO_SKETCHED
+            why = []
+            if cost.seconds > self.time_budget_s:
+                why.append(f"estimated {cost.seconds:.0f} s > {self.time_budget_s:g} s")
+            if cost.memory_mb > self.memory_budget_mb:
+                why.append(f"{cost.memory_mb:.0f} MB > {self.memory_budget_mb:g} MB")
+            report["reason"] = f"exact IOKR does not fit the budgets ({', '.join(why)}): {AUTO_SKETCHED}"
+        report["chosen"] = ctx.method = chosen
+        self._log(f"auto: {report['reason']} -> {chosen}")
+        tried, rec, fitted = results[chosen]
+        return chosen, tried, rec, fitted, report
 
     # ------------------------------------------------------------------ fit
     @atomic_fit
@@ -393,23 +434,31 @@ class MoleculeRetriever(RenamedParametersMixin, SaveMixin, BaseEstimator):
         n_val = min(n - 2, max(2, int(round(self.validation_fraction * n))))
         split = (np.sort(perm[n_val:]), np.sort(perm[:n_val]))
         seed = int(rng.integers(2**31 - 1))
-        ctx = _Context(self, kind, Xv, Ys, split, seed)
+        ctx = RetrieverSearch(self, kind, Xv, Ys, split, seed)
         self._log(f"{self.method}: {n} pairs ({kind} inputs), {n - n_val} train / {n_val} validation; "
                   f"output kernels tried: {', '.join(kernels)}")
-        tried, rec, fitted = self._select(ctx, kernels)
+        auto = None
+        if self.method == "auto":
+            method, tried, rec, fitted, auto = self._select_auto(ctx, kernels, n)
+        else:
+            method = self.method
+            tried, rec, fitted = self._select(ctx, kernels)
+        cache_stats = ctx.cache.stats
+        ctx.Y_views.clear()
+        ctx.cache.clear()  # the selection's kept blocks: not needed by the refit
         t1 = time.perf_counter()
-        if self.method == "dsokr":  # a ridge is refitted with its features, a network is kept
+        if method == "dsokr":  # a ridge is refitted with its features, a network is kept
             model, extra = ctx.refit_dsokr(rec, fitted)
         else:
             model = clone(ctx.estimator(rec["output_kernel"])).set_params(
                 **{k: v for k, v in rec["best_params"].items() if k != "output_kernel"})
-            model.fit(Xv, molecules_for_kernel(Ys, rec["output_kernel"]))
+            model.fit(Xv, ctx.molecules(rec["output_kernel"]))
             extra = {}
         refit_s = time.perf_counter() - t1
         # ---- learned state
         for name in ("input_features_", "input_center_", "input_scale_"):  # state of an earlier fit
             self.__dict__.pop(name, None)
-        self.method_, self.inputs_, self.model_, self.output_kernel_ = self.method, kind, model, rec["output_kernel"]
+        self.method_, self.inputs_, self.model_, self.output_kernel_ = method, kind, model, rec["output_kernel"]
         self.best_params_, self.best_score_ = dict(rec["best_params"]), float(rec["best_score"])
         for name, value in {**extra, **stats}.items():
             setattr(self, name, value)
@@ -418,9 +467,12 @@ class MoleculeRetriever(RenamedParametersMixin, SaveMixin, BaseEstimator):
         self.n_train_ = n
         self.selection_ = {"method": self.method, "inputs": kind, "scoring": "validation MRR",
                            "n_train": int(n - n_val), "n_val": int(n_val), "tried": tried,
-                           "chosen": self.output_kernel_, "refit_s": refit_s}
+                           "chosen": self.output_kernel_, "refit_s": refit_s, "cache": cache_stats}
+        if auto is not None:
+            self.selection_["auto"] = auto
         self.fit_time_ = self.selection_["time_s"] = time.perf_counter() - t0
-        self._log(f"chose {self.best_params_} (validation MRR {self.best_score_:.4f}); fit in {self.fit_time_:.1f} s")
+        self._log(f"chose {method} with {self.best_params_} (validation MRR {self.best_score_:.4f}); fit in "
+                  f"{self.fit_time_:.1f} s")
         return self
 
     # ------------------------------------------------------------------ predict
@@ -503,150 +555,3 @@ class MoleculeRetriever(RenamedParametersMixin, SaveMixin, BaseEstimator):
         pos = {s: i for i, s in enumerate(pool)}
         S = self.predict_scores(X, candidates=pool)
         return float(np.mean(1.0 / ranks_from_scores(S, np.array([pos[s] for s in truth]))))
-
-
-class _Context:
-    """One fit's selection: the data, the split and the per-output-kernel search."""
-
-    def __init__(self, owner, kind, X, Ys, split, seed):
-        self.owner, self.kind, self.X, self.Ys, self.seed = owner, kind, X, Ys, seed
-        self.tr, self.va = split
-        n_tr = self.tr.size
-        self.input_kernel, default_grid = INPUT_KERNELS[kind]
-        if kind == "vectors":  # a bandwidth grid scaled to the number of (standardised) features
-            default_grid = tuple({"gamma": g / X.shape[1]} for g in VECTOR_GAMMAS)
-        self.input_grid = _check_dict_list(owner.input_grid, "input_grid") if owner.input_grid is not None \
-            else [dict(g) for g in default_grid]
-        self.lams = np.asarray(DEFAULT_LAMS if owner.lams is None else owner.lams, dtype=np.float64)
-        self.m_x_grid = _check_grid(owner.m_x_grid, "m_x_grid") or _sizes(n_tr)
-        self.m_y_grid = _check_grid(owner.m_y_grid, "m_y_grid") or _sizes(n_tr)
-        self.psg = {"p": min(1.0, PSG_NONZEROS / n_tr)}
-        self.input_features = {}  # DSOKR: (input-kernel params, m_x) -> (fitted features, Z_train, Z_val)
-
-    def estimator(self, kernel):
-        """The unfitted model of the method with output kernel ``kernel``."""
-        from sprokr import DSOKR, IOKR, SISOKR
-
-        m = self.owner.method
-        if m == "iokr":
-            return IOKR(input_kernel=self.input_kernel, output_kernel=kernel)
-        if m == "sisokr":
-            return SISOKR(input_kernel=self.input_kernel, output_kernel=kernel, input_sketch="subsample",
-                          m_x=self.m_x_grid[0], output_sketch="psg", m_y=self.m_y_grid[0],
-                          output_sketch_params=self.psg, random_state=self.seed)
-        return DSOKR(output_kernel=kernel, output_sketch="psg", m_y=self.m_y_grid[0], output_sketch_params=self.psg,
-                     regressor="ridge", random_state=self.seed)
-
-    def parts(self, kernel):
-        Y = molecules_for_kernel(self.Ys, kernel)
-        return (take(self.X, self.tr), take(Y, self.tr)), (take(self.X, self.va), take(Y, self.va))
-
-    def select(self, kernel):
-        """``(record, fitted)`` of the best settings with output kernel ``kernel``."""
-        if self.owner.method == "dsokr":
-            return self._select_dsokr(kernel)
-        from sprokr.model_selection import retrieval_scorer, select_model
-
-        (Xtr, Ytr), val = self.parts(kernel)
-        sketched = self.owner.method == "sisokr"
-        sel = select_model(self.estimator(kernel), Xtr, Ytr, lams=self.lams,
-                           param_grid={"input_kernel_params": self.input_grid},
-                           m_y_grid=self.m_y_grid if sketched else None, m_x_grid=self.m_x_grid if sketched else None,
-                           scoring=retrieval_scorer("mrr"), validation_data=val,
-                           perfect_h_params={"rtol": 0.02} if sketched else None, random_state=self.seed)
-        ph = sel["perfect_h"]
-        rec = {"output_kernel": kernel, "best_params": {"output_kernel": kernel, **sel["best_params"]},
-               "best_score": float(sel["best_score"]),
-               "grid": [{k: g[k] for k in ("params", "lams", "scores", "best_lam", "best_score", "fit_s", "path_s")}
-                        for g in sel["grid"]],
-               "m_x": sel["m_x"] and {k: sel["m_x"][k] for k in ("m", "best_scores", "best_lams", "selected_m",
-                                                                   "stopped")},
-               "perfect_h": ph and {k: ph[k] for k in ("m", "projection_error", "criterion", "plateau_m")}}
-        return rec, None
-
-    def _select_dsokr(self, kernel):
-        """DSOKR by validation MRR: ``m_y`` from the perfect-h curve; per input-kernel point,
-        the ridge penalty on Nystrom features of the smallest ``m_x``; ``m_x`` grown for the
-        best pair until the MRR stops improving; then the networks at those sizes."""
-        from sprokr.kernels import KernelFeatures
-        from sprokr.model_selection import grow_until_plateau, perfect_h_curve, retrieval_scorer
-
-        owner = self.owner
-        (Xtr, Ytr), (Xva, Yva) = self.parts(kernel)
-        ph = perfect_h_curve(Ytr, Yva, kernel, self.m_y_grid, sketch="psg", sketch_params=self.psg, rtol=0.02,
-                             random_state=self.seed)
-        m_y = int(ph["plateau_m"])
-        scorer = retrieval_scorer("mrr")
-        alphas = [float(a) for a in (DSOKR_LAMS if owner.dsokr_lams is None else owner.dsokr_lams)]
-        runs, models = [], {}
-        feats = self.input_features  # shared by the output kernels: the inputs do not depend on them
-
-        def features(params, m_x):
-            key = (repr(sorted(params.items())), m_x)
-            if key not in feats:
-                f = KernelFeatures(self.input_kernel, dict(params), m_x=m_x, random_state=self.seed)
-                feats[key] = (f, f.fit_transform(Xtr), f.transform(Xva))
-            return feats[key]
-
-        def run(params, m_x, reg, reg_params):
-            t0 = time.perf_counter()
-            _, Ftr, Fva = features(params, m_x)
-            model = clone(self.estimator(kernel)).set_params(m_y=m_y, regressor=reg, regressor_params=reg_params)
-            model.fit(Ftr, Ytr, validation_data=(Fva, Yva))
-            score = float(scorer(model, Fva, Yva))
-            rec = {"input_kernel_params": dict(params), "m_x": int(m_x), "regressor": reg,
-                   "regressor_params": dict(reg_params), "val_mrr": score, "val_loss": model.validation_loss_,
-                   "fit_s": time.perf_counter() - t0}
-            r = model.regressor_
-            if reg == "mlp":
-                rec.update(epochs=int(r.n_epochs_), converged=bool(r.converged_))
-            runs.append(rec)
-            models[len(runs) - 1] = model
-            log_estimator(owner, f"  DSOKR {kernel} {params} m_x={m_x} {reg} {reg_params}: validation MRR {score:.4f}")
-            return score, rec["fit_s"]
-
-        m_x0 = self.m_x_grid[0]
-        for params in self.input_grid:  # 1. kernel point x ridge penalty at the smallest m_x
-            for a in alphas:
-                run(params, m_x0, "ridge", {"alpha": a})
-        first = max(runs, key=lambda r: r["val_mrr"])
-        params, alpha = first["input_kernel_params"], first["regressor_params"]["alpha"]
-
-        def evaluate(m_x):  # 2. m_x grown with that pair (error = -MRR)
-            done = [r for r in runs if r["m_x"] == m_x and r["regressor"] == "ridge"
-                    and r["input_kernel_params"] == params and r["regressor_params"]["alpha"] == alpha]
-            if done:
-                return -done[0]["val_mrr"], 0.0
-            score, fit_s = run(params, m_x, "ridge", {"alpha": alpha})
-            return -score, fit_s
-
-        growth = grow_until_plateau(self.m_x_grid, evaluate, rtol=0.005, name="m_x")
-        m_x = int(growth["selected_m"])
-        for hidden in owner.hidden_layer_sizes:  # 3. networks at those sizes
-            run(params, m_x, "mlp", {"hidden_layer_sizes": tuple(int(u) for u in hidden),
-                                     "max_epochs": int(owner.max_epochs), "lam": 1e-4, "lr_drops": 2,
-                                     "monitor": "mrr"})
-        at = [i for i, r in enumerate(runs) if r["m_x"] == m_x and r["input_kernel_params"] == params]
-        best = max(at, key=lambda i: runs[i]["val_mrr"])
-        b = runs[best]
-        rec = {"output_kernel": kernel, "best_score": b["val_mrr"],
-               "best_params": {"output_kernel": kernel, "input_kernel_params": dict(params), "m_x": m_x, "m_y": m_y,
-                               "regressor": b["regressor"], "regressor_params": dict(b["regressor_params"])},
-               "runs": runs, "m_x": {k: growth[k] for k in ("m", "errors", "selected_m", "stopped")},
-               "perfect_h": {k: ph[k] for k in ("m", "projection_error", "criterion", "plateau_m")}}
-        return rec, (models[best], features(params, m_x)[0])
-
-    def refit_dsokr(self, rec, fitted):
-        """``(model, learned state)`` of the chosen DSOKR: a ridge (closed form) refitted with its
-        features on all training pairs; a network kept as trained (its early stopping needs
-        the validation split)."""
-        from sprokr.kernels import KernelFeatures
-
-        model, feats = fitted
-        p = rec["best_params"]
-        if p["regressor"] == "ridge":
-            feats = KernelFeatures(self.input_kernel, dict(p["input_kernel_params"]), m_x=p["m_x"],
-                                   random_state=self.seed).fit(self.X)
-            Y = molecules_for_kernel(self.Ys, rec["output_kernel"])
-            model = clone(model).fit(feats.transform(self.X), Y)
-        return model, {"input_features_": feats}

@@ -377,11 +377,12 @@ def test_configuration_structure_errors_name_the_key(d, tmp_path, capsys, change
 
 
 def test_select_refuses_an_estimator_without_lam_before_reading_data(d, tmp_path, capsys):
-    (tmp_path / "mlp.toml").write_text('estimator = "MLPSurrogate"\n[input]\ncolumns = ["f0"]\n'
-                                       '[output]\ncolumn = "f3"\n')
-    code, _, err = run(["select", "--config", tmp_path / "mlp.toml", "--train", tmp_path / "none.csv",
+    # DSOKR's ridge is its regressor's (MLPSurrogate and the other regressors now take lam)
+    (tmp_path / "dsokr.toml").write_text('estimator = "DSOKR"\n[input]\ncolumns = ["f0"]\n'
+                                         '[output]\ncolumn = "f3"\n')
+    code, _, err = run(["select", "--config", tmp_path / "dsokr.toml", "--train", tmp_path / "none.csv",
                         "-o", tmp_path / "c.toml"], capsys)
-    one_line_error(code, err, "mlp.toml", "no lam parameter")
+    one_line_error(code, err, "dsokr.toml", "no lam parameter")
 
 
 # -- any other exception: one line, or the traceback on request -----------------------------

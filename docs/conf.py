@@ -63,6 +63,11 @@ html_static_path: list = []
 html_theme_options = {"description": "Structured prediction with kernel-induced losses, scaled by sketching",
                       "fixed_sidebar": True}
 
+# the deprecated alias module sprokr.selection is documented (it still works) without its
+# import-time FutureWarning in the build's output
+import warnings  # noqa: E402
+
+warnings.filterwarnings("ignore", message="sprokr.selection is deprecated", category=FutureWarning)
 suppress_warnings = ["myst.xref_missing"]  # links to repository files (../benchmarks/...) outside the site
 
 # ------------------------------------------------------------------ API reference

@@ -29,7 +29,7 @@ from ..utils import concat_samples, num_samples, take, take_slice
 from ._dask_tasks import (
     GivenRows, MappedRows, fold, identity, is_delayed, map_block, map_part, merge, take_local,
 )
-from ._executor import Executor, LocalExecutor, RowPartitions, check_progress, column_names
+from ._executor import ChunkError, Executor, LocalExecutor, RowPartitions, check_progress, column_names
 from ._faults import (
     ClientClosedError, DistributedTimeoutError, WorkerLostError, find_missing_modules, missing_modules_error,
     modules_needed,
@@ -518,7 +518,8 @@ class DaskExecutor(Executor):
         n = int(n)
         p = self._n_parts(client, max(n, 1)) if n_partitions is None else max(1, min(int(n_partitions), max(n, 1)))
         bounds = np.linspace(0, n, p + 1).astype(np.int64)
-        [loader_f] = client.scatter([loader], broadcast=True)
+        # shipped in the graph when small: the scheduler can rebuild a lost worker's blocks
+        loader_f = self.ship(client, loader, "the partition loader")
         blocks = [client.submit(_load_block, loader_f, int(a), int(b), pure=False)
                   for a, b in zip(bounds[:-1], bounds[1:])]
         return RowPartitions(n, bounds, blocks, self)
@@ -556,34 +557,73 @@ def _load_block(loader, start, stop):
 
 
 def _dask_map_tasks(executor, fn, tasks, name, weights):
-    """``DaskExecutor.map_tasks``: one future per task, results as they complete."""
+    """``DaskExecutor.map_tasks``: one future per task, results as they complete.
+
+    Goes through the executor's fault handling like the passes: ``fn`` is shipped after
+    the workers' imports are checked (small: in the graph, so a lost worker's copy is
+    rebuilt), the tasks still unfinished when workers are lost are resubmitted up to
+    ``retries`` times (those already yielded are not run again), a task's own error is a
+    :class:`ChunkError` naming it, and no task finishing for ``timeout`` s is a
+    :class:`DistributedTimeoutError`.
+    """
     from ._executor import task_progress, task_weights
 
     distributed = _require_distributed()
     check_progress(executor.progress)
-    client = executor.get_client()
+    executor._validate()
     tasks = list(tasks)
     w = task_weights(tasks, weights)
     if not tasks:
         return
-    [fn_f] = client.scatter([fn], broadcast=True)
-    futures = [client.submit(_call, fn_f, tuple(t), pure=False) for t in tasks]
-    index = {f.key: i for i, f in enumerate(futures)}
-    try:
-        with task_progress(executor, w, name) as bar:
-            for f in distributed.as_completed(futures):
-                i = index[f.key]
-                try:
-                    res = f.result()
-                except Exception as exc:
-                    if isinstance(exc, ChunkError):
-                        raise
-                    raise ChunkError(f"{name} failed on task {i}: {type(exc).__name__}: {exc}") from exc
-                bar.update(w[i])
-                yield i, res
-                f.release()
-    finally:
-        client.cancel([f for f in futures if not f.done()])
+    todo = set(range(len(tasks)))
+    causes: list[str] = []
+    with task_progress(executor, w, name) as bar:
+        for attempt in range(int(executor.retries) + 1):
+            client = executor.get_client()
+            executor._workers(client)
+            futures: dict[Any, int] = {}
+            try:
+                fn_f = executor.ship(client, fn, f"the {name} tasks")
+                futures = {client.submit(_call, fn_f, tuple(tasks[i]), pure=False): i for i in sorted(todo)}
+                last = time.monotonic()
+                pending = set(futures)
+                while pending:
+                    done, pending = distributed.wait(list(pending), timeout=_POLL, return_when="FIRST_COMPLETED")
+                    pending = set(pending)
+                    for f in done:
+                        i = futures[f]
+                        if f.status == "cancelled":
+                            raise _Lost(f"task {i} was cancelled: its data or a dependency was lost")
+                        if f.status == "error":
+                            try:
+                                executor._raise_task_error(f, name)
+                            except (ChunkError, WorkerLostError):
+                                raise
+                            except Exception as exc:
+                                raise ChunkError(f"{name} failed on task {i}: {type(exc).__name__}: {exc}") from exc
+                        res = executor._result(f, name)
+                        f.release()
+                        todo.discard(i)
+                        bar.update(w[i])
+                        last = time.monotonic()
+                        yield i, res
+                    if pending and executor.timeout is not None and time.monotonic() - last > executor.timeout:
+                        raise DistributedTimeoutError(
+                            f"the {name} tasks made no progress for {executor.timeout:g} s ({len(pending)} of "
+                            f"{len(tasks)} pending): workers hung, paused or unreachable? DaskExecutor(timeout=...) "
+                            f"sets this limit")
+                    if client.status != "running":
+                        executor._check_client(client)
+                return
+            except _Lost as exc:
+                causes.append(str(exc))
+                logger.warning("Dask worker(s) lost during the %s tasks (%s); resubmitting the %d unfinished "
+                               "task(s) (%d of %d)", name, exc, len(todo), attempt + 1, executor.retries)
+            finally:
+                client.cancel([f for f in futures if not f.done()])
+    raise WorkerLostError(f"the {name} tasks lost their workers {int(executor.retries) + 1} times ({causes[-1]}); "
+                          f"check the workers' logs and memory (DaskExecutor(retries=...) sets the retries; "
+                          f"executor='local' avoids the cluster)")
 
 
 def _dask_row_bounds(c):

@@ -281,7 +281,7 @@ class _ArrayBatch:
 
 def node_label_key(*values: Any) -> str:
     """The label text of a node with these attribute values, as the WL kernels read it
-    (several attributes: joined by ``\x1f``; numbers by value)."""
+    (several attributes: joined by ``"\\x1f"``, the unit separator; numbers by value)."""
     if len(values) == 1 and isinstance(values[0], str):
         return values[0]
     return "\x1f".join(_label_text(v) for v in values)

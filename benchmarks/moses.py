@@ -358,7 +358,9 @@ def select_settings(args, D, executor, known=None):
     d_rows = n_sel + D.val.size + np.flatnonzero(ok[n_sel + D.val.size:])
     known = dict(known or {})
     s = {"dtype": "float32", "output": "morgan", "m_y": None, "mlp": (256,), "gamma": None, "select_n": n_sel}
-    s.update({k: (tuple(v) if k == "mlp" else v) for k, v in known.items() if k != "curves"})
+    # what this run measures (select_n, lam_select, index_dtype) is never taken from the file
+    s.update({k: (tuple(v) if k == "mlp" else v) for k, v in known.items()
+              if k not in ("curves", "select_n", "lam_select", "index_dtype")})
     Xall = T["spectrum"] if args.task == "smiles" else T["descriptors"]
     scaler = Scaler(Xall[fit_rows]) if args.task == "properties" else None
     X, Xv = _rows(Xall, fit_rows, scaler), _rows(Xall, v_rows, scaler)

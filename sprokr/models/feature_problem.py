@@ -16,6 +16,7 @@ the problem (E1) of :mod:`sprokr.numerics` and its solvers are the same.
 from __future__ import annotations
 
 import inspect
+import logging
 import numbers
 import time
 import warnings
@@ -26,6 +27,7 @@ import scipy.sparse as sp
 
 from ..losses import Loss
 from ..numerics import (
+    FLOAT32_TOL,
     KernelExpansion,
     adam_solve,
     lbfgs_solve,
@@ -34,9 +36,10 @@ from ..numerics import (
     newton_solve,
     ridge_by_eigengroups,
 )
+from ..progress import log_estimator
 from ..utils import check_positive
 
-__all__ = ["check_solver_params", "FeatureProblemMixin", "SOLVERS", "ADAM_PARAMS", "float32_prediction_estimate",
+__all__ = ["check_solver_params", "FeatureProblemMixin", "SOLVERS", "ADAM_PARAMS", "float32_prediction_estimate", "float32_is_accurate",
            "spread_rows", "upcast_samples"]
 
 #: accepted values of ``solver``
@@ -170,6 +173,22 @@ def upcast_samples(X: Any) -> Any:
     if (isinstance(X, np.ndarray) or sp.issparse(X)) and X.dtype == np.float32:
         return X.astype(np.float64)
     return X
+
+
+def float32_is_accurate(model: Any, est: float, what: str, started: float) -> bool:
+    """Record the float32 check of a fitted model and say whether float32 is kept.
+
+    Stores ``solver_error_estimate_ = est`` and ``fit_times_["float32_check"]`` (since
+    ``started``, a ``time.perf_counter()`` value); above ``FLOAT32_TOL`` it logs a warning
+    naming ``what`` the model recomputes in float64 (e.g. "kernel values") and returns False.
+    """
+    model.solver_error_estimate_ = est
+    model.fit_times_["float32_check"] = time.perf_counter() - started
+    if est <= FLOAT32_TOL:
+        return True
+    log_estimator(model, f"dtype='float32' would change this model's predictions by more than {FLOAT32_TOL:.0e} "
+                  f"(estimate {est:.2g}): refitted and predicting with float64 {what}", logging.WARNING)
+    return False
 
 
 def float32_prediction_estimate(kernel32: Any, kernel64: Any, support: Any, coef: np.ndarray, sample: Any) -> float:

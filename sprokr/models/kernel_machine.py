@@ -32,7 +32,6 @@ from sklearn.utils.validation import check_is_fitted
 from ..numerics import (
     DEFAULT_RCOND,
     ClientClosedError,
-    FLOAT32_TOL,
     KernelExpansion,
     KernelRows,
     LocalExecutor,
@@ -69,6 +68,7 @@ from .output_matrix import check_output_matrix, joint_quantile_matrix
 from .feature_problem import (
     FeatureProblemMixin,
     check_solver_params,
+    float32_is_accurate,
     float32_prediction_estimate,
     spread_rows,
     upcast_samples,
@@ -363,12 +363,8 @@ class SketchedKernelMachine(RenamedParametersMixin, SaveMixin, FeatureProblemMix
         sample = self.executor_.take_rows(parts, spread_rows(self.n_train_), which="inputs")
         kernel64 = _float64_twin(self.kernel_)
         est = float32_prediction_estimate(self.kernel_, kernel64, self.X_support_, self.coef_, sample)
-        self.solver_error_estimate_ = est
-        self.fit_times_["float32_check"] = time.perf_counter() - t
-        if est <= FLOAT32_TOL:
+        if float32_is_accurate(self, est, "kernel values", t):
             return
-        log_estimator(self, f"dtype='float32' would change this model's predictions by more than {FLOAT32_TOL:.0e} "
-                      f"(estimate {est:.2g}): refitted and predicting with float64 kernel values", logging.WARNING)
         t = time.perf_counter()
         self.kernel_, self.dtype_ = kernel64, np.dtype(np.float64)
         refit()

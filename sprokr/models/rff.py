@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Mapping, Self
 
-import logging
 import numbers
 import time
 
@@ -22,14 +21,15 @@ from sklearn.utils.validation import check_is_fitted
 from ..utils import NamedPrepare, atomic_fit, consistent_read, check_positive, check_random_state, resolve_dtype
 from ..kernels import resolve_kernel
 from ..kernels.vector import GaussianKernel
-from ..numerics import FLOAT32_TOL, LocalExecutor, default_chunk_size, matmul
+from ..numerics import LocalExecutor, default_chunk_size, matmul
 from ..losses import Loss
 from ..deprecation import IntoDict, RenamedParametersMixin
 from ..persistence import SaveMixin
-from ..progress import log_estimator
 from ..registry import get_registry
 from .base import check_n_features
-from .feature_problem import CHECK_SAFETY, FeatureProblemMixin, check_solver_params, spread_rows, upcast_samples
+from .feature_problem import (
+    CHECK_SAFETY, FeatureProblemMixin, check_solver_params, float32_is_accurate, spread_rows, upcast_samples,
+)
 from .kernel_machine import check_targets
 from .output_matrix import check_output_matrix
 
@@ -179,12 +179,8 @@ class RFFKernelMachine(RenamedParametersMixin, SaveMixin, FeatureProblemMixin, R
         g32 = np.asarray(Z32, dtype=np.float64) @ self.coef_
         scale, diff = float(np.abs(g64).max(initial=0.0)), float(np.abs(g32 - g64).max(initial=0.0))
         est = 0.0 if scale == 0 and diff == 0 else CHECK_SAFETY * diff / max(scale, 1e-300)
-        self.solver_error_estimate_ = est
-        self.fit_times_["float32_check"] = time.perf_counter() - t
-        if est <= FLOAT32_TOL:
+        if float32_is_accurate(self, est, "features", t):
             return
-        log_estimator(self, f"dtype='float32' would change this model's predictions by more than {FLOAT32_TOL:.0e} "
-                      f"(estimate {est:.2g}): refitted and predicting with float64 features", logging.WARNING)
         t = time.perf_counter()
         self.weights_, self.offsets_ = self.weights_.astype(np.float64), self.offsets_.astype(np.float64)
         self.dtype_ = np.dtype(np.float64)

@@ -119,6 +119,33 @@ def write_array(zf, name, a):
     return out.sha.hexdigest()
 
 
+
+def _checked_npy_header(fh, name, meta):
+    """``(shape, fortran_order, dtype)`` of the .npy header at ``fh`` (after its magic),
+    refused when the version is unknown, the dtype holds objects (pickle) or the header
+    disagrees with the manifest's ``meta``."""
+    from numpy.lib import format as npy
+
+    version = npy.read_magic(fh)
+    if version not in ((1, 0), (2, 0)):
+        raise ModelFormatError(f"{name}: unsupported .npy version {version}")
+    reader = npy.read_array_header_1_0 if version == (1, 0) else npy.read_array_header_2_0
+    shape, fortran, dtype = reader(fh)
+    if dtype.hasobject:
+        raise ModelFormatError(f"{name} is not a valid .npy array: object arrays are refused "
+                               f"(they would need pickle)")
+    if dtype.str != meta.get("dtype") or list(shape) != meta.get("shape"):
+        raise ModelFormatError(f"{name} has dtype/shape {dtype.str} {list(shape)}, the manifest says "
+                               f"{meta.get('dtype')} {meta.get('shape')}")
+    return shape, fortran, dtype
+
+
+def _check_npy_size(name, info, size, dtype, shape):
+    """The entry's stored size must be exactly the header plus the array it declares."""
+    if size != info.file_size:
+        raise ModelFormatError(f"{name} has {info.file_size} bytes, not the size of a {dtype} array of "
+                               f"shape {tuple(shape)}")
+
 def map_array(path, zf, name, meta):
     """An ``.npy`` entry memory-mapped read-only in place, or None when it cannot be.
 
@@ -128,8 +155,6 @@ def map_array(path, zf, name, meta):
     checksum verified by :func:`open_verified` covers these bytes.  The mapped array
     reflects the file: do not modify or replace the file while the array is in use.
     """
-    from numpy.lib import format as npy
-
     info = zf.getinfo(name)
     if info.compress_type != zipfile.ZIP_STORED:
         raise ModelFormatError(f"{name} is compressed; array entries are stored uncompressed")
@@ -141,22 +166,10 @@ def map_array(path, zf, name, meta):
         n_name, n_extra = struct.unpack("<HH", local[26:30])
         start = info.header_offset + 30 + n_name + n_extra
         fh.seek(start)
-        version = npy.read_magic(fh)
-        if version not in ((1, 0), (2, 0)):
-            raise ModelFormatError(f"{name}: unsupported .npy version {version}")
-        reader = npy.read_array_header_1_0 if version == (1, 0) else npy.read_array_header_2_0
-        shape, fortran, dtype = reader(fh)
+        shape, fortran, dtype = _checked_npy_header(fh, name, meta)
         offset = fh.tell()
-    if dtype.hasobject:
-        raise ModelFormatError(f"{name} is not a valid .npy array: object arrays are refused "
-                               f"(they would need pickle)")
-    if dtype.str != meta.get("dtype") or list(shape) != meta.get("shape"):
-        raise ModelFormatError(f"{name} has dtype/shape {dtype.str} {list(shape)}, the manifest says "
-                               f"{meta.get('dtype')} {meta.get('shape')}")
     nbytes = math.prod(shape) * dtype.itemsize
-    if offset - start + nbytes != info.file_size:
-        raise ModelFormatError(f"{name} has {info.file_size} bytes, not the size of a {dtype} array of "
-                               f"shape {tuple(shape)}")
+    _check_npy_size(name, info, offset - start + nbytes, dtype, shape)
     if offset % ALIGN or nbytes == 0:
         return None
     import numpy as np
@@ -328,20 +341,8 @@ def read_array(zf, name, meta):
         raise ModelFormatError(f"{name} is compressed; array entries are stored uncompressed")
     with zf.open(info) as raw:
         head = HashingIO(raw)
-        version = npy.read_magic(head)
-        if version not in ((1, 0), (2, 0)):
-            raise ModelFormatError(f"{name}: unsupported .npy version {version}")
-        reader = npy.read_array_header_1_0 if version == (1, 0) else npy.read_array_header_2_0
-        shape, fortran, dtype = reader(head)
-    if dtype.hasobject:
-        raise ModelFormatError(f"{name} is not a valid .npy array: object arrays are refused "
-                               f"(they would need pickle)")
-    if dtype.str != meta.get("dtype") or list(shape) != meta.get("shape"):
-        raise ModelFormatError(f"{name} has dtype/shape {dtype.str} {list(shape)}, the manifest says "
-                               f"{meta.get('dtype')} {meta.get('shape')}")
-    if head.count + math.prod(shape) * dtype.itemsize != info.file_size:
-        raise ModelFormatError(f"{name} has {info.file_size} bytes, not the size of a {dtype} array of "
-                               f"shape {tuple(shape)}")
+        shape, fortran, dtype = _checked_npy_header(head, name, meta)
+    _check_npy_size(name, info, head.count + math.prod(shape) * dtype.itemsize, dtype, shape)
     try:
         with zf.open(info) as raw:
             src = HashingIO(raw)

@@ -173,7 +173,7 @@ def select_dsokr(features, make_dsokr, X, Y, alphas, m_y_grid, m_x_grid, network
                  random_state=0, validation_fraction=0.2, rtol=0.005):
     """DSOKR chosen by validation MRR on one seeded split of the TRAINING data (never the test split).
 
-    ``features``: an unfitted transformer of the inputs with an ``n_components`` parameter
+    ``features``: an unfitted transformer of the inputs with an ``m_x`` parameter
     (``sprokr.kernels.KernelFeatures`` of the input kernel), fitted on the training part
     while selecting; ``make_dsokr(m_y, regressor, regressor_params, seed)`` returns an
     unfitted DSOKR on those features.  Every candidate is scored by the retrieval MRR of the

@@ -41,10 +41,12 @@ def make_data(n, d_x, d_y, d, noise_var, rng):
 
 def regressor(args, seed):
     if args.regressor == "torch":
-        return TorchRegressor(hidden_layer_sizes=(args.hidden,), max_epochs=args.epochs, n_iter_no_change=args.patience,
-                              learning_rate=args.lr, batch_size=128, random_state=seed)
-    return MLPSurrogate(hidden_layer_sizes=(args.hidden,), max_epochs=args.epochs, n_iter_no_change=args.patience,
-                        learning_rate=args.lr, batch_size=128, random_state=seed)
+        return TorchRegressor(hidden_layer_sizes=(args.hidden,), max_epochs=args.epochs,
+                              n_iter_no_change=args.n_iter_no_change, learning_rate=args.learning_rate,
+                              batch_size=128, random_state=seed)
+    return MLPSurrogate(hidden_layer_sizes=(args.hidden,), max_epochs=args.epochs,
+                        n_iter_no_change=args.n_iter_no_change, learning_rate=args.learning_rate,
+                        batch_size=128, random_state=seed)
 
 
 def run(args, seed):
@@ -100,8 +102,10 @@ def main(argv=None):
                     help="sklearn MLP (default) or torch MLP (needs the torch extra)")
     ap.add_argument("--hidden", type=int, default=64)
     ap.add_argument("--epochs", type=int, default=40)
-    ap.add_argument("--patience", type=int, default=5)
-    ap.add_argument("--lr", type=float, default=3e-3)
+    ap.add_argument("--n-iter-no-change", "--patience", dest="n_iter_no_change", type=int, default=5,
+                    help="early-stopping patience of the network (epochs; --patience: its former name)")
+    ap.add_argument("--learning-rate", "--lr", dest="learning_rate", type=float, default=3e-3,
+                    help="Adam's initial step size (--lr: its former name)")
     ap.add_argument("--rtol", type=float, default=0.05, help="plateau tolerance (fraction of the curve range)")
     ap.add_argument("--seeds", type=int, nargs="+", default=[0])
     ap.add_argument("--plot", default=None, help="PNG path for the perfect-h curve")

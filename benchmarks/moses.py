@@ -321,8 +321,8 @@ def dsokr(args, s, executor):
 
     ok, okp = output_kernel(s)
     return DSOKR(output_kernel=ok, output_kernel_params=okp, output_sketch="subsample", m_y=s["m_y"],
-                 regressor="mlp", regressor_params={"hidden_layer_sizes": s["mlp"], "alpha": 1e-5,
-                                                    "max_epochs": args.dsokr_epochs, "patience": 3,
+                 regressor="mlp", regressor_params={"hidden_layer_sizes": s["mlp"], "lam": 1e-5,
+                                                    "max_epochs": args.dsokr_epochs, "n_iter_no_change": 3,
                                                     "batch_size": 256},
                  random_state=args.seed, default_index=False, executor=_by_name(executor))
 

@@ -303,7 +303,7 @@ def select_m_x(X: Samples, Y: Samples, X_val: Samples, Y_val: Samples, m_grid: S
         ``sprokr.selection`` logger).
     progress : bool, optional
         Progress bar over the sizes (default: :func:`sprokr.progress.progress_enabled`).
-    **siokr_params : passed to :class:`sprokr.SIOKR` (kernels, lam, sketch, ...); an
+    **siokr_params : passed to :class:`sprokr.SIOKR` (kernels, lam, input_sketch, ...); an
         ``output_sketch`` here makes the models SISOKR.
 
     Returns

@@ -1,13 +1,13 @@
-"""The kernel machines' linear problem on features: solver choice, its parameters, its run.
+"""The kernel machines' linear problem on features: optimizer choice, its parameters, its run.
 
 Shared by :class:`~sprokr.models.SketchedKernelMachine` (and the joint quantile regressor)
 and :class:`~sprokr.models.RFFKernelMachine`: they differ in how they build the features
 ``Z`` (sketched kernel features, Cholesky factor of the Gram, random Fourier features);
 the problem (E1) of :mod:`sprokr.numerics` and its solvers are the same.
 
-* :func:`check_solver_params` -- validates ``solver`` and the optimisation parameters,
+* :func:`check_solver_params` -- validates ``optimizer`` and the optimisation parameters,
   resolves ``"auto"`` (closed form for the square loss, else Newton when the loss allows
-  it, else L-BFGS) and warns when Adam's parameters are given to another solver;
+  it, else L-BFGS) and warns when Adam's parameters are given to another optimizer;
 * :class:`FeatureProblemMixin` -- runs the chosen solver, times its phases in
   ``fit_times_`` and records the certificate (``converged_``, ``objective_gap_``);
 * :func:`float32_prediction_estimate` -- the measured error estimate of a float32 model
@@ -42,7 +42,7 @@ from ..utils import check_positive
 __all__ = ["check_solver_params", "FeatureProblemMixin", "SOLVERS", "ADAM_PARAMS", "float32_prediction_estimate", "float32_is_accurate",
            "spread_rows", "upcast_samples"]
 
-#: accepted values of ``solver``
+#: accepted values of ``optimizer``
 SOLVERS = ("auto", "closed_form", "newton", "lbfgs", "adam")
 #: the parameters only Adam uses
 ADAM_PARAMS = ("learning_rate", "batch_size", "max_epochs", "n_iter_no_change")

@@ -20,6 +20,7 @@ import logging
 import numbers
 import time
 import warnings
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -39,7 +40,7 @@ from ..numerics import (
 from ..progress import log_estimator
 from ..utils import check_positive
 
-__all__ = ["check_solver_params", "FeatureProblemMixin", "SOLVERS", "ADAM_PARAMS", "float32_prediction_estimate", "float32_is_accurate",
+__all__ = ["check_solver_params", "FeatureProblem", "FeatureProblemMixin", "SOLVERS", "ADAM_PARAMS", "float32_prediction_estimate", "float32_is_accurate",
            "spread_rows", "upcast_samples"]
 
 #: accepted values of ``optimizer``
@@ -93,6 +94,40 @@ def check_solver_params(est: Any, loss: Loss, d: int = 1) -> str:
     return solver
 
 
+@dataclass(frozen=True)
+class FeatureProblem:
+    """The validated problem (E1) a kernel machine's fit solves, passed by name between its
+    phases (features, closed form, iterative solve, float64 refit).
+
+    Attributes
+    ----------
+    Y : ndarray (n, d)
+        The targets as the solvers see them (centred and scaled with ``normalize_y``).
+    lam : float
+        Ridge penalty (> 0).
+    V, e : ndarray (d, d), (d,)
+        Eigenvectors and eigenvalues of the output matrix ``M = V diag(e) V^T``.
+    optimizer : str
+        The resolved optimiser ("closed_form", "newton", "lbfgs" or "adam").
+    loss : Loss
+    rng : numpy.random.Generator
+        Adam's mini-batches.
+    """
+
+    Y: np.ndarray
+    lam: float
+    V: np.ndarray
+    e: np.ndarray
+    optimizer: str
+    loss: Loss
+    rng: np.random.Generator
+
+    @property
+    def n(self) -> int:
+        """Number of training samples."""
+        return int(self.Y.shape[0])
+
+
 class FeatureProblemMixin:
     """The linear problem (E1) on features ``Z``: closed form, Newton, L-BFGS or Adam.
 
@@ -101,11 +136,12 @@ class FeatureProblemMixin:
     ``fit_times_`` (a dict the estimator creates).
     """
 
-    def _solve_on_features(self, Z, Y, solver, loss, lam, V, e, rng, C0=None):
-        """Output coefficients ``C`` (r, d) of the linear problem on features ``Z`` (n, r).
+    def _solve_on_features(self, Z, P, C0=None):
+        """Output coefficients ``C`` (r, d) of the linear problem ``P`` on features ``Z`` (n, r).
 
         ``C0``: a known square-loss solution (else computed from ``Z^T Z`` when needed).
         """
+        Y, solver, loss, lam, V, e, rng = P.Y, P.optimizer, P.loss, P.lam, P.V, P.e, P.rng
         n = Z.shape[0]
         t = time.perf_counter()
         if C0 is None and (solver == "closed_form" or self.init == "ridge"):

@@ -66,6 +66,7 @@ from ..numerics import resolve_executor
 from ..sketches import resolve_sketch
 from .output_matrix import check_output_matrix, joint_quantile_matrix
 from .feature_problem import (
+    FeatureProblem,
     FeatureProblemMixin,
     check_solver_params,
     float32_is_accurate,
@@ -335,14 +336,14 @@ class SketchedKernelMachine(RenamedParametersMixin, SaveMixin, FeatureProblemMix
                 rcond = DEFAULT_RCOND if dtype == np.float64 else 1e-6
             self.fit_times_: dict[str, float] = {}
             self.solver_error_estimate_: float | None = None
-            args = (parts, Y, n, lam, V, e, solver, loss, rng)
+            P = FeatureProblem(Y, lam, V, e, solver, loss, rng)
             rcond64 = DEFAULT_RCOND if self.rcond is None else rcond
             if R is None:
-                self._fit_exact(*args, rcond, chunk)
-                refit = lambda: self._fit_exact(*args, rcond64, chunk, upcast=True)  # noqa: E731
+                self._fit_exact(parts, P, rcond, chunk)
+                refit = lambda: self._fit_exact(parts, P, rcond64, chunk, upcast=True)  # noqa: E731
             else:
-                self._fit_sketched(*args, R, rcond, chunk)
-                refit = lambda: self._fit_sketched_iterative(*args, R, rcond64, chunk, upcast=True)  # noqa: E731
+                self._fit_sketched(parts, P, R, rcond, chunk)
+                refit = lambda: self._fit_sketched_iterative(parts, P, R, rcond64, chunk, upcast=True)  # noqa: E731
             # float32 asked for: the sketched closed form checked itself (sketched_ridge);
             # the exact machine and the iterative solvers are checked here
             if self.dtype_ == np.float32 and not (R is not None and solver == "closed_form"):
@@ -370,18 +371,18 @@ class SketchedKernelMachine(RenamedParametersMixin, SaveMixin, FeatureProblemMix
         refit()
         self.fit_times_["float64_refit"] = time.perf_counter() - t
 
-    def _fit_sketched(self, parts, Y, n, lam, V, e, solver, loss, rng, R, rcond, chunk):
-        if solver == "closed_form":
+    def _fit_sketched(self, parts, P, R, rcond, chunk):
+        if P.optimizer == "closed_form":
             support = self.executor_.take_rows(parts, R.indices, which="inputs")
             chunk = chunk or default_chunk_size(R.indices.size, self.dtype_)
             t = time.perf_counter()
-            self._fit_sketched_closed_form(parts, Y, n, lam, V, e, R, support, chunk)
+            self._fit_sketched_closed_form(parts, P, R, support, chunk)
             if not self.fit_times_:  # (the sketched ridge reports its own phases)
                 self.fit_times_["closed_form"] = time.perf_counter() - t
             return
-        self._fit_sketched_iterative(parts, Y, n, lam, V, e, solver, loss, rng, R, rcond, chunk)
+        self._fit_sketched_iterative(parts, P, R, rcond, chunk)
 
-    def _fit_sketched_iterative(self, parts, Y, n, lam, V, e, solver, loss, rng, R, rcond, chunk, upcast=False):
+    def _fit_sketched_iterative(self, parts, P, R, rcond, chunk, upcast=False):
         dtype, ex = self.dtype_, self.executor_
         t = time.perf_counter()
         support = ex.take_rows(parts, R.indices, which="inputs")
@@ -394,12 +395,12 @@ class SketchedKernelMachine(RenamedParametersMixin, SaveMixin, FeatureProblemMix
         # the iterative solvers revisit every row: the n x r features are kept
         Z = ex.map_rows(parts, _FeatureRows(feats, upcast), chunk, name="sketched features", which="inputs")
         self.fit_times_["features"] = time.perf_counter() - t
-        C = self._solve_on_features(Z, Y, solver, loss, lam, V, e, rng)
+        C = self._solve_on_features(Z, P)
         self.rank_ = B.shape[1]
         self.X_support_ = feats.Z_sel
         self._set_coef(R.apply_left_transpose(B @ C))
 
-    def _fit_sketched_closed_form(self, parts, Y, n, lam, V, e, R, support, chunk):
+    def _fit_sketched_closed_form(self, parts, P, R, support, chunk):
         """(E2) on the sketched features by the numerics' sketched ridge (whitened normal
         equations: no squared condition number; float32 checked, float64 fallback).
 
@@ -408,6 +409,7 @@ class SketchedKernelMachine(RenamedParametersMixin, SaveMixin, FeatureProblemMix
         (float64) solved per eigengroup.
         """
         ex, dtype = self.executor_, self.dtype_
+        Y, n, lam, V, e = P.Y, P.n, P.lam, P.V, P.e
         pos = e[e > 0]
         rcond = None if self.rcond is None else float(self.rcond)
         ref = Y[R.indices]
@@ -435,12 +437,13 @@ class SketchedKernelMachine(RenamedParametersMixin, SaveMixin, FeatureProblemMix
         self._closed_form_done()
         self._set_coef(coef)
 
-    def _fit_exact(self, parts, Y, n, lam, V, e, solver, loss, rng, rcond, chunk, upcast=False):
+    def _fit_exact(self, parts, P, rcond, chunk, upcast=False):
         """Exact machine: n x n Gram (float64); (E2) with G = K, or the iterative solver on
         features ``Z`` with ``Z Z^T = K`` (Cholesky; the eigenpairs above ``rcond`` when ``K``
         is numerically singular)."""
         from .sisokr import all_rows
 
+        Y, n, lam, V, e, solver = P.Y, P.n, P.lam, P.V, P.e, P.optimizer
         t = time.perf_counter()
         Xp = all_rows(self.executor_, parts, "inputs")
         if upcast:
@@ -479,7 +482,7 @@ class SketchedKernelMachine(RenamedParametersMixin, SaveMixin, FeatureProblemMix
             self.rank_ = w.size
         self.fit_times_["features"] = time.perf_counter() - t
         C0 = to_features(beta0) if self.init == "ridge" else None
-        C = self._solve_on_features(Z, Y, solver, loss, lam, V, e, rng, C0=C0)
+        C = self._solve_on_features(Z, P, C0=C0)
         self._set_coef(to_coef(C))
 
     def _gram(self, parts, Xp, n, chunk, upcast=False):

@@ -28,7 +28,7 @@ from ..persistence import SaveMixin
 from ..registry import get_registry
 from .base import check_n_features
 from .feature_problem import (
-    CHECK_SAFETY, FeatureProblemMixin, check_solver_params, float32_is_accurate, spread_rows, upcast_samples,
+    CHECK_SAFETY, FeatureProblem, FeatureProblemMixin, check_solver_params, float32_is_accurate, spread_rows, upcast_samples,
 )
 from .kernel_machine import check_targets
 from .output_matrix import check_output_matrix
@@ -150,9 +150,10 @@ class RFFKernelMachine(RenamedParametersMixin, SaveMixin, FeatureProblemMixin, R
             self.n_features_in_ = p
             self.fit_times_: dict[str, float] = {}
             self.solver_error_estimate_: float | None = None
-            self._fit_features(Xp, Y, solver, loss, lam, V, e, rng)
+            P = FeatureProblem(Y, lam, V, e, solver, loss, rng)
+            self._fit_features(Xp, P)
             if dtype == np.float32:
-                self._check_float32(Xp, (Y, solver, loss, lam, V, e, rng))
+                self._check_float32(Xp, P)
             self.loss_ = loss
         except BaseException:
             self.__dict__.clear()
@@ -161,13 +162,13 @@ class RFFKernelMachine(RenamedParametersMixin, SaveMixin, FeatureProblemMixin, R
         self.fit_time_ = time.perf_counter() - t0
         return self
 
-    def _fit_features(self, Xp, Y, solver, loss, lam, V, e, rng):
+    def _fit_features(self, Xp, P):
         t = time.perf_counter()
         Z = self._features(Xp)
         self.fit_times_["features"] = time.perf_counter() - t
-        self.coef_ = np.asarray(self._solve_on_features(Z, Y, solver, loss, lam, V, e, rng), dtype=np.float64)
+        self.coef_ = np.asarray(self._solve_on_features(Z, P), dtype=np.float64)
 
-    def _check_float32(self, Xp, problem):
+    def _check_float32(self, Xp, P):
         """Measured change of the predictions at sample training rows when the features are
         computed in float64 (same weights); above ``FLOAT32_TOL`` the model is refitted in float64."""
         t = time.perf_counter()
@@ -184,7 +185,7 @@ class RFFKernelMachine(RenamedParametersMixin, SaveMixin, FeatureProblemMixin, R
         t = time.perf_counter()
         self.weights_, self.offsets_ = self.weights_.astype(np.float64), self.offsets_.astype(np.float64)
         self.dtype_ = np.dtype(np.float64)
-        self._fit_features(upcast_samples(Xp), *problem)
+        self._fit_features(upcast_samples(Xp), P)
         self.fit_times_["float64_refit"] = time.perf_counter() - t
 
 

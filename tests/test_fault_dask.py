@@ -314,3 +314,15 @@ def test_map_tasks_names_a_failing_task(client):
 
     with pytest.raises(ChunkError, match="squares failed on task 2: ZeroDivisionError"):
         list(ex.map_tasks(lambda i: 1 / (i - 2), [(i,) for i in range(4)], name="squares"))
+
+
+def _slow_square(i):
+    time.sleep(0.6)  # longer than the executor's poll interval
+    return i * i
+
+
+def test_map_tasks_waits_for_tasks_longer_than_the_poll(client):
+    """Tasks slower than the poll interval are waited for (the poll's timeout is no error)."""
+    ex = DaskExecutor(client=client, timeout=60)
+    got = dict(ex.map_tasks(_slow_square, [(i,) for i in range(4)], name="slow squares"))
+    assert got == {i: i * i for i in range(4)}

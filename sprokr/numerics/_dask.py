@@ -588,8 +588,12 @@ def _dask_map_tasks(executor, fn, tasks, name, weights):
                 last = time.monotonic()
                 pending = set(futures)
                 while pending:
-                    done, pending = distributed.wait(list(pending), timeout=_POLL, return_when="FIRST_COMPLETED")
-                    pending = set(pending)
+                    try:
+                        distributed.wait(list(pending), timeout=_POLL, return_when="FIRST_COMPLETED")
+                    except Exception:  # the poll's own timeout (or cancelled futures): looked at below
+                        pass
+                    done = [f for f in pending if f.status in ("finished", "error", "cancelled")]
+                    pending -= set(done)
                     for f in done:
                         i = futures[f]
                         if f.status == "cancelled":

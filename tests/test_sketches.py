@@ -75,3 +75,46 @@ def test_same_seed_same_sketch_and_bad_parameters():
             PSR(5, p=p).draw(50)
     with pytest.raises(ValueError, match="probabilities"):
         SubSample(5, probabilities=np.ones(3)).draw(50)
+
+
+@pytest.mark.parametrize("sketch", [SubSample(12), PSG(12, p=0.3), GaussianSketch(12)], ids=repr)
+@pytest.mark.parametrize("duplicated", [False, True], ids=["full-rank", "rank-deficient"])
+def test_cholesky_and_eigen_bases_give_the_same_features_up_to_rotation(sketch, duplicated):
+    # the two whitening bases of K~ = R K R^T differ by a rotation: the features' inner
+    # products (what ridges, projections and decoding use) must agree, and both equal the
+    # naive dense formula k_a^T R^T (R K R^T)^+ R k_b
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((N, 3))
+    if duplicated:  # repeated samples: K~ is singular, both routes must find its rank
+        X[N // 2:] = X[: N - N // 2]
+    k = GaussianKernel(gamma=0.3)
+    R = sketch.draw(N, np.random.default_rng(5))
+    Q = rng.standard_normal((9, 3))
+    out = {}
+    for route in ("eigh", "cholesky"):
+        f = SketchedFeatures(k, R, X[R.indices], np.float64, 1e-10, basis=route).fit_basis()
+        assert f.basis_route == route
+        Kt = R.toarray() @ k(X) @ R.toarray().T
+        # B^T K~ B = I_r
+        np.testing.assert_allclose(f.basis_.T @ Kt @ f.basis_, np.eye(f.rank), atol=1e-6)
+        out[route] = (f.rank, f.transform(Q), f.transform(X))
+    assert out["eigh"][0] == out["cholesky"][0]
+    Rd = R.toarray()
+    Kt = Rd @ k(X) @ Rd.T
+    naive = (k(Q, X) @ Rd.T) @ np.linalg.pinv(Kt, rcond=1e-10, hermitian=True) @ (Rd @ k(X, Q))
+    for route, (_, Fq, Fx) in out.items():
+        np.testing.assert_allclose(Fq @ Fq.T, naive, atol=1e-7, err_msg=route)
+    np.testing.assert_allclose(out["eigh"][2] @ out["eigh"][1].T, out["cholesky"][2] @ out["cholesky"][1].T,
+                               atol=1e-8)
+
+
+def test_basis_route_auto_switches_at_the_documented_size():
+    from sprokr.numerics import EIGH_BASIS_MAX_M
+
+    X = np.random.default_rng(0).standard_normal((EIGH_BASIS_MAX_M + 5, 2))
+    k = GaussianKernel(gamma=0.5)
+    for m, route in ((EIGH_BASIS_MAX_M, "eigh"), (EIGH_BASIS_MAX_M + 1, "cholesky")):
+        R = SubSample(m).draw(X.shape[0], 0)
+        assert SketchedFeatures(k, R, X[R.indices], np.float64, 1e-10).basis_route == route
+    with pytest.raises(ValueError, match="basis must be one of"):
+        SketchedFeatures(k, R, X[R.indices], np.float64, 1e-10, basis="qr")

@@ -52,7 +52,7 @@ from ._resolve import resolve_executor
 from ._sketch_matrix import SketchMatrix
 from ._pool import process_map, usable_cores
 from ._crossprod import ShiftedCrossProducts, column_shift
-from ._features import KernelRows, SketchedFeatures, default_chunk_size
+from ._features import EIGH_BASIS_MAX_M, KernelRows, SketchedFeatures, default_chunk_size
 from ._products import KernelExpansion, candidate_offsets, check_gram_block, check_kernel_sample
 from ._topk import (
     DEFAULT_MAX_MEMORY_MB,
@@ -113,7 +113,7 @@ __all__ = [
     # parallel passes
     "for_row_blocks", "n_workers",
     # chunked sums, sketched features, products
-    "ShiftedCrossProducts", "column_shift", "SketchedFeatures", "KernelRows", "default_chunk_size",
+    "ShiftedCrossProducts", "column_shift", "SketchedFeatures", "EIGH_BASIS_MAX_M", "KernelRows", "default_chunk_size",
     "KernelExpansion", "candidate_offsets", "check_gram_block", "check_kernel_sample", "DistinctTask", "distinct_samples",
     # ridge solves and kernel-machine solvers
     "exact_ridge_factor", "sketched_ridge", "CrossProductTask", "QRTask", "RidgeSolution",

@@ -198,7 +198,7 @@ class SketchedFeatures:
                 B = U / np.sqrt(d)
             else:
                 w = Whitening(Kt, self.rcond)
-                B, d = w.coefficients(np.eye(w.rank)), np.diag(w.L) ** 2
+                B, d = w.basis(), np.diag(w.L) ** 2
             # psi~ = k(., Z_S) W^T B: one product with the (m' x r) map W^T B
             return (d, B.astype(self.dtype),
                     np.ascontiguousarray(self.R.apply_left_transpose(B), dtype=self.dtype))

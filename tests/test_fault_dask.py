@@ -326,3 +326,14 @@ def test_map_tasks_waits_for_tasks_longer_than_the_poll(client):
     ex = DaskExecutor(client=client, timeout=60)
     got = dict(ex.map_tasks(_slow_square, [(i,) for i in range(4)], name="slow squares"))
     assert got == {i: i * i for i in range(4)}
+
+
+def test_map_tasks_timeout_does_not_count_the_callers_time(client):
+    """The timeout is the cluster's: a caller slower than ``timeout`` with each result is no
+    "no progress" error (it was, when map_tasks had its own wait loop)."""
+    ex = DaskExecutor(client=client, timeout=3)
+    got = []
+    for i, r in ex.map_tasks(_slow_square, [(i,) for i in range(2)], name="squares"):
+        got.append((i, r))
+        time.sleep(4)  # the caller works on the result for longer than the timeout
+    assert sorted(got) == [(0, 0), (1, 1)]

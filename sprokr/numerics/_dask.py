@@ -259,13 +259,27 @@ class DaskExecutor(Executor):
             f"avoids the cluster)")
 
     def _wait(self, client, futures, name, on_done=None, timeout=None, gone=None):
-        """Wait for every future of a pass.  Finished: ``on_done(i)``; failed: the task's own
-        error (a worker killed by the task: WorkerLostError); cancelled: ``_Lost``; none
-        finishing for ``timeout`` s: DistributedTimeoutError; ``gone()`` true: ``_Lost``."""
+        """Wait for every future of a pass (:meth:`_as_finished`); ``on_done(i)`` as each finishes."""
+        for i, _ in self._as_finished(client, futures, name, timeout=timeout, gone=gone):
+            if on_done is not None:
+                on_done(i)
+
+    def _as_finished(self, client, futures, name, timeout=None, gone=None, tasks=None):
+        """``(i, futures[i])`` yielded as the futures finish: the one wait on the cluster.
+
+        ``futures`` is a list, or a dict ``{i: future}``.  A poll that sees nothing finish is
+        no error (a task may run for longer than ``_POLL``); none finishing for ``timeout``
+        s (default: the executor's) is a DistributedTimeoutError.  A failed future raises the
+        task's own error (a worker killed by the task: WorkerLostError); a cancelled one, or
+        ``gone()`` turning true, raises ``_Lost`` (the caller rebuilds and resubmits); a closed
+        client, ClientClosedError.  ``tasks`` (their total count) marks ``map_tasks``' tasks,
+        named by their index: a task's error other than those is a ChunkError naming it.
+        """
         import distributed
 
         timeout = self.timeout if timeout is None else timeout
-        pending = dict(enumerate(futures))
+        pending = dict(futures) if isinstance(futures, dict) else dict(enumerate(futures))
+        total = len(pending) if tasks is None else tasks
         last = time.monotonic()
         while pending:
             try:
@@ -278,32 +292,45 @@ class DaskExecutor(Executor):
                 if status == "finished":
                     del pending[i]
                     moved = True
-                    if on_done is not None:
-                        on_done(i)
+                    yield i, f
                 elif status == "error":
-                    self._raise_task_error(f, name)
+                    try:
+                        self._raise_task_error(f, name)
+                    except Exception as exc:  # a map_tasks task's own error is named by its index
+                        if tasks is None or isinstance(exc, (ChunkError, WorkerLostError)):
+                            raise
+                        raise ChunkError(f"{name} failed on task {i}: {type(exc).__name__}: {exc}") from exc
                 elif status == "cancelled":  # "lost" futures are being recomputed: still pending
-                    raise _Lost(f"task {f.key} was cancelled: its data or a dependency was lost")
-            if moved:
+                    which = f.key if tasks is None else i
+                    raise _Lost(f"task {which} was cancelled: its data or a dependency was lost")
+            if moved:  # after the yields: the caller's time with the results is not the cluster's
                 last = time.monotonic()
             elif timeout is not None and time.monotonic() - last > timeout:
-                workers = self._workers(client)
-                gone = sorted(self._seen_workers - workers)
-                keys = {f.key for f in pending.values()}
-                try:
-                    stuck = sorted(w for w, ks in client.processing().items() if keys & set(ks))
-                except (OSError, TimeoutError):
-                    stuck = []
-                raise DistributedTimeoutError(
-                    f"the {name} pass made no progress for {timeout:g} s ({len(pending)} of {len(futures)} tasks "
-                    f"pending{', on worker(s) ' + ', '.join(stuck) if stuck else ''}; the cluster has "
-                    f"{len(workers)} worker(s){'; lost: ' + ', '.join(gone) if gone else ''}): workers hung, paused "
-                    f"or unreachable? DaskExecutor(timeout=...) sets this limit (raise it for partitions that take "
-                    f"longer to process)")
+                raise self._no_progress(client, name, timeout, pending, total, tasks is not None)
             if client.status != "running":
                 self._check_client(client)
             if gone is not None and pending and gone():
                 raise _Lost("a worker the tasks were bound to left the cluster")
+
+    def _no_progress(self, client, name, timeout, pending, total, tasks):
+        """The DistributedTimeoutError of a wait that saw nothing finish for ``timeout`` s."""
+        if tasks:
+            return DistributedTimeoutError(
+                f"the {name} tasks made no progress for {timeout:g} s ({len(pending)} of {total} pending): "
+                f"workers hung, paused or unreachable? DaskExecutor(timeout=...) sets this limit")
+        workers = self._workers(client)
+        gone = sorted(self._seen_workers - workers)
+        keys = {f.key for f in pending.values()}
+        try:
+            stuck = sorted(w for w, ks in client.processing().items() if keys & set(ks))
+        except (OSError, TimeoutError):
+            stuck = []
+        return DistributedTimeoutError(
+            f"the {name} pass made no progress for {timeout:g} s ({len(pending)} of {total} tasks "
+            f"pending{', on worker(s) ' + ', '.join(stuck) if stuck else ''}; the cluster has "
+            f"{len(workers)} worker(s){'; lost: ' + ', '.join(gone) if gone else ''}): workers hung, paused "
+            f"or unreachable? DaskExecutor(timeout=...) sets this limit (raise it for partitions that take "
+            f"longer to process)")
 
     def _raise_task_error(self, future, name):
         from distributed.scheduler import KilledWorker
@@ -504,10 +531,48 @@ class DaskExecutor(Executor):
                   weights: Sequence[int] | None = None, processes: int | None = None) -> Iterator[tuple[int, Any]]:
         """``(i, fn(*tasks[i]))`` yielded as the tasks finish on the workers (any order).
 
-        ``fn`` is shipped once (broadcast), one future per task; ``processes`` is ignored
-        (the cluster's workers run the tasks).  See :meth:`Executor.map_tasks`.
+        ``fn`` is shipped once (after the workers' imports are checked; small: in the graph,
+        so a lost worker's copy is rebuilt), one future per task; ``processes`` is ignored
+        (the cluster's workers run the tasks).  The tasks still unfinished when workers are
+        lost are resubmitted up to ``retries`` times (those already yielded are not run
+        again); a task's own error is a :class:`ChunkError` naming it; no task finishing for
+        ``timeout`` s is a :class:`DistributedTimeoutError`.  See :meth:`Executor.map_tasks`.
         """
-        return _dask_map_tasks(self, fn, tasks, name, weights)
+        from ._executor import task_progress, task_weights
+
+        _require_distributed()
+        check_progress(self.progress)
+        self._validate()
+        tasks = list(tasks)
+        w = task_weights(tasks, weights)
+        if not tasks:
+            return
+        todo = set(range(len(tasks)))
+        causes: list[str] = []
+        with task_progress(self, w, name) as bar:
+            for attempt in range(int(self.retries) + 1):
+                client = self.get_client()
+                self._workers(client)
+                futures: dict[int, Any] = {}
+                try:
+                    fn_f = self.ship(client, fn, f"the {name} tasks")
+                    futures = {i: client.submit(_call, fn_f, tuple(tasks[i]), pure=False) for i in sorted(todo)}
+                    for i, f in self._as_finished(client, futures, name, tasks=len(tasks)):
+                        res = self._result(f, name)
+                        f.release()
+                        todo.discard(i)
+                        bar.update(w[i])
+                        yield i, res
+                    return
+                except _Lost as exc:
+                    causes.append(str(exc))
+                    logger.warning("Dask worker(s) lost during the %s tasks (%s); resubmitting the %d unfinished "
+                                   "task(s) (%d of %d)", name, exc, len(todo), attempt + 1, self.retries)
+                finally:
+                    client.cancel([f for f in futures.values() if not f.done()])
+        raise WorkerLostError(f"the {name} tasks lost their workers {int(self.retries) + 1} times ({causes[-1]}); "
+                              f"check the workers' logs and memory (DaskExecutor(retries=...) sets the retries; "
+                              f"executor='local' avoids the cluster)")
 
     def partition_from(self, loader: Callable[[int, int], tuple[Any, ...]], n: int,
                        n_partitions: int | None = None) -> RowPartitions:
@@ -554,80 +619,6 @@ def _load_block(loader, start, stop):
         return tuple(loader(start, stop))
     except Exception as exc:
         raise ChunkError(f"loading rows {start}-{stop} failed: {type(exc).__name__}: {exc}") from exc
-
-
-def _dask_map_tasks(executor, fn, tasks, name, weights):
-    """``DaskExecutor.map_tasks``: one future per task, results as they complete.
-
-    Goes through the executor's fault handling like the passes: ``fn`` is shipped after
-    the workers' imports are checked (small: in the graph, so a lost worker's copy is
-    rebuilt), the tasks still unfinished when workers are lost are resubmitted up to
-    ``retries`` times (those already yielded are not run again), a task's own error is a
-    :class:`ChunkError` naming it, and no task finishing for ``timeout`` s is a
-    :class:`DistributedTimeoutError`.
-    """
-    from ._executor import task_progress, task_weights
-
-    distributed = _require_distributed()
-    check_progress(executor.progress)
-    executor._validate()
-    tasks = list(tasks)
-    w = task_weights(tasks, weights)
-    if not tasks:
-        return
-    todo = set(range(len(tasks)))
-    causes: list[str] = []
-    with task_progress(executor, w, name) as bar:
-        for attempt in range(int(executor.retries) + 1):
-            client = executor.get_client()
-            executor._workers(client)
-            futures: dict[Any, int] = {}
-            try:
-                fn_f = executor.ship(client, fn, f"the {name} tasks")
-                futures = {client.submit(_call, fn_f, tuple(tasks[i]), pure=False): i for i in sorted(todo)}
-                last = time.monotonic()
-                pending = set(futures)
-                while pending:
-                    try:
-                        distributed.wait(list(pending), timeout=_POLL, return_when="FIRST_COMPLETED")
-                    except Exception:  # the poll's own timeout (or cancelled futures): looked at below
-                        pass
-                    done = [f for f in pending if f.status in ("finished", "error", "cancelled")]
-                    pending -= set(done)
-                    for f in done:
-                        i = futures[f]
-                        if f.status == "cancelled":
-                            raise _Lost(f"task {i} was cancelled: its data or a dependency was lost")
-                        if f.status == "error":
-                            try:
-                                executor._raise_task_error(f, name)
-                            except (ChunkError, WorkerLostError):
-                                raise
-                            except Exception as exc:
-                                raise ChunkError(f"{name} failed on task {i}: {type(exc).__name__}: {exc}") from exc
-                        res = executor._result(f, name)
-                        f.release()
-                        todo.discard(i)
-                        bar.update(w[i])
-                        last = time.monotonic()
-                        yield i, res
-                    if pending and executor.timeout is not None and time.monotonic() - last > executor.timeout:
-                        raise DistributedTimeoutError(
-                            f"the {name} tasks made no progress for {executor.timeout:g} s ({len(pending)} of "
-                            f"{len(tasks)} pending): workers hung, paused or unreachable? DaskExecutor(timeout=...) "
-                            f"sets this limit")
-                    if client.status != "running":
-                        executor._check_client(client)
-                return
-            except _Lost as exc:
-                causes.append(str(exc))
-                logger.warning("Dask worker(s) lost during the %s tasks (%s); resubmitting the %d unfinished "
-                               "task(s) (%d of %d)", name, exc, len(todo), attempt + 1, executor.retries)
-            finally:
-                client.cancel([f for f in futures if not f.done()])
-    raise WorkerLostError(f"the {name} tasks lost their workers {int(executor.retries) + 1} times ({causes[-1]}); "
-                          f"check the workers' logs and memory (DaskExecutor(retries=...) sets the retries; "
-                          f"executor='local' avoids the cluster)")
 
 
 def _dask_row_bounds(c):

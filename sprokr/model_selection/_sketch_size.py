@@ -76,7 +76,9 @@ def perfect_h_curve(Y_train: Samples, Y_val: Samples, output_kernel: str | Kerne
     rtol : float
         Plateau tolerance (see :func:`plateau_index`).
     random_state : None, int or Generator
-        One generator for the successive sketches.
+        An integer: each size's sketch is drawn from a generator seeded with it (the sketch
+        a model with this ``random_state`` draws first); otherwise one generator for the
+        successive sketches.
     plot : str or path, optional
         Save the figure of :func:`sprokr.plotting.plot_sketch_size_curve` there (PNG, PDF
         or SVG by extension).
@@ -115,6 +117,7 @@ def perfect_h_curve(Y_train: Samples, Y_val: Samples, output_kernel: str | Kerne
 
     sketches = [sketch_of(m) for m in grid]  # validated before any work
     rng = check_random_state(random_state)
+    seeded = isinstance(random_state, (int, np.integer)) and not isinstance(random_state, bool)
     rc = rcond if rcond is not None else DEFAULT_RCOND
     Yp, Yvp = ky.prepare_outputs(Y_train), ky.prepare_outputs(Y_val)
     kvv = ky.diag(Yvp).astype(np.float64)
@@ -131,7 +134,9 @@ def perfect_h_curve(Y_train: Samples, Y_val: Samples, output_kernel: str | Kerne
 
     def point(m, sk):
         t0 = time.perf_counter()
-        R = sk.draw(n, rng)
+        # an integer seed: each size's sketch is the one a model seeded with it draws first
+        # (DSOKR, ISOKR), so a selection's fit at the chosen size finds its basis in the cache
+        R = sk.draw(n, check_random_state(random_state) if seeded else rng)
         # the basis needs the sketch's support points only: no pass over the n outputs
         feats = SketchedFeatures.from_support(ky, R, take(Y_train, R.indices), OUTPUT_DTYPE, rc,
                                               prepared=take(Yp, R.indices))[0].fit_basis()

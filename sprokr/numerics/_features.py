@@ -199,9 +199,13 @@ class SketchedFeatures:
             else:
                 w = Whitening(Kt, self.rcond)
                 B, d = w.basis(), np.diag(w.L) ** 2
-            # psi~ = k(., Z_S) W^T B: one product with the (m' x r) map W^T B
-            return (d, B.astype(self.dtype),
-                    np.ascontiguousarray(self.R.apply_left_transpose(B), dtype=self.dtype))
+            # psi~ = k(., Z_S) W^T B.  A dense W (Gaussian sketch) is folded into one
+            # (m' x r) map W^T B; a sparse or scaled one (sub-sampling, p-sparsified) is
+            # applied to each block instead (cheap), which keeps one m x r matrix, not two
+            # (at m ~ n the memo of a selection holds these)
+            Bd = B.astype(self.dtype)
+            fold = self.R.scale is None and not sp.issparse(self.R.weights)
+            return d, Bd, (np.ascontiguousarray(self.R.apply_left_transpose(B), dtype=self.dtype) if fold else None)
 
         # rows given by the caller are K R^T's support rows, which the samples determine
         self.eigenvalues_, self.basis_, self._map = self._memo("sketched feature basis", self.Z_sel, compute)
@@ -224,9 +228,10 @@ class SketchedFeatures:
 
     def _features(self, Zq):
         KS = self.kernel_block(Zq)
-        if self.R.scale is None and self.R.indices.size > 1.5 * self.R.m and sp.issparse(self.R.weights):
-            # a sparse W with many more support points than rows (p-sparsified sketches):
-            # (K_S W^T) (U D^-1/2) costs 2 q (nnz + m r) flops instead of 2 q m' r
+        if self._map is None or (self.R.scale is None and self.R.indices.size > 1.5 * self.R.m
+                                 and sp.issparse(self.R.weights)):
+            # a sparse W (p-sparsified sketches) or a scaling (sub-sampling): (K_S W^T) B
+            # costs 2 q (nnz + m r) flops, no more than 2 q m' r with a folded map
             return matmul(self.R.apply_right(KS, overwrite=True), self.basis_)
         return matmul(KS, self._map)
 

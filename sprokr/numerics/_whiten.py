@@ -133,7 +133,9 @@ class Whitening:
                 Linv, info = lapack.dtrtri(np.array(self.L, order="F"), lower=1, overwrite_c=1)
             if info != 0:  # pragma: no cover - a zero pivot (pstrf stops before one)
                 raise np.linalg.LinAlgError(f"LAPACK trtri failed (info={info})")
-            B[self.sel] = np.tril(Linv).T
+            for j in range(1, self.rank):  # the strict upper triangle is not the inverse's
+                Linv[:j, j] = 0.0  # (contiguous column slices: faster than np.tril's masked copy)
+            B[self.sel] = Linv.T
         return B
 
     def own_rows(self) -> np.ndarray:

@@ -5,6 +5,10 @@ sub-sampling by default) of the training inputs and maps every input to
 
     z(x) = D^-1/2 U^T R k(X, x)        (U, D) eigenpairs of R K R^T, rank r <= m
 
+(above :data:`~sprokr.numerics.EIGH_BASIS_MAX_M` = 1000 sketch rows, ``z(x) = L_11^-1 (R
+k(X, x))[P_r]`` from the pivoted Cholesky factorisation of ``R K R^T``: the same features up
+to a rotation, ordered by pivot instead of by variance)
+
 (:class:`~sprokr.numerics.SketchedFeatures`, the map SIOKR/SISOKR use on the input side),
 so that ``z(a)^T z(b) = k_a^T R^T (R K R^T)^+ R k_b`` is the Nystrom approximation of
 ``k(a, b)``.  A linear model on ``z`` is SISOKR's hypothesis space; a network on ``z``

@@ -9,6 +9,21 @@ metric is the per-sample F1 averaged over the test set.
     python benchmarks/bibtex.py [--data PATH] [--seeds 5] [--solver auto] [--json]
 
 Published (SISOKR paper / thesis): IOKR 44.9, SISOKR 44.1 +- 0.07, SIOKR 44.7, ISOKR 44.8.
+
+Where the fixed settings come from: the output bandwidths sigma2 (IOKR 1, SIOKR 1e7, ISOKR
+1e6, SISOKR 1e4), the lams (1e-5, 1e-6, 1e-5, 1e-5), the input bandwidth 1e4 and the sketch
+sizes are those hard-coded in the SISOKR authors' code (``run_bibtex.py`` of
+https://github.com/tamim-el/sisokr, "Hyperparameters priorly obtained by inner 5-folds cv";
+that cross-validation is not published).  They are kept because they reproduce the
+published F1.  Chosen again on a validation split of the training set
+(``benchmarks/bibtex_bandwidths.py``; docs/benchmarks.md, "Where the fixed settings come
+from"), SISOKR's sigma2 is recovered (3 seeds of 3) and SIOKR's setting and ISOKR's sigma2
+are within validation noise of the choice; validation prefers the flat output kernels
+(sigma2 >= 1e4, equivalent on these labels) to IOKR's sigma2 = 1, and smaller lams
+(3.16e-6 / 3.16e-7) for IOKR, ISOKR and SISOKR, with test F1 0.004-0.005 higher
+(SIOKR: the same).
+
+    OPENBLAS_NUM_THREADS=1 python benchmarks/bibtex_bandwidths.py --json
 """
 from __future__ import annotations
 

@@ -14,7 +14,9 @@ Rows:
 * ``grid-f1``: :func:`sprokr.model_selection.select_model` over the input bandwidths
   ``--sigma2`` x the lam grid (F1);
 * ``brute-f1`` (``--brute-force``): one refit per lam on the same split (the reference
-  the path must agree with).
+  the path must agree with; exactly so with the default ``--dtype float64``; with
+  ``--dtype float32`` the refits' coordinates are 5e-6 off the path's, one validation
+  document decodes differently at some lams, and on Bibtex that moved brute-f1's choice).
 
 ``select_s`` is the time of the selection (without the final refit), ``fit_s`` the time
 of the final fit on the whole training set.
@@ -129,7 +131,11 @@ def main(argv=None):
     ap.add_argument("--val-fraction", type=float, default=0.2)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--n-train", type=int, default=None, help="first N training documents only (smoke runs)")
-    ap.add_argument("--dtype", default="float32", choices=["float64", "float32"])
+    ap.add_argument("--dtype", default="float64", choices=["float64", "float32"],
+                    help="precision of the model's kernel blocks (default float64, as benchmarks/bibtex.py): "
+                         "in float32 the path (float64 solves) and the float32 refits decode one "
+                         "validation document differently at some lams, so brute-f1 is the path's "
+                         "exact reference in float64 only")
     ap.add_argument("--brute-force", action="store_true", help="also refit once per lam (slow)")
     ap.add_argument("--verbose", action="store_true", help="log every candidate (logger sprokr)")
     ap.add_argument("--json", action="store_true", help="print one JSON object last")

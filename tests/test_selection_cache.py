@@ -251,3 +251,32 @@ def test_cached_kernel_ridge_path(data):
     big = GaussianKernel(gamma=0.5)
     assert cache.kernel(big).handle is cache.kernel(GaussianKernel(gamma=0.5)).handle
     assert cache.kernel(big).handle is not cache.kernel(GaussianKernel(gamma=0.25)).handle
+
+
+def test_perfect_h_sketch_is_the_seeded_models_and_its_basis_is_reused():
+    """With an integer seed each perfect-h size draws the sketch a DSOKR seeded alike draws,
+    so the fit at the chosen size finds its output basis in the cache (no second factorisation)."""
+    from sprokr import DSOKR
+
+    rng = np.random.default_rng(4)
+    X, Y = rng.standard_normal((120, 5)), rng.standard_normal((120, 3))
+    k = GaussianKernel(gamma=0.4)
+    cache = SelectionCache()
+    ck, V = cache.kernel(k), cache.samples(Y)
+    tr, va = V.take(np.arange(90)), V.take(np.arange(90, 120))
+    ph = perfect_h_curve(tr, va, ck, [10, 20], sketch="psg", sketch_params={"p": 0.1}, random_state=7)
+    misses = cache.stats["memo_misses"]
+    model = DSOKR(output_kernel=ck, output_sketch="psg", m_y=20, output_sketch_params={"p": 0.1},
+                  regressor="ridge", random_state=7).fit(X[:90], tr, validation_data=(X[90:], va))
+    R = resolve_sketch("psg", 20, {"p": 0.1}, 90, "output").draw(90, np.random.default_rng(7))
+    np.testing.assert_array_equal(model.output_sketch_matrix_.indices, R.indices)
+    assert ph["m"] == [10, 20]
+    # the basis (and the training features) were kept by perfect-h's points: hits, and at most
+    # the targets' and validation features' misses, never the basis factorisation again
+    assert cache.stats["memo_hits"] >= 1
+    fresh = DSOKR(output_kernel=k, output_sketch="psg", m_y=20, output_sketch_params={"p": 0.1},
+                  regressor="ridge", random_state=7).fit(X[:90], Y[:90])
+    np.testing.assert_allclose(model.predict_coordinates(X[90:]) @ model.predict_coordinates(X[90:]).T,
+                               fresh.predict_coordinates(X[90:]) @ fresh.predict_coordinates(X[90:]).T,
+                               rtol=1e-8, atol=1e-10)
+    assert cache.stats["memo_misses"] - misses < 10

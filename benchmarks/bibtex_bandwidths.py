@@ -23,7 +23,6 @@ refit), ``fit_s`` / ``decode_s`` those of the chosen setting's refit and test de
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
@@ -37,7 +36,7 @@ from sprokr.metrics import f1_samples, f1_samples_scorer
 from sprokr.model_selection import SelectionCache, select_model
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _report import CpuSteal, reference_blas_seconds  # noqa: E402
+from _report import CpuSteal, print_yardstick_and_json, reference_blas_seconds  # noqa: E402
 from bibtex import methods  # noqa: E402  (the estimators and fixed settings of bibtex.py)
 
 
@@ -156,12 +155,7 @@ def main(argv=None):
         lam = ",".join(f"{x:.2g}" for x in v["lam"])
         print(f"{k:7s} {s2:>9s} {lam:>8s} {v['val_f1']:7.4f} {v['f1']:8.4f} | {'':5s} {v['fixed_sigma2_y']:9g} "
               f"{v['fixed_lam']:8.2g} {v['fixed_val_f1']:7.4f} {v['fixed_f1']:8.4f} | {v['select_s']:8.1f}")
-    steal_txt = "n/a" if steal.fraction is None else f"{100 * steal.fraction:.0f} %"
-    print(f"machine yardstick: float32 syrk 4880 x 2250 in {ref:.3f} s; cpu steal {steal_txt}")
-    for v in res.values():
-        v["reference_syrk_s"], v["cpu_steal"] = ref, steal.fraction
-    if args.json:
-        print(json.dumps(res))
+    print_yardstick_and_json(res, ref, steal, args.json)
     return res
 
 

@@ -26,7 +26,6 @@ of the final fit on the whole training set.
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import sys
 import time
@@ -43,7 +42,7 @@ from sprokr.model_selection import LambdaSearchCV, select_model
 from sprokr.models.dsokr import validation_split
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _report import CpuSteal, reference_blas_seconds  # noqa: E402
+from _report import CpuSteal, print_yardstick_and_json, reference_blas_seconds  # noqa: E402
 
 
 def make_estimator(n, args, sigma2=1e4, lam=1e-5):
@@ -150,12 +149,7 @@ def main(argv=None):
     print(f"{'method':14s} {'lam':>8s} {'sigma2':>8s} {'test F1':>8s} {'select s':>9s} {'fit s':>7s}")
     for k, v in res.items():
         print(f"{k:14s} {v['lam']:8.2g} {v['sigma2']:8.2g} {v['f1']:8.4f} {v['select_s']:9.1f} {v['fit_s']:7.1f}")
-    steal_txt = "n/a" if steal.fraction is None else f"{100 * steal.fraction:.0f} %"
-    print(f"machine yardstick: float32 syrk 4880 x 2250 in {ref:.3f} s; cpu steal {steal_txt}")
-    for v in res.values():
-        v["reference_syrk_s"], v["cpu_steal"] = ref, steal.fraction
-    if args.json:
-        print(json.dumps(res))
+    print_yardstick_and_json(res, ref, steal, args.json)
     return res
 
 

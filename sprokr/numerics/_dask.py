@@ -34,6 +34,7 @@ from ._faults import (
     ClientClosedError, DistributedTimeoutError, WorkerLostError, find_missing_modules, missing_modules_error,
     modules_needed,
 )
+from ._pool import check_task_rows, task_error
 
 if TYPE_CHECKING:  # imported for the annotations only
     from ..types import Samples
@@ -501,13 +502,14 @@ class DaskExecutor(Executor):
         return res
 
     def map_tasks(self, fn: Callable[..., Any], tasks: Sequence[Sequence[Any]], name: str = "tasks",
-                  weights: Sequence[int] | None = None, processes: int | None = None) -> Iterator[tuple[int, Any]]:
+                  weights: Sequence[int] | None = None, processes: int | None = None,
+                  rows: Sequence[Sequence[int]] | None = None) -> Iterator[tuple[int, Any]]:
         """``(i, fn(*tasks[i]))`` yielded as the tasks finish on the workers (any order).
 
         ``fn`` is shipped once (broadcast), one future per task; ``processes`` is ignored
         (the cluster's workers run the tasks).  See :meth:`Executor.map_tasks`.
         """
-        return _dask_map_tasks(self, fn, tasks, name, weights)
+        return _dask_map_tasks(self, fn, tasks, name, weights, rows)
 
     def partition_from(self, loader: Callable[[int, int], tuple[Any, ...]], n: int,
                        n_partitions: int | None = None) -> RowPartitions:
@@ -556,15 +558,16 @@ def _load_block(loader, start, stop):
         raise ChunkError(f"loading rows {start}-{stop} failed: {type(exc).__name__}: {exc}") from exc
 
 
-def _dask_map_tasks(executor, fn, tasks, name, weights):
+def _dask_map_tasks(executor, fn, tasks, name, weights, rows=None):
     """``DaskExecutor.map_tasks``: one future per task, results as they complete.
 
     Goes through the executor's fault handling like the passes: ``fn`` is shipped after
     the workers' imports are checked (small: in the graph, so a lost worker's copy is
     rebuilt), the tasks still unfinished when workers are lost are resubmitted up to
     ``retries`` times (those already yielded are not run again), a task's own error is a
-    :class:`ChunkError` naming it, and no task finishing for ``timeout`` s is a
-    :class:`DistributedTimeoutError`.
+    :class:`ChunkError` naming it (or its ``rows``; a :class:`~sprokr.utils.RowError` is
+    renumbered by them and raised itself: :func:`task_error`), and no task finishing for
+    ``timeout`` s is a :class:`DistributedTimeoutError`.
     """
     from ._executor import task_progress, task_weights
 
@@ -573,6 +576,7 @@ def _dask_map_tasks(executor, fn, tasks, name, weights):
     executor._validate()
     tasks = list(tasks)
     w = task_weights(tasks, weights)
+    rows = check_task_rows(rows, len(tasks))
     if not tasks:
         return
     todo = set(range(len(tasks)))
@@ -601,10 +605,13 @@ def _dask_map_tasks(executor, fn, tasks, name, weights):
                         if f.status == "error":
                             try:
                                 executor._raise_task_error(f, name)
-                            except (ChunkError, WorkerLostError):
+                            except WorkerLostError:
                                 raise
                             except Exception as exc:
-                                raise ChunkError(f"{name} failed on task {i}: {type(exc).__name__}: {exc}") from exc
+                                err = task_error(name, i, exc, rows)
+                                if err is exc:
+                                    raise
+                                raise err from exc
                         res = executor._result(f, name)
                         f.release()
                         todo.discard(i)

@@ -6,6 +6,7 @@ work on any *indexable collection* of samples.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import numbers
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
@@ -39,6 +40,8 @@ __all__ = [
     "NamedPrepare",
     "reword_error",
     "error_text",
+    "RowError",
+    "row_offset",
     "atomic_fit",
     "consistent_read",
 ]
@@ -427,6 +430,72 @@ def error_text(exc: BaseException) -> str:
     """One line for a user-facing error: ``str(exc)`` followed by its PEP 678 notes."""
     parts = [str(exc)] + [str(n) for n in getattr(exc, "__notes__", ()) or ()]
     return "; ".join(dict.fromkeys(p for p in parts if p)) or type(exc).__name__
+
+
+class RowError(Exception):
+    """Base of the errors that name a row (a sample, a record) by its position ``index`` in
+    the collection given to the code that raised them.
+
+    Chunked work hands that code rows ``start:stop`` of a larger input -- a chunk of a pass,
+    a partition on a Dask worker, a task of a process pool -- so the row it names is a row
+    *of its chunk*.  Whoever cut the chunk knows ``start`` and renumbers the error for the
+    whole input (:func:`row_offset`; the executors do it for every pass, partition and task
+    map), then lets it propagate: the user gets the same exception object, of its own type
+    (``except MoleculeReadError`` works whatever the executor), naming the row of the input
+    they gave.
+
+    A subclass keeps the row in ``index`` and names it in its message through
+    :meth:`row_text`; one that names other rows too (e.g. "2 more invalid records, at
+    [5, 9]") extends :meth:`shift_rows`.
+    """
+
+    index: int
+
+    def row_text(self) -> str:
+        """The part of the message that names the row(s): what renumbering rewrites."""
+        return f"row {self.index}"
+
+    def shift_rows(self, offset: int) -> None:
+        """Add ``offset`` to every row number the error holds (here: ``index``)."""
+        self.index += offset
+
+    def add_row_offset(self, offset: int) -> RowError:
+        """Renumber the error raised on rows ``offset:...`` for the whole input; returns it.
+
+        :meth:`row_text` is replaced in the message -- in the arguments (a message
+        reworded with context, ``"Y: ..."``, keeps its context) and in the PEP 678 notes.
+        """
+        offset = int(offset)
+        if offset == 0:
+            return self
+        old = self.row_text()
+        self.shift_rows(offset)
+        new = self.row_text()
+        found = any(isinstance(a, str) and old in a for a in self.args)
+        self.args = tuple(a.replace(old, new, 1) if isinstance(a, str) else a for a in self.args)
+        notes = getattr(self, "__notes__", None)
+        if notes:
+            found = found or any(isinstance(n, str) and old in n for n in notes)
+            self.__notes__ = [n.replace(old, new, 1) if isinstance(n, str) else n for n in notes]
+        if not found:  # a message reworded beyond recognition: say the row all the same
+            self.add_note(f"in the whole input: {new}")
+        return self
+
+
+@contextlib.contextmanager
+def row_offset(start: int) -> Iterator[None]:
+    """Context of code run on the rows from ``start`` of a larger input: a :class:`RowError`
+    raised inside is renumbered for the whole input (``add_row_offset(start)``) and
+    propagates, the same object; any other error passes unchanged.
+
+    >>> with row_offset(sl.start):          # doctest: +SKIP
+    ...     out[sl] = kernel.prepare(take_slice(X, sl))
+    """
+    try:
+        yield
+    except RowError as exc:
+        exc.add_row_offset(start)
+        raise
 
 
 def name_error(msg, name):

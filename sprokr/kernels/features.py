@@ -29,7 +29,7 @@ from sklearn.utils.validation import check_is_fitted
 from ..numerics import DEFAULT_RCOND, SketchedFeatures, check_kernel_sample, default_chunk_size
 from ..deprecation import RenamedParametersMixin
 from ..persistence import SaveMixin
-from ..utils import atomic_fit, check_chunk_size, consistent_read, check_positive, check_random_state, iter_chunks, num_samples, resolve_dtype, take, take_slice
+from ..utils import atomic_fit, check_chunk_size, consistent_read, check_positive, check_random_state, iter_chunks, num_samples, resolve_dtype, row_offset, take, take_slice
 from .base import fit_on_training_inputs
 
 __all__ = ["KernelFeatures"]
@@ -144,7 +144,8 @@ class KernelFeatures(RenamedParametersMixin, SaveMixin, TransformerMixin, BaseEs
         out = np.empty((n, feats.rank), dtype=feats.dtype)
         chunk = self.chunk_size or default_chunk_size(feats.R.indices.size, feats.dtype)
         for sl in iter_chunks(n, chunk):
-            out[sl] = feats.transform(kernel.prepare(take_slice(X, sl)), dedupe=False)
+            with row_offset(sl.start):  # an invalid sample is named by its row of X, not of the chunk
+                out[sl] = feats.transform(kernel.prepare(take_slice(X, sl)), dedupe=False)
         return out
 
     @consistent_read

@@ -8,7 +8,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..numerics import ChunkTask, LocalExecutor, default_chunk_size
-from ..utils import concat_samples, iter_chunks, num_samples, take_slice
+from ..utils import concat_samples, iter_chunks, num_samples, row_offset, take_slice
 
 if TYPE_CHECKING:  # imported for the annotations only
     from ..types import Samples
@@ -71,7 +71,8 @@ def retrieval_scorer(metric: str = "mrr", k: int = 1, extra_candidates: Samples 
         index = est.make_candidate_index(pool)
         ranks = np.empty(n)
         for sl in iter_chunks(n, query_batch):
-            S = est.predict_scores(take_slice(X, sl), candidates=index)
+            with row_offset(sl.start):  # an invalid query is named by its row of X
+                S = est.predict_scores(take_slice(X, sl), candidates=index)
             ranks[sl] = ranks_from_scores(S, np.arange(sl.start, sl.stop))
         return retrieval_value(ranks, scorer.retrieval)
 

@@ -45,7 +45,7 @@ from ..numerics import resolve_executor
 from ..sketches import resolve_sketch
 from ..progress import log_estimator
 from ..utils import NamedPrepare, atomic_fit, check_chunk_size, check_paired, check_random_state, consistent_read, \
-    iter_chunks, num_samples, take, take_slice, unique_indices
+    iter_chunks, num_samples, row_offset, take, take_slice, unique_indices
 from .base import OUTPUT_DTYPE, OutputKernelModel, make_decoder, new_index_token
 
 if TYPE_CHECKING:  # imported for the annotations only
@@ -558,7 +558,8 @@ class DSOKREnsemble(RenamedParametersMixin, OutputKernelModel, BaseEstimator):
         idx, scores = np.empty((n_q, kk), dtype=np.int64), np.empty((n_q, kk))
         for sl in iter_chunks(n_q, 2048):
             Xq = take_slice(X, sl)
-            task = _MaxTopKTask([e.predict_coordinates(Xq) for e in self.estimators_], self._splits(), kk)
+            with row_offset(sl.start):  # an invalid query is named by its row of X
+                task = _MaxTopKTask([e.predict_coordinates(Xq) for e in self.estimators_], self._splits(), kk)
             idx[sl], scores[sl] = ex.map_reduce(parts, task, block)
         return index.take(idx[:, 0]) if top_k is None else Decoded(idx, scores)
 

@@ -34,6 +34,7 @@ from ._faults import (
     ClientClosedError, DistributedTimeoutError, WorkerLostError, find_missing_modules, missing_modules_error,
     modules_needed,
 )
+from ._pool import check_task_rows, task_error
 
 if TYPE_CHECKING:  # imported for the annotations only
     from ..types import Samples
@@ -264,7 +265,7 @@ class DaskExecutor(Executor):
             if on_done is not None:
                 on_done(i)
 
-    def _as_finished(self, client, futures, name, timeout=None, gone=None, tasks=None):
+    def _as_finished(self, client, futures, name, timeout=None, gone=None, tasks=None, rows=None):
         """``(i, futures[i])`` yielded as the futures finish: the one wait on the cluster.
 
         ``futures`` is a list, or a dict ``{i: future}``.  A poll that sees nothing finish is
@@ -273,7 +274,8 @@ class DaskExecutor(Executor):
         task's own error (a worker killed by the task: WorkerLostError); a cancelled one, or
         ``gone()`` turning true, raises ``_Lost`` (the caller rebuilds and resubmits); a closed
         client, ClientClosedError.  ``tasks`` (their total count) marks ``map_tasks``' tasks,
-        named by their index: a task's error other than those is a ChunkError naming it.
+        named by their index (or their ``rows``): a task's error other than those is
+        :func:`task_error`'s (a ChunkError naming it, or a renumbered RowError).
         """
         import distributed
 
@@ -296,10 +298,13 @@ class DaskExecutor(Executor):
                 elif status == "error":
                     try:
                         self._raise_task_error(f, name)
-                    except Exception as exc:  # a map_tasks task's own error is named by its index
-                        if tasks is None or isinstance(exc, (ChunkError, WorkerLostError)):
+                    except Exception as exc:  # a map_tasks task's own error is named by its index / rows
+                        if tasks is None or isinstance(exc, WorkerLostError):
                             raise
-                        raise ChunkError(f"{name} failed on task {i}: {type(exc).__name__}: {exc}") from exc
+                        err = task_error(name, i, exc, rows)
+                        if err is exc:
+                            raise
+                        raise err from exc
                 elif status == "cancelled":  # "lost" futures are being recomputed: still pending
                     which = f.key if tasks is None else i
                     raise _Lost(f"task {which} was cancelled: its data or a dependency was lost")
@@ -528,15 +533,18 @@ class DaskExecutor(Executor):
         return res
 
     def map_tasks(self, fn: Callable[..., Any], tasks: Sequence[Sequence[Any]], name: str = "tasks",
-                  weights: Sequence[int] | None = None, processes: int | None = None) -> Iterator[tuple[int, Any]]:
+                  weights: Sequence[int] | None = None, processes: int | None = None,
+                  rows: Sequence[Sequence[int]] | None = None) -> Iterator[tuple[int, Any]]:
         """``(i, fn(*tasks[i]))`` yielded as the tasks finish on the workers (any order).
 
         ``fn`` is shipped once (after the workers' imports are checked; small: in the graph,
         so a lost worker's copy is rebuilt), one future per task; ``processes`` is ignored
         (the cluster's workers run the tasks).  The tasks still unfinished when workers are
         lost are resubmitted up to ``retries`` times (those already yielded are not run
-        again); a task's own error is a :class:`ChunkError` naming it; no task finishing for
-        ``timeout`` s is a :class:`DistributedTimeoutError`.  See :meth:`Executor.map_tasks`.
+        again); a task's own error is a :class:`ChunkError` naming it (or its ``rows``; a
+        :class:`~sprokr.utils.RowError` is renumbered by them and raised itself:
+        :func:`task_error`); no task finishing for ``timeout`` s is a
+        :class:`DistributedTimeoutError`.  See :meth:`Executor.map_tasks`.
         """
         from ._executor import task_progress, task_weights
 
@@ -545,6 +553,7 @@ class DaskExecutor(Executor):
         self._validate()
         tasks = list(tasks)
         w = task_weights(tasks, weights)
+        rows = check_task_rows(rows, len(tasks))
         if not tasks:
             return
         todo = set(range(len(tasks)))
@@ -557,7 +566,7 @@ class DaskExecutor(Executor):
                 try:
                     fn_f = self.ship(client, fn, f"the {name} tasks")
                     futures = {i: client.submit(_call, fn_f, tuple(tasks[i]), pure=False) for i in sorted(todo)}
-                    for i, f in self._as_finished(client, futures, name, tasks=len(tasks)):
+                    for i, f in self._as_finished(client, futures, name, tasks=len(tasks), rows=rows):
                         res = self._result(f, name)
                         f.release()
                         todo.discard(i)

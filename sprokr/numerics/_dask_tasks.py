@@ -16,7 +16,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from ._executor import ChunkError, fold_chunks, map_chunks
+from ._executor import fold_chunks, map_chunks
+from ._pool import chunk_rows
 
 __all__ = ["GivenRows", "MappedRows", "is_delayed", "identity", "prepare_block", "fold", "merge", "map_block", "map_part",
            "take_local"]
@@ -29,10 +30,9 @@ def identity(x):
 
 
 def prepare_block(prepare, start, stop, *collections):
-    try:
+    # an invalid sample (a RowError) is named by its row of the whole input, not of the partition
+    with chunk_rows("preparing", start, stop):
         return tuple(c if f is None else f(c) for c, f in zip(collections, prepare))
-    except Exception as exc:
-        raise ChunkError(f"preparing rows {start}-{stop} failed: {type(exc).__name__}: {exc}") from exc
 
 
 def fold(task, start, block, chunk_size):

@@ -26,7 +26,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ..utils import concat_samples, iter_chunks, num_samples, take, take_slice
-from ._pool import ChunkError  # defined beside the process pool, which reports it too
+from ._pool import ChunkError, chunk_rows  # defined beside the process pool, which reports them too
 
 if TYPE_CHECKING:  # imported for the annotations only
     from ..types import RandomStateLike, Samples
@@ -144,7 +144,8 @@ def fold_chunks(task, start, block, chunk_size, order=None, on_rows=None):
 
     ``order`` optionally permutes the chunks; ``on_rows(k)`` is called after each chunk of
     ``k`` rows (a progress bar's ``update``).  A failing chunk raises :class:`ChunkError`
-    naming its rows.
+    naming its rows, or its own :class:`~sprokr.utils.RowError` renumbered for the whole
+    input (see :func:`chunk_rows`).
     """
     n = num_samples(block[0])
     partial = task.start()
@@ -153,13 +154,8 @@ def fold_chunks(task, start, block, chunk_size, order=None, on_rows=None):
         slices = [slices[i] for i in order(len(slices))]
     for sl in slices:
         rows = slice(start + sl.start, start + sl.stop)
-        try:
+        with chunk_rows(task.name, rows.start, rows.stop):
             partial = task.add(partial, rows, *(take_slice(c, sl) for c in block))
-        except ChunkError:
-            raise
-        except Exception as exc:
-            raise ChunkError(f"{task.name} failed on rows {rows.start}-{rows.stop}: "
-                             f"{type(exc).__name__}: {exc}") from exc
         if on_rows is not None:
             on_rows(sl.stop - sl.start)
     return partial
@@ -170,14 +166,14 @@ def map_chunks(fn, start, block, chunk_size, name="pass", out=None, which=0, on_
     ``fn(*chunks)`` of every collection), outputs stacked along rows.
 
     With ``out`` (an array for the partition's rows) the outputs are written into it;
-    ``on_rows(k)`` is called after each chunk of ``k`` rows.
+    ``on_rows(k)`` is called after each chunk of ``k`` rows.  Errors as in :func:`fold_chunks`.
     """
     n = num_samples(block[0])
     outs = []
     # no rows: one call on the empty chunk gives the output's trailing shape (n_q = 0 queries
     # predict a (0, d) array, not a (0,) one)
     for sl in list(iter_chunks(n, chunk_size)) or ([] if out is not None else [slice(0, 0)]):
-        try:
+        with chunk_rows(name, start + sl.start, start + sl.stop):
             if which is None:
                 res = np.asarray(fn(*(take_slice(c, sl) for c in block)))
             else:
@@ -188,9 +184,6 @@ def map_chunks(fn, start, block, chunk_size, name="pass", out=None, which=0, on_
                 out[sl] = res
             else:
                 outs.append(res)
-        except Exception as exc:
-            raise ChunkError(f"{name} failed on rows {start + sl.start}-{start + sl.stop}: "
-                             f"{type(exc).__name__}: {exc}") from exc
         if on_rows is not None:
             on_rows(sl.stop - sl.start)
     if out is not None:
@@ -262,8 +255,8 @@ class Executor:
         raise NotImplementedError
 
     def map_tasks(self, fn: Callable[..., Any], tasks: Sequence[Sequence[Any]], name: str = "tasks",
-                  weights: Sequence[int] | None = None,
-                  processes: int | None = None) -> Iterator[tuple[int, Any]]:  # pragma: no cover - abstract
+                  weights: Sequence[int] | None = None, processes: int | None = None,
+                  rows: Sequence[Sequence[int]] | None = None) -> Iterator[tuple[int, Any]]:  # pragma: no cover
         """``(i, fn(*tasks[i]))`` for independent tasks, yielded as they finish (any order).
 
         For work that holds the GIL (parsing molecules, hashing strings): the tasks run in
@@ -272,7 +265,10 @@ class Executor:
         module-level function or an instance of a module-level class); ``weights`` (e.g.
         rows per task) drive the progress bar; ``processes`` is the local pool's size
         (default: the usable cores; 1 runs the tasks in this process, in order).  A failing
-        task raises :class:`ChunkError` naming it.
+        task raises :class:`ChunkError` naming it.  ``rows[i] = (start, stop)`` (optional)
+        are the global rows of a larger input task ``i`` holds: errors then name those rows,
+        and an error naming a row of the task's chunk (:class:`~sprokr.utils.RowError`, e.g.
+        an invalid molecule) is raised itself, renumbered for the whole input.
         """
         raise NotImplementedError
 
@@ -412,6 +408,7 @@ class LocalExecutor(Executor):
 
     def map_tasks(self, fn: Callable[..., Any], tasks: Sequence[Sequence[Any]], name: str = "tasks",
                   weights: Sequence[int] | None = None, processes: int | None = None,
+                  rows: Sequence[Sequence[int]] | None = None,
                   start_method: str = "spawn") -> Iterator[tuple[int, Any]]:
         """``(i, fn(*tasks[i]))`` yielded as the tasks finish, on a pool of worker processes.
 
@@ -426,7 +423,7 @@ class LocalExecutor(Executor):
         w = task_weights(tasks, weights)
         with task_progress(self, w, name) as bar:
             yield from process_map(fn, tasks, processes, start_method, name=name,
-                                   on_done=lambda i: bar.update(w[i]))
+                                   on_done=lambda i: bar.update(w[i]), rows=rows)
 
     def partition_from(self, loader: Callable[[int, int], tuple[Any, ...]], n: int,
                        n_partitions: int | None = None) -> RowPartitions:

@@ -17,12 +17,16 @@ process runs -- BLAS pools, a Dask client; a script using it needs the usual
 """
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from typing import Any, Callable, Iterator, Sequence
 
-__all__ = ["process_map", "usable_cores", "check_processes", "START_METHODS"]
+from ..utils import RowError, row_offset
+
+__all__ = ["process_map", "usable_cores", "check_processes", "START_METHODS", "ChunkError", "chunk_rows",
+           "task_error", "check_task_rows"]
 
 #: process start methods accepted by :func:`process_map`
 START_METHODS = ("spawn", "forkserver", "fork")
@@ -51,15 +55,58 @@ class ChunkError(RuntimeError):
     """A chunked pass failed on some rows; names the rows and the original error."""
 
 
-def _task_error(name: str, i: int, exc: BaseException) -> Exception:
+@contextlib.contextmanager
+def chunk_rows(what: str, start: int, stop: int) -> Iterator[None]:
+    """Context of ``what`` (a pass's name) run on the global rows ``start:stop``.
+
+    An error that names a row of its chunk (:class:`sprokr.utils.RowError`, e.g. an invalid
+    molecule) is renumbered for the whole input and propagates itself, its type kept; a
+    :class:`ChunkError` (already naming its rows) passes; any other error becomes a
+    ``ChunkError`` "<what> failed on rows start-stop: <type>: <message>" caused by it.
+    """
+    try:
+        with row_offset(start):
+            yield
+    except (ChunkError, RowError):
+        raise
+    except Exception as exc:
+        raise ChunkError(f"{what} failed on rows {start}-{stop}: {type(exc).__name__}: {exc}") from exc
+
+
+def task_error(name: str, i: int, exc: BaseException,
+               rows: Sequence[tuple[int, int]] | None = None) -> BaseException:
+    """What a task map raises when task ``i`` raised ``exc``.
+
+    ``rows[i]`` (optional) are the global rows ``(start, stop)`` task ``i`` holds: a
+    :class:`sprokr.utils.RowError` is then renumbered for the whole input and returned itself
+    (the caller re-raises it, its type kept), and other errors name the rows; without
+    ``rows`` the error is a :class:`ChunkError` naming the task.
+    """
     if isinstance(exc, ChunkError):
         return exc
-    return ChunkError(f"{name} failed on task {i}: {type(exc).__name__}: {exc}")
+    if rows is None:
+        return ChunkError(f"{name} failed on task {i}: {type(exc).__name__}: {exc}")
+    start, stop = (int(r) for r in rows[i])
+    if isinstance(exc, RowError):
+        return exc.add_row_offset(start)
+    return ChunkError(f"{name} failed on rows {start}-{stop} (task {i}): {type(exc).__name__}: {exc}")
+
+
+def check_task_rows(rows: Sequence[Sequence[int]] | None, n_tasks: int) -> list[tuple[int, int]] | None:
+    """``rows`` of a task map: None, or one ``(start, stop)`` pair of integers per task."""
+    if rows is None:
+        return None
+    out = [tuple(int(v) for v in r) for r in rows]
+    if len(out) != n_tasks or any(len(r) != 2 or not 0 <= r[0] <= r[1] for r in out):
+        raise ValueError(f"rows: one (start, stop) pair with 0 <= start <= stop per task expected, got "
+                         f"{len(out)} pair(s) for {n_tasks} task(s)")
+    return out  # type: ignore[return-value]
 
 
 def process_map(fn: Callable[..., Any], tasks: Sequence[Sequence[Any]], processes: int | None = None,
                 start_method: str = "spawn", max_pending: int | None = None, name: str = "tasks",
-                on_done: Callable[[int], None] | None = None) -> Iterator[tuple[int, Any]]:
+                on_done: Callable[[int], None] | None = None,
+                rows: Sequence[Sequence[int]] | None = None) -> Iterator[tuple[int, Any]]:
     """``(i, fn(*tasks[i]))`` for every task, yielded as the tasks finish (any order).
 
     Parameters
@@ -78,24 +125,35 @@ def process_map(fn: Callable[..., Any], tasks: Sequence[Sequence[Any]], processe
         Names the work in error messages.
     on_done : callable, optional
         ``on_done(i)`` after task ``i`` finished (before it is yielded), e.g. a progress bar.
+    rows : sequence of (start, stop), optional
+        The global rows each task holds (a chunk of a larger input): errors then name
+        rows of the whole input instead of the task (see :func:`task_error`).
 
     Raises
     ------
     ChunkError
-        A task raised (the message names the task and the original error), or a worker
-        process died (e.g. killed by the out-of-memory killer).  Pending tasks are
-        cancelled and the pool is shut down; results already yielded stay valid.
+        A task raised (the message names the task -- its rows with ``rows`` -- and the
+        original error), or a worker process died (e.g. killed by the out-of-memory
+        killer).  Pending tasks are cancelled and the pool is shut down; results already
+        yielded stay valid.
+    sprokr.utils.RowError
+        With ``rows``: a task's error naming a row of its chunk (e.g. an invalid molecule),
+        itself, renumbered for the whole input.
     """
     procs = check_processes(processes)
     if start_method not in START_METHODS:
         raise ValueError(f"start_method must be one of {START_METHODS}, got {start_method!r}")
     tasks = list(tasks)
+    rows = check_task_rows(rows, len(tasks))
     if procs == 1 or len(tasks) <= 1:
         for i, args in enumerate(tasks):
             try:
                 res = fn(*args)
             except Exception as exc:
-                raise _task_error(name, i, exc) from exc
+                failure = task_error(name, i, exc, rows)
+                if failure is exc:  # a ChunkError, or a row error renumbered: itself
+                    raise
+                raise failure from exc
             if on_done is not None:
                 on_done(i)
             yield i, res
@@ -115,7 +173,10 @@ def process_map(fn: Callable[..., Any], tasks: Sequence[Sequence[Any]], processe
                 i = running.pop(fut)
                 err = fut.exception()
                 if err is not None:
-                    raise _task_error(name, i, err) from err
+                    out = task_error(name, i, err, rows)
+                    if out is err:  # a ChunkError, or a row error renumbered: itself
+                        raise err
+                    raise out from err
                 if on_done is not None:
                     on_done(i)
                 yield i, fut.result()

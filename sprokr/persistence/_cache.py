@@ -257,6 +257,14 @@ class FeatureCache:
         Returns
         -------
         FeatureTable
+
+        Raises
+        ------
+        sprokr.numerics.ChunkError
+            The featuriser failed on a chunk (naming its rows of ``items``).
+        sprokr.utils.RowError
+            The featuriser's own error naming one item (e.g. a ``MoleculeReadError``), the
+            same exception renumbered so that it names the item's position in ``items``.
         """
         from ..numerics import LocalExecutor
 
@@ -287,7 +295,10 @@ class FeatureCache:
         tasks = [(list(items[bounds[i][0]:bounds[i][1]]),) for i in todo]
         weights = [bounds[i][1] - bounds[i][0] for i in todo]
         label = name or f"features ({getattr(featurizer, 'name', type(featurizer).__name__)})"
-        for j, chunk in ex.map_tasks(featurizer, tasks, name=label, weights=weights, processes=processes):
+        # rows: a featuriser's error naming a row of its chunk (an invalid molecule) names the
+        # row of ``items``, whatever the executor
+        for j, chunk in ex.map_tasks(featurizer, tasks, name=label, weights=weights, processes=processes,
+                                     rows=[bounds[i] for i in todo]):
             i = todo[j]
             a, b = bounds[i]
             manifest["chunks"][str(i)] = _write_chunk(path, i, chunk, b - a, items, a)

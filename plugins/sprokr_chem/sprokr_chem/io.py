@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from rdkit import Chem, RDLogger
 
+from sprokr.utils import RowError
+
 if TYPE_CHECKING:  # imported for the annotations only
     from rdkit.Chem import Mol
     from sprokr.types import PathLike
@@ -22,22 +24,41 @@ __all__ = ["MoleculeReadError", "ReadReport", "read_smiles", "read_sdf", "mol_fr
            "to_mol", "canonical_smiles", "read_molecules"]
 
 
-class MoleculeReadError(ValueError):
+class MoleculeReadError(RowError, ValueError):
     """A SMILES string or SDF record could not be turned into a valid molecule.
 
     Attributes ``index`` (position of the record), ``record`` (its text, shortened),
-    ``reason`` and ``where`` (what holds it: an argument name or a file, or None).
+    ``reason``, ``where`` (what holds it: an argument name or a file, or None) and
+    ``others`` (positions of up to five other invalid records) with ``n_others`` (how many
+    there are).  A :class:`sprokr.utils.RowError`: raised on a chunk of a larger input (a
+    pass's chunk, a Dask partition, a task of a process pool), the executors renumber it
+    so that ``index`` and the message name the record of the whole input.
     """
 
-    def __init__(self, index: int, record: Any, reason: str, where: str | None = None) -> None:
+    def __init__(self, index: int, record: Any, reason: str, where: str | None = None,
+                 others: Sequence[int] = (), n_others: int | None = None) -> None:
         self.index, self.record, self.reason, self.where = index, record, reason, where
+        self.others = [int(j) for j in others]
+        self.n_others = len(self.others) if n_others is None else int(n_others)
         prefix = f"{where}: " if where else ""
-        super().__init__(f"{prefix}invalid molecule at record {index}: {record!r} ({reason})")
+        super().__init__(prefix + self.row_text())
+
+    def row_text(self) -> str:
+        """``invalid molecule at record i: 'text' (reason[; k more ...])``: the message
+        after its context (``where``, or an argument name added when re-raised)."""
+        more = f"; {self.n_others} more invalid record(s), e.g. at {self.others}" if self.n_others else ""
+        return f"invalid molecule at record {self.index}: {self.record!r} ({self.reason}{more})"
+
+    def shift_rows(self, offset: int) -> None:
+        """Add ``offset`` to ``index`` and to ``others``."""
+        self.index += offset
+        self.others = [j + offset for j in self.others]
 
     def __reduce__(self):
         # picklable (process pools, Dask workers): rebuilt from its fields, then its message
         # (possibly reworded with context) and notes restored
-        return type(self), (self.index, self.record, self.reason, self.where), {**self.__dict__, "args": self.args}
+        return (type(self), (self.index, self.record, self.reason, self.where, self.others, self.n_others),
+                {**self.__dict__, "args": self.args})
 
 
 @dataclass
@@ -187,9 +208,8 @@ def read_sdf(path: PathLike, on_error: str = "raise", properties: bool = True) -
 def _invalid(skipped, where):
     """The error for the invalid records ``[(index, text, reason), ...]`` of ``where``."""
     i, text, reason = skipped[0]
-    more = f"; {len(skipped) - 1} more invalid record(s), e.g. at {[j for j, _, _ in skipped[1:6]]}" \
-        if len(skipped) > 1 else ""
-    return MoleculeReadError(i, text, reason + more, where=where)
+    return MoleculeReadError(i, text, reason, where=where, others=[j for j, _, _ in skipped[1:6]],
+                             n_others=len(skipped) - 1)
 
 
 def canonical_smiles(molecules: Any, name: str = "molecules") -> list[str]:

@@ -40,6 +40,11 @@ class Kernel(BaseEstimator):
     name: Optional[str] = None
     #: True when k(x, x) == 1 for every x
     normalized = False
+    #: True when ``pairwise`` / ``diag`` may run in several threads at once (a call changes
+    #: no state): a chunked pass may then fold its chunks in parallel threads
+    #: (:attr:`sprokr.numerics.ChunkTask.thread_safe`).  False by default: a kernel with a
+    #: cache or a lazily built vocabulary must not set it.
+    thread_safe = False
     #: True for kernels with statistics learned from data (``fit(X)``, fitted state ending
     #: in ``_``, e.g. the text kernel's idf): a model fits an unfitted one on its training
     #: inputs (see :func:`fit_on_training_inputs`)

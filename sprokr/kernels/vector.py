@@ -88,6 +88,7 @@ class LinearKernel(VectorKernel):
     """``k(a, b) = a^T b``."""
 
     name = "linear"
+    thread_safe = True  # stateless: chunks may be folded in parallel threads
 
     def __init__(self, dtype: DTypeLike = "float64") -> None:
         self.dtype = dtype
@@ -103,6 +104,7 @@ class PolynomialKernel(VectorKernel):
     """``k(a, b) = (gamma a^T b + coef0) ** degree`` (gamma defaults to 1 / n_features)."""
 
     name = "polynomial"
+    thread_safe = True  # stateless: chunks may be folded in parallel threads
 
     def __init__(self, degree: int = 3, gamma: float | None = None, coef0: float = 1.0,
                  dtype: DTypeLike = "float64") -> None:
@@ -151,6 +153,7 @@ class GaussianKernel(VectorKernel):
     """
 
     name = "gaussian"
+    thread_safe = True  # stateless: chunks may be folded in parallel threads
     normalized = True
 
     def __init__(self, gamma: float | None = None, sigma2: float | None = None, dtype: DTypeLike = "float64") -> None:
@@ -187,6 +190,7 @@ class LaplacianKernel(VectorKernel):
     """``k(a, b) = exp(-gamma |a - b|_1)`` (gamma defaults to 1 / n_features)."""
 
     name = "laplacian"
+    thread_safe = True  # stateless: chunks may be folded in parallel threads
     normalized = True
 
     def __init__(self, gamma: float | None = None, dtype: DTypeLike = "float64") -> None:
@@ -211,6 +215,7 @@ class CosineKernel(VectorKernel):
     """``k(a, b) = a^T b / (|a| |b|)``; a zero vector has similarity 0 to everything else."""
 
     name = "cosine"
+    thread_safe = True  # stateless: chunks may be folded in parallel threads
     normalized = True
 
     def __init__(self, dtype: DTypeLike = "float64") -> None:
@@ -229,6 +234,7 @@ class TanimotoKernel(VectorKernel):
     """
 
     name = "tanimoto"
+    thread_safe = True  # stateless: chunks may be folded in parallel threads
     normalized = True
 
     def __init__(self, dtype: DTypeLike = "float64") -> None:
@@ -252,6 +258,7 @@ class MinMaxKernel(VectorKernel):
     """
 
     name = "minmax"
+    thread_safe = True  # stateless: chunks may be folded in parallel threads
     normalized = True
 
     def __init__(self, dtype: DTypeLike = "float64") -> None:

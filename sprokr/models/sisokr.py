@@ -639,6 +639,8 @@ def _groups_of(sel_raw, sel_idx, Yu, first):
 class _RowsOf:
     """``ids -> table[ids]``: targets gathered by the distinct id of each sample."""
 
+    thread_safe = True  # a read-only gather
+
     def __init__(self, table):
         self.table = table
 

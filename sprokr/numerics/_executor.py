@@ -26,6 +26,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ..utils import concat_samples, iter_chunks, num_samples, take, take_slice
+from ._parallel import n_workers
 from ._pool import ChunkError, chunk_rows  # defined beside the process pool, which reports them too
 
 if TYPE_CHECKING:  # imported for the annotations only
@@ -44,6 +45,11 @@ class ChunkTask:
 
     #: short name used in progress bars and error messages
     name = "pass"
+    #: True when :meth:`add` may run on disjoint chunks in several threads at once (each
+    #: thread folding its own partial result): the local executor then folds contiguous
+    #: groups of chunks in parallel threads, one BLAS thread each (a pass whose
+    #: elementwise work does not scale with BLAS threads then uses every core)
+    thread_safe = False
 
     def start(self) -> Any:
         """An empty partial result."""
@@ -159,6 +165,33 @@ def fold_chunks(task, start, block, chunk_size, order=None, on_rows=None):
         if on_rows is not None:
             on_rows(sl.stop - sl.start)
     return partial
+
+
+def fold_chunks_threaded(task, start, block, chunk_size, threads, on_rows=None):
+    """:func:`fold_chunks` of a thread-safe task with its chunks in ``threads`` contiguous
+    groups, folded in parallel threads with one BLAS thread each, the partials merged in
+    group order (the same result for the same ``threads``, whatever the timing).
+
+    Used by the local executor when :attr:`ChunkTask.thread_safe`: a pass that alternates
+    BLAS products with elementwise work (kernel values, centring) keeps every core busy,
+    where one chunk at a time with threaded BLAS leaves them waiting on each other.
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
+    from ._linalg import single_blas_thread
+
+    n = num_samples(block[0])
+    n_chunks = -(-n // max(int(chunk_size), 1))
+    groups = min(int(threads), n_chunks)
+    if groups <= 1:
+        return fold_chunks(task, start, block, chunk_size, None, on_rows)
+    per = -(-n_chunks // groups) * int(chunk_size)  # whole chunks per group
+    bounds = list(range(0, n, per)) + [n]
+    with single_blas_thread(), ThreadPoolExecutor(len(bounds) - 1, thread_name_prefix="sprokr-fold") as pool:
+        futures = [pool.submit(fold_chunks, task, start + a, tuple(take_slice(c, slice(a, b)) for c in block),
+                               chunk_size, None, on_rows) for a, b in zip(bounds[:-1], bounds[1:])]
+        partials = [f.result() for f in futures]  # the first failing group's error, in row order
+    return tree_reduce(partials, task.merge)
 
 
 def map_chunks(fn, start, block, chunk_size, name="pass", out=None, which=0, on_rows=None):
@@ -377,8 +410,12 @@ class LocalExecutor(Executor):
         self._check_parts(parts)
         rng = self._rng()
         order = None if rng is None else rng.permutation
+        # chunks folded in threads: a thread-safe task, in the natural order (a shuffled
+        # order draws from one generator, which threads must not share)
+        threads = n_workers() if getattr(task, "thread_safe", False) and rng is None else 1
         with self.progress_bar(parts, task.name) as bar:
-            partials = [fold_chunks(task, int(sl.start), block, chunk_size, order, bar.update)
+            partials = [fold_chunks_threaded(task, int(sl.start), block, chunk_size, threads, bar.update)
+                        if threads > 1 else fold_chunks(task, int(sl.start), block, chunk_size, order, bar.update)
                         for sl, block in zip(parts.slices(), parts.blocks)]
         if rng is not None:
             partials = [partials[i] for i in rng.permutation(len(partials))]

@@ -142,6 +142,13 @@ class SketchedFeatures:
         return self.R.m
 
     @property
+    def thread_safe(self) -> bool:
+        """True when :meth:`block` and :meth:`transform` may run in several threads at once:
+        a thread-safe kernel (:attr:`sprokr.kernels.Kernel.thread_safe`; a selection's
+        caching kernel, whose memo is shared state, is not)."""
+        return bool(getattr(self.kernel, "thread_safe", False))
+
+    @property
     def rank(self) -> int:
         return self.basis_.shape[1]
 

@@ -27,7 +27,7 @@ from scipy.linalg import get_blas_funcs, lapack
 
 __all__ = ["matmul", "psd_eigh", "psd_solve", "cholesky_solve", "cholesky_solver",
            "cholesky_factor_inplace", "cholesky_factor_solve", "cholesky_rcond", "sym_norm1",
-           "DEFAULT_RCOND", "factorisation_threads", "SINGLE_THREAD_MAX_ORDER"]
+           "DEFAULT_RCOND", "factorisation_threads", "single_blas_thread", "SINGLE_THREAD_MAX_ORDER"]
 
 #: default relative threshold on eigenvalues (relative to the largest one)
 DEFAULT_RCOND = 1e-10
@@ -43,9 +43,15 @@ _CONTROLLER: Any = None
 def factorisation_threads(order: int) -> Any:
     """Context limiting BLAS to one thread for a factorisation of ``order`` up to
     :data:`SINGLE_THREAD_MAX_ORDER` (threadpoolctl; a no-op above it or without it)."""
-    global _CONTROLLER
     if order > SINGLE_THREAD_MAX_ORDER:
         return nullcontext()
+    return single_blas_thread()
+
+
+def single_blas_thread() -> Any:
+    """Context limiting BLAS to one thread (threadpoolctl; a no-op without it): for work
+    that runs several BLAS calls at once in its own threads."""
+    global _CONTROLLER
     if _CONTROLLER is None:
         try:
             from threadpoolctl import ThreadpoolController

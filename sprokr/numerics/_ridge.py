@@ -161,6 +161,15 @@ class CrossProductTask(ChunkTask):
         acc.add(rows, A, T, overwrite=True)
         return acc, got
 
+    @property
+    def thread_safe(self) -> bool:  # type: ignore[override]
+        """Chunks may be folded in parallel threads when the kernel blocks and the targets
+        can be computed concurrently (the kept blocks are written by disjoint rows)."""
+        t = self.targets
+        targets_ok = t is None or bool(getattr(t, "thread_safe", False)) or \
+            bool(getattr(getattr(t, "__self__", None), "thread_safe", False))
+        return self.features.thread_safe and targets_ok
+
     def merge(self, a: Any, b: Any) -> Any:
         return a[0].merge(b[0]), None if a[1] is None else np.add(a[1], b[1], out=a[1])
 

@@ -13,7 +13,7 @@ from numpy.typing import DTypeLike
 from scipy.linalg import get_blas_funcs
 
 from ._linalg import matmul
-from ._parallel import for_row_blocks
+from ._parallel import for_row_blocks, in_fold_thread
 
 if TYPE_CHECKING:  # imported for the annotations only
     from typing import Self
@@ -221,10 +221,14 @@ class ShiftedCrossProducts:
             return
         m = Aw.shape[1]
         if self._tmp is None or self._tmp.dtype != Aw.dtype:
-            self._tmp = np.zeros((m, m), dtype=Aw.dtype)
-        # numpy's Aw^T Aw is BLAS syrk too, and releases the GIL (scipy's wrappers hold it):
-        # the local executor's threads fold their chunks at once (ChunkTask.thread_safe)
-        res = np.matmul(Aw.T, Aw, out=self._tmp)
+            self._tmp = np.zeros((m, m), dtype=Aw.dtype, order="F")
+        if in_fold_thread():
+            # numpy's Aw^T Aw is BLAS syrk too, and releases the GIL (scipy's wrappers hold
+            # it): the local executor's fold threads multiply at once (ChunkTask.thread_safe)
+            res = np.matmul(Aw.T, Aw, out=self._tmp.T).T  # symmetric: either order is the product
+        else:
+            # Aw^T is the Fortran-ordered view of Aw; beta=0 overwrites the buffer's lower triangle
+            res = syrk(1.0, Aw.T, beta=0.0, c=self._tmp, trans=0, lower=1, overwrite_c=1)
         _check_overflow(res, Aw.dtype)
         np.add(self.AtA, res, out=self.AtA)
 

@@ -26,7 +26,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ..utils import concat_samples, iter_chunks, num_samples, take, take_slice
-from ._parallel import n_workers
+from ._parallel import fold_thread, n_workers
 from ._pool import ChunkError, chunk_rows  # defined beside the process pool, which reports them too
 
 if TYPE_CHECKING:  # imported for the annotations only
@@ -188,10 +188,15 @@ def fold_chunks_threaded(task, start, block, chunk_size, threads, on_rows=None):
     per = -(-n_chunks // groups) * int(chunk_size)  # whole chunks per group
     bounds = list(range(0, n, per)) + [n]
     with single_blas_thread(), ThreadPoolExecutor(len(bounds) - 1, thread_name_prefix="sprokr-fold") as pool:
-        futures = [pool.submit(fold_chunks, task, start + a, tuple(take_slice(c, slice(a, b)) for c in block),
-                               chunk_size, None, on_rows) for a, b in zip(bounds[:-1], bounds[1:])]
+        futures = [pool.submit(_fold_in_thread, task, start + a, tuple(take_slice(c, slice(a, b)) for c in block),
+                               chunk_size, on_rows) for a, b in zip(bounds[:-1], bounds[1:])]
         partials = [f.result() for f in futures]  # the first failing group's error, in row order
     return tree_reduce(partials, task.merge)
+
+
+def _fold_in_thread(task, start, block, chunk_size, on_rows):
+    with fold_thread():
+        return fold_chunks(task, start, block, chunk_size, None, on_rows)
 
 
 def map_chunks(fn, start, block, chunk_size, name="pass", out=None, which=0, on_rows=None):

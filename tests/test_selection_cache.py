@@ -280,3 +280,25 @@ def test_perfect_h_sketch_is_the_seeded_models_and_its_basis_is_reused():
                                fresh.predict_coordinates(X[90:]) @ fresh.predict_coordinates(X[90:]).T,
                                rtol=1e-8, atol=1e-10)
     assert cache.stats["memo_misses"] - misses < 10
+
+
+def test_m_x_growth_keeps_the_grid_fits_output_sketch(data, monkeypatch):
+    """SISOKR draws its output sketch after its input sketch: without care every m_x of the
+    growth would draw (and factorise, and compute targets for) another one.  The growth's
+    fits reuse the best grid fit's output sketch, so the cache keeps their output side."""
+    seen = []
+    orig = SISOKR.fit
+
+    def spy(self, X, Y):
+        out = orig(self, X, Y)
+        seen.append((self.m_x, self.output_sketch_matrix_.indices.copy()))
+        return out
+
+    monkeypatch.setattr(SISOKR, "fit", spy)
+    est = _estimators()["SISOKR"]
+    sel = _search(est, data, SelectionCache(), None)
+    sizes = [m for m, _ in seen]
+    assert 20 in sizes and 40 in sizes and sel["m_x"]["m"] == [20, 40]
+    ref = [idx for m, idx in seen if m == 20][-1]
+    for m, idx in seen:
+        np.testing.assert_array_equal(idx, ref)

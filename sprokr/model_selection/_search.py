@@ -20,6 +20,8 @@ from ._lambda_path import DEFAULT_LAMS, check_lams, lambda_path
 from ._scorers import kernel_loss_scorer, resolve_scoring
 from ._sketch_size import grow_until_plateau, perfect_h_curve
 
+from ..sketches import Sketch
+
 if TYPE_CHECKING:  # imported for the annotations only
     from typing import Self
     from ..decoders.candidates import CandidateIndex
@@ -262,6 +264,33 @@ def _sketch_size_param(estimator):
                      f"{type(estimator).__name__} has none")
 
 
+class _FixedSketch(Sketch):
+    """The output sketch of the grid's best fit, drawn again as is by the ``m_x`` growth's fits.
+
+    An estimator that draws its input sketch first (SISOKR) would draw a different output
+    sketch at every ``m_x``, and recompute its output basis and targets each time (at m_y
+    ~ n the larger part of a fit); with one output sketch the sizes are compared on the
+    same output side, which a selection's cache keeps.  Consumes no randomness.
+    """
+
+    name = "fixed"
+
+    def __init__(self, matrix: Any = None) -> None:
+        self.matrix = matrix
+        self.random_state = None
+
+    @property
+    def m(self) -> int:
+        return int(self.matrix.m)
+
+    def validate(self, n: int) -> None:
+        if self.matrix.n != n:
+            raise ValueError(f"a fixed sketch of {self.matrix.n} samples cannot be drawn for {n}")
+
+    def _draw(self, n, rng):
+        return self.matrix
+
+
 @renamed_keywords({"patience": "n_iter_no_change"})
 def select_model(estimator: Any, X: Samples, Y: Samples, lams: ArrayLike | None = None,
                  param_grid: Mapping[str, Sequence[Any]] | Sequence[Mapping[str, Sequence[Any]]] | None = None,
@@ -368,14 +397,21 @@ def select_model(estimator: Any, X: Samples, Y: Samples, lams: ArrayLike | None 
         chosen["m_y"] = int(ph["plateau_m"])
         logger.info("[select_model] perfect h: m_y=%d (%s)", chosen["m_y"], ph["criterion"])
 
-    def run_path(params):
-        path = lambda_path(configured(params), Xtr, Ytr, lams, method)
+    drawn = {}  # id of a grid record -> the output sketch matrix its fit drew
+
+    def run_path(params, fixed=None):
+        est = configured(params)
+        if fixed is not None:
+            est.set_params(output_sketch=_FixedSketch(fixed), output_sketch_params=None)
+        path = lambda_path(est, Xtr, Ytr, lams, method)
         scores = path.scores(Xv, Yv, scoring)
         b = _first_best(scores)
         t = path.times_
-        return {"params": dict(params), "lams": lams.tolist(), "scores": scores.tolist(),
-                "best_lam": float(lams[b]), "best_score": float(scores[b]), "fit_s": t["fit"],
-                "path_s": sum(v for k, v in t.items() if k != "fit"), "method": path.method}
+        res = {"params": dict(params), "lams": lams.tolist(), "scores": scores.tolist(),
+               "best_lam": float(lams[b]), "best_score": float(scores[b]), "fit_s": t["fit"],
+               "path_s": sum(v for k, v in t.items() if k != "fit"), "method": path.method}
+        drawn[id(res)] = getattr(path.estimator_, "output_sketch_matrix_", None)
+        return res
 
     grid = []
     for params in ParameterGrid(param_grid if param_grid is not None else {}):
@@ -395,9 +431,12 @@ def select_model(estimator: Any, X: Samples, Y: Samples, lams: ArrayLike | None 
         if size0 is not None and "lam" not in best["params"] and name not in best["params"]:
             runs[int(size0)] = best  # the grid's best point was fitted at this size: the same path
 
+        # the growth's fits share the grid's best fit's output sketch (see _FixedSketch)
+        fixed = drawn.get(id(best)) if name == "m_x" else None
+
         def evaluate(m):
             if m not in runs:
-                runs[m] = run_path({**chosen, name: int(m)})
+                runs[m] = run_path({**chosen, name: int(m)}, fixed)
             return -runs[m]["best_score"], runs[m]["fit_s"]
 
         log = lambda msg: logger.info("[select_model] %s", msg)  # noqa: E731

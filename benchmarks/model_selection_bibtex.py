@@ -33,16 +33,16 @@ from pathlib import Path
 
 import numpy as np
 from sklearn.base import clone
-from sklearn.preprocessing import StandardScaler
 
 from sprokr import SISOKR
-from sprokr.datasets import default_data_dir, load_bibtex
+from sprokr.datasets import default_data_dir
 from sprokr.metrics import f1_samples, f1_samples_scorer
 from sprokr.model_selection import LambdaSearchCV, select_model
 from sprokr.models.dsokr import validation_split
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _report import CpuSteal, print_yardstick_and_json, reference_blas_seconds  # noqa: E402
+from bibtex import standardised_bibtex  # noqa: E402
 
 
 def make_estimator(n, args, sigma2=1e4, lam=1e-5):
@@ -58,12 +58,7 @@ def evaluate(model, Xte, Yte):
 
 
 def run(args, log):
-    Xtr, Ytr, Xte, Yte = load_bibtex(args.data)
-    if args.n_train:
-        Xtr, Ytr = Xtr[: args.n_train], Ytr[: args.n_train]
-        Xte, Yte = Xte[: args.n_train // 2], Yte[: args.n_train // 2]
-    scaler = StandardScaler(with_mean=False).fit(Xtr)
-    Xtr, Xte = scaler.transform(Xtr), scaler.transform(Xte)
+    Xtr, Ytr, Xte, Yte = standardised_bibtex(args.data, args.n_train)
     n = Xtr.shape[0]
     lams = np.logspace(args.lams[0], args.lams[1], int(args.lams[2]))
     res = {}

@@ -206,7 +206,10 @@ def test_a_task_that_kills_every_worker_is_named(tmp_path, monkeypatch, referenc
         # after the other (the scheduler gives up on the task): either way, said plainly
         with pytest.raises(WorkerLostError, match="died each time|crashed by the pass's own tasks"):
             _model(DaskExecutor(client=client, retries=1), input_kernel=CrashingKernel(gamma=0.2)).fit(X, Y)
-        assert time.monotonic() - t0 < 60
+        # a hang guard, not a speed claim: retrying forever would never return; measured
+        # 8-11 s alone and 27-30 s beside four other CPU-bound jobs (failed twice at 60 s
+        # in full runs on a machine with several other full runs)
+        assert time.monotonic() - t0 < 180
     finally:
         client.close()
         cluster.close()

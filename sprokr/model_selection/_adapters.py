@@ -9,6 +9,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..numerics import (
+    TargetRows,
     DEFAULT_RCOND,
     CrossProductTask,
     KernelRows,
@@ -110,16 +111,6 @@ def _fitted_targets(base, Y):
     return np.asarray(E, dtype=np.float64), inverse
 
 
-class _RowsOf:
-    """``ids -> T[ids]``: targets gathered by the distinct id of each sample."""
-
-    def __init__(self, T):
-        self.T = T
-
-    def __call__(self, ids):
-        return self.T[np.asarray(ids, dtype=np.intp)]
-
-
 def _gram_memo(kernel, Xp):
     """The memo of the training Gram's eigendecomposition: kept by a selection's cache (the
     Gram depends on the input side only), else computed."""
@@ -165,7 +156,7 @@ class _IOKRFamily(_Whitened):
         targets, column, ids = (None if fy is None else fy.transform), "outputs", ()
         fitted = _fitted_targets(base, Y)
         if fitted is not None:  # the fit's targets psi~ of the distinct outputs, gathered by id
-            targets, column, ids = _RowsOf(fitted[0]), "output_ids", (fitted[1],)
+            targets, column, ids = TargetRows(fitted[0]), "output_ids", (fitted[1],)
         parts = ex.partition(X, Y, *ids, prepare=(kx.prepare, ky.prepare) + (None,) * len(ids),
                              names=("inputs", "outputs") + ("output_ids",) * len(ids))
         width = n if fy is None else fy.rank

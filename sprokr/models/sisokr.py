@@ -42,6 +42,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..decoders.candidates import CandidateIndex
 from ..numerics import (
+    TargetRows,
     DEFAULT_RCOND,
     SOLVERS,
     LocalExecutor,
@@ -379,7 +380,7 @@ class SISOKR(OutputKernelModel, BaseEstimator):
                 upart = executor.partition(executor.take_rows(parts, distinct[0], which="outputs"))
                 psi_u = (Yu, executor.map_rows(upart, fy.transform, setup.chunk or default_chunk_size(
                     fy.R.indices.size, OUTPUT_DTYPE), name="output targets"), upart)
-                targets = _Targets(_RowsOf(psi_u[1]), fy.rank, OUTPUT_IDS)
+                targets = _Targets(TargetRows(psi_u[1]), fy.rank, OUTPUT_IDS)
         else:  # exact outputs: candidates are embedded against every training output
             targets = _Targets(None, setup.n, "outputs")
             self.Y_train_ = all_rows(executor, parts, "outputs")
@@ -634,18 +635,6 @@ def _groups_of(sel_raw, sel_idx, Yu, first):
         return inverse[n_u:]
     # unhashable samples (graphs) are all distinct: the groups are the training samples
     return np.searchsorted(first, sel_idx)
-
-
-class _RowsOf:
-    """``ids -> table[ids]``: targets gathered by the distinct id of each sample."""
-
-    thread_safe = True  # a read-only gather
-
-    def __init__(self, table):
-        self.table = table
-
-    def __call__(self, ids):
-        return self.table[np.asarray(ids)]
 
 
 class _Offsets:

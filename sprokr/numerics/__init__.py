@@ -86,6 +86,7 @@ from ._ridge import (
     WORK_DTYPE,
     CrossProductTask,
     QRTask,
+    TargetRows,
     RidgeSolution,
     exact_ridge_factor,
     sketched_ridge,
@@ -116,7 +117,7 @@ __all__ = [
     "ShiftedCrossProducts", "column_shift", "SketchedFeatures", "EIGH_BASIS_MAX_M", "KernelRows", "default_chunk_size",
     "KernelExpansion", "candidate_offsets", "check_gram_block", "check_kernel_sample", "DistinctTask", "distinct_samples",
     # ridge solves and kernel-machine solvers
-    "exact_ridge_factor", "sketched_ridge", "CrossProductTask", "QRTask", "RidgeSolution",
+    "exact_ridge_factor", "sketched_ridge", "CrossProductTask", "TargetRows", "QRTask", "RidgeSolution",
     "stable_ridge_solve", "normal_equations_error", "pivot_tolerance", "NORMAL_EQUATIONS_TOL", "SOLVERS",
     "Whitening", "whitened_error_bound", "float32_error_estimate", "float64_probe_estimate", "float64_kernel", "tolerance", "FLOAT32_TOL",
     "whitened_system", "WhitenedSystem", "refine", "ResidualTask", "KeptBlocks",

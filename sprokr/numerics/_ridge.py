@@ -51,7 +51,7 @@ if TYPE_CHECKING:  # imported for the annotations only
     from ._sketch_matrix import SketchMatrix
     from ._executor import Executor, RowPartitions
 
-__all__ = ["WORK_DTYPE", "exact_ridge_factor", "sketched_ridge", "CrossProductTask", "QRTask", "RidgeSolution",
+__all__ = ["TargetRows", "WORK_DTYPE", "exact_ridge_factor", "sketched_ridge", "CrossProductTask", "QRTask", "RidgeSolution",
            "stable_ridge_solve", "WhitenedSystem", "whitened_system", "SOLVERS"]
 
 logger = logging.getLogger("sprokr.numerics")
@@ -94,6 +94,20 @@ def exact_ridge_factor(kernel: Kernel, parts: RowPartitions, Xp: Any, lam: float
             f"kernel is too flat for this ridge, or not positive semi-definite; increase lam or "
             f"use a sketched model"
         ) from None
+
+
+class TargetRows:
+    """``ids -> table[ids]``: a pass's targets gathered by the distinct id of each sample
+    (outputs repeat: their targets are computed once per distinct output).  A read-only
+    gather, so a pass may fold its chunks in several threads (``thread_safe``)."""
+
+    thread_safe = True
+
+    def __init__(self, table: np.ndarray) -> None:
+        self.table = table
+
+    def __call__(self, ids: Any) -> np.ndarray:
+        return self.table[np.asarray(ids, dtype=np.intp)]
 
 
 class CrossProductTask(ChunkTask):

@@ -15,7 +15,18 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ..numerics import DEFAULT_MAX_MEMORY_MB, ClientClosedError, Decoded, score_block_size, topk_search, topk_task
+from ..numerics import (
+    DEFAULT_MAX_MEMORY_MB,
+    SCREEN_DIM,
+    ClientClosedError,
+    Decoded,
+    Screen,
+    build_screen,
+    score_block_size,
+    screened_topk_search,
+    topk_search,
+    topk_task,
+)
 from ..persistence import SaveMixin
 from ..utils import iter_chunks, num_samples, take
 
@@ -65,6 +76,10 @@ class CandidateIndex(SaveMixin):
     cache : dict
         Derived forms of the index computed by models (e.g. an index folded with a
         model's coefficients), keyed by the model's token.
+    screen : Screen or None
+        The bounded screen of the embeddings (:meth:`build_screen`), which makes the
+        exact search of a large local index cost a fraction of the full GEMM; None
+        without one.
     """
 
     #: attribute types for the type checker (set in __init__ / fit)
@@ -96,6 +111,7 @@ class CandidateIndex(SaveMixin):
         # embeddings may be memory-mapped in place); the models' own put them in a column
         self._split_offsets = False
         self._dtype = embeddings.dtype if embeddings is not None else np.dtype(np.float64)
+        self.screen: Screen | None = None
 
     def __len__(self):
         return self.embeddings.shape[0] if self.embeddings is not None else self.partitions.n
@@ -142,15 +158,44 @@ class CandidateIndex(SaveMixin):
             )
         return H
 
+    def build_screen(self, dim: int = SCREEN_DIM, out: np.ndarray | None = None) -> CandidateIndex:
+        """Give this index a bounded screen (:func:`sprokr.numerics.build_screen`); returns self.
+
+        Searches of a local index then score exactly only the candidates whose upper
+        bound, from a ``dim``-dimensional principal projection of the embeddings and the
+        norm of the rest, reaches the running k-th best score: the same top-k as the full
+        search, for about ``dim / d`` of its GEMM when the embeddings are anisotropic (on
+        MOSES molecules, d = 512, dim = 128: ~1 candidate in 4000 passes, the search
+        takes 0.44x the time of the float32 GEMM).  Costs two passes over the embeddings
+        and ``(dim + 1) * 4`` bytes per candidate.  ``model.make_candidate_index(...,
+        path=...)`` builds one for large candidate sets
+        (:data:`~sprokr.numerics.SCREEN_MIN_CANDIDATES`).
+
+        Parameters
+        ----------
+        dim : int
+            Columns of the screen's basis (fewer than the embeddings' ``d``).
+        out : ndarray of shape (n_candidates, dim + 1), float32, optional
+            Where to write the projections (e.g. a memory-mapped file).
+        """
+        E = self.embeddings if self.embeddings is not None else self.gather_embeddings()
+        self.screen = build_screen(E, dim, self.offsets, out=out)
+        return self
+
     def search(self, H: np.ndarray, k: int = 1, max_memory_mb: float = DEFAULT_MAX_MEMORY_MB) -> Decoded:
         """Top-k candidates for query coordinates ``H`` (n_queries, d): a :data:`Decoded`.
 
         Ties are broken by the smaller candidate index; a distributed index is searched
-        where its partitions live and the partial top-k lists are merged exactly.
+        where its partitions live and the partial top-k lists are merged exactly.  A local
+        index with a :attr:`screen` is searched through it (the same result, exact float64
+        scores of the stored embeddings).
         """
         H = self._check_queries(H)
         k = min(int(k), len(self))
         if self.partitions is None:
+            screen = self.__dict__.get("screen")  # None in indexes saved before screens existed
+            if screen is not None and k < len(self):
+                return screened_topk_search(H, self.embeddings, screen, k, self.offsets, max_memory_mb)
             return topk_search(H, self.embeddings, k, self.offsets, max_memory_mb)
         parts = self.partitions
         Hq = H

@@ -366,16 +366,28 @@ def _index_on_disk(model, candidates, shown, dtype, path):
     path = Path(path)
     if not path.parent.is_dir():
         raise FileNotFoundError(f"cannot build the index at {path}: directory {path.parent} does not exist")
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.embeddings.npy")
+    from .. import numerics
+
+    stem = path.with_name(f".{path.name}.{uuid.uuid4().hex}")
+    tmp, tmp_screen = Path(f"{stem}.embeddings.npy"), Path(f"{stem}.screen.npy")
+    n_c, d = num_samples(candidates), model.output_features_.rank
     try:
-        E = open_memmap(tmp, mode="w+", dtype=dtype, shape=(num_samples(candidates), model.output_features_.rank))
+        E = open_memmap(tmp, mode="w+", dtype=dtype, shape=(n_c, d))
         E, offsets = model.embed_candidates(candidates, dtype, out=E)
         E.flush()
-        CandidateIndex(shown, E, offsets, owner=model.index_token_, kernel=model.output_kernel_).save(path)
-        del E
+        index = CandidateIndex(shown, E, offsets, owner=model.index_token_, kernel=model.output_kernel_)
+        # a large set gets a bounded screen: its exact searches then cost a fraction of the GEMM
+        dim = numerics.SCREEN_DIM
+        if n_c >= numerics.SCREEN_MIN_CANDIDATES and d >= 2 * dim:
+            P = open_memmap(tmp_screen, mode="w+", dtype=np.float32, shape=(n_c, dim + 1))
+            index.build_screen(dim, out=P)
+            P.flush()
+        index.save(path)
+        del E, index
     finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+        for f in (tmp, tmp_screen):
+            if os.path.exists(f):
+                os.unlink(f)
     return load(path, model=model, mmap=True)
 
 

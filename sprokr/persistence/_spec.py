@@ -56,6 +56,7 @@ ALLOWED: dict[str, str | None] = {
     "sprokr.numerics:SketchMatrix": None,  # where the class lives (a SketchMatrix saved without sprokr.sketches)
     "sprokr.numerics:SketchedFeatures": None,
     "sprokr.numerics:KernelExpansion": None,
+    "sprokr.numerics:Screen": None,
     "sprokr.decoders:CandidateIndex": None,
     "sprokr.decoders:CandidateSets": None,
     "sklearn.neural_network:MLPRegressor": None,

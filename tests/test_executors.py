@@ -222,3 +222,28 @@ def test_distributed_index_topk_equals_local(client):
         np.testing.assert_array_equal(a.indices, b.indices)
         np.testing.assert_allclose(a.scores, b.scores, rtol=1e-12)
     np.testing.assert_allclose(dist.gather_embeddings(), E)
+
+
+@pytest.mark.parametrize("backend", ["local", "dask"])
+def test_distributed_screened_index_equals_local(backend, request):
+    from sprokr.decoders import CandidateIndex
+    from sprokr.numerics import DaskExecutor
+
+    rng = np.random.default_rng(3)
+    Q = np.linalg.qr(rng.standard_normal((24, 24)))[0]
+    E = ((rng.standard_normal((5000, 24)) * np.exp(-np.arange(24) / 4)) @ Q).astype(np.float32)
+    off = -0.5 * (E.astype(np.float64) ** 2).sum(1)
+    H = E[:40].astype(np.float64) + 0.05 * rng.standard_normal((40, 24))
+    ex = (DaskExecutor(client=request.getfixturevalue("client"), n_partitions=3) if backend == "dask"
+          else LocalExecutor(n_partitions=3))
+    for offsets in (None, off):
+        local = CandidateIndex(np.arange(5000), E, offsets).build_screen(6)
+        dist = local.distribute(ex)
+        assert dist.screen is local.screen and dist.embeddings is None
+        plain = CandidateIndex(np.arange(5000), E.astype(np.float64), offsets)
+        for k in (1, 5):
+            a, b, c = local.search(H, k), dist.search(H, k, max_memory_mb=0.05), plain.search(H, k)
+            np.testing.assert_array_equal(a.indices, c.indices)
+            np.testing.assert_array_equal(b.indices, c.indices)
+            np.testing.assert_allclose(b.scores, c.scores, rtol=0, atol=1e-12)
+        np.testing.assert_array_equal(dist.gather_embeddings(), E)

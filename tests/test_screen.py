@@ -6,7 +6,7 @@ import sprokr
 import sprokr.numerics as N
 from sprokr import SISOKR
 from sprokr.decoders import CandidateIndex
-from sprokr.numerics import ScreenedTopKTask, build_screen, screened_topk_search
+from sprokr.numerics import LocalExecutor, ScreenedTopKTask, build_screen, screened_topk_search
 
 
 def _anisotropic(n, d, rng, decay=6.0, dtype=np.float32):
@@ -140,6 +140,11 @@ def test_large_index_on_disk_gets_a_memory_mapped_screen(model_and_data, tmp_pat
     unscreened = CandidateIndex(disk.candidates, disk.embeddings, disk.offsets, owner=disk.owner)
     exact = unscreened.search(model.predict_coordinates(X[:40]), 5)
     got = disk.search(model.predict_coordinates(X[:40]), 5)
+    assert (got.indices == exact.indices).all()
+    np.testing.assert_allclose(got.scores, exact.scores, rtol=0, atol=1e-12)
+    # distributed from the mapped file: each partition maps its rows of E and of the screen
+    dist = disk.distribute(LocalExecutor(n_partitions=3))
+    got = dist.search(model.predict_coordinates(X[:40]), 5)
     assert (got.indices == exact.indices).all()
     np.testing.assert_allclose(got.scores, exact.scores, rtol=0, atol=1e-12)
     small = model.make_candidate_index(C[:1500], dtype="float32", path=tmp_path / "small.sprokr")

@@ -21,6 +21,7 @@ from ..numerics import (
     ClientClosedError,
     Decoded,
     Screen,
+    ScreenedTopKTask,
     build_screen,
     score_block_size,
     screened_topk_search,
@@ -198,6 +199,14 @@ class CandidateIndex(SaveMixin):
                 return screened_topk_search(H, self.embeddings, screen, k, self.offsets, max_memory_mb)
             return topk_search(H, self.embeddings, k, self.offsets, max_memory_mb)
         parts = self.partitions
+        screen = self.__dict__.get("screen")
+        if screen is not None and k < len(self):  # partitions of (E, P, [offsets])
+            try:
+                return parts.executor.map_reduce(parts, ScreenedTopKTask(H, screen, k),
+                                                 score_block_size(H.shape[0], k, 8, max_memory_mb))
+            except ClientClosedError as exc:
+                self._fall_back_to_local(exc)
+            return topk_search(H, self.embeddings, k, self.offsets, max_memory_mb)
         Hq = H
         if self.offsets is not None and not self._split:  # the offsets are a last column
             Hq = np.hstack([H, np.ones((H.shape[0], 1), dtype=H.dtype)])
@@ -260,16 +269,20 @@ class CandidateIndex(SaveMixin):
         if self.partitions is not None:
             return self
         E = self.embeddings
-        if isinstance(E, np.memmap) and getattr(E, "filename", None) and E.flags.c_contiguous:
-            loader = _MappedRows(E.filename, E.offset, E.dtype.str, E.shape, self.offsets)
+        screen = self.__dict__.get("screen")
+        # the partitions hold (E, [P,] [offsets]): the screen's projections travel with the rows
+        arrays = (E,) if screen is None else (E, screen.projections)
+        if all(_mapped(a) for a in arrays):
+            loader = _MappedRows([(a.filename, a.offset, a.dtype.str, a.shape) for a in arrays], self.offsets)
             parts = executor.partition_from(loader, len(self), n_partitions)
         else:
-            cols = (E,) if self.offsets is None else (E, self.offsets)
+            cols = arrays if self.offsets is None else arrays + (self.offsets,)
             parts = executor.partition(*cols)
         out = CandidateIndex(self.candidates, None, self.offsets, owner=self.owner, kernel=self.kernel,
                              partitions=parts, dim=self.dim)
         out._split_offsets = True
         out._dtype = E.dtype  # float32 partitions are searched with float64 rescoring
+        out.screen = screen
         return out
 
     def _fall_back_to_local(self, exc: Exception) -> np.ndarray:
@@ -284,8 +297,9 @@ class CandidateIndex(SaveMixin):
         E = np.concatenate([np.asarray(b[0]) for b in local.blocks], axis=0)
         logger.warning("%s; the candidate index (%d candidates) was rebuilt in this process and is searched "
                        "here from now on", exc, len(self))
-        E = np.ascontiguousarray(E[:, :self.dim]) if self.offsets is not None else E
+        E = np.ascontiguousarray(E[:, :self.dim]) if self.offsets is not None and not self._split else E
         self.embeddings, self.partitions = E, None
+        self.screen = None  # its projections were held by the lost partitions
         return E
 
     def take(self, idx: ArrayLike) -> Samples:
@@ -293,14 +307,19 @@ class CandidateIndex(SaveMixin):
         return take(self.candidates, idx)
 
 
-class _MappedRows:
-    """``(E[start:stop], [offsets[start:stop]])`` memory-mapped from a file, where called."""
+def _mapped(a):
+    return isinstance(a, np.memmap) and getattr(a, "filename", None) and a.flags.c_contiguous
 
-    def __init__(self, filename, offset, dtype, shape, offsets):
-        self.filename, self.offset, self.dtype, self.shape = str(filename), int(offset), str(dtype), tuple(shape)
+
+class _MappedRows:
+    """``(E[start:stop], [P[start:stop],] [offsets[start:stop]])`` memory-mapped from their
+    files where called; ``specs`` are ``(filename, offset, dtype, shape)`` of each array."""
+
+    def __init__(self, specs, offsets):
+        self.specs = [(str(f), int(o), str(dt), tuple(sh)) for f, o, dt, sh in specs]
         self.offsets = None if offsets is None else np.asarray(offsets)
 
     def __call__(self, start, stop):
-        E = np.memmap(self.filename, dtype=np.dtype(self.dtype), mode="r", offset=self.offset, shape=self.shape)
-        rows = E[start:stop]
-        return (rows,) if self.offsets is None else (rows, self.offsets[start:stop])
+        rows = tuple(np.memmap(f, dtype=np.dtype(dt), mode="r", offset=o, shape=sh)[start:stop]
+                     for f, o, dt, sh in self.specs)
+        return rows if self.offsets is None else rows + (self.offsets[start:stop],)

@@ -121,7 +121,7 @@ def build_screen(E: np.ndarray, dim: int = SCREEN_DIM, offsets: np.ndarray | Non
 class ScreenedTopKTask(ChunkTask):
     """Exact top-k of ``H E^T + offsets`` through a :class:`Screen` (one executor pass).
 
-    Chunks are ``(P_chunk, E_chunk)`` or ``(P_chunk, E_chunk, offsets_chunk)`` (``P`` the
+    Chunks are ``(E_chunk, P_chunk)`` or ``(E_chunk, P_chunk, offsets_chunk)`` (``P`` the
     screen's projections); the partial result is ``(indices, scores)`` of shape
     (n_queries, k), scores in float64, ``-1`` / ``-inf`` for empty slots.
     """
@@ -146,7 +146,7 @@ class ScreenedTopKTask(ChunkTask):
         nq = self.H.shape[0]
         return np.full((nq, self.k), -1, dtype=np.int64), np.full((nq, self.k), -np.inf)
 
-    def add(self, state: tuple[np.ndarray, np.ndarray], rows: slice, P: np.ndarray, E: np.ndarray,
+    def add(self, state: tuple[np.ndarray, np.ndarray], rows: slice, E: np.ndarray, P: np.ndarray,
             offsets: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         idx, sc = state
         off = None if offsets is None else np.asarray(offsets, dtype=np.float64)
@@ -229,6 +229,6 @@ def screened_topk_search(H: np.ndarray, E: np.ndarray, screen: Screen, k: int = 
         raise ValueError(f"the screen has {screen.projections.shape[0]} rows for {nc} candidates")
     k = min(int(k), nc)
     ex = LocalExecutor()
-    cols = (screen.projections, E) if offsets is None else (screen.projections, E, offsets)
+    cols = (E, screen.projections) if offsets is None else (E, screen.projections, offsets)
     parts = ex.partition(*cols)
     return ex.map_reduce(parts, ScreenedTopKTask(H, screen, k), score_block_size(nq, k, 8, max_memory_mb))

@@ -51,7 +51,10 @@ class RankTask(ChunkTask):
         s = self.s.astype(S.dtype)[:, None]
         tol = self.tol.astype(S.dtype)[:, None]
         greater += np.count_nonzero(S > s + tol, axis=1)
-        r, c = np.nonzero(np.abs(S - s) <= tol)
+        D = S - s
+        np.abs(D, out=D)
+        # a flat nonzero of the byte mask: ~6x faster than a 2-D nonzero on these blocks
+        r, c = np.divmod(np.flatnonzero(D <= tol), S.shape[1])
         if r.size:  # close calls: exact float64 scores
             v = np.einsum("ij,ij->i", self.H[r], np.asarray(E[c], dtype=np.float64))
             if offsets is not None:

@@ -97,10 +97,10 @@ class RidgeSystem:
         if self.shift:  # the explicit jitter of the refits' Cholesky route
             G.flat[:: self.m + 1] += self.rcond * float(np.mean(np.diag(G))) if self.m else 0.0
             return cholesky_solver(G, self.rcond)
-        try:
-            cho = sla.cho_factor(G, lower=True, check_finite=False)
+        try:  # G is this call's own copy: factorised in place (no second m x m array)
+            cho = sla.cho_factor(G, lower=True, overwrite_a=True, check_finite=False)
         except np.linalg.LinAlgError:
-            U, d = psd_eigh(G, self.rcond)
+            U, d = psd_eigh(self.matrix(lam), self.rcond)  # G was overwritten by the failed attempt
             return lambda B: matmul(U, matmul(U.T, B) / d[:, None])
         return lambda B: sla.cho_solve(cho, B, check_finite=False)
 

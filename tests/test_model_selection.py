@@ -351,3 +351,22 @@ def test_retrieval_path_equals_the_scorer_on_each_lam(multilabel_data, name, met
         slow = [scorer(path.estimator_at(lam), Xv, Yv) for lam in LAMS]
         np.testing.assert_allclose(fast, slow, rtol=1e-12, atol=1e-12)
         assert np.ptp(fast) > 0  # the lams are told apart
+
+
+def test_lam_path_direct_solve_falls_back_on_the_unfactorised_matrix():
+    # the direct solve factorises its own copy of G(lam) in place; when that fails (an
+    # indefinite G) the pseudo-inverse must be taken of G(lam), not of the failed factor
+    from sprokr.model_selection._systems import RidgeSystem
+    from sprokr.numerics import psd_eigh
+
+    rng = np.random.default_rng(0)
+    A = rng.standard_normal((6, 6))
+    G0 = A @ A.T + np.eye(6)
+    G0[5, 5] -= 40.0  # indefinite in its last pivot only: the failed factorisation has
+    # already overwritten the first five columns
+    B = rng.standard_normal((6, 2))
+    system = RidgeSystem(10, G0, B)
+    got = system.solver(1e-3)(B)
+    U, d = psd_eigh(G0 + 10 * 1e-3 * np.eye(6))
+    np.testing.assert_allclose(got, U @ ((U.T @ B) / d[:, None]), rtol=1e-10, atol=1e-12)
+    np.testing.assert_array_equal(system.G0, 0.5 * (G0 + G0.T))  # the system's matrix is untouched

@@ -19,7 +19,9 @@ EIGH_COST = 12.0
 def symmetric(M):
     """``(M + M^T) / 2`` in float64."""
     M = np.asarray(M, dtype=np.float64)
-    return 0.5 * (M + M.T)
+    S = M + M.T  # one new m x m array (an n x n Gram for exact inputs), scaled in place
+    S *= 0.5
+    return S
 
 
 class RidgeSystem:
@@ -97,8 +99,9 @@ class RidgeSystem:
         if self.shift:  # the explicit jitter of the refits' Cholesky route
             G.flat[:: self.m + 1] += self.rcond * float(np.mean(np.diag(G))) if self.m else 0.0
             return cholesky_solver(G, self.rcond)
-        try:  # G is this call's own copy: factorised in place (no second m x m array)
-            cho = sla.cho_factor(G, lower=True, overwrite_a=True, check_finite=False)
+        try:  # G is this call's own copy: factorised in place (no second m x m array; G is
+            # symmetric, so its transpose is the Fortran-ordered array LAPACK works on)
+            cho = sla.cho_factor(G.T, lower=True, overwrite_a=True, check_finite=False)
         except np.linalg.LinAlgError:
             U, d = psd_eigh(self.matrix(lam), self.rcond)  # G was overwritten by the failed attempt
             return lambda B: matmul(U, matmul(U.T, B) / d[:, None])

@@ -111,7 +111,13 @@ def parse_args(argv=None):
                    help="output basis sizes tried by validation (the largest, 512, is a cost cap: the float32 "
                         "GEMM of 10,000 queries against 1.76 M candidates is ~80 s at 512 on 2 cores, ~160 s at "
                         "1024)")
-    p.add_argument("--iokr-n", type=float, default=15_000, help="n of the exact IOKR reference")
+    p.add_argument("--iokr-n", type=float, default=12_000,
+                   help="n of the exact IOKR reference (12,000: the whole reference, Cholesky lam path "
+                        "included, peaked at 3.8 GB of anonymous memory)")
+    p.add_argument("--iokr-lam-path", choices=("auto", "cholesky", "eigh"), default="cholesky",
+                   help="route of the exact reference's lam path: 'cholesky' (one factorisation per lam, "
+                        "the Gram and one copy in memory) or 'eigh' (one eigendecomposition: the Gram, "
+                        "its eigenvectors and LAPACK's workspace, ~4 n^2 doubles)")
     p.add_argument("--dsokr-max-n", type=float, default=3e5, help="largest n for DSOKR (memory)")
     p.add_argument("--dsokr-epochs", type=int, default=20)
     p.add_argument("--baseline-n", default=None, help="training sizes at which the baselines run (default: all)")
@@ -331,12 +337,14 @@ def dsokr(args, s, executor):
                  random_state=args.seed, default_index=False, executor=_by_name(executor))
 
 
-def select_lam(est, X, Y, Xv, Yv, Yd):
-    """``lam`` by validation MRR (lambda path: one fit, one pass); the fitted model at it."""
+def select_lam(est, X, Y, Xv, Yv, Yd, method="auto"):
+    """``lam`` by validation MRR (lambda path: one fit, one pass); the fitted model at it.
+    ``method``: the lam path's route (``"cholesky"`` keeps one n x n copy besides the Gram,
+    where the eigendecomposition needs three)."""
     from sprokr.model_selection import lambda_path, retrieval_scorer
 
     t = time.perf_counter()
-    path = lambda_path(est, X, Y, LAMS_USED)
+    path = lambda_path(est, X, Y, LAMS_USED, method=method)
     fit_s = path.times_["fit"]
     scores = path.scores(Xv, Yv, retrieval_scorer("mrr", extra_candidates=Yd))
     best = float(path.lams[int(np.argmax(scores))])
@@ -578,7 +586,8 @@ def run_n(args, D, s, n, executor, peak, methods, results):
     if "iokr" in methods and n == max(args.ns):
         n_ex = int(min(args.iokr_n, n_fit))
         Xe, Ye = D.inputs("train", slice(0, n_ex), scaler), D.outputs("train", slice(0, n_ex))
-        model, lam, curve, fit_s, sel_s = select_lam(sisokr(args, s, n_ex, executor, exact=True), Xe, Ye, Xv, Yv, Yd)
+        model, lam, curve, fit_s, sel_s = select_lam(sisokr(args, s, n_ex, executor, exact=True), Xe, Ye, Xv, Yv, Yd,
+                                                     method=args.iokr_lam_path)
         log(f"iokr n={n_ex}: lam {lam:g}; fit {fit_s:.1f} s, lam path {sel_s:.1f} s")
         extra = dict(base, n_fit=n_ex, fit_s=fit_s, select_s=sel_s, lam=lam, p=int(model.output_rank_),
                      val_mrr=max(curve.values()))

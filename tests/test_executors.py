@@ -247,3 +247,5 @@ def test_distributed_screened_index_equals_local(backend, request):
             np.testing.assert_array_equal(b.indices, c.indices)
             np.testing.assert_allclose(b.scores, c.scores, rtol=0, atol=1e-12)
         np.testing.assert_array_equal(dist.gather_embeddings(), E)
+        with pytest.raises(ValueError, match="build the screen first, then distribute"):
+            dist.build_screen(6)

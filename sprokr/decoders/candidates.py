@@ -167,7 +167,7 @@ class CandidateIndex(SaveMixin):
         norm of the rest, reaches the running k-th best score: the same top-k as the full
         search, for about ``dim / d`` of its GEMM when the embeddings are anisotropic (on
         MOSES molecules, d = 512, dim = 128: ~1 candidate in 4000 passes, the search
-        takes 0.44x the time of the float32 GEMM).  Costs two passes over the embeddings
+        takes about half the time of the float32 GEMM).  Costs two passes over the embeddings
         and ``(dim + 1) * 4`` bytes per candidate.  ``model.make_candidate_index(...,
         path=...)`` builds one for large candidate sets
         (:data:`~sprokr.numerics.SCREEN_MIN_CANDIDATES`).
@@ -179,8 +179,9 @@ class CandidateIndex(SaveMixin):
         out : ndarray of shape (n_candidates, dim + 1), float32, optional
             Where to write the projections (e.g. a memory-mapped file).
         """
-        E = self.embeddings if self.embeddings is not None else self.gather_embeddings()
-        self.screen = build_screen(E, dim, self.offsets, out=out)
+        if self.partitions is not None:  # its partitions would not hold the projections
+            raise ValueError("build_screen needs a local index: build the screen first, then distribute() it")
+        self.screen = build_screen(self.embeddings, dim, self.offsets, out=out)
         return self
 
     def search(self, H: np.ndarray, k: int = 1, max_memory_mb: float = DEFAULT_MAX_MEMORY_MB) -> Decoded:

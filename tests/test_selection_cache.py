@@ -121,6 +121,11 @@ def test_cache_blocks_memory_bound_and_views():
     assert small.stats["blocks_computed"] > 0 and small.stats["bytes"] <= 1e-3 * 2**20
     with pytest.raises(ValueError, match="max_memory_mb"):
         SelectionCache(max_memory_mb=0)
+    # the default bound follows the memory available, within [2 GB, 8 GB]
+    from sprokr.model_selection import default_cache_mb
+
+    assert 2048 <= default_cache_mb() <= 8192
+    assert 2048 <= SelectionCache().max_memory_mb <= 8192
     with pytest.raises(TypeError, match="cache must be a SelectionCache"):
         select_model(IOKR(), Z[:40], Z[:40], validation_data=(Z[40:], Z[40:]), cache="yes")
 
@@ -221,6 +226,31 @@ def test_auto_chooses_exact_iokr_on_small_data(qm9_small):
     # the fitted model keeps nothing of the selection's cache
     assert "Cached" not in type(model.model_.input_kernel_).__name__
     assert model.selection_["cache"]["blocks_served"] > 0
+    # the sketched search released its output kernel's columns and bases when it was done
+    assert model.selection_["cache"]["released"] > 0
+
+
+def test_release_drops_one_kernels_columns_and_results_only():
+    from sprokr.kernels import GaussianKernel, LinearKernel
+
+    Z = np.random.default_rng(5).normal(size=(60, 4))
+    cache = SelectionCache(max_memory_mb=64)
+    V = cache.samples(Z)
+    g, lin = cache.kernel(GaussianKernel(gamma=0.3)), cache.kernel(LinearKernel())
+    Kg = g.pairwise(g.prepare(V), g.prepare(V.take(np.arange(10))))
+    lin.pairwise(lin.prepare(V), lin.prepare(V.take(np.arange(5))))
+    g.memo("result", g.prepare(V), lambda: np.ones(1000))
+    kept = cache.stats["bytes"]
+    freed = cache.release(GaussianKernel(gamma=0.3))  # by configuration, as the cache keys it
+    assert freed == 60 * 60 * 8 + 8000 and cache.stats["bytes"] == kept - freed
+    assert cache.stats["released"] == freed
+    # the linear kernel's columns are still served; the Gaussian ones are computed again, equal
+    computed = cache.stats["columns_computed"]
+    lin.pairwise(lin.prepare(V), lin.prepare(V.take(np.arange(5))))
+    assert cache.stats["columns_computed"] == computed
+    np.testing.assert_array_equal(g.pairwise(g.prepare(V), g.prepare(V.take(np.arange(10)))), Kg)
+    assert cache.stats["columns_computed"] == computed + 10
+    assert cache.release(g) > 0 and cache.release(g) == 0
 
 
 @pytest.mark.parametrize("budget", [{"time_budget_s": 1e-9}, {"memory_budget_mb": 1e-6}])

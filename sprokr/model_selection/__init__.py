@@ -87,7 +87,7 @@ and their two routes), ``_adapters`` (the pass that builds each estimator's syst
 ``_sketch_size`` and ``_leverage``.
 """
 from ._budget import ASSUMED_FLOP_RATE, EIGH_TIME_RATIO, ExactCost, exact_iokr_cost, measured_flop_rate
-from ._cache import CachedKernel, SampleView, SelectionCache
+from ._cache import CachedKernel, SampleView, SelectionCache, default_cache_mb
 from ._lambda_path import DEFAULT_LAMS, LambdaPath, check_lams, lambda_path
 from ._leverage import approximate_leverage_scores
 from ._scorers import kernel_loss_scorer, retrieval_scorer, surrogate_error
@@ -112,6 +112,7 @@ __all__ = [
     "ASSUMED_FLOP_RATE",
     # what the fits of a selection share
     "SelectionCache",
+    "default_cache_mb",
     "SampleView",
     "CachedKernel",
     # validation scores

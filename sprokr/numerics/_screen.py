@@ -63,6 +63,32 @@ class Screen:
         """``d1``."""
         return int(self.basis.shape[1])
 
+    def query_bounds(self, H: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The queries' side of the bound and its float32 rounding margin.
+
+        Parameters
+        ----------
+        H : ndarray of shape (n_queries, d)
+
+        Returns
+        -------
+        Hs : ndarray of shape (n_queries, d1 + 1), float32
+            ``[Q1^T h, |h_perp|]`` (the norm rounded up), so that ``Hs @ projections.T``
+            bounds every score ``<h, e>`` (plus ``offsets``) from above.
+        margin : ndarray of shape (n_queries,), float64
+            A bound on the float32 rounding of that product: a pair whose float32 bound is
+            below ``t - margin`` scores below ``t``.
+        """
+        H = np.asarray(H, dtype=np.float64)
+        H1 = matmul(H, self.basis)
+        h_perp = np.linalg.norm(H - matmul(H1, self.basis.T), axis=1)
+        Hs = np.hstack([H1, h_perp[:, None] * (1 + 4 * _U32)]).astype(np.float32)
+        m = self.dim + 2  # terms of one bound, the offset's included
+        # float32 rounding of the bound: the inputs (2u each), the GEMM's sums (m u) and the
+        # threshold's cast (u), all relative to |h| |e|_max + |offset|_max; doubled for safety
+        scale = np.linalg.norm(H, axis=1) * self.norm_max + self.offset_max
+        return Hs, 2.0 * (m + 4) * _U32 * scale
+
 
 def _chunks(n, chunk):
     return [slice(a, min(a + chunk, n)) for a in range(0, n, chunk)]
@@ -129,18 +155,9 @@ class ScreenedTopKTask(ChunkTask):
     name = "top-k search (screened)"
 
     def __init__(self, H: np.ndarray, screen: Screen, k: int) -> None:
-        H = np.asarray(H, dtype=np.float64)
-        Q1 = screen.basis
-        H1 = matmul(H, Q1)
-        h_perp = np.linalg.norm(H - matmul(H1, Q1.T), axis=1)
-        self.H = H
-        self.Hs = np.hstack([H1, h_perp[:, None] * (1 + 4 * _U32)]).astype(np.float32)
+        self.H = np.asarray(H, dtype=np.float64)
+        self.Hs, self.margin = screen.query_bounds(self.H)
         self.k = int(k)
-        m = screen.dim + 2  # terms of one bound, the offset's included
-        # float32 rounding of the bound: the inputs (2u each), the GEMM's sums (m u) and the
-        # threshold's cast (u), all relative to |h| |e|_max + |offset|_max; doubled for safety
-        scale = np.linalg.norm(H, axis=1) * screen.norm_max + screen.offset_max
-        self.margin = 2.0 * (m + 4) * _U32 * scale
 
     def start(self) -> tuple[np.ndarray, np.ndarray]:
         nq = self.H.shape[0]

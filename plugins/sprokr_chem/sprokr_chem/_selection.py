@@ -155,6 +155,13 @@ class RetrieverSearch:
             k = self.cache.fitted_kernel(k, self.X_view.take(self.tr))
         return self.cache.kernel(k)
 
+    def release(self, kernel):
+        """Drop what the cache keeps for output kernel ``kernel`` (its columns, the sketched
+        bases and features): the next output kernel's fits then do not evict each other's."""
+        from sprokr.kernels import resolve_kernel
+
+        return self.cache.release(resolve_kernel(kernel, None, "output", np.dtype(np.float64)))
+
     def select(self, kernel):
         """``(record, fitted)`` of the best settings with output kernel ``kernel``."""
         if self.method == "dsokr":

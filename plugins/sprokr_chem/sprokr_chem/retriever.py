@@ -338,13 +338,17 @@ class MoleculeRetriever(RenamedParametersMixin, SaveMixin, BaseEstimator):
     def _log(self, msg):
         log_estimator(self, msg)
 
-    def _select(self, ctx, kernels):
-        """``(records, best record, its fitted DSOKR or None)`` of ``ctx.method`` over the output kernels."""
+    def _select(self, ctx, kernels, release=True):
+        """``(records, best record, its fitted DSOKR or None)`` of ``ctx.method`` over the output
+        kernels; ``release``: drop each output kernel's cached columns and bases once its
+        selection is done (not when another method will use them)."""
         tried, best = [], None
         bar = progress(total=len(kernels), desc=f"MoleculeRetriever selection ({ctx.method})", unit="kernels")
         for k in kernels:
             t1 = time.perf_counter()
             rec, fitted = ctx.select(k)
+            if release:
+                ctx.release(k)
             rec["time_s"] = time.perf_counter() - t1
             tried.append(rec)
             bar.update(1)
@@ -374,7 +378,8 @@ class MoleculeRetriever(RenamedParametersMixin, SaveMixin, BaseEstimator):
         for method in (["iokr"] if fits else []) + [AUTO_SKETCHED]:
             ctx.method = method
             t1 = time.perf_counter()
-            results[method] = self._select(ctx, kernels)
+            # the exact output Gram columns IOKR computes serve the sketched model's support
+            results[method] = self._select(ctx, kernels, release=method == AUTO_SKETCHED)
             rec = results[method][1]
             report["compared"][method] = {"best_score": float(rec["best_score"]), "best_params": rec["best_params"],
                                           "time_s": time.perf_counter() - t1, "tried": results[method][0]}

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sprokr.numerics import ChunkTask, LocalExecutor, RescoredTopKTask, TopKTask, matmul, threshold_survivors
+from sprokr.numerics import ChunkTask, LocalExecutor, RescoredTopKTask, TopKTask, matmul
 from sprokr.utils import iter_chunks, take_slice
 
 
@@ -46,7 +46,8 @@ class RankTask(ChunkTask):
         return self.count(state, E, offsets, S)
 
     def count(self, state, E, offsets, S, q=slice(None)):
-        """Fold the score block ``S`` of the chunk ``E`` (queries ``q``) into the counts."""
+        """Fold the score block ``S`` of the chunk ``E`` (queries ``q``: a slice or indices)
+        into the counts."""
         greater, ties = state
         s = self.s[q].astype(S.dtype)[:, None]
         tol = self.tol[q].astype(S.dtype)[:, None]
@@ -82,8 +83,8 @@ class ScreenedRankTask(RankTask):
     Chunks ``(E, P)`` or ``(E, P, offsets)``, ``P`` the screen's projections.  A candidate
     whose float32 bound is below the truth's score less the bound's rounding margin cannot
     score above or equal to the truth and is skipped; the rest are scored exactly in
-    float64.  A query block where more than ``dense_fraction`` of the pairs pass (a truth
-    ranked far down) is counted from its float32 GEMM block as in :class:`RankTask`.  Same
+    float64.  A query for which more than ``dense_fraction`` of the chunk passes (a truth
+    ranked far down) is counted from its float32 GEMM row as in :class:`RankTask`.  Same
     ranks as :class:`RankTask`; for well-ranked truths, a GEMM of width ``d1 + 1``.
     """
 
@@ -96,21 +97,27 @@ class ScreenedRankTask(RankTask):
         self.Hs, self.margin = screen.query_bounds(self.H)
 
     def add(self, state, rows, E, P, offsets=None):
+        E = np.asarray(E)
         off32 = None if offsets is None else np.asarray(offsets, dtype=np.float32)[None, :]
         for q0 in range(0, self.H.shape[0], self.query_block):
-            q = slice(q0, min(q0 + self.query_block, self.H.shape[0]))
+            q = np.arange(q0, min(q0 + self.query_block, self.H.shape[0]))
             U = matmul(self.Hs[q], np.asarray(P).T)
             if off32 is not None:
                 U += off32
-            thr = (self.s[q] - self.margin[q]).astype(np.float32)
-            r, c, _ = threshold_survivors(U, np.nextafter(thr, np.float32(-np.inf)))
-            if r.size > self.dense_fraction * U.size:
-                S = matmul(self.H[q].astype(np.asarray(E).dtype, copy=False), np.asarray(E).T)
+            thr = np.nextafter((self.s[q] - self.margin[q]).astype(np.float32), np.float32(-np.inf))
+            mask = U >= thr[:, None]
+            passing = np.count_nonzero(mask, axis=1)
+            dense = passing > self.dense_fraction * U.shape[1]
+            if dense.any():  # these truths are ranked far down: their full score rows
+                qd = q[dense]
+                S = matmul(self.H[qd].astype(E.dtype, copy=False), E.T)
                 if off32 is not None:
                     S += np.asarray(offsets, dtype=S.dtype)[None, :]
-                self.count(state, E, offsets, S, q)
-            elif r.size:
-                self.exact(state, q0 + r, c, E, offsets)
+                self.count(state, E, offsets, S, qd)
+            sparse = ~dense & (passing > 0)
+            if sparse.any():
+                r, c = np.divmod(np.flatnonzero(mask[sparse]), U.shape[1])
+                self.exact(state, q[sparse][r], c, E, offsets)
         return state
 
 

@@ -66,7 +66,6 @@ from ._topk import (
     merge_topk,
     score_block_size,
     select_topk,
-    threshold_survivors,
     topk_rows,
     topk_search,
 )
@@ -127,6 +126,6 @@ __all__ = [
     "ridge_by_eigengroups", "adam_solve", "lbfgs_solve", "newton_solve", "newton_applies", "duality_gap", "SolverResult",
     # top-k search
     "Decoded", "DEFAULT_MAX_MEMORY_MB", "TopKTask", "RescoredTopKTask", "RESCORE_EXTRA", "topk_task", "topk_rows", "select_topk", "merge_topk",
-    "topk_search", "grouped_topk_search", "score_block_size", "threshold_survivors",
+    "topk_search", "grouped_topk_search", "score_block_size",
     "SCREEN_DIM", "SCREEN_MIN_CANDIDATES", "Screen", "ScreenedTopKTask", "build_screen", "screened_topk_search",
 ]

@@ -21,7 +21,7 @@ from ._parallel import for_row_blocks
 
 __all__ = ["Decoded", "DEFAULT_MAX_MEMORY_MB", "topk_rows", "select_topk", "merge_topk",
            "TopKTask", "RescoredTopKTask", "topk_task", "RESCORE_EXTRA", "topk_search", "grouped_topk_search",
-           "score_block_size", "threshold_survivors"]
+           "score_block_size"]
 
 #: Result of a top-k decoding: ``indices`` and ``scores`` of shape (n_queries, k), best first.
 Decoded = namedtuple("Decoded", ["indices", "scores"])

@@ -570,7 +570,8 @@ class SelectionCache:
             if entry.key[0] == key and entry.nbytes():
                 freed += entry.nbytes()
                 entry.drop()
-        for k in [k for k in self._memo if k[0] == key]:
+        # CachedKernel.memo keys start with the kernel's key; keys given to memo() may be anything
+        for k in [k for k in self._memo if isinstance(k, tuple) and k and k[0] == key]:
             freed += self._memo.pop(k)[1]
         self._stats["released"] += int(freed)
         return int(freed)

@@ -549,6 +549,12 @@ def run_n(args, D, s, n, executor, peak, methods, results):
     Xv, Yv, Yd = D.inputs("train", D.val, scaler), D.outputs("train", D.val), D.outputs("train", D.distract)
     Xq = D.inputs("test", D.query_rows, scaler)
     base = {"index_dtype": s["index_dtype"], "n_fit": n_fit}
+    if "iokr" in methods and n == max(args.ns):
+        # the exact reference first: its n x n Gram is the run's largest allocation, so it
+        # runs before the sketched models, their index and the full training block exist
+        # (a whole curve with it last peaked 0.8 GB above the reference alone)
+        results.append(run_reference(args, D, s, n_fit, scaler, (Xv, Yv, Yd), executor, peak, base))
+        gc.collect()
     sis_index = sis_model = gemm = sis_p = None
     if methods & {"sisokr", "nn", "knn"}:
         t0 = time.perf_counter()
@@ -601,24 +607,22 @@ def run_n(args, D, s, n, executor, peak, methods, results):
         row, _, _ = evaluate(args, D, model, pick(Xq), "dsokr", n_fit, executor, peak, extra,
                              gemm=gemm if model.output_rank_ == sis_p else None)
         results.append(row)
-    if "iokr" in methods and n == max(args.ns):
-        # the exact reference's n x n Gram is the run's largest allocation: the sketched
-        # models, their index and the full training block are not needed any more (a run
-        # of the whole curve peaked 0.8 GB higher than the reference alone while they lived)
-        model = sis_model = sis_index = X = Y = None
-        gc.collect()
-        n_ex = int(min(args.iokr_n, n_fit))
-        Xe, Ye = D.inputs("train", slice(0, n_ex), scaler), D.outputs("train", slice(0, n_ex))
-        model, lam, curve, fit_s, sel_s = select_lam(sisokr(args, s, n_ex, executor, exact=True), Xe, Ye, Xv, Yv, Yd,
-                                                     method=args.iokr_lam_path)
-        log(f"iokr n={n_ex}: lam {lam:g}; fit {fit_s:.1f} s, lam path {sel_s:.1f} s")
-        extra = dict(base, n_fit=n_ex, fit_s=fit_s, select_s=sel_s, lam=lam, p=int(model.output_rank_),
-                     val_mrr=max(curve.values()))
-        row, _, _ = evaluate(args, D, model, D.inputs("test", D.query_rows, scaler), "iokr", n_ex, executor, peak,
-                             extra, gemm=gemm if model.output_rank_ == sis_p else None)
-        results.append(row)
     for p in Path(args.workdir).glob(f"{args.task}-*.sprokr"):  # the indexes of this n (GBs each)
         p.unlink()
+
+
+def run_reference(args, D, s, n_fit, scaler, val, executor, peak, base):
+    """The exact IOKR reference on the first ``--iokr-n`` training pairs: one result row
+    (its decode timed against its own float32 GEMM)."""
+    n_ex = int(min(args.iokr_n, n_fit))
+    Xe, Ye = D.inputs("train", slice(0, n_ex), scaler), D.outputs("train", slice(0, n_ex))
+    model, lam, curve, fit_s, sel_s = select_lam(sisokr(args, s, n_ex, executor, exact=True), Xe, Ye, *val,
+                                                 method=args.iokr_lam_path)
+    log(f"iokr n={n_ex}: lam {lam:g}; fit {fit_s:.1f} s, lam path {sel_s:.1f} s")
+    extra = dict(base, n_fit=n_ex, fit_s=fit_s, select_s=sel_s, lam=lam, p=int(model.output_rank_),
+                 val_mrr=max(curve.values()))
+    row, _, _ = evaluate(args, D, model, D.inputs("test", D.query_rows, scaler), "iokr", n_ex, executor, peak, extra)
+    return row
 
 
 def knn_coordinates(model, Y, nb, ks):

@@ -251,6 +251,8 @@ def test_release_drops_one_kernels_columns_and_results_only():
     np.testing.assert_array_equal(g.pairwise(g.prepare(V), g.prepare(V.take(np.arange(10)))), Kg)
     assert cache.stats["columns_computed"] == computed + 10
     assert cache.release(g) > 0 and cache.release(g) == 0
+    with pytest.raises(TypeError, match="kernel must be a Kernel"):
+        cache.release("gaussian")
 
 
 @pytest.mark.parametrize("budget", [{"time_budget_s": 1e-9}, {"memory_budget_mb": 1e-6}])

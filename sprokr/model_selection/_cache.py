@@ -31,7 +31,7 @@ selection with the cache chooses what it chooses without (tested).  Memory is bo
 per byte are dropped first, and a block that still does not fit is computed without
 being kept.  The default bound follows the machine (:func:`default_cache_mb`): what one
 output kernel's fits share grows as ``n m_y`` (at 10,000 molecules with ``m_y`` = 8000,
-~1.8 GB: its kernel columns, the sketched basis and the training outputs' features), and a
+~3 GB: its kernel columns, the sketched basis and the training outputs' features), and a
 bound below the working set evicts and recomputes them at every grid point (measured: the
 output side of a SISOKR fit 10-16 s again instead of 0.1 s).
 """
@@ -564,6 +564,8 @@ class SelectionCache:
         turn) releases it so that the next one's columns and factorisations do not have to
         evict each other.
         """
+        if not isinstance(kernel, Kernel):
+            raise TypeError(f"kernel must be a Kernel or the CachedKernel serving it, got {type(kernel).__name__}")
         key = kernel.handle.key if isinstance(kernel, CachedKernel) else kernel_key(kernel)
         freed = 0
         for entry in self._entries.values():

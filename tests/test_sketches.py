@@ -1,5 +1,6 @@
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 from sprokr.kernels import GaussianKernel
 from sprokr.numerics import SketchedFeatures
@@ -118,3 +119,54 @@ def test_basis_route_auto_switches_at_the_documented_size():
         assert SketchedFeatures(k, R, X[R.indices], np.float64, 1e-10).basis_route == route
     with pytest.raises(ValueError, match="basis must be one of"):
         SketchedFeatures(k, R, X[R.indices], np.float64, 1e-10, basis="qr")
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("sketch", [SubSample(40), PSG(40, p=0.02)], ids=repr)
+def test_triangular_route_solves_with_L_and_matches_the_explicit_basis(sketch, dtype):
+    # a sparse or scaled sketch on the Cholesky route: the map solves with L_11 (trsm) and
+    # never forms B = P_r L_11^-T unless asked; its features, B C and B^T P equal the
+    # products with the explicit B (naive dense), up to the dtype's rounding
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((400, 3))
+    k = GaussianKernel(gamma=0.4)
+    R = sketch.draw(400, np.random.default_rng(7))
+    assert sp.issparse(R.weights)  # (a dense W is folded into one map: the explicit basis)
+    f = SketchedFeatures(k, R, X[R.indices], dtype, 1e-10, basis="cholesky").fit_basis()
+    assert "basis_" not in f.__dict__ and f.fitted
+    Q = rng.standard_normal((11, 3))
+    Fq = f.transform(Q)
+    assert Fq.dtype == dtype and Fq.shape == (11, f.rank)
+    B = f.basis_  # formed now, once
+    assert "basis_" in f.__dict__ and B.shape == (R.m, f.rank) and B.dtype == dtype
+    Rd = R.toarray()
+    Kt = Rd @ k(X) @ Rd.T
+    np.testing.assert_allclose(B.astype(np.float64).T @ Kt @ B.astype(np.float64), np.eye(f.rank),
+                               atol=1e-6 if dtype == np.float64 else 2e-3)
+    naive = (k(Q, X) @ Rd.T) @ B.astype(np.float64)
+    tol = 1e-9 if dtype == np.float64 else 2e-3
+    np.testing.assert_allclose(Fq, naive, atol=tol * np.abs(naive).max())
+    C = rng.standard_normal((f.rank, 2))
+    P = rng.standard_normal((R.m, 2))
+    B64 = B.astype(np.float64)
+    np.testing.assert_allclose(f.basis_times(C), B64 @ C, rtol=1e-6 if dtype == np.float32 else 1e-10,
+                               atol=1e-6 * np.abs(B64 @ C).max())
+    np.testing.assert_allclose(f.basis_transpose_times(P), B64.T @ P, rtol=1e-6 if dtype == np.float32 else 1e-10,
+                               atol=1e-6 * np.abs(B64.T @ P).max())
+
+
+def test_features_without_the_triangular_factor_use_their_saved_basis():
+    # features saved before the triangular route hold basis_ and no factor: still served
+    rng = np.random.default_rng(4)
+    X = rng.standard_normal((N, 3))
+    k = GaussianKernel(gamma=0.4)
+    R = SubSample(12).draw(N, np.random.default_rng(2))
+    f = SketchedFeatures(k, R, X[R.indices], np.float64, 1e-10, basis="cholesky").fit_basis()
+    Fq, B = f.transform(X[:5]), f.basis_
+    old = SketchedFeatures.__new__(SketchedFeatures)
+    old.__dict__.update({a: v for a, v in f.__dict__.items() if a != "_chol"})
+    assert old.rank == f.rank and old.fitted
+    np.testing.assert_allclose(old.transform(X[:5]), Fq, atol=1e-12)
+    np.testing.assert_allclose(old.basis_times(np.eye(f.rank)), B, atol=1e-12)
+    with pytest.raises(AttributeError, match="no attribute 'nothing'"):
+        old.nothing

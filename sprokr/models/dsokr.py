@@ -361,7 +361,7 @@ class DSOKR(OutputKernelModel, BaseEstimator):
         Phi = np.asarray(f.Z_sel if feature_map is None else feature_map(f.Z_sel), dtype=np.float64)
         W = f.R.weights
         WPhi = W @ Phi if f.R.scale is None else f.R.scale * Phi
-        return f.basis_.T @ np.asarray(WPhi)
+        return f.basis_transpose_times(np.asarray(WPhi))
 
     @consistent_read
     def predict_features(self, X: Samples, feature_map: Callable[[Any], ArrayLike] | None = None) -> np.ndarray:

@@ -390,15 +390,14 @@ class SketchedKernelMachine(RenamedParametersMixin, SaveMixin, FeatureProblemMix
             support = upcast_samples(support)
         chunk = chunk or default_chunk_size(R.indices.size, dtype)
         feats = SketchedFeatures(self.kernel_, R, support, dtype, rcond)
-        feats.fit_basis()
-        B = feats.basis_.astype(np.float64)  # U D^-1/2: z = B^T R k^x
+        feats.fit_basis()  # B: U D^-1/2 or P_r L^-T, z = B^T R k^x
         # the iterative solvers revisit every row: the n x r features are kept
         Z = ex.map_rows(parts, _FeatureRows(feats, upcast), chunk, name="sketched features", which="inputs")
         self.fit_times_["features"] = time.perf_counter() - t
         C = self._solve_on_features(Z, P)
-        self.rank_ = B.shape[1]
+        self.rank_ = feats.rank
         self.X_support_ = feats.Z_sel
-        self._set_coef(R.apply_left_transpose(B @ C))
+        self._set_coef(R.apply_left_transpose(feats.basis_times(C)))
 
     def _fit_sketched_closed_form(self, parts, P, R, support, chunk):
         """(E2) on the sketched features by the numerics' sketched ridge (whitened normal

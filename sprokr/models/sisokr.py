@@ -582,7 +582,7 @@ class SISOKR(OutputKernelModel, BaseEstimator):
             n = self.output_groups_.size
             P = sp.csr_matrix((np.ones(n), (np.arange(n), self.output_groups_)), shape=(n, n_u))
             return np.asarray((P.T @ H.T).T)
-        Cs = f.R.apply_left_transpose(np.asarray(f.basis_, dtype=np.float64) @ H.T).T  # (n_q, m')
+        Cs = f.R.apply_left_transpose(f.basis_times(H.T)).T  # (n_q, m')
         g = self._support_groups
         P = sp.csr_matrix((np.ones(g.size), (np.arange(g.size), g)), shape=(g.size, n_u))
         return np.asarray((P.T @ Cs.T).T)

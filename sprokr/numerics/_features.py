@@ -30,12 +30,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import DTypeLike
+import scipy.linalg as sla
 import scipy.sparse as sp
 
 from ..utils import iter_chunks, num_samples, take, take_slice, unique_inverse
 from ._linalg import matmul, psd_eigh
 from ._products import check_gram_block
-from ._whiten import Whitening
+from ._whiten import Whitening, solve_lower_rows, triangular_basis
 
 if TYPE_CHECKING:  # imported for the annotations only
     from typing import Self
@@ -86,6 +87,10 @@ class SketchedFeatures:
     ----------
     basis_ : ndarray of shape (m, r) or None
         ``B`` with ``B^T K~ B = I_r`` after :meth:`fit_basis`: ``U D^-1/2`` or ``P_r L_11^-T``.
+        On the Cholesky route with a sparse or scaled sketch it is formed on first access
+        only: the feature map solves with ``L_11`` instead (half the flops of the product
+        with ``L_11^-T``, and no triangular inverse); :meth:`basis_times` and
+        :meth:`basis_transpose_times` apply ``B`` without forming it.
     eigenvalues_ : ndarray of shape (r,) or None
         The kept eigenvalues of ``K~`` (eigen route) or the pivots ``L_jj^2`` (Cholesky
         route), decreasing.
@@ -95,6 +100,7 @@ class SketchedFeatures:
     basis_: Any  # None before fit_basis
     eigenvalues_: Any
     _map: Any
+    _chol: Any  # (sel, L_11) of the Cholesky route when the map solves with L_11, else None
 
     def __init__(self, kernel: Kernel, R: SketchMatrix, support: Any, dtype: DTypeLike, rcond: float,
                  basis: str = "auto") -> None:
@@ -111,6 +117,17 @@ class SketchedFeatures:
         self.basis = basis
         self.basis_ = None
         self.eigenvalues_ = None
+        self._map = self._chol = None
+
+    def __getattr__(self, name: str) -> Any:
+        # basis_ of the triangular route, formed on first access (see the class doc);
+        # called only for attributes not found the normal way
+        chol = self.__dict__.get("_chol") if name == "basis_" else None
+        if chol is None:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        B = triangular_basis(chol[0], chol[1], self.R.m).astype(self.dtype)
+        self.__dict__["basis_"] = B
+        return B
 
     @classmethod
     def from_support(cls, kernel: Kernel, R: SketchMatrix, raw_support: Samples, dtype: DTypeLike, rcond: float,
@@ -150,7 +167,37 @@ class SketchedFeatures:
 
     @property
     def rank(self) -> int:
-        return self.basis_.shape[1]
+        chol = getattr(self, "_chol", None)  # (features saved before the triangular route: none)
+        return chol[1].shape[0] if chol is not None else self.basis_.shape[1]
+
+    @property
+    def fitted(self) -> bool:
+        """True once :meth:`fit_basis` has run (or the features were loaded fitted)."""
+        return getattr(self, "_chol", None) is not None or self.__dict__.get("basis_") is not None
+
+    def basis_times(self, C: np.ndarray) -> np.ndarray:
+        """``B C`` (m x k, float64) for ``C`` (r x k): coefficients on the sketch's m columns."""
+        C = np.asarray(C, dtype=np.float64)
+        chol = getattr(self, "_chol", None)
+        if chol is None:
+            return np.asarray(self.basis_, dtype=np.float64) @ C
+        sel, L = chol
+        out = np.zeros((self.R.m,) + C.shape[1:])
+        if sel.size:
+            out[sel] = sla.solve_triangular(np.asarray(L, dtype=np.float64), C, lower=True, trans="T",
+                                            check_finite=False)
+        return out
+
+    def basis_transpose_times(self, P: np.ndarray) -> np.ndarray:
+        """``B^T P`` (r x k, float64) for ``P`` (m x k)."""
+        P = np.asarray(P, dtype=np.float64)
+        chol = getattr(self, "_chol", None)
+        if chol is None:
+            return np.asarray(self.basis_, dtype=np.float64).T @ P
+        sel, L = chol
+        if not sel.size:
+            return np.zeros((0,) + P.shape[1:])
+        return sla.solve_triangular(np.asarray(L, dtype=np.float64), P[sel], lower=True, check_finite=False)
 
     def kernel_block(self, Zq: Any) -> np.ndarray:
         """``k(Zq, Z_S)`` of shape (len(Zq), m'), checked for shape and finiteness."""
@@ -200,22 +247,29 @@ class SketchedFeatures:
         def compute():
             Kt = self.R.sandwich_from_rows(np.asarray(self.support_rows() if rows is None else rows,
                                                       dtype=np.float64))
+            # psi~ = k(., Z_S) W^T B.  A dense W (Gaussian sketch) is folded into one
+            # (m' x r) map W^T B; a sparse or scaled one (sub-sampling, p-sparsified) is
+            # applied to each block instead (cheap), which keeps one m x r matrix, not two
+            # (at m ~ n the memo of a selection holds these)
+            fold = self.R.scale is None and not sp.issparse(self.R.weights)
             if self.basis_route == "eigh":
                 U, d = psd_eigh(Kt, self.rcond)
                 B = U / np.sqrt(d)
             else:
                 w = Whitening(Kt, self.rcond)
-                B, d = w.basis(), np.diag(w.L) ** 2
-            # psi~ = k(., Z_S) W^T B.  A dense W (Gaussian sketch) is folded into one
-            # (m' x r) map W^T B; a sparse or scaled one (sub-sampling, p-sparsified) is
-            # applied to each block instead (cheap), which keeps one m x r matrix, not two
-            # (at m ~ n the memo of a selection holds these)
+                d = np.diag(w.L) ** 2
+                if not fold:  # the map solves with L_11 (trsm): no inverse, half the flops
+                    return d, None, None, (w.sel, np.asfortranarray(w.L, dtype=self.dtype))
+                B = w.basis()
             Bd = B.astype(self.dtype)
-            fold = self.R.scale is None and not sp.issparse(self.R.weights)
-            return d, Bd, (np.ascontiguousarray(self.R.apply_left_transpose(B), dtype=self.dtype) if fold else None)
+            return d, Bd, (np.ascontiguousarray(self.R.apply_left_transpose(B), dtype=self.dtype) if fold else None), None
 
         # rows given by the caller are K R^T's support rows, which the samples determine
-        self.eigenvalues_, self.basis_, self._map = self._memo("sketched feature basis", self.Z_sel, compute)
+        self.eigenvalues_, B, self._map, self._chol = self._memo("sketched feature basis", self.Z_sel, compute)
+        if B is None:
+            self.__dict__.pop("basis_", None)  # formed on first access (__getattr__)
+        else:
+            self.basis_ = B
         return self
 
     def transform(self, Zq: Any, dedupe: bool = True) -> np.ndarray:
@@ -224,7 +278,7 @@ class SketchedFeatures:
         ``dedupe``: for array samples with many repeated rows (label sets), the kernel
         block is computed once per distinct row of ``Zq``.
         """
-        if self.basis_ is None:
+        if not self.fitted:
             raise ValueError("the feature map has no basis yet: call fit_basis() first")
         n = num_samples(Zq)
         if dedupe and n >= 64 and (isinstance(Zq, np.ndarray) or sp.issparse(Zq)):
@@ -235,6 +289,10 @@ class SketchedFeatures:
 
     def _features(self, Zq):
         KS = self.kernel_block(Zq)
+        chol = getattr(self, "_chol", None)
+        if chol is not None:  # (K_S W^T) P_r L_11^-T by a triangular solve of the pivot columns
+            A = self.R.apply_right(KS, overwrite=True)
+            return solve_lower_rows(np.take(A, chol[0], axis=1).astype(chol[1].dtype, copy=False), chol[1])
         if self._map is None or (self.R.scale is None and self.R.indices.size > 1.5 * self.R.m
                                  and sp.issparse(self.R.weights)):
             # a sparse W (p-sparsified sketches) or a scaling (sub-sampling): (K_S W^T) B

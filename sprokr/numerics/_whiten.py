@@ -25,7 +25,7 @@ from scipy.linalg import get_blas_funcs, lapack
 
 from ._linalg import factorisation_threads
 
-__all__ = ["Whitening", "pivot_tolerance"]
+__all__ = ["Whitening", "pivot_tolerance", "solve_lower_rows", "triangular_basis"]
 
 
 def pivot_tolerance(Kt: np.ndarray, rcond: float | None) -> float:
@@ -101,9 +101,7 @@ class Whitening:
         L = self._cast.get(dtype)
         if L is None:
             L = self._cast[dtype] = np.asfortranarray(self.L, dtype=dtype)
-        trsm = get_blas_funcs("trsm", dtype=dtype)
-        Zt = trsm(1.0, L, B.T, side=0, lower=1, trans_a=0, overwrite_b=1)
-        return Zt.T
+        return solve_lower_rows(B, L)
 
     def apply_inverse(self, P: np.ndarray) -> np.ndarray:
         """``L_11^-1 P[sel]`` (r x k) for ``P`` (m x k) in float64: a shift in the whitened basis."""
@@ -121,22 +119,9 @@ class Whitening:
         return gamma
 
     def basis(self) -> np.ndarray:
-        """``B = P_r L_11^-T`` (m x r, float64), the whitening basis: ``B^T K~ B = I_r``.
-
-        The triangular inverse (LAPACK ``trtri``, r^3/3 flops, a third of a triangular
-        solve against the identity) is formed because the feature maps multiply every
-        block by it (:class:`~sprokr.numerics.SketchedFeatures`).
-        """
-        B = np.zeros((self.m, self.rank))
-        if self.rank:
-            with factorisation_threads(self.rank):
-                Linv, info = lapack.dtrtri(np.array(self.L, order="F"), lower=1, overwrite_c=1)
-            if info != 0:  # pragma: no cover - a zero pivot (pstrf stops before one)
-                raise np.linalg.LinAlgError(f"LAPACK trtri failed (info={info})")
-            for j in range(1, self.rank):  # the strict upper triangle is not the inverse's
-                Linv[:j, j] = 0.0  # (contiguous column slices: faster than np.tril's masked copy)
-            B[self.sel] = Linv.T
-        return B
+        """``B = P_r L_11^-T`` (m x r, float64), the whitening basis: ``B^T K~ B = I_r``
+        (:func:`triangular_basis`)."""
+        return triangular_basis(self.sel, self.L, self.m)
 
     def own_rows(self) -> np.ndarray:
         """``Z`` of the rows of ``K~`` itself (m x r, float64): ``K~ P_r L_11^-T = P F``.
@@ -154,3 +139,35 @@ class Whitening:
     def rows(self, A: np.ndarray) -> np.ndarray:
         """``Z = A P_r L_11^-T`` of a block (rows x m) in float64 (small blocks: tests, checks)."""
         return self.solve_rows(np.asarray(self.columns(A), dtype=np.float64), overwrite=True)
+
+
+def solve_lower_rows(B: np.ndarray, L: np.ndarray) -> np.ndarray:
+    """``B L^-T`` (rows x r, C order) for a C-ordered ``B`` (rows x r), solved in place.
+
+    ``L`` (r x r, Fortran order, ``B``'s dtype) is read in its lower triangle.  ``B``'s
+    transpose is the Fortran-ordered right-hand side of ``L Z^T = B^T`` (BLAS ``trsm``:
+    no copy, r^2 flops per row -- half the GEMM with an explicit ``L^-T``, and backward
+    stable where the product with an inverse is not).
+    """
+    trsm = get_blas_funcs("trsm", dtype=B.dtype)
+    return trsm(1.0, L, B.T, side=0, lower=1, trans_a=0, overwrite_b=1).T
+
+
+def triangular_basis(sel: np.ndarray, L: np.ndarray, m: int) -> np.ndarray:
+    """``B = P_r L^-T`` (m x r, float64): rows ``sel`` hold ``L^-T``, the others are zero.
+
+    ``L`` (r x r) is read in its lower triangle.  The triangular inverse (LAPACK
+    ``trtri``, r^3/3 flops) is formed only for the users that need ``B`` as a matrix;
+    the feature maps solve with ``L`` instead (:func:`solve_lower_rows`).
+    """
+    r = L.shape[0]
+    B = np.zeros((m, r))
+    if r:
+        with factorisation_threads(r):
+            Linv, info = lapack.dtrtri(np.array(L, dtype=np.float64, order="F"), lower=1, overwrite_c=1)
+        if info != 0:  # pragma: no cover - a zero pivot (pstrf stops before one)
+            raise np.linalg.LinAlgError(f"LAPACK trtri failed (info={info})")
+        for j in range(1, r):  # the strict upper triangle is not the inverse's
+            Linv[:j, j] = 0.0  # (contiguous column slices: faster than np.tril's masked copy)
+        B[sel] = Linv.T
+    return B

@@ -795,3 +795,21 @@ def _nodes(node):
         return
     for c in children:
         yield from _nodes(c)
+
+
+def test_roundtrip_of_a_triangular_output_basis(tmp_path):
+    # an output sketch above EIGH_BASIS_MAX_M takes the Cholesky route: the features keep
+    # (pivots, L_11), not B; saved and loaded as such, with the same predictions
+    from sprokr.numerics import EIGH_BASIS_MAX_M
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((EIGH_BASIS_MAX_M + 150, 4))
+    Y = np.tanh(X @ rng.standard_normal((4, 3)))
+    model = SISOKR(lam=1e-4, input_sketch="subsample", m_x=100, output_sketch="subsample",
+                   m_y=EIGH_BASIS_MAX_M + 50, random_state=0).fit(X, Y)
+    f = model.output_features_
+    assert f.basis_route == "cholesky" and f._chol is not None and "basis_" not in vars(f)
+    loaded, _ = _roundtrip(model, tmp_path)
+    np.testing.assert_array_equal(model.predict_coordinates(X[:15]), loaded.predict_coordinates(X[:15]))
+    np.testing.assert_array_equal(model.predict(X[:15]), loaded.predict(X[:15]))
+    np.testing.assert_array_equal(model.predict_weights(X[:5]), loaded.predict_weights(X[:5]))

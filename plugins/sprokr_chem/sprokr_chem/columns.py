@@ -64,7 +64,7 @@ class SmilesColumn:
 
     def canonical(self, values: Sequence[Any]) -> List[str]:
         """RDKit canonical SMILES (SMILES strings, molecules or graphs): the identity of a molecule."""
-        from .io import canonical_smiles
+        from .molecules import canonical_smiles
 
         return canonical_smiles(values)
 

@@ -24,13 +24,13 @@ from typing import TYPE_CHECKING, Any
 import networkx as nx
 from rdkit import Chem, RDLogger
 
-from .io import to_mol
+from .io import MoleculeReadError, to_mol
 
 if TYPE_CHECKING:  # imported for the annotations only
     from rdkit.Chem import Mol
 
 __all__ = ["mol_to_graph", "graph_to_mol", "smiles_to_graph", "graph_to_smiles",
-           "GraphConversionError", "atom_label", "bond_order"]
+           "GraphConversionError", "atom_label", "bond_order", "molecule_from_graph"]
 
 _BOND_ORDER = {
     Chem.BondType.SINGLE: 1,
@@ -158,3 +158,13 @@ def graph_to_smiles(G: nx.Graph, errors: str = "none", **kw: Any) -> str | None:
     """Canonical SMILES of a labelled graph, or ``None`` when it does not sanitise."""
     mol = graph_to_mol(G, errors=errors, **kw)
     return None if mol is None else Chem.MolToSmiles(mol)
+
+
+def molecule_from_graph(G: nx.Graph, index: int = 0) -> Mol:
+    """The molecule a labelled graph describes (:func:`graph_to_mol`); a graph that is not
+    one raises :class:`~sprokr_chem.io.MoleculeReadError` naming ``index`` (its position in
+    the user's collection)."""
+    try:
+        return graph_to_mol(G, errors="raise")
+    except GraphConversionError as exc:
+        raise MoleculeReadError(index, f"<graph with {G.number_of_nodes()} nodes>", str(exc)) from None

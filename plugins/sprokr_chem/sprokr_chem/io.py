@@ -20,8 +20,8 @@ if TYPE_CHECKING:  # imported for the annotations only
     from rdkit.Chem import Mol
     from sprokr.types import PathLike
 
-__all__ = ["MoleculeReadError", "ReadReport", "read_smiles", "read_sdf", "mol_from_smiles",
-           "to_mol", "canonical_smiles", "read_molecules"]
+__all__ = ["MoleculeReadError", "ReadReport", "read_smiles", "read_sdf", "mol_from_smiles", "to_mol",
+           "is_molecule_graph"]
 
 
 class MoleculeReadError(RowError, ValueError):
@@ -48,6 +48,17 @@ class MoleculeReadError(RowError, ValueError):
         after its context (``where``, or an argument name added when re-raised)."""
         more = f"; {self.n_others} more invalid record(s), e.g. at {self.others}" if self.n_others else ""
         return f"invalid molecule at record {self.index}: {self.record!r} ({self.reason}{more})"
+
+    @classmethod
+    def from_skipped(cls, skipped: Sequence[tuple[int, Any, str]], where: str | None) -> MoleculeReadError:
+        """The error for the invalid records ``[(index, text, reason), ...]`` of ``where``:
+        the first one, with up to five others named and how many there are."""
+        i, text, reason = skipped[0]
+        return cls(i, text, reason, where=where, others=[j for j, _, _ in skipped[1:6]], n_others=len(skipped) - 1)
+
+    def skipped_entry(self) -> tuple[int, str, str]:
+        """``(index, text, reason)`` as :attr:`ReadReport.skipped` lists it (text shortened)."""
+        return self.index, _short(self.record), self.reason
 
     def shift_rows(self, offset: int) -> None:
         """Add ``offset`` to ``index`` and to ``others``."""
@@ -107,6 +118,12 @@ def to_mol(x: str | Mol, index: int = 0) -> Mol:
             raise MoleculeReadError(index, Chem.MolToSmiles(x), "molecule has no atoms")
         return x
     return mol_from_smiles(x, index)
+
+
+def is_molecule_graph(x: Any) -> bool:
+    """True for a graph object (networkx's interface: what :func:`sprokr_chem.mol_to_graph`
+    makes), without importing networkx."""
+    return hasattr(x, "nodes") and hasattr(x, "edges") and hasattr(x, "number_of_nodes")
 
 
 def read_smiles(smiles: Sequence[str], on_error: str = "raise") -> tuple[list[Mol], ReadReport]:
@@ -203,96 +220,3 @@ def read_sdf(path: PathLike, on_error: str = "raise", properties: bool = True) -
     finally:
         RDLogger.EnableLog("rdApp.*")
     return (mols, props, report) if properties else (mols, report)
-
-
-def _invalid(skipped, where):
-    """The error for the invalid records ``[(index, text, reason), ...]`` of ``where``."""
-    i, text, reason = skipped[0]
-    return MoleculeReadError(i, text, reason, where=where, others=[j for j, _, _ in skipped[1:6]],
-                             n_others=len(skipped) - 1)
-
-
-def canonical_smiles(molecules: Any, name: str = "molecules") -> list[str]:
-    """RDKit canonical SMILES of SMILES strings, RDKit molecules or molecule graphs.
-
-    Parameters
-    ----------
-    molecules : sequence of str, rdkit.Chem.Mol or networkx.Graph (n,)
-        Graphs as :func:`sprokr_chem.mol_to_graph` makes them (node ``label``, bond-order
-        edge ``label``).
-    name : str
-        What the molecules are (named in the error, e.g. ``"y"`` or ``"candidates"``).
-
-    Returns
-    -------
-    list of str (n,)
-
-    Raises
-    ------
-    MoleculeReadError
-        Naming ``name``, the position and text of the first invalid molecule and how many
-        others are invalid (every record is checked before raising).
-    """
-    if isinstance(molecules, (str, Chem.Mol)):
-        raise TypeError(f"{name} must be a sequence of molecules, not a single {type(molecules).__name__}")
-    out, skipped = [], []
-    for i, m in enumerate(molecules):
-        try:
-            if hasattr(m, "nodes") and hasattr(m, "edges"):  # a networkx molecule graph
-                from .graphs import GraphConversionError, graph_to_mol
-
-                try:
-                    m = graph_to_mol(m, errors="raise")
-                except GraphConversionError as exc:
-                    raise MoleculeReadError(i, f"<graph with {m.number_of_nodes()} nodes>", str(exc)) from None
-            out.append(Chem.MolToSmiles(to_mol(m, i)))
-        except MoleculeReadError as exc:
-            skipped.append((i, _short(exc.record), exc.reason))
-    if skipped:
-        raise _invalid(skipped, name)
-    return out
-
-
-def read_molecules(source: Any, name: str = "candidates", column: str = "smiles") -> list[str]:
-    """Canonical SMILES of a molecule collection or of a molecule file.
-
-    Parameters
-    ----------
-    source : sequence (see :func:`canonical_smiles`) or str / path-like
-        A file is read by :func:`sprokr.io.read_table`: ``.smi`` (first token of each line),
-        ``.sdf`` / ``.sdf.zip`` (one record per molecule), ``.csv`` / ``.tsv`` (the column
-        ``column``, matched case-insensitively).
-    name : str
-        Named in errors (``"candidates"``).
-    column : str
-        Column of a CSV/TSV file holding the SMILES.
-
-    Returns
-    -------
-    list of str
-        Canonical SMILES, in the order of the collection or file.
-
-    Raises
-    ------
-    MoleculeReadError
-        An invalid molecule, naming the file and line (or ``name`` and the position).
-    sprokr.io.DataFileError
-        A file that does not exist, has an unknown format or no SMILES column.
-    """
-    import os
-
-    if not isinstance(source, (str, os.PathLike)):
-        return canonical_smiles(source, name)
-    from sprokr.io import DataFileError, read_table
-
-    table = read_table(source)
-    cols = {c.lower(): c for c in table.columns}
-    if column.lower() not in cols:
-        raise DataFileError(f"{source}: no {column!r} column holding the {name}; available columns: "
-                            f"{', '.join(map(repr, table.columns)) or '(none)'}")
-    values = [str(v) for v in table.column(cols[column.lower()])]
-    mols, report = read_smiles(values, on_error="skip")
-    if report.skipped:
-        first = report.skipped[0][0]
-        raise _invalid(report.skipped, f"{name} ({table.where(first)})")
-    return [Chem.MolToSmiles(m) for m in mols]

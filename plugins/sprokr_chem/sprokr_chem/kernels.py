@@ -24,7 +24,7 @@ from rdkit.Chem import rdFingerprintGenerator
 from sprokr.kernels.base import Kernel
 from sprokr.kernels.vector import CosineKernel, MinMaxKernel, TanimotoKernel
 
-from .io import MoleculeReadError, to_mol
+from .io import MoleculeReadError, is_molecule_graph, to_mol
 
 if TYPE_CHECKING:  # imported for the annotations only
     from rdkit.Chem import Mol
@@ -60,18 +60,11 @@ def _generator(radius, n_bits):
     return _GENERATORS[key]
 
 
-def _is_graph(x):
-    return hasattr(x, "nodes") and hasattr(x, "edges") and hasattr(x, "number_of_nodes")
-
-
 def _graph_mol(G, i):
     """The molecule a labelled graph describes; :class:`MoleculeReadError` if it is none."""
-    from .graphs import GraphConversionError, graph_to_mol
+    from .graphs import molecule_from_graph  # (networkx only when a graph is given)
 
-    try:
-        return graph_to_mol(G, errors="raise")
-    except GraphConversionError as exc:
-        raise MoleculeReadError(i, f"<graph with {G.number_of_nodes()} nodes>", str(exc)) from None
+    return molecule_from_graph(G, i)
 
 
 def check_molecules(X: Any, kernel: str | None) -> list:
@@ -93,7 +86,7 @@ def check_molecules(X: Any, kernel: str | None) -> list:
         raise TypeError(f"the samples must be a sequence of molecules, got {type(X).__name__} "
                         f"({accepted})") from None
     for i, x in enumerate(items):
-        if not isinstance(x, (str, Chem.Mol)) and not _is_graph(x):
+        if not isinstance(x, (str, Chem.Mol)) and not is_molecule_graph(x):
             raise TypeError(f"the samples must be molecules: {accepted}; sample {i} is a "
                             f"{type(x).__name__}")
     return items
@@ -102,7 +95,7 @@ def check_molecules(X: Any, kernel: str | None) -> list:
 def _fingerprint(x, i, radius, n_bits, counts):
     key_mol = x if isinstance(x, str) else None
     if key_mol is None:
-        if _is_graph(x):
+        if is_molecule_graph(x):
             x = _graph_mol(x, i)
         elif not isinstance(x, Chem.Mol):
             to_mol(x, i)  # raises the documented error for other types
@@ -372,7 +365,7 @@ class SmilesSpectrumKernel(Kernel):
             raise ValueError(f"need 1 <= min_n <= n, got min_n={self.min_n}, n={self.n}")
         texts = []
         for i, s in enumerate(check_molecules(X, self.name)):
-            if _is_graph(s):
+            if is_molecule_graph(s):
                 s = Chem.MolToSmiles(_graph_mol(s, i))
             elif isinstance(s, Chem.Mol):
                 s = Chem.MolToSmiles(s)

@@ -58,7 +58,7 @@ from ._selection import (
     check_grid,
     molecules_for_kernel,
 )
-from .io import canonical_smiles, read_molecules
+from .molecules import canonical_smiles, read_molecules
 
 __all__ = ["MoleculeRetriever", "RetrievedMolecules", "molecules_for_kernel", "METHODS", "DEFAULT_LAMS",
            "GRAPH_KERNELS", "INPUT_KINDS", "VECTOR_GAMMAS", "AUTO_SKETCHED"]

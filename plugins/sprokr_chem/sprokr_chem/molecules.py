@@ -1,0 +1,99 @@
+"""Molecule collections as users pass them: canonical SMILES of mixed collections and files.
+
+A collection may mix SMILES strings, RDKit molecules and molecule graphs
+(:func:`sprokr_chem.mol_to_graph`); a file is any table :func:`sprokr.io.read_table`
+reads.  Above :mod:`sprokr_chem.io` (parsing) and :mod:`sprokr_chem.graphs` (graph
+conversion), which know nothing of each other's callers.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from rdkit import Chem
+
+from .io import MoleculeReadError, is_molecule_graph, read_smiles, to_mol
+
+__all__ = ["canonical_smiles", "read_molecules"]
+
+
+def canonical_smiles(molecules: Any, name: str = "molecules") -> list[str]:
+    """RDKit canonical SMILES of SMILES strings, RDKit molecules or molecule graphs.
+
+    Parameters
+    ----------
+    molecules : sequence of str, rdkit.Chem.Mol or networkx.Graph (n,)
+        Graphs as :func:`sprokr_chem.mol_to_graph` makes them (node ``label``, bond-order
+        edge ``label``).
+    name : str
+        What the molecules are (named in the error, e.g. ``"y"`` or ``"candidates"``).
+
+    Returns
+    -------
+    list of str (n,)
+
+    Raises
+    ------
+    MoleculeReadError
+        Naming ``name``, the position and text of the first invalid molecule and how many
+        others are invalid (every record is checked before raising).
+    """
+    if isinstance(molecules, (str, Chem.Mol)):
+        raise TypeError(f"{name} must be a sequence of molecules, not a single {type(molecules).__name__}")
+    out, skipped = [], []
+    for i, m in enumerate(molecules):
+        try:
+            if is_molecule_graph(m):
+                from .graphs import molecule_from_graph  # (networkx only when a graph is given)
+
+                m = molecule_from_graph(m, i)
+            out.append(Chem.MolToSmiles(to_mol(m, i)))
+        except MoleculeReadError as exc:
+            skipped.append(exc.skipped_entry())
+    if skipped:
+        raise MoleculeReadError.from_skipped(skipped, name)
+    return out
+
+
+def read_molecules(source: Any, name: str = "candidates", column: str = "smiles") -> list[str]:
+    """Canonical SMILES of a molecule collection or of a molecule file.
+
+    Parameters
+    ----------
+    source : sequence (see :func:`canonical_smiles`) or str / path-like
+        A file is read by :func:`sprokr.io.read_table`: ``.smi`` (first token of each line),
+        ``.sdf`` / ``.sdf.zip`` (one record per molecule), ``.csv`` / ``.tsv`` (the column
+        ``column``, matched case-insensitively).
+    name : str
+        Named in errors (``"candidates"``).
+    column : str
+        Column of a CSV/TSV file holding the SMILES.
+
+    Returns
+    -------
+    list of str
+        Canonical SMILES, in the order of the collection or file.
+
+    Raises
+    ------
+    MoleculeReadError
+        An invalid molecule, naming the file and line (or ``name`` and the position).
+    sprokr.io.DataFileError
+        A file that does not exist, has an unknown format or no SMILES column.
+    """
+    import os
+
+    if not isinstance(source, (str, os.PathLike)):
+        return canonical_smiles(source, name)
+    from sprokr.io import DataFileError, read_table
+
+    table = read_table(source)
+    cols = {c.lower(): c for c in table.columns}
+    if column.lower() not in cols:
+        raise DataFileError(f"{source}: no {column!r} column holding the {name}; available columns: "
+                            f"{', '.join(map(repr, table.columns)) or '(none)'}")
+    values = [str(v) for v in table.column(cols[column.lower()])]
+    mols, report = read_smiles(values, on_error="skip")
+    if report.skipped:
+        first = report.skipped[0][0]
+        raise MoleculeReadError.from_skipped(report.skipped, f"{name} ({table.where(first)})")
+    return [Chem.MolToSmiles(m) for m in mols]

@@ -334,3 +334,29 @@ def test_m_x_growth_keeps_the_grid_fits_output_sketch(data, monkeypatch):
     ref = [idx for m, idx in seen if m == 20][-1]
     for m, idx in seen:
         np.testing.assert_array_equal(idx, ref)
+
+
+def test_selection_fits_take_the_perfect_h_sketch_and_its_basis(data, monkeypatch):
+    """The fits of a selection with an m_y grid take the perfect-h curve's sketch at the
+    chosen size: the output basis is factorised once per curve point and never again by a
+    fit (SISOKR draws its input sketch first, and would otherwise draw an output sketch of
+    its own), and the fits' output sketch is the curve's."""
+    import sprokr.numerics._features as features_module
+
+    sizes, seen = [], []
+    eigh = features_module.psd_eigh
+    monkeypatch.setattr(features_module, "psd_eigh", lambda K, rcond: (sizes.append(K.shape[0]), eigh(K, rcond))[1])
+    orig = SISOKR.fit
+
+    def spy(self, X, Y):
+        out = orig(self, X, Y)
+        seen.append(self.output_sketch_matrix_)
+        return out
+
+    monkeypatch.setattr(SISOKR, "fit", spy)
+    sel = _search(_estimators()["SISOKR"], data, SelectionCache(), None)
+    assert sizes == [20, 40]  # the curve's two points only
+    assert sel["best_params"]["m_y"] == 40 and "plateau_sketch" not in sel["perfect_h"]
+    assert len(seen) >= 3
+    for R in seen:
+        np.testing.assert_array_equal(R.toarray(), seen[0].toarray())

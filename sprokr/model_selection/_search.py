@@ -384,7 +384,7 @@ def select_model(estimator: Any, X: Samples, Y: Samples, lams: ArrayLike | None 
         est = clone(base).set_params(**params)
         return est if cache is None else _cached_kernels(est, cache, Xtr)
 
-    ph = None
+    ph, fixed_y = None, None
     if m_y_grid is not None:
         params = configured({}).get_params(deep=False)
         if params.get("output_sketch") is None:
@@ -396,11 +396,20 @@ def select_model(estimator: Any, X: Samples, Y: Samples, lams: ArrayLike | None 
                              **{"max_m": n_train if "m_y" in extend else None, **(perfect_h_params or {})})
         chosen["m_y"] = int(ph["plateau_m"])
         logger.info("[select_model] perfect h: m_y=%d (%s)", chosen["m_y"], ph["criterion"])
+        # every fit of the selection takes the curve's sketch at the chosen size (see
+        # _FixedSketch): its output basis is the curve's, already computed; an estimator
+        # drawing its input sketch first (SISOKR) would otherwise draw, factorise and
+        # project an output sketch of its own, at m_y ~ n the larger part of a fit
+        plateau_sketch = ph.pop("plateau_sketch")
+        grids = [param_grid or {}] if param_grid is None or isinstance(param_grid, Mapping) else param_grid
+        if not set().union(*grids) & {"m_y", "output_sketch", "output_sketch_params"}:
+            fixed_y = plateau_sketch
 
     drawn = {}  # id of a grid record -> the output sketch matrix its fit drew
 
     def run_path(params, fixed=None):
         est = configured(params)
+        fixed = fixed if fixed is not None else fixed_y
         if fixed is not None:
             est.set_params(output_sketch=_FixedSketch(fixed), output_sketch_params=None)
         path = lambda_path(est, Xtr, Ytr, lams, method)

@@ -96,8 +96,10 @@ def perfect_h_curve(Y_train: Samples, Y_val: Samples, output_kernel: str | Kerne
     -------
     dict with ``m`` (list), ``projection_error``, ``metric`` (list or None), ``ranks``,
     ``times`` (s per point), ``criterion`` (name of the curve used), ``plateau_m``
-    (smallest m on the plateau), ``extended`` (the sizes added beyond the grid) and
-    ``plot`` (path or None).
+    (smallest m on the plateau), ``extended`` (the sizes added beyond the grid),
+    ``plateau_sketch`` (the :class:`~sprokr.numerics.SketchMatrix` drawn at ``plateau_m``:
+    a fit that reuses it finds its output basis in a selection's cache) and ``plot``
+    (path or None).
     """
     from ..models.base import OUTPUT_DTYPE
 
@@ -129,7 +131,7 @@ def perfect_h_curve(Y_train: Samples, Y_val: Samples, output_kernel: str | Kerne
         if metric is None:
             metric, greater_is_better = _kernel_loss(ky), False
     gib = bool(greater_is_better)
-    proj, met, ranks, times = [], [], [], []
+    proj, met, ranks, times, drawn = [], [], [], [], []
     bar = progress_bar(total=len(grid), desc="perfect h", unit="sizes", enabled=progress)
 
     def point(m, sk):
@@ -137,6 +139,7 @@ def perfect_h_curve(Y_train: Samples, Y_val: Samples, output_kernel: str | Kerne
         # an integer seed: each size's sketch is the one a model seeded with it draws first
         # (DSOKR, ISOKR), so a selection's fit at the chosen size finds its basis in the cache
         R = sk.draw(n, check_random_state(random_state) if seeded else rng)
+        drawn.append(R)
         # the basis needs the sketch's support points only: no pass over the n outputs
         feats = SketchedFeatures.from_support(ky, R, take(Y_train, R.indices), OUTPUT_DTYPE, rc,
                                               prepared=take(Yp, R.indices))[0].fit_basis()
@@ -165,7 +168,8 @@ def perfect_h_curve(Y_train: Samples, Y_val: Samples, output_kernel: str | Kerne
         k = plateau_index(curve, greater_is_better=gib if decode else False, rtol=rtol)
     bar.close()
     out = {"m": grid, "projection_error": proj, "metric": met if decode else None, "ranks": ranks,
-           "times": times, "criterion": crit, "plateau_m": grid[k], "extended": extended, "plot": None}
+           "times": times, "criterion": crit, "plateau_m": grid[k], "extended": extended,
+           "plateau_sketch": drawn[k], "plot": None}
     if plot is not None:
         from ..plotting import plot_sketch_size_curve
 

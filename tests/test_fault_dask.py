@@ -340,3 +340,28 @@ def test_map_tasks_timeout_does_not_count_the_callers_time(client):
         got.append((i, r))
         time.sleep(4)  # the caller works on the result for longer than the timeout
     assert sorted(got) == [(0, 0), (1, 1)]
+
+
+def _compute_for(seconds):
+    # CPU-bound for ``seconds`` (a partition longer than the executor's timeout)
+    t = time.monotonic()
+    a = np.random.default_rng(0).random((300, 300))
+    while time.monotonic() - t < seconds:
+        a = a @ a
+        a /= np.abs(a).max()
+    return float(a[0, 0])
+
+
+def _sleep_for(seconds):
+    time.sleep(seconds)  # waiting, not computing: what a hung task looks like from outside
+    return 0.0
+
+
+def test_a_task_computing_longer_than_the_timeout_is_waited_for(client):
+    """No progress means no task finishing AND no worker computing: a task that computes for
+    longer than ``timeout`` completes; one that idles as long fails the wait."""
+    ex = DaskExecutor(client=client, timeout=2)
+    got = dict(ex.map_tasks(_compute_for, [(6.0,)], name="long task"))
+    assert set(got) == {0}
+    with pytest.raises(DistributedTimeoutError, match=r"idle task tasks made no progress for 2 s.*no worker computing"):
+        list(ex.map_tasks(_sleep_for, [(8.0,)], name="idle task"))

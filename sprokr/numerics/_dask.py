@@ -64,6 +64,12 @@ def _require_distributed():
 
 
 _POLL = 0.25  # s between looks at a pass's futures (a finished future wakes the wait at once)
+#: a worker computing a pending task is progress (a partition may take longer than the
+#: timeout): its process above this CPU percent, its last heartbeat at most _BUSY_SEEN_S old
+#: (a stopped or unreachable worker's metrics are stale); looked at again every _BUSY_RECHECK_S
+_BUSY_CPU = 25.0
+_BUSY_SEEN_S = 10.0
+_BUSY_RECHECK_S = 5.0
 _SCATTER_ABOVE = 8 << 20  # bytes: larger task objects are scattered, smaller ones ride in the graph
 _IMPORTS_OK: dict[str, set[str]] = {}  # worker address -> modules it was found to import
 
@@ -99,9 +105,12 @@ class DaskExecutor(Executor):
         terminal.
     timeout : float or None, default 120
         Seconds any wait on the cluster may go without progress (no partition of the
-        pass finishing, a scatter or a result not arriving) before the pass fails with
-        :class:`~sprokr.numerics.DistributedTimeoutError`.  Raise it when one partition
-        takes longer than that to process; None waits forever.
+        pass finishing while no worker is computing one of them, a scatter or a result
+        not arriving) before the pass fails with
+        :class:`~sprokr.numerics.DistributedTimeoutError`.  A partition that takes longer
+        than that is waited for as long as its worker is computing (running, heard from,
+        using CPU); a hung, paused or unreachable worker fails the pass.  None waits
+        forever.
     retries : int, default 2
         Times a pass is retried after workers were lost: the partitions they held are
         rebuilt from their sources (rows given by this process are sent again, a
@@ -311,18 +320,43 @@ class DaskExecutor(Executor):
             if moved:  # after the yields: the caller's time with the results is not the cluster's
                 last = time.monotonic()
             elif timeout is not None and time.monotonic() - last > timeout:
-                raise self._no_progress(client, name, timeout, pending, total, tasks is not None)
+                if not self._computing(client, pending):
+                    raise self._no_progress(client, name, timeout, pending, total, tasks is not None)
+                last = time.monotonic() - timeout + _BUSY_RECHECK_S  # still working: look again soon
             if client.status != "running":
                 self._check_client(client)
             if gone is not None and pending and gone():
                 raise _Lost("a worker the tasks were bound to left the cluster")
 
+    @staticmethod
+    def _computing(client, pending):
+        """True when a worker running one of the ``pending`` futures is computing: running,
+        heard from within ``_BUSY_SEEN_S`` and above ``_BUSY_CPU`` percent CPU.  A hung,
+        paused (SIGSTOP, memory) or unreachable worker is not."""
+        keys = {f.key for f in pending.values()}
+        try:
+            processing = client.processing()
+            workers = client.scheduler_info().get("workers", {})
+        except (OSError, TimeoutError):
+            return False
+        now = time.time()
+        for address, running in processing.items():
+            info = workers.get(address) or {}
+            if not keys & set(running) or info.get("status", "running") != "running":
+                continue
+            seen = float(info.get("last_seen") or 0.0)
+            cpu = float((info.get("metrics") or {}).get("cpu") or 0.0)
+            if now - seen <= _BUSY_SEEN_S and cpu >= _BUSY_CPU:
+                return True
+        return False
+
     def _no_progress(self, client, name, timeout, pending, total, tasks):
         """The DistributedTimeoutError of a wait that saw nothing finish for ``timeout`` s."""
         if tasks:
             return DistributedTimeoutError(
-                f"the {name} tasks made no progress for {timeout:g} s ({len(pending)} of {total} pending): "
-                f"workers hung, paused or unreachable? DaskExecutor(timeout=...) sets this limit")
+                f"the {name} tasks made no progress for {timeout:g} s ({len(pending)} of {total} pending, no "
+                f"worker computing them): workers hung, paused or unreachable? DaskExecutor(timeout=...) sets "
+                f"this limit")
         workers = self._workers(client)
         gone = sorted(self._seen_workers - workers)
         keys = {f.key for f in pending.values()}
@@ -332,7 +366,7 @@ class DaskExecutor(Executor):
             stuck = []
         return DistributedTimeoutError(
             f"the {name} pass made no progress for {timeout:g} s ({len(pending)} of {total} tasks "
-            f"pending{', on worker(s) ' + ', '.join(stuck) if stuck else ''}; the cluster has "
+            f"pending, no worker computing them{', on worker(s) ' + ', '.join(stuck) if stuck else ''}; the cluster has "
             f"{len(workers)} worker(s){'; lost: ' + ', '.join(gone) if gone else ''}): workers hung, paused "
             f"or unreachable? DaskExecutor(timeout=...) sets this limit (raise it for partitions that take "
             f"longer to process)")

@@ -333,16 +333,15 @@ class DaskExecutor(Executor):
         """True when a worker running one of the ``pending`` futures is computing: running,
         heard from within ``_BUSY_SEEN_S`` and above ``_BUSY_CPU`` percent CPU.  A hung,
         paused (SIGSTOP, memory) or unreachable worker is not."""
-        keys = {f.key for f in pending.values()}
+        holders = _holders(client, pending)
         try:
-            processing = client.processing()
-            workers = client.scheduler_info().get("workers", {})
+            workers = client.scheduler_info().get("workers", {}) if holders else {}
         except (OSError, TimeoutError):
             return False
         now = time.time()
-        for address, running in processing.items():
+        for address in holders:
             info = workers.get(address) or {}
-            if not keys & set(running) or info.get("status", "running") != "running":
+            if info.get("status", "running") != "running":
                 continue
             seen = float(info.get("last_seen") or 0.0)
             cpu = float((info.get("metrics") or {}).get("cpu") or 0.0)
@@ -359,11 +358,7 @@ class DaskExecutor(Executor):
                 f"this limit")
         workers = self._workers(client)
         gone = sorted(self._seen_workers - workers)
-        keys = {f.key for f in pending.values()}
-        try:
-            stuck = sorted(w for w, ks in client.processing().items() if keys & set(ks))
-        except (OSError, TimeoutError):
-            stuck = []
+        stuck = _holders(client, pending)
         return DistributedTimeoutError(
             f"the {name} pass made no progress for {timeout:g} s ({len(pending)} of {total} tasks "
             f"pending, no worker computing them{', on worker(s) ' + ', '.join(stuck) if stuck else ''}; the cluster has "
@@ -651,6 +646,17 @@ class DaskExecutor(Executor):
         inv = np.empty_like(pos)
         inv[pos] = np.arange(pos.size)
         return take(got, inv)
+
+
+def _holders(client, pending):
+    """The addresses (sorted) of the workers the scheduler says are processing one of the
+    ``pending`` futures; none when the scheduler cannot be asked."""
+    keys = {f.key for f in pending.values()}
+    try:
+        processing = client.processing()
+    except (OSError, TimeoutError):
+        return []
+    return sorted(w for w, running in processing.items() if keys & set(running))
 
 
 def _call(fn, args):

@@ -261,3 +261,72 @@ def test_mlp_monitor_mrr(multilabel_data):
         DSOKR(**{**common, "validation_fraction": None}, regressor_params={**params, "monitor": "mrr"}).fit(Xtr, Ytr)
     with pytest.raises(ValueError, match="monitor must be one of"):
         DSOKR(**common, regressor_params={"monitor": "f1"}).fit(Xtr, Ytr)
+
+
+def _peak_bytes(fn):
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        out = fn()
+        return out, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_output_targets_are_the_only_n_by_p_array(dtype):
+    """The training targets are written in place, in the requested precision: the pass's peak
+    is Psi plus chunk-sized temporaries (the former stacked [Psi, r] rows and their copy
+    took three float64 n x p arrays)."""
+    n, m = 12000, 150
+    Y = np.random.default_rng(0).standard_normal((n, 4))
+    k = BUILTIN_KERNELS["gaussian"](gamma=0.2)
+    R = SubSample(m=m).draw(n, np.random.default_rng(1))
+    Yp = k.prepare(Y)
+    (feats, Psi, r), peak = _peak_bytes(lambda: sketched_output_targets(k, R, Yp, chunk_size=500, dtype=dtype))
+    assert Psi.dtype == dtype and Psi.flags.c_contiguous and r.dtype == np.float64
+    assert peak < 1.5 * Psi.nbytes + 2**20, (peak, Psi.nbytes)
+    # the values: the float64 coordinates rounded once; residuals from them
+    _, P64, r64 = sketched_output_targets(k, R, Yp, chunk_size=500)
+    np.testing.assert_array_equal(Psi, P64.astype(dtype))
+    np.testing.assert_allclose(r, r64, atol=1e-6 if dtype == np.float32 else 0)
+    np.testing.assert_allclose(r64, np.maximum(k.diag(Yp) - np.einsum("ij,ij->i", P64, P64), 0), atol=0)
+
+
+def test_standardised_targets_by_blocks_equal_the_whole_formula(rng):
+    from sprokr.models.training import standardised_targets
+
+    T = 3.0 + rng.standard_normal((1001, 7)) * np.arange(1, 8)
+    Ts, mu, scale = standardised_targets(T, rows=64)
+    mu0 = T.mean(axis=0)
+    scale0 = float(np.sqrt(np.mean((T - mu0) ** 2)))
+    np.testing.assert_allclose(mu, mu0, rtol=1e-14)
+    assert scale == pytest.approx(scale0, rel=1e-13)
+    assert Ts.dtype == np.float32
+    np.testing.assert_allclose(Ts, ((T - mu0) / scale0).astype(np.float32), rtol=1e-6, atol=1e-7)
+    # float32 targets: the arithmetic is float64 all the same
+    Ts32, mu32, _ = standardised_targets(T.astype(np.float32), rows=64)
+    assert mu32.dtype == np.float64
+    np.testing.assert_allclose(Ts32, Ts, atol=1e-5)
+    # constant targets: scale 1, zeros
+    Z, _, s1 = standardised_targets(np.ones((5, 2)))
+    assert s1 == 1.0 and not Z.any()
+
+
+def test_dsokr_gives_a_float32_network_float32_targets(multilabel_data):
+    from sprokr.models import MLPSurrogate
+
+    class Recording(MLPSurrogate):
+        def fit(self, X, T, sample_offsets=None, eval_set=None):
+            self.seen_dtype_ = np.asarray(T).dtype
+            return super().fit(X, T, sample_offsets=sample_offsets, eval_set=eval_set)
+
+    Xtr, Ytr, Xte, _ = multilabel_data
+    reg = Recording(hidden_layer_sizes=(16,), max_epochs=3, random_state=0)
+    ds = DSOKR(output_kernel="gaussian", output_sketch="subsample", m_y=30, regressor=reg, random_state=0)
+    ds.fit(Xtr, Ytr)
+    assert ds.regressor_.seen_dtype_ == np.float32
+    ridge = DSOKR(output_kernel="gaussian", output_sketch="subsample", m_y=30, regressor="kernel_ridge",
+                  regressor_params={"kernel": "gaussian", "lam": 1e-3}, random_state=0).fit(Xtr, Ytr)
+    assert ridge.predict_coordinates(Xte).dtype == np.float64

@@ -60,7 +60,8 @@ __all__ = ["DSOKR", "DSOKREnsemble", "sketched_output_targets", "validation_spli
 
 def sketched_output_targets(kernel: Kernel, R: SketchMatrix, Y: Samples, rcond: float = DEFAULT_RCOND,
                             chunk_size: int | None = None, executor: Executor | None = None,
-                            prepared: bool = False) -> tuple[SketchedFeatures, np.ndarray, np.ndarray]:
+                            prepared: bool = False,
+                            dtype: DTypeLike = OUTPUT_DTYPE) -> tuple[SketchedFeatures, np.ndarray, np.ndarray]:
     """Output basis and training targets of an output sketch, streamed over row chunks.
 
     Parameters
@@ -71,6 +72,10 @@ def sketched_output_targets(kernel: Kernel, R: SketchMatrix, Y: Samples, rcond: 
     rcond : relative eigenvalue threshold of the basis
     chunk_size : int, optional
     executor : Executor, optional (default: local)
+    dtype : dtype of ``Psi`` (default float64)
+        float32 halves the n x p targets for a regressor that trains in float32
+        (:attr:`sprokr.models.regressors.MLPSurrogate.target_dtype`); the coordinates are
+        computed in float64 and rounded once.
 
     Support points that are equal outputs share one kernel column (exact), and every chunk
     computes its kernel block once per distinct output in it.
@@ -79,11 +84,14 @@ def sketched_output_targets(kernel: Kernel, R: SketchMatrix, Y: Samples, rcond: 
     -------
     features : SketchedFeatures
         With ``basis_`` (m, p) set: ``features.transform(C)`` is ``psi~(C)`` (n_c, p).
-    Psi : ndarray of shape (n, p)
+    Psi : ndarray of shape (n, p), ``dtype``
         ``psi~(y_i)`` = ``K_y R^T U D^-1/2``.
-    offsets : ndarray of shape (n,)
+    offsets : ndarray of shape (n,), float64
         ``r_i = k(y_i, y_i) - |psi~(y_i)|^2`` (clipped at 0): the squared norm of the part
         of ``psi(y_i)`` outside the sketched subspace.
+
+    Memory: ``Psi`` is the only n x p array; every pass writes its rows in place (no
+    stacked copy).
     """
     from ..numerics import LocalExecutor
 
@@ -99,20 +107,37 @@ def sketched_output_targets(kernel: Kernel, R: SketchMatrix, Y: Samples, rcond: 
         feats = SketchedFeatures.from_support(kernel, R, take(Y, R.indices), OUTPUT_DTYPE, rcond,
                                               prepared=raw_sel)[0].fit_basis()
     chunk = chunk_size or default_chunk_size(feats.R.indices.size, OUTPUT_DTYPE)
-    out = ex.map_rows(parts, _TargetsAndResiduals(feats, kernel), chunk, name="output targets", which="outputs")
-    return feats, np.ascontiguousarray(out[:, :-1]), out[:, -1].copy()
+    dtype = np.dtype(dtype)
+    Psi = np.empty((parts.n, feats.rank), dtype=dtype)
+    # two passes, each written in place: the coordinates, then the residuals from the kernel's
+    # diagonal (cheap) -- rather than one pass of stacked [Psi, r] rows and a copy of Psi
+    ex.map_rows(parts, _Targets(feats, dtype), chunk, name="output targets", which="outputs", out=Psi)
+    r = np.empty(parts.n)
+    ex.map_rows(parts, _Diagonal(kernel), chunk, name="output norms", which="outputs", out=r)
+    for sl in iter_chunks(parts.n, chunk):  # r -= |psi~|^2 in float64, a block at a time
+        r[sl] -= np.einsum("ij,ij->i", Psi[sl], Psi[sl], dtype=np.float64)
+    np.maximum(r, 0.0, out=r)
+    return feats, Psi, r
 
 
-class _TargetsAndResiduals:
-    """``[psi~(y), r(y)]`` rows for a chunk of prepared outputs."""
+class _Targets:
+    """``psi~(y)`` rows (in ``dtype``) for a chunk of prepared outputs."""
 
-    def __init__(self, features, kernel):
-        self.features, self.kernel = features, kernel
+    def __init__(self, features, dtype):
+        self.features, self.dtype = features, dtype
 
     def __call__(self, Yp):
-        Psi = self.features.transform(Yp)
-        r = np.maximum(np.asarray(self.kernel.diag(Yp), dtype=np.float64) - np.einsum("ij,ij->i", Psi, Psi), 0.0)
-        return np.hstack([Psi, r[:, None]])
+        return self.features.transform(Yp).astype(self.dtype, copy=False)
+
+
+class _Diagonal:
+    """``k(y, y)`` (float64) for a chunk of prepared outputs."""
+
+    def __init__(self, kernel):
+        self.kernel = kernel
+
+    def __call__(self, Yp):
+        return np.asarray(self.kernel.diag(Yp), dtype=np.float64)
 
 
 def _accepts(func, name):
@@ -261,9 +286,11 @@ class DSOKR(OutputKernelModel, BaseEstimator):
         # through the kernel's memo: the fits of a selection (every regressor penalty and
         # input-feature size of one output kernel) share the basis and the n x p targets
         # instead of re-gathering them (1-2 s per fit at n = 8000, p = 7933)
+        # a regressor that trains in float32 gets float32 targets (half the n x p array)
+        tdtype = np.dtype(getattr(reg, "target_dtype", OUTPUT_DTYPE))
         feats, Psi, r = ky.memo("sketched output targets", Y,
-                                lambda: sketched_output_targets(ky, R, Y, rcond, chunk, executor),
-                                key=(R, float(rcond)))
+                                lambda: sketched_output_targets(ky, R, Y, rcond, chunk, executor, dtype=tdtype),
+                                key=(R, float(rcond), tdtype.name))
         p = Psi.shape[1]
         self._log(f"output basis: m_y={R.m}, rank p={p}, mean residual r={r.mean():.4g} "
                   f"({time.perf_counter() - t0:.2f} s)")

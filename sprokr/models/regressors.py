@@ -54,7 +54,7 @@ from ..sketches import resolve_sketch
 from .base import check_n_features, set_n_features
 from .torch_regressors import ROBUST_LOSSES, TorchRegressor, token_cnn, torch_available
 from .training import EarlyStopping, as_targets, check_eval_set, check_lr_schedule, check_monitor, \
-    kernel_induced_loss, self_retrieval_mrr, warn_not_converged
+    kernel_induced_loss, self_retrieval_mrr, standardised_targets, warn_not_converged
 from ..utils import (
     atomic_fit,
     consistent_read,
@@ -293,6 +293,9 @@ class MLPSurrogate(RenamedParametersMixin, SaveMixin, RegressorMixin, BaseEstima
 
     #: deprecated parameter names (sprokr.deprecation): old -> new
     renamed_parameters = {"alpha": "lam", "learning_rate_init": "learning_rate", "patience": "n_iter_no_change"}
+    #: the precision it trains in: DSOKR computes its n x p training targets in it (float32:
+    #: half the memory of float64; the targets are centred and scaled in float64 blocks first)
+    target_dtype = np.float32
 
     def __init__(self, hidden_layer_sizes: tuple[int, ...] = (256,), activation: str = "relu", lam: float = 1e-4,
                  learning_rate: float = 1e-3, batch_size: int = 200, max_epochs: int = 200,
@@ -330,9 +333,7 @@ class MLPSurrogate(RenamedParametersMixin, SaveMixin, RegressorMixin, BaseEstima
         if mrr and ev is None:
             raise ValueError("monitor='mrr' needs validation data (eval_set, or DSOKR's validation_fraction)")
         seed = int(check_random_state(self.random_state).integers(2**31 - 1))
-        mu = T.mean(axis=0)
-        scale = float(np.sqrt(np.mean((T - mu) ** 2))) or 1.0
-        Ts = ((T - mu) / scale).astype(np.float32)
+        Ts, mu, scale = standardised_targets(T)
         model = MLPRegressor(
             hidden_layer_sizes=self.hidden_layer_sizes, activation=self.activation, alpha=self.lam,
             learning_rate_init=self.learning_rate, batch_size=min(self.batch_size, X.shape[0]),

@@ -33,7 +33,7 @@ from ..persistence import SaveMixin
 from ..utils import atomic_fit, check_numeric_array, check_paired, check_positive, check_random_state, consistent_read, \
     iter_chunks
 from .training import EarlyStopping, as_targets, check_eval_set, check_lr_schedule, check_monitor, \
-    self_retrieval_mrr, warn_not_converged
+    self_retrieval_mrr, standardised_targets, warn_not_converged
 
 __all__ = ["TorchRegressor", "SequenceRegressor", "SmilesRegressor", "TextRegressor", "token_cnn",
            "torch_available", "ROBUST_LOSSES"]
@@ -261,9 +261,8 @@ class TorchRegressor(RenamedParametersMixin, SaveMixin, RegressorMixin, BaseEsti
 
     def _train(self, torch, Xt, T, *, sample_offsets, ev, Xv, c, rng):
         n = T.shape[0]
-        mu = T.mean(axis=0)
-        scale = float(np.sqrt(np.mean((T - mu) ** 2))) or 1.0
-        Tt = torch.as_tensor(((T - mu) / scale).astype(np.float32))
+        Ts, mu, scale = standardised_targets(T)
+        Tt = torch.as_tensor(Ts)
         r = np.zeros(n) if sample_offsets is None else np.asarray(sample_offsets, dtype=np.float64)
         rt = torch.as_tensor((r / scale**2).astype(np.float32))
         net = self._build(Xt, T.shape[1])

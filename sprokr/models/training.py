@@ -5,7 +5,9 @@
   (``monitor="mrr"``), from the validation targets alone;
 * :class:`EarlyStopping`: best-state tracking, patience (``n_iter_no_change``), learning-rate drops on a plateau
   and the progress lines;
-* :func:`warn_not_converged`: the ``ConvergenceWarning`` when ``max_epochs`` runs out first.
+* :func:`warn_not_converged`: the ``ConvergenceWarning`` when ``max_epochs`` runs out first;
+* :func:`standardised_targets`: the float32 training targets, centred and scaled block by
+  block (no float64 copy of the n x p targets).
 """
 from __future__ import annotations
 
@@ -18,10 +20,14 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 from ..progress import log_message
-from ..utils import num_samples
+from ..utils import iter_chunks, num_samples
 
 __all__ = ["kernel_induced_loss", "self_retrieval_mrr", "check_monitor", "as_targets", "check_eval_set", "check_lr_schedule", "EarlyStopping",
-           "warn_not_converged"]
+           "warn_not_converged", "standardised_targets", "TARGET_BLOCK_ROWS"]
+
+#: rows per block of :func:`standardised_targets` (bounds its float64 temporaries: 256 MB at
+#: 512 target columns)
+TARGET_BLOCK_ROWS = 65536
 
 
 def as_targets(T: Any) -> np.ndarray:
@@ -32,6 +38,41 @@ def as_targets(T: Any) -> np.ndarray:
     if T.ndim != 2:
         raise ValueError(f"targets must have shape (n, p), got {T.shape}")
     return T
+
+
+def standardised_targets(T: np.ndarray, rows: int = TARGET_BLOCK_ROWS) -> tuple[np.ndarray, np.ndarray, float]:
+    """The targets as a network trains on them: centred and divided by one global scale.
+
+    Parameters
+    ----------
+    T : ndarray (n, p), float32 or float64
+    rows : int
+        Rows per block: the float64 arithmetic runs block by block, so the only n x p array
+        made is the float32 result (at a million rows and 512 columns a float64 copy of the
+        targets is 4 GB).
+
+    Returns
+    -------
+    Ts : ndarray (n, p), float32
+        ``(T - mu) / scale``.
+    mu : ndarray (p,), float64
+        The column means.
+    scale : float
+        The root mean square of ``T - mu`` over all entries (1.0 when it is zero): distances
+        between targets are preserved up to this factor.
+    """
+    n, p = T.shape
+    mu = T.mean(axis=0, dtype=np.float64) if n else np.zeros(p)
+    ss = 0.0
+    for sl in iter_chunks(n, rows):
+        D = T[sl] - mu
+        ss += float(np.einsum("ij,ij->", D, D))
+    scale = float(np.sqrt(ss / T.size)) if T.size else 0.0
+    scale = scale or 1.0
+    Ts = np.empty((n, p), dtype=np.float32)
+    for sl in iter_chunks(n, rows):
+        Ts[sl] = (T[sl] - mu) / scale
+    return Ts, mu, scale
 
 
 def kernel_induced_loss(G: Any, T: Any, offsets: Any = None) -> float:

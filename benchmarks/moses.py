@@ -343,7 +343,9 @@ def dsokr(args, s, executor):
 
 
 def select_lam(est, X, Y, Xv, Yv, Yd, method="auto"):
-    """``lam`` by validation MRR (lambda path: one fit, one pass); the fitted model at it.
+    """``lam`` by validation MRR (lambda path: one fit, one pass); the fitted model at it,
+    the lam, the validation curve, the fit's and the path's seconds, and the fit's phases
+    (``fit_times_``).
     ``method``: the lam path's route (``"cholesky"`` keeps one n x n copy besides the Gram,
     where the eigendecomposition needs three)."""
     from sprokr.model_selection import lambda_path, retrieval_scorer
@@ -354,7 +356,10 @@ def select_lam(est, X, Y, Xv, Yv, Yd, method="auto"):
     scores = path.scores(Xv, Yv, retrieval_scorer("mrr", extra_candidates=Yd))
     best = float(path.lams[int(np.argmax(scores))])
     model = path.estimator_at(best)
-    return model, best, dict(zip(map(float, path.lams), map(float, scores))), fit_s, time.perf_counter() - t - fit_s
+    # the phases of the path's one fit (fit_times_: where the fit's time goes)
+    phases = {k: float(v) for k, v in getattr(path.estimator_, "fit_times_", {}).items()}
+    return (model, best, dict(zip(map(float, path.lams), map(float, scores))), fit_s,
+            time.perf_counter() - t - fit_s, phases)
 
 
 # ---------------------------------------------------------------------------- settings
@@ -392,7 +397,7 @@ def select_settings(args, D, executor, known=None):
     def mrr(st, n_sub=None):
         Y, Yv, Yd = outs["wl" if st["output"] == "wl" else "morgan"]
         Xs, Ys = (X, Y) if n_sub is None else (X[:n_sub], Y[:n_sub])
-        model, lam, sc, _, _ = select_lam(sisokr(args, st, Xs.shape[0], executor), Xs, Ys, Xv, Yv, Yd)
+        model, lam, sc, _, _, _ = select_lam(sisokr(args, st, Xs.shape[0], executor), Xs, Ys, Xv, Yv, Yd)
         return max(sc.values()), lam, model
 
     if args.task == "properties" and "gamma" not in known:  # Gaussian width on standardised descriptors
@@ -558,11 +563,12 @@ def run_n(args, D, s, n, executor, peak, methods, results):
     sis_index = sis_model = gemm = sis_p = None
     if methods & {"sisokr", "nn", "knn"}:
         t0 = time.perf_counter()
-        model, lam, curve, fit_s, sel_s = select_lam(sisokr(args, s, n_fit, executor), X, Y, Xv, Yv, Yd)
+        model, lam, curve, fit_s, sel_s, phases = select_lam(sisokr(args, s, n_fit, executor), X, Y, Xv, Yv, Yd)
         log(f"sisokr n={n_fit}: lam {lam:g} (validation MRR {max(curve.values()):.4f}); fit {fit_s:.1f} s, "
             f"lam path {sel_s:.1f} s, solver {model.solver_}, precision {model.solver_precision_}")
         extra = dict(base, fit_s=fit_s, select_s=sel_s, lam=lam, m_x=int(model.input_sketch_matrix_.m),
-                     p=int(model.output_rank_), solver=model.solver_, val_mrr=max(curve.values()))
+                     p=int(model.output_rank_), solver=model.solver_, val_mrr=max(curve.values()),
+                     fit_times=phases)
         row, sis_index, _ = evaluate(args, D, model, Xq, "sisokr", n_fit, executor, peak, extra)
         sis_model, gemm, sis_p = model, row["gemm_s"], model.output_rank_
         if "sisokr" in methods:
@@ -617,7 +623,7 @@ def run_reference(args, D, s, n_fit, scaler, val, executor, peak, base):
     (its decode timed against its own float32 GEMM)."""
     n_ex = int(min(args.iokr_n, n_fit))
     Xe, Ye = D.inputs("train", slice(0, n_ex), scaler), D.outputs("train", slice(0, n_ex))
-    model, lam, curve, fit_s, sel_s = select_lam(sisokr(args, s, n_ex, executor, exact=True), Xe, Ye, *val,
+    model, lam, curve, fit_s, sel_s, _ = select_lam(sisokr(args, s, n_ex, executor, exact=True), Xe, Ye, *val,
                                                  method=args.iokr_lam_path)
     log(f"iokr n={n_ex}: lam {lam:g}; fit {fit_s:.1f} s, lam path {sel_s:.1f} s")
     extra = dict(base, n_fit=n_ex, fit_s=fit_s, select_s=sel_s, lam=lam, p=int(model.output_rank_),

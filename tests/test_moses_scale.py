@@ -388,6 +388,8 @@ def test_moses_benchmark_smoke_local_and_dask_agree(tmp_path):
         assert {"n", "method", "executor", "top1", "top10", "MRR", "featurise_s", "fit_s", "index_s", "decode_s",
                 "gemm_s", "peak_rss_mb"} <= set(r)
         assert 0 <= r["top1"] <= r["top10"] <= 1 and 0 < r["MRR"] <= 1 and r["rank_median"] >= 1
+        if r["method"] == "sisokr":  # where the fit's time went
+            assert {"input_side", "output_side"} <= set(r["fit_times"])
     assert local["settings"]["output"] in ("morgan", "wl") and local["featurise"]["test"]["rows"] == 60
     dask = _bench(tmp_path, "--methods", "sisokr", "--executor", "dask")
     for r in dask["runs"]:

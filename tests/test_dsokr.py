@@ -330,3 +330,21 @@ def test_dsokr_gives_a_float32_network_float32_targets(multilabel_data):
     ridge = DSOKR(output_kernel="gaussian", output_sketch="subsample", m_y=30, regressor="kernel_ridge",
                   regressor_params={"kernel": "gaussian", "lam": 1e-3}, random_state=0).fit(Xtr, Ytr)
     assert ridge.predict_coordinates(Xte).dtype == np.float64
+
+
+def test_target_precision_is_checked_before_any_work(multilabel_data):
+    from sprokr.models import MLPSurrogate
+
+    Xtr, Ytr, _, _ = multilabel_data
+    k = BUILTIN_KERNELS["gaussian"](gamma=0.2)
+    R = SubSample(m=10).draw(len(Ytr), np.random.default_rng(0))
+    with pytest.raises(ValueError, match="dtype must be float32 or float64"):
+        sketched_output_targets(k, R, Ytr, dtype=np.int64)
+
+    class Odd(MLPSurrogate):
+        target_dtype = "int8"
+
+    ds = DSOKR(output_kernel="gaussian", output_sketch="subsample", m_y=10, regressor=Odd(max_epochs=1))
+    with pytest.raises(ValueError, match=r"Odd.target_dtype must be float32 or float64"):
+        ds.fit(Xtr, Ytr)
+    assert not hasattr(ds, "regressor_")

@@ -292,3 +292,24 @@ def test_fast_routes_meet_the_target_or_warn_with_their_estimate(kind, sketch, r
         assert f"solver={solver!r} changes this solution by about" in caplog.text
     if est > 1e-6:
         assert f"{est:.2g}" in caplog.text
+
+
+@pytest.mark.parametrize("width", [3, 40], ids=["four-solves", "L-F-product"])
+def test_whitened_preconditioner_is_the_dense_inverse(width):
+    """``M^-1 = P_r L^-T F^-T F^-1 L^-1 P_r^T`` by either route (few or many targets),
+    on a rank-deficient ``K~`` (zero rows outside the pivots)."""
+    from sprokr.numerics import Whitening
+    from sprokr.numerics._ridge import _whitened_preconditioner
+
+    rng = np.random.default_rng(3)
+    V = rng.standard_normal((30, 24))
+    wh = Whitening(V @ V.T)  # 30 x 30 of rank 24
+    assert wh.rank == 24 and 4 * 3 < wh.rank <= 4 * 40
+    W = rng.standard_normal((wh.rank, wh.rank))
+    F = np.linalg.cholesky(W @ W.T + np.eye(wh.rank))
+    r = rng.standard_normal((30, width))
+    Linv = np.linalg.inv(np.tril(wh.L))
+    Minv = np.zeros((30, 30))
+    Minv[np.ix_(wh.sel, wh.sel)] = Linv.T @ np.linalg.inv(F @ F.T) @ Linv
+    got = _whitened_preconditioner(wh, np.asfortranarray(F + np.triu(np.ones_like(F), 1)), width)(r)
+    np.testing.assert_allclose(got, Minv @ r, rtol=1e-9, atol=1e-12 * np.abs(Minv @ r).max())

@@ -112,7 +112,11 @@ def sprokr_regressors():
 
     ``factory(**params)`` returns a scikit-learn style regressor: ``fit(X, T)`` with
     targets ``T`` of shape (n, p) (the sketched output features ``psi~(y_i)``), then
-    ``predict(X)`` of shape (n_queries, p).
+    ``predict(X)`` of shape (n_queries, p).  Optional: ``fit`` keywords ``sample_offsets``
+    (the residuals ``r_i``, shape (n,)) and ``eval_set`` (``(X_val, T_val, r_val)``), passed
+    when the signature names them; a class attribute ``target_dtype`` (``numpy.float32`` or
+    ``numpy.float64``, the default), the precision DSOKR computes ``T`` in -- float32 halves
+    the n x p targets for a regressor that trains in float32.
     """
 
 

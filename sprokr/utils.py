@@ -383,11 +383,15 @@ def iter_chunks(n: int, chunk_size: int) -> Iterator[slice]:
         yield slice(start, min(n, start + chunk_size))
 
 
-def resolve_dtype(dtype: DTypeLike) -> np.dtype:
-    """Accept ``"float32"``, ``"float64"``, ``np.float32`` or ``np.float64``."""
-    dt = np.dtype(dtype)
-    if dt not in (np.float32, np.float64):
-        raise ValueError(f"dtype must be float32 or float64, got {dtype!r}")
+def resolve_dtype(dtype: DTypeLike, name: str = "dtype") -> np.dtype:
+    """Accept ``"float32"``, ``"float64"``, ``np.float32`` or ``np.float64``; anything else
+    is a ValueError naming the argument (``name``)."""
+    try:
+        dt = np.dtype(dtype)
+    except TypeError:
+        dt = None
+    if dt not in (np.dtype(np.float32), np.dtype(np.float64)):
+        raise ValueError(f"{name} must be float32 or float64, got {dtype!r}")
     return dt
 
 

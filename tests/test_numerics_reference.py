@@ -299,7 +299,7 @@ def test_whitened_preconditioner_is_the_dense_inverse(width):
     """``M^-1 = P_r L^-T F^-T F^-1 L^-1 P_r^T`` by either route (few or many targets),
     on a rank-deficient ``K~`` (zero rows outside the pivots)."""
     from sprokr.numerics import Whitening
-    from sprokr.numerics._ridge import _whitened_preconditioner
+    from sprokr.numerics._ridge import _WhitenedSolution
 
     rng = np.random.default_rng(3)
     V = rng.standard_normal((30, 24))
@@ -311,5 +311,6 @@ def test_whitened_preconditioner_is_the_dense_inverse(width):
     Linv = np.linalg.inv(np.tril(wh.L))
     Minv = np.zeros((30, 30))
     Minv[np.ix_(wh.sel, wh.sel)] = Linv.T @ np.linalg.inv(F @ F.T) @ Linv
-    got = _whitened_preconditioner(wh, np.asfortranarray(F + np.triu(np.ones_like(F), 1)), width)(r)
+    F_garbage_above = np.asfortranarray(F + np.triu(np.ones_like(F), 1))  # only the lower triangle is read
+    got = _WhitenedSolution(F_garbage_above, np.zeros((wh.rank, 1)), wh).preconditioner(width)(r)
     np.testing.assert_allclose(got, Minv @ r, rtol=1e-9, atol=1e-12 * np.abs(Minv @ r).max())

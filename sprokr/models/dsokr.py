@@ -45,7 +45,7 @@ from ..numerics import resolve_executor
 from ..sketches import resolve_sketch
 from ..progress import log_estimator
 from ..utils import NamedPrepare, atomic_fit, check_chunk_size, check_paired, check_random_state, consistent_read, \
-    iter_chunks, num_samples, row_offset, take, take_slice, unique_indices
+    iter_chunks, num_samples, resolve_dtype, row_offset, take, take_slice, unique_indices
 from .base import OUTPUT_DTYPE, OutputKernelModel, make_decoder, new_index_token
 
 if TYPE_CHECKING:  # imported for the annotations only
@@ -95,7 +95,7 @@ def sketched_output_targets(kernel: Kernel, R: SketchMatrix, Y: Samples, rcond: 
     """
     from ..numerics import LocalExecutor
 
-    dtype = _check_target_dtype(dtype, "dtype")
+    dtype = resolve_dtype(dtype)
     ex = executor if executor is not None else LocalExecutor()
     parts = ex.partition(Y, prepare=(None if prepared else NamedPrepare(kernel.prepare_outputs, "Y"),),
                          names=("outputs",))
@@ -118,18 +118,6 @@ def sketched_output_targets(kernel: Kernel, R: SketchMatrix, Y: Samples, rcond: 
         r[sl] -= np.einsum("ij,ij->i", Psi[sl], Psi[sl], dtype=np.float64)
     np.maximum(r, 0.0, out=r)
     return feats, Psi, r
-
-
-def _check_target_dtype(value: Any, what: str) -> np.dtype:
-    """``value`` as the dtype of training targets: float32 or float64, else a ValueError
-    naming ``what``."""
-    try:
-        dt = np.dtype(value)
-    except TypeError:
-        dt = None
-    if dt not in (np.dtype(np.float32), np.dtype(np.float64)):
-        raise ValueError(f"{what} must be float32 or float64 (the training targets' precision), got {value!r}")
-    return dt
 
 
 class _Targets:
@@ -299,7 +287,7 @@ class DSOKR(OutputKernelModel, BaseEstimator):
         # input-feature size of one output kernel) share the basis and the n x p targets
         # instead of re-gathering them (1-2 s per fit at n = 8000, p = 7933)
         # a regressor that trains in float32 gets float32 targets (half the n x p array)
-        tdtype = _check_target_dtype(getattr(reg, "target_dtype", OUTPUT_DTYPE), f"{type(reg).__name__}.target_dtype")
+        tdtype = resolve_dtype(getattr(reg, "target_dtype", OUTPUT_DTYPE), f"{type(reg).__name__}.target_dtype")
         feats, Psi, r = ky.memo("sketched output targets", Y,
                                 lambda: sketched_output_targets(ky, R, Y, rcond, chunk, executor, dtype=tdtype),
                                 key=(R, float(rcond), tdtype.name))

@@ -507,32 +507,66 @@ def whitened_system(kernel: Kernel, R: SketchMatrix, support: Any, parts: RowPar
 
 
 class _WhitenedSolution:
-    """``w = (F F^T)^-1 Z^T T`` kept as ``y = F^-1 Z^T T`` (one triangular solve), and the
-    coefficients ``gamma = P_r L_11^-T F^-T y``.
+    """``w = (F F^T)^-1 Z^T T`` kept as ``y = F^-1 Z^T T`` (one triangular solve), the
+    coefficients ``gamma = P_r L_11^-T F^-T y`` and the refinement's preconditioner.
 
-    Many target columns (``T = I_n``: n of them) get ``gamma`` by one solve with the
-    product ``L_11 F`` (lower triangular, one ``trmm``) instead of two: 2 instead of 3
-    triangular solves of r x r by r x width.
+    ``F`` and ``L_11`` are lower triangular (read in their lower triangle).  Many columns
+    (``T = I_n``: n of them) go through the product ``L_11 F`` (one ``trmm``, r^3 flops,
+    formed once for both uses): 2 instead of 3 or 4 triangular solves of r x r by r x width.
     """
 
     def __init__(self, F, ZtT, wh):
         self.F, self.wh = F, wh
         self.y = sla.solve_triangular(F, ZtT, lower=True, check_finite=False)
+        self._LF = None
 
     def w(self, cols):
         """``w`` for a few columns: indices, or a (width x k) matrix of target combinations."""
         y = matmul(self.y, cols) if isinstance(cols, np.ndarray) and cols.ndim == 2 else self.y[:, cols]
         return sla.solve_triangular(self.F, y, lower=True, trans="T", check_finite=False)
 
+    def _product(self):
+        """``L_11 F`` (lower triangular), formed on first use."""
+        if self._LF is None:
+            trmm = get_blas_funcs("trmm", dtype=np.float64)
+            self._LF = trmm(1.0, self.wh.L, np.array(np.tril(self.F), order="F"), side=0, lower=1)
+        return self._LF
+
+    def _scatter(self, y):
+        out = np.zeros((self.wh.m,) + y.shape[1:])
+        out[self.wh.sel] = y
+        return out
+
     def coefficients(self):
         wh, r = self.wh, self.wh.rank
         if 3 * self.y.shape[1] <= r:
             return wh.coefficients(sla.solve_triangular(self.F, self.y, lower=True, trans="T", check_finite=False))
-        trmm = get_blas_funcs("trmm", dtype=np.float64)
-        LF = trmm(1.0, wh.L, np.array(np.tril(self.F), order="F"), side=0, lower=1)  # L_11 F, lower
-        gamma = np.zeros((wh.m, self.y.shape[1]))
-        gamma[wh.sel] = sla.solve_triangular(LF, self.y, lower=True, trans="T", check_finite=False)
-        return gamma
+        return self._scatter(sla.solve_triangular(self._product(), self.y, lower=True, trans="T", check_finite=False))
+
+    def preconditioner(self, width):
+        """``r -> M^-1 r`` (m x width) with ``M^-1 = P_r L^-T F^-T F^-1 L^-1 P_r^T``.
+
+        Few targets (``4 width < r``: Bibtex SISOKR, 200 of 2250): four triangular solves
+        per step (``4 r^2 width`` flops); many: two solves with ``L_11 F`` -- cheaper once a
+        refinement's two or three steps cost more than forming that product.
+        """
+        wh, F = self.wh, self.F
+
+        def solve(A, y, trans="N"):
+            return sla.solve_triangular(A, y, lower=True, trans=trans, check_finite=False, overwrite_b=True)
+
+        if 4 * width < wh.rank:
+            def precond(r):
+                y = sla.solve_triangular(wh.L, np.asarray(r, dtype=np.float64)[wh.sel], lower=True,
+                                         check_finite=False)
+                return self._scatter(solve(wh.L, solve(F, solve(F, y), "T"), "T"))
+            return precond
+        LF = self._product()
+
+        def precond(r):
+            y = sla.solve_triangular(LF, np.asarray(r, dtype=np.float64)[wh.sel], lower=True, check_finite=False)
+            return self._scatter(solve(LF, y, "T"))
+        return precond
 
 
 class _RidgeJob:
@@ -672,7 +706,7 @@ class _RidgeJob:
         else:  # float64 kernel values: the formed matrix's float32 rounding bounds the contraction
             rho_b = whitened_error_bound(zc2, z2, self.nlam, np.float32)
 
-        precond = _whitened_preconditioner(wh, F, self.width)
+        precond = sol.preconditioner(self.width)
         gamma, est = self.refined(gamma, precond, tol, rho_b, keep, "whitened")
         if not est <= tol:
             logger.info("sketched ridge: refinement of the whitened solution did not converge (estimate %.2g): "
@@ -1005,36 +1039,6 @@ class _RidgeJob:
                                          semi_normal=self.identity)
         self.times.update({"qr_pass": t3 - t2, "qr_solve": time.perf_counter() - t3})
         return self._solution(gamma, f, "qr", est, rank)
-
-
-def _whitened_preconditioner(wh, F, width):
-    """``r -> M^-1 r`` with ``M^-1 = P_r L^-T F^-T F^-1 L^-1 P_r^T`` (``F F^T`` the whitened
-    matrix, ``L`` the whitening factor; both lower triangular, read in their lower triangle).
-
-    Few targets (``4 width < r``: Bibtex SISOKR, 200 of 2250): four triangular solves of
-    ``r x width`` per step (``4 r^2 width`` flops).  Many: the product ``L F`` once (one
-    ``trmm``, ``r^3``), then two solves per step -- cheaper once a refinement's two or three
-    steps cost more than that product.
-    """
-    def scatter(y):
-        out = np.zeros((wh.m,) + y.shape[1:])
-        out[wh.sel] = y
-        return out
-
-    if 4 * width < wh.rank:
-        def precond(r):
-            y = sla.solve_triangular(wh.L, np.asarray(r, dtype=np.float64)[wh.sel], lower=True, check_finite=False)
-            y = sla.solve_triangular(F, y, lower=True, check_finite=False, overwrite_b=True)
-            y = sla.solve_triangular(F, y, lower=True, trans="T", check_finite=False, overwrite_b=True)
-            return scatter(sla.solve_triangular(wh.L, y, lower=True, trans="T", check_finite=False,
-                                                overwrite_b=True))
-        return precond
-    LF = get_blas_funcs("trmm", dtype=np.float64)(1.0, wh.L, np.array(np.tril(F), order="F"), side=0, lower=1)
-
-    def precond(r):
-        y = sla.solve_triangular(LF, np.asarray(r, dtype=np.float64)[wh.sel], lower=True, check_finite=False)
-        return scatter(sla.solve_triangular(LF, y, lower=True, trans="T", check_finite=False, overwrite_b=True))
-    return precond
 
 
 class _Combined:

@@ -175,6 +175,36 @@ def test_lost_workers_beyond_the_retries_are_named(client):
     assert "retries" in str(err.value)
 
 
+def test_a_worker_lost_while_receiving_scattered_data_is_retried(client, cluster, monkeypatch, reference):
+    """The scheduler records a scattered block's holder after the data arrived; a worker that
+    died in between is unknown to it by then and ``client.scatter`` raises the scheduler's
+    ``KeyError(<worker address>)`` (dask/distributed#3149).  The race is rare, so it is
+    provoked: the first scatter really kills a worker and raises what the scheduler raises.
+    The pass must be retried like any other lost worker and give the same model."""
+    real, lost = client.scatter, []
+
+    def scatter(*args, **kwargs):
+        if not lost:
+            lost.append(_kill(client, cluster, "sigkill"))
+            raise KeyError(lost[0])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(client, "scatter", scatter)
+    got = _model(DaskExecutor(client=client, retries=2)).fit(X, Y).predict_topk(XQ, k=3)
+    assert lost and _same_topk(got, reference)
+
+
+def test_a_scatter_error_that_is_not_a_lost_worker_is_raised(client, monkeypatch):
+    """Only the scheduler's unknown-worker KeyError means a lost worker: another KeyError is
+    a bug and is raised as it is, not retried."""
+    def scatter(*args, **kwargs):
+        raise KeyError("not-a-worker")
+
+    monkeypatch.setattr(client, "scatter", scatter)
+    with pytest.raises(KeyError, match="not-a-worker"):
+        _model(DaskExecutor(client=client, retries=2)).fit(X, Y)
+
+
 def test_a_task_that_kills_every_worker_is_named(tmp_path, monkeypatch, reference):
     """A kernel that crashes the worker process (here: os._exit on the workers) kills every
     worker it is sent to: the error says so after the retries, instead of retrying forever."""

@@ -398,6 +398,12 @@ class DaskExecutor(Executor):
                                           f"(DaskExecutor(timeout=...))") from None
         except OSError as exc:  # the worker chosen went away
             raise _Lost(f"sending data failed: {exc}") from None
+        except KeyError as exc:
+            # the scheduler records the data's holder after the data arrived: a worker that
+            # died in between is unknown to it by then (dask/distributed#3149, #5704)
+            if "://" not in str(exc):
+                raise
+            raise _Lost(f"sending data failed: worker {exc} left while receiving it") from None
 
     def ship(self, client: Any, obj: Any, what: str = "a pass") -> Any:
         """A future of ``obj`` on the cluster, after checking that the workers can import

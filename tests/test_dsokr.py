@@ -295,7 +295,7 @@ def test_output_targets_are_the_only_n_by_p_array(dtype):
 
 
 def test_standardised_targets_by_blocks_equal_the_whole_formula(rng):
-    from sprokr.models.training import standardised_targets
+    from sprokr.models.training import standardise, standardised_targets, target_moments
 
     T = 3.0 + rng.standard_normal((1001, 7)) * np.arange(1, 8)
     Ts, mu, scale = standardised_targets(T, rows=64)
@@ -309,9 +309,41 @@ def test_standardised_targets_by_blocks_equal_the_whole_formula(rng):
     Ts32, mu32, _ = standardised_targets(T.astype(np.float32), rows=64)
     assert mu32.dtype == np.float64
     np.testing.assert_allclose(Ts32, Ts, atol=1e-5)
+    # the moments alone, and a block standardised with them: the same numbers
+    mu1, scale1 = target_moments(T, rows=100)
+    np.testing.assert_allclose(mu1, mu, rtol=1e-14)
+    assert scale1 == pytest.approx(scale, rel=1e-13)
+    np.testing.assert_array_equal(standardise(T[10:20], mu, scale), Ts[10:20])
     # constant targets: scale 1, zeros
     Z, _, s1 = standardised_targets(np.ones((5, 2)))
     assert s1 == 1.0 and not Z.any()
+
+
+def test_mlp_standardises_its_targets_block_by_block(monkeypatch):
+    """Beyond ``TARGET_BLOCK_ROWS`` rows the MLP trains on blocks of a fresh permutation per
+    epoch, standardised as they are drawn: its fit holds no standardised copy of all the
+    targets (the former whole float32 copy alone was 1.0x the targets), trains as well as the
+    one-block fit, and is reproducible with its seed."""
+    import warnings
+
+    import sprokr.models.regressors as regressors
+    from sprokr.models.regressors import MLPSurrogate
+
+    rng = np.random.default_rng(0)
+    n, p = 20000, 256
+    X = rng.standard_normal((n, 10)).astype(np.float32)
+    T = (np.tanh(X @ rng.standard_normal((10, p)))).astype(np.float32)
+    fit = lambda: MLPSurrogate(hidden_layer_sizes=(64,), max_epochs=4, random_state=0).fit(X, T)  # noqa: E731
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # 4 epochs: not converged
+        whole = fit()
+        monkeypatch.setattr(regressors, "TARGET_BLOCK_ROWS", 2000)
+        blocked, peak = _peak_bytes(fit)
+        again = fit()
+    assert peak < 0.75 * T.nbytes, peak / T.nbytes
+    assert blocked.best_loss_ == pytest.approx(whole.best_loss_, rel=0.1)
+    np.testing.assert_array_equal(blocked.predict(X[:50]), again.predict(X[:50]))
+    assert np.mean((blocked.predict(X) - T) ** 2) < 0.5 * np.mean((T - T.mean(axis=0)) ** 2)
 
 
 def test_dsokr_gives_a_float32_network_float32_targets(multilabel_data):

@@ -54,7 +54,8 @@ from ..sketches import resolve_sketch
 from .base import check_n_features, set_n_features
 from .torch_regressors import ROBUST_LOSSES, TorchRegressor, token_cnn, torch_available
 from .training import EarlyStopping, as_targets, check_eval_set, check_lr_schedule, check_monitor, \
-    kernel_induced_loss, self_retrieval_mrr, standardised_targets, warn_not_converged
+    kernel_induced_loss, self_retrieval_mrr, standardise, target_moments, warn_not_converged, \
+    TARGET_BLOCK_ROWS
 from ..utils import (
     atomic_fit,
     consistent_read,
@@ -333,7 +334,8 @@ class MLPSurrogate(RenamedParametersMixin, SaveMixin, RegressorMixin, BaseEstima
         if mrr and ev is None:
             raise ValueError("monitor='mrr' needs validation data (eval_set, or DSOKR's validation_fraction)")
         seed = int(check_random_state(self.random_state).integers(2**31 - 1))
-        Ts, mu, scale = standardised_targets(T)
+        rows = max(TARGET_BLOCK_ROWS, int(self.batch_size))  # rows per block of the targets' arithmetic
+        mu, scale = target_moments(T, rows)
         model = MLPRegressor(
             hidden_layer_sizes=self.hidden_layer_sizes, activation=self.activation, alpha=self.lam,
             learning_rate_init=self.learning_rate, batch_size=min(self.batch_size, X.shape[0]),
@@ -346,18 +348,23 @@ class MLPSurrogate(RenamedParametersMixin, SaveMixin, RegressorMixin, BaseEstima
         get_state = lambda: ([c.copy() for c in model.coefs_], [b.copy() for b in model.intercepts_])  # noqa: E731
         lr = float(self.learning_rate)
         fresh_optimizer = False
+        epochs = _Epochs(X, T, mu, scale, seed, rows)
         for epoch in range(int(self.max_epochs)):
-            if fresh_optimizer:
-                # the epoch after a learning-rate drop: fit() with warm_start keeps the weights
-                # and starts a new Adam with the smaller step (partial_fit would go on with the
-                # previous step and moments); max_iter=1 makes it one epoch, as partial_fit
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore", ConvergenceWarning)  # "max_iter=1 reached"
-                    model.fit(X, Ts)
-                fresh_optimizer = False
-            else:
-                model.partial_fit(X, Ts)
-            train_loss = float(model.loss_) * 2 * scale**2 * T.shape[1]  # sklearn: half mean squared error
+            loss = 0.0
+            for Xb, Tb in epochs.blocks():
+                if fresh_optimizer:
+                    # the first block after a learning-rate drop: fit() with warm_start keeps
+                    # the weights and starts a new Adam with the smaller step (partial_fit would
+                    # go on with the previous step and moments); max_iter=1: one pass, as partial_fit
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore", ConvergenceWarning)  # "max_iter=1 reached"
+                        model.fit(Xb, Tb)
+                    fresh_optimizer = False
+                else:
+                    model.partial_fit(Xb, Tb)
+                loss += float(model.loss_) * Xb.shape[0]
+            # sklearn's loss is half the mean squared error of the standardised targets
+            train_loss = loss / X.shape[0] * 2 * scale**2 * T.shape[1]
             val_loss = score = None
             if ev is not None:
                 G = self.predict(ev[0])
@@ -391,6 +398,34 @@ class MLPSurrogate(RenamedParametersMixin, SaveMixin, RegressorMixin, BaseEstima
             return np.empty((0, self.n_outputs_))
         G = self.model_.predict(X)
         return as_targets(G) * self.scale_ + self.mu_
+
+
+class _Epochs:
+    """The blocks of rows an epoch of :class:`MLPSurrogate` trains on, with their targets
+    standardised as each block is drawn: the fit never holds a standardised copy of all n x p
+    targets (2 GB at a million rows and p = 512, beside the targets themselves).
+
+    Up to ``rows`` rows (``TARGET_BLOCK_ROWS``, or the minibatch if larger), one block of
+    every row (standardised once, kept; the network shuffles it).  Beyond, each epoch draws a
+    fresh permutation (seeded) and cuts it into equal blocks of at most ``rows`` rows (indices
+    sorted within a block, for the gathers; the network shuffles within the block), so every
+    minibatch still mixes the whole data.
+    """
+
+    def __init__(self, X, T, mu, scale, seed: int, rows: int) -> None:
+        self.X, self.T, self.mu, self.scale, self.rows = X, T, mu, scale, int(rows)
+        self.rng = np.random.default_rng(seed)
+        self.whole = standardise(T, mu, scale) if T.shape[0] <= self.rows else None
+
+    def blocks(self):
+        if self.whole is not None:
+            yield self.X, self.whole
+            return
+        n = self.T.shape[0]
+        perm = self.rng.permutation(n)
+        for idx in np.array_split(perm, -(-n // self.rows)):  # equal blocks: none smaller than a minibatch
+            idx = np.sort(idx)
+            yield self.X[idx], standardise(self.T[idx], self.mu, self.scale)
 
 
 def _mlp_inputs(X):

@@ -33,7 +33,7 @@ from ..persistence import SaveMixin
 from ..utils import atomic_fit, check_numeric_array, check_paired, check_positive, check_random_state, consistent_read, \
     iter_chunks
 from .training import EarlyStopping, as_targets, check_eval_set, check_lr_schedule, check_monitor, \
-    self_retrieval_mrr, standardised_targets, warn_not_converged
+    self_retrieval_mrr, standardise, target_moments, warn_not_converged
 
 __all__ = ["TorchRegressor", "SequenceRegressor", "SmilesRegressor", "TextRegressor", "token_cnn",
            "torch_available", "ROBUST_LOSSES"]
@@ -261,8 +261,7 @@ class TorchRegressor(RenamedParametersMixin, SaveMixin, RegressorMixin, BaseEsti
 
     def _train(self, torch, Xt, T, *, sample_offsets, ev, Xv, c, rng):
         n = T.shape[0]
-        Ts, mu, scale = standardised_targets(T)
-        Tt = torch.as_tensor(Ts)
+        mu, scale = target_moments(T)  # each minibatch is standardised as it is drawn
         r = np.zeros(n) if sample_offsets is None else np.asarray(sample_offsets, dtype=np.float64)
         rt = torch.as_tensor((r / scale**2).astype(np.float32))
         net = self._build(Xt, T.shape[1])
@@ -280,8 +279,9 @@ class TorchRegressor(RenamedParametersMixin, SaveMixin, RegressorMixin, BaseEsti
             total = 0.0
             perm = rng.permutation(n)
             for start in range(0, n, bs):
-                idx = torch.as_tensor(perm[start:start + bs])
-                d2 = ((net(Xt[idx]) - Tt[idx]) ** 2).sum(dim=1) + rt[idx]
+                rows = perm[start:start + bs]
+                idx = torch.as_tensor(rows)
+                d2 = ((net(Xt[idx]) - torch.as_tensor(standardise(T[rows], mu, scale))) ** 2).sum(dim=1) + rt[idx]
                 loss = c(d2 * scale**2).mean()
                 opt.zero_grad()
                 loss.backward()

@@ -6,8 +6,9 @@
 * :class:`EarlyStopping`: best-state tracking, patience (``n_iter_no_change``), learning-rate drops on a plateau
   and the progress lines;
 * :func:`warn_not_converged`: the ``ConvergenceWarning`` when ``max_epochs`` runs out first;
-* :func:`standardised_targets`: the float32 training targets, centred and scaled block by
-  block (no float64 copy of the n x p targets).
+* :func:`target_moments`, :func:`standardise`: the centring and scale of the training
+  targets, applied a block or minibatch at a time (no standardised n x p copy);
+  :func:`standardised_targets` applies them to all targets at once (small fits).
 """
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ from ..progress import log_message
 from ..utils import iter_chunks, num_samples
 
 __all__ = ["kernel_induced_loss", "self_retrieval_mrr", "check_monitor", "as_targets", "check_eval_set", "check_lr_schedule", "EarlyStopping",
-           "warn_not_converged", "standardised_targets", "TARGET_BLOCK_ROWS"]
+           "warn_not_converged", "target_moments", "standardise", "standardised_targets", "TARGET_BLOCK_ROWS"]
 
 #: rows per block of :func:`standardised_targets` (bounds its float64 temporaries: 256 MB at
 #: 512 target columns)
@@ -40,21 +41,17 @@ def as_targets(T: Any) -> np.ndarray:
     return T
 
 
-def standardised_targets(T: np.ndarray, rows: int = TARGET_BLOCK_ROWS) -> tuple[np.ndarray, np.ndarray, float]:
-    """The targets as a network trains on them: centred and divided by one global scale.
+def target_moments(T: np.ndarray, rows: int = TARGET_BLOCK_ROWS) -> tuple[np.ndarray, float]:
+    """The centring and the one global scale a network's targets are standardised with.
 
     Parameters
     ----------
     T : ndarray (n, p), float32 or float64
     rows : int
-        Rows per block: the float64 arithmetic runs block by block, so the only n x p array
-        made is the float32 result (at a million rows and 512 columns a float64 copy of the
-        targets is 4 GB).
+        Rows per block: the float64 arithmetic runs block by block, no n x p array is made.
 
     Returns
     -------
-    Ts : ndarray (n, p), float32
-        ``(T - mu) / scale``.
     mu : ndarray (p,), float64
         The column means.
     scale : float
@@ -62,16 +59,34 @@ def standardised_targets(T: np.ndarray, rows: int = TARGET_BLOCK_ROWS) -> tuple[
         between targets are preserved up to this factor.
     """
     n, p = T.shape
-    mu = T.mean(axis=0, dtype=np.float64) if n else np.zeros(p)
+    mu = np.zeros(p)
+    for sl in iter_chunks(n, rows):  # T.mean(dtype=float64) would make a float64 copy of float32 T
+        mu += T[sl].sum(axis=0, dtype=np.float64)
+    mu /= max(n, 1)
     ss = 0.0
     for sl in iter_chunks(n, rows):
         D = T[sl] - mu
         ss += float(np.einsum("ij,ij->", D, D))
     scale = float(np.sqrt(ss / T.size)) if T.size else 0.0
-    scale = scale or 1.0
-    Ts = np.empty((n, p), dtype=np.float32)
-    for sl in iter_chunks(n, rows):
-        Ts[sl] = (T[sl] - mu) / scale
+    return mu, scale or 1.0
+
+
+def standardise(T: np.ndarray, mu: np.ndarray, scale: float) -> np.ndarray:
+    """``(T - mu) / scale`` in float64, returned as float32: rows ``T`` (b, p) of the targets
+    (a block or a minibatch: the networks standardise as they go, so the fit never holds a
+    standardised copy of all n x p targets)."""
+    return ((T - mu) / scale).astype(np.float32, copy=False)
+
+
+def standardised_targets(T: np.ndarray, rows: int = TARGET_BLOCK_ROWS) -> tuple[np.ndarray, np.ndarray, float]:
+    """All the targets as a network trains on them: :func:`standardise` of every block with
+    :func:`target_moments`' ``mu`` and ``scale``.  Returns ``(Ts (n, p) float32, mu, scale)``;
+    only the float32 result has both dimensions (for small n; large fits standardise each
+    block as it is used instead)."""
+    mu, scale = target_moments(T, rows)
+    Ts = np.empty(T.shape, dtype=np.float32)
+    for sl in iter_chunks(T.shape[0], rows):
+        Ts[sl] = standardise(T[sl], mu, scale)
     return Ts, mu, scale
 
 

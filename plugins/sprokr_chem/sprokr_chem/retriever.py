@@ -162,7 +162,8 @@ class MoleculeRetriever(RenamedParametersMixin, SaveMixin, BaseEstimator):
         algebra of its selection and refit, :func:`sprokr.model_selection.exact_iokr_cost`
         at :data:`~sprokr.model_selection.ASSUMED_FLOP_RATE`, a constant so that the choice
         does not depend on the machine's load) is at most this many seconds.  Default 300:
-        exact IOKR up to ~6000 SMILES (two n-gram lengths compared) or ~7900 texts.
+        exact IOKR up to ~10,800 SMILES (two n-gram lengths compared) or ~13,500 texts (the
+        memory budget stops it at 11,585).
     memory_budget_mb : float > 0
         ``method="auto"``: exact IOKR is considered only when its ``n x n`` float64 Gram
         and Cholesky factor (``16 n^2`` bytes) fit in this many MB.  Default 2048

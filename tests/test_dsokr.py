@@ -294,11 +294,18 @@ def test_output_targets_are_the_only_n_by_p_array(dtype):
     np.testing.assert_allclose(r64, np.maximum(k.diag(Yp) - np.einsum("ij,ij->i", P64, P64), 0), atol=0)
 
 
+def _standardised(T, rows):
+    from sprokr.models.training import standardise, target_moments
+
+    mu, scale = target_moments(T, rows=rows)
+    return standardise(T, mu, scale), mu, scale
+
+
 def test_standardised_targets_by_blocks_equal_the_whole_formula(rng):
-    from sprokr.models.training import standardise, standardised_targets, target_moments
+    from sprokr.models.training import standardise, target_moments
 
     T = 3.0 + rng.standard_normal((1001, 7)) * np.arange(1, 8)
-    Ts, mu, scale = standardised_targets(T, rows=64)
+    Ts, mu, scale = _standardised(T, rows=64)
     mu0 = T.mean(axis=0)
     scale0 = float(np.sqrt(np.mean((T - mu0) ** 2)))
     np.testing.assert_allclose(mu, mu0, rtol=1e-14)
@@ -306,16 +313,16 @@ def test_standardised_targets_by_blocks_equal_the_whole_formula(rng):
     assert Ts.dtype == np.float32
     np.testing.assert_allclose(Ts, ((T - mu0) / scale0).astype(np.float32), rtol=1e-6, atol=1e-7)
     # float32 targets: the arithmetic is float64 all the same
-    Ts32, mu32, _ = standardised_targets(T.astype(np.float32), rows=64)
+    Ts32, mu32, _ = _standardised(T.astype(np.float32), rows=64)
     assert mu32.dtype == np.float64
     np.testing.assert_allclose(Ts32, Ts, atol=1e-5)
-    # the moments alone, and a block standardised with them: the same numbers
+    # the moments by other blocks, and a block standardised with them: the same numbers
     mu1, scale1 = target_moments(T, rows=100)
     np.testing.assert_allclose(mu1, mu, rtol=1e-14)
     assert scale1 == pytest.approx(scale, rel=1e-13)
     np.testing.assert_array_equal(standardise(T[10:20], mu, scale), Ts[10:20])
     # constant targets: scale 1, zeros
-    Z, _, s1 = standardised_targets(np.ones((5, 2)))
+    Z, _, s1 = _standardised(np.ones((5, 2)), rows=64)
     assert s1 == 1.0 and not Z.any()
 
 

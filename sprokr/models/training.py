@@ -7,8 +7,7 @@
   and the progress lines;
 * :func:`warn_not_converged`: the ``ConvergenceWarning`` when ``max_epochs`` runs out first;
 * :func:`target_moments`, :func:`standardise`: the centring and scale of the training
-  targets, applied a block or minibatch at a time (no standardised n x p copy);
-  :func:`standardised_targets` applies them to all targets at once (small fits).
+  targets, applied a block or minibatch at a time (no standardised n x p copy).
 """
 from __future__ import annotations
 
@@ -24,9 +23,9 @@ from ..progress import log_message
 from ..utils import iter_chunks, num_samples
 
 __all__ = ["kernel_induced_loss", "self_retrieval_mrr", "check_monitor", "as_targets", "check_eval_set", "check_lr_schedule", "EarlyStopping",
-           "warn_not_converged", "target_moments", "standardise", "standardised_targets", "TARGET_BLOCK_ROWS"]
+           "warn_not_converged", "target_moments", "standardise", "TARGET_BLOCK_ROWS"]
 
-#: rows per block of :func:`standardised_targets` (bounds its float64 temporaries: 256 MB at
+#: rows per block of :func:`target_moments` and of ``MLPSurrogate``'s epochs (bounds its float64 temporaries: 256 MB at
 #: 512 target columns)
 TARGET_BLOCK_ROWS = 65536
 
@@ -76,18 +75,6 @@ def standardise(T: np.ndarray, mu: np.ndarray, scale: float) -> np.ndarray:
     (a block or a minibatch: the networks standardise as they go, so the fit never holds a
     standardised copy of all n x p targets)."""
     return ((T - mu) / scale).astype(np.float32, copy=False)
-
-
-def standardised_targets(T: np.ndarray, rows: int = TARGET_BLOCK_ROWS) -> tuple[np.ndarray, np.ndarray, float]:
-    """All the targets as a network trains on them: :func:`standardise` of every block with
-    :func:`target_moments`' ``mu`` and ``scale``.  Returns ``(Ts (n, p) float32, mu, scale)``;
-    only the float32 result has both dimensions (for small n; large fits standardise each
-    block as it is used instead)."""
-    mu, scale = target_moments(T, rows)
-    Ts = np.empty(T.shape, dtype=np.float32)
-    for sl in iter_chunks(T.shape[0], rows):
-        Ts[sl] = standardise(T[sl], mu, scale)
-    return Ts, mu, scale
 
 
 def kernel_induced_loss(G: Any, T: Any, offsets: Any = None) -> float:

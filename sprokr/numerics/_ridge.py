@@ -555,18 +555,13 @@ class _WhitenedSolution:
         def solve(A, y, trans="N"):
             return sla.solve_triangular(A, y, lower=True, trans=trans, check_finite=False, overwrite_b=True)
 
-        if 4 * width < wh.rank:
-            def precond(r):
-                y = sla.solve_triangular(wh.L, np.asarray(r, dtype=np.float64)[wh.sel], lower=True,
-                                         check_finite=False)
-                return self._scatter(solve(wh.L, solve(F, solve(F, y), "T"), "T"))
-            return precond
-        LF = self._product()
+        def rows(r):  # the pivoted rows: a new array (fancy indexing), solved in place
+            return np.asarray(r, dtype=np.float64)[wh.sel]
 
-        def precond(r):
-            y = sla.solve_triangular(LF, np.asarray(r, dtype=np.float64)[wh.sel], lower=True, check_finite=False)
-            return self._scatter(solve(LF, y, "T"))
-        return precond
+        if 4 * width < wh.rank:
+            return lambda r: self._scatter(solve(wh.L, solve(F, solve(F, solve(wh.L, rows(r))), "T"), "T"))
+        LF = self._product()
+        return lambda r: self._scatter(solve(LF, solve(LF, rows(r)), "T"))
 
 
 class _RidgeJob:

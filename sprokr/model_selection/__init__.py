@@ -65,6 +65,9 @@ Sketch sizes on their own:
 * :func:`approximate_leverage_scores` -- ridge leverage scores of a Gram matrix (output or
   input) from a uniform Nystrom approximation, ``O(n m)`` kernel evaluations; pass them as
   ``SubSample(probabilities=...)``; :func:`sprokr.plotting.plot_leverage_scores` draws them.
+* :class:`ProjectedTargets` -- the validation retrieval scores of DSOKR with a ridge for
+  many input feature maps and penalties, each fit regressing ``n_val`` projected targets
+  ``Psi E^T`` instead of the ``p`` coordinates (computed once per output basis).
 * :func:`select_m_x` -- validation surrogate error of SIOKR for growing ``m_x`` until
   convergence or a training-time budget (the loop: :func:`grow_until_plateau`).
 
@@ -83,12 +86,13 @@ measures now).
 
 The private submodules: ``_budget`` (:func:`exact_iokr_cost`), ``_cache`` (:class:`SelectionCache`), ``_scorers`` (validation scores), ``_systems`` (the ridge systems
 and their two routes), ``_adapters`` (the pass that builds each estimator's system),
-``_lambda_path``, ``_search`` (:class:`LambdaSearchCV`, :func:`select_model`),
+``_lambda_path``, ``_projected`` (:class:`ProjectedTargets`), ``_search`` (:class:`LambdaSearchCV`, :func:`select_model`),
 ``_sketch_size`` and ``_leverage``.
 """
 from ._budget import ASSUMED_FLOP_RATE, EIGH_TIME_RATIO, ExactCost, exact_iokr_cost, measured_flop_rate
 from ._cache import CachedKernel, SampleView, SelectionCache, default_cache_mb
 from ._lambda_path import DEFAULT_LAMS, LambdaPath, check_lams, lambda_path
+from ._projected import LINEAR_REGRESSORS, ProjectedTargets
 from ._leverage import approximate_leverage_scores
 from ._scorers import kernel_loss_scorer, retrieval_scorer, surrogate_error
 from ._search import LambdaSearchCV, select_model
@@ -119,6 +123,8 @@ __all__ = [
     "kernel_loss_scorer",
     "retrieval_scorer",
     "surrogate_error",
+    "ProjectedTargets",
+    "LINEAR_REGRESSORS",
     # sketch sizes
     "perfect_h_curve",
     "plateau_index",

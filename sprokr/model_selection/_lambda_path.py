@@ -187,17 +187,22 @@ class LambdaPath:
         BE = None if via_coordinates else (E.T if B is None else matmul(B, E.T))  # (m, n_c): B E^T
         WQ: Any = None
         WBE: Any = None
+        QBE: Any = None
         if self.method == "eigh" and len(system.groups) == 1 and system.eig is not None:
             W = system.eig[0]
             WQ = self.adapter.eigen_queries(X_val, Q, W)
             WBE = matmul(W.T, B) if BE is None else matmul(W.T, BE)
+            if not system.complete:  # G(lam)^-1 = W phi W^T + c (I - W W^T): Q (I - W W^T) B E^T
+                QBE = (matmul(Q, B) if BE is None else matmul(Q, BE)) - matmul(WQ, WBE)
         truth = np.arange(n_val)
         out = np.empty(len(self.lams))
         what = type(self.estimator).__name__
         for i, lam in enumerate(self.lams):
             left: np.ndarray
             right: np.ndarray
+            c = 0.0
             if WQ is not None and system.covers(lam):
+                c = system.rest(lam)
                 left, right = WQ * system.phi(lam)[None, :], WBE
             elif via_coordinates:
                 left, right = Q, system.coef(lam)
@@ -205,9 +210,14 @@ class LambdaPath:
                 left, right = Q, matmul(system.coef(lam), E.T)  # gamma(lam) E^T
             if via_coordinates:  # H = Q gamma(lam), scored against E
                 left, right = matmul(left, right), E.T
+                if c:  # (QBE is Q B here)
+                    left += c * QBE
+                    c = 0.0
             ranks = np.empty(n_val)
             for sl in iter_chunks(n_val, spec["query_batch"]):
                 S = matmul(left[sl], right)
+                if c:
+                    S += c * QBE[sl]
                 if offsets is not None:
                     S += offsets[None, :]
                 ranks[sl] = ranks_from_scores(S, truth[sl])

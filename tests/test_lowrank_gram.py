@@ -63,3 +63,14 @@ def test_vector_path_on_a_linear_kernel_equals_refits(route):
     assert path.system.complete == (route == "full")
     np.testing.assert_allclose(path.estimator_at(LAMS[2]).predict(X[200:]), refits[2].predict(X[200:]),
                                rtol=1e-6, atol=1e-8)
+
+
+def test_in_place_symmetrisation_equals_the_copy():
+    r = np.random.default_rng(4)
+    for m in (5, 512, 1300):
+        M = r.standard_normal((m, m))
+        want = _systems.symmetric(M)
+        assert want is not M
+        got = _systems.symmetric(M, overwrite=True)
+        assert got is M
+        np.testing.assert_array_equal(got, want)

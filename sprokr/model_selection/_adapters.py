@@ -178,7 +178,7 @@ class _IOKRFamily(_Whitened):
             K = _exact_gram(kx, parts, Xp, chunk, ex)
             T = None if targets is None else ex.map_rows(parts, targets, chunk, name="output targets",
                                                          which=column)
-            self.system = RidgeSystem(n, K, T, None, rcond=rcond, memo=_gram_memo(kx, Xp))
+            self.system = RidgeSystem(n, K, T, None, rcond=rcond, memo=_gram_memo(kx, Xp), overwrite_G0=True)
             self._train = Xp if isinstance(kx, CachedKernel) and hasattr(Xp, "idx") else None
             support = base.X_support_
             self._block = lambda Xq: kx.pairwise(Xq, support)

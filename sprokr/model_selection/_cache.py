@@ -270,6 +270,10 @@ class _Entry:
             P = self.prepared
             return np.asarray(self.kernel.pairwise(take(P, rows), take(P, cols)))
         self.cache._stats["blocks_served"] += 1
+        if pos.size and pos[-1] - pos[0] == pos.size - 1 and (pos.size == 1 or np.all(np.diff(pos) == 1)):
+            # columns kept in one run (a Gram's columns computed together): one gather of
+            # the rows' segments, not a full-width row copy gathered again by column
+            return np.take(self.values[:, pos[0]:pos[-1] + 1], rows, axis=0)
         return np.take(np.take(self.values, rows, axis=0), pos, axis=1)  # (faster than np.ix_)
 
     def _positions(self, cols):

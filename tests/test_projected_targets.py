@@ -70,3 +70,39 @@ def test_projected_targets_refuse_a_nonlinear_regressor_and_wrong_rows(vector_ou
         ProjectedTargets(dsokr("gaussian", "ridge").fit(Xtr, Ytr), Ytr[1:], Yva)
     with pytest.raises(ValueError, match="metric must be"):
         proj.score(Ridge(), Xtr, Xva, metric="auc")
+
+
+@pytest.mark.parametrize("basis", ["cholesky", "eigh"])
+def test_feature_inner_products_equal_the_product_of_the_features(vector_outputs, basis):
+    from sprokr.kernels import resolve_kernel
+    from sprokr.numerics import SketchedFeatures
+    from sprokr.sketches import resolve_sketch
+
+    Xtr, Ytr, Xva, Yva = vector_outputs
+    ky = resolve_kernel("gaussian", {"gamma": 0.3}, "output", np.dtype(np.float64))
+    R = resolve_sketch("psg", 60, {"p": 0.2}, 200, "output").draw(200, np.random.default_rng(0))
+    f = SketchedFeatures(ky, R, ky.prepare_outputs(Ytr[R.indices]), np.float64, 1e-10, basis=basis).fit_basis()
+    A, B = ky.prepare_outputs(Ytr), ky.prepare_outputs(Yva)
+    want = f.transform(A) @ f.transform(B).T
+    np.testing.assert_allclose(f.inner(A, B), want, rtol=1e-10, atol=1e-12 * np.abs(want).max())
+
+
+@pytest.mark.parametrize("kernel", ["gaussian", "linear"])
+def test_projected_targets_from_the_basis_alone_equal_the_fitted_dsokr(vector_outputs, kernel):
+    from sprokr.kernels import resolve_kernel
+    from sprokr.models.dsokr import sketched_output_basis
+    from sprokr.sketches import resolve_sketch
+
+    Xtr, Ytr, Xva, Yva = vector_outputs
+    model = dsokr(kernel, "ridge", alpha=1e-2).fit(Xtr, Ytr)
+    # the sketch the fit draws first from its seed, and the basis it builds on it
+    R = resolve_sketch("psg", 60, {"p": 0.2}, 200, "output").draw(200, np.random.default_rng(3))
+    ky = resolve_kernel(kernel, None, "output", np.dtype(np.float64))
+    basis = sketched_output_basis(ky, R, Ytr)
+    assert basis.rank == model.output_rank_
+    proj = ProjectedTargets.from_features(basis, Ytr, Yva)
+    np.testing.assert_allclose(proj.targets_, ProjectedTargets(model, Ytr, Yva).targets_, rtol=1e-9,
+                               atol=1e-11 * np.abs(proj.targets_).max())
+    want = model.predict_scores(Xva, candidates=Yva)
+    np.testing.assert_allclose(proj.scores(Ridge(alpha=1e-2), Xtr, Xva), want, rtol=1e-9,
+                               atol=1e-9 * np.abs(want).max())

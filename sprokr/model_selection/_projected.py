@@ -21,7 +21,7 @@ import numpy as np
 from sklearn.base import clone
 
 from ..numerics import matmul
-from ..utils import num_samples
+from ..utils import NamedPrepare, num_samples
 from ._adapters import fitted_targets
 from ._scorers import retrieval_value
 
@@ -71,6 +71,23 @@ class ProjectedTargets:
             Psi, _ = model.embed_candidates(Y_train)  # (n, p)
             self.targets_ = matmul(np.asarray(Psi, dtype=np.float64), E.T)
         self.offsets_ = None if index.offsets is None else np.asarray(index.offsets, dtype=np.float64)
+
+    @classmethod
+    def from_features(cls, features: Any, Y_train: Any, Y_val: Any) -> "ProjectedTargets":
+        """From an output basis alone (:func:`sprokr.models.dsokr.sketched_output_basis`: the
+        one ``DSOKR.fit`` builds with that sketch on ``Y_train``), without a fit: ``C`` is
+        ``features.inner(Y_train, Y_val)``, which never forms the n x p targets (on the
+        triangular route one r x r x n_val solve and an n x r x n_val product)."""
+        from ..numerics import candidate_offsets
+
+        ky = features.kernel
+        Ytp = NamedPrepare(ky.prepare_outputs, "Y_train")(Y_train)
+        Yvp = NamedPrepare(ky.prepare_outputs, "Y_val")(Y_val)
+        self = cls.__new__(cls)
+        self.targets_ = features.inner(Ytp, Yvp)
+        off = candidate_offsets(ky, Yvp)
+        self.offsets_ = None if off is None else np.asarray(off, dtype=np.float64)
+        return self
 
     def scores(self, regressor: Any, F_train: np.ndarray, F_val: np.ndarray) -> np.ndarray:
         """Score matrix (n_val, n_val) of ``regressor`` fitted on ``(F_train, Psi)``.

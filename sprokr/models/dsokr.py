@@ -55,7 +55,8 @@ if TYPE_CHECKING:  # imported for the annotations only
     from ..sketches.base import Sketch, SketchMatrix
     from ..types import RandomStateLike, Samples
 
-__all__ = ["DSOKR", "DSOKREnsemble", "sketched_output_targets", "validation_split", "check_validation_fraction"]
+__all__ = ["DSOKR", "DSOKREnsemble", "sketched_output_targets", "sketched_output_basis", "validation_split",
+           "check_validation_fraction"]
 
 
 def sketched_output_targets(kernel: Kernel, R: SketchMatrix, Y: Samples, rcond: float = DEFAULT_RCOND,
@@ -99,14 +100,7 @@ def sketched_output_targets(kernel: Kernel, R: SketchMatrix, Y: Samples, rcond: 
     ex = executor if executor is not None else LocalExecutor()
     parts = ex.partition(Y, prepare=(None if prepared else NamedPrepare(kernel.prepare_outputs, "Y"),),
                          names=("outputs",))
-    # the kernel on a few training outputs: finite, symmetric, PSD (clear errors early)
-    check_kernel_sample(kernel, ex.take_rows(parts, np.arange(min(parts.n, 64)), which="outputs"), "output kernel")
-    raw_sel = ex.take_rows(parts, R.indices, which="outputs")
-    if prepared:
-        feats = SketchedFeatures(kernel, R, raw_sel, OUTPUT_DTYPE, rcond).fit_basis()
-    else:
-        feats = SketchedFeatures.from_support(kernel, R, take(Y, R.indices), OUTPUT_DTYPE, rcond,
-                                              prepared=raw_sel)[0].fit_basis()
+    feats = _output_basis(kernel, R, Y, rcond, ex, parts, prepared)
     chunk = chunk_size or default_chunk_size(feats.R.indices.size, OUTPUT_DTYPE)
     Psi = np.empty((parts.n, feats.rank), dtype=dtype)
     # two passes, each written in place: the coordinates, then the residuals from the kernel's
@@ -118,6 +112,27 @@ def sketched_output_targets(kernel: Kernel, R: SketchMatrix, Y: Samples, rcond: 
         r[sl] -= np.einsum("ij,ij->i", Psi[sl], Psi[sl], dtype=np.float64)
     np.maximum(r, 0.0, out=r)
     return feats, Psi, r
+
+
+def sketched_output_basis(kernel: Kernel, R: SketchMatrix, Y: Samples, rcond: float = DEFAULT_RCOND,
+                          executor: Executor | None = None, prepared: bool = False) -> SketchedFeatures:
+    """The output basis of :func:`sketched_output_targets` alone (no pass over the n outputs):
+    the feature map ``psi~`` DSOKR fitted with sketch ``R`` on ``Y`` uses
+    (``features.transform``; ``features.inner`` for products of two sets' features)."""
+    ex = executor if executor is not None else LocalExecutor()
+    parts = ex.partition(Y, prepare=(None if prepared else NamedPrepare(kernel.prepare_outputs, "Y"),),
+                         names=("outputs",))
+    return _output_basis(kernel, R, Y, rcond, ex, parts, prepared)
+
+
+def _output_basis(kernel, R, Y, rcond, ex, parts, prepared):
+    # the kernel on a few training outputs: finite, symmetric, PSD (clear errors early)
+    check_kernel_sample(kernel, ex.take_rows(parts, np.arange(min(parts.n, 64)), which="outputs"), "output kernel")
+    raw_sel = ex.take_rows(parts, R.indices, which="outputs")
+    if prepared:
+        return SketchedFeatures(kernel, R, raw_sel, OUTPUT_DTYPE, rcond).fit_basis()
+    return SketchedFeatures.from_support(kernel, R, take(Y, R.indices), OUTPUT_DTYPE, rcond,
+                                         prepared=raw_sel)[0].fit_basis()
 
 
 class _Targets:

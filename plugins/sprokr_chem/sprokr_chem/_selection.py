@@ -196,6 +196,8 @@ class RetrieverSearch:
         best pair until the MRR stops improving; then the networks at those sizes."""
         from sprokr.kernels import KernelFeatures
         from sprokr.model_selection import ProjectedTargets, grow_until_plateau, perfect_h_curve, retrieval_scorer
+        from sprokr.models.dsokr import sketched_output_basis
+        from sprokr.numerics import DEFAULT_RCOND
         from sprokr.registry import get_registry
 
         owner = self.owner
@@ -222,19 +224,20 @@ class RetrieverSearch:
         def run(params, m_x, reg, reg_params):
             t0 = time.perf_counter()
             _, Ftr, Fva = features(params, m_x)
-            model = clone(self.estimator(kernel)).set_params(m_y=m_y, regressor=reg, regressor_params=reg_params)
             rec = {"input_kernel_params": dict(params), "m_x": int(m_x), "regressor": reg,
                    "regressor_params": dict(reg_params)}
             if reg == "ridge":
-                # the output side served by the cache; a ridge is linear in its targets, so
-                # every ridge after the first regresses the n_val projected targets Psi E^T
-                # (the same scores, 4x fewer targets at m_y = n) and is refitted if chosen
+                # a ridge is linear in its targets: fitted to the n_val projected targets
+                # Psi E^T it scores as the DSOKR fitted to Psi (7933 targets at m_y = 8000),
+                # whose output basis is the perfect-h curve's at m_y (served by the cache);
+                # the chosen ridge is refitted (refit_dsokr)
                 if not projected:
-                    model.set_params(output_kernel=ky).fit(Ftr, Ytr)  # its default index: the targets
-                    projected.append(ProjectedTargets(model, Ytr, Yva))
+                    basis = sketched_output_basis(ky, ph["plateau_sketch"], Ytr, DEFAULT_RCOND)
+                    projected.append(ProjectedTargets.from_features(basis, Ytr, Yva))
                 score = projected[0].score(get_registry().create("regressor", reg, reg_params), Ftr, Fva)
                 rec.update(val_mrr=score, fit_s=time.perf_counter() - t0)
             else:  # a network is kept as trained: plain kernel, early stopping on validation
+                model = clone(self.estimator(kernel)).set_params(m_y=m_y, regressor=reg, regressor_params=reg_params)
                 model.fit(Ftr, Ytr.raw(), validation_data=(Fva, Yva.raw()))
                 score = float(scorer(model, Fva, Yva.raw()))
                 r = model.regressor_

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 from sklearn.base import clone
 
-from sprokr import IOKR
+from sprokr import IOKR, ISOKR
 from sprokr.kernels import resolve_kernel
 from sprokr.model_selection import kernel_loss_scorer, lambda_path, retrieval_scorer, surrogate_error
 from sprokr.model_selection import _systems
@@ -33,9 +33,13 @@ def route(request, monkeypatch):
     return request.param
 
 
-def test_iokr_path_on_a_linear_kernel_equals_refits(multilabel_data, route):
+@pytest.mark.parametrize("name", ["IOKR", "ISOKR"])
+def test_iokr_path_on_a_linear_kernel_equals_refits(multilabel_data, route, name):
     Xtr, Ytr, Xv, Yv = multilabel_data  # 6 input features: the 180 x 180 Gram has rank 6
-    est = IOKR(input_kernel="linear", output_kernel_params={"gamma": 0.5})
+    # ISOKR's sketched outputs score through the coordinates (n_val x m x p, then x n_c)
+    est = IOKR(input_kernel="linear", output_kernel_params={"gamma": 0.5}) if name == "IOKR" else \
+        ISOKR(input_kernel="linear", output_kernel_params={"gamma": 0.5}, output_sketch="subsample", m_y=30,
+              random_state=0)
     refits = [clone(est).set_params(lam=lam).fit(Xtr, Ytr) for lam in LAMS]
     path = lambda_path(est, Xtr, Ytr, LAMS, "eigh")
     losses = path.losses(Xv, Yv)
@@ -74,3 +78,23 @@ def test_in_place_symmetrisation_equals_the_copy():
         got = _systems.symmetric(M, overwrite=True)
         assert got is M
         np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("name", ["IOKR", "ISOKR"])
+def test_queries_outside_the_grams_range(multilabel_data, route, name):
+    """A precomputed rank-6 training Gram with query rows that are not in its range: the
+    null-space term (1 / (n lam) on the query's component outside the range) carries weight."""
+    Xtr, Ytr, Xv, Yv = multilabel_data
+    _, first = np.unique(Yv, axis=0, return_index=True)
+    Xv, Yv = Xv[np.sort(first)], Yv[np.sort(first)]
+    K = Xtr @ Xtr.T
+    Q = Xv @ Xtr.T + 0.05 * np.random.default_rng(9).standard_normal((len(Xv), len(Xtr)))
+    kw = {"input_kernel": "precomputed", "output_kernel_params": {"gamma": 0.5}}
+    est = IOKR(**kw) if name == "IOKR" else ISOKR(**kw, output_sketch="subsample", m_y=30, random_state=0)
+    lams = np.logspace(-5, -1, 5)
+    refits = [clone(est).set_params(lam=lam).fit(K, Ytr) for lam in lams]
+    path = lambda_path(est, K, Ytr, lams, "eigh")
+    np.testing.assert_allclose(path.losses(Q, Yv), [surrogate_error(m, Q, Yv) for m in refits], rtol=1e-7)
+    assert path.system.complete == (route == "full")
+    scorer = retrieval_scorer("mrr")
+    np.testing.assert_allclose(path.scores(Q, Yv, scoring=scorer), [scorer(m, Q, Yv) for m in refits], atol=1e-12)

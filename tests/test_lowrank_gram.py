@@ -98,3 +98,16 @@ def test_queries_outside_the_grams_range(multilabel_data, route, name):
     assert path.system.complete == (route == "full")
     scorer = retrieval_scorer("mrr")
     np.testing.assert_allclose(path.scores(Q, Yv, scoring=scorer), [scorer(m, Q, Yv) for m in refits], atol=1e-12)
+
+
+def test_vector_path_with_queries_outside_the_grams_range(route):
+    r = np.random.default_rng(3)
+    X = r.standard_normal((260, 4))
+    T = X @ r.standard_normal((4, 3)) + 0.3 * r.standard_normal((260, 3))
+    K, Q = X[:200] @ X[:200].T, X[200:] @ X[:200].T + 0.05 * r.standard_normal((60, 200))
+    est = KernelRidgeRegressor(kernel="precomputed")
+    refits = [clone(est).set_params(lam=lam).fit(K, T[:200]) for lam in LAMS]
+    path = lambda_path(est, K, T[:200], LAMS, "eigh")
+    np.testing.assert_allclose(path.losses(Q, T[200:]), [-kernel_loss_scorer(m, Q, T[200:]) for m in refits],
+                               rtol=1e-7)
+    assert path.system.complete == (route == "full")

@@ -235,7 +235,8 @@ class RetrieverSearch:
                     basis = sketched_output_basis(ky, ph["plateau_sketch"], Ytr, DEFAULT_RCOND)
                     projected.append(ProjectedTargets.from_features(basis, Ytr, Yva))
                 score = projected[0].score(get_registry().create("regressor", reg, reg_params), Ftr, Fva)
-                rec.update(val_mrr=score, fit_s=time.perf_counter() - t0)
+                # (no validation kernel loss: it needs the n x p targets the trial never forms)
+                rec.update(val_mrr=score, val_loss=None, fit_s=time.perf_counter() - t0)
             else:  # a network is kept as trained: plain kernel, early stopping on validation
                 model = clone(self.estimator(kernel)).set_params(m_y=m_y, regressor=reg, regressor_params=reg_params)
                 model.fit(Ftr, Ytr.raw(), validation_data=(Fva, Yva.raw()))

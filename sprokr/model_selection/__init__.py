@@ -97,7 +97,7 @@ from ._leverage import approximate_leverage_scores
 from ._scorers import kernel_loss_scorer, retrieval_scorer, surrogate_error
 from ._search import LambdaSearchCV, select_model
 from ._sketch_size import grow_until_plateau, perfect_h_curve, plateau_index, select_m_x
-from ._systems import EIGH_COST
+from ._systems import EIGH_COST, LOW_RANK_FRACTION, gram_eigh
 
 __all__ = [
     # lam paths and the search
@@ -108,6 +108,8 @@ __all__ = [
     "check_lams",
     "DEFAULT_LAMS",
     "EIGH_COST",
+    "LOW_RANK_FRACTION",
+    "gram_eigh",
     # exact or sketched: the cost of exact IOKR
     "ExactCost",
     "exact_iokr_cost",

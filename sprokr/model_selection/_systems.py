@@ -23,7 +23,7 @@ EIGH_COST = 12.0
 LOW_RANK_FRACTION = 0.5
 
 
-def gram_eigh(G):
+def gram_eigh(G: np.ndarray) -> tuple[np.ndarray, np.ndarray, bool]:
     """``(s, W, complete)``: eigenpairs of a symmetric PSD Gram ``G`` (m x m), ``G = W diag(s) W^T``.
 
     A pivoted Cholesky factorisation (LAPACK ``pstrf`` stopped at ``G``'s rounding level,

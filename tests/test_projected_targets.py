@@ -1,6 +1,7 @@
 """ProjectedTargets: a ridge fitted to Psi E^T scores as the DSOKR fitted to Psi."""
 import numpy as np
 import pytest
+from sklearn.exceptions import NotFittedError
 from sklearn.linear_model import LinearRegression, Ridge
 from sklearn.neural_network import MLPRegressor
 
@@ -25,11 +26,11 @@ def dsokr(kernel, reg, **params):
 def test_projected_scores_equal_the_fitted_dsokr(vector_outputs, kernel):
     Xtr, Ytr, Xva, Yva = vector_outputs
     base = dsokr(kernel, "ridge", alpha=1e-2).fit(Xtr, Ytr)
-    proj = ProjectedTargets(base, Ytr, Yva)  # the targets from the fit's default index
+    proj = ProjectedTargets(base, Ytr, Yva)
     assert proj.targets_.shape == (200, 60)
-    again = ProjectedTargets(dsokr(kernel, "ridge", alpha=1e-2).set_params(default_index=False).fit(Xtr, Ytr),
-                             Ytr, Yva)  # the targets embedded again
-    np.testing.assert_allclose(again.targets_, proj.targets_, rtol=1e-10, atol=1e-12)
+    Psi = base.embed_candidates(Ytr)[0]  # C = Psi E^T, formed explicitly
+    E = base.make_candidate_index(Yva).gather_embeddings()
+    np.testing.assert_allclose(proj.targets_, Psi @ E.T, rtol=1e-10, atol=1e-12 * np.abs(Psi @ E.T).max())
     feats = {"raw": (Xtr, Xva), "squares": (np.c_[Xtr, Xtr ** 2], np.c_[Xva, Xva ** 2])}
     scorer = retrieval_scorer("mrr")
     for name, (Ftr, Fva) in feats.items():
@@ -68,6 +69,8 @@ def test_projected_targets_refuse_a_nonlinear_regressor_and_wrong_rows(vector_ou
         proj.scores(Ridge(), Xtr, Xva[1:])
     with pytest.raises(ValueError, match="Y_train has 199 samples"):
         ProjectedTargets(dsokr("gaussian", "ridge").fit(Xtr, Ytr), Ytr[1:], Yva)
+    with pytest.raises(NotFittedError):
+        ProjectedTargets(dsokr("gaussian", "ridge"), Ytr, Yva)
     with pytest.raises(ValueError, match="metric must be"):
         proj.score(Ridge(), Xtr, Xva, metric="auc")
 

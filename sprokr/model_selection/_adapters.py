@@ -96,7 +96,7 @@ def _exact_gram(kernel, parts, Xp, chunk, executor):
     return K
 
 
-def fitted_targets(base, Y):
+def _fitted_targets(base, Y):
     """``(T_u, ids)``: the targets ``psi~`` of the distinct training outputs that the fit of an
     output-sketched model computed (its default candidate index holds them, in the order of
     :func:`~sprokr.utils.unique_inverse`) and the distinct id of each output; None when the
@@ -154,7 +154,7 @@ class _IOKRFamily(_Whitened):
         dtype, rcond = base.dtype_, base.rcond_
         self.Y = Y
         targets, column, ids = (None if fy is None else fy.transform), "outputs", ()
-        fitted = fitted_targets(base, Y)
+        fitted = _fitted_targets(base, Y)
         if fitted is not None:  # the fit's targets psi~ of the distinct outputs, gathered by id
             targets, column, ids = TargetRows(fitted[0]), "output_ids", (fitted[1],)
         parts = ex.partition(X, Y, *ids, prepare=(kx.prepare, ky.prepare) + (None,) * len(ids),

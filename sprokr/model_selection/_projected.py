@@ -19,10 +19,10 @@ from typing import Any
 
 import numpy as np
 from sklearn.base import clone
+from sklearn.utils.validation import check_is_fitted
 
 from ..numerics import matmul
 from ..utils import NamedPrepare, num_samples
-from ._adapters import fitted_targets
 from ._scorers import retrieval_value
 
 __all__ = ["ProjectedTargets", "LINEAR_REGRESSORS"]
@@ -38,9 +38,7 @@ class ProjectedTargets:
     Parameters
     ----------
     model : DSOKR
-        Fitted on ``Y_train`` (any regressor): it provides the output basis, the training
-        targets (from its ``default_index_`` when it has one, else embedded again) and the
-        candidates' embeddings.
+        Fitted on ``Y_train`` (any regressor): its output basis ``output_features_``.
     Y_train : samples (n,)
         The training outputs ``model`` was fitted on (in the same order).
     Y_val : samples (n_val,)
@@ -56,38 +54,33 @@ class ProjectedTargets:
     """
 
     def __init__(self, model: Any, Y_train: Any, Y_val: Any) -> None:
+        check_is_fitted(model, "output_features_")
         n = num_samples(Y_train, "Y_train")
         if n != getattr(model, "n_train_", n):
             raise ValueError(f"Y_train has {n} samples but the model was fitted on {model.n_train_}")
-        index = model.make_candidate_index(Y_val)
-        E = np.asarray(index.gather_embeddings(), dtype=np.float64)  # (n_val, p)
-        # the training targets: those the fit computed (its default index holds the distinct
-        # ones), else embedded again (a kernel block with the n_train outputs)
-        fitted = fitted_targets(model, Y_train)
-        if fitted is not None:
-            Tu, inverse = fitted
-            self.targets_ = matmul(Tu, E.T)[inverse]
-        else:
-            Psi, _ = model.embed_candidates(Y_train)  # (n, p)
-            self.targets_ = matmul(np.asarray(Psi, dtype=np.float64), E.T)
-        self.offsets_ = None if index.offsets is None else np.asarray(index.offsets, dtype=np.float64)
+        if model.output_features_ is None:
+            raise ValueError(f"{type(model).__name__} has no sketched output basis (output_features_ is None)")
+        self._project(model.output_features_, Y_train, Y_val)
 
     @classmethod
     def from_features(cls, features: Any, Y_train: Any, Y_val: Any) -> "ProjectedTargets":
         """From an output basis alone (:func:`sprokr.models.dsokr.sketched_output_basis`: the
-        one ``DSOKR.fit`` builds with that sketch on ``Y_train``), without a fit: ``C`` is
-        ``features.inner(Y_train, Y_val)``, which never forms the n x p targets (on the
-        triangular route one r x r x n_val solve and an n x r x n_val product)."""
+        one ``DSOKR.fit`` builds with that sketch on ``Y_train``), without a fit."""
+        self = cls.__new__(cls)
+        self._project(features, Y_train, Y_val)
+        return self
+
+    def _project(self, features, Y_train, Y_val):
+        # C = features.inner(Y_train, Y_val): never the n x p targets (on the triangular
+        # route one r x r x n_val solve and an n x r x n_val product)
         from ..numerics import candidate_offsets
 
         ky = features.kernel
         Ytp = NamedPrepare(ky.prepare_outputs, "Y_train")(Y_train)
         Yvp = NamedPrepare(ky.prepare_outputs, "Y_val")(Y_val)
-        self = cls.__new__(cls)
         self.targets_ = features.inner(Ytp, Yvp)
         off = candidate_offsets(ky, Yvp)
         self.offsets_ = None if off is None else np.asarray(off, dtype=np.float64)
-        return self
 
     def scores(self, regressor: Any, F_train: np.ndarray, F_val: np.ndarray) -> np.ndarray:
         """Score matrix (n_val, n_val) of ``regressor`` fitted on ``(F_train, Psi)``.

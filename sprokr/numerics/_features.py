@@ -286,17 +286,20 @@ class SketchedFeatures:
         out = np.empty((n_a, Hb.shape[0]))
         chol = getattr(self, "_chol", None)
         if chol is not None:
-            sel, L = chol
-            Y = sla.solve_triangular(np.asarray(L, dtype=np.float64), Hb.T, lower=True, trans="T",
+            Y = sla.solve_triangular(np.asarray(chol[1], dtype=np.float64), Hb.T, lower=True, trans="T",
                                      check_finite=False)  # (r, n_b)
         for sl in iter_chunks(n_a, default_chunk_size(self.R.indices.size, self.dtype)):
             Zc = take_slice(Za, sl)
             if chol is None:
                 out[sl] = matmul(np.asarray(self.transform(Zc), dtype=np.float64), Hb.T)
             else:
-                A = self.R.apply_right(self.kernel_block(Zc), overwrite=True)
-                out[sl] = matmul(np.take(A, sel, axis=1).astype(np.float64, copy=False), Y)
+                out[sl] = matmul(self._pivot_columns(self.kernel_block(Zc), np.float64), Y)
         return out
+
+    def _pivot_columns(self, KS, dtype):
+        """``A_S``: the pivot columns of ``KS R^T`` (triangular route), in ``dtype``."""
+        A = self.R.apply_right(KS, overwrite=True)
+        return np.take(A, self._chol[0], axis=1).astype(dtype, copy=False)
 
     def transform(self, Zq: Any, dedupe: bool = True) -> np.ndarray:
         """Sketched feature map of prepared samples, shape (len(Zq), rank).
@@ -317,8 +320,7 @@ class SketchedFeatures:
         KS = self.kernel_block(Zq)
         chol = getattr(self, "_chol", None)
         if chol is not None:  # (K_S W^T) P_r L_11^-T by a triangular solve of the pivot columns
-            A = self.R.apply_right(KS, overwrite=True)
-            return solve_lower_rows(np.take(A, chol[0], axis=1).astype(chol[1].dtype, copy=False), chol[1])
+            return solve_lower_rows(self._pivot_columns(KS, chol[1].dtype), chol[1])
         if self._map is None or (self.R.scale is None and self.R.indices.size > 1.5 * self.R.m
                                  and sp.issparse(self.R.weights)):
             # a sparse W (p-sparsified sketches) or a scaling (sub-sampling): (K_S W^T) B

@@ -41,6 +41,7 @@ from sprokr.datasets import default_data_dir, load_bibtex
 from sprokr.metrics import f1_samples
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _papers_route import dense_standardised, papers_iokr, papers_sisokr  # noqa: E402
 from _report import CpuSteal, reference_blas_seconds  # noqa: E402
 
 PUBLISHED = {"IOKR": 0.449, "SIOKR": 0.447, "ISOKR": 0.448, "SISOKR": 0.441}
@@ -77,14 +78,34 @@ def standardised_bibtex(data, n_train=None):
     return scaler.transform(Xtr), Ytr, scaler.transform(Xte), Yte
 
 
-def run(data, seeds, only, dtype, log, solver="auto"):
+def papers_routes(n):
+    """name -> callable ``(Xtr, Ytr, Xte, seed) -> (pred, fit_s, decode_s)``: the papers' route
+    (``_papers_route.py``) with the same settings as :func:`methods`, on dense inputs."""
+    return {
+        "IOKR": lambda Xtr, Ytr, Xte, s: papers_iokr(Xtr, Ytr, Xte, 1e-5, 1e4, 1.0),
+        "SISOKR": lambda Xtr, Ytr, Xte, s: papers_sisokr(Xtr, Ytr, Xte, 1e-5, 1e4, 1e4, 2250, 200, 20.0 / n, s),
+    }
+
+
+def _summary(rows, **extra):
+    r = np.array(rows)
+    return {"f1": float(r[:, 0].mean()), "f1_std": float(r[:, 0].std()), "fit_s": float(r[:, 1].mean()),
+            "decode_s": float(r[:, 2].mean()), "seeds": len(rows), **extra}
+
+
+def run(data, seeds, only, dtype, log, solver="auto", papers=False):
+    """Fit and decode each method on each seed.  ``papers``: the papers' route of the same
+    method (IOKR, SISOKR) right after each of sprokr's fits, in the same process, and the
+    ratios of the mean times (``fit_ratio``, ``decode_ratio``: sprokr / papers' route)."""
     Xtr, Ytr, Xte, Yte = standardised_bibtex(data)
     n = Xtr.shape[0]
+    dense = dense_standardised(*load_bibtex(data)[::2]) if papers else None
+    routes = papers_routes(n) if papers else {}
     results = {}
     for name, (make, is_random) in methods(n, dtype, solver).items():
         if only and name not in only:
             continue
-        rows = []
+        rows, base = [], []
         steal = CpuSteal().__enter__()
         for seed in range(seeds if is_random else 1):
             model = make(seed)
@@ -95,11 +116,17 @@ def run(data, seeds, only, dtype, log, solver="auto"):
             t2 = time.perf_counter()
             rows.append((f1_samples(Yte, pred), t1 - t0, t2 - t1))
             log(f"  {name:7s} seed {seed}: F1 {rows[-1][0]:.4f}  fit {rows[-1][1]:.3f} s  decode {rows[-1][2]:.3f} s")
+            if name in routes:  # alternating with sprokr's fits: the same machine state for both
+                pred_b, fit_b, dec_b = routes[name](dense[0], Ytr, dense[1], seed)
+                base.append((f1_samples(Yte, pred_b), fit_b, dec_b))
+                log(f"  {'papers':7s} seed {seed}: F1 {base[-1][0]:.4f}  fit {fit_b:.3f} s  decode {dec_b:.3f} s")
         steal.__exit__()
-        r = np.array(rows)
-        results[name] = {"f1": float(r[:, 0].mean()), "f1_std": float(r[:, 0].std()),
-                         "fit_s": float(r[:, 1].mean()), "decode_s": float(r[:, 2].mean()),
-                         "seeds": len(rows), "dtype": dtype, "solver": solver, "cpu_steal": steal.fraction}
+        results[name] = _summary(rows, dtype=dtype, solver=solver, cpu_steal=steal.fraction)
+        if base:
+            b = results[f"papers_{name}"] = _summary(base, dtype="float64", solver="papers' route",
+                                                     cpu_steal=steal.fraction)
+            results[name]["fit_ratio"] = results[name]["fit_s"] / b["fit_s"]
+            results[name]["decode_ratio"] = results[name]["decode_s"] / b["decode_s"]
     return results
 
 
@@ -114,21 +141,26 @@ def main(argv=None):
                          "(then refitted in float64): float64 is the faster choice here")
     ap.add_argument("--solver", default="auto", choices=["auto", "whitened", "mixed", "cholesky", "qr", "eigh"],
                     help="route of the input-sketched ridge (SIOKR, SISOKR)")
+    ap.add_argument("--papers-route", action="store_true",
+                    help="also time the papers' route of IOKR and SISOKR (dense inputs, explicit inverses; "
+                         "_papers_route.py) after each fit, and report the ratios")
     ap.add_argument("--json", action="store_true", help="print one JSON object last")
     args = ap.parse_args(argv)
     log = (lambda s: print(s, file=sys.stderr)) if args.json else print
     from sprokr import get_registry
     get_registry()  # build the plugin registry once, outside the timed fits (as benchmarks/rf1.py)
     ref_before = reference_blas_seconds()
-    res = run(args.data, args.seeds, args.methods, args.dtype, log, args.solver)
+    res = run(args.data, args.seeds, args.methods, args.dtype, log, args.solver, args.papers_route)
     ref = min(ref_before, reference_blas_seconds())
     for v in res.values():
         v["reference_syrk_s"] = ref
     print(f"{'method':8s} {'F1':>7s} {'+-':>6s} {'published':>9s} {'fit s':>7s} {'decode s':>8s} {'cpu steal':>9s}")
     for k, v in res.items():
         steal = "n/a" if v["cpu_steal"] is None else f"{100 * v['cpu_steal']:.0f} %"
-        print(f"{k:8s} {v['f1']:7.4f} {v['f1_std']:6.4f} {PUBLISHED[k]:9.3f} {v['fit_s']:7.3f} "
-              f"{v['decode_s']:8.3f} {steal:>9s}")
+        print(f"{k:8s} {v['f1']:7.4f} {v['f1_std']:6.4f} {PUBLISHED[k.removeprefix('papers_')]:9.3f} {v['fit_s']:7.3f} "
+              f"{v['decode_s']:8.3f} {steal:>9s}"
+              + (f"   sprokr / papers' route: fit {v['fit_ratio']:.2f}x, decode {v['decode_ratio']:.2f}x"
+                 if "fit_ratio" in v else ""))
     print(f"machine yardstick: float32 syrk 4880 x 2250 in {ref:.3f} s (0.13 s on a quiet run of "
           f"the 2-core machine; timings scale with it)")
     if args.json:

@@ -299,7 +299,7 @@ def test_whitened_preconditioner_is_the_dense_inverse(width):
     """``M^-1 = P_r L^-T F^-T F^-1 L^-1 P_r^T`` by either route (few or many targets),
     on a rank-deficient ``K~`` (zero rows outside the pivots)."""
     from sprokr.numerics import Whitening
-    from sprokr.numerics._ridge import _WhitenedSolution
+    from sprokr.numerics._ridge_job import WhitenedSolution
 
     rng = np.random.default_rng(3)
     V = rng.standard_normal((30, 24))
@@ -312,5 +312,5 @@ def test_whitened_preconditioner_is_the_dense_inverse(width):
     Minv = np.zeros((30, 30))
     Minv[np.ix_(wh.sel, wh.sel)] = Linv.T @ np.linalg.inv(F @ F.T) @ Linv
     F_garbage_above = np.asfortranarray(F + np.triu(np.ones_like(F), 1))  # only the lower triangle is read
-    got = _WhitenedSolution(F_garbage_above, np.zeros((wh.rank, 1)), wh).preconditioner(width)(r)
+    got = WhitenedSolution(F_garbage_above, np.zeros((wh.rank, 1)), wh).preconditioner(width)(r)
     np.testing.assert_allclose(got, Minv @ r, rtol=1e-9, atol=1e-12 * np.abs(Minv @ r).max())

@@ -16,8 +16,11 @@ submodules are re-exported here (the public names are this package's ``__all__``
 * ``_products``   -- kernel block x coefficients (the float32 policy), candidate offsets;
 * ``_qr``         -- tall-skinny QR over row chunks (mergeable R factors and ``Q^T T``);
 * ``_whiten``     -- the whitened basis of ``R K R^T`` (pivoted Cholesky) of the sketched ridge;
-* ``_ridge``      -- exact and sketched kernel ridge solves (whitened normal equations, plain
-  normal equations, stable QR route);
+* ``_ridge``      -- exact and sketched kernel ridge solves: the entry points;
+* ``_ridge_passes`` -- their passes over row chunks (cross products, tall-skinny QR);
+* ``_ridge_common`` -- the sketched ridge's result, constants and stable QR solve;
+* ``_ridge_job``  -- its routes: whitened normal equations, refinement, fallbacks;
+* ``_ridge_plain`` -- its plain normal-equations routes (``"cholesky"``, ``"eigh"``, tried by ``"auto"``);
 * ``_checks``     -- the error checks of those routes and the float64 twin of a float32 kernel;
 * ``_optim``      -- solvers of the linear problem of the sketched kernel machines (closed
   form, L-BFGS, Adam) and its duality gap;
@@ -83,19 +86,9 @@ from ._checks import (
     tolerance,
     whitened_error_bound,
 )
-from ._ridge import (
-    SOLVERS,
-    WORK_DTYPE,
-    CrossProductTask,
-    QRTask,
-    TargetRows,
-    RidgeSolution,
-    exact_ridge_factor,
-    sketched_ridge,
-    stable_ridge_solve,
-    whitened_system,
-    WhitenedSystem,
-)
+from ._ridge_passes import CrossProductTask, QRTask, TargetRows
+from ._ridge_common import SOLVERS, RidgeSolution, stable_ridge_solve
+from ._ridge import WORK_DTYPE, WhitenedSystem, exact_ridge_factor, sketched_ridge, whitened_system
 from ._refine import KeptBlocks, ResidualTask, refine
 from ._optim import SolverResult, adam_solve, duality_gap, lbfgs_solve, ridge_by_eigengroups
 from ._newton import newton_applies, newton_solve

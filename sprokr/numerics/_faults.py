@@ -11,7 +11,6 @@ what to do; the Dask executor (``_dask``) raises them.
 from __future__ import annotations
 
 import importlib.util
-import io
 import types
 from typing import Any
 

@@ -123,7 +123,6 @@ class SketchMatrix:
             if self.scale == 1:
                 return KS if overwrite else KS.copy()
             return np.multiply(KS, self.scale, out=KS if overwrite else None)
-        W = self.weights
         if self._sparse_products():
             # sparse W (CountSketch, accumulation, p-sparsified with small p): dense @ CSR, the
             # fastest of scipy's forms on C-ordered blocks (2.4x (W KS^T)^T, which copies KS^T)

@@ -562,7 +562,6 @@ def run_n(args, D, s, n, executor, peak, methods, results):
         gc.collect()
     sis_index = sis_model = gemm = sis_p = None
     if methods & {"sisokr", "nn", "knn"}:
-        t0 = time.perf_counter()
         model, lam, curve, fit_s, sel_s, phases = select_lam(sisokr(args, s, n_fit, executor), X, Y, Xv, Yv, Yd)
         log(f"sisokr n={n_fit}: lam {lam:g} (validation MRR {max(curve.values()):.4f}); fit {fit_s:.1f} s, "
             f"lam path {sel_s:.1f} s, solver {model.solver_}, precision {model.solver_precision_}")

@@ -58,9 +58,10 @@ def papers_iokr(Xtr, Ytr, Xte, lam, sx2, sy2):
     return pred, t1 - t0, time.perf_counter() - t1
 
 
-def _sketch_dense(R, n):
+def _sketch_dense(R):
     """``(support indices, W)``: ``R = W E_support`` with ``W`` dense (m x m')."""
-    return np.asarray(R.indices), R.toarray()[:, np.asarray(R.indices)]
+    S = np.asarray(R.indices)
+    return S, R.toarray()[:, S]
 
 
 def papers_sisokr(Xtr, Ytr, Xte, lam, sx2, sy2, m_in, m_out, p, seed, mu_in=1e-8):
@@ -79,7 +80,7 @@ def papers_sisokr(Xtr, Ytr, Xte, lam, sx2, sy2, m_in, m_out, p, seed, mu_in=1e-8
     Kt = scale * A[S]
     B = A.T.dot(A) + n * lam * Kt
     Omega = np.linalg.inv(B + mu_in * np.eye(S.size)).dot(A.T)
-    Sy, Wy = _sketch_dense(R_out, n)
+    Sy, Wy = _sketch_dense(R_out)
     KyRT = rbf_kernel(Ytr, Ytr[Sy], gamma=gy).dot(Wy.T)  # K_y R_out^T (n x m_out)
     RKyRT = Wy.dot(KyRT[Sy])
     M = Omega.dot(KyRT).dot(np.linalg.inv(RKyRT))

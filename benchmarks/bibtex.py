@@ -78,13 +78,20 @@ def standardised_bibtex(data, n_train=None):
     return scaler.transform(Xtr), Ytr, scaler.transform(Xte), Yte
 
 
-def papers_routes(n):
-    """name -> callable ``(Xtr, Ytr, Xte, seed) -> (pred, fit_s, decode_s)``: the papers' route
-    (``_papers_route.py``) with the same settings as :func:`methods`, on dense inputs."""
-    return {
-        "IOKR": lambda Xtr, Ytr, Xte, s: papers_iokr(Xtr, Ytr, Xte, 1e-5, 1e4, 1.0),
-        "SISOKR": lambda Xtr, Ytr, Xte, s: papers_sisokr(Xtr, Ytr, Xte, 1e-5, 1e4, 1e4, 2250, 200, 20.0 / n, s),
-    }
+#: the methods timed against the papers' route (``--papers-route``)
+PAPERS_ROUTES = ("IOKR", "SISOKR")
+
+
+def papers_route(model, Xtr, Ytr, Xte):
+    """``(pred, fit_s, decode_s)`` of the papers' route (``_papers_route.py``) with ``model``'s
+    settings (an unfitted estimator of :func:`methods`: its parameters, sketches and seed),
+    on dense inputs."""
+    p = model.get_params()
+    sx2, sy2 = p["input_kernel_params"]["sigma2"], p["output_kernel_params"]["sigma2"]
+    if "m_x" not in p:  # exact IOKR
+        return papers_iokr(Xtr, Ytr, Xte, p["lam"], sx2, sy2)
+    return papers_sisokr(Xtr, Ytr, Xte, p["lam"], sx2, sy2, p["m_x"], p["m_y"], p["output_sketch_params"]["p"],
+                         p["random_state"])
 
 
 def _summary(rows, **extra):
@@ -100,7 +107,6 @@ def run(data, seeds, only, dtype, log, solver="auto", papers=False):
     Xtr, Ytr, Xte, Yte = standardised_bibtex(data)
     n = Xtr.shape[0]
     dense = dense_standardised(*load_bibtex(data)[::2]) if papers else None
-    routes = papers_routes(n) if papers else {}
     results = {}
     for name, (make, is_random) in methods(n, dtype, solver).items():
         if only and name not in only:
@@ -116,8 +122,8 @@ def run(data, seeds, only, dtype, log, solver="auto", papers=False):
             t2 = time.perf_counter()
             rows.append((f1_samples(Yte, pred), t1 - t0, t2 - t1))
             log(f"  {name:7s} seed {seed}: F1 {rows[-1][0]:.4f}  fit {rows[-1][1]:.3f} s  decode {rows[-1][2]:.3f} s")
-            if name in routes:  # alternating with sprokr's fits: the same machine state for both
-                pred_b, fit_b, dec_b = routes[name](dense[0], Ytr, dense[1], seed)
+            if papers and name in PAPERS_ROUTES:  # alternating with sprokr's fits: the same machine state
+                pred_b, fit_b, dec_b = papers_route(make(seed), dense[0], Ytr, dense[1])
                 base.append((f1_samples(Yte, pred_b), fit_b, dec_b))
                 log(f"  {'papers':7s} seed {seed}: F1 {base[-1][0]:.4f}  fit {fit_b:.3f} s  decode {dec_b:.3f} s")
         steal.__exit__()

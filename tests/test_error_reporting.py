@@ -494,3 +494,26 @@ type = "smiles"
                  "-o", str(tmp_path / "c.toml")])
     err = capsys.readouterr().err
     assert code == 2 and "MoleculeRetriever has no lam parameter" in err and "sprokr fit" in err
+
+
+class NaNBeyondTen(GaussianKernel):
+    """A kernel (a plugin's bug) that returns NaN for samples whose first feature exceeds 10."""
+
+    def pairwise(self, A, B):
+        K = super().pairwise(A, B)
+        K[np.asarray(A)[:, 0] > 10] = np.nan
+        return K
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("model", ["SISOKR", "IOKR"])
+def test_a_kernel_returning_nan_at_predict_time_is_named(X, model, dtype):
+    # the kernel block's finiteness is checked through its product with the coefficients
+    Y = np.random.default_rng(1).normal(size=(len(SMILES), 2))
+    params = {"input_sketch": "subsample", "m_x": 6, "random_state": 0} if model == "SISOKR" else {}
+    est = getattr(sprokr, model)(input_kernel=NaNBeyondTen(gamma=0.5), dtype=dtype, **params).fit(X, Y)
+    Xq = X[:3].copy()
+    Xq[1, 0] = 11.0
+    with pytest.raises(ValueError, match="input kernel returned non-finite values"):
+        est.predict(Xq, candidates=Y)
+    assert np.isfinite(est.predict(X[:3], candidates=Y)).all()

@@ -26,6 +26,8 @@ submodules are re-exported here (the public names are this package's ``__all__``
   form, L-BFGS, Adam) and its duality gap;
 * ``_newton``     -- its default solver for non-square losses (Newton on Moreau envelopes);
 * ``_topk``       -- chunked, mergeable top-k over ``H E^T + offsets``;
+* ``_search``     -- the local exact search (float64 embeddings through a certified
+  float32 screen);
 * ``_screen``     -- exact top-k of millions of candidates through a low-dimensional bounded screen;
 * ``_distinct``   -- distinct samples of a partitioned collection;
 * ``_pool``       -- independent tasks in worker processes (the executors' ``map_tasks``).
@@ -57,7 +59,7 @@ from ._sketch_matrix import SketchMatrix
 from ._pool import process_map, usable_cores
 from ._crossprod import ShiftedCrossProducts, column_shift
 from ._features import EIGH_BASIS_MAX_M, KernelRows, SketchedFeatures, default_chunk_size
-from ._products import KernelExpansion, candidate_offsets, check_gram_block, check_kernel_sample
+from ._products import KernelExpansion, candidate_offsets, check_finite_product, check_gram_block, check_kernel_sample
 from ._topk import (
     DEFAULT_MAX_MEMORY_MB,
     Decoded,
@@ -70,8 +72,8 @@ from ._topk import (
     score_block_size,
     select_topk,
     topk_rows,
-    topk_search,
 )
+from ._search import CentredTopKTask, topk_search
 from ._screen import SCREEN_DIM, SCREEN_MIN_CANDIDATES, Screen, ScreenedTopKTask, build_screen, screened_topk_search
 from ._distinct import DistinctTask, distinct_samples
 from ._qr import TallSkinnyQR, stacked_qr, stacked_qr_apply_t
@@ -110,7 +112,7 @@ __all__ = [
     "for_row_blocks", "n_workers",
     # chunked sums, sketched features, products
     "ShiftedCrossProducts", "column_shift", "SketchedFeatures", "EIGH_BASIS_MAX_M", "KernelRows", "default_chunk_size",
-    "KernelExpansion", "candidate_offsets", "check_gram_block", "check_kernel_sample", "DistinctTask", "distinct_samples",
+    "KernelExpansion", "candidate_offsets", "check_finite_product", "check_gram_block", "check_kernel_sample", "DistinctTask", "distinct_samples",
     # ridge solves and kernel-machine solvers
     "exact_ridge_factor", "sketched_ridge", "CrossProductTask", "TargetRows", "QRTask", "RidgeSolution",
     "stable_ridge_solve", "normal_equations_error", "pivot_tolerance", "NORMAL_EQUATIONS_TOL", "SOLVERS",
@@ -119,6 +121,6 @@ __all__ = [
     "ridge_by_eigengroups", "adam_solve", "lbfgs_solve", "newton_solve", "newton_applies", "duality_gap", "SolverResult",
     # top-k search
     "Decoded", "DEFAULT_MAX_MEMORY_MB", "TopKTask", "RescoredTopKTask", "RESCORE_EXTRA", "topk_task", "topk_rows", "select_topk", "merge_topk",
-    "topk_search", "grouped_topk_search", "score_block_size",
+    "topk_search", "CentredTopKTask", "grouped_topk_search", "score_block_size",
     "SCREEN_DIM", "SCREEN_MIN_CANDIDATES", "Screen", "ScreenedTopKTask", "build_screen", "screened_topk_search",
 ]

@@ -20,7 +20,7 @@ from ._linalg import matmul
 from ._parallel import for_row_blocks
 
 __all__ = ["Decoded", "DEFAULT_MAX_MEMORY_MB", "topk_rows", "select_topk", "merge_topk",
-           "TopKTask", "RescoredTopKTask", "topk_task", "RESCORE_EXTRA", "topk_search", "grouped_topk_search",
+           "TopKTask", "RescoredTopKTask", "topk_task", "RESCORE_EXTRA", "grouped_topk_search",
            "score_block_size"]
 
 #: Result of a top-k decoding: ``indices`` and ``scores`` of shape (n_queries, k), best first.
@@ -270,38 +270,6 @@ class RescoredTopKTask(TopKTask):
     def finish(self, state: tuple[np.ndarray, np.ndarray, np.ndarray]) -> Decoded:  # type: ignore[override]
         idx, _, ex = state
         return Decoded(*_rank(idx, ex, min(self.k_out, idx.shape[1])))
-
-
-def topk_search(H: np.ndarray, E: np.ndarray, k: int = 1, offsets: np.ndarray | None = None,
-                max_memory_mb: float = DEFAULT_MAX_MEMORY_MB) -> Decoded:
-    """Top-k of ``H E^T + offsets`` per row, chunked over the candidates (in this process).
-
-    Parameters
-    ----------
-    H : ndarray of shape (n_queries, d)
-        Query coordinates.
-    E : ndarray of shape (n_candidates, d)
-        Candidate coordinates.
-    k : int
-    offsets : ndarray of shape (n_candidates,), optional
-        Added to every score column (``-k(c, c)/2`` for non-normalised kernels).
-    max_memory_mb : float
-        Budget for one score block (n_queries x chunk of candidates).
-
-    Returns
-    -------
-    Decoded
-        ``indices`` (int, shape (n_queries, min(k, n_candidates))) and ``scores``, best
-        first; ties are broken by the smaller candidate index.
-    """
-    from ._executor import LocalExecutor
-
-    nq, nc = H.shape[0], E.shape[0]
-    k = min(int(k), nc)
-    ex = LocalExecutor()
-    parts = ex.partition(E) if offsets is None else ex.partition(E, offsets)
-    itemsize = np.result_type(H.dtype, E.dtype).itemsize
-    return ex.map_reduce(parts, topk_task(H, k, E.dtype, nc), score_block_size(nq, k, itemsize, max_memory_mb))
 
 
 def topk_task(H: np.ndarray, k: int, dtype: np.dtype, n_candidates: int) -> TopKTask:

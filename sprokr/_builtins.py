@@ -78,7 +78,8 @@ def sprokr_decoders():
 def sprokr_regressors():
     """Surrogate regressors of DSOKR (see :mod:`sprokr.models.regressors`).
 
-    ``kernel_ridge`` (DSOKR with it is ISOKR), ``mlp`` (scikit-learn MLP with early
+    ``kernel_ridge`` (DSOKR with it is ISOKR), ``local_kernel_ridge`` (one sketched ridge per
+    k-means region of the inputs), ``mlp`` (scikit-learn MLP with early
     stopping on the kernel-induced loss), ``ridge`` (plain scikit-learn ``Ridge``) and, only
     when torch is installed (extra ``torch``), ``torch_mlp`` (robust losses, residual MLP),
     ``torch_smiles`` (SMILES strings in: atom tokens, CNN or transformer) and ``torch_text``
@@ -91,6 +92,7 @@ def sprokr_regressors():
         "ridge": "sklearn.linear_model:Ridge",
         "mlp": "sprokr.models.regressors:MLPSurrogate",
         "kernel_ridge": "sprokr.models.regressors:KernelRidgeRegressor",
+        "local_kernel_ridge": "sprokr.models.local_ridge:LocalKernelRidgeRegressor",
     }
     if importlib.util.find_spec("torch") is not None:
         regs["torch_mlp"] = "sprokr.models.torch_regressors:TorchRegressor"

@@ -397,3 +397,18 @@ def test_moses_benchmark_smoke_local_and_dask_agree(tmp_path):
         assert r["executor"] == "dask" and r["lam"] == ref["lam"]
         assert r["top1_indices"] == ref["top1_indices"]
         np.testing.assert_allclose(r["top1_scores"], ref["top1_scores"], rtol=0, atol=1e-8)
+
+
+def test_moses_properties_smoke_with_regional_ridges(tmp_path):
+    # the properties task end to end with the local model: regions, validation of its
+    # width and lam, a row of results like the other methods'
+    out = _bench(tmp_path, "--task", "properties", "--methods", "sisokr,dsokr_local", "--n", "216",
+                 "--gammas", "0.1", "--no-wl", "--m-y", "16", "--local-region-size", "60", "--local-m-x", "30",
+                 "--local-gammas", "0.3,1", "--local-lams", "1e-5")
+    runs = {r["method"]: r for r in out["runs"]}
+    assert set(runs) == {"sisokr", "dsokr_local"}
+    local = runs["dsokr_local"]
+    assert local["n_regions"] == 4 and local["m_x"] == 30 and local["gamma"] in (0.3, 1.0)
+    assert set(local["val_curve"]) == {"0.3/1e-05", "1/1e-05"}
+    assert local["val_mrr"] == max(local["val_curve"].values())
+    assert 0 <= local["top1"] <= local["top10"] <= 1 and 0 < local["MRR"] <= 1

@@ -46,6 +46,7 @@ ALLOWED: dict[str, str | None] = {
         "IOKR", "SIOKR", "ISOKR", "SISOKR", "DSOKR", "DSOKREnsemble", "SketchedKernelMachine",
         "JointQuantileRegressor", "RFFKernelMachine")},
     "sprokr.models.regressors:KernelRidgeRegressor": None,
+    "sprokr.models.local_ridge:LocalKernelRidgeRegressor": None,
     "sprokr.models.regressors:MLPSurrogate": None,
     "sprokr.models.torch_regressors:TorchRegressor": None,
     "sprokr.models.regressors:TorchRegressor": None,  # its former home (models saved before the move)

@@ -1,0 +1,212 @@
+"""Kernel ridge regression fitted region by region: local capacity at the cost of one sketch.
+
+A sketched kernel ridge with ``m`` support points is a smooth map: on a million samples
+of a few dozen features (MOSES molecules described by 21 descriptors), ``m = 2000``
+support points cannot follow the structure a nearest-neighbour search exploits, and a
+larger ``m`` costs ``n m^2``.  Splitting the inputs into ``R`` regions (k-means) and
+fitting one ridge per region with ``m`` support points of its own gives ``R m`` support
+points for the same ``n m^2`` (each sample meets only its region's support).  It is the
+ridge of the block-diagonal kernel ``k(x, x') [r(x) = r(x')]`` -- positive semi-definite,
+so DSOKR with this regressor is SISOKR with that kernel and a sub-sampling sketch
+stratified by region -- and a region with at most ``m`` samples is fitted exactly.
+
+A query is predicted by the ridge of its region (the nearest k-means centre).
+"""
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any, Mapping, Self
+
+import numpy as np
+import scipy.sparse as sp
+from numpy.typing import DTypeLike
+from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.utils.validation import check_is_fitted
+
+from ..persistence import SaveMixin
+from ..progress import progress
+from ..utils import atomic_fit, check_random_state, consistent_read, num_samples, take
+from .base import check_n_features, set_n_features
+from .regressors import KernelRidgeRegressor
+
+if TYPE_CHECKING:  # imported for the annotations only
+    from ..kernels.base import Kernel
+    from ..sketches.base import Sketch
+    from ..types import RandomStateLike
+
+__all__ = ["LocalKernelRidgeRegressor"]
+
+#: samples the k-means of the regions is fitted on at most (seeded sub-sample)
+KMEANS_MAX_SAMPLES = 200_000
+
+
+class LocalKernelRidgeRegressor(SaveMixin, RegressorMixin, BaseEstimator):
+    """Kernel ridge regression of vector targets, one (sketched) ridge per input region.
+
+    The inputs (numeric vectors, dense or CSR) are split into ``n_regions`` regions by
+    k-means (scikit-learn's ``MiniBatchKMeans``, seeded); each region's samples are fitted
+    by a :class:`~sprokr.models.KernelRidgeRegressor` with ``m_x`` support points drawn
+    from that region (all its samples when it has at most ``m_x``: the exact ridge).  A
+    query is predicted by the ridge of the nearest centre's region.
+
+    Parameters
+    ----------
+    n_regions : int
+        Number of regions ``R`` (at most the number of training samples).
+    kernel, kernel_params, lam, input_sketch, m_x, input_sketch_params, dtype, rcond, solver, chunk_size :
+        As :class:`~sprokr.models.KernelRidgeRegressor`, for every region (``lam`` is each
+        region's own ridge: ``1/n_r sum |g(x_i) - t_i|^2 + lam |g|^2``).  ``m_x``: support
+        points per region.
+    random_state : None, int or numpy.random.Generator
+        Seeds the k-means and every region's sketch.
+    verbose : bool
+        Force the progress bar over the regions on (default: shown on a terminal).
+
+    Attributes
+    ----------
+    centres_ : ndarray of shape (n_regions_, n_features)
+        The k-means centres of the regions that hold training samples.
+    regions_ : list of KernelRidgeRegressor
+        The fitted ridge of each region, in the order of ``centres_``.
+    region_sizes_ : ndarray of shape (n_regions_,)
+        Training samples per region.
+    n_regions_ : int
+        Regions with training samples (k-means may leave some empty).
+    n_outputs_ : int
+    fit_times_ : dict of phase -> seconds
+    """
+
+    #: DSOKR gives this regressor float32 targets (half the n x p array; each region's
+    #: ridge converts its own rows to float64)
+    target_dtype = np.float32
+
+    def __init__(self, n_regions: int = 16, kernel: str | Kernel = "gaussian",
+                 kernel_params: Mapping[str, Any] | None = None, lam: float = 1e-5,
+                 input_sketch: str | Sketch | None = "subsample", m_x: int | None = 1000,
+                 input_sketch_params: Mapping[str, Any] | None = None, dtype: DTypeLike = "float64",
+                 rcond: float | None = None, solver: str = "auto", chunk_size: int | None = None,
+                 random_state: RandomStateLike = None, verbose: bool | int = False) -> None:
+        self.n_regions = n_regions
+        self.kernel = kernel
+        self.kernel_params = kernel_params
+        self.lam = lam
+        self.input_sketch = input_sketch
+        self.m_x = m_x
+        self.input_sketch_params = input_sketch_params
+        self.dtype = dtype
+        self.rcond = rcond
+        self.solver = solver
+        self.chunk_size = chunk_size
+        self.random_state = random_state
+        self.verbose = verbose
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        tags.target_tags.multi_output = True
+        tags.target_tags.single_output = True
+        return tags
+
+    def _region(self, m_x: int | None, seed: int) -> KernelRidgeRegressor:
+        return KernelRidgeRegressor(
+            kernel=self.kernel, kernel_params=self.kernel_params, lam=self.lam,
+            input_sketch=None if m_x is None else self.input_sketch, m_x=m_x,
+            input_sketch_params=self.input_sketch_params, dtype=self.dtype, rcond=self.rcond,
+            chunk_size=self.chunk_size, random_state=seed, solver=self.solver)
+
+    @atomic_fit
+    def fit(self, X: Any, y: Any) -> Self:
+        """Fit on inputs ``X`` (n, d) and targets ``y`` (n,) or (n, p).  Returns self."""
+        from sklearn.cluster import MiniBatchKMeans
+
+        from .kernel_machine import check_targets
+
+        t0 = time.perf_counter()
+        X = _vectors(X, "X")
+        n = X.shape[0]
+        if n < 1:
+            raise ValueError("cannot fit on 0 samples: X is empty")
+        T, scalar = check_targets(y, n, type(self).__name__)
+        R = self.n_regions
+        if isinstance(R, bool) or not isinstance(R, (int, np.integer)) or not 1 <= R <= n:
+            raise ValueError(f"n_regions must be an integer between 1 and the number of samples ({n}), got {R!r}")
+        m_x = self.m_x
+        if self.input_sketch is not None and (isinstance(m_x, bool) or not isinstance(m_x, (int, np.integer))
+                                              or m_x < 1):
+            raise ValueError(f"m_x (support points per region) must be a positive integer, got {m_x!r}")
+        # the regions' ridges validate the rest (kernel, lam, sketch, dtype, solver) on the first fit
+        rng = check_random_state(self.random_state)
+        fit_rows = np.sort(rng.choice(n, KMEANS_MAX_SAMPLES, replace=False)) if n > KMEANS_MAX_SAMPLES \
+            else np.arange(n)
+        km = MiniBatchKMeans(int(R), random_state=int(rng.integers(2**31 - 1)), n_init=1,
+                             batch_size=min(4096, n)).fit(take(X, fit_rows))
+        centres = np.asarray(km.cluster_centers_, dtype=np.float64)
+        labels = _nearest(X, centres)
+        sizes = np.bincount(labels, minlength=centres.shape[0])
+        used = np.flatnonzero(sizes)
+        seeds = np.asarray(rng.integers(2**31 - 1, size=centres.shape[0]))
+        cap = None if self.input_sketch is None else int(m_x)  # type: ignore[arg-type]
+        t1 = time.perf_counter()
+        regions = []
+        order = np.argsort(labels, kind="stable")
+        bounds = np.concatenate([[0], np.cumsum(sizes)])
+        with progress(total=used.size, desc="regional ridges", unit="region",
+                      enabled=True if self.verbose else None) as bar:
+            for r in used:
+                rows = order[bounds[r]:bounds[r + 1]]
+                reg = self._region(cap if cap is not None and rows.size > cap else None, int(seeds[r]))
+                regions.append(reg.fit(take(X, rows), T[rows]))
+                bar.update(1)
+        # ---- fitted: learned state
+        self.centres_, self.regions_, self.region_sizes_ = centres[used], regions, sizes[used]
+        self.n_regions_, self.n_outputs_, self._scalar = int(used.size), T.shape[1], scalar
+        set_n_features(self, X)
+        self.fit_times_ = {"regions": t1 - t0, "ridges": time.perf_counter() - t1, "total": time.perf_counter() - t0}
+        return self
+
+    @consistent_read
+    def predict(self, X: Any) -> np.ndarray:
+        """Predicted targets, (n_q,) for 1-D training targets, else (n_q, p)."""
+        check_is_fitted(self, "regions_")
+        X = _vectors(X, "X")
+        check_n_features(self, X)
+        out = np.zeros((X.shape[0], self.n_outputs_))
+        if X.shape[0]:
+            labels = _nearest(X, self.centres_)
+            order = np.argsort(labels, kind="stable")
+            bounds = np.concatenate([[0], np.cumsum(np.bincount(labels, minlength=self.n_regions_))])
+            for r in np.flatnonzero(np.diff(bounds)):
+                rows = order[bounds[r]:bounds[r + 1]]
+                out[rows] = np.asarray(self.regions_[r].predict(take(X, rows))).reshape(rows.size, -1)
+        return out[:, 0] if self._scalar else out
+
+
+def _vectors(X: Any, name: str) -> Any:
+    """``X`` as a 2-D float array or CSR matrix (regions are k-means regions of vectors)."""
+    if sp.issparse(X):
+        X = sp.csr_matrix(X)
+        if X.dtype.kind not in "fiub":
+            raise TypeError(f"{name} must hold numbers, got a sparse matrix of dtype {X.dtype}")
+        return X if X.dtype.kind == "f" else X.astype(np.float64)
+    try:
+        A = np.asarray(X)
+    except Exception as exc:  # ragged lists, objects
+        raise TypeError(f"{name} must be a 2-D array of numbers (n_samples, n_features): {exc}") from exc
+    if A.ndim != 2 or A.dtype.kind not in "fiub":
+        raise ValueError(f"{name} must be a 2-D array of numbers (n_samples, n_features), got shape {A.shape} "
+                         f"and dtype {A.dtype}; LocalKernelRidgeRegressor splits vector inputs into regions")
+    A = A if A.dtype.kind == "f" else A.astype(np.float64)
+    if not np.isfinite(A).all():
+        raise ValueError(f"{name} contains NaN or infinite values")
+    return A
+
+
+def _nearest(X: Any, centres: np.ndarray, block: int = 65536) -> np.ndarray:
+    """Index of the nearest centre (Euclidean) of every row of ``X``, in row blocks."""
+    c2 = np.einsum("ij,ij->i", centres, centres)
+    out = np.empty(X.shape[0], dtype=np.intp)
+    for s in range(0, X.shape[0], block):
+        B = X[s:s + block]
+        D = np.asarray(B @ centres.T, dtype=np.float64) * -2.0 + c2  # |x|^2 is common to a row
+        out[s:s + block] = np.argmin(D, axis=1)
+    return out

@@ -1,0 +1,114 @@
+"""LocalKernelRidgeRegressor: one ridge per k-means region of the inputs."""
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import sprokr
+from sprokr import DSOKR
+from sprokr.kernels import GaussianKernel
+from sprokr.models import KernelRidgeRegressor, LocalKernelRidgeRegressor
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.default_rng(0)
+    centres = np.array([[-4.0, 0.0], [0.0, 4.0], [4.0, 0.0]])
+    X = np.vstack([c + 0.7 * rng.standard_normal((120, 2)) for c in centres])
+    T = np.column_stack([np.sin(2 * X[:, 0]), np.cos(X[:, 1]), X[:, 0] * X[:, 1]])
+    Xq = np.vstack([c + 0.7 * rng.standard_normal((20, 2)) for c in centres])
+    return X, T, Xq
+
+
+def test_exact_regions_equal_the_naive_block_diagonal_ridge(data):
+    # every region holds fewer samples than m_x: each is the exact ridge of its samples,
+    # (K_rr + n_r lam I)^-1 T_r, predicted with k(x, X_r) for the queries of region r
+    X, T, Xq = data
+    lam, g = 1e-4, 0.8
+    m = LocalKernelRidgeRegressor(n_regions=3, kernel_params={"gamma": g}, lam=lam, m_x=1000,
+                                  random_state=0).fit(X, T)
+    assert m.n_regions_ == 3 and m.region_sizes_.sum() == X.shape[0]
+    k = GaussianKernel(gamma=g)
+    lab = np.argmin(((X[:, None, :] - m.centres_[None]) ** 2).sum(-1), axis=1)
+    labq = np.argmin(((Xq[:, None, :] - m.centres_[None]) ** 2).sum(-1), axis=1)
+    expected = np.zeros((Xq.shape[0], T.shape[1]))
+    for r in range(3):
+        Xr, Tr = X[lab == r], T[lab == r]
+        alpha = np.linalg.solve(k(Xr, Xr) + Xr.shape[0] * lam * np.eye(Xr.shape[0]), Tr)
+        expected[labq == r] = k(Xq[labq == r], Xr) @ alpha
+    np.testing.assert_allclose(m.predict(Xq), expected, rtol=1e-8, atol=1e-10)
+    # the three well separated blobs are the three regions
+    assert sorted(np.bincount(lab)) == [120, 120, 120]
+
+
+def test_one_region_is_the_kernel_ridge_regressor(data):
+    X, T, Xq = data
+    common = dict(kernel_params={"gamma": 0.5}, lam=1e-3, input_sketch=None)
+    local = LocalKernelRidgeRegressor(n_regions=1, random_state=0, **common).fit(X, T)
+    ref = KernelRidgeRegressor(**common).fit(X, T)
+    np.testing.assert_allclose(local.predict(Xq), ref.predict(Xq), rtol=1e-10, atol=1e-12)
+
+
+def test_sketched_regions_are_seeded_and_beat_one_global_sketch(data):
+    X, T, Xq = data
+    kw = dict(n_regions=3, kernel_params={"gamma": 2.0}, lam=1e-6, m_x=30)
+    a = LocalKernelRidgeRegressor(random_state=3, **kw).fit(X, T)
+    b = LocalKernelRidgeRegressor(random_state=3, **kw).fit(X, T)
+    c = LocalKernelRidgeRegressor(random_state=4, **kw).fit(X, T)
+    np.testing.assert_array_equal(a.predict(Xq), b.predict(Xq))
+    assert not np.allclose(a.predict(Xq), c.predict(Xq))
+    # 3 x 30 support points in their regions against 30 for the whole set: a narrow kernel
+    # is followed far better
+    glob = KernelRidgeRegressor(kernel_params={"gamma": 2.0}, lam=1e-6, input_sketch="subsample", m_x=30,
+                                random_state=3).fit(X, T)
+    err = lambda m: np.mean((m.predict(X) - T) ** 2)  # noqa: E731
+    assert err(a) < 0.5 * err(glob)
+
+
+def test_sparse_inputs_and_one_dimensional_targets(data):
+    X, T, Xq = data
+    m = LocalKernelRidgeRegressor(n_regions=3, kernel_params={"gamma": 0.5}, lam=1e-3, random_state=0)
+    dense = m.fit(X, T[:, 0]).predict(Xq)
+    assert dense.shape == (Xq.shape[0],)
+    sparse = LocalKernelRidgeRegressor(n_regions=3, kernel_params={"gamma": 0.5}, lam=1e-3,
+                                       random_state=0).fit(sp.csr_matrix(X), T[:, 0]).predict(sp.csr_matrix(Xq))
+    np.testing.assert_allclose(sparse, dense, rtol=1e-8, atol=1e-10)
+    assert m.predict(Xq[:0]).shape == (0,)
+
+
+@pytest.mark.parametrize("params, Xbad, match", [
+    ({"n_regions": 0}, None, "n_regions"),
+    ({"n_regions": 10_000}, None, "n_regions"),
+    ({"n_regions": 2.5}, None, "n_regions"),
+    ({"m_x": 0}, None, "m_x"),
+    ({}, "strings", "2-D array of numbers"),
+    ({}, "nan", "NaN"),
+])
+def test_bad_arguments_are_named_before_any_state_changes(data, params, Xbad, match):
+    X, T, _ = data
+    m = LocalKernelRidgeRegressor(n_regions=3, random_state=0).fit(X, T)
+    before = m.predict(X[:5])
+    Xf = X
+    if Xbad == "strings":
+        Xf = np.array([["a", "b"]] * X.shape[0])
+    elif Xbad == "nan":
+        Xf = X.copy()
+        Xf[3, 1] = np.nan
+    with pytest.raises((ValueError, TypeError), match=match):
+        m.set_params(**params).fit(Xf, T)
+    np.testing.assert_array_equal(m.predict(X[:5]), before)  # the previous fit is intact
+    with pytest.raises(ValueError, match="features"):
+        m.predict(np.zeros((2, 5)))
+
+
+def test_dsokr_with_regional_ridges_predicts_and_survives_saving(data, tmp_path):
+    X, T, Xq = data
+    Y = (T > 0).astype(float)  # label sets
+    model = DSOKR(output_kernel="gaussian", output_kernel_params={"gamma": 0.5}, m_y=20,
+                  regressor="local_kernel_ridge",
+                  regressor_params={"n_regions": 3, "kernel_params": {"gamma": 0.5}, "lam": 1e-4, "m_x": 50},
+                  random_state=0).fit(X, Y)
+    assert isinstance(model.regressor_, LocalKernelRidgeRegressor)
+    pred = model.predict(Xq, candidates=Y)
+    assert pred.shape == (Xq.shape[0], Y.shape[1])
+    again = sprokr.load(model.save(tmp_path / "local.sprokr"))
+    np.testing.assert_array_equal(again.predict(Xq, candidates=Y), pred)

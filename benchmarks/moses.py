@@ -133,10 +133,10 @@ def parse_args(argv=None):
                         "its eigenvectors and LAPACK's workspace, ~4 n^2 doubles)")
     p.add_argument("--dsokr-max-n", type=float, default=3e5, help="largest n for DSOKR (memory)")
     p.add_argument("--dsokr-epochs", type=int, default=20)
-    p.add_argument("--local-region-size", type=int, default=4000,
+    p.add_argument("--local-region-size", type=int, default=2000,
                    help="dsokr_local: training molecules per input region (n_regions = n / this)")
     p.add_argument("--local-m-x", type=int, default=1000, help="dsokr_local: support points per region")
-    p.add_argument("--local-gammas", default="0.1,0.3,1", help="dsokr_local: Gaussian widths tried (validation)")
+    p.add_argument("--local-gammas", default="0.3,1", help="dsokr_local: Gaussian widths tried (validation)")
     p.add_argument("--local-lams", default="1e-5,1e-7", help="dsokr_local: ridges tried (validation)")
     p.add_argument("--baseline-n", default=None, help="training sizes at which the baselines run (default: all)")
     p.add_argument("--mlp-columns", type=int, default=4096, help="input columns of the MLP (smiles task)")

@@ -4,6 +4,15 @@
     python benchmarks/moses.py --task properties --json > properties.out
     python benchmarks/moses_plot.py smiles.out properties.out --out docs/moses_learning_curve.png
 
+Runs of the same task (e.g. the whole curve, then one longer DSOKR run at the largest
+``n``) are merged into one row of the figure; a method measured twice at the same ``n``
+is drawn with the later file's point.  The figure in the docs is drawn from the recorded
+outputs in ``benchmarks/results/``:
+
+    python benchmarks/moses_plot.py benchmarks/results/moses_smiles_curve.out \
+        benchmarks/results/moses_smiles_dsokr_1.58M_20_epochs.out \
+        benchmarks/results/moses_properties_1.58M.out
+
 For each task: top-10 accuracy against the number of training molecules ``n`` (left) and
 against the fit time (right; the baselines have no fit and are drawn at their neighbour
 search time), every method of the run (SISOKR, DSOKR, exact IOKR at its largest ``n``,
@@ -15,7 +24,8 @@ import argparse
 import json
 
 STYLE = {"sisokr": ("SISOKR", "o-"), "dsokr": ("DSOKR", "s-"), "iokr": ("exact IOKR", "D"),
-         "nn": ("nearest input", "v--"), "knn": ("k-NN regression", "^--")}
+         "nn": ("nearest input", "v--"), "knn": ("k-NN regression", "^--"),
+         "dsokr_local": ("DSOKR, regional ridges", "P-")}
 
 
 def main(argv=None):
@@ -28,10 +38,14 @@ def main(argv=None):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    results = []
+    tasks: dict = {}  # task -> {(method, n): run}, later files replacing earlier points
     for path in args.runs:
         with open(path) as fh:
-            results.append(json.loads(fh.read().strip().splitlines()[-1]))
+            res = json.loads(fh.read().strip().splitlines()[-1])
+        merged = tasks.setdefault(res["task"], {"task": res["task"], "points": {}})
+        merged["points"].update({(r["method"], r["n"]): r for r in res["runs"]})
+        merged["n_candidates"] = res.get("n_candidates", merged.get("n_candidates"))
+    results = [dict(t, runs=list(t["points"].values())) for t in tasks.values()]
     fig, axes = plt.subplots(len(results), 2, figsize=(11, 4.2 * len(results)), squeeze=False)
     for row, res in zip(axes, results):
         for method, (label, fmt) in STYLE.items():

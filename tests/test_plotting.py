@@ -193,3 +193,41 @@ def test_model_selection_figure_without_sketch_searches(bibtex_selection):
     np.testing.assert_allclose(ax.lines[0].get_ydata(), best["scores"])
     with pytest.raises(TypeError, match="select_model"):
         plotting.plot_model_selection({"m": [1]})
+
+
+def test_moses_figure_merges_the_runs_of_one_task(tmp_path):
+    # the recorded curve and a later run at the largest n make one row; the later point wins
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    sys.path.insert(0, str(root / "benchmarks"))
+    try:
+        import moses_plot
+    finally:
+        sys.path.pop(0)
+
+    def run(method, n, top10):
+        return {"n": n, "method": method, "top10": top10, "fit_s": 1.0 + n / 1e4, "decode_s": 1.0}
+
+    a = {"task": "smiles", "runs": [run("sisokr", 10, 0.2), run("dsokr", 100, 0.4)], "n_candidates": 50}
+    b = {"task": "smiles", "runs": [run("dsokr", 100, 0.6)]}
+    c = {"task": "properties", "runs": [run("dsokr_local", 100, 0.3), run("nn", 100, 0.2)]}
+    paths = []
+    for i, res in enumerate((a, b, c)):
+        paths.append(tmp_path / f"{i}.out")
+        paths[-1].write_text("a log line\n" + json.dumps(res) + "\n")
+    figs = []
+    import matplotlib.pyplot as plt
+
+    real = plt.subplots
+    plt_subplots = lambda *args, **kw: figs.append(real(*args, **kw)) or figs[-1]  # noqa: E731
+    plt.subplots = plt_subplots
+    try:
+        moses_plot.main([str(p) for p in paths] + ["--out", str(tmp_path / "fig.png")])
+    finally:
+        plt.subplots = real
+    fig, axes = figs[0]
+    assert axes.shape == (2, 2) and (tmp_path / "fig.png").exists()
+    lines = {ln.get_label(): ln for ln in axes[0, 0].get_lines()}
+    assert list(lines["DSOKR"].get_ydata()) == [0.6]  # the later file's point
+    assert "DSOKR, regional ridges" in {ln.get_label() for ln in axes[1, 0].get_lines()}

@@ -40,10 +40,20 @@ def test_exact_regions_equal_the_naive_block_diagonal_ridge(data):
     assert sorted(np.bincount(lab)) == [120, 120, 120]
 
 
+def test_float32_targets_are_not_copied_whole_and_give_the_float64_fit(data):
+    X, T, Xq = data
+    kw = dict(n_regions=3, kernel_params={"gamma": 0.5}, lam=1e-4, m_x=50, random_state=1)
+    T32 = T.astype(np.float32)
+    a = LocalKernelRidgeRegressor(**kw).fit(X, T32)
+    b = LocalKernelRidgeRegressor(**kw).fit(X, T32.astype(np.float64))
+    np.testing.assert_allclose(a.predict(Xq), b.predict(Xq), rtol=1e-12, atol=1e-12)
+    assert T32.dtype == np.float32  # the caller's array is untouched
+
+
 def test_one_region_is_the_kernel_ridge_regressor(data):
     X, T, Xq = data
     common = dict(kernel_params={"gamma": 0.5}, lam=1e-3, input_sketch=None)
-    local = LocalKernelRidgeRegressor(n_regions=1, random_state=0, **common).fit(X, T)
+    local = LocalKernelRidgeRegressor(n_regions=1, m_x=None, random_state=0, **common).fit(X, T)
     ref = KernelRidgeRegressor(**common).fit(X, T)
     np.testing.assert_allclose(local.predict(Xq), ref.predict(Xq), rtol=1e-10, atol=1e-12)
 
@@ -82,19 +92,23 @@ def test_sparse_inputs_and_one_dimensional_targets(data):
     ({"m_x": 0}, None, "m_x"),
     ({}, "strings", "2-D array of numbers"),
     ({}, "nan", "NaN"),
+    ({}, "nan_y", "NaN"),
 ])
 def test_bad_arguments_are_named_before_any_state_changes(data, params, Xbad, match):
     X, T, _ = data
     m = LocalKernelRidgeRegressor(n_regions=3, random_state=0).fit(X, T)
     before = m.predict(X[:5])
-    Xf = X
+    Xf, Tf = X, T
+    if Xbad == "nan_y":
+        Tf = T.astype(np.float32)
+        Tf[5, 2] = np.inf
     if Xbad == "strings":
         Xf = np.array([["a", "b"]] * X.shape[0])
     elif Xbad == "nan":
         Xf = X.copy()
         Xf[3, 1] = np.nan
     with pytest.raises((ValueError, TypeError), match=match):
-        m.set_params(**params).fit(Xf, T)
+        m.set_params(**params).fit(Xf, Tf)
     np.testing.assert_array_equal(m.predict(X[:5]), before)  # the previous fit is intact
     with pytest.raises(ValueError, match="features"):
         m.predict(np.zeros((2, 5)))

@@ -64,11 +64,11 @@ class LocalKernelRidgeRegressor(SaveMixin, RegressorMixin, BaseEstimator):
 
     Attributes
     ----------
-    centres_ : ndarray of shape (n_regions_, n_features)
-        The k-means centres of the regions that hold training samples.
+    centres_ : ndarray of shape (r, n_features)
+        The k-means centres of the ``r = n_regions_`` regions that hold training samples.
     regions_ : list of KernelRidgeRegressor
         The fitted ridge of each region, in the order of ``centres_``.
-    region_sizes_ : ndarray of shape (n_regions_,)
+    region_sizes_ : ndarray of shape (r,)
         Training samples per region.
     n_regions_ : int
         Regions with training samples (k-means may leave some empty).

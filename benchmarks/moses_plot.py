@@ -65,6 +65,9 @@ def main(argv=None):
         row[1].set(xscale="log", xlabel="fit time (s; baselines: neighbour search)", ylabel="top-10 accuracy",
                    title=f"{title}: accuracy against time")
         for ax in row:
+            xs = [x for line in ax.get_lines() for x in line.get_xdata()]
+            if xs and max(xs) < 10 * min(xs):  # less than a decade: a log axis has no labels
+                ax.set_xscale("linear")
             ax.grid(alpha=0.3)
             ax.legend(fontsize=8)
     fig.tight_layout()

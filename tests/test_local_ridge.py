@@ -90,9 +90,11 @@ def test_sparse_inputs_and_one_dimensional_targets(data):
     ({"n_regions": 10_000}, None, "n_regions"),
     ({"n_regions": 2.5}, None, "n_regions"),
     ({"m_x": 0}, None, "m_x"),
-    ({}, "strings", "2-D array of numbers"),
+    ({}, "strings", "X must hold numbers"),
     ({}, "nan", "NaN"),
     ({}, "nan_y", "NaN"),
+    ({"lam": -1.0}, None, "lam"),
+    ({"kernel": "no_such_kernel"}, None, "no_such_kernel"),
 ])
 def test_bad_arguments_are_named_before_any_state_changes(data, params, Xbad, match):
     X, T, _ = data

@@ -25,7 +25,9 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..persistence import SaveMixin
 from ..progress import progress
-from ..utils import atomic_fit, check_random_state, consistent_read, num_samples, take
+from ..kernels import resolve_kernel
+from ..utils import (atomic_fit, check_finite, check_numeric_array, check_positive, check_random_state,
+                     consistent_read, resolve_dtype, take)
 from .base import check_n_features, set_n_features
 from .regressors import KernelRidgeRegressor
 
@@ -132,7 +134,10 @@ class LocalKernelRidgeRegressor(SaveMixin, RegressorMixin, BaseEstimator):
         if self.input_sketch is not None and (isinstance(m_x, bool) or not isinstance(m_x, (int, np.integer))
                                               or m_x < 1):
             raise ValueError(f"m_x (support points per region) must be a positive integer, got {m_x!r}")
-        # the regions' ridges validate the rest (kernel, lam, sketch, dtype, solver) on the first fit
+        # the components every region's ridge resolves, checked before the k-means (the
+        # ridges check the rest -- sketch parameters, solver -- on the first region)
+        check_positive(self.lam, "lam")
+        resolve_kernel(self.kernel, self.kernel_params, "input", resolve_dtype(self.dtype))
         rng = check_random_state(self.random_state)
         fit_rows = np.sort(rng.choice(n, KMEANS_MAX_SAMPLES, replace=False)) if n > KMEANS_MAX_SAMPLES \
             else np.arange(n)
@@ -146,8 +151,7 @@ class LocalKernelRidgeRegressor(SaveMixin, RegressorMixin, BaseEstimator):
         cap = None if self.input_sketch is None else int(m_x)  # type: ignore[arg-type]
         t1 = time.perf_counter()
         regions = []
-        order = np.argsort(labels, kind="stable")
-        bounds = np.concatenate([[0], np.cumsum(sizes)])
+        order, bounds = _groups(labels, centres.shape[0])
         with progress(total=used.size, desc="regional ridges", unit="region",
                       enabled=True if self.verbose else None) as bar:
             for r in used:
@@ -170,9 +174,7 @@ class LocalKernelRidgeRegressor(SaveMixin, RegressorMixin, BaseEstimator):
         check_n_features(self, X)
         out = np.zeros((X.shape[0], self.n_outputs_))
         if X.shape[0]:
-            labels = _nearest(X, self.centres_)
-            order = np.argsort(labels, kind="stable")
-            bounds = np.concatenate([[0], np.cumsum(np.bincount(labels, minlength=self.n_regions_))])
+            order, bounds = _groups(_nearest(X, self.centres_), self.n_regions_)
             for r in np.flatnonzero(np.diff(bounds)):
                 rows = order[bounds[r]:bounds[r + 1]]
                 out[rows] = np.asarray(self.regions_[r].predict(take(X, rows))).reshape(rows.size, -1)
@@ -199,23 +201,21 @@ def _targets(y: Any, n: int, owner: str) -> tuple[np.ndarray, bool]:
 
 
 def _vectors(X: Any, name: str) -> Any:
-    """``X`` as a 2-D float array or CSR matrix (regions are k-means regions of vectors)."""
+    """``X`` as a 2-D float array or CSR matrix (regions are k-means regions of vectors),
+    through the package's numeric checks; a float array is not copied."""
     if sp.issparse(X):
         X = sp.csr_matrix(X)
         if X.dtype.kind not in "fiub":
             raise TypeError(f"{name} must hold numbers, got a sparse matrix of dtype {X.dtype}")
-        return X if X.dtype.kind == "f" else X.astype(np.float64)
-    try:
-        A = np.asarray(X)
-    except Exception as exc:  # ragged lists, objects
-        raise TypeError(f"{name} must be a 2-D array of numbers (n_samples, n_features): {exc}") from exc
-    if A.ndim != 2 or A.dtype.kind not in "fiub":
-        raise ValueError(f"{name} must be a 2-D array of numbers (n_samples, n_features), got shape {A.shape} "
-                         f"and dtype {A.dtype}; LocalKernelRidgeRegressor splits vector inputs into regions")
-    A = A if A.dtype.kind == "f" else A.astype(np.float64)
-    if not np.isfinite(A).all():
-        raise ValueError(f"{name} contains NaN or infinite values")
-    return A
+        return check_finite(X if X.dtype.kind == "f" else X.astype(np.float64), name)
+    keep = isinstance(X, np.ndarray) and X.dtype.kind == "f"
+    return check_numeric_array(X, name, dtype=X.dtype if keep else np.float64)
+
+
+def _groups(labels: np.ndarray, n_groups: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(order, bounds)``: the rows of group ``g`` are ``order[bounds[g]:bounds[g + 1]]``."""
+    order = np.argsort(labels, kind="stable")
+    return order, np.concatenate([[0], np.cumsum(np.bincount(labels, minlength=n_groups))])
 
 
 def _nearest(X: Any, centres: np.ndarray, block: int = 65536) -> np.ndarray:

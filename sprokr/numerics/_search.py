@@ -195,11 +195,7 @@ def centred_topk_task(H: np.ndarray, E: np.ndarray, k: int, offsets: np.ndarray 
         probe.add(probe.start(), slice(0, sample.size), Es, None if offsets is None else offsets[sample])
         if probe.plain:
             return None
-    e_norm = radius = 0.0
-    for s in range(0, n, chunk):
-        r, e = _row_stats(E[s:s + chunk], mean, chunk)
-        radius, e_norm = max(radius, r), max(e_norm, e)
-    return CentredTopKTask(H, k, mean, radius, e_norm, off_max)
+    return CentredTopKTask(H, k, mean, *_row_stats(E, mean, chunk), off_max)
 
 
 def _row_stats(E: Any, mean: np.ndarray, chunk: int) -> tuple[float, float]:

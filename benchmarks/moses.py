@@ -138,6 +138,8 @@ def parse_args(argv=None):
     p.add_argument("--local-m-x", type=int, default=1000, help="dsokr_local: support points per region")
     p.add_argument("--local-gammas", default="0.3,1", help="dsokr_local: Gaussian widths tried (validation)")
     p.add_argument("--local-lams", default="1e-5,1e-7", help="dsokr_local: ridges tried (validation)")
+    p.add_argument("--local-extend", type=int, default=4,
+                   help="dsokr_local: fits past the grid's edge at most, while validation improves there")
     p.add_argument("--baseline-n", default=None, help="training sizes at which the baselines run (default: all)")
     p.add_argument("--mlp-columns", type=int, default=4096, help="input columns of the MLP (smiles task)")
     p.add_argument("--no-wl", action="store_true", help="do not try the WL output kernel in validation")
@@ -371,26 +373,60 @@ def dsokr_local(args, s, n, gamma, lam):
 
 def select_local(args, s, X, Y, Xv, Yv, Yd):
     """``(model, (gamma, lam), curve, fit_s, select_s)``: ``dsokr_local`` at this ``n`` with the
-    Gaussian width and ridge of the best validation MRR (the fits share the output targets)."""
+    Gaussian width and ridge of the best validation MRR (the fits share the output targets).
+
+    A best point on an edge of the grid is not a choice: the grid then grows one step past
+    that edge (the width times or divided by 3, the ridge by 100, from the best point) while validation improves,
+    at most ``--local-extend`` more fits.  Only one model is in memory at a time: the best
+    so far waits on disk (each holds ``n_regions m_x p`` float64 coefficients, 3.2 GB at
+    1.58 M; two in memory and the targets peaked at 12.5 GB)."""
+    import sprokr
     from sprokr.utils import concat_samples
 
     pool = concat_samples([Yv, Yd])
     t0 = time.perf_counter()
-    best, curve, fits = None, {}, {}
-    for g in (float(v) for v in args.local_gammas.split(",")):
-        for lam in (float(v) for v in args.local_lams.split(",")):
-            t = time.perf_counter()
-            model = dsokr_local(args, s, X.shape[0], g, lam).fit(X, Y)
-            fits[(g, lam)] = time.perf_counter() - t
-            curve[(g, lam)] = _val_mrr_model(model, Xv, pool)
-            log(f"  dsokr_local gamma={g} lam={lam:g}: validation MRR {curve[(g, lam)]:.4f} "
-                f"(fit {fits[(g, lam)]:.1f} s, {model.regressor_.n_regions_} regions)")
-            if best is None or curve[(g, lam)] > curve[best[0]]:
-                best = ((g, lam), model)
-            del model
-            gc.collect()
-    (g, lam), model = best
-    return model, (g, lam), curve, fits[(g, lam)], time.perf_counter() - t0 - fits[(g, lam)]
+    gammas = sorted(float(v) for v in args.local_gammas.split(","))
+    lams = sorted(float(v) for v in args.local_lams.split(","))
+    best_path = Path(args.workdir) / f"{args.task}-dsokr_local-best.model"
+    curve, fits, best = {}, {}, None
+
+    def trial(g, lam):
+        nonlocal best
+        t = time.perf_counter()
+        model = dsokr_local(args, s, X.shape[0], g, lam).fit(X, Y)
+        fits[(g, lam)] = time.perf_counter() - t
+        curve[(g, lam)] = _val_mrr_model(model, Xv, pool)
+        log(f"  dsokr_local gamma={g:g} lam={lam:g}: validation MRR {curve[(g, lam)]:.4f} "
+            f"(fit {fits[(g, lam)]:.1f} s, {model.regressor_.n_regions_} regions)")
+        if best is None or curve[(g, lam)] > curve[best]:
+            best = (g, lam)
+            model.save(best_path)
+        del model
+        gc.collect()
+
+    for g in gammas:
+        for lam in lams:
+            trial(g, lam)
+    extra = 0
+    while extra < args.local_extend:
+        g, lam = best
+        steps = []
+        if len(gammas) > 1 and g in (gammas[0], gammas[-1]):
+            steps.append((g / 3 if g == gammas[0] else g * 3, lam))
+        if len(lams) > 1 and lam in (lams[0], lams[-1]):
+            steps.append((g, lam / 100 if lam == lams[0] else lam * 100))
+        steps = [p for p in steps if p not in curve][: args.local_extend - extra]
+        if not steps:
+            break
+        for g2, lam2 in steps:
+            gammas, lams = sorted(set(gammas) | {g2}), sorted(set(lams) | {lam2})
+            trial(g2, lam2)
+            extra += 1
+        if best == (g, lam):  # no step past the edge improved: the edge point is the choice
+            break
+    model = sprokr.load(best_path)
+    best_path.unlink()
+    return model, best, curve, fits[best], time.perf_counter() - t0 - fits[best]
 
 
 def select_lam(est, X, Y, Xv, Yv, Yd, method="auto"):

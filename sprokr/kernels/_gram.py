@@ -121,7 +121,9 @@ def gram(A, B, alpha=1.0, L=None, R=None):
         dens_b = np.bincount(B.indices, minlength=B.shape[1]) / max(n_b, 1)
         J = np.flatnonzero(dens_a * dens_b > DENSE_COLUMN_THRESHOLD)
         if J.size:
-            A, A_J = _split_dense_columns(A, J)
+            # only B loses its dense columns: A's entries in them then meet empty columns of
+            # B in the sparse product (a few skipped lookups), which saves A's copy
+            A_J = A[:, J].toarray()
             B, B_J = _split_dense_columns(B, J)
             L = np.hstack([np.multiply(A_J, alpha, dtype=dtype), L])
             R = np.hstack([B_J.astype(dtype), R])

@@ -118,6 +118,34 @@ def test_gram_products_every_operand_mix(rng, dtype):
     assert (A != A0).nnz == 0 and (B != B0).nnz == 0  # the split works on copies
 
 
+def test_support_operand_memo_gives_the_same_products(rng):
+    """A support operand keeps its side of the Gram work across calls: queries with other
+    dense columns, other dtypes and dense queries get the same blocks as without it."""
+    from sprokr.kernels._gram import gram, support_operand
+
+    B = _mixed_density(rng, 70)
+    B0 = B.copy()
+    S = support_operand(B)
+    assert S is not B and np.shares_memory(S.data, B.data)  # no copy of the support
+    kernel = GaussianKernel(gamma=0.3)
+    assert getattr(kernel.prepare_support(B), "_sprokr_gram_memo", None) == {}
+    for cols in ((0, 3, 7), (1, 2), (0,), ()):
+        for _ in range(2):  # the second call reads the memo
+            A = _mixed_density(rng, 40, dense_cols=cols)
+            ref = 0.7 * A.toarray() @ B.toarray().T
+            np.testing.assert_allclose(gram(A, S, 0.7), ref, rtol=1e-12, atol=1e-12)
+            np.testing.assert_allclose(gram(A.astype(np.float32), S.astype(np.float32), 0.7), ref, rtol=1e-5,
+                                       atol=1e-5)
+            np.testing.assert_allclose(gram(A.toarray(), S, 0.7), ref, rtol=1e-12, atol=1e-12)
+            np.testing.assert_allclose(kernel.pairwise(A, S), rbf_kernel(A.toarray(), B.toarray(), gamma=0.3),
+                                       rtol=1e-12)
+    memo = S._sprokr_gram_memo
+    assert "density" in memo and "sq_norms" in memo and sum(isinstance(k, tuple) for k in memo) >= 2
+    assert (B != B0).nnz == 0 and (S != B0).nnz == 0  # neither is modified
+    dense = np.ones((3, 2))
+    assert support_operand(dense) is dense  # dense supports: one GEMM, nothing to keep
+
+
 def test_gaussian_on_sparse_data_with_dense_columns(rng):
     X, Y = _mixed_density(rng, 80), _mixed_density(rng, 50)
     K = GaussianKernel(gamma=0.3).pairwise(X, Y)

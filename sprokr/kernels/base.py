@@ -180,6 +180,13 @@ class VectorKernel(Kernel):
         check_finite(X, "the samples")
         return X
 
+    def prepare_support(self, A: Any) -> Any:
+        """Support points: a CSR support carries a memo of its side of the Gram products
+        (column densities, split by dense columns, transpose, row norms) across calls."""
+        from ._gram import support_operand
+
+        return support_operand(A)
+
 
 def describe_samples(X: Any) -> str:
     """What non-numeric samples are, for the vector kernels' errors ("a list of str (e.g. 'CCO')")."""

@@ -413,5 +413,5 @@ def test_moses_properties_smoke_with_regional_ridges(tmp_path):
     # step at least, further ones only while validation improves)
     assert {"0.3/1e-05", "1/1e-05"} < set(local["val_curve"]) and len(local["val_curve"]) <= 2 + 4
     assert all(k.endswith("/1e-05") for k in local["val_curve"])  # one lam given: not extended
-    assert local["val_mrr"] == max(local["val_curve"].values())
+    assert local["val_mrr"] == max(local["val_curve"].values()) and local["validate"] == "candidates"
     assert 0 <= local["top1"] <= local["top10"] <= 1 and 0 < local["MRR"] <= 1

@@ -57,11 +57,13 @@ def _memo(B, key, compute):
     memo = getattr(B, _MEMO, None)
     if memo is None:
         return compute()
-    if key not in memo:
+    value = memo.get(key)  # one lookup: threads folding chunks in parallel share the memo
+    if value is None:
+        value = compute()
         if len(memo) >= 16:  # many different query column patterns: start again
             memo.clear()
-        memo[key] = compute()
-    return memo[key]
+        memo[key] = value
+    return value
 
 
 def sq_norms(A):

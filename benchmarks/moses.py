@@ -39,6 +39,12 @@ Methods, per training size ``n`` (the first ``n`` rows of ``train.csv.gz``):
   21 descriptors of a million molecules the nearest training molecule is often an isomer of
   the truth, structure that only a local model (``R m_x`` support points for the cost of
   ``m_x``) follows.
+* ``dsokr_neighbours``: DSOKR with a Gaussian ridge on each query's nearest training inputs
+  (``regressor="neighbour_kernel_ridge"``, :class:`sprokr.models.NeighbourKernelRidgeRegressor`),
+  the number of neighbours, width and ``lam`` chosen by validation (``--neighbours-k`` x
+  ``--neighbours-gammas`` x ``--neighbours-lams``).  The local models' validation ranks the
+  validation molecules among all candidates (``--local-validate``) and grows the grid past
+  an edge while validation improves there (``--local-extend``).
 
 Settings are chosen by validation on training molecules only: the last 2,000 rows of
 ``train.csv.gz`` are validation queries (never fitted on) ranked among themselves and the
@@ -81,6 +87,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import itertools
 import json
 import os
 import resource
@@ -138,11 +145,14 @@ def parse_args(argv=None):
     p.add_argument("--local-m-x", type=int, default=1000, help="dsokr_local: support points per region")
     p.add_argument("--local-gammas", default="0.3,1", help="dsokr_local: Gaussian widths tried (validation)")
     p.add_argument("--local-lams", default="1e-5,1e-7", help="dsokr_local: ridges tried (validation)")
+    p.add_argument("--neighbours-k", default="4,16", help="dsokr_neighbours: neighbours per query tried")
+    p.add_argument("--neighbours-gammas", default="3,30", help="dsokr_neighbours: Gaussian widths tried")
+    p.add_argument("--neighbours-lams", default="1e-5", help="dsokr_neighbours: ridges tried")
     p.add_argument("--local-validate", choices=("candidates", "pool"), default="candidates",
-                   help="dsokr_local: validation molecules ranked among all candidates (as the test queries) "
+                   help="the local models: validation molecules ranked among all candidates (as the test queries) "
                         "or among the 52,000 of the validation pool")
     p.add_argument("--local-extend", type=int, default=4,
-                   help="dsokr_local: fits past the grid's edge at most, while validation improves there")
+                   help="the local models: fits past the grid's edge at most, while validation improves there")
     p.add_argument("--baseline-n", default=None, help="training sizes at which the baselines run (default: all)")
     p.add_argument("--mlp-columns", type=int, default=4096, help="input columns of the MLP (smiles task)")
     p.add_argument("--no-wl", action="store_true", help="do not try the WL output kernel in validation")
@@ -374,9 +384,27 @@ def dsokr_local(args, s, n, gamma, lam):
                  random_state=args.seed, default_index=False)
 
 
-def select_local(args, s, D, X, Y, Xv, Yv, Yd):
-    """``(model, (gamma, lam), curve, fit_s, select_s)``: ``dsokr_local`` at this ``n`` with the
-    Gaussian width and ridge of the best validation MRR (the fits share the output targets).
+def dsokr_neighbours(args, s, n_neighbors, gamma, lam):
+    """DSOKR whose regressor is a Gaussian ridge on each query's nearest training inputs
+    (:class:`sprokr.models.NeighbourKernelRidgeRegressor`): the properties task's other local model."""
+    from sprokr import DSOKR
+
+    ok, okp = output_kernel(s)
+    return DSOKR(output_kernel=ok, output_kernel_params=okp, output_sketch="subsample", m_y=s["m_y"],
+                 regressor="neighbour_kernel_ridge",
+                 regressor_params={"n_neighbors": int(n_neighbors), "kernel": "gaussian",
+                                   "kernel_params": {"gamma": gamma}, "lam": lam},
+                 random_state=args.seed, default_index=False)
+
+
+#: how a grid grows past an edge: parameter -> (lower neighbour, upper neighbour) of a value
+GRID_STEPS = {"gamma": (lambda v: v / 3, lambda v: v * 3), "lam": (lambda v: v / 100, lambda v: v * 100),
+              "n_neighbors": (lambda v: max(1, v // 2), lambda v: v * 2)}
+
+
+def select_grid(args, s, D, name, make, grid, X, Y, Xv, Yv, Yd):
+    """``(model, point, curve, fit_s, select_s)``: the model ``make(**point)`` of the best
+    validation MRR over the grid ``{parameter: values}`` (the fits share the output targets).
 
     ``--local-validate candidates`` (default): the validation molecules are ranked among all
     the candidates, as the test queries are (their own molecules are training rows, so
@@ -386,10 +414,10 @@ def select_local(args, s, D, X, Y, Xv, Yv, Yd):
     models look better than they are at 1.76 M: there, top-10 rewards a sharp prediction.
 
     A best point on an edge of the grid is not a choice: the grid then grows one step past
-    that edge (the width times or divided by 3, the ridge by 100, from the best point) while validation improves,
-    at most ``--local-extend`` more fits.  Only one model is in memory at a time: the best
-    so far waits on disk (each holds ``n_regions m_x p`` float64 coefficients, 3.2 GB at
-    1.58 M; two in memory and the targets peaked at 12.5 GB)."""
+    that edge (:data:`GRID_STEPS`, from the best point) while validation improves, at most
+    ``--local-extend`` more fits.  Only one model is in memory at a time: the best so far
+    waits on disk (a regional model holds ``n_regions m_x p`` float64 coefficients, 3.2 GB
+    at 1.58 M; two in memory and the targets peaked at 12.5 GB)."""
     import sprokr
     from sprokr.utils import concat_samples
 
@@ -402,51 +430,52 @@ def select_local(args, s, D, X, Y, Xv, Yv, Yd):
             return _val_mrr_model(model, Xv, pool)
         probe = model.make_candidate_index(Yv).embeddings
         if not full:
-            path = Path(args.workdir) / f"{args.task}-dsokr_local-validation.sprokr"
+            path = Path(args.workdir) / f"{args.task}-{name}-validation.sprokr"
             model.make_candidate_index(D.candidates_Y(), dtype=s["index_dtype"], path=path, labels=D.labels)
             full.update(index=sprokr.load(path, mmap=True), probe=probe, path=path)
         elif not np.array_equal(probe, full["probe"]):
-            raise RuntimeError("dsokr_local fits with different output bases: the validation index does not apply")
+            raise RuntimeError(f"{name} fits with different output bases: the validation index does not apply")
         ranks = ranks_of_truth(model.predict_coordinates(Xv), full["index"], D.val)
         return float(np.mean(1.0 / ranks))
-    gammas = sorted(float(v) for v in args.local_gammas.split(","))
-    lams = sorted(float(v) for v in args.local_lams.split(","))
-    best_path = Path(args.workdir) / f"{args.task}-dsokr_local-best.model"
+
+    keys = list(grid)
+    values = {k: sorted(grid[k]) for k in keys}
+    best_path = Path(args.workdir) / f"{args.task}-{name}-best.model"
     curve, fits, best = {}, {}, None
 
-    def trial(g, lam):
+    def trial(point):
         nonlocal best
         t = time.perf_counter()
-        model = dsokr_local(args, s, X.shape[0], g, lam).fit(X, Y)
-        fits[(g, lam)] = time.perf_counter() - t
-        curve[(g, lam)] = val_mrr(model)
-        log(f"  dsokr_local gamma={g:g} lam={lam:g}: validation MRR {curve[(g, lam)]:.4f} "
-            f"(fit {fits[(g, lam)]:.1f} s, {model.regressor_.n_regions_} regions)")
-        if best is None or curve[(g, lam)] > curve[best]:
-            best = (g, lam)
+        model = make(**dict(zip(keys, point))).fit(X, Y)
+        fits[point] = time.perf_counter() - t
+        curve[point] = val_mrr(model)
+        log(f"  {name} {' '.join(f'{k}={v:g}' for k, v in zip(keys, point))}: validation MRR {curve[point]:.4f} "
+            f"(fit {fits[point]:.1f} s)")
+        if best is None or curve[point] > curve[best]:
+            best = point
             model.save(best_path)
         del model
         gc.collect()
 
-    for g in gammas:
-        for lam in lams:
-            trial(g, lam)
+    for point in itertools.product(*(values[k] for k in keys)):
+        trial(point)
     extra = 0
     while extra < args.local_extend:
-        g, lam = best
-        steps = []
-        if len(gammas) > 1 and g in (gammas[0], gammas[-1]):
-            steps.append((g / 3 if g == gammas[0] else g * 3, lam))
-        if len(lams) > 1 and lam in (lams[0], lams[-1]):
-            steps.append((g, lam / 100 if lam == lams[0] else lam * 100))
+        start, steps = best, []
+        for j, k in enumerate(keys):
+            v, vs = start[j], values[k]
+            if len(vs) > 1 and v in (vs[0], vs[-1]):
+                out = GRID_STEPS[k][0 if v == vs[0] else 1](v)
+                steps.append(start[:j] + (out,) + start[j + 1:])
         steps = [p for p in steps if p not in curve][: args.local_extend - extra]
         if not steps:
             break
-        for g2, lam2 in steps:
-            gammas, lams = sorted(set(gammas) | {g2}), sorted(set(lams) | {lam2})
-            trial(g2, lam2)
+        for point in steps:
+            for j, k in enumerate(keys):
+                values[k] = sorted(set(values[k]) | {point[j]})
+            trial(point)
             extra += 1
-        if best == (g, lam):  # no step past the edge improved: the edge point is the choice
+        if best == start:  # no step past the edge improved: the edge point is the choice
             break
     model = sprokr.load(best_path)
     best_path.unlink()
@@ -454,7 +483,7 @@ def select_local(args, s, D, X, Y, Xv, Yv, Yd):
         del full["index"]
         gc.collect()
         full["path"].unlink()
-    return model, best, curve, fits[best], time.perf_counter() - t0 - fits[best]
+    return model, dict(zip(keys, best)), curve, fits[best], time.perf_counter() - t0 - fits[best]
 
 
 def select_lam(est, X, Y, Xv, Yv, Yd, method="auto"):
@@ -728,16 +757,28 @@ def run_n(args, D, s, n, executor, peak, methods, results):
         row, _, _ = evaluate(args, D, model, pick(Xq), "dsokr", n_fit, executor, peak, extra,
                              gemm=gemm if model.output_rank_ == sis_p else None)
         results.append(row)
-    if "dsokr_local" in methods:
-        model, (g, lam), curve, fit_s, sel_s = select_local(args, s, D, X, Y, Xv, Yv, Yd)
-        log(f"dsokr_local n={n_fit}: gamma {g}, lam {lam:g} (validation MRR {curve[(g, lam)]:.4f}); fit {fit_s:.1f} s, "
+    for name in ("dsokr_local", "dsokr_neighbours"):
+        if name not in methods:
+            continue
+        floats = lambda text: [float(v) for v in text.split(",")]  # noqa: E731
+        if name == "dsokr_local":
+            make = lambda gamma, lam: dsokr_local(args, s, X.shape[0], gamma, lam)  # noqa: E731
+            grid = {"gamma": floats(args.local_gammas), "lam": floats(args.local_lams)}
+        else:
+            make = lambda n_neighbors, gamma, lam: dsokr_neighbours(args, s, n_neighbors, gamma, lam)  # noqa: E731
+            grid = {"n_neighbors": [int(v) for v in args.neighbours_k.split(",")],
+                    "gamma": floats(args.neighbours_gammas), "lam": floats(args.neighbours_lams)}
+        model, point, curve, fit_s, sel_s = select_grid(args, s, D, name, make, grid, X, Y, Xv, Yv, Yd)
+        best = tuple(point.values())
+        log(f"{name} n={n_fit}: {point} (validation MRR {curve[best]:.4f}); fit {fit_s:.1f} s, "
             f"selection {sel_s:.1f} s")
         reg = model.regressor_
-        extra = dict(base, fit_s=fit_s, select_s=sel_s, gamma=g, lam=lam, n_regions=int(reg.n_regions_),
-                     m_x=args.local_m_x, p=int(model.output_rank_), val_mrr=curve[(g, lam)],
-                     val_curve={f"{a:g}/{b:g}": v for (a, b), v in curve.items()}, fit_times=reg.fit_times_,
+        extra = dict(base, fit_s=fit_s, select_s=sel_s, **point, p=int(model.output_rank_), val_mrr=curve[best],
+                     val_curve={"/".join(f"{v:g}" for v in k): v for k, v in curve.items()},
                      validate=args.local_validate)
-        row, _, _ = evaluate(args, D, model, Xq, "dsokr_local", n_fit, executor, peak, extra,
+        if name == "dsokr_local":
+            extra.update(n_regions=int(reg.n_regions_), m_x=args.local_m_x, fit_times=reg.fit_times_)
+        row, _, _ = evaluate(args, D, model, Xq, name, n_fit, executor, peak, extra,
                              gemm=gemm if model.output_rank_ == sis_p else None)
         results.append(row)
         del model

@@ -79,7 +79,8 @@ def sprokr_regressors():
     """Surrogate regressors of DSOKR (see :mod:`sprokr.models.regressors`).
 
     ``kernel_ridge`` (DSOKR with it is ISOKR), ``local_kernel_ridge`` (one sketched ridge per
-    k-means region of the inputs), ``mlp`` (scikit-learn MLP with early
+    k-means region of the inputs), ``neighbour_kernel_ridge`` (one ridge on each query's
+    nearest training samples), ``mlp`` (scikit-learn MLP with early
     stopping on the kernel-induced loss), ``ridge`` (plain scikit-learn ``Ridge``) and, only
     when torch is installed (extra ``torch``), ``torch_mlp`` (robust losses, residual MLP),
     ``torch_smiles`` (SMILES strings in: atom tokens, CNN or transformer) and ``torch_text``
@@ -93,6 +94,7 @@ def sprokr_regressors():
         "mlp": "sprokr.models.regressors:MLPSurrogate",
         "kernel_ridge": "sprokr.models.regressors:KernelRidgeRegressor",
         "local_kernel_ridge": "sprokr.models.local_ridge:LocalKernelRidgeRegressor",
+        "neighbour_kernel_ridge": "sprokr.models.local_ridge:NeighbourKernelRidgeRegressor",
     }
     if importlib.util.find_spec("torch") is not None:
         regs["torch_mlp"] = "sprokr.models.torch_regressors:TorchRegressor"

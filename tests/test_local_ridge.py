@@ -1,4 +1,5 @@
-"""LocalKernelRidgeRegressor: one ridge per k-means region of the inputs."""
+"""LocalKernelRidgeRegressor (one ridge per k-means region of the inputs) and
+NeighbourKernelRidgeRegressor (one ridge per query's neighbourhood)."""
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -6,7 +7,7 @@ import scipy.sparse as sp
 import sprokr
 from sprokr import DSOKR
 from sprokr.kernels import GaussianKernel
-from sprokr.models import KernelRidgeRegressor, LocalKernelRidgeRegressor
+from sprokr.models import KernelRidgeRegressor, LocalKernelRidgeRegressor, NeighbourKernelRidgeRegressor
 
 
 @pytest.fixture(scope="module")
@@ -127,4 +128,92 @@ def test_dsokr_with_regional_ridges_predicts_and_survives_saving(data, tmp_path)
     pred = model.predict(Xq, candidates=Y)
     assert pred.shape == (Xq.shape[0], Y.shape[1])
     again = sprokr.load(model.save(tmp_path / "local.sprokr"))
+    np.testing.assert_array_equal(again.predict(Xq, candidates=Y), pred)
+
+
+# ---------------------------------------------------------------- NeighbourKernelRidgeRegressor
+def _naive_neighbour_ridge(X, T, Xq, k, g, lam):
+    """Each query's own dense ridge on its k nearest training rows (ties: smaller index)."""
+    from sklearn.metrics.pairwise import euclidean_distances, rbf_kernel
+
+    nb = np.argsort(euclidean_distances(Xq, X), axis=1, kind="stable")[:, :k]
+    return np.stack([rbf_kernel(Xq[i:i + 1], X[n], gamma=g)[0]
+                     @ np.linalg.solve(rbf_kernel(X[n], X[n], gamma=g) + k * lam * np.eye(k), T[n])
+                     for i, n in enumerate(nb)])
+
+
+@pytest.mark.parametrize("k", [1, 5, 40])
+def test_neighbour_ridge_equals_the_naive_per_query_ridge(data, k):
+    X, T, Xq = data
+    m = NeighbourKernelRidgeRegressor(n_neighbors=k, kernel_params={"gamma": 0.8}, lam=1e-4, chunk_size=7).fit(X, T)
+    np.testing.assert_allclose(m.predict(Xq), _naive_neighbour_ridge(X, T, Xq, k, 0.8, 1e-4), rtol=1e-9, atol=1e-9)
+
+
+def test_one_neighbour_ranks_like_the_nearest_neighbour(data):
+    # k = 1: the nearest training target scaled by k(x, x_1) / (1 + lam) > 0, so a retrieval
+    # (scores up to a positive factor per query) ranks as the nearest-neighbour regressor's
+    from sklearn.neighbors import KNeighborsRegressor
+
+    X, T, Xq = data
+    P = NeighbourKernelRidgeRegressor(n_neighbors=1, kernel_params={"gamma": 0.3}).fit(X, T).predict(Xq)
+    ref = KNeighborsRegressor(n_neighbors=1).fit(X, T).predict(Xq)
+    scale = P[:, 0] / ref[:, 0]
+    assert np.all((scale > 0) & (scale <= 1))
+    np.testing.assert_allclose(P, scale[:, None] * ref, rtol=1e-12)
+
+
+def test_neighbour_ridge_keeps_float32_targets_and_takes_sparse_inputs(data):
+    X, T, Xq = data
+    T32 = T.astype(np.float32)
+    m = NeighbourKernelRidgeRegressor(n_neighbors=6, kernel_params={"gamma": 0.5}).fit(X, T32)
+    assert np.shares_memory(m.targets_, T32)  # not copied (DSOKR's n x p targets)
+    np.testing.assert_allclose(m.predict(Xq), _naive_neighbour_ridge(X, T32.astype(np.float64), Xq, 6, 0.5, 1e-5),
+                               rtol=1e-8, atol=1e-8)
+    ms = NeighbourKernelRidgeRegressor(n_neighbors=6, kernel_params={"gamma": 0.5}).fit(sp.csr_matrix(X), T[:, 0])
+    np.testing.assert_allclose(ms.predict(sp.csr_matrix(Xq)), m.predict(Xq)[:, 0], rtol=1e-5, atol=1e-6)
+    assert ms.predict(Xq[:0]).shape == (0,)
+
+
+@pytest.mark.parametrize("params, Xbad, match", [
+    ({"n_neighbors": 0}, None, "n_neighbors"),
+    ({"n_neighbors": 10_000}, None, "n_neighbors"),
+    ({"n_neighbors": 2.5}, None, "n_neighbors"),
+    ({"chunk_size": 0}, None, "chunk_size"),
+    ({}, "strings", "X must hold numbers"),
+    ({}, "nan", "NaN"),
+    ({}, "nan_y", "NaN"),
+    ({"lam": 0.0}, None, "lam"),
+    ({"kernel": "no_such_kernel"}, None, "no_such_kernel"),
+])
+def test_neighbour_ridge_bad_arguments_are_named_before_any_state_changes(data, params, Xbad, match):
+    X, T, _ = data
+    m = NeighbourKernelRidgeRegressor().fit(X, T)
+    before = m.predict(X[:5])
+    Xf, Tf = X, T
+    if Xbad == "nan_y":
+        Tf = T.astype(np.float32)
+        Tf[5, 2] = np.inf
+    if Xbad == "strings":
+        Xf = np.array([["a", "b"]] * X.shape[0])
+    elif Xbad == "nan":
+        Xf = X.copy()
+        Xf[3, 1] = np.nan
+    with pytest.raises((ValueError, TypeError), match=match):
+        m.set_params(**params).fit(Xf, Tf)
+    np.testing.assert_array_equal(m.predict(X[:5]), before)  # the previous fit is intact
+    with pytest.raises(ValueError, match="features"):
+        m.predict(np.zeros((2, 5)))
+
+
+def test_dsokr_with_neighbour_ridges_predicts_and_survives_saving(data, tmp_path):
+    X, T, Xq = data
+    Y = (T > 0).astype(float)
+    model = DSOKR(output_kernel="gaussian", output_kernel_params={"gamma": 0.5}, m_y=20,
+                  regressor="neighbour_kernel_ridge",
+                  regressor_params={"n_neighbors": 8, "kernel_params": {"gamma": 0.5}, "lam": 1e-4},
+                  random_state=0).fit(X, Y)
+    assert isinstance(model.regressor_, NeighbourKernelRidgeRegressor)
+    pred = model.predict(Xq, candidates=Y)
+    assert pred.shape == (Xq.shape[0], Y.shape[1])
+    again = sprokr.load(model.save(tmp_path / "near.sprokr"))
     np.testing.assert_array_equal(again.predict(Xq, candidates=Y), pred)

@@ -402,11 +402,16 @@ def test_moses_benchmark_smoke_local_and_dask_agree(tmp_path):
 def test_moses_properties_smoke_with_regional_ridges(tmp_path):
     # the properties task end to end with the local model: regions, validation of its
     # width and lam, a row of results like the other methods'
-    out = _bench(tmp_path, "--task", "properties", "--methods", "sisokr,dsokr_local", "--n", "216",
+    out = _bench(tmp_path, "--task", "properties", "--methods", "sisokr,dsokr_local,dsokr_neighbours", "--n", "216",
                  "--gammas", "0.1", "--no-wl", "--m-y", "16", "--local-region-size", "60", "--local-m-x", "30",
-                 "--local-gammas", "0.3,1", "--local-lams", "1e-5")
+                 "--local-gammas", "0.3,1", "--local-lams", "1e-5", "--neighbours-k", "2,4",
+                 "--neighbours-gammas", "1", "--neighbours-lams", "1e-5")
     runs = {r["method"]: r for r in out["runs"]}
-    assert set(runs) == {"sisokr", "dsokr_local"}
+    assert set(runs) == {"sisokr", "dsokr_local", "dsokr_neighbours"}
+    near = runs["dsokr_neighbours"]
+    assert {"2/1/1e-05", "4/1/1e-05"} < set(near["val_curve"]) and near["val_mrr"] == max(near["val_curve"].values())
+    assert "/".join(f"{near[k]:g}" for k in ("n_neighbors", "gamma", "lam")) in near["val_curve"]
+    assert 0 <= near["top1"] <= near["top10"] <= 1 and 0 < near["MRR"] <= 1
     local = runs["dsokr_local"]
     assert local["n_regions"] == 4 and local["m_x"] == 30 and f"{local['gamma']:g}/1e-05" in local["val_curve"]
     # the grid, and the steps past its edge (with two widths the best is on an edge: one

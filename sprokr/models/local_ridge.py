@@ -1,4 +1,4 @@
-"""Kernel ridge regression fitted region by region: local capacity at the cost of one sketch.
+"""Local kernel ridge regression: one ridge per input region, or per query's neighbourhood.
 
 A sketched kernel ridge with ``m`` support points is a smooth map: on a million samples
 of a few dozen features (MOSES molecules described by 21 descriptors), ``m = 2000``
@@ -11,6 +11,13 @@ so DSOKR with this regressor is SISOKR with that kernel and a sub-sampling sketc
 stratified by region -- and a region with at most ``m`` samples is fitted exactly.
 
 A query is predicted by the ridge of its region (the nearest k-means centre).
+
+:class:`NeighbourKernelRidgeRegressor` has no regions and no boundaries: each query gets the
+ridge of its ``k`` nearest training samples, ``g(x) = k(x, X_N)(K_NN + k lam I)^-1 T_N``.
+With ``k = 1`` it ranks candidates as the nearest-neighbour regressor does, and a narrow
+kernel tends to it; a wider one weighs the neighbours and fits their local trend (local learning, Bottou and
+Vapnik 1992).  It has no fit beyond storing the samples; a prediction costs the
+neighbour search (scikit-learn's ``NearestNeighbors``, Euclidean) and ``k^3`` per query.
 """
 from __future__ import annotations
 
@@ -36,7 +43,7 @@ if TYPE_CHECKING:  # imported for the annotations only
     from ..sketches.base import Sketch
     from ..types import RandomStateLike
 
-__all__ = ["LocalKernelRidgeRegressor"]
+__all__ = ["LocalKernelRidgeRegressor", "NeighbourKernelRidgeRegressor"]
 
 #: samples the k-means of the regions is fitted on at most (seeded sub-sample)
 KMEANS_MAX_SAMPLES = 200_000
@@ -179,6 +186,119 @@ class LocalKernelRidgeRegressor(SaveMixin, RegressorMixin, BaseEstimator):
                 rows = order[bounds[r]:bounds[r + 1]]
                 out[rows] = np.asarray(self.regions_[r].predict(take(X, rows))).reshape(rows.size, -1)
         return out[:, 0] if self._scalar else out
+
+
+class NeighbourKernelRidgeRegressor(SaveMixin, RegressorMixin, BaseEstimator):
+    """Kernel ridge regression of vector targets on each query's nearest training samples.
+
+    For a query ``x`` with nearest training inputs ``N`` (``n_neighbors`` of them, Euclidean
+    distance), ``g(x) = k(x, X_N) (K_NN + k lam I)^-1 T_N``: the ridge
+    ``1/k sum_{i in N} |g(x_i) - t_i|^2 + lam |g|^2`` fitted on the neighbourhood alone.
+    With ``n_neighbors=1`` it predicts the nearest training target scaled by
+    ``k(x, x_1) / (k(x_1, x_1) + lam) > 0``: a retrieval ranks as with the nearest-neighbour
+    regressor; a narrow kernel tends to that, a wider one weighs the neighbours.
+
+    Parameters
+    ----------
+    n_neighbors : int
+        Neighbours ``k`` of each query (at most the number of training samples).
+    kernel, kernel_params : str or Kernel, dict
+        The kernel of the local ridges (a vector kernel; default Gaussian).
+    lam : float > 0
+        Ridge of each neighbourhood.
+    chunk_size : int, optional
+        Queries per block (default: blocks of about 64 MB of gathered targets).
+
+    Attributes
+    ----------
+    X_fit_ : ndarray or CSR matrix of shape (n, n_features)
+        The training inputs (float arrays are kept as given, not copied).
+    targets_ : ndarray of shape (n, p)
+        The training targets (float arrays kept as given: DSOKR's float32 targets are not
+        copied).
+    kernel_ : Kernel
+    n_neighbors_ : int
+    lam_ : float
+        The neighbours and ridge of the fit (predictions use them, not later ``set_params``).
+    n_outputs_ : int
+    """
+
+    #: DSOKR gives this regressor float32 targets (kept as they are)
+    target_dtype = np.float32
+
+    def __init__(self, n_neighbors: int = 8, kernel: str | Kernel = "gaussian",
+                 kernel_params: Mapping[str, Any] | None = None, lam: float = 1e-5,
+                 chunk_size: int | None = None) -> None:
+        self.n_neighbors = n_neighbors
+        self.kernel = kernel
+        self.kernel_params = kernel_params
+        self.lam = lam
+        self.chunk_size = chunk_size
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        tags.target_tags.multi_output = True
+        tags.target_tags.single_output = True
+        return tags
+
+    @atomic_fit
+    def fit(self, X: Any, y: Any) -> Self:
+        """Store inputs ``X`` (n, d) and targets ``y`` (n,) or (n, p).  Returns self."""
+        X = _vectors(X, "X")
+        n = X.shape[0]
+        if n < 1:
+            raise ValueError("cannot fit on 0 samples: X is empty")
+        T, scalar = _targets(y, n, type(self).__name__)
+        k = self.n_neighbors
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= n:
+            raise ValueError(f"n_neighbors must be an integer between 1 and the number of samples ({n}), got {k!r}")
+        check_positive(self.lam, "lam")
+        if self.chunk_size is not None and (isinstance(self.chunk_size, bool)
+                                            or not isinstance(self.chunk_size, (int, np.integer))
+                                            or self.chunk_size < 1):
+            raise ValueError(f"chunk_size must be a positive integer or None, got {self.chunk_size!r}")
+        kernel = resolve_kernel(self.kernel, self.kernel_params, "input", np.dtype(np.float64))
+        # ---- fitted: learned state
+        self.X_fit_, self.targets_, self.kernel_ = X, T, kernel
+        self.n_neighbors_, self.lam_, self._chunk = int(k), float(self.lam), self.chunk_size
+        self.n_outputs_, self._scalar = T.shape[1], scalar
+        set_n_features(self, X)
+        return self
+
+    @consistent_read
+    def predict(self, X: Any) -> np.ndarray:
+        """Predicted targets, (n_q,) for 1-D training targets, else (n_q, p)."""
+        from sklearn.neighbors import NearestNeighbors
+
+        check_is_fitted(self, "targets_")
+        X = _vectors(X, "X")
+        check_n_features(self, X)
+        k, p = self.n_neighbors_, self.n_outputs_
+        out = np.zeros((X.shape[0], p))
+        search = NearestNeighbors(n_neighbors=k).fit(self.X_fit_)
+        step = int(self._chunk or max(1, min(4096, (64 << 20) // (8 * k * p))))
+        for a in range(0, X.shape[0], step):
+            Q = X[a:a + step]
+            nb = search.kneighbors(Q, return_distance=False)
+            out[a:a + nb.shape[0]] = self._local_ridges(Q, nb)
+        return out[:, 0] if self._scalar else out
+
+    def _local_ridges(self, Q: Any, nb: np.ndarray) -> np.ndarray:
+        """``k(q, X_N) (K_NN + k lam I)^-1 T_N`` for every query row of ``Q`` and its neighbours."""
+        q, k = nb.shape
+        K = np.empty((q, k, k))
+        kq = np.empty((q, k))
+        Q = Q.astype(np.float64)  # the kernel in float64 whatever the stored precision
+        for i in range(q):  # one (k + 1) x (k + 1) block per query: the neighbourhoods differ
+            Z = take(self.X_fit_, nb[i]).astype(np.float64)
+            kq[i] = self.kernel_.pairwise(Q[i:i + 1], Z)[0]
+            K[i] = self.kernel_.pairwise(Z, Z)
+        # eigenvalues clipped at 0: a PSD kernel's rounding must not make a tiny ridge negative
+        w, V = np.linalg.eigh(K)
+        coef = np.einsum("qij,qj->qi", V, np.einsum("qji,qj->qi", V, kq) / (np.maximum(w, 0.0) + k * self.lam_))
+        T = np.asarray(self.targets_[nb.ravel()], dtype=np.float64).reshape(q, k, -1)
+        return np.einsum("qk,qkp->qp", coef, T)
 
 
 def _targets(y: Any, n: int, owner: str) -> tuple[np.ndarray, bool]:

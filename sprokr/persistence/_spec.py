@@ -47,6 +47,7 @@ ALLOWED: dict[str, str | None] = {
         "JointQuantileRegressor", "RFFKernelMachine")},
     "sprokr.models.regressors:KernelRidgeRegressor": None,
     "sprokr.models.local_ridge:LocalKernelRidgeRegressor": None,
+    "sprokr.models.local_ridge:NeighbourKernelRidgeRegressor": None,
     "sprokr.models.regressors:MLPSurrogate": None,
     "sprokr.models.torch_regressors:TorchRegressor": None,
     "sprokr.models.regressors:TorchRegressor": None,  # its former home (models saved before the move)

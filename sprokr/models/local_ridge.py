@@ -33,7 +33,7 @@ from sklearn.utils.validation import check_is_fitted
 from ..persistence import SaveMixin
 from ..progress import progress
 from ..kernels import resolve_kernel
-from ..utils import (atomic_fit, check_finite, check_numeric_array, check_positive, check_random_state,
+from ..utils import (atomic_fit, check_chunk_size, check_finite, check_numeric_array, check_positive, check_random_state,
                      consistent_read, resolve_dtype, take)
 from .base import check_n_features, set_n_features
 from .regressors import KernelRidgeRegressor
@@ -49,7 +49,22 @@ __all__ = ["LocalKernelRidgeRegressor", "NeighbourKernelRidgeRegressor"]
 KMEANS_MAX_SAMPLES = 200_000
 
 
-class LocalKernelRidgeRegressor(SaveMixin, RegressorMixin, BaseEstimator):
+class _LocalRidge(SaveMixin, RegressorMixin, BaseEstimator):
+    """What both local ridges share: vector (dense or CSR) inputs, vector targets."""
+
+    #: DSOKR gives these regressors float32 targets (half the n x p array: the regional
+    #: ridges convert their own rows to float64, the neighbour ridge its neighbours' rows)
+    target_dtype = np.float32
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        tags.target_tags.multi_output = True
+        tags.target_tags.single_output = True
+        return tags
+
+
+class LocalKernelRidgeRegressor(_LocalRidge):
     """Kernel ridge regression of vector targets, one (sketched) ridge per input region.
 
     The inputs (numeric vectors, dense or CSR) are split into ``n_regions`` regions by
@@ -85,10 +100,6 @@ class LocalKernelRidgeRegressor(SaveMixin, RegressorMixin, BaseEstimator):
     fit_times_ : dict of phase -> seconds
     """
 
-    #: DSOKR gives this regressor float32 targets (half the n x p array; each region's
-    #: ridge converts its own rows to float64)
-    target_dtype = np.float32
-
     def __init__(self, n_regions: int = 16, kernel: str | Kernel = "gaussian",
                  kernel_params: Mapping[str, Any] | None = None, lam: float = 1e-5,
                  input_sketch: str | Sketch | None = "subsample", m_x: int | None = 1000,
@@ -108,13 +119,6 @@ class LocalKernelRidgeRegressor(SaveMixin, RegressorMixin, BaseEstimator):
         self.chunk_size = chunk_size
         self.random_state = random_state
         self.verbose = verbose
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
-        tags.target_tags.multi_output = True
-        tags.target_tags.single_output = True
-        return tags
 
     def _region(self, m_x: int | None, seed: int) -> KernelRidgeRegressor:
         return KernelRidgeRegressor(
@@ -188,7 +192,7 @@ class LocalKernelRidgeRegressor(SaveMixin, RegressorMixin, BaseEstimator):
         return out[:, 0] if self._scalar else out
 
 
-class NeighbourKernelRidgeRegressor(SaveMixin, RegressorMixin, BaseEstimator):
+class NeighbourKernelRidgeRegressor(_LocalRidge):
     """Kernel ridge regression of vector targets on each query's nearest training samples.
 
     For a query ``x`` with nearest training inputs ``N`` (``n_neighbors`` of them, Euclidean
@@ -223,9 +227,6 @@ class NeighbourKernelRidgeRegressor(SaveMixin, RegressorMixin, BaseEstimator):
     n_outputs_ : int
     """
 
-    #: DSOKR gives this regressor float32 targets (kept as they are)
-    target_dtype = np.float32
-
     def __init__(self, n_neighbors: int = 8, kernel: str | Kernel = "gaussian",
                  kernel_params: Mapping[str, Any] | None = None, lam: float = 1e-5,
                  chunk_size: int | None = None) -> None:
@@ -234,13 +235,6 @@ class NeighbourKernelRidgeRegressor(SaveMixin, RegressorMixin, BaseEstimator):
         self.kernel_params = kernel_params
         self.lam = lam
         self.chunk_size = chunk_size
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
-        tags.target_tags.multi_output = True
-        tags.target_tags.single_output = True
-        return tags
 
     @atomic_fit
     def fit(self, X: Any, y: Any) -> Self:
@@ -254,14 +248,11 @@ class NeighbourKernelRidgeRegressor(SaveMixin, RegressorMixin, BaseEstimator):
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= n:
             raise ValueError(f"n_neighbors must be an integer between 1 and the number of samples ({n}), got {k!r}")
         check_positive(self.lam, "lam")
-        if self.chunk_size is not None and (isinstance(self.chunk_size, bool)
-                                            or not isinstance(self.chunk_size, (int, np.integer))
-                                            or self.chunk_size < 1):
-            raise ValueError(f"chunk_size must be a positive integer or None, got {self.chunk_size!r}")
+        chunk = check_chunk_size(self.chunk_size)
         kernel = resolve_kernel(self.kernel, self.kernel_params, "input", np.dtype(np.float64))
         # ---- fitted: learned state
         self.X_fit_, self.targets_, self.kernel_ = X, T, kernel
-        self.n_neighbors_, self.lam_, self._chunk = int(k), float(self.lam), self.chunk_size
+        self.n_neighbors_, self.lam_, self._chunk = int(k), float(self.lam), chunk
         self.n_outputs_, self._scalar = T.shape[1], scalar
         set_n_features(self, X)
         return self

@@ -33,8 +33,8 @@ from sklearn.utils.validation import check_is_fitted
 from ..persistence import SaveMixin
 from ..progress import progress
 from ..kernels import resolve_kernel
-from ..utils import (atomic_fit, check_chunk_size, check_finite, check_numeric_array, check_positive, check_random_state,
-                     consistent_read, resolve_dtype, take)
+from ..utils import (atomic_fit, check_chunk_size, check_finite, check_numeric_array, check_positive,
+                     check_random_state, consistent_read, resolve_dtype, take)
 from .base import check_n_features, set_n_features
 from .regressors import KernelRidgeRegressor
 

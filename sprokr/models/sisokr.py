@@ -406,7 +406,8 @@ class SISOKR(OutputKernelModel, BaseEstimator):
     def _fit_sketched_input(self, setup: _FitSetup, Rx: SketchMatrix, targets: _Targets, chunk: int) -> None:
         """Sketched ridge of the targets ``Psi~`` (or ``I_n``) with input sketch ``Rx``, one pass over the data."""
         ex, parts, dtype = self.executor_, setup.parts, setup.dtype
-        support = ex.take_rows(parts, Rx.indices, which="inputs")
+        # the support operand of every kernel block of the pass (and of the predictions)
+        support = self.input_kernel_.prepare_support(ex.take_rows(parts, Rx.indices, which="inputs"))
         ref = None
         if targets.fn is not None:  # targets at the input sketch's support: the centring shift
             ref = targets.fn(ex.take_rows(parts, Rx.indices, which=targets.column))
@@ -425,8 +426,8 @@ class SISOKR(OutputKernelModel, BaseEstimator):
         if fallback:  # float32 failed its check: the model is float64 from here on
             self._log(fallback, logging.WARNING)
             self.input_kernel_, self.dtype_ = sol.features.kernel, sol.precision
-            support = sol.support
-        self.X_support_ = self.input_kernel_.prepare_support(support)
+            support = self.input_kernel_.prepare_support(sol.support)
+        self.X_support_ = support
         self._set_coef(sol.coef)
 
     def _fit_exact_input(self, setup: _FitSetup, targets: _Targets, chunk: int) -> None:

@@ -11,7 +11,8 @@ outputs in ``benchmarks/results/``:
 
     python benchmarks/moses_plot.py benchmarks/results/moses_smiles_curve.out \
         benchmarks/results/moses_smiles_dsokr_1.58M_20_epochs.out \
-        benchmarks/results/moses_properties_1.58M.out
+        benchmarks/results/moses_properties_1.58M.out \
+        benchmarks/results/moses_properties_neighbours_1.58M.out
 
 For each task: top-10 accuracy against the number of training molecules ``n`` (left) and
 against the fit time (right; the baselines have no fit and are drawn at their neighbour
@@ -25,7 +26,7 @@ import json
 
 STYLE = {"sisokr": ("SISOKR", "o-"), "dsokr": ("DSOKR", "s-"), "iokr": ("exact IOKR", "D"),
          "nn": ("nearest input", "v--"), "knn": ("k-NN regression", "^--"),
-         "dsokr_local": ("DSOKR, regional ridges", "P-")}
+         "dsokr_local": ("DSOKR, regional ridges", "P-"), "dsokr_neighbours": ("DSOKR, neighbour ridges", "X-")}
 
 
 def main(argv=None):

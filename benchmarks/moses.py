@@ -86,6 +86,7 @@ tests use it).  ``--json`` prints one JSON object last: ``{"task", "runs": [{"n"
 from __future__ import annotations
 
 import argparse
+import functools
 import gc
 import itertools
 import json
@@ -496,6 +497,11 @@ def select_grid(args, s, D, name, make, grid, X, Y, Xv, Yv, Yd):
     return model, dict(zip(keys, best)), curve, fits[best], time.perf_counter() - t0 - fits[best]
 
 
+def _floats(text):
+    """``"0.3,1"`` -> ``[0.3, 1.0]`` (a grid given on the command line)."""
+    return [float(v) for v in text.split(",")]
+
+
 def select_lam(est, X, Y, Xv, Yv, Yd, method="auto"):
     """``lam`` by validation MRR (lambda path: one fit, one pass); the fitted model at it,
     the lam, the validation curve, the fit's and the path's seconds, and the fit's phases
@@ -770,14 +776,13 @@ def run_n(args, D, s, n, executor, peak, methods, results):
     for name in ("dsokr_local", "dsokr_neighbours"):
         if name not in methods:
             continue
-        floats = lambda text: [float(v) for v in text.split(",")]  # noqa: E731
         if name == "dsokr_local":
-            make = lambda gamma, lam: dsokr_local(args, s, X.shape[0], gamma, lam)  # noqa: E731
-            grid = {"gamma": floats(args.local_gammas), "lam": floats(args.local_lams)}
+            make = functools.partial(dsokr_local, args, s, X.shape[0])
+            grid = {"gamma": _floats(args.local_gammas), "lam": _floats(args.local_lams)}
         else:
-            make = lambda n_neighbors, gamma, lam: dsokr_neighbours(args, s, n_neighbors, gamma, lam)  # noqa: E731
+            make = functools.partial(dsokr_neighbours, args, s)
             grid = {"n_neighbors": [int(v) for v in args.neighbours_k.split(",")],
-                    "gamma": floats(args.neighbours_gammas), "lam": floats(args.neighbours_lams)}
+                    "gamma": _floats(args.neighbours_gammas), "lam": _floats(args.neighbours_lams)}
         model, point, curve, fit_s, sel_s = select_grid(args, s, D, name, make, grid, X, Y, Xv, Yv, Yd)
         best = tuple(point.values())
         log(f"{name} n={n_fit}: {point} (validation MRR {curve[best]:.4f}); fit {fit_s:.1f} s, "

@@ -281,10 +281,11 @@ class NeighbourKernelRidgeRegressor(_LocalRidge):
         K = np.empty((q, k, k))
         kq = np.empty((q, k))
         Q = Q.astype(np.float64)  # the kernel in float64 whatever the stored precision
+        stack = sp.vstack if sp.issparse(Q) else np.vstack
         for i in range(q):  # one (k + 1) x (k + 1) block per query: the neighbourhoods differ
-            Z = take(self.X_fit_, nb[i]).astype(np.float64)
-            kq[i] = self.kernel_.pairwise(Q[i:i + 1], Z)[0]
-            K[i] = self.kernel_.pairwise(Z, Z)
+            Z = stack([Q[i:i + 1], take(self.X_fit_, nb[i]).astype(np.float64)])
+            B = self.kernel_.pairwise(Z, Z)  # the query's row and its neighbours' Gram at once
+            kq[i], K[i] = B[0, 1:], B[1:, 1:]
         # eigenvalues clipped at 0: a PSD kernel's rounding must not make a tiny ridge negative
         w, V = np.linalg.eigh(K)
         coef = np.einsum("qij,qj->qi", V, np.einsum("qji,qj->qi", V, kq) / (np.maximum(w, 0.0) + k * self.lam_))

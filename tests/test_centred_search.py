@@ -96,3 +96,31 @@ def test_the_same_result_as_the_float64_task():
     assert (got.indices == ref.indices).all()
     np.testing.assert_allclose(got.scores, ref.scores, rtol=1e-12, atol=1e-12)
     assert isinstance(CentredTopKTask(H, 1, E.mean(0), 1.0, 1.0, 0.0).start(), tuple)
+
+
+def test_one_best_fold_fills_empty_slots_and_keeps_the_first_of_ties():
+    """k = 1 folds a block with one argmax pass from the empty state: -inf scores still
+    take an index, ties across blocks keep the smaller index, as a full ranking does."""
+    S = np.array([[-np.inf, -np.inf, -np.inf], [1.0, 3.0, 3.0], [2.0, 0.0, 2.0]])
+    task = TopKTask(np.zeros((3, 1)), 1)
+    state = task.fold_scores(task.start(), S[:, :2], 0)
+    state = task.fold_scores(state, S[:, 2:], 2)
+    assert state[0][:, 0].tolist() == [0, 1, 0]
+    assert state[1][:, 0].tolist() == [-np.inf, 3.0, 2.0]
+    assert task.fold_scores(state, np.zeros((3, 0)), 3)[0].tolist() == state[0].tolist()
+
+
+def test_fold_with_survivors_returns_every_entry_above_the_threshold():
+    rng = np.random.default_rng(5)
+    S = rng.standard_normal((700, 300)).astype(np.float32)
+    shift = rng.standard_normal(300).astype(np.float32)
+    full = S + shift
+    task = TopKTask(np.zeros((700, 1)), 2)
+    (idx, sc), (r, c, v) = task.fold_with_survivors(task.start(), S.copy(), 10, shift=shift,
+                                                    threshold=lambda kth, q: kth - 0.5)
+    ref_i, ref_s = _reference(np.eye(700), full.T.astype(np.float64), 2)  # rows of `full` as scores
+    assert (idx == ref_i + 10).all()
+    np.testing.assert_array_equal(sc, ref_s.astype(np.float32))
+    rr, cc = np.nonzero(full >= (ref_s[:, 1] - 0.5).astype(np.float32)[:, None])
+    assert sorted(zip(r.tolist(), c.tolist())) == sorted(zip(rr.tolist(), cc.tolist()))
+    np.testing.assert_array_equal(v, full[r, c])

@@ -69,8 +69,21 @@ def _memo(B, key, compute):
 def sq_norms(A):
     """Squared Euclidean norms of the rows of a dense or CSR matrix, in its dtype."""
     if sp.issparse(A):
-        return _memo(A, "sq_norms", lambda: np.asarray(A.multiply(A).sum(axis=1)).ravel().astype(A.dtype))
+        return _memo(A, "sq_norms", lambda: _csr_sq_norms(sp.csr_matrix(A)))
     return np.einsum("ij,ij->i", A, A)
+
+
+def _csr_sq_norms(A):
+    """Squared row norms of a CSR matrix: one ``reduceat`` over the squared values of the
+    non-empty rows (no squared copy of the matrix)."""
+    if not A.has_canonical_format:  # repeated entries are summed before squaring
+        return np.asarray(A.multiply(A).sum(axis=1)).ravel().astype(A.dtype)
+    out = np.zeros(A.shape[0], dtype=A.dtype)
+    full = np.flatnonzero(np.diff(A.indptr))
+    if full.size:
+        d = A.data
+        out[full] = np.add.reduceat(d * d, A.indptr[full])
+    return out
 
 
 def add_outer(out, L, R, beta=1.0, alpha=1.0):

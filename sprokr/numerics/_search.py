@@ -27,8 +27,7 @@ import numpy as np
 
 from ._executor import ChunkTask, LocalExecutor
 from ._linalg import matmul
-from ._topk import (DEFAULT_MAX_MEMORY_MB, Decoded, TopKTask, merge_topk, rank_flat, score_block_size,
-                    threshold_survivors, topk_task)
+from ._topk import DEFAULT_MAX_MEMORY_MB, Decoded, TopKTask, merge_topk, rank_flat, score_block_size, topk_task
 
 __all__ = ["CentredTopKTask", "centred_screen_pays", "centred_topk_task", "topk_search"]
 
@@ -123,9 +122,9 @@ class CentredTopKTask(ChunkTask):
             if offsets is not None:
                 a += np.asarray(offsets, dtype=np.float64)
             S = matmul(self.Hc32, Ec32.T)
-            S += a.astype(np.float32)[None, :]
-            idx2, sc2 = self._exact.fold_scores((idx, sc), S, rows.start)
-            r, c, v = threshold_survivors(S, _floor32(sc2[:, -1] - 2 * self.bound))
+            (idx2, sc2), (r, c, v) = self._exact.fold_with_survivors(
+                (idx, sc), S, rows.start, shift=a.astype(np.float32),
+                threshold=lambda kth, q: _floor32(kth - 2 * self.bound[q]))
             if r.size <= S.shape[0] * (self.k + self.SURVIVORS):
                 new = (r, c + rows.start, v.astype(np.float64), self._rescore(r, c, E, offsets))
                 pool = tuple(np.concatenate([p, q]) for p, q in zip(pool, new))

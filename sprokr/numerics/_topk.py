@@ -11,6 +11,7 @@ across workers (:class:`TopKTask` runs through any executor).
 from __future__ import annotations
 
 from collections import namedtuple
+from typing import Any, Callable
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -142,18 +143,48 @@ class TopKTask(ChunkTask):
         The rows are split over the row-block threads (the selection is memory-bound and
         single-threaded in numpy); each thread folds its own queries.
         """
+        return self.fold_with_survivors(state, S, offset)[0]
+
+    def fold_with_survivors(self, state: tuple[np.ndarray, np.ndarray], S: np.ndarray, offset: int,
+                            shift: np.ndarray | None = None,
+                            threshold: Callable[[np.ndarray, slice], np.ndarray] | None = None) -> tuple[Any, Any]:
+        """:meth:`fold_scores` of ``S + shift`` (``shift``: one row, added to ``S`` in place),
+        and with ``threshold`` also the entries at or above ``threshold(kth, rows)``
+        (``kth``: the folded k-th scores of the queries ``rows``) as flat ``(rows, columns
+        of S, scores)``: one pass over each row block, the blocks in parallel.
+        """
         idx, sc = state
         out_i, out_s = idx.copy(), sc.copy()
+        found = []
 
         def work(rows):
+            if shift is not None:
+                S[rows] += shift
             out_i[rows], out_s[rows] = self._fold_rows((idx[rows], sc[rows]), S[rows], offset)
+            if threshold is not None:
+                r, c, v = threshold_survivors(S[rows], threshold(out_s[rows, -1], rows))
+                found.append((rows.start, r + rows.start, c, v))
 
         for_row_blocks(work, S.shape[0], S.size)
-        return out_i, out_s
+        if threshold is None:
+            return (out_i, out_s), None
+        found.sort(key=lambda f: f[0])  # the row blocks in order, whichever thread ended first
+        return (out_i, out_s), tuple(np.concatenate(p) for p in list(zip(*found))[1:])
 
     def _fold_rows(self, state, S, offset):
         idx, sc = state
         k = self.k
+        if S.shape[1] == 0:
+            return idx, sc
+        if k == 1:  # one argmax pass (an empty slot, index -1, takes any score)
+            j = np.argmax(S, axis=1)
+            s = S[np.arange(S.shape[0]), j]
+            better = s > sc[:, 0]  # equal scores keep the smaller (earlier) index
+            tie = (s == sc[:, 0]) & ((j + offset < idx[:, 0]) | (idx[:, 0] < 0))
+            upd = better | tie
+            idx, sc = idx.copy(), sc.copy()
+            idx[upd, 0], sc[upd, 0] = j[upd] + offset, s[upd]
+            return idx, sc
         thr = sc[:, k - 1]
         if not np.isfinite(thr).all():
             # a slot is still empty: full selection on a first slice of the block only
@@ -167,15 +198,6 @@ class TopKTask(ChunkTask):
             thr = sc[:, k - 1]
             if not np.isfinite(thr).all():  # fewer candidates than k so far (or -inf scores)
                 return merge_topk(state, select_topk(S, k, offset), k)
-        if k == 1:
-            j = np.argmax(S, axis=1)
-            s = S[np.arange(S.shape[0]), j]
-            better = s > sc[:, 0]  # equal scores keep the smaller (earlier) index
-            tie = (s == sc[:, 0]) & (j + offset < idx[:, 0])
-            upd = better | tie
-            idx, sc = idx.copy(), sc.copy()
-            idx[upd, 0], sc[upd, 0] = j[upd] + offset, s[upd]
-            return idx, sc
         # column slices: the threshold tightens after each (few survivors once warmed up)
         rows = np.repeat(np.arange(S.shape[0]), k)
         for start in range(0, S.shape[1], _SLICE):

@@ -144,6 +144,38 @@ def test_support_operand_memo_gives_the_same_products(rng):
     assert (B != B0).nnz == 0 and (S != B0).nnz == 0  # neither is modified
     dense = np.ones((3, 2))
     assert support_operand(dense) is dense  # dense supports: one GEMM, nothing to keep
+    assert support_operand(S) is S and kernel.prepare_support(S) is S  # prepared once: the memo is kept
+
+
+def test_csr_row_norms_sum_repeated_entries_before_squaring():
+    from sprokr.kernels._gram import sq_norms
+
+    A = sp.csr_matrix((np.array([1.0, 2.0, 3.0]), np.array([0, 0, 1]), np.array([0, 3, 3, 3])), shape=(3, 2))
+    assert not A.has_canonical_format
+    np.testing.assert_array_equal(sq_norms(A), [18.0, 0.0, 0.0])  # (1 + 2)^2 + 3^2; empty rows 0
+    assert A.data.tolist() == [1.0, 2.0, 3.0] and A.indices.tolist() == [0, 0, 1]  # not modified
+    B = sp.random(50, 30, density=0.2, format="csr", random_state=0, dtype=np.float32)
+    assert sq_norms(B).dtype == np.float32
+    np.testing.assert_allclose(sq_norms(B), (B.toarray() ** 2).sum(1), rtol=1e-6)
+
+
+def test_a_loaded_model_prepares_its_support_once(tmp_path, rng):
+    """A model read from disk prepares its support on its first prediction (a CSR support
+    gets its memo back) and predicts exactly what the saved model predicted."""
+    from sprokr import SISOKR
+    from sprokr.kernels._gram import support_operand
+    from sprokr.persistence import load, save
+
+    X = _mixed_density(rng, 120)
+    Y = rng.standard_normal((120, 3))
+    model = SISOKR(lam=1e-3, input_sketch="subsample", m_x=40, random_state=0).fit(X, Y)
+    ref = model.predict_coordinates(X[:30])
+    save(model, tmp_path / "m.sprokr")
+    loaded = load(tmp_path / "m.sprokr")
+    np.testing.assert_array_equal(loaded.predict_coordinates(X[:30]), ref)
+    op = loaded._expansion.operand()
+    assert sp.issparse(op) and support_operand(op) is op and op.__dict__["_sprokr_gram_memo"]
+    assert loaded._expansion.operand() is op
 
 
 def test_gaussian_on_sparse_data_with_dense_columns(rng):

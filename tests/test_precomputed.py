@@ -153,3 +153,16 @@ def test_dsokr_precomputed_output_kernel(multilabel_data):
     pa, pb = a.predict_topk(Xte, k=3), b.predict_topk(Xte, k=3)
     np.testing.assert_array_equal(pa.indices, pb.indices)
     np.testing.assert_allclose(pa.scores, pb.scores, rtol=1e-9, atol=1e-10)
+
+
+def test_a_prepared_support_is_prepared_once():
+    """Preparing a support keeps its own square block; preparing that again (a loaded
+    model's expansion does) returns it as it is, without a copy."""
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((30, 4))
+    K = GaussianKernel(gamma=0.2).pairwise(X, X)
+    rows = np.array([3, 7, 11, 20])
+    kernel = PrecomputedKernel()
+    S = kernel.prepare_support(GramBlock(K[rows], rows=rows))
+    np.testing.assert_array_equal(S.values, K[np.ix_(rows, rows)])
+    assert kernel.prepare_support(S) is S

@@ -43,9 +43,9 @@ def support_operand(B):
     """``B`` as the right operand of many :func:`gram` calls (a model's support points).
 
     A CSR matrix comes back as a new CSR object sharing ``B``'s arrays and carrying a memo
-    of its side of :func:`gram`'s work, filled by the first calls; anything else comes
-    back unchanged.  The memo assumes that the arrays are not modified afterwards."""
-    if not sp.issparse(B):
+    of its side of :func:`gram`'s work, filled by the first calls; a support operand or
+    anything else comes back unchanged.  The memo assumes that the arrays are not modified afterwards."""
+    if not sp.issparse(B) or getattr(B, _MEMO, None) is not None:  # not CSR, or one already
         return B
     B = sp.csr_matrix(B)
     setattr(B, _MEMO, {})

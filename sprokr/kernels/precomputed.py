@@ -363,9 +363,8 @@ class PrecomputedKernel(Kernel):
         ``K[S, S]`` (``m' x m'``) replaces the ``m' x n`` rows, so that the fitted model does
         not hold the training Gram.
         """
-        if A.rows is None or (A.identity_columns and len(A) == A.columns.size
-                              and np.array_equal(A.rows, A.columns)):
-            return A  # the whole training set (exact models): nothing to drop
+        if A.rows is None or (len(A) == A.columns.size and np.array_equal(A.rows, A.columns)):
+            return A  # the whole training set (exact models), or prepared already: nothing to drop
         pos = A.column_positions(A.rows, "the support points")
         return GramBlock(np.take(A.values, pos, axis=1), columns=A.rows, rows=A.rows, diag=A.diag,
                          n_train=A.n_train)

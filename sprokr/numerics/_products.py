@@ -94,10 +94,20 @@ class KernelExpansion:
 
     def __init__(self, kernel: Kernel, support: Any, coef: np.ndarray, dtype: DTypeLike = np.float64) -> None:
         self.kernel, self.support = kernel, support
+        self._operand = None
         self.coef = np.asarray(coef, dtype=np.float64)
         self.dtype = np.dtype(dtype)
         self._coef32 = self.coef.astype(np.float32) if self.dtype == np.float32 else None
         self._coef_sum = self.coef.sum(axis=0)
+
+    def operand(self) -> Any:
+        """The support as the right operand of the prediction blocks: ``kernel.prepare_support``
+        of it, once (a model's support usually is already; a loaded model's is not, and
+        preparing it again on each call could copy it)."""
+        op = self.__dict__.get("_operand")  # absent in a loaded expansion (not saved)
+        if op is None:
+            op = self._operand = self.kernel.prepare_support(self.support)
+        return op
 
     @property
     def n_outputs(self) -> int:
@@ -106,7 +116,7 @@ class KernelExpansion:
     def __call__(self, Xq: Any) -> np.ndarray:
         """``k(Xq, support) coef`` as float64, shape (len(Xq), p)."""
         m = self.coef.shape[0]
-        Kq = check_gram_block(self.kernel.pairwise(Xq, self.support), (num_samples(Xq), m), "input kernel",
+        Kq = check_gram_block(self.kernel.pairwise(Xq, self.operand()), (num_samples(Xq), m), "input kernel",
                               finite=False)
         if self.dtype == np.float32:
             Kq = np.array(Kq, dtype=np.float32)  # a copy: centred in place

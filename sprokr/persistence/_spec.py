@@ -99,6 +99,9 @@ SKIPPED_ATTRS = {
     "sklearn.neural_network:MLPRegressor": {"_optimizer"},
     # forms derived from the index by the models that search it (recomputed on demand)
     "sprokr.decoders:CandidateIndex": {"_derived"},
+    # the support as the kernel prepared it for this process (e.g. a CSR memo): prepared
+    # again on the first prediction of a loaded model
+    "sprokr.numerics:KernelExpansion": {"_operand"},
 }
 
 

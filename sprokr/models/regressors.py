@@ -183,7 +183,7 @@ class KernelRidgeRegressor(SaveMixin, RegressorMixin, BaseEstimator):
             route, est, times = "cholesky", None, {}
         else:
             R = sk.draw(n, check_random_state(self.random_state))
-            support = take(Xp, R.indices)
+            support = k.prepare_support(take(Xp, R.indices))  # the right operand of every block
             # the sketched ridge's threshold defaults to its own (None: see sketched_ridge), as in SISOKR
             sol = sketched_ridge(k, R, support, parts, lam, np.asarray, T64.shape[1], self.rcond,
                                  chunk or default_chunk_size(R.indices.size, dtype), ex,

@@ -4,10 +4,12 @@ Every estimator composes these; none writes its own solve or chunk loop.  The pr
 submodules are re-exported here (the public names are this package's ``__all__``):
 
 * ``_executor``   -- the executor interface (map over row chunks, merge), the local executor;
-* ``_dask``       -- the Dask executor (``dask.distributed``; the ``dask`` extra);
+* ``_dask``       -- the Dask executor (``dask.distributed``; the ``dask`` extra): partitions and passes;
+* ``_dask_cluster`` -- its base: sending objects, bounded waits, retries, rebuilding lost partitions;
+* ``_dask_client`` -- under that: the client, the workers it sees, ``dask_available``;
+* ``_dask_tasks`` -- the tasks run on the workers (pure functions) and the sources lost partitions are rebuilt from;
 * ``_resolve``    -- the executor an estimator is given (name, instance or Dask client);
 * ``_sketch_matrix`` -- the factored sketch matrix ``R = W S`` the sketched passes take;
-* ``_dask_tasks`` -- its tasks (pure functions) and the sources lost partitions are rebuilt from;
 * ``_faults``     -- the errors of distributed passes, and the workers' import check;
 * ``_linalg``     -- BLAS ``matmul``, PSD eigenpairs / solves, in-place Cholesky;
 * ``_parallel``   -- row-block thread parallelism for the passes BLAS does not cover;
@@ -46,7 +48,8 @@ from ._linalg import (
     sym_norm1,
 )
 from ._executor import ChunkError, ChunkTask, Executor, LocalExecutor, RowPartitions, tree_reduce
-from ._dask import DEFAULT_TIMEOUT, DaskExecutor, dask_available
+from ._dask import DEFAULT_TIMEOUT, DaskExecutor
+from ._dask_client import dask_available
 from ._faults import (
     ClientClosedError,
     DistributedError,

@@ -13,69 +13,44 @@ Faults: every partition remembers its source (``_dask_tasks``), so a pass that l
 workers rebuilds the partitions they held and runs again (``retries``); every wait on
 the cluster is bounded (``timeout`` without progress); a closed client, a worker crashed
 by a task and a module the workers cannot import are errors that say so (``_faults``).
+
+This module holds the executor itself: its parameters, how data becomes partitions and
+the passes' task graphs.  Its base classes hold the rest, each layer importing only the
+ones below it: ``_dask_cluster`` (:class:`DaskClusterOps`: sending objects, the bounded
+waits, the retries and rebuilding lost partitions) on ``_dask_client``
+(:class:`DaskClient`: the client and the workers it sees); ``_dask_tasks`` holds the
+functions that run on the workers and the partitions' sources.
 """
 from __future__ import annotations
 
 import logging
 import numbers
-import time
-from concurrent.futures import CancelledError
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from ..utils import concat_samples, num_samples, take, take_slice
+from ._dask_client import require_distributed
+from ._dask_cluster import DaskClusterOps, Lost
 from ._dask_tasks import (
-    GivenRows, MappedRows, fold, identity, is_delayed, map_block, map_part, merge, take_local,
+    GivenRows, MappedRows, call, dask_row_bounds, dask_row_pieces, fold, is_delayed, load_block, map_block, map_part,
+    merge, take_local,
 )
-from ._executor import ChunkError, Executor, LocalExecutor, RowPartitions, check_progress, column_names
-from ._faults import (
-    ClientClosedError, DistributedTimeoutError, WorkerLostError, find_missing_modules, missing_modules_error,
-    modules_needed,
-)
-from ._pool import check_task_rows, task_error
+from ._executor import Executor, LocalExecutor, RowPartitions, check_progress, column_names
+from ._faults import WorkerLostError, modules_needed
+from ._pool import check_task_rows
 
 if TYPE_CHECKING:  # imported for the annotations only
     from ..types import Samples
     from ._executor import ChunkTask
 
-__all__ = ["DaskExecutor", "dask_available", "DEFAULT_TIMEOUT"]
+__all__ = ["DaskExecutor", "DEFAULT_TIMEOUT"]
 
 logger = logging.getLogger("sprokr.numerics")
 
 #: seconds a wait on the cluster may go without progress (DaskExecutor(timeout=...))
 DEFAULT_TIMEOUT = 120.0
-
-
-def dask_available() -> bool:
-    """True when ``dask.distributed`` can be imported (the ``dask`` extra)."""
-    import importlib.util
-
-    return importlib.util.find_spec("distributed") is not None
-
-
-def _require_distributed():
-    if not dask_available():
-        raise ImportError("the 'dask' executor needs dask.distributed: pip install 'sprokr[dask]'")
-    import distributed
-
-    return distributed
-
-
-_POLL = 0.25  # s between looks at a pass's futures (a finished future wakes the wait at once)
-#: a worker computing a pending task is progress (a partition may take longer than the
-#: timeout): its process above this CPU percent, its last heartbeat at most _BUSY_SEEN_S old
-#: (a stopped or unreachable worker's metrics are stale); looked at again every _BUSY_RECHECK_S
-_BUSY_CPU = 25.0
-_BUSY_SEEN_S = 10.0
-_BUSY_RECHECK_S = 5.0
-_SCATTER_ABOVE = 8 << 20  # bytes: larger task objects are scattered, smaller ones ride in the graph
-_IMPORTS_OK: dict[str, set[str]] = {}  # worker address -> modules it was found to import
-
-
-class _Lost(Exception):
-    """Internal: a future of the pass was cancelled -- its data or a dependency was lost."""
 
 
 class _Partitions(RowPartitions):
@@ -87,7 +62,7 @@ class _Partitions(RowPartitions):
         self.sources = sources
 
 
-class DaskExecutor(Executor):
+class DaskExecutor(DaskClusterOps, Executor):
     """Chunked passes on ``dask.distributed`` workers.
 
     Parameters
@@ -167,71 +142,6 @@ class DaskExecutor(Executor):
         if isinstance(r, bool) or not isinstance(r, (numbers.Integral, np.integer)) or r < 0:
             raise ValueError(f"retries must be an integer >= 0, got {r!r}")
 
-    # ------------------------------------------------------------------ client
-    def get_client(self) -> Any:
-        """The client passes run on; a clear error when it is closed or missing."""
-        distributed = _require_distributed()
-        if self.client is not None:
-            client = self.client
-        elif self._own_client is not None:
-            client = self._own_client
-        elif self.address is not None:
-            try:
-                client = self._own_client = distributed.Client(self.address, timeout=self.timeout)
-            except (OSError, TimeoutError) as exc:
-                raise ClientClosedError(f"cannot connect to the Dask scheduler at {self.address!r} ({exc}); "
-                                        f"start it (dask scheduler) or give the right address") from None
-        else:
-            try:
-                client = distributed.default_client()
-            except ValueError:
-                raise ValueError(
-                    "executor='dask' needs a running dask.distributed Client: create one first "
-                    "(Client(LocalCluster(n_workers=2)) on this machine, Client('tcp://scheduler:8786') "
-                    "for a cluster), or pass executor=DaskExecutor(address=...) or the Client itself"
-                ) from None
-        self._check_client(client)
-        return client
-
-    def _check_client(self, client):
-        status = getattr(client, "status", "running")
-        if status == "connecting":  # the scheduler went away: give a reconnection a moment
-            deadline = time.monotonic() + min(10.0, self.timeout or 10.0)
-            while client.status == "connecting" and time.monotonic() < deadline:
-                time.sleep(_POLL)
-            status = client.status
-        if status == "running":
-            scheduler = getattr(client, "scheduler", None)
-            if scheduler is not None and getattr(scheduler, "address", None):
-                self._scheduler_address = scheduler.address
-            return
-        address = self._scheduler_address
-        if address is None:
-            try:
-                address = getattr(getattr(client, "cluster", None), "scheduler_address", None)
-            except Exception:  # a closed cluster may not say
-                address = None
-        where = f" (scheduler {address})" if address else ""
-        raise ClientClosedError(
-            f"the dask.distributed Client{where} is {status}: its cluster, and the data the model kept "
-            f"there, are gone. Start a new Client (Client(LocalCluster(...)) here, Client('tcp://host:8786') "
-            f"for a cluster) and pass it as executor=, or use executor='local'")
-
-    def close(self) -> None:
-        if self._own_client is not None:
-            self._own_client.close()
-            self._own_client = None
-
-    def _workers(self, client):
-        """Addresses of the workers now (an RPC to the scheduler)."""
-        try:
-            workers = set(client.nthreads())
-        except (OSError, TimeoutError) as exc:
-            self._check_client(client)
-            raise ClientClosedError(f"the Dask scheduler does not answer ({type(exc).__name__}: {exc})") from None
-        self._seen_workers |= workers
-        return workers
-
     def _n_parts(self, client, n):
         p = self.n_partitions
         if p is None:
@@ -241,227 +151,7 @@ class DaskExecutor(Executor):
             raise ValueError(f"n_partitions must be an integer >= 1, got {p!r}")
         return max(1, min(int(p), n))
 
-    # ------------------------------------------------------------------ faults
-    def _run(self, name, attempt):
-        """``attempt(client)``, retried ``retries`` times when workers are lost (each attempt
-        first rebuilds the lost partitions it needs from their sources)."""
-        self._validate()
-        causes = []
-        for i in range(int(self.retries) + 1):
-            client = self.get_client()
-            self._workers(client)
-            try:
-                return attempt(client)
-            except _Lost as exc:
-                now = self._workers(client)
-                gone = sorted(self._seen_workers - now)
-                causes.append(str(exc))
-                if i < self.retries:
-                    logger.warning("Dask worker(s) %s lost during the %s pass (%s); rebuilding the lost partitions "
-                                   "from this process and retrying (%d of %d)", ", ".join(gone) or "(unknown)",
-                                   name, exc, i + 1, self.retries)
-        raise WorkerLostError(
-            f"the {name} pass lost its data on the Dask workers {int(self.retries) + 1} times: worker(s) "
-            f"{', '.join(gone) or '(unknown)'} left the cluster (killed, out of memory, restarted -- or crashed "
-            f"by the pass's own tasks: a kernel or plugin crashing in native code, chunks too large for their "
-            f"memory) and the rebuilt partitions were lost again ({causes[-1]}). Check the workers' logs and "
-            f"memory, then fit or predict again (DaskExecutor(retries=...) sets the retries; executor='local' "
-            f"avoids the cluster)")
-
-    def _wait(self, client, futures, name, on_done=None, timeout=None, gone=None):
-        """Wait for every future of a pass (:meth:`_as_finished`); ``on_done(i)`` as each finishes."""
-        for i, _ in self._as_finished(client, futures, name, timeout=timeout, gone=gone):
-            if on_done is not None:
-                on_done(i)
-
-    def _as_finished(self, client, futures, name, timeout=None, gone=None, tasks=None, rows=None):
-        """``(i, futures[i])`` yielded as the futures finish: the one wait on the cluster.
-
-        ``futures`` is a list, or a dict ``{i: future}``.  A poll that sees nothing finish is
-        no error (a task may run for longer than ``_POLL``); none finishing for ``timeout``
-        s (default: the executor's) is a DistributedTimeoutError.  A failed future raises the
-        task's own error (a worker killed by the task: WorkerLostError); a cancelled one, or
-        ``gone()`` turning true, raises ``_Lost`` (the caller rebuilds and resubmits); a closed
-        client, ClientClosedError.  ``tasks`` (their total count) marks ``map_tasks``' tasks,
-        named by their index (or their ``rows``): a task's error other than those is
-        :func:`task_error`'s (a ChunkError naming it, or a renumbered RowError).
-        """
-        import distributed
-
-        timeout = self.timeout if timeout is None else timeout
-        pending = dict(futures) if isinstance(futures, dict) else dict(enumerate(futures))
-        total = len(pending) if tasks is None else tasks
-        last = time.monotonic()
-        while pending:
-            try:
-                distributed.wait(list(pending.values()), timeout=_POLL, return_when="FIRST_COMPLETED")
-            except Exception:  # the poll's own timeout, or cancelled futures: looked at below
-                pass
-            moved = False
-            for i, f in list(pending.items()):
-                status = f.status
-                if status == "finished":
-                    del pending[i]
-                    moved = True
-                    yield i, f
-                elif status == "error":
-                    try:
-                        self._raise_task_error(f, name)
-                    except Exception as exc:  # a map_tasks task's own error is named by its index / rows
-                        if tasks is None or isinstance(exc, WorkerLostError):
-                            raise
-                        err = task_error(name, i, exc, rows)
-                        if err is exc:
-                            raise
-                        raise err from exc
-                elif status == "cancelled":  # "lost" futures are being recomputed: still pending
-                    which = f.key if tasks is None else i
-                    raise _Lost(f"task {which} was cancelled: its data or a dependency was lost")
-            if moved:  # after the yields: the caller's time with the results is not the cluster's
-                last = time.monotonic()
-            elif timeout is not None and time.monotonic() - last > timeout:
-                if not self._computing(client, pending):
-                    raise self._no_progress(client, name, timeout, pending, total, tasks is not None)
-                last = time.monotonic() - timeout + _BUSY_RECHECK_S  # still working: look again soon
-            if client.status != "running":
-                self._check_client(client)
-            if gone is not None and pending and gone():
-                raise _Lost("a worker the tasks were bound to left the cluster")
-
-    @staticmethod
-    def _computing(client, pending):
-        """True when a worker running one of the ``pending`` futures is computing: running,
-        heard from within ``_BUSY_SEEN_S`` and above ``_BUSY_CPU`` percent CPU.  A hung,
-        paused (SIGSTOP, memory) or unreachable worker is not."""
-        holders = _holders(client, pending)
-        try:
-            workers = client.scheduler_info().get("workers", {}) if holders else {}
-        except (OSError, TimeoutError):
-            return False
-        now = time.time()
-        for address in holders:
-            info = workers.get(address) or {}
-            if info.get("status", "running") != "running":
-                continue
-            seen = float(info.get("last_seen") or 0.0)
-            cpu = float((info.get("metrics") or {}).get("cpu") or 0.0)
-            if now - seen <= _BUSY_SEEN_S and cpu >= _BUSY_CPU:
-                return True
-        return False
-
-    def _no_progress(self, client, name, timeout, pending, total, tasks):
-        """The DistributedTimeoutError of a wait that saw nothing finish for ``timeout`` s."""
-        if tasks:
-            return DistributedTimeoutError(
-                f"the {name} tasks made no progress for {timeout:g} s ({len(pending)} of {total} pending, no "
-                f"worker computing them): workers hung, paused or unreachable? DaskExecutor(timeout=...) sets "
-                f"this limit")
-        workers = self._workers(client)
-        gone = sorted(self._seen_workers - workers)
-        stuck = _holders(client, pending)
-        return DistributedTimeoutError(
-            f"the {name} pass made no progress for {timeout:g} s ({len(pending)} of {total} tasks "
-            f"pending, no worker computing them{', on worker(s) ' + ', '.join(stuck) if stuck else ''}; the cluster has "
-            f"{len(workers)} worker(s){'; lost: ' + ', '.join(gone) if gone else ''}): workers hung, paused "
-            f"or unreachable? DaskExecutor(timeout=...) sets this limit (raise it for partitions that take "
-            f"longer to process)")
-
-    def _raise_task_error(self, future, name):
-        from distributed.scheduler import KilledWorker
-
-        exc = future.exception()
-        if isinstance(exc, KilledWorker):
-            raise WorkerLostError(
-                f"a task of the {name} pass was running on worker processes that died each time ({exc}): it "
-                f"crashes or exhausts them (out of memory? a crash in a kernel or a plugin's native code?); see "
-                f"the workers' logs, use smaller chunks (chunk_size, max_memory_mb) or executor='local'") from exc
-        future.result()  # the task's own error (ChunkError naming its rows, ...), with its traceback
-
-    def _result(self, future, name):
-        """A finished future's value; its data lost meanwhile: ``_Lost``."""
-        try:
-            return future.result(timeout=self.timeout)
-        except CancelledError:
-            raise _Lost(f"the result of {future.key} was lost") from None
-        except TimeoutError:
-            raise DistributedTimeoutError(f"the result of the {name} pass did not arrive within {self.timeout:g} s "
-                                          f"(DaskExecutor(timeout=...))") from None
-        except OSError as exc:
-            raise _Lost(f"fetching {future.key} failed: {exc}") from None
-
-    def scatter(self, client: Any, objects: list[Any]) -> list[Any]:
-        """Send objects from this process to the workers (within ``timeout``)."""
-        try:
-            return client.scatter(list(objects), hash=False, timeout=self.timeout)
-        except TimeoutError:
-            raise DistributedTimeoutError(f"sending data to the Dask workers took more than {self.timeout:g} s "
-                                          f"(DaskExecutor(timeout=...))") from None
-        except OSError as exc:  # the worker chosen went away
-            raise _Lost(f"sending data failed: {exc}") from None
-        except KeyError as exc:
-            # the scheduler records the data's holder after the data arrived: a worker that
-            # died in between is unknown to it by then (dask/distributed#3149, #5704)
-            if "://" not in str(exc):
-                raise
-            raise _Lost(f"sending data failed: worker {exc} left while receiving it") from None
-
-    def ship(self, client: Any, obj: Any, what: str = "a pass") -> Any:
-        """A future of ``obj`` on the cluster, after checking that the workers can import
-        everything it needs.  Small objects ride in the graph (the scheduler rebuilds them
-        if a worker is lost); large ones are scattered."""
-        needed, size = modules_needed(obj)
-        self._check_imports(client, needed, what)
-        if size > _SCATTER_ABOVE:
-            return self.scatter(client, [obj])[0]
-        return client.submit(identity, obj, pure=False)
-
-    def _check_imports(self, client, needed, what):
-        """Fail at once, naming them, when workers cannot import modules ``needed`` (a worker
-        that cannot unpickle a task loses it silently).  Each worker is asked once per module."""
-        if not needed:
-            return
-        todo = {}
-        for w in sorted(self._workers(client)):
-            names = sorted(set(needed) - _IMPORTS_OK.get(w, set()))
-            if names:
-                todo[w] = names
-        if not todo:
-            return
-        futs = [client.submit(find_missing_modules, names, workers=[w], allow_other_workers=False, pure=False)
-                for w, names in todo.items()]
-        targets = set(todo)
-        try:  # a worker that left meanwhile (its check would wait forever) is asked next time
-            self._wait(client, futs, "module check", timeout=min(30.0, self.timeout or 30.0),
-                       gone=lambda: not targets <= self._workers(client))
-            found = [self._result(f, "module check") for f in futs]
-        except (_Lost, DistributedTimeoutError):  # a worker left meanwhile: asked again next time
-            return
-        except WorkerLostError:  # the check itself kills the workers: they cannot load sprokr
-            raise missing_modules_error({w: ["sprokr"] for w in todo}, {"sprokr": "sprokr"}, what) from None
-        missing = {}
-        for (w, names), got in zip(todo.items(), found):
-            _IMPORTS_OK.setdefault(w, set()).update(set(names) - set(got))
-            if got:
-                missing[w] = list(got)
-        if missing:
-            raise missing_modules_error(missing, needed, what)
-
     # ------------------------------------------------------------------ partitions
-    def live_block(self, client: Any, parts: RowPartitions, j: int) -> Any:
-        """Partition ``j`` on the cluster: rebuilt from its source if its data was lost."""
-        block = parts.blocks[j]
-        if getattr(block, "client", client) is client and block.status != "cancelled":
-            return block
-        sources = getattr(parts, "sources", None)
-        if sources is None:
-            raise WorkerLostError("a partition held by a lost Dask worker has no source to rebuild it from")
-        block = parts.blocks[j] = sources[j].submit(client, self)
-        return block
-
-    def local_block(self, parts: RowPartitions, j: int) -> tuple:
-        """Partition ``j`` built in this process from its source (the cluster is gone)."""
-        return parts.sources[j].local(self)  # type: ignore[attr-defined]
-
     def local_partitions(self, parts: RowPartitions) -> RowPartitions:
         """The partitions rebuilt in this process, for a :class:`LocalExecutor` (when the
         client is closed: a distributed candidate index falls back to a local one)."""
@@ -482,7 +172,7 @@ class DaskExecutor(Executor):
         prepare = tuple(prepare) if prepare is not None else (None,) * len(collections)
         if len(prepare) != len(collections):
             raise ValueError("prepare needs one function (or None) per collection")
-        dask_bounds = [_dask_row_bounds(c) for c in collections]
+        dask_bounds = [dask_row_bounds(c) for c in collections]
         known = [b for b in dask_bounds if b is not None]
         n = num_samples(collections[0], "collection 0") if not known else int(known[0][-1])
         sizes = [num_samples(c, f"collection {i}") if b is None else int(b[-1])
@@ -493,7 +183,7 @@ class DaskExecutor(Executor):
         pieces = []  # per collection: one piece (or dask delayed chunk) per partition
         for c, b in zip(collections, dask_bounds):
             if b is not None:
-                pieces.append(_dask_row_pieces(c, bounds))
+                pieces.append(dask_row_pieces(c, bounds))
             else:
                 pieces.append([take_slice(c, slice(int(a), int(z))) for a, z in zip(bounds[:-1], bounds[1:])])
         sources = [GivenRows([p[j] for p in pieces], prepare, bounds[j], bounds[j + 1])
@@ -583,7 +273,7 @@ class DaskExecutor(Executor):
         """
         from ._executor import task_progress, task_weights
 
-        _require_distributed()
+        require_distributed()
         check_progress(self.progress)
         self._validate()
         tasks = list(tasks)
@@ -600,7 +290,7 @@ class DaskExecutor(Executor):
                 futures: dict[int, Any] = {}
                 try:
                     fn_f = self.ship(client, fn, f"the {name} tasks")
-                    futures = {i: client.submit(_call, fn_f, tuple(tasks[i]), pure=False) for i in sorted(todo)}
+                    futures = {i: client.submit(call, fn_f, tuple(tasks[i]), pure=False) for i in sorted(todo)}
                     for i, f in self._as_finished(client, futures, name, tasks=len(tasks), rows=rows):
                         res = self._result(f, name)
                         f.release()
@@ -608,7 +298,7 @@ class DaskExecutor(Executor):
                         bar.update(w[i])
                         yield i, res
                     return
-                except _Lost as exc:
+                except Lost as exc:
                     causes.append(str(exc))
                     logger.warning("Dask worker(s) lost during the %s tasks (%s); resubmitting the %d unfinished "
                                    "task(s) (%d of %d)", name, exc, len(todo), attempt + 1, self.retries)
@@ -629,7 +319,7 @@ class DaskExecutor(Executor):
         bounds = np.linspace(0, n, p + 1).astype(np.int64)
         # shipped in the graph when small: the scheduler can rebuild a lost worker's blocks
         loader_f = self.ship(client, loader, "the partition loader")
-        blocks = [client.submit(_load_block, loader_f, int(a), int(b), pure=False)
+        blocks = [client.submit(load_block, loader_f, int(a), int(b), pure=False)
                   for a, b in zip(bounds[:-1], bounds[1:])]
         return RowPartitions(n, bounds, blocks, self)
 
@@ -652,51 +342,3 @@ class DaskExecutor(Executor):
         inv = np.empty_like(pos)
         inv[pos] = np.arange(pos.size)
         return take(got, inv)
-
-
-def _holders(client, pending):
-    """The addresses (sorted) of the workers the scheduler says are processing one of the
-    ``pending`` futures; none when the scheduler cannot be asked."""
-    keys = {f.key for f in pending.values()}
-    try:
-        processing = client.processing()
-    except (OSError, TimeoutError):
-        return []
-    return sorted(w for w, running in processing.items() if keys & set(running))
-
-
-def _call(fn, args):
-    return fn(*args)
-
-
-def _load_block(loader, start, stop):
-    try:
-        return tuple(loader(start, stop))
-    except Exception as exc:
-        raise ChunkError(f"loading rows {start}-{stop} failed: {type(exc).__name__}: {exc}") from exc
-
-
-def _dask_row_bounds(c):
-    """Row bounds of a dask array's chunks (None for anything else)."""
-    try:
-        import dask.array as da
-    except ImportError:  # pragma: no cover - dask missing
-        return None
-    if not isinstance(c, da.Array):
-        return None
-    if c.ndim not in (1, 2):
-        raise ValueError(f"dask arrays must be 1-D or 2-D, got {c.ndim}-D")
-    if any(np.isnan(s) for s in c.chunks[0]):
-        raise ValueError("dask array with unknown chunk sizes: call .compute_chunk_sizes() first")
-    return np.concatenate([[0], np.cumsum(c.chunks[0])]).astype(np.int64)
-
-
-def _dask_row_pieces(c, bounds):
-    """One dask delayed chunk per row partition of a dask array (columns in one block);
-    computed on the cluster, and recomputed from the array's graph if lost."""
-    own = _dask_row_bounds(c)
-    if own.shape != bounds.shape or not np.array_equal(own, bounds):
-        c = c.rechunk({0: tuple(np.diff(bounds).tolist())})
-    if c.ndim == 2 and len(c.chunks[1]) > 1:
-        c = c.rechunk({1: -1})
-    return c.to_delayed().ravel().tolist()

@@ -16,11 +16,13 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from ._executor import fold_chunks, map_chunks
+import numpy as np
+
+from ._executor import ChunkError, fold_chunks, map_chunks
 from ._pool import chunk_rows
 
-__all__ = ["GivenRows", "MappedRows", "is_delayed", "identity", "prepare_block", "fold", "merge", "map_block", "map_part",
-           "take_local"]
+__all__ = ["GivenRows", "MappedRows", "is_delayed", "dask_row_bounds", "dask_row_pieces", "identity", "prepare_block",
+           "fold", "merge", "map_block", "map_part", "take_local", "call", "load_block"]
 
 
 # ----------------------------------------------------------------------------- tasks
@@ -60,9 +62,48 @@ def take_local(block, which, idx):
     return take(block[which], idx)
 
 
+def call(fn, args):
+    """One task of ``map_tasks``: ``fn(*args)``."""
+    return fn(*args)
+
+
+def load_block(loader, start, stop):
+    """A partition made on its worker by ``loader(start, stop)`` (``partition_from``)."""
+    try:
+        return tuple(loader(start, stop))
+    except Exception as exc:
+        raise ChunkError(f"loading rows {start}-{stop} failed: {type(exc).__name__}: {exc}") from exc
+
+
 # ----------------------------------------------------------------------------- sources
 def is_delayed(x):
     return hasattr(x, "__dask_graph__")
+
+
+def dask_row_bounds(c):
+    """Row bounds of a dask array's chunks (None for anything else)."""
+    try:
+        import dask.array as da
+    except ImportError:  # pragma: no cover - dask missing
+        return None
+    if not isinstance(c, da.Array):
+        return None
+    if c.ndim not in (1, 2):
+        raise ValueError(f"dask arrays must be 1-D or 2-D, got {c.ndim}-D")
+    if any(np.isnan(s) for s in c.chunks[0]):
+        raise ValueError("dask array with unknown chunk sizes: call .compute_chunk_sizes() first")
+    return np.concatenate([[0], np.cumsum(c.chunks[0])]).astype(np.int64)
+
+
+def dask_row_pieces(c, bounds):
+    """One dask delayed chunk per row partition of a dask array (columns in one block);
+    computed on the cluster, and recomputed from the array's graph if lost."""
+    own = dask_row_bounds(c)
+    if own.shape != bounds.shape or not np.array_equal(own, bounds):
+        c = c.rechunk({0: tuple(np.diff(bounds).tolist())})
+    if c.ndim == 2 and len(c.chunks[1]) > 1:
+        c = c.rechunk({1: -1})
+    return c.to_delayed().ravel().tolist()
 
 
 class GivenRows:

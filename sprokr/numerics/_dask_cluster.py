@@ -52,6 +52,10 @@ class DaskClusterOps(DaskClient):
     (run before every pass); the partitions it rebuilds carry their ``sources``.
     """
 
+    def _validate(self):
+        """Check the executor's parameters (defined by the executor; run before every pass)."""
+        raise NotImplementedError
+
     # ------------------------------------------------------------------ faults
     def _run(self, name, attempt):
         """``attempt(client)``, retried ``retries`` times when workers are lost (each attempt

@@ -299,7 +299,7 @@ def _targets(y: Any, n: int, owner: str) -> tuple[np.ndarray, bool]:
     Float targets are checked in row blocks and used as they are (each region's ridge
     converts its own rows to float64): at 1.58 M x 512 a float64 copy of float32 targets
     would be 6.5 GB.  Anything else goes through the ridge's own check (a float64 copy)."""
-    from .kernel_machine import check_targets
+    from ._targets import check_targets
 
     T = y if isinstance(y, np.ndarray) else None
     if T is None or T.dtype.kind != "f" or T.ndim not in (1, 2):

@@ -159,7 +159,7 @@ class KernelRidgeRegressor(SaveMixin, RegressorMixin, BaseEstimator):
     @atomic_fit
     def fit(self, X: Any, y: Any) -> Self:
         """Fit on inputs ``X`` (n samples) and targets ``y`` (n,) or (n, p).  Returns self."""
-        from .kernel_machine import check_targets
+        from ._targets import check_targets
         n = num_samples(X, "X")
         if n < 1:
             raise ValueError("cannot fit on 0 samples: X is empty")

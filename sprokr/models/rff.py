@@ -30,7 +30,7 @@ from .base import check_n_features
 from .feature_problem import (
     CHECK_SAFETY, FeatureProblem, FeatureProblemMixin, check_solver_params, float32_is_accurate, spread_rows, upcast_samples,
 )
-from .kernel_machine import check_targets
+from ._targets import check_targets
 from .output_matrix import check_output_matrix
 
 if TYPE_CHECKING:  # imported for the annotations only

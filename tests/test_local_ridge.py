@@ -155,6 +155,18 @@ def test_neighbour_ridge_equals_the_naive_per_query_ridge(data, k):
     np.testing.assert_allclose(m.predict(Xq), _naive_neighbour_ridge(X, T, Xq, k, 0.8, 1e-4), rtol=1e-9, atol=1e-9)
 
 
+@pytest.mark.parametrize("block", [1, 400, 1 << 20])
+def test_neighbour_groups_of_any_size_give_the_naive_ridge(data, block, monkeypatch):
+    """Queries take their neighbourhoods' Grams from one Gram per group (the union of the
+    group's neighbours): one query per group, a few, or all of them in one."""
+    import sprokr.models.local_ridge as local_ridge
+
+    monkeypatch.setattr(local_ridge, "NEIGHBOUR_BLOCK", block)
+    X, T, Xq = data
+    m = NeighbourKernelRidgeRegressor(n_neighbors=5, kernel_params={"gamma": 0.8}, lam=1e-4).fit(X, T)
+    np.testing.assert_allclose(m.predict(Xq), _naive_neighbour_ridge(X, T, Xq, 5, 0.8, 1e-4), rtol=1e-9, atol=1e-9)
+
+
 def test_one_neighbour_ranks_like_the_nearest_neighbour(data):
     # k = 1: the nearest training target scaled by k(x, x_1) / (1 + lam) > 0, so a retrieval
     # (scores up to a positive factor per query) ranks as the nearest-neighbour regressor's

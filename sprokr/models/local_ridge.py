@@ -33,6 +33,7 @@ from sklearn.utils.validation import check_is_fitted
 from ..persistence import SaveMixin
 from ..progress import progress
 from ..kernels import resolve_kernel
+from ..numerics import single_blas_thread
 from ..utils import (atomic_fit, check_chunk_size, check_finite, check_numeric_array, check_positive,
                      check_random_state, consistent_read, resolve_dtype, take)
 from .base import check_n_features, set_n_features
@@ -281,16 +282,30 @@ class NeighbourKernelRidgeRegressor(_LocalRidge):
         K = np.empty((q, k, k))
         kq = np.empty((q, k))
         Q = Q.astype(np.float64)  # the kernel in float64 whatever the stored precision
-        stack = sp.vstack if sp.issparse(Q) else np.vstack
-        for i in range(q):  # one (k + 1) x (k + 1) block per query: the neighbourhoods differ
-            Z = stack([Q[i:i + 1], take(self.X_fit_, nb[i]).astype(np.float64)])
-            B = self.kernel_.pairwise(Z, Z)  # the query's row and its neighbours' Gram at once
-            kq[i], K[i] = B[0, 1:], B[1:, 1:]
+        # The neighbourhoods differ from query to query, so each needs its own k x k Gram.
+        # A group of queries takes them from one Gram of the union of its neighbours (nearby
+        # queries share many): two kernel blocks per group instead of one call per query,
+        # at most NEIGHBOUR_BLOCK kernel values each.
+        # Blocks this small gain nothing from BLAS threads, and lose much to their start-up
+        # and to pools still spinning after the neighbour search: one thread.
+        group = max(1, int(np.sqrt(NEIGHBOUR_BLOCK)) // k)
+        with single_blas_thread():
+            for a in range(0, q, group):
+                nbg = nb[a:a + group]
+                u, pos = np.unique(nbg, return_inverse=True)
+                pos = pos.reshape(nbg.shape)
+                Xu = take(self.X_fit_, u).astype(np.float64)
+                K[a:a + group] = self.kernel_.pairwise(Xu, Xu)[pos[:, :, None], pos[:, None, :]]
+                kq[a:a + group] = np.take_along_axis(self.kernel_.pairwise(Q[a:a + group], Xu), pos, axis=1)
         # eigenvalues clipped at 0: a PSD kernel's rounding must not make a tiny ridge negative
         w, V = np.linalg.eigh(K)
         coef = np.einsum("qij,qj->qi", V, np.einsum("qji,qj->qi", V, kq) / (np.maximum(w, 0.0) + k * self.lam_))
         T = np.asarray(self.targets_[nb.ravel()], dtype=np.float64).reshape(q, k, -1)
         return np.einsum("qk,qkp->qp", coef, T)
+
+
+#: kernel values of the Gram of one group of neighbourhoods (:class:`NeighbourKernelRidgeRegressor`)
+NEIGHBOUR_BLOCK = 1 << 16
 
 
 def _targets(y: Any, n: int, owner: str) -> tuple[np.ndarray, bool]:

@@ -43,6 +43,7 @@ from ._linalg import (
     cholesky_solve,
     cholesky_solver,
     matmul,
+    single_blas_thread,
     psd_eigh,
     psd_solve,
     sym_norm1,
@@ -112,7 +113,7 @@ __all__ = [
     "cholesky_factor_inplace", "cholesky_factor_solve", "cholesky_rcond", "sym_norm1", "DEFAULT_RCOND",
     "WORK_DTYPE", "TallSkinnyQR", "stacked_qr", "stacked_qr_apply_t",
     # parallel passes
-    "for_row_blocks", "n_workers",
+    "for_row_blocks", "n_workers", "single_blas_thread",
     # chunked sums, sketched features, products
     "ShiftedCrossProducts", "column_shift", "SketchedFeatures", "EIGH_BASIS_MAX_M", "KernelRows", "default_chunk_size",
     "KernelExpansion", "candidate_offsets", "check_finite_product", "check_gram_block", "check_kernel_sample", "DistinctTask", "distinct_samples",

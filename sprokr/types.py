@@ -37,7 +37,8 @@ class KernelLike(Protocol):
     """A kernel as the numerics use it (:class:`sprokr.kernels.Kernel` is one).
 
     ``pairwise(A, B)`` is the Gram block (len(A), len(B)) of two prepared collections,
-    ``diag(A)`` the values ``k(a, a)``; ``normalized`` is True when ``k(x, x) = 1``.
+    ``diag(A)`` the values ``k(a, a)``; ``normalized`` is True when ``k(x, x) = 1``;
+    ``prepare_support(A)`` the form of a model's support points as right operand.
     """
 
     normalized: bool
@@ -47,6 +48,8 @@ class KernelLike(Protocol):
     def diag(self, A: Any) -> Any: ...
 
     def prepare_outputs(self, Y: Any) -> Any: ...
+
+    def prepare_support(self, A: Any) -> Any: ...
 
     def get_params(self, deep: bool = True) -> dict[str, Any]: ...
 

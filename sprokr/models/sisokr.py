@@ -50,7 +50,6 @@ from ..numerics import (
     KernelExpansion,
     KernelRows,
     SketchedFeatures,
-    candidate_offsets,
     check_gram_block,
     check_kernel_sample,
     default_chunk_size,
@@ -72,13 +71,13 @@ from ..utils import (
     check_paired,
     check_positive,
     check_random_state,
-    concat_samples,
     num_samples,
     resolve_dtype,
     take,
     unique_inverse,
     NamedPrepare,
 )
+from ._sisokr_rows import Embed, Offsets, all_rows, groups_of
 from .base import OUTPUT_DTYPE, OutputKernelModel, check_n_features, make_decoder, new_index_token, set_n_features
 
 if TYPE_CHECKING:  # imported for the annotations only
@@ -465,7 +464,7 @@ class SISOKR(OutputKernelModel, BaseEstimator):
             self.n_distinct_outputs_ = E.shape[0]
             self._support_groups = distinct[1][self.output_features_.R.indices]
             del self._support_outputs
-            offsets = None if ky.normalized else ex.map_rows(upart, _Offsets(ky), chunk, name="output offsets")
+            offsets = None if ky.normalized else ex.map_rows(upart, Offsets(ky), chunk, name="output offsets")
             self.default_index_ = CandidateIndex(Yu, E, offsets, owner=self.index_token_, kernel=ky)
             return
         first, Yu = distinct_samples(ex, parts, "raw_outputs", chunk)
@@ -475,16 +474,16 @@ class SISOKR(OutputKernelModel, BaseEstimator):
             index = self.make_candidate_index(Yu)
         else:
             sel_raw, sel_idx = self._support_outputs
-            self._support_groups = _groups_of(sel_raw, sel_idx, Yu, first)
+            self._support_groups = groups_of(sel_raw, sel_idx, Yu, first)
             del self._support_outputs
             upart = ex.partition(ex.take_rows(parts, first, which="outputs"))
             fy = self.output_features_
-            offsets = None if ky.normalized else ex.map_rows(upart, _Offsets(ky), chunk, name="output offsets")
+            offsets = None if ky.normalized else ex.map_rows(upart, Offsets(ky), chunk, name="output offsets")
             if isinstance(upart.blocks[0], tuple):  # local: the embeddings are held here
                 E = ex.map_rows(upart, fy.transform, chunk, name="candidate embedding")
                 index = CandidateIndex(Yu, E, offsets, owner=self.index_token_, kernel=ky)
             else:  # distributed: the embeddings stay on the workers, offsets as a last column
-                Ep = ex.map_rows(upart, _Embed(fy, ky, np.float64), chunk, keep=True, name="candidate embedding")
+                Ep = ex.map_rows(upart, Embed(fy, ky, np.float64), chunk, keep=True, name="candidate embedding")
                 index = CandidateIndex(Yu, None, offsets, owner=self.index_token_, kernel=ky, partitions=Ep,
                                        dim=fy.rank)
         self.default_index_ = index
@@ -619,43 +618,6 @@ class SISOKR(OutputKernelModel, BaseEstimator):
             d.candidates, d.embeddings, d.offsets, owner=new.index_token_, kernel=d.kernel, partitions=d.partitions,
             dim=d.dim)
         return new
-
-
-def all_rows(executor: Executor, parts: RowPartitions, which: str | int) -> Any:
-    """The whole column ``which`` (name or position) of ``parts`` in this process (exact methods need it)."""
-    if parts.n_partitions == 1 and isinstance(parts.blocks[0], tuple):
-        return parts.blocks[0][parts.column(which)]
-    return executor.take_rows(parts, np.arange(parts.n), which=which)
-
-
-def _groups_of(sel_raw, sel_idx, Yu, first):
-    """Distinct-output group of each support sample (``sel_idx`` its training indices)."""
-    n_u = first.size
-    u, inverse = unique_inverse(concat_samples([Yu, sel_raw]))
-    if u.size == n_u:  # every support output matched one distinct output (hashable samples)
-        return inverse[n_u:]
-    # unhashable samples (graphs) are all distinct: the groups are the training samples
-    return np.searchsorted(first, sel_idx)
-
-
-class _Offsets:
-    def __init__(self, kernel):
-        self.kernel = kernel
-
-    def __call__(self, Cp):
-        return candidate_offsets(self.kernel, Cp)
-
-
-class _Embed:
-    """``[psi~(c), -k(c,c)/2]`` rows of a distributed candidate index."""
-
-    def __init__(self, features, kernel, dtype):
-        self.features, self.kernel, self.dtype = features, kernel, dtype
-
-    def __call__(self, Cp):
-        E = self.features.transform(Cp).astype(self.dtype, copy=False)
-        off = candidate_offsets(self.kernel, Cp)
-        return E if off is None else np.hstack([E, off[:, None].astype(E.dtype)])
 
 
 class IOKR(SISOKR):

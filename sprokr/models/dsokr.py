@@ -28,22 +28,19 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..deprecation import RenamedParametersMixin
 from ..decoders.candidates import CandidateIndex
-from ..numerics import (
-    DEFAULT_RCOND,
-    Decoded,
-    LocalExecutor,
-    TopKTask,
-    candidate_offsets,
-    score_block_size,
-)
+from ..numerics import DEFAULT_RCOND, candidate_offsets
 from ..registry import get_registry
 from ..kernels import resolve_kernel
 from ..numerics import resolve_executor
 from ..sketches import resolve_sketch
 from ..progress import log_estimator
 from ..utils import NamedPrepare, atomic_fit, check_chunk_size, check_paired, check_random_state, consistent_read, \
-    iter_chunks, num_samples, resolve_dtype, row_offset, take, take_slice, unique_indices
+    num_samples, resolve_dtype, take, unique_indices
+# apart from the estimators: the search of the ensemble's max aggregation, the output basis
+# and targets and the validation split (both re-exported here)
+from ._dsokr_search import max_scores, max_topk
 from ._dsokr_targets import sketched_output_basis, sketched_output_targets
+from ._dsokr_validation import check_validation_fraction, validation_split
 from .base import OUTPUT_DTYPE, OutputKernelModel, make_decoder, new_index_token
 
 if TYPE_CHECKING:  # imported for the annotations only
@@ -312,25 +309,6 @@ class DSOKR(OutputKernelModel, BaseEstimator):
         return self.predict_coordinates(X) @ self.output_basis_vectors(feature_map)
 
 
-def check_validation_fraction(vf: float | None) -> float | None:
-    """None or a number in (0, 1)."""
-    if vf is not None and (isinstance(vf, bool) or not isinstance(vf, numbers.Real) or not 0 < vf < 1):
-        raise ValueError(f"validation_fraction must lie in (0, 1) or be None, got {vf!r}")
-    return vf
-
-
-def validation_split(X: Samples, Y: Samples, fraction: float,
-                     rng: np.random.Generator) -> tuple[tuple[Samples, Samples], tuple[Samples, Samples]]:
-    """``((X_train, Y_train), (X_val, Y_val))``: a seeded random split of the pairs."""
-    n = num_samples(Y)
-    perm = rng.permutation(n)
-    n_val = max(1, int(round(fraction * n)))
-    if n_val >= n:
-        raise ValueError(f"validation_fraction={fraction} leaves no training pair out of {n}")
-    val_idx, tr_idx = np.sort(perm[:n_val]), np.sort(perm[n_val:])
-    return (take(X, tr_idx), take(Y, tr_idx)), (take(X, val_idx), take(Y, val_idx))
-
-
 class DSOKREnsemble(RenamedParametersMixin, OutputKernelModel, BaseEstimator):
     """Ensemble of DSOKR models over ``T`` output sketches.
 
@@ -497,19 +475,7 @@ class DSOKREnsemble(RenamedParametersMixin, OutputKernelModel, BaseEstimator):
         if isinstance(candidates, CandidateSets):
             raise ValueError("candidates: CandidateSets are decoded with aggregation='mean' only")
         index = self.resolve_index(candidates)
-        n_q = num_samples(X, "X")
-        kk = min(top_k or 1, len(index))
-        ex = LocalExecutor()
-        E = index.gather_embeddings()
-        parts = ex.partition(E) if index.offsets is None else ex.partition(E, index.offsets)
-        block = score_block_size(min(n_q, 2048), kk, 16, self.decoder_.max_memory_mb)
-        idx, scores = np.empty((n_q, kk), dtype=np.int64), np.empty((n_q, kk))
-        for sl in iter_chunks(n_q, 2048):
-            Xq = take_slice(X, sl)
-            with row_offset(sl.start):  # an invalid query is named by its row of X
-                task = _MaxTopKTask([e.predict_coordinates(Xq) for e in self.estimators_], self._splits(), kk)
-            idx[sl], scores[sl] = ex.map_reduce(parts, task, block)
-        return index.take(idx[:, 0]) if top_k is None else Decoded(idx, scores)
+        return max_topk(self.estimators_, self._splits(), index, X, top_k, self.decoder_.max_memory_mb)
 
     @consistent_read
     def predict_scores(self, X: Any, candidates: Any = None) -> Any:
@@ -517,29 +483,4 @@ class DSOKREnsemble(RenamedParametersMixin, OutputKernelModel, BaseEstimator):
         if self.aggregation == "mean":
             return super().predict_scores(X, candidates)
         check_is_fitted(self, "estimators_")
-        index = self.resolve_index(candidates)
-        Es = np.split(index.gather_embeddings(), self._splits(), axis=1)
-        S = None
-        for e, E in zip(self.estimators_, Es):
-            s = e.predict_coordinates(X) @ E.T
-            S = s if S is None else np.maximum(S, s)
-        return S if index.offsets is None else S + index.offsets
-
-
-class _MaxTopKTask(TopKTask):
-    """Top-k of ``max_t H_t E_t^T + offsets`` over chunks of the members' embeddings."""
-
-    name = "ensemble top-k search"
-
-    def __init__(self, Hs, splits, k):
-        super().__init__(Hs[0], k)
-        self.Hs, self.splits = Hs, splits
-
-    def add(self, state, rows, E, offsets=None):
-        Es = np.split(np.asarray(E, dtype=np.float64), self.splits, axis=1)
-        S = self.Hs[0] @ Es[0].T
-        for H, Et in zip(self.Hs[1:], Es[1:]):
-            np.maximum(S, H @ Et.T, out=S)
-        if offsets is not None:
-            S += offsets[None, :]
-        return self.fold_scores(state, S, rows.start)
+        return max_scores(self.estimators_, self._splits(), self.resolve_index(candidates), X)

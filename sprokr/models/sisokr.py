@@ -58,7 +58,7 @@ from ..utils import (
     num_samples,
     NamedPrepare,
 )
-from ._sisokr_fit import fit_validated, validate_fit
+from ._sisokr_fit import SISOKRTraining
 from ._sisokr_rows import all_rows
 from .base import OUTPUT_DTYPE, OutputKernelModel, check_n_features, new_index_token, set_n_features
 
@@ -71,7 +71,7 @@ if TYPE_CHECKING:  # imported for the annotations only
 __all__ = ["SISOKR", "IOKR", "SIOKR", "ISOKR", "check_chunk_size", "all_rows"]
 
 
-class SISOKR(OutputKernelModel, BaseEstimator):
+class SISOKR(OutputKernelModel, SISOKRTraining, BaseEstimator):
     """Sketched input, sketched output kernel regression (IOKR family).
 
     Parameters
@@ -247,14 +247,14 @@ class SISOKR(OutputKernelModel, BaseEstimator):
     def fit(self, X: Any, Y: Any) -> Self:
         """Fit on ``n`` pairs.  ``X``, ``Y``: anything the kernels accept.  Returns self."""
         t0 = time.perf_counter()
-        # the validation and the training phases are in sprokr/models/_sisokr_fit.py
-        setup = validate_fit(self, X, Y)
+        # the validation and the training phases: SISOKRTraining (sprokr/models/_sisokr_fit.py)
+        setup = self._validate_fit(X, Y)
 
         # ---- validated: learned state starts here.  Any failure further on (a numerical
         # one, a worker's) restores the previous state before re-raising.
         previous = dict(self.__dict__)
         try:
-            fit_validated(self, setup)
+            self._fit_validated(setup)
         except BaseException:
             self.__dict__.clear()
             self.__dict__.update(previous)

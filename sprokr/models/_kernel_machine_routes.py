@@ -163,7 +163,7 @@ class KernelMachineRoutesMixin:
         """Exact machine: n x n Gram (float64); (E2) with G = K, or the iterative solver on
         features ``Z`` with ``Z Z^T = K`` (Cholesky; the eigenpairs above ``rcond`` when ``K``
         is numerically singular)."""
-        from .sisokr import all_rows
+        from ._sisokr_rows import all_rows
 
         Y, n, lam, V, e, solver = P.Y, P.n, P.lam, P.V, P.e, P.optimizer
         t = time.perf_counter()

@@ -28,131 +28,29 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..deprecation import RenamedParametersMixin
 from ..decoders.candidates import CandidateIndex
-from ..numerics import (
-    DEFAULT_RCOND,
-    Decoded,
-    LocalExecutor,
-    SketchedFeatures,
-    TopKTask,
-    candidate_offsets,
-    check_kernel_sample,
-    default_chunk_size,
-    score_block_size,
-)
+from ..numerics import DEFAULT_RCOND, candidate_offsets
 from ..registry import get_registry
 from ..kernels import resolve_kernel
 from ..numerics import resolve_executor
 from ..sketches import resolve_sketch
 from ..progress import log_estimator
 from ..utils import NamedPrepare, atomic_fit, check_chunk_size, check_paired, check_random_state, consistent_read, \
-    iter_chunks, num_samples, resolve_dtype, row_offset, take, take_slice, unique_indices
+    num_samples, resolve_dtype, take, unique_indices
+# apart from the estimators: the search of the ensemble's max aggregation, the output basis
+# and targets and the validation split (both re-exported here)
+from ._dsokr_search import max_scores, max_topk
+from ._dsokr_targets import sketched_output_basis, sketched_output_targets
+from ._dsokr_validation import check_validation_fraction, validation_split
 from .base import OUTPUT_DTYPE, OutputKernelModel, make_decoder, new_index_token
 
 if TYPE_CHECKING:  # imported for the annotations only
     from ..decoders.base import Decoder
     from ..kernels.base import Kernel
-    from ..numerics import Executor
-    from ..sketches.base import Sketch, SketchMatrix
+    from ..sketches.base import Sketch
     from ..types import RandomStateLike, Samples
 
 __all__ = ["DSOKR", "DSOKREnsemble", "sketched_output_targets", "sketched_output_basis", "validation_split",
            "check_validation_fraction"]
-
-
-def sketched_output_targets(kernel: Kernel, R: SketchMatrix, Y: Samples, rcond: float = DEFAULT_RCOND,
-                            chunk_size: int | None = None, executor: Executor | None = None,
-                            prepared: bool = False,
-                            dtype: DTypeLike = OUTPUT_DTYPE) -> tuple[SketchedFeatures, np.ndarray, np.ndarray]:
-    """Output basis and training targets of an output sketch, streamed over row chunks.
-
-    Parameters
-    ----------
-    kernel : Kernel
-    R : SketchMatrix (m, n)
-    Y : the n training outputs (raw, or prepared with ``prepared=True``)
-    rcond : relative eigenvalue threshold of the basis
-    chunk_size : int, optional
-    executor : Executor, optional (default: local)
-    dtype : dtype of ``Psi`` (default float64)
-        float32 halves the n x p targets for a regressor that trains in float32
-        (:attr:`sprokr.models.regressors.MLPSurrogate.target_dtype`); the coordinates are
-        computed in float64 and rounded once.
-
-    Support points that are equal outputs share one kernel column (exact), and every chunk
-    computes its kernel block once per distinct output in it.
-
-    Returns
-    -------
-    features : SketchedFeatures
-        With ``basis_`` (m, p) set: ``features.transform(C)`` is ``psi~(C)`` (n_c, p).
-    Psi : ndarray of shape (n, p), ``dtype``
-        ``psi~(y_i)`` = ``K_y R^T U D^-1/2``.
-    offsets : ndarray of shape (n,), float64
-        ``r_i = k(y_i, y_i) - |psi~(y_i)|^2`` (clipped at 0): the squared norm of the part
-        of ``psi(y_i)`` outside the sketched subspace.
-
-    Memory: ``Psi`` is the only n x p array; every pass writes its rows in place (no
-    stacked copy).
-    """
-    from ..numerics import LocalExecutor
-
-    dtype = resolve_dtype(dtype)
-    ex = executor if executor is not None else LocalExecutor()
-    parts = ex.partition(Y, prepare=(None if prepared else NamedPrepare(kernel.prepare_outputs, "Y"),),
-                         names=("outputs",))
-    feats = _output_basis(kernel, R, Y, rcond, ex, parts, prepared)
-    chunk = chunk_size or default_chunk_size(feats.R.indices.size, OUTPUT_DTYPE)
-    Psi = np.empty((parts.n, feats.rank), dtype=dtype)
-    # two passes, each written in place: the coordinates, then the residuals from the kernel's
-    # diagonal (cheap) -- rather than one pass of stacked [Psi, r] rows and a copy of Psi
-    ex.map_rows(parts, _Targets(feats, dtype), chunk, name="output targets", which="outputs", out=Psi)
-    r = np.empty(parts.n)
-    ex.map_rows(parts, _Diagonal(kernel), chunk, name="output norms", which="outputs", out=r)
-    for sl in iter_chunks(parts.n, chunk):  # r -= |psi~|^2 in float64, a block at a time
-        r[sl] -= np.einsum("ij,ij->i", Psi[sl], Psi[sl], dtype=np.float64)
-    np.maximum(r, 0.0, out=r)
-    return feats, Psi, r
-
-
-def sketched_output_basis(kernel: Kernel, R: SketchMatrix, Y: Samples, rcond: float = DEFAULT_RCOND,
-                          executor: Executor | None = None, prepared: bool = False) -> SketchedFeatures:
-    """The output basis of :func:`sketched_output_targets` alone (no pass over the n outputs):
-    the feature map ``psi~`` DSOKR fitted with sketch ``R`` on ``Y`` uses
-    (``features.transform``; ``features.inner`` for products of two sets' features)."""
-    ex = executor if executor is not None else LocalExecutor()
-    parts = ex.partition(Y, prepare=(None if prepared else NamedPrepare(kernel.prepare_outputs, "Y"),),
-                         names=("outputs",))
-    return _output_basis(kernel, R, Y, rcond, ex, parts, prepared)
-
-
-def _output_basis(kernel, R, Y, rcond, ex, parts, prepared):
-    # the kernel on a few training outputs: finite, symmetric, PSD (clear errors early)
-    check_kernel_sample(kernel, ex.take_rows(parts, np.arange(min(parts.n, 64)), which="outputs"), "output kernel")
-    raw_sel = ex.take_rows(parts, R.indices, which="outputs")
-    if prepared:
-        return SketchedFeatures(kernel, R, raw_sel, OUTPUT_DTYPE, rcond).fit_basis()
-    return SketchedFeatures.from_support(kernel, R, take(Y, R.indices), OUTPUT_DTYPE, rcond,
-                                         prepared=raw_sel)[0].fit_basis()
-
-
-class _Targets:
-    """``psi~(y)`` rows (in ``dtype``) for a chunk of prepared outputs."""
-
-    def __init__(self, features, dtype):
-        self.features, self.dtype = features, dtype
-
-    def __call__(self, Yp):
-        return self.features.transform(Yp).astype(self.dtype, copy=False)
-
-
-class _Diagonal:
-    """``k(y, y)`` (float64) for a chunk of prepared outputs."""
-
-    def __init__(self, kernel):
-        self.kernel = kernel
-
-    def __call__(self, Yp):
-        return np.asarray(self.kernel.diag(Yp), dtype=np.float64)
 
 
 def _accepts(func, name):
@@ -411,25 +309,6 @@ class DSOKR(OutputKernelModel, BaseEstimator):
         return self.predict_coordinates(X) @ self.output_basis_vectors(feature_map)
 
 
-def check_validation_fraction(vf: float | None) -> float | None:
-    """None or a number in (0, 1)."""
-    if vf is not None and (isinstance(vf, bool) or not isinstance(vf, numbers.Real) or not 0 < vf < 1):
-        raise ValueError(f"validation_fraction must lie in (0, 1) or be None, got {vf!r}")
-    return vf
-
-
-def validation_split(X: Samples, Y: Samples, fraction: float,
-                     rng: np.random.Generator) -> tuple[tuple[Samples, Samples], tuple[Samples, Samples]]:
-    """``((X_train, Y_train), (X_val, Y_val))``: a seeded random split of the pairs."""
-    n = num_samples(Y)
-    perm = rng.permutation(n)
-    n_val = max(1, int(round(fraction * n)))
-    if n_val >= n:
-        raise ValueError(f"validation_fraction={fraction} leaves no training pair out of {n}")
-    val_idx, tr_idx = np.sort(perm[:n_val]), np.sort(perm[n_val:])
-    return (take(X, tr_idx), take(Y, tr_idx)), (take(X, val_idx), take(Y, val_idx))
-
-
 class DSOKREnsemble(RenamedParametersMixin, OutputKernelModel, BaseEstimator):
     """Ensemble of DSOKR models over ``T`` output sketches.
 
@@ -596,19 +475,7 @@ class DSOKREnsemble(RenamedParametersMixin, OutputKernelModel, BaseEstimator):
         if isinstance(candidates, CandidateSets):
             raise ValueError("candidates: CandidateSets are decoded with aggregation='mean' only")
         index = self.resolve_index(candidates)
-        n_q = num_samples(X, "X")
-        kk = min(top_k or 1, len(index))
-        ex = LocalExecutor()
-        E = index.gather_embeddings()
-        parts = ex.partition(E) if index.offsets is None else ex.partition(E, index.offsets)
-        block = score_block_size(min(n_q, 2048), kk, 16, self.decoder_.max_memory_mb)
-        idx, scores = np.empty((n_q, kk), dtype=np.int64), np.empty((n_q, kk))
-        for sl in iter_chunks(n_q, 2048):
-            Xq = take_slice(X, sl)
-            with row_offset(sl.start):  # an invalid query is named by its row of X
-                task = _MaxTopKTask([e.predict_coordinates(Xq) for e in self.estimators_], self._splits(), kk)
-            idx[sl], scores[sl] = ex.map_reduce(parts, task, block)
-        return index.take(idx[:, 0]) if top_k is None else Decoded(idx, scores)
+        return max_topk(self.estimators_, self._splits(), index, X, top_k, self.decoder_.max_memory_mb)
 
     @consistent_read
     def predict_scores(self, X: Any, candidates: Any = None) -> Any:
@@ -616,29 +483,4 @@ class DSOKREnsemble(RenamedParametersMixin, OutputKernelModel, BaseEstimator):
         if self.aggregation == "mean":
             return super().predict_scores(X, candidates)
         check_is_fitted(self, "estimators_")
-        index = self.resolve_index(candidates)
-        Es = np.split(index.gather_embeddings(), self._splits(), axis=1)
-        S = None
-        for e, E in zip(self.estimators_, Es):
-            s = e.predict_coordinates(X) @ E.T
-            S = s if S is None else np.maximum(S, s)
-        return S if index.offsets is None else S + index.offsets
-
-
-class _MaxTopKTask(TopKTask):
-    """Top-k of ``max_t H_t E_t^T + offsets`` over chunks of the members' embeddings."""
-
-    name = "ensemble top-k search"
-
-    def __init__(self, Hs, splits, k):
-        super().__init__(Hs[0], k)
-        self.Hs, self.splits = Hs, splits
-
-    def add(self, state, rows, E, offsets=None):
-        Es = np.split(np.asarray(E, dtype=np.float64), self.splits, axis=1)
-        S = self.Hs[0] @ Es[0].T
-        for H, Et in zip(self.Hs[1:], Es[1:]):
-            np.maximum(S, H @ Et.T, out=S)
-        if offsets is not None:
-            S += offsets[None, :]
-        return self.fold_scores(state, S, rows.start)
+        return max_scores(self.estimators_, self._splits(), self.resolve_index(candidates), X)

@@ -147,6 +147,35 @@ def test_support_operand_memo_gives_the_same_products(rng):
     assert support_operand(S) is S and kernel.prepare_support(S) is S  # prepared once: the memo is kept
 
 
+def test_query_batches_near_the_threshold_share_one_split_of_the_support(rng):
+    """Columns whose density product is near the dense-column threshold cost about the same
+    either way: a batch reuses a kept split that has every clearly dense column and no
+    clearly sparse one, and gets its own otherwise; the products are exact in both cases."""
+    from sprokr.kernels._gram import DENSE_COLUMN_THRESHOLD, gram, support_operand
+
+    B = _mixed_density(rng, 70, dense_cols=(0, 3, 7))
+    S = support_operand(B)
+
+    def splits():
+        return sorted(np.frombuffer(k[1], dtype=np.intp).tolist() for k in S._sprokr_gram_memo
+                      if isinstance(k, tuple))
+
+    A1 = _mixed_density(rng, 40, dense_cols=(0, 3, 7))
+    np.testing.assert_allclose(gram(A1, S), A1.toarray() @ B.toarray().T, rtol=1e-12, atol=1e-12)
+    first = splits()
+    assert len(first) == 1 and {0, 3, 7} <= set(first[0])
+    A2 = _mixed_density(rng, 41, dense_cols=(0, 3, 7))  # other rows, the same dense columns
+    np.testing.assert_allclose(gram(A2, S), A2.toarray() @ B.toarray().T, rtol=1e-12, atol=1e-12)
+    assert splits() == first
+    A3 = _mixed_density(rng, 40, dense_cols=(0,))  # columns 3 and 7 now clearly sparse in the queries
+    A3 = (A3 @ sp.diags(np.where(np.isin(np.arange(60), [3, 7]), 0.0, 1.0))).tocsr()
+    A3.eliminate_zeros()
+    dens_b = np.bincount(B.indices, minlength=B.shape[1]) / B.shape[0]
+    assert (np.bincount(A3.indices, minlength=60)[[3, 7]] / 40 * dens_b[[3, 7]] < DENSE_COLUMN_THRESHOLD / 2).all()
+    np.testing.assert_allclose(gram(A3, S), A3.toarray() @ B.toarray().T, rtol=1e-12, atol=1e-12)
+    assert len(splits()) == 2 and not {3, 7} & set([s for s in splits() if s != first[0]][0])
+
+
 def test_csr_row_norms_sum_repeated_entries_before_squaring():
     from sprokr.kernels._gram import sq_norms
 

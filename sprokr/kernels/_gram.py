@@ -107,6 +107,28 @@ def add_outer(out, L, R, beta=1.0, alpha=1.0):
     return out
 
 
+def _dense_columns(B, work):
+    """Columns multiplied densely, from ``work = density_A * density_B`` per column.
+
+    Those above :data:`DENSE_COLUMN_THRESHOLD`; but near it either way costs about the
+    same, so a split already kept on a support operand ``B`` is reused when it holds every
+    column above twice the threshold and none below half of it (query batches with
+    slightly different densities then share one split of the support instead of each
+    computing its own).
+    """
+    memo = getattr(B, _MEMO, None)
+    if memo:
+        must, never = work > 2 * DENSE_COLUMN_THRESHOLD, work < 0.5 * DENSE_COLUMN_THRESHOLD
+        for key in list(memo):  # a snapshot: other threads may add splits meanwhile
+            if isinstance(key, tuple) and key[0] == "split":
+                J = np.frombuffer(key[1], dtype=np.intp)
+                inside = np.zeros(work.size, dtype=bool)
+                inside[J] = True
+                if not (must & ~inside).any() and not (never & inside).any():
+                    return J
+    return np.flatnonzero(work > DENSE_COLUMN_THRESHOLD)
+
+
 def _split_dense_columns(A, J):
     """``(A without the columns J, A[:, J] dense)`` for a CSR ``A``."""
     dense = A[:, J].toarray()
@@ -184,7 +206,7 @@ def gram(A, B, alpha=1.0, L=None, R=None):
         A = sp.csr_matrix(A, dtype=dtype)
         dens_a = np.bincount(A.indices, minlength=A.shape[1]) / max(n_a, 1)
         dens_b = _memo(B, "density", lambda: np.bincount(B.indices, minlength=B.shape[1]) / max(n_b, 1))
-        J = np.flatnonzero(dens_a * dens_b > DENSE_COLUMN_THRESHOLD)
+        J = _dense_columns(B, dens_a * dens_b)
         # only B loses its dense columns: A's entries in them then meet empty columns of B
         # in the sparse product (a few skipped lookups), which saves A's copy
         Bt, B_J = _memo(B, ("split", J.tobytes()), lambda: _right_operand(B, J))

@@ -213,7 +213,7 @@ class ShiftedCrossProducts:
     def _add_gram(self, Aw):
         """``AtA += Aw^T Aw`` (lower triangle), the product in Aw's dtype, the sum in float64."""
         syrk = get_blas_funcs("syrk", dtype=Aw.dtype)
-        if Aw.dtype == np.float64:  # straight into the float64 sum
+        if Aw.dtype == np.float64 and not in_fold_thread():  # straight into the float64 sum
             res = syrk(1.0, Aw.T, beta=1.0, c=self.AtA, trans=0, lower=1, overwrite_c=1)
             if not np.shares_memory(res, self.AtA):  # pragma: no cover - f2py made a copy
                 self.AtA = res
@@ -250,8 +250,10 @@ class ShiftedCrossProducts:
         state["_tmp"] = None
         return state
 
-    def result(self, lower_only: bool = False, plus: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """``(A^T A + plus, A^T T)`` in float64 (fresh arrays; ``plus`` optional, (m, m)).
+    def result(self, lower_only: bool = False, plus: np.ndarray | None = None,
+               plus_scale: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+        """``(A^T A + plus_scale plus, A^T T)`` in float64 (fresh arrays; ``plus`` optional,
+        (m, m), added without a temporary when it is Fortran-ordered like the sum).
 
         With ``lower_only=True`` ``A^T A`` is Fortran-ordered and only its lower triangle
         is meaningful (what a Cholesky factorization reads); otherwise it is symmetric.
@@ -260,7 +262,11 @@ class ShiftedCrossProducts:
         P = self.P  # (m or r, 2)
         AtA = np.array(self.AtA, order="F")
         if plus is not None:
-            AtA += plus
+            if plus.flags.f_contiguous and plus.dtype == np.float64:  # one BLAS axpy, in place
+                axpy = get_blas_funcs("axpy", dtype=np.float64)
+                axpy(plus.ravel(order="F"), AtA.ravel(order="F"), a=plus_scale)
+            else:
+                AtA += plus_scale * plus
         # S P^T + P S^T + P QQ P^T = W M W^T, W = [S, P], M = [[0, I], [I, QQ]]: one GEMM
         W = np.hstack([self.S, P])
         M = np.block([[np.zeros((2, 2)), np.eye(2)], [np.eye(2), self.QQ]])

@@ -24,6 +24,8 @@ import numpy as np
 import scipy.linalg as sla
 from scipy.linalg import get_blas_funcs, lapack
 
+from ._parallel import in_fold_thread
+
 
 __all__ = ["matmul", "psd_eigh", "psd_solve", "cholesky_solve", "cholesky_solver",
            "cholesky_factor_inplace", "cholesky_factor_solve", "cholesky_rcond", "sym_norm1",
@@ -81,7 +83,9 @@ def matmul(A: np.ndarray, B: np.ndarray) -> np.ndarray:
     paths therefore use scipy's BLAS only (``syrk``, ``gemm``, ``potrf``, ``syevd``).
     """
     dtype = np.result_type(A.dtype, B.dtype)
-    if dtype not in (np.float32, np.float64):
+    if dtype not in (np.float32, np.float64) or in_fold_thread():
+        # (in a fold thread BLAS has one thread, and numpy's product releases the GIL
+        # where scipy's wrappers hold it: the threads multiply at once)
         return A @ B
     A, B = np.asarray(A, dtype=dtype), np.asarray(B, dtype=dtype)
     if A.ndim != 2 or B.ndim != 2 or 0 in A.shape or 0 in B.shape:
@@ -161,14 +165,19 @@ def cholesky_factor_solve(L: np.ndarray, B: np.ndarray) -> np.ndarray:
     return X
 
 
-def sym_norm1(G: np.ndarray, lower_only: bool = False) -> float:
+def sym_norm1(G: np.ndarray, lower_only: bool = False, work: np.ndarray | None = None) -> float:
     """1-norm (max column sum of ``|G|``) of a symmetric matrix, from its lower triangle
-    when ``lower_only`` (O(m^2), no copy of the triangle's complement is trusted)."""
+    when ``lower_only`` (O(m^2), no copy of the triangle's complement is trusted).
+    ``work``: a C-ordered float array of G's shape to use as scratch (overwritten)."""
     G = np.asarray(G)
     if not lower_only:
         return float(np.abs(G).sum(axis=0).max(initial=0.0))
-    L = np.abs(np.tril(G))
-    return float((L.sum(axis=0) + L.sum(axis=1) - np.diag(L)).max(initial=0.0))
+    # |G|'s lower triangle as the upper one of its transpose (C-ordered for a Fortran G:
+    # one pass of abs, one masked store, no triangular copies)
+    ok = work is not None and work.shape == G.shape and work.flags.c_contiguous and work.dtype == G.dtype
+    U = np.abs(G.T, out=work if ok else None)
+    U[np.tri(U.shape[0], U.shape[1], -1, dtype=bool)] = 0.0
+    return float((U.sum(axis=0) + U.sum(axis=1) - np.diag(U)).max(initial=0.0))
 
 
 def cholesky_rcond(L: np.ndarray, anorm: float) -> float:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 import numpy as np
+import scipy.sparse as sp
 from numpy.typing import ArrayLike, DTypeLike
 
 from ._crossprod import ShiftedCrossProducts
@@ -107,7 +108,9 @@ class CrossProductTask(ChunkTask):
         for the whitened pass, whose per-chunk triangular solve holds the GIL (scipy's
         BLAS wrappers): its threads would wait on each other with one BLAS thread each
         (Bibtex SISOKR's pass: 0.35 s -> 0.46 s)."""
-        if self.whiten is not None:
+        if self.whiten is not None or sp.issparse(self.features.Z_sel):
+            # (sparse inputs: scikit-learn's sparse x sparse product of the kernel blocks holds
+            # the GIL too -- Bibtex's plain pass: 0.42 s in one thread, 0.52-0.56 s in two)
             return False
         t = self.targets
         targets_ok = t is None or bool(getattr(t, "thread_safe", False)) or \

@@ -67,13 +67,14 @@ class PlainRoutes:
         # disjoint phases: the support time excludes a whitening already timed ("auto")
         self.times.update({"support": t1 - self.t0 - self.times.get("whitening", 0.0), "pass": t2 - t1})
         Kt = sandwich(feats, A_sel)
-        ridge = self.nlam * 0.5 * (Kt + Kt.T)
-        G, AtT = acc.result(lower_only=True, plus=ridge)
+        # n lam K~ in G's lower triangle: K~'s upper one (the Fortran view of C-ordered K~;
+        # K~ is symmetric to rounding), added in place
+        G, AtT = acc.result(lower_only=True, plus=Kt.T, plus_scale=self.nlam)
         check_finite_sums(G, AtT)
         rc = DEFAULT_RCOND if self.rcond is None else self.rcond
         est = None
         if measured:
-            G_norm = sym_norm1(G, lower_only=True)
+            G_norm = sym_norm1(G, lower_only=True, work=Kt)  # K~'s memory as scratch
             try:
                 L = cholesky_factor_inplace(G)  # nothing added: a failure rejects the route
             except np.linalg.LinAlgError:
@@ -99,7 +100,7 @@ class PlainRoutes:
             except np.linalg.LinAlgError:
                 logger.warning("sketched ridge: A^T A + n lam R K R^T is numerically indefinite; solved "
                                "by its eigendecomposition pseudo-inverse (use solver='auto' or 'qr')")
-                G = acc.result(lower_only=True, plus=ridge)[0]
+                G = acc.result(lower_only=True, plus=Kt.T, plus_scale=self.nlam)[0]
                 U, ev = psd_eigh(G, rc, lower_only=True)
 
                 def precond(r):
@@ -185,9 +186,10 @@ class PlainSolution:
 
 
 def plain_promising(wh):
-    """A-priori: ``K~`` of full numerical rank whose pivots span at most
-    :data:`PLAIN_FIRST_PIVOT_RATIO` (squared) -- else the plain route would fail its check."""
-    if wh.rank < wh.m or wh.rank == 0:
+    """A-priori: ``K~``'s pivots span at most :data:`PLAIN_FIRST_PIVOT_RATIO` (squared) -- else
+    the plain route would fail its check (a rank-deficient ``K~`` is solved on its
+    independent pivots, :meth:`~sprokr.numerics._ridge_job.RidgeJob.plain_first`)."""
+    if wh.rank == 0:
         return False
     d = np.abs(np.diagonal(wh.L))
     return float(d.min() / d.max()) ** 2 >= PLAIN_FIRST_PIVOT_RATIO

@@ -195,30 +195,3 @@ def test_refined_route_meets_its_tolerance_with_few_targets(seed, n, d, gamma, l
     assert _rel(model.predict(Xq), ref) <= tol
     assert model.solver_error_estimate_ is not None and model.solver_error_estimate_ <= tol
 
-
-@pytest.mark.parametrize("sketch", ["subsample", "psr"])
-def test_repeated_support_samples_are_solved_on_the_independent_pivots(sketch):
-    """Repeated training samples make ``K~`` rank-deficient and the plain normal equations
-    singular: "auto" solves them on ``K~``'s independent pivots (the whitened route's span),
-    within 1e-6 of the stable QR route, with its estimate within the tolerance; a
-    sub-sampled duplicate gets a zero coefficient."""
-    from sprokr.models import KernelRidgeRegressor
-
-    rng = np.random.default_rng(3)
-    X0 = rng.normal(size=(150, 4))
-    X = np.vstack([X0, X0[:50]])  # 50 samples twice
-    T = np.sin(X @ rng.normal(size=(4, 3)))
-    Xq = rng.normal(size=(20, 4))
-    kw = dict(kernel_params={"gamma": 0.1}, lam=1e-4, input_sketch=sketch, m_x=120,
-              input_sketch_params={"p": 0.2} if sketch == "psr" else None, random_state=0)
-    ref = KernelRidgeRegressor(**kw, solver="qr").fit(X, T)
-    model = KernelRidgeRegressor(**kw).fit(X, T)
-    assert model.solver_ == "cholesky"  # the plain route, refined or not
-    assert _rel(model.predict(Xq), ref.predict(Xq)) <= 1e-6
-    assert model.solver_error_estimate_ <= 1e-6
-    if sketch == "subsample":
-        idx = model.sketch_matrix_.indices
-        pos = {tuple(x): i for i, x in enumerate(X[idx])}
-        assert len(pos) < idx.size  # the sketch drew both copies of some samples
-        dropped = np.flatnonzero(~model.coef_.any(axis=1))
-        assert dropped.size == idx.size - len(pos)

@@ -106,7 +106,7 @@ def sketched_ridge(kernel: Kernel, R: SketchMatrix, support: Any, parts: RowPart
       is redone with float64 kernel values and products (:func:`float64_kernel`;
       ``RidgeSolution.precision`` and ``.features`` say so) -- accepted at the float32
       request's tolerance -- a float64 one by the stable route (logged).
-      With targets given and few (``12 width <= m``: two residuals then cost a fraction
+      With targets given and few (``16 width (n + m) <= n m``: two residuals then cost a fraction
       of the pass) the whitened pass runs its products in float32 and its solution is
       refined (:mod:`sprokr.numerics._refine`): float64 residuals of the un-squared
       problem, ``A^T (T - A gamma) - n lam K~ gamma``, solved by the whitened factor,

@@ -41,7 +41,6 @@ from ._ridge_common import (
 from ._ridge_passes import CrossProductTask, QRTask
 from ._ridge_plain import PlainRoutes, plain_promising
 from ._whiten import Whitening
-from ..utils import take
 
 __all__ = ["RidgeJob", "WhitenedSolution"]
 
@@ -144,12 +143,16 @@ class RidgeJob(PlainRoutes):
     # ---- iterative refinement (float64 residuals of the un-squared problem, _refine.py)
     def mixed_ok(self):
         """Refinement pays off: targets given (not ``I_n``) and few next to the m columns.
-        Two steps cost ``2 (2 n m p + 2 m^2 p)`` float64 multiply-adds against the ``n m^2 / 2``
-        saved by float32 products: measured on Bibtex SISOKR (p = 200, m = 2250, p = m / 11)
-        the refined route cost what the whitened float64 pass costs or more, hence ``12 p <= m``."""
+        Two steps cost ``4 p m (n + m)`` float64 multiply-adds (residuals and preconditioner)
+        against the ``n m^2 / 2`` saved by float32 products; with the refined route's other
+        costs (the kept float64 rows, the sample, ``K~`` in float64) taken as that much
+        again: ``16 p (n + m) <= n m``.  Bibtex SISOKR (n = 4880, m = 2250, p = 164: the
+        output basis' rank) is on the other side, where the refined route took 1.26 s
+        against 0.85 s for the whitened float64 pass (``benchmarks/solvers.py``)."""
         if self.identity or self.mixed_choice is False:
             return False
-        return self.mixed_choice or 12 * self.width <= self.feats.m
+        n, m = self.parts.n, self.feats.m
+        return self.mixed_choice or 16 * self.width * (n + m) <= n * m
 
     def refine_ok(self):
         """Refining a *rejected* solution pays off (``4 p <= m``): the alternative is one or
@@ -258,46 +261,16 @@ class RidgeJob(PlainRoutes):
             est += e_pred
         return self._solution(gamma, f, "whitened", est, wh.rank)
 
-    def plain_first(self, wh, ref_targets, tol):
+    def plain_first(self, ref_targets, tol):
         """``"auto"``'s first try: the plain normal equations, refined when rejected (instead of
-        a new ``n m^2`` pass); None when they fail.  A rank-deficient ``K~`` (repeated support
-        samples: Bibtex has 4 among 2250) makes them singular, so they are solved on its
-        ``r`` independent pivots only (:meth:`restricted`): the span of ``A``'s columns is
-        the same to the pivots' threshold -- the whitened route's model -- and the dropped
-        support points get zero coefficients."""
-        job, cols = (self, None) if wh.rank == wh.m else self.restricted(np.sort(wh.sel))
-        ref = ref_targets if cols is None or ref_targets is None else np.asarray(ref_targets)[cols]
-        sol = job.normal_equations("cholesky", ref, measured=True)
+        a new ``n m^2`` pass); None when they fail."""
+        sol = self.normal_equations("cholesky", ref_targets, measured=True)
         if sol is not None and not sol.error_estimate <= tol:
             logger.info("sketched ridge: plain normal equations rejected (error estimate %.2g)", sol.error_estimate)
-            sol = job.refine_plain(sol, tol) if job.refine_ok() else None
+            sol = self.refine_plain(sol, tol) if self.refine_ok() else None
         elif sol is None:
             logger.info("sketched ridge: plain normal equations rejected (not positive definite)")
-        return sol if sol is None or cols is None else self._widened(sol, job, cols)
-
-    def restricted(self, keep):
-        """``(job, cols)``: this problem on the rows ``keep`` of the sketch (sorted positions)
-        and the positions of its support points among this one's.  It shares this job's
-        times, checks and ``K~`` (restricted)."""
-        f = self.feats
-        R, cols = f.R.take_rows(keep)
-        support = f.Z_sel if cols.size == f.R.indices.size else f.kernel.prepare_support(take(f.Z_sel, cols))
-        job = RidgeJob(type(f)(f.kernel, R, support, f.dtype, f.rcond), self.parts, self.nlam, self.targets,
-                       self.width, self.chunk, self.executor, self.which, self.t0, self.rcond,
-                       mixed=self.mixed_choice)
-        job.times, job.checks = self.times, self.checks
-        if self._Kt64 is not None:  # R[keep] K R[keep]^T = K~[keep][:, keep]
-            job._Kt64 = self._Kt64[np.ix_(keep, keep)]
-        return job, cols
-
-    def _widened(self, sol, job, cols):
-        """A solution of :meth:`restricted`'s ``job`` as one of this problem: zero coefficients
-        on the support points it dropped."""
-        coef = np.zeros((self.feats.R.indices.size,) + sol.coef.shape[1:])
-        coef[cols] = sol.coef
-        f = self.feats if sol.features is job.feats else self.features64()
-        return RidgeSolution(coef, f.Z_sel, f, self.times, sol.method, sol.error_estimate, sol.rank, sol.precision,
-                             self.checks, sol.refinement_steps)
+        return sol
 
     def _shift(self, A_ref, ref_targets, dtype):
         c = column_shift(A_ref, dtype)
@@ -335,7 +308,7 @@ class RidgeJob(PlainRoutes):
             pre = (A_sup, wh)
             self.times["whitening"] = time.perf_counter() - t1
             if plain_promising(wh):
-                sol = self.plain_first(wh, ref_targets, tol)
+                sol = self.plain_first(ref_targets, tol)
                 if sol is not None:
                     return sol
         passes = (feats, self.features64())

@@ -186,10 +186,9 @@ class PlainSolution:
 
 
 def plain_promising(wh):
-    """A-priori: ``K~``'s pivots span at most :data:`PLAIN_FIRST_PIVOT_RATIO` (squared) -- else
-    the plain route would fail its check (a rank-deficient ``K~`` is solved on its
-    independent pivots, :meth:`~sprokr.numerics._ridge_job.RidgeJob.plain_first`)."""
-    if wh.rank == 0:
+    """A-priori: ``K~`` of full numerical rank whose pivots span at most
+    :data:`PLAIN_FIRST_PIVOT_RATIO` (squared) -- else the plain route would fail its check."""
+    if wh.rank < wh.m or wh.rank == 0:
         return False
     d = np.abs(np.diagonal(wh.L))
     return float(d.min() / d.max()) ** 2 >= PLAIN_FIRST_PIVOT_RATIO

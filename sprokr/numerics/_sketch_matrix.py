@@ -107,21 +107,6 @@ class SketchMatrix:
             return self
         return SketchMatrix(self.n, self.indices, self.weights, scale=1.0)
 
-    def take_rows(self, keep: ArrayLike) -> tuple[SketchMatrix, np.ndarray]:
-        """``(R[keep], cols)``: the sketch of the rows ``keep`` (sorted positions) and the
-        positions, among :attr:`indices`, of its non-null columns.
-
-        ``R[keep] K R[keep]^T`` is ``K~[keep][:, keep]``; a sub-sampling keeps its scale
-        (its rows are its support points: row ``j`` selects column ``indices[j]``).
-        """
-        keep = np.asarray(keep, dtype=np.intp)
-        W = self.weights[keep]
-        used = np.asarray(abs(W).sum(axis=0)).ravel() != 0
-        cols = np.flatnonzero(used)
-        W = W[:, cols]
-        return SketchMatrix(self.n, self.indices[cols], W.tocsr() if sp.issparse(W) else np.ascontiguousarray(W),
-                            scale=self.scale), cols
-
     def toarray(self) -> np.ndarray:
         """The dense (m, n) sketch matrix (for tests and small problems)."""
         R = np.zeros((self.m, self.n))

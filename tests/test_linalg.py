@@ -165,3 +165,23 @@ def test_cross_products_merge_in_any_order(dtype):
     np.testing.assert_array_equal(again.result()[0], acc.result()[0])
     with pytest.raises(ValueError, match="different shifts"):
         acc.merge(ShiftedCrossProducts(30, 4, dtype, c + 1, d))
+
+
+def test_result_adds_a_scaled_matrix_in_either_layout_and_sym_norm1_reads_the_lower_triangle():
+    from sprokr.numerics._linalg import sym_norm1
+
+    rng = np.random.default_rng(2)
+    A, T = rng.standard_normal((60, 9)), rng.standard_normal((60, 2))
+    acc = ShiftedCrossProducts(9, 2, np.float64, column_shift(A[:10], np.float64))
+    acc.add(slice(0, 60), A, T)
+    P = rng.standard_normal((9, 9))
+    P = P + P.T
+    for plus in (P, np.asfortranarray(P), P.T):  # C-ordered, Fortran-ordered, a Fortran view
+        G, _ = acc.result(plus=plus, plus_scale=0.3)
+        np.testing.assert_allclose(G, A.T @ A + 0.3 * P, rtol=1e-12, atol=1e-12)
+        Gl, _ = acc.result(lower_only=True, plus=plus, plus_scale=0.3)
+        np.testing.assert_allclose(np.tril(Gl), np.tril(A.T @ A + 0.3 * P), rtol=1e-12, atol=1e-12)
+    Gl = np.asfortranarray(np.tril(P) + np.triu(np.full((9, 9), 1e6), 1))  # garbage above the diagonal
+    work = np.empty((9, 9))
+    for w in (None, work):
+        assert np.isclose(sym_norm1(Gl, lower_only=True, work=w), np.abs(P).sum(axis=0).max())

@@ -264,7 +264,10 @@ class ShiftedCrossProducts:
         if plus is not None:
             if plus.flags.f_contiguous and plus.dtype == np.float64:  # one BLAS axpy, in place
                 axpy = get_blas_funcs("axpy", dtype=np.float64)
-                axpy(plus.ravel(order="F"), AtA.ravel(order="F"), a=plus_scale)
+                y = AtA.ravel(order="F")  # a view: AtA is Fortran-ordered
+                res = axpy(plus.ravel(order="F"), y, a=plus_scale)
+                if not np.shares_memory(res, AtA):  # pragma: no cover - f2py made a copy
+                    y[...] = res
             else:
                 AtA += plus_scale * plus
         # S P^T + P S^T + P QQ P^T = W M W^T, W = [S, P], M = [[0, I], [I, QQ]]: one GEMM

@@ -138,21 +138,23 @@ class ShiftedCrossProducts:
         self._tmp = None  # per-chunk syrk buffer of a float32 accumulation
 
     def add(self, rows: Any, A: np.ndarray, T: np.ndarray | None = None, overwrite: bool = False,
-            Z: np.ndarray | None = None, overwrite_z: bool = False) -> Self:
+            Z: np.ndarray | None = None, overwrite_z: bool = False, pivoted: bool = False) -> Self:
         """Add the rows ``rows`` (a slice or an array of global row numbers) of ``A`` and ``T``.
 
         ``overwrite=True``: ``A`` may be centred in place.  ``Z`` (whitened only): the rows'
         ``A P_r L_11^-T`` when already known (float64), instead of a triangular solve;
-        ``overwrite_z=True``: it may be centred in place.
+        ``overwrite_z=True``: it may be centred in place.  ``pivoted`` (whitened only): ``A``
+        holds the pivot columns ``A P_r`` alone (r of them), computed as such.
         """
         A = np.asarray(A)
-        if A.shape[1] != self.c.size:
-            raise ValueError(f"block has {A.shape[1]} columns, expected {self.c.size}")
+        width = self.whiten.rank if pivoted and self.whiten is not None else self.c.size
+        if A.shape[1] != width:
+            raise ValueError(f"block has {A.shape[1]} columns, expected {width}")
         if self.identity_targets and self.whiten is None:
             self.AtT[:, rows] = A.T
         elif T is None and not self.identity_targets:
             raise ValueError("targets T are needed (the accumulator was built with targets)")
-        Ac, r = self.centred(A, overwrite, Z, overwrite_z)
+        Ac, r = self.centred(A, overwrite, Z, overwrite_z, pivoted)
         Q = np.stack([np.ones_like(r), r], axis=1)
         if self.whiten is not None and self.identity_targets:  # Z^T = Z_c^T + P Q^T
             Z = Ac.astype(np.float64)  # a fresh copy: the rank-1 shift is added in place
@@ -172,12 +174,12 @@ class ShiftedCrossProducts:
         return self
 
     def centred(self, A: np.ndarray, overwrite: bool = False, Z: np.ndarray | None = None,
-                overwrite_z: bool = False) -> Any:
+                overwrite_z: bool = False, pivoted: bool = False) -> Any:
         """``(A_c, r)``: a block's centred rows (whitened: ``Z_c``) and row coefficients.
 
         ``A = A_c + Q P^T`` (whitened: ``Z = Z_c + Q P^T``) with ``Q = [1, r]``; ``A_c`` in
-        the accumulator's dtype (plain: the block's), ``r`` float64.  ``Z``: see :meth:`add`
-        (``overwrite_z``: it may be centred in place).
+        the accumulator's dtype (plain: the block's), ``r`` float64.  ``Z``, ``pivoted``:
+        see :meth:`add` (``overwrite_z``: it may be centred in place).
         """
         wh = self.whiten
         if wh is None:
@@ -185,7 +187,11 @@ class ShiftedCrossProducts:
             Ac = A if overwrite and A.flags.c_contiguous else np.array(A, order="C")
             c_w = self.c.astype(A.dtype)
         else:  # the pivot columns, centred in the wider of the two precisions
-            Ac = wh.columns(A).astype(np.promote_types(A.dtype, self.dtype), copy=False)
+            dtype = np.promote_types(A.dtype, self.dtype)
+            if pivoted:
+                Ac = A if overwrite and A.flags.c_contiguous and A.dtype == dtype else np.array(A, dtype, order="C")
+            else:
+                Ac = wh.columns(A).astype(dtype, copy=False)
             c_w = self.c[wh.sel].astype(Ac.dtype)
             cc = float(c_w.astype(np.float64) @ c_w.astype(np.float64))
         r_w = np.empty(Ac.shape[0], dtype=Ac.dtype)

@@ -16,8 +16,9 @@ from numpy.typing import ArrayLike, DTypeLike
 from ._crossprod import ShiftedCrossProducts
 from ._executor import ChunkTask
 from ._features import SketchedFeatures
+from ._products import check_gram_block
 from ._qr import TallSkinnyQR
-from ..utils import take
+from ..utils import num_samples, take
 
 __all__ = ["TargetRows", "CrossProductTask", "QRTask"]
 
@@ -72,6 +73,12 @@ class CrossProductTask(ChunkTask):
         self.which, self.whiten = which, whiten
         self.dtype = features.dtype if dtype is None else np.dtype(dtype)  # of the products
         self.keep = keep  # KeptBlocks (in this process only): the float64 rows of A and T
+        # A sub-sampling's column j of A is the kernel with support point j: the whitened
+        # sums need the pivot columns A P_r only, computed as such against the pivot support
+        # points (no column gather of each block, no kernel value of a dropped column)
+        self.pivot_support = None
+        if whiten is not None and keep is None and gather is None and features.R.scale is not None:
+            self.pivot_support = features.kernel.prepare_support(take(features.Z_sel, whiten.sel))
 
     def start(self) -> Any:
         acc = ShiftedCrossProducts(self.features.m, self.width, self.dtype, self.c, self.d,
@@ -91,6 +98,16 @@ class CrossProductTask(ChunkTask):
                     return acc, got
                 chunks = tuple(take(c, keep) for c in chunks)
                 rows = keep + rows.start  # global row numbers
+        if self.pivot_support is not None:
+            f = self.features
+            A = np.asarray(check_gram_block(f.kernel.pairwise(chunks[0], self.pivot_support),
+                                            (num_samples(chunks[0]), self.whiten.rank),
+                                            f"kernel {type(f.kernel).__name__}"), dtype=f.dtype)
+            if f.R.scale != 1:
+                A *= f.R.scale
+            T = None if self.identity_targets else self.targets(chunks[self.which])
+            acc.add(rows, A, T, overwrite=True, pivoted=True)
+            return acc, got
         A = self.features.block(chunks[0])
         if got is not None:  # before A is centred in place
             lo, hi = np.searchsorted(self.gather, [rows.start, rows.stop])

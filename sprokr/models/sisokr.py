@@ -264,8 +264,8 @@ class SISOKR(OutputKernelModel, SISOKRTraining, BaseEstimator):
         return self
 
     def _set_coef(self, beta):
-        set_n_features(self, self.X_support_)
         """Store the coefficients on the support samples and the prediction map."""
+        set_n_features(self, self.X_support_)
         self.coef_ = np.asarray(beta, dtype=WORK_DTYPE)
         self._cho = None
         self._expansion = KernelExpansion(self.input_kernel_, self.X_support_, self.coef_, self.dtype_)

@@ -188,8 +188,8 @@ class Float64Features(SketchedFeatures):
     (vector kernels compute in their inputs' precision; the row norms of a float32 chunk
     alone would perturb a flat kernel by ~1e-11, which a tiny ridge amplifies to 1e-4)."""
 
-    def kernel_block(self, Zq):
-        return super().kernel_block(upcast(Zq))
+    def kernel_block(self, Zq, support=None):
+        return super().kernel_block(upcast(Zq), support)
 
 
 def upcast(Z):

@@ -199,9 +199,11 @@ class SketchedFeatures:
             return np.zeros((0,) + P.shape[1:])
         return sla.solve_triangular(np.asarray(L, dtype=np.float64), P[sel], lower=True, check_finite=False)
 
-    def kernel_block(self, Zq: Any) -> np.ndarray:
-        """``k(Zq, Z_S)`` of shape (len(Zq), m'), checked for shape and finiteness."""
-        KS = check_gram_block(self.kernel.pairwise(Zq, self.Z_sel), (num_samples(Zq), self.R.indices.size),
+    def kernel_block(self, Zq: Any, support: Any = None) -> np.ndarray:
+        """``k(Zq, Z_S)`` of shape (len(Zq), m'), checked for shape and finiteness; with
+        ``support`` (prepared samples, e.g. some of the support points) ``k(Zq, support)``."""
+        Z = self.Z_sel if support is None else support
+        KS = check_gram_block(self.kernel.pairwise(Zq, Z), (num_samples(Zq), num_samples(Z)),
                               f"kernel {type(self.kernel).__name__}")
         return np.asarray(KS, dtype=self.dtype)
 

@@ -16,9 +16,8 @@ from numpy.typing import ArrayLike, DTypeLike
 from ._crossprod import ShiftedCrossProducts
 from ._executor import ChunkTask
 from ._features import SketchedFeatures
-from ._products import check_gram_block
 from ._qr import TallSkinnyQR
-from ..utils import num_samples, take
+from ..utils import take
 
 __all__ = ["TargetRows", "CrossProductTask", "QRTask"]
 
@@ -99,12 +98,9 @@ class CrossProductTask(ChunkTask):
                 chunks = tuple(take(c, keep) for c in chunks)
                 rows = keep + rows.start  # global row numbers
         if self.pivot_support is not None:
-            f = self.features
-            A = np.asarray(check_gram_block(f.kernel.pairwise(chunks[0], self.pivot_support),
-                                            (num_samples(chunks[0]), self.whiten.rank),
-                                            f"kernel {type(f.kernel).__name__}"), dtype=f.dtype)
-            if f.R.scale != 1:
-                A *= f.R.scale
+            A = self.features.kernel_block(chunks[0], self.pivot_support)
+            if self.features.R.scale != 1:
+                A *= self.features.R.scale
             T = None if self.identity_targets else self.targets(chunks[self.which])
             acc.add(rows, A, T, overwrite=True, pivoted=True)
             return acc, got

@@ -3,7 +3,9 @@
 Exact solvers (IOKR, ISOKR, exact kernel ridge, the exact square-loss machine): float32
 kernel values, float64 solves -- within 2x the *rounding floor*: the same formula
 evaluated in float64 on the kernel values rounded to float32 (on a flat kernel with a tiny
-ridge that floor is itself large; no solver can beat it).  Sketched input (the ridge of
+ridge that floor is itself large; no float32 solver can beat it) -- and a measured check
+that refits with float64 kernel values when float32 would cost more than 1e-4, so that
+every model is within 1e-4 of float64 whatever the floor.  Sketched input (the ridge of
 ``sprokr.numerics.sketched_ridge``): within 1e-4 of float64 (SISOKR's whole matrix is in
 ``tests/test_reference_matrix.py``).
 """
@@ -73,6 +75,40 @@ def test_exact_solvers_within_twice_the_float32_rounding_floor(case, name):
         out, got, right = m64.predict(Xq), m32.predict(Xq), T
     floor = _floor(gamma, lam, X, Xq, right)
     assert _rel(got, out) <= 2 * floor + 1e-12, (_rel(got, out), floor)
+
+
+@pytest.mark.parametrize("case", list(CASES))
+@pytest.mark.parametrize("name", list(_exact_models(1, 1)))
+def test_exact_solvers_float32_checked_and_within_1e_4(case, name, caplog):
+    """The float32 check of the exact solvers: float32 kept where it is accurate (the
+    well-conditioned case), float64 kernel values where not (the flat case, whose float32
+    rounding floor is far above 1e-4), the estimate recorded and the choice logged."""
+    gamma, lam = CASES[case]
+    X, Xq, T, Y, C = _data()
+    make = _exact_models(gamma, lam)[name]
+    target = Y if "OKR" in name else T
+    m64 = make("float64").fit(X, target)
+    with caplog.at_level("WARNING"):
+        m32 = make("float32").fit(X, target)
+    est = m32.solver_error_estimate_
+    assert est is not None and np.isfinite(est)
+    refitted = m32.dtype_ == np.float64
+    assert refitted == (est > 1e-4)
+    assert refitted == any("would change this model's predictions" in r.getMessage() for r in caplog.records)
+    assert "float32_check" in m32.fit_times_ and ("float64_refit" in m32.fit_times_) == refitted
+    if case == "well":
+        assert not refitted
+    if case == "flat":
+        assert refitted
+        if "OKR" in name:
+            assert m32.solver_precision_ == np.float64
+    if "OKR" in name:
+        got, out = m32.predict_scores(Xq, C), m64.predict_scores(Xq, C)
+        # per-query centred scores (the ranking is what they decide)
+        got, out = got - got.mean(axis=1, keepdims=True), out - out.mean(axis=1, keepdims=True)
+    else:
+        got, out = m32.predict(Xq), m64.predict(Xq)
+    assert _rel(got, out) <= 1e-4
 
 
 @pytest.mark.parametrize("case", list(CASES))

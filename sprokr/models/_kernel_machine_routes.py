@@ -18,8 +18,8 @@ Cholesky of ``e K + n lam I``; other losses on the features ``L`` of ``K = L L^T
 * :class:`KernelMachineRoutesMixin` -- the exact and sketched routes (closed form or
   iterative), the n x n Gram, the float32 check with its float64 refit, and the fitted
   coefficients' prediction expansion;
-* ``_FeatureRows``, ``_Upcast``, ``_float64_twin`` -- the chunk functions and the float64
-  kernel those routes use.
+* ``_FeatureRows``, ``_Upcast`` -- the chunk functions those routes use (the float64
+  kernel of a refit is :func:`sprokr.models.feature_problem.float64_twin`).
 """
 from __future__ import annotations
 
@@ -46,6 +46,7 @@ from .base import set_n_features
 from .feature_problem import (
     float32_is_accurate,
     float32_prediction_estimate,
+    float64_twin,
     spread_rows,
     upcast_samples,
 )
@@ -85,7 +86,7 @@ class KernelMachineRoutesMixin:
         ``FLOAT32_TOL`` the model is refitted with float64 kernel values (and a warning)."""
         t = time.perf_counter()
         sample = self.executor_.take_rows(parts, spread_rows(self.n_train_), which="inputs")
-        kernel64 = _float64_twin(self.kernel_)
+        kernel64 = float64_twin(self.kernel_)
         est = float32_prediction_estimate(self.kernel_, kernel64, self.X_support_, self.coef_, sample)
         if float32_is_accurate(self, est, "kernel values", t):
             return
@@ -242,13 +243,3 @@ class _Upcast:
 
     def __call__(self, X):
         return self.fn(upcast_samples(X))
-
-
-def _float64_twin(kernel):
-    """The fitted kernel computing in float64 (a copy keeps any state learned from the data)."""
-    import copy
-
-    params = kernel.get_params(deep=False)
-    if "dtype" not in params or np.dtype(params["dtype"]) == np.float64:
-        return kernel
-    return copy.deepcopy(kernel).set_params(dtype="float64")

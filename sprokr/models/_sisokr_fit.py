@@ -54,6 +54,13 @@ from ..utils import (
 )
 from ._sisokr_rows import Embed, Offsets, all_rows, groups_of
 from .base import OUTPUT_DTYPE, make_decoder, new_index_token, set_n_features
+from .feature_problem import (
+    exact_ridge_float32_estimate,
+    float32_is_accurate,
+    float64_twin,
+    spread_rows,
+    upcast_samples,
+)
 
 if TYPE_CHECKING:  # imported for the annotations only
     from ..decoders.base import Decoder
@@ -67,6 +74,8 @@ __all__ = ["COLUMNS", "OUTPUT_IDS", "FitSetup", "SISOKRTraining", "Targets"]
 #: and, when outputs repeat in this process, the distinct-output id of each sample
 COLUMNS = ("inputs", "outputs", "raw_outputs")
 OUTPUT_IDS = "output_ids"
+#: training outputs whose scores probe exact IOKR's float32 check (as candidates)
+EXACT_PROBES = 8
 
 
 @dataclass(frozen=True)
@@ -234,23 +243,59 @@ class SISOKRTraining:
 
     def _fit_exact_input(self, setup: FitSetup, targets: Targets, chunk: int) -> None:
         """Cholesky of ``K_x + n lam I`` (n x n: only when no input sketch is asked for)."""
-        ex, kx, parts = self.executor_, self.input_kernel_, setup.parts
+        ex, parts = self.executor_, setup.parts
         Xp = all_rows(ex, parts, "inputs")
-        # through the kernel's memo: a self selection fits the same inputs for several outputs
-        cho = kx.memo("exact ridge factor", Xp, lambda: exact_ridge_factor(kx, parts, Xp, setup.lam, chunk, ex),
-                      key=(float(setup.lam),))
-        self.X_support_ = kx.prepare_support(Xp)
-        # Cholesky of K + n lam I: well conditioned (cond <= 1 + |K| / (n lam))
-        self.solver_, self.solver_error_estimate_, self.solver_precision_ = "cholesky", None, WORK_DTYPE
+        T = None
+        if targets.fn is not None:
+            T = np.asarray(ex.map_rows(parts, targets.fn, chunk, name="output targets", which=targets.column),
+                           dtype=WORK_DTYPE)
+        cho = self._exact_factor(Xp, setup, chunk)
+        # Cholesky of K + n lam I: well conditioned (cond <= 1 + |K| / (n lam)); float32
+        # kernel values are not (their rounding is relative to |K|, not to n lam): measured
+        self.solver_, self.solver_error_estimate_, self.solver_precision_ = "cholesky", None, np.dtype(self.dtype_)
         self.solver_refinement_steps_ = 0
-        if targets.fn is None:  # IOKR: h(x) = sum_i alpha_i(x) psi(y_i), alpha = (K + n lam I)^-1 k_x
+        if self.dtype_ == np.float32 and float64_twin(self.input_kernel_) is not self.input_kernel_:
+            Xp, cho = self._check_exact_float32(Xp, cho, T, setup, chunk)
+        self.X_support_ = self.input_kernel_.prepare_support(Xp)
+        if T is None:  # IOKR: h(x) = sum_i alpha_i(x) psi(y_i), alpha = (K + n lam I)^-1 k_x
             self.coef_, self._cho, self._expansion = None, cho, None
             set_n_features(self, Xp)
             self.output_rank_ = parts.n
             return
-        T = ex.map_rows(parts, targets.fn, chunk, name="output targets", which=targets.column)
-        self._set_coef(sla.cho_solve(cho, np.asarray(T, dtype=WORK_DTYPE), check_finite=False))
+        self._set_coef(sla.cho_solve(cho, T, check_finite=False))
 
+    def _exact_factor(self, Xp: Any, setup: FitSetup, chunk: int) -> Any:
+        """``cho_solve``'s factor of ``K_x + n lam I`` with the model's input kernel."""
+        kx, parts = self.input_kernel_, setup.parts
+        # through the kernel's memo: a selection fits the same inputs for several outputs
+        return kx.memo("exact ridge factor", Xp,
+                       lambda: exact_ridge_factor(kx, parts, Xp, setup.lam, chunk, self.executor_),
+                       key=(float(setup.lam),))
+
+    def _check_exact_float32(self, Xp: Any, cho: Any, T: np.ndarray | None, setup: FitSetup,
+                             chunk: int) -> tuple[Any, Any]:
+        """The float32 check of the exact input side (``dtype="float32"``): the ridge of the
+        targets ``T`` -- exact IOKR: the scores of a few training outputs as candidates,
+        centred per sample -- replayed on training rows with float64 kernel values
+        (:func:`exact_ridge_float32_estimate`).  Above ``FLOAT32_TOL`` the factor is
+        recomputed with float64 kernel values on the upcast inputs (a warning is logged,
+        ``dtype_`` and ``solver_precision_`` say float64).  Returns ``(Xp, factor)``."""
+        t = time.perf_counter()
+        products = np.float32
+        if T is None:  # IOKR multiplies its float32 kernel values in float64
+            Y = self.Y_train_
+            probes = self.output_kernel_.pairwise(Y, take(Y, spread_rows(setup.n, EXACT_PROBES)))
+            T, products = probes - probes.mean(axis=1, keepdims=True), np.float64
+        est = exact_ridge_float32_estimate(self.input_kernel_, Xp, cho, T, products)
+        if float32_is_accurate(self, est, "kernel values", t):
+            return Xp, cho
+        t = time.perf_counter()
+        self.input_kernel_, self.dtype_ = float64_twin(self.input_kernel_), np.dtype(np.float64)
+        self.solver_precision_ = np.dtype(np.float64)
+        Xp = upcast_samples(Xp)
+        cho = self._exact_factor(Xp, setup, chunk)
+        self.fit_times_["float64_refit"] = time.perf_counter() - t
+        return Xp, cho
 
     def _build_default_index(self, parts, chunk, distinct, psi_u):
         """The distinct training outputs, embedded: the default candidate set."""

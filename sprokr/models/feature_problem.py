@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import scipy.linalg as sla
 import scipy.sparse as sp
 
 from ..losses import Loss
@@ -38,10 +39,10 @@ from ..numerics import (
     ridge_by_eigengroups,
 )
 from ..progress import log_estimator
-from ..utils import check_positive
+from ..utils import check_positive, take
 
 __all__ = ["check_solver_params", "FeatureProblem", "FeatureProblemMixin", "SOLVERS", "ADAM_PARAMS", "float32_prediction_estimate", "float32_is_accurate",
-           "spread_rows", "upcast_samples"]
+           "exact_ridge_float32_estimate", "float32_fallback_message", "float64_twin", "spread_rows", "upcast_samples"]
 
 #: accepted values of ``optimizer``
 SOLVERS = ("auto", "closed_form", "newton", "lbfgs", "adam")
@@ -211,6 +212,15 @@ def upcast_samples(X: Any) -> Any:
     return X
 
 
+def float32_fallback_message(est: float, what: str) -> str | None:
+    """The warning of a float32 check whose estimate ``est`` exceeds ``FLOAT32_TOL`` (None
+    when float32 is kept); ``what``: what the model recomputes in float64."""
+    if est <= FLOAT32_TOL:
+        return None
+    return (f"dtype='float32' would change this model's predictions by more than {FLOAT32_TOL:.0e} "
+            f"(estimate {est:.2g}): refitted and predicting with float64 {what}")
+
+
 def float32_is_accurate(model: Any, est: float, what: str, started: float) -> bool:
     """Record the float32 check of a fitted model and say whether float32 is kept.
 
@@ -220,28 +230,60 @@ def float32_is_accurate(model: Any, est: float, what: str, started: float) -> bo
     """
     model.solver_error_estimate_ = est
     model.fit_times_["float32_check"] = time.perf_counter() - started
-    if est <= FLOAT32_TOL:
+    message = float32_fallback_message(est, what)
+    if message is None:
         return True
-    log_estimator(model, f"dtype='float32' would change this model's predictions by more than {FLOAT32_TOL:.0e} "
-                  f"(estimate {est:.2g}): refitted and predicting with float64 {what}", logging.WARNING)
+    log_estimator(model, message, logging.WARNING)
     return False
 
 
-def float32_prediction_estimate(kernel32: Any, kernel64: Any, support: Any, coef: np.ndarray, sample: Any) -> float:
+def float64_twin(kernel: Any) -> Any:
+    """The fitted ``kernel`` computing in float64: a copy (keeping any state learned from
+    the data) with ``dtype="float64"``; the kernel itself when it has no ``dtype``
+    parameter or already computes in float64."""
+    import copy
+
+    params = kernel.get_params(deep=False)
+    if "dtype" not in params or np.dtype(params["dtype"]) == np.float64:
+        return kernel
+    return copy.deepcopy(kernel).set_params(dtype="float64")
+
+
+def float32_prediction_estimate(kernel32: Any, kernel64: Any, support: Any, coef: np.ndarray, sample: Any,
+                                products: Any = np.float32) -> float:
     """Measured relative change of a float32 kernel model when it computes in float64.
 
     ``g(x) = k(x, support) coef`` is evaluated at ``sample`` (prepared training rows) as
-    the model predicts -- float32 kernel values and products (:class:`KernelExpansion`) --
-    and with float64 kernel values on the same (upcast) samples; the estimate is
+    the model predicts -- float32 kernel values, products in ``products`` (float32:
+    :class:`KernelExpansion`'s centred products; float64 for a model that multiplies its
+    float32 kernel values in float64, e.g. exact IOKR) -- and with float64 kernel values
+    on the same (upcast) samples; the estimate is
     ``CHECK_SAFETY * max |g_32 - g_64| / max |g_64|``.  With a tiny ridge the coefficients
     cancel and this prediction error is what float32 costs; it also measures the size of
     the kernel's rounding error against the solution, which moves the solution by about as
     much (the calibration in ``CHECK_SAFETY``'s comment).
     """
-    g32 = KernelExpansion(kernel32, support, coef, np.float32)(sample)
+    g32 = KernelExpansion(kernel32, support, coef, products)(sample)
     g64 = KernelExpansion(kernel64, upcast_samples(support), coef, np.float64)(upcast_samples(sample))
     scale = float(np.abs(g64).max(initial=0.0))
     diff = float(np.abs(g32 - g64).max(initial=0.0))
     if not np.isfinite(diff):
         return np.inf
     return 0.0 if scale == 0 and diff == 0 else CHECK_SAFETY * diff / max(scale, 1e-300)
+
+
+def exact_ridge_float32_estimate(kernel32: Any, Xp: Any, factor: Any, T: np.ndarray,
+                                 products: Any = np.float32) -> float:
+    """:func:`float32_prediction_estimate` of an exact kernel ridge fitted with float32
+    kernel values.
+
+    ``factor``: the Cholesky factor of ``K_32 + n lam I`` (``scipy.linalg.cho_solve``'s
+    pair, n x n) on the prepared training inputs ``Xp`` (n samples); ``T`` (n x k): the
+    targets the model regresses, or a few probes of them (exact IOKR regresses ``I_n``:
+    its scores of a few candidates).  The ridge of ``T`` is solved with the float32
+    factor and replayed on :data:`CHECK_ROWS` training rows with float32 and float64
+    kernel values: O(n k + CHECK_ROWS n) on top of the O(n^3) fit.
+    """
+    coef = sla.cho_solve(factor, np.asarray(T, dtype=np.float64), check_finite=False)
+    sample = take(Xp, spread_rows(coef.shape[0]))
+    return float32_prediction_estimate(kernel32, float64_twin(kernel32), Xp, coef, sample, products)

@@ -52,6 +52,7 @@ from ..progress import log_estimator
 from ..kernels import resolve_kernel
 from ..sketches import resolve_sketch
 from .base import check_n_features, set_n_features
+from .feature_problem import exact_ridge_float32_estimate, float32_fallback_message, float64_twin, upcast_samples
 from .torch_regressors import ROBUST_LOSSES, TorchRegressor, token_cnn, torch_available
 from .training import EarlyStopping, as_targets, check_eval_set, check_lr_schedule, check_monitor, \
     kernel_induced_loss, self_retrieval_mrr, standardise, target_moments, warn_not_converged, \
@@ -107,7 +108,9 @@ class KernelRidgeRegressor(SaveMixin, RegressorMixin, BaseEstimator):
         Precision of the kernel blocks and cross products (solves and coefficients are
         float64).  With a sketch, a float32 solution that fails the solver's accuracy check
         (:func:`sprokr.numerics.sketched_ridge`) is redone with float64 kernel values and the
-        model then predicts in float64 (``dtype_``).
+        model then predicts in float64 (``dtype_``).  Exact: the fitted model is replayed on
+        256 training rows with float64 kernel values, and refitted with them (a warning is
+        logged) when its predictions change by more than 1e-4.
     rcond : float, optional
         Relative pivot threshold of ``R K R^T`` in the sketched ridge (default: its
         rounding level, :func:`sprokr.numerics.sketched_ridge`).
@@ -128,7 +131,8 @@ class KernelRidgeRegressor(SaveMixin, RegressorMixin, BaseEstimator):
     solver_ : str
         The route taken (``"cholesky"`` for the exact ridge).
     solver_error_estimate_ : float or None
-        Its relative error estimate (None for the exact ridge and the QR route).
+        Its relative error estimate (None for the QR route and the exact ridge in float64;
+        for the exact ridge in float32, the float32 check's, kept after a float64 refit).
     fit_times_ : dict of phase -> seconds
     """
 
@@ -178,9 +182,23 @@ class KernelRidgeRegressor(SaveMixin, RegressorMixin, BaseEstimator):
         parts = ex.partition(X, T64, prepare=(NamedPrepare(k.prepare, "X"), None), names=("inputs", "targets"))
         Xp = parts.blocks[0][parts.column("inputs")]  # one local partition
         if sk is None:
-            cho = exact_ridge_factor(k, parts, Xp, lam, chunk or default_chunk_size(n, dtype), ex)
-            coef, support, R = sla.cho_solve(cho, T64, check_finite=False), Xp, None
-            route, est, times = "cholesky", None, {}
+            chunk = chunk or default_chunk_size(n, dtype)
+            cho = exact_ridge_factor(k, parts, Xp, lam, chunk, ex)
+            support, R, route, est, times = Xp, None, "cholesky", None, {}
+            k64 = float64_twin(k)
+            if dtype == np.float32 and k64 is not k:
+                # float32 kernel values against n lam I: measured, float64 when they cost too much
+                t1 = time.perf_counter()
+                est = exact_ridge_float32_estimate(k, Xp, cho, T64)
+                times["float32_check"] = time.perf_counter() - t1
+                message = float32_fallback_message(est, "kernel values")
+                if message:
+                    log_estimator(self, message, logging.WARNING)
+                    t1 = time.perf_counter()
+                    k, dtype, support = k64, np.dtype(np.float64), upcast_samples(Xp)
+                    cho = exact_ridge_factor(k, parts, support, lam, chunk, ex)
+                    times["float64_refit"] = time.perf_counter() - t1
+            coef = sla.cho_solve(cho, T64, check_finite=False)
         else:
             R = sk.draw(n, check_random_state(self.random_state))
             support = k.prepare_support(take(Xp, R.indices))  # the right operand of every block
@@ -201,7 +219,8 @@ class KernelRidgeRegressor(SaveMixin, RegressorMixin, BaseEstimator):
         self._expansion = KernelExpansion(k, self.X_support_, self.coef_, dtype)
         self.dtype_ = np.dtype(dtype)  # the precision the model predicts in (float64 after a fallback)
         self.solver_, self.solver_error_estimate_ = route, est
-        self.fit_times_ = {**{f"ridge_{k}": v for k, v in times.items()}, "total": time.perf_counter() - t0}
+        self.fit_times_ = {**{k if k.startswith("float") else f"ridge_{k}": v for k, v in times.items()},
+                           "total": time.perf_counter() - t0}
         self.n_outputs_, self._scalar = T64.shape[1], scalar
         return self
 

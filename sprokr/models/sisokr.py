@@ -95,7 +95,12 @@ class SISOKR(OutputKernelModel, SISOKRTraining, BaseEstimator):
         (:class:`sprokr.numerics.ShiftedCrossProducts`) and kept only when a check shows
         that they change the solution by at most 1e-4 (else redone in float64) -- and of
         the prediction products (centred, :class:`sprokr.numerics.KernelExpansion`).  Sums,
-        solves, coefficients and the output side are float64.
+        solves, coefficients and the output side are float64.  Without input sketch (exact
+        IOKR, ISOKR) the fitted model is replayed on 256 training rows with float64 kernel
+        values (IOKR: its scores of 8 training outputs); when that changes them by more
+        than 1e-4 (``solver_error_estimate_``, e.g. a flat kernel with a tiny ``lam``) the
+        factor is recomputed with float64 kernel values (a warning is logged; ``dtype_``
+        then says float64).
     rcond : float, optional
         Relative threshold of the output side's pseudo-inverse ``K~_y^+`` (default 1e-10)
         and, when given, of the input side's: the pivots of ``K~_x`` (whitened and stable
@@ -173,7 +178,9 @@ class SISOKR(OutputKernelModel, SISOKRTraining, BaseEstimator):
         compared with :func:`sprokr.numerics.tolerance`): measured after iterative
         refinement, bounded for the whitened normal equations, measured by a float64
         residual for an explicitly requested ``"cholesky"`` / ``"eigh"`` (a warning is
-        logged when it exceeds the tolerance); None for the stable QR route and exact IOKR.
+        logged when it exceeds the tolerance); without input sketch, the float32 check's
+        measured estimate with ``dtype="float32"`` (kept after a float64 refit, which
+        ``dtype_`` shows); None for the stable QR route and the exact input side in float64.
     solver_precision_ : numpy dtype
         Precision of the input side's kernel values the model predicts with (``dtype``, or
         float64 when float32 failed the check).

@@ -281,7 +281,7 @@ class SISOKRTraining:
         recomputed with float64 kernel values on the upcast inputs (a warning is logged,
         ``dtype_`` and ``solver_precision_`` say float64).  Returns ``(Xp, factor)``."""
         t = time.perf_counter()
-        products = np.float32
+        products: Any = np.float32
         if T is None:  # IOKR multiplies its float32 kernel values in float64
             Y = self.Y_train_
             probes = self.output_kernel_.pairwise(Y, take(Y, spread_rows(setup.n, EXACT_PROBES)))

@@ -352,6 +352,9 @@ def check_numeric_array(X: Any, name: str = "X", dtype: DTypeLike = np.float64, 
 
 def check_positive(value: float, name: str, strict: bool = True) -> float:
     """Check a real number is > 0 (or >= 0 when ``strict`` is False)."""
+    # bool is a numbers.Real: without this, lam=True would silently become 1.0
+    if isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"{name} must be a finite real number, not a bool; got {value!r}")
     if not isinstance(value, (numbers.Real, np.floating, np.integer)) or not np.isfinite(value):
         raise ValueError(f"{name} must be a finite real number, got {value!r}")
     if (strict and value <= 0) or (not strict and value < 0):

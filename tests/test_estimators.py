@@ -138,6 +138,8 @@ BAD_FITS = [
     (dict(output_sketch="nope", m_y=3), None, "known sketches: .*psg"),
     (dict(input_sketch="psr"), None, "needs a sketch size m_x"),
     (dict(lam=-1.0), None, "lam must be > 0"),
+    (dict(lam=True), None, "lam must be a finite real number, not a bool"),
+    (dict(lam=np.True_), None, "lam must be a finite real number, not a bool"),
     (dict(dtype="int8"), None, "float32 or float64"),
 ]
 

@@ -391,8 +391,9 @@ def resolve_dtype(dtype: DTypeLike, name: str = "dtype") -> np.dtype:
     is a ValueError naming the argument (``name``)."""
     try:
         dt = np.dtype(dtype)
-    except TypeError:
-        dt = None
+    except (TypeError, ValueError):  # not a dtype at all ('nope', a dict, ...)
+        raise ValueError(f"{name} must be float32 or float64, got {dtype!r}") from None
+    # (no ``None`` sentinel in the test: numpy's float64 dtype compares equal to None)
     if dt not in (np.dtype(np.float32), np.dtype(np.float64)):
         raise ValueError(f"{name} must be float32 or float64, got {dtype!r}")
     return dt

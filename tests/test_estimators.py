@@ -141,6 +141,7 @@ BAD_FITS = [
     (dict(lam=True), None, "lam must be a finite real number, not a bool"),
     (dict(lam=np.True_), None, "lam must be a finite real number, not a bool"),
     (dict(dtype="int8"), None, "float32 or float64"),
+    (dict(dtype="nope"), None, "dtype must be float32 or float64, got 'nope'"),
 ]
 
 

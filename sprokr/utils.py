@@ -6,6 +6,7 @@ work on any *indexable collection* of samples.
 """
 from __future__ import annotations
 
+import collections.abc
 import contextlib
 import functools
 import numbers
@@ -33,6 +34,7 @@ __all__ = [
     "check_numeric_array",
     "check_positive",
     "check_fraction",
+    "check_params_mapping",
     "check_quantile_levels",
     "copy_with_coef",
     "iter_chunks",
@@ -367,6 +369,20 @@ def check_fraction(p: float, name: str = "p") -> float:
     if not isinstance(p, (numbers.Real, np.floating)) or not (0 < p <= 1):
         raise ValueError(f"{name} must lie in (0, 1], got {p!r}")
     return float(p)
+
+
+def check_params_mapping(params: Any, name: str) -> dict[str, Any]:
+    """A ``*_params`` argument (keyword arguments of a component given by name) as a new dict.
+
+    None is an empty dict; anything but a mapping is a TypeError naming ``name`` (``dict('abc')``
+    would otherwise fail with "dictionary update sequence element #0 has length 1").
+    """
+    if params is None:
+        return {}
+    if not isinstance(params, collections.abc.Mapping):
+        raise TypeError(f"{name} must be a dict of parameters (name -> value) or None, "
+                        f"got {type(params).__name__} {params!r}")
+    return dict(params)
 
 
 def check_quantile_levels(tau: float | ArrayLike) -> np.ndarray:

@@ -219,3 +219,17 @@ def test_feature_count_mismatch_is_named(rng):
             kernel.pairwise(rng.random((3, 4)), rng.random((2, 5)))
     with pytest.raises(ValueError, match="same number of features"):
         GaussianKernel().pairwise(sp.random(3, 4, density=0.5, format="csr"), sp.random(2, 5, density=0.5, format="csr"))
+
+
+def test_kernel_params_that_are_not_a_mapping_name_the_parameter(rng):
+    from sprokr.kernels import resolve_kernel
+    from sprokr.models import KernelRidgeRegressor
+
+    with pytest.raises(TypeError, match="^output_kernel_params must be a dict .* got str 'abc'"):
+        resolve_kernel("gaussian", "abc", "output", np.dtype(np.float64))
+    X = rng.random((12, 2))
+    # a single-kernel estimator's parameters are kernel / kernel_params, not input_kernel*
+    with pytest.raises(TypeError, match="^kernel_params must be a dict .* got str 'abc'"):
+        KernelRidgeRegressor(kernel_params="abc").fit(X, X[:, 0])
+    with pytest.raises(ValueError, match="^kernel 'gaussian': gamma must be"):
+        KernelRidgeRegressor(kernel_params={"gamma": -1.0}).fit(X, X[:, 0])

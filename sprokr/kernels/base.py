@@ -24,7 +24,7 @@ import numpy as np
 from sklearn.base import BaseEstimator
 
 from ..registry import get_registry
-from ..utils import check_finite, num_samples, resolve_dtype, reword_error
+from ..utils import check_finite, check_params_mapping, num_samples, resolve_dtype, reword_error
 
 if TYPE_CHECKING:  # imported for the annotations only
     from typing import Self
@@ -230,7 +230,8 @@ def fit_on_training_inputs(kernel: Kernel, X: Samples) -> Kernel:
         return clone(kernel).fit(X)
 
 
-def resolve_kernel(spec: str | Kernel, params: Mapping[str, Any] | None, side: str, dtype: np.dtype) -> Kernel:
+def resolve_kernel(spec: str | Kernel, params: Mapping[str, Any] | None, side: str, dtype: np.dtype,
+                   name: str | None = None) -> Kernel:
     """Kernel instance for one side of a model from a registered name (+ params) or an instance.
 
     Parameters
@@ -242,8 +243,12 @@ def resolve_kernel(spec: str | Kernel, params: Mapping[str, Any] | None, side: s
     side : {"input", "output"}
     dtype : numpy dtype
         Passed as ``dtype=`` to kernels given by name that take one (unless in ``params``).
+    name : str, optional
+        The caller's parameter holding ``spec`` (default ``f"{side}_kernel"``; ``"kernel"``
+        for single-kernel estimators); errors name it and ``f"{name}_params"``.
     """
-    params = dict(params or {})
+    name = f"{side}_kernel" if name is None else name
+    params = check_params_mapping(params, f"{name}_params")
     if isinstance(spec, str):
         reg = get_registry()
         accepted = reg.factory_parameters(reg.get(f"{side}_kernel", spec))
@@ -253,5 +258,5 @@ def resolve_kernel(spec: str | Kernel, params: Mapping[str, Any] | None, side: s
     try:
         kernel.check_params()
     except (ValueError, TypeError) as exc:
-        raise reword_error(exc, f"{side}_kernel {spec if isinstance(spec, str) else type(spec).__name__!r}: {exc}")
+        raise reword_error(exc, f"{name} {spec if isinstance(spec, str) else type(spec).__name__!r}: {exc}")
     return kernel

@@ -119,7 +119,7 @@ class KernelFeatures(RenamedParametersMixin, SaveMixin, TransformerMixin, BaseEs
             raise ValueError("cannot fit on 0 samples: X is empty")
         dtype = resolve_dtype(self.dtype)
         check_chunk_size(self.chunk_size)
-        kernel = resolve_kernel(self.kernel, self.kernel_params, "input", dtype)
+        kernel = resolve_kernel(self.kernel, self.kernel_params, "input", dtype, "kernel")
         sketch = resolve_sketch(self.input_sketch, self.m_x, self.input_sketch_params, n, "input")
         if sketch is None:
             raise ValueError("input_sketch must be a sketch (name or instance), got None")

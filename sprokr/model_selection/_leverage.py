@@ -46,7 +46,7 @@ def approximate_leverage_scores(Z: Samples, kernel: str | Kernel, lam: float, m:
     from ..sketches import SubSample
 
     lam = check_positive(lam, "lam")
-    k = resolve_kernel(kernel, kernel_params, "input", np.dtype(np.float64))
+    k = resolve_kernel(kernel, kernel_params, "input", np.dtype(np.float64), "kernel")
     ex = resolve_executor(executor)
     parts = ex.partition(Z, prepare=(k.prepare,))
     n = parts.n

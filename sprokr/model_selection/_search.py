@@ -94,7 +94,7 @@ def _cached_kernels(est, cache, X_train):
         if params.get(name) is None:
             continue
         dtype = OUTPUT_DTYPE if side == "output" else resolve_dtype(params.get("dtype", "float64"))
-        kernel = resolve_kernel(params[name], params.get(pname), side, dtype)
+        kernel = resolve_kernel(params[name], params.get(pname), side, dtype, name)
         if np.dtype(getattr(kernel, "dtype", "float64")) != np.float64 or kernel.name == "precomputed":
             continue
         if side == "input":

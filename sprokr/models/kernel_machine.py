@@ -253,7 +253,7 @@ class SketchedKernelMachine(RenamedParametersMixin, SaveMixin, KernelMachineRout
         rcond = self.rcond
         if rcond is not None:
             rcond = check_positive(rcond, "rcond", strict=False)
-        kernel = resolve_kernel(self.kernel, self.kernel_params, "input", dtype)
+        kernel = resolve_kernel(self.kernel, self.kernel_params, "input", dtype, "kernel")
         kernel = fit_on_training_inputs(kernel, X)  # data-dependent kernels: a fitted copy
         sketch = resolve_sketch(self.input_sketch, self.m_x, self.input_sketch_params, n, "input")
         executor = resolve_executor(self.executor, self.executor_params)

@@ -149,7 +149,7 @@ class LocalKernelRidgeRegressor(_LocalRidge):
         # the components every region's ridge resolves, checked before the k-means (the
         # ridges check the rest -- sketch parameters, solver -- on the first region)
         check_positive(self.lam, "lam")
-        resolve_kernel(self.kernel, self.kernel_params, "input", resolve_dtype(self.dtype))
+        resolve_kernel(self.kernel, self.kernel_params, "input", resolve_dtype(self.dtype), "kernel")
         rng = check_random_state(self.random_state)
         fit_rows = np.sort(rng.choice(n, KMEANS_MAX_SAMPLES, replace=False)) if n > KMEANS_MAX_SAMPLES \
             else np.arange(n)
@@ -250,7 +250,7 @@ class NeighbourKernelRidgeRegressor(_LocalRidge):
             raise ValueError(f"n_neighbors must be an integer between 1 and the number of samples ({n}), got {k!r}")
         check_positive(self.lam, "lam")
         chunk = check_chunk_size(self.chunk_size)
-        kernel = resolve_kernel(self.kernel, self.kernel_params, "input", np.dtype(np.float64))
+        kernel = resolve_kernel(self.kernel, self.kernel_params, "input", np.dtype(np.float64), "kernel")
         # ---- fitted: learned state
         self.X_fit_, self.targets_, self.kernel_ = X, T, kernel
         self.n_neighbors_, self.lam_, self._chunk = int(k), float(self.lam), chunk

@@ -176,7 +176,7 @@ class KernelRidgeRegressor(SaveMixin, RegressorMixin, BaseEstimator):
         if self.solver not in SOLVERS:
             raise ValueError(f"solver must be one of {', '.join(map(repr, SOLVERS))}, got {self.solver!r}")
         t0 = time.perf_counter()
-        k = resolve_kernel(self.kernel, self.kernel_params, "input", dtype)
+        k = resolve_kernel(self.kernel, self.kernel_params, "input", dtype, "kernel")
         sk = resolve_sketch(self.input_sketch, self.m_x, self.input_sketch_params, n, "input")
         ex = LocalExecutor()
         parts = ex.partition(X, T64, prepare=(NamedPrepare(k.prepare, "X"), None), names=("inputs", "targets"))

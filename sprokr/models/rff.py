@@ -214,7 +214,7 @@ class RFFKernelMachine(RenamedParametersMixin, SaveMixin, FeatureProblemMixin, R
 
 def _gaussian_kernel(spec, params, dtype):
     """The validated Gaussian kernel of ``kernel`` / ``kernel_params`` (a copy in ``dtype``)."""
-    kernel = resolve_kernel(spec, params, "input", dtype)
+    kernel = resolve_kernel(spec, params, "input", dtype, "kernel")
     if type(kernel) is not GaussianKernel:
         name = spec if isinstance(spec, str) else type(spec).__name__
         raise ValueError(f"kernel must be 'gaussian' (or a GaussianKernel): RFFKernelMachine draws random "

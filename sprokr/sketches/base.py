@@ -17,7 +17,7 @@ from sklearn.base import BaseEstimator
 
 from ..numerics import SketchMatrix
 from ..registry import get_registry
-from ..utils import check_random_state, reword_error
+from ..utils import check_params_mapping, check_random_state, reword_error
 
 if TYPE_CHECKING:  # imported for the annotations only
     from ..types import RandomStateLike
@@ -77,11 +77,11 @@ def resolve_sketch(spec: str | Sketch | None, m: int | None, params: Mapping[str
         Names the estimator parameter in error messages.
     """
     letter = {"input": "x", "output": "y"}[side]
+    params = check_params_mapping(params, f"{side}_sketch_params")
     if spec is None:
         if m is not None:
             raise ValueError(f"m_{letter}={m} was given but {side}_sketch is None")
         return None
-    params = dict(params or {})
     if isinstance(spec, str):
         if spec != "identity":
             if m is None:

@@ -78,6 +78,30 @@ def test_same_seed_same_sketch_and_bad_parameters():
         SubSample(5, probabilities=np.ones(3)).draw(50)
 
 
+@pytest.mark.parametrize("m, msg", [(0, "m_y must be >= 1, got 0"), (-1, "m_y must be >= 1"),
+                                    (10.5, "m_y must be an integer, got 10.5"), ("10", "m_y must be an integer"),
+                                    (True, "m_y must be an integer, got True"),
+                                    (np.float64(10.0), "m_y must be an integer"),
+                                    (51, r"m_y=51 is larger than the number of samples n_samples=50")])
+def test_resolve_sketch_names_the_estimator_sketch_size(m, msg):
+    from sprokr.sketches import resolve_sketch
+
+    with pytest.raises(ValueError, match=f"^output_sketch: sketch size {msg}"):
+        resolve_sketch("psg", m, {"p": 0.2}, 50, "output")
+    with pytest.raises(ValueError, match=f"^output_sketch: sketch size {msg}"):
+        resolve_sketch(PSG(m, p=0.2), m, None, 50, "output")
+
+
+def test_resolve_sketch_takes_numpy_integer_sizes_and_names_an_instance_m():
+    from sprokr.sketches import resolve_sketch
+
+    assert resolve_sketch("subsample", np.int64(10), None, 50, "input").m == 10
+    assert resolve_sketch(SubSample(np.int32(10)), np.int32(10), None, 50, "input").m == 10
+    assert resolve_sketch(IdentitySketch(), 10**6, None, 50, "input") is not None  # identity ignores m_x
+    with pytest.raises(ValueError, match="^input_sketch: sketch size m=60 is larger"):  # the instance's m
+        resolve_sketch(SubSample(60), None, None, 50, "input")
+
+
 @pytest.mark.parametrize("sketch", [SubSample(12), PSG(12, p=0.3), GaussianSketch(12)], ids=repr)
 @pytest.mark.parametrize("duplicated", [False, True], ids=["full-rank", "rank-deficient"])
 def test_cholesky_and_eigen_bases_give_the_same_features_up_to_rotation(sketch, duplicated):

@@ -49,16 +49,22 @@ class Sketch(BaseEstimator):
 
     def validate(self, n: int) -> None:
         """Raise ``ValueError`` if this sketch cannot be drawn for ``n`` samples."""
-        m = getattr(self, "m", None)
-        if not isinstance(m, (numbers.Integral, np.integer)) or isinstance(m, bool):
-            raise ValueError(f"sketch size m must be an integer, got {m!r}")
-        if m < 1:
-            raise ValueError(f"sketch size m must be >= 1, got {m}")
-        if m > n:  # type: ignore[operator]  # (m is an Integral here)
-            raise ValueError(f"sketch size m={m} is larger than the number of samples n_samples={n}")
+        _check_sketch_size(getattr(self, "m", None), n, "m")
 
     def _draw(self, n, rng):  # pragma: no cover - abstract
         raise NotImplementedError
+
+
+def _check_sketch_size(m: Any, n: int, name: str) -> None:
+    """Raise ``ValueError`` unless ``m`` is an integer in [1, n]; ``name`` is the argument that
+    set it (``m`` of a sketch, or ``m_x`` / ``m_y`` of an estimator).  Floats are refused,
+    10.0 too: a size is a count."""
+    if not isinstance(m, (numbers.Integral, np.integer)) or isinstance(m, bool):
+        raise ValueError(f"sketch size {name} must be an integer, got {m!r}")
+    if m < 1:
+        raise ValueError(f"sketch size {name} must be >= 1, got {m}")
+    if m > n:
+        raise ValueError(f"sketch size {name}={m} is larger than the number of samples n_samples={n}")
 
 
 def resolve_sketch(spec: str | Sketch | None, m: int | None, params: Mapping[str, Any] | None, n: int,
@@ -82,10 +88,16 @@ def resolve_sketch(spec: str | Sketch | None, m: int | None, params: Mapping[str
         if m is not None:
             raise ValueError(f"m_{letter}={m} was given but {side}_sketch is None")
         return None
+    if isinstance(spec, str) and spec != "identity" and m is None:
+        raise ValueError(f"{side}_sketch={spec!r} needs a sketch size m_{letter}")
+    uses_m = spec != "identity" if isinstance(spec, str) else hasattr(spec, "m")  # identity ignores m
+    if m is not None and uses_m:
+        try:  # checked here, not by sketch.validate, so that the message says m_x / m_y
+            _check_sketch_size(m, n, f"m_{letter}")
+        except ValueError as exc:
+            raise reword_error(exc, f"{side}_sketch: {exc}")
     if isinstance(spec, str):
         if spec != "identity":
-            if m is None:
-                raise ValueError(f"{side}_sketch={spec!r} needs a sketch size m_{letter}")
             params["m"] = m
         sketch = get_registry().create("sketch", spec, params, base=Sketch)
     else:

@@ -222,6 +222,7 @@ def test_graph_laplacian_matrix():
     ({"lam": -1.0}, 1, "lam"),
     ({"max_epochs": 0}, 1, "max_epochs"),
     ({"input_sketch": "psr", "m_x": 500}, 1, "larger"),
+    ({"input_sketch_params": {"p": 2.0}}, 1, "input_sketch_params=.* was given but input_sketch is None"),
     ({"normalize_y": "yes"}, 1, "normalize_y"),
 ])
 def test_bad_inputs_raise_before_any_state_change(kwargs, y_cols, match, toy):

@@ -75,6 +75,17 @@ def test_sketched_regions_are_seeded_and_beat_one_global_sketch(data):
     assert err(a) < 0.5 * err(glob)
 
 
+def test_sketch_parameters_with_regions_smaller_than_m_x(data):
+    """Regions of at most m_x rows are exact ridges: they take no sketch parameters."""
+    X, T, Xq = data
+    model = LocalKernelRidgeRegressor(n_regions=3, kernel_params={"gamma": 2.0}, input_sketch="psg", m_x=100,
+                                      input_sketch_params={"p": 0.2}, random_state=0).fit(X, T)
+    assert {r.input_sketch for r in model.regions_} == {"psg"}  # the regions are of ~120 rows
+    model.set_params(m_x=500).fit(X, T)
+    assert {r.input_sketch for r in model.regions_} == {None}
+    assert model.predict(Xq).shape == (60, 3)
+
+
 def test_sparse_inputs_and_one_dimensional_targets(data):
     X, T, Xq = data
     m = LocalKernelRidgeRegressor(n_regions=3, kernel_params={"gamma": 0.5}, lam=1e-3, random_state=0)

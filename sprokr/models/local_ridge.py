@@ -122,10 +122,12 @@ class LocalKernelRidgeRegressor(_LocalRidge):
         self.verbose = verbose
 
     def _region(self, m_x: int | None, seed: int) -> KernelRidgeRegressor:
+        # a region no larger than m_x is fitted exactly: no sketch, so no sketch parameters
+        # (a ridge refuses input_sketch_params without input_sketch)
         return KernelRidgeRegressor(
             kernel=self.kernel, kernel_params=self.kernel_params, lam=self.lam,
             input_sketch=None if m_x is None else self.input_sketch, m_x=m_x,
-            input_sketch_params=self.input_sketch_params, dtype=self.dtype, rcond=self.rcond,
+            input_sketch_params=None if m_x is None else self.input_sketch_params, dtype=self.dtype, rcond=self.rcond,
             chunk_size=self.chunk_size, random_state=seed, solver=self.solver)
 
     @atomic_fit

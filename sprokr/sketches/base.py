@@ -87,6 +87,8 @@ def resolve_sketch(spec: str | Sketch | None, m: int | None, params: Mapping[str
     if spec is None:
         if m is not None:
             raise ValueError(f"m_{letter}={m} was given but {side}_sketch is None")
+        if params:  # ({} is as good as None: nothing would be ignored)
+            raise ValueError(f"{side}_sketch_params={params!r} was given but {side}_sketch is None")
         return None
     if isinstance(spec, str) and spec != "identity" and m is None:
         raise ValueError(f"{side}_sketch={spec!r} needs a sketch size m_{letter}")

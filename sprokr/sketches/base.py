@@ -90,22 +90,20 @@ def resolve_sketch(spec: str | Sketch | None, m: int | None, params: Mapping[str
         if params:  # ({} is as good as None: nothing would be ignored)
             raise ValueError(f"{side}_sketch_params={params!r} was given but {side}_sketch is None")
         return None
-    if isinstance(spec, str) and spec != "identity" and m is None:
-        raise ValueError(f"{side}_sketch={spec!r} needs a sketch size m_{letter}")
     uses_m = spec != "identity" if isinstance(spec, str) else hasattr(spec, "m")  # identity ignores m
-    if m is not None and uses_m:
-        try:  # checked here, not by sketch.validate, so that the message says m_x / m_y
+    if isinstance(spec, str) and uses_m:
+        if m is None:
+            raise ValueError(f"{side}_sketch={spec!r} needs a sketch size m_{letter}")
+        params["m"] = m
+    # the prefix says which sketch (SISOKR has two): the registry's messages say "sketch"
+    try:
+        if m is not None and uses_m:  # here, not in sketch.validate: the message says m_x / m_y
             _check_sketch_size(m, n, f"m_{letter}")
-        except ValueError as exc:
-            raise reword_error(exc, f"{side}_sketch: {exc}")
-    if isinstance(spec, str):
-        if spec != "identity":
-            params["m"] = m
         sketch = get_registry().create("sketch", spec, params, base=Sketch)
-    else:
-        sketch = get_registry().create("sketch", spec, params, base=Sketch)
-        if m is not None and getattr(sketch, "m", m) != m:
-            raise ValueError(f"m_{letter}={m} differs from the sketch instance's m={sketch.m}")
+    except (ValueError, TypeError) as exc:
+        raise reword_error(exc, f"{side}_sketch: {exc}")
+    if not isinstance(spec, str) and m is not None and getattr(sketch, "m", m) != m:
+        raise ValueError(f"m_{letter}={m} differs from the sketch instance's m={sketch.m}")
     try:
         sketch.validate(n)
     except ValueError as exc:

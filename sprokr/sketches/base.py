@@ -61,9 +61,9 @@ def _check_sketch_size(m: Any, n: int, name: str) -> None:
     10.0 too: a size is a count."""
     if not isinstance(m, (numbers.Integral, np.integer)) or isinstance(m, bool):
         raise ValueError(f"sketch size {name} must be an integer, got {m!r}")
-    if m < 1:
+    if int(m) < 1:  # (int(): numbers.Integral does not declare comparisons)
         raise ValueError(f"sketch size {name} must be >= 1, got {m}")
-    if m > n:
+    if int(m) > n:
         raise ValueError(f"sketch size {name}={m} is larger than the number of samples n_samples={n}")
 
 

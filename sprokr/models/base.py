@@ -325,12 +325,14 @@ class OutputKernelModel(SaveMixin):
 
         ``y``: the true outputs of ``X`` (anything the output kernel accepts).
         """
-        if num_samples(X, "X") == 0:
+        n, n_y = num_samples(X, "X"), num_samples(y, "y")
+        if n != n_y:  # checked first: a shorter y would otherwise score a prefix of X silently
+            raise ValueError(f"X and y have different numbers of samples: {n} and {n_y}")
+        if n == 0:
             raise ValueError("cannot score on 0 samples: X is empty; expected at least one sample")
         pred = self.predict(X)
         ky = self.output_kernel_
         A, B = ky.prepare_outputs(pred), NamedPrepare(ky.prepare_outputs, "y")(y)
-        n = num_samples(B)
         total = 0.0
         for sl in iter_chunks(n, 512):
             a, b = take_slice(A, sl), take_slice(B, sl)

@@ -193,6 +193,14 @@ def test_score_checks_the_number_of_samples(tiny, model):
     assert np.isfinite(m.score(X[:6], Y[:6]))
 
 
+@pytest.mark.parametrize("model", OUTPUT_MODELS, ids=lambda m: type(m).__name__)
+def test_score_names_y_of_the_wrong_width(tiny, model):
+    X, Y = tiny
+    m = clone(model).fit(X, Y)
+    with pytest.raises(ValueError, match=r"^y: got outputs with 4 features, .* trained on outputs with 2 features"):
+        m.score(X[:6], np.zeros((6, 4)))  # was the Gram product's error, without y
+
+
 def test_repeated_outputs_are_collapsed_exactly(multilabel_data):
     """With many repeated outputs the output side works on distinct outputs only (R_y P)."""
     Xtr, Ytr, Xte, _ = multilabel_data

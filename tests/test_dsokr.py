@@ -124,6 +124,18 @@ def test_wrong_output_dimension_is_a_clear_error(multilabel_data):
     assert not hasattr(ds, "regressor_")  # no state on failure
 
 
+@pytest.mark.parametrize("rcond, msg", [(-1, "rcond must be >= 0"), ("abc", "rcond must be a finite real number"),
+                                         (np.nan, "rcond must be a finite real number")])
+def test_bad_rcond_is_named_before_any_state_changes(rcond, msg):
+    r = np.random.default_rng(0)
+    X, Y = r.standard_normal((12, 3)), r.standard_normal((12, 2))
+    ds = DSOKR(m_y=5, regressor="kernel_ridge", random_state=0).fit(X, Y)
+    before = ds.predict_coordinates(X)
+    with pytest.raises(ValueError, match=msg):  # -1 was accepted, NaN failed deep in scikit-learn
+        ds.set_params(rcond=rcond).fit(X, Y)
+    np.testing.assert_array_equal(ds.predict_coordinates(X), before)
+
+
 def test_user_regressor_not_modified_and_params_untouched(multilabel_data):
     Xtr, Ytr, Xte, _ = multilabel_data
     reg = KernelRidgeRegressor(kernel="gaussian", lam=1e-2)

@@ -34,8 +34,8 @@ from ..kernels import resolve_kernel
 from ..numerics import resolve_executor
 from ..sketches import resolve_sketch
 from ..progress import log_estimator
-from ..utils import NamedPrepare, atomic_fit, check_chunk_size, check_paired, check_random_state, consistent_read, \
-    num_samples, resolve_dtype, take, unique_indices
+from ..utils import NamedPrepare, atomic_fit, check_chunk_size, check_paired, check_positive, check_random_state, \
+    consistent_read, num_samples, resolve_dtype, take, unique_indices
 # apart from the estimators: the search of the ensemble's max aggregation, the output basis
 # and targets and the validation split (both re-exported here)
 from ._dsokr_search import max_scores, max_topk
@@ -175,7 +175,7 @@ class DSOKR(OutputKernelModel, BaseEstimator):
         t0 = time.perf_counter()
         n = check_paired(X, Y)
         vf = check_validation_fraction(self.validation_fraction)
-        rcond = self.rcond if self.rcond is not None else DEFAULT_RCOND
+        rcond = DEFAULT_RCOND if self.rcond is None else check_positive(self.rcond, "rcond", strict=False)
         chunk = check_chunk_size(self.chunk_size)
         if not isinstance(self.default_index, (bool, np.bool_)):
             raise ValueError(f"default_index must be True or False, got {self.default_index!r}")

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from sprokr import IOKR, SISOKR, CandidateSets
+from sprokr import DSOKR, DSOKREnsemble, IOKR, SISOKR, CandidateSets
 from sprokr.metrics import hits_at_k, mean_reciprocal_rank, ranks_from_scores, top_k_accuracy
 
 
@@ -89,3 +89,23 @@ def test_shared_candidate_sets_use_one_product_per_set_and_match(fitted):
         assert (res.indices[q, kk:] == -1).all()
     pred = m.predict(Xq, candidates=sets)
     np.testing.assert_array_equal(pred, np.array([Y[idx[q]][res.indices[q, 0]] for q in range(len(Xq))]))
+
+
+@pytest.mark.parametrize("model", [
+    IOKR(), SISOKR(output_sketch="subsample", m_y=5, random_state=0),
+    DSOKR(m_y=5, regressor="kernel_ridge", random_state=0),
+    DSOKREnsemble(DSOKR(m_y=5, regressor="kernel_ridge"), n_estimators=2, random_state=0)],
+    ids=lambda m: type(m).__name__)
+def test_candidates_of_the_wrong_width_are_named(model):
+    """Was a ChunkError of the chunked embedding ("candidate embedding failed on rows 0-5")."""
+    r = np.random.default_rng(0)
+    X, Y = r.standard_normal((12, 3)), r.standard_normal((12, 2))
+    m = model.fit(X, Y)
+    C = r.standard_normal((6, 4))
+    msg = r"^candidates: got outputs with 4 features, .* trained on outputs with 2 features: expected shape"
+    for call in (lambda: m.predict(X[:3], candidates=C), lambda: m.predict_scores(X[:3], candidates=C),
+                 lambda: m.predict_topk(X[:3], k=2, candidates=C), lambda: m.make_candidate_index(C),
+                 lambda: m.predict(X[:2], candidates=CandidateSets([C[:3], C[3:]]))):
+        with pytest.raises(ValueError, match=msg):
+            call()
+    assert m.predict_scores(X[:3], candidates=Y[:4]).shape == (3, 4)

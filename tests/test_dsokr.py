@@ -124,6 +124,61 @@ def test_wrong_output_dimension_is_a_clear_error(multilabel_data):
     assert not hasattr(ds, "regressor_")  # no state on failure
 
 
+@pytest.mark.parametrize("rcond, msg", [(-1, "rcond must be >= 0"), ("abc", "rcond must be a finite real number"),
+                                         (np.nan, "rcond must be a finite real number")])
+def test_bad_rcond_is_named_before_any_state_changes(rcond, msg):
+    r = np.random.default_rng(0)
+    X, Y = r.standard_normal((12, 3)), r.standard_normal((12, 2))
+    ds = DSOKR(m_y=5, regressor="kernel_ridge", random_state=0).fit(X, Y)
+    before = ds.predict_coordinates(X)
+    with pytest.raises(ValueError, match=msg):  # -1 was accepted, NaN failed deep in scikit-learn
+        ds.set_params(rcond=rcond).fit(X, Y)
+    np.testing.assert_array_equal(ds.predict_coordinates(X), before)
+
+
+BAD_NUMERIC_X = {
+    "1-D": (lambda X: X[:, 0], r"X must be a \(n_samples, n_features\) array, got shape \(12,\)"),
+    "3-D": (lambda X: X[:, :, None], r"X must be a \(n_samples, n_features\) array, got shape \(12, 3, 1\)"),
+    "strings": (lambda X: np.full(X.shape, "a"), "X must hold numbers"),
+    "ragged": (lambda X: [list(x) if i else list(x[:2]) for i, x in enumerate(X)], "X must be .* ragged"),
+    "complex": (lambda X: X + 1j, "Complex data not supported: X"),
+    "huge": (lambda X: X * 1e200, "X holds values up to .* overflow float64 .* rescale X"),
+}
+
+
+@pytest.mark.parametrize("case", BAD_NUMERIC_X)
+def test_numeric_regressor_inputs_are_checked_and_named(case):
+    """A scikit-learn regressor (Ridge) takes numbers: DSOKR checks X at fit and predict
+    (it used to pass on scikit-learn's, numpy's and scipy's messages, or predict from X * 1e200)."""
+    r = np.random.default_rng(0)
+    X, Y = r.standard_normal((12, 3)), r.standard_normal((12, 2))
+    mutate, msg = BAD_NUMERIC_X[case]
+    bad = mutate(X)
+    ds = DSOKR(m_y=5, regressor="ridge", random_state=0).fit(X, Y)
+    before = ds.predict_coordinates(X)
+    with pytest.raises(ValueError, match=msg):
+        ds.fit(bad, Y)
+    np.testing.assert_array_equal(ds.predict_coordinates(X), before)  # no state changed
+    with pytest.raises(ValueError, match=msg):
+        ds.predict(bad)
+
+
+def test_regressors_that_prepare_their_inputs_keep_non_numeric_inputs():
+    """Kernel features of texts before a Ridge (a Pipeline), or a kernel ridge with a text
+    kernel, take strings: X is not checked as numbers for them."""
+    from sklearn.linear_model import Ridge
+    from sklearn.pipeline import make_pipeline
+
+    from sprokr.kernels import KernelFeatures
+
+    texts = ["a b", "c d e", "f g", "h", "i j", "k l m", "n", "o p"] * 2
+    Y = np.random.default_rng(0).standard_normal((16, 2))
+    for reg, params in ((make_pipeline(KernelFeatures("text", m_x=5, random_state=0), Ridge()), None),
+                        ("kernel_ridge", {"kernel": "text"})):
+        ds = DSOKR(m_y=5, regressor=reg, regressor_params=params, random_state=0).fit(texts, Y)
+        assert ds.predict_coordinates(texts[:3]).shape == (3, ds.output_rank_)
+
+
 def test_user_regressor_not_modified_and_params_untouched(multilabel_data):
     Xtr, Ytr, Xte, _ = multilabel_data
     reg = KernelRidgeRegressor(kernel="gaussian", lam=1e-2)

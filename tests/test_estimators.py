@@ -4,7 +4,7 @@ from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 from sklearn.model_selection import GridSearchCV
 
-from sprokr import IOKR, ISOKR, SIOKR, SISOKR
+from sprokr import DSOKR, IOKR, ISOKR, SIOKR, SISOKR
 from sprokr.metrics import f1_samples, f1_samples_scorer
 from sprokr.numerics import SketchedFeatures
 
@@ -185,6 +185,36 @@ def test_predict_errors(multilabel_data):
         m.predict_topk(Xte, k=0)
     with pytest.raises(ValueError, match="NaN"):
         m.predict(np.full_like(Xte, np.nan))
+
+
+# the output-kernel models: exact outputs, sketched outputs, and DSOKR (a regressor on them)
+OUTPUT_MODELS = [IOKR(), SISOKR(input_sketch="subsample", m_x=5, output_sketch="subsample", m_y=5, random_state=0),
+                 DSOKR(m_y=5, regressor="kernel_ridge", random_state=0)]
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    r = np.random.default_rng(0)
+    return r.standard_normal((12, 3)), r.standard_normal((12, 2))
+
+
+@pytest.mark.parametrize("model", OUTPUT_MODELS, ids=lambda m: type(m).__name__)
+def test_score_checks_the_number_of_samples(tiny, model):
+    X, Y = tiny
+    m = clone(model).fit(X, Y)
+    # a longer X used to be scored on y's rows only; a longer y failed in numpy's broadcasting
+    for Xs, Ys in ((X[:6], Y[:5]), (X[:5], Y[:6])):
+        with pytest.raises(ValueError, match=f"X and y have different numbers of samples: {len(Xs)} and {len(Ys)}"):
+            m.score(Xs, Ys)
+    assert np.isfinite(m.score(X[:6], Y[:6]))
+
+
+@pytest.mark.parametrize("model", OUTPUT_MODELS, ids=lambda m: type(m).__name__)
+def test_score_names_y_of_the_wrong_width(tiny, model):
+    X, Y = tiny
+    m = clone(model).fit(X, Y)
+    with pytest.raises(ValueError, match=r"^y: got outputs with 4 features, .* trained on outputs with 2 features"):
+        m.score(X[:6], np.zeros((6, 4)))  # was the Gram product's error, without y
 
 
 def test_repeated_outputs_are_collapsed_exactly(multilabel_data):

@@ -21,6 +21,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..decoders.base import CandidateSets, Decoded, Decoder, check_top_k
 from ..decoders.candidates import CandidateIndex
+from ..kernels import VectorKernel
 from ..numerics import LocalExecutor, candidate_offsets, default_chunk_size
 from ..persistence import SaveMixin
 from ..registry import get_registry
@@ -30,7 +31,7 @@ if TYPE_CHECKING:  # imported for the annotations only
     from ..types import Samples
 
 __all__ = ["OutputKernelModel", "OUTPUT_DTYPE", "make_decoder", "new_index_token", "set_n_features",
-           "check_n_features"]
+           "check_n_features", "check_output_width"]
 
 OUTPUT_DTYPE = np.dtype(np.float64)
 
@@ -59,6 +60,35 @@ def check_n_features(est: Any, Xp: Any, expected: int | None = None) -> None:
     if Xp.shape[1] != expected:
         raise ValueError(f"X has {Xp.shape[1]} features, but {name} is expecting {expected} "
                          f"features as input: expected shape (n_samples, {expected})")
+
+
+def check_output_width(model: Any, Yp: Any, name: str) -> None:
+    """Prepared outputs ``Yp`` (``y`` of ``score``, ``candidates``) of a vector output kernel
+    must have the training outputs' feature count (clear error naming ``name``).
+
+    The training outputs' width is read from the prepared outputs the model keeps (the
+    output sketch's support, or every training output without sketch; an ensemble's first
+    member).  Only vector kernels are checked: other kernels (graphs, strings, molecules)
+    compare their own prepared forms, whose widths may legitimately differ (a count
+    fingerprint's unary expansion grows with its largest count).
+    """
+    if not isinstance(model.output_kernel_, VectorKernel) or len(getattr(Yp, "shape", ())) != 2:
+        return
+    expected = _training_output_width(model)
+    if expected is not None and Yp.shape[1] != expected:
+        raise ValueError(f"{name}: got outputs with {Yp.shape[1]} features, but {type(model).__name__} was "
+                         f"trained on outputs with {expected} features: expected shape (n_samples, {expected})")
+
+
+def _training_output_width(model):
+    """Feature count of the prepared training outputs a fitted model keeps (None if unknown)."""
+    f = getattr(model, "output_features_", None)
+    ref = getattr(f, "Z_sel", None) if f is not None else getattr(model, "Y_train_", None)
+    members = getattr(model, "estimators_", None)
+    if ref is None and members:
+        return _training_output_width(members[0])
+    shape = getattr(ref, "shape", ())
+    return int(shape[1]) if len(shape) == 2 else None
 
 
 def new_index_token() -> str:
@@ -131,6 +161,7 @@ class OutputKernelModel(SaveMixin):
         if n_c == 0:
             raise ValueError("the candidate set is empty; expected at least one candidate")
         Cp = NamedPrepare(ky.prepare_outputs, "candidates")(candidates)
+        check_output_width(self, Cp, "candidates")  # before the chunked pass, which would wrap the error
         offsets = candidate_offsets(ky, Cp)
         if self.output_features_ is not None:
             f = self.output_features_
@@ -325,12 +356,15 @@ class OutputKernelModel(SaveMixin):
 
         ``y``: the true outputs of ``X`` (anything the output kernel accepts).
         """
-        if num_samples(X, "X") == 0:
+        n, n_y = num_samples(X, "X"), num_samples(y, "y")
+        if n != n_y:  # checked first: a shorter y would otherwise score a prefix of X silently
+            raise ValueError(f"X and y have different numbers of samples: {n} and {n_y}")
+        if n == 0:
             raise ValueError("cannot score on 0 samples: X is empty; expected at least one sample")
-        pred = self.predict(X)
         ky = self.output_kernel_
-        A, B = ky.prepare_outputs(pred), NamedPrepare(ky.prepare_outputs, "y")(y)
-        n = num_samples(B)
+        B = NamedPrepare(ky.prepare_outputs, "y")(y)  # y's errors come before the predictions' cost
+        check_output_width(self, B, "y")
+        A = ky.prepare_outputs(self.predict(X))
         total = 0.0
         for sl in iter_chunks(n, 512):
             a, b = take_slice(A, sl), take_slice(B, sl)

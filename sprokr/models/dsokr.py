@@ -34,10 +34,12 @@ from ..kernels import resolve_kernel
 from ..numerics import resolve_executor
 from ..sketches import resolve_sketch
 from ..progress import log_estimator
-from ..utils import NamedPrepare, atomic_fit, check_chunk_size, check_paired, check_random_state, consistent_read, \
-    num_samples, resolve_dtype, take, unique_indices
-# apart from the estimators: the search of the ensemble's max aggregation, the output basis
-# and targets and the validation split (both re-exported here)
+from ..utils import NamedPrepare, atomic_fit, check_chunk_size, check_paired, check_positive, check_random_state, \
+    consistent_read, num_samples, resolve_dtype, take, unique_indices
+# apart from the estimators: the numeric check of the regressor's inputs, the search of the
+# ensemble's max aggregation, the output basis and targets and the validation split (both
+# re-exported here)
+from ._dsokr_inputs import check_regressor_inputs, takes_numeric_inputs
 from ._dsokr_search import max_scores, max_topk
 from ._dsokr_targets import sketched_output_basis, sketched_output_targets
 from ._dsokr_validation import check_validation_fraction, validation_split
@@ -175,12 +177,13 @@ class DSOKR(OutputKernelModel, BaseEstimator):
         t0 = time.perf_counter()
         n = check_paired(X, Y)
         vf = check_validation_fraction(self.validation_fraction)
-        rcond = self.rcond if self.rcond is not None else DEFAULT_RCOND
+        rcond = DEFAULT_RCOND if self.rcond is None else check_positive(self.rcond, "rcond", strict=False)
         chunk = check_chunk_size(self.chunk_size)
         if not isinstance(self.default_index, (bool, np.bool_)):
             raise ValueError(f"default_index must be True or False, got {self.default_index!r}")
         rng = check_random_state(self.random_state)
         ky = resolve_kernel(self.output_kernel, self.output_kernel_params, "output", OUTPUT_DTYPE)
+        val_name = "X_val" if validation_data is not None else "X"  # held-out rows of X: named X
         if validation_data is None and vf is not None:
             (X, Y), validation_data = validation_split(X, Y, vf, rng)
             n = num_samples(Y)
@@ -196,6 +199,10 @@ class DSOKR(OutputKernelModel, BaseEstimator):
         executor = resolve_executor(self.executor, self.executor_params)
         R = sy.draw(n, rng)  # the sketch is drawn first: same seed, same sketch as ISOKR
         reg = self._make_regressor(rng)
+        if takes_numeric_inputs(reg):  # numbers for Ridge & co: checked here, named (see _dsokr_inputs)
+            X = check_regressor_inputs(X, reg)
+            if validation_data is not None:
+                validation_data = (check_regressor_inputs(validation_data[0], reg, val_name), validation_data[1])
         # through the kernel's memo: the fits of a selection (every regressor penalty and
         # input-feature size of one output kernel) share the basis and the n x p targets
         # instead of re-gathering them (1-2 s per fit at n = 8000, p = 7933)
@@ -268,9 +275,12 @@ class DSOKR(OutputKernelModel, BaseEstimator):
     # ------------------------------------------------------------- model interface
     @consistent_read
     def prepare_inputs(self, X: Samples) -> Any:
-        """Inputs for :meth:`predict_coordinates` (unchanged: the regressor prepares them)."""
+        """Inputs for :meth:`predict_coordinates`: unchanged (the regressor prepares them), but
+        checked as numbers for a regressor that takes numbers (``Ridge``)."""
         check_is_fitted(self, "regressor_")
         num_samples(X, "X")
+        if takes_numeric_inputs(self.regressor_):
+            X = check_regressor_inputs(X, self.regressor_)
         shape = getattr(X, "shape", None)
         if getattr(self, "n_features_in_", None) is not None and shape is not None and len(shape) == 2 \
                 and shape[1] != self.n_features_in_:

@@ -7,7 +7,9 @@
 * bad inputs are named by every estimator (``DSOKREnsemble`` included), and huge finite
   outputs either fit with finite scores or are refused quickly;
 * an unknown component whose plugin was skipped names the plugin and why;
-* ``MoleculeRetriever`` takes numeric inputs (descriptor vectors).
+* ``MoleculeRetriever`` takes numeric inputs (descriptor vectors);
+* the regressors name a query that is not a collection, a bad ``y`` of ``score`` and a bad
+  ``random_state`` (with or without a sketch to draw).
 """
 import csv
 
@@ -517,3 +519,24 @@ def test_a_kernel_returning_nan_at_predict_time_is_named(X, model, dtype):
     with pytest.raises(ValueError, match="input kernel returned non-finite values"):
         est.predict(Xq, candidates=Y)
     assert np.isfinite(est.predict(X[:3], candidates=Y)).all()
+
+
+# 7. the regressors name bad queries, bad score targets and bad seeds -----------------------
+def _regressors():
+    from sprokr import JointQuantileRegressor, RFFKernelMachine, SketchedKernelMachine
+    from sprokr.models import KernelRidgeRegressor, LocalKernelRidgeRegressor, NeighbourKernelRidgeRegressor
+
+    return [KernelRidgeRegressor(), KernelRidgeRegressor(input_sketch="subsample", m_x=4, random_state=0),
+            SketchedKernelMachine(), RFFKernelMachine(n_components=20, random_state=0),
+            LocalKernelRidgeRegressor(n_regions=2, m_x=4, random_state=0), NeighbourKernelRidgeRegressor(n_neighbors=3),
+            JointQuantileRegressor(taus=(0.3, 0.7))]
+
+
+@pytest.mark.parametrize("estimator", _regressors(), ids=lambda e: repr(e).replace("\n", "")[:60])
+def test_regressors_name_a_query_that_is_not_a_collection(X, estimator):
+    from sklearn.base import clone
+
+    model = clone(estimator).fit(X, X[:, 0])
+    for bad in (None, 3.0):
+        with pytest.raises(TypeError, match="^X must be an array, a sparse matrix or a sequence of samples"):
+            model.predict(bad)

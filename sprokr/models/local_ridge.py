@@ -35,7 +35,7 @@ from ..progress import progress
 from ..kernels import resolve_kernel
 from ..numerics import single_blas_thread
 from ..utils import (atomic_fit, check_chunk_size, check_finite, check_numeric_array, check_positive,
-                     check_random_state, consistent_read, resolve_dtype, take)
+                     check_random_state, consistent_read, num_samples, resolve_dtype, take)
 from .base import check_n_features, set_n_features
 from .regressors import KernelRidgeRegressor
 
@@ -330,6 +330,7 @@ def _targets(y: Any, n: int, owner: str) -> tuple[np.ndarray, bool]:
 def _vectors(X: Any, name: str) -> Any:
     """``X`` as a 2-D float array or CSR matrix (regions are k-means regions of vectors),
     through the package's numeric checks; a float array is not copied."""
+    num_samples(X, name)  # None or a scalar: a wrong type, not "an array of shape ()"
     if sp.issparse(X):
         X = sp.csr_matrix(X)
         if X.dtype.kind not in "fiub":

@@ -228,6 +228,7 @@ class KernelRidgeRegressor(SaveMixin, RegressorMixin, BaseEstimator):
     def predict(self, X: Any) -> np.ndarray:
         """Predicted targets, (n_q,) for 1-D training targets, else (n_q, p)."""
         check_is_fitted(self, "coef_")
+        num_samples(X, "X")  # None or a scalar: named here, not as the executor's "collection 0"
         ex = LocalExecutor()
         prepare = NamedPrepare(self.kernel_.prepare, "X")
 

@@ -18,7 +18,9 @@ from numpy.typing import ArrayLike, DTypeLike
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
-from ..utils import NamedPrepare, atomic_fit, consistent_read, check_positive, check_random_state, resolve_dtype
+from ..utils import (
+    NamedPrepare, atomic_fit, consistent_read, check_positive, check_random_state, num_samples, resolve_dtype,
+)
 from ..kernels import resolve_kernel
 from ..kernels.vector import GaussianKernel
 from ..numerics import LocalExecutor, default_chunk_size, matmul
@@ -193,6 +195,7 @@ class RFFKernelMachine(RenamedParametersMixin, SaveMixin, FeatureProblemMixin, R
     def random_features(self, X: Any) -> np.ndarray:
         """Random Fourier features ``z(x)``, shape (n, n_components), chunked over n."""
         check_is_fitted(self, "weights_")
+        num_samples(X, "X")  # None or a scalar: a wrong type, not "a 0-D array"
         kernel = GaussianKernel(dtype=self.weights_.dtype.name)
         Xp = NamedPrepare(kernel.prepare, "X")(X)
         check_n_features(self, Xp)

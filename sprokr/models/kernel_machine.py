@@ -53,7 +53,7 @@ from .output_matrix import check_output_matrix, joint_quantile_matrix
 from .feature_problem import FeatureProblem, FeatureProblemMixin, check_solver_params
 from .base import check_n_features
 from ._kernel_machine_routes import KernelMachineRoutesMixin
-from ._targets import check_targets
+from ._targets import R2ScoreMixin, check_score_data, check_targets
 
 if TYPE_CHECKING:  # imported for the annotations only
     from ..kernels.base import Kernel
@@ -63,7 +63,8 @@ if TYPE_CHECKING:  # imported for the annotations only
 __all__ = ["SketchedKernelMachine", "JointQuantileRegressor", "FeatureProblemMixin", "check_targets", "check_solver_params"]
 
 
-class SketchedKernelMachine(RenamedParametersMixin, SaveMixin, KernelMachineRoutesMixin, FeatureProblemMixin, RegressorMixin, BaseEstimator):
+class SketchedKernelMachine(RenamedParametersMixin, SaveMixin, KernelMachineRoutesMixin, FeatureProblemMixin,
+                            R2ScoreMixin, RegressorMixin, BaseEstimator):
     """Kernel machine with a generic loss, optional sketching and a decomposable kernel ``k M``.
 
     Parameters
@@ -412,10 +413,11 @@ class JointQuantileRegressor(SketchedKernelMachine):
         """
         from sklearn.metrics import d2_pinball_score
 
+        check_is_fitted(self, "coef_")
+        Y, w = check_score_data(X, y, type(self).__name__, 1, sample_weight)  # scalar targets
         P = self.predict(X)
-        taus = check_quantile_levels(self.taus)
-        y = np.asarray(y, dtype=np.float64).ravel()
-        return float(np.mean([d2_pinball_score(y, P[:, j], alpha=t, sample_weight=sample_weight)
+        taus = check_quantile_levels(self.loss_.tau)  # the fitted levels (taus may have been set since)
+        return float(np.mean([d2_pinball_score(Y[:, 0], P[:, j], alpha=t, sample_weight=w)
                               for j, t in enumerate(taus)]))
 
     def _loss_and_targets(self, y, n):

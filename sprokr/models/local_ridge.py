@@ -36,6 +36,7 @@ from ..kernels import resolve_kernel
 from ..numerics import single_blas_thread
 from ..utils import (atomic_fit, check_chunk_size, check_finite, check_numeric_array, check_positive,
                      check_random_state, consistent_read, num_samples, resolve_dtype, take)
+from ._targets import R2ScoreMixin
 from .base import check_n_features, set_n_features
 from .regressors import KernelRidgeRegressor
 
@@ -50,7 +51,7 @@ __all__ = ["LocalKernelRidgeRegressor", "NeighbourKernelRidgeRegressor"]
 KMEANS_MAX_SAMPLES = 200_000
 
 
-class _LocalRidge(SaveMixin, RegressorMixin, BaseEstimator):
+class _LocalRidge(SaveMixin, R2ScoreMixin, RegressorMixin, BaseEstimator):
     """What both local ridges share: vector (dense or CSR) inputs, vector targets."""
 
     #: DSOKR gives these regressors float32 targets (half the n x p array: the regional

@@ -52,6 +52,7 @@ from ..progress import log_estimator
 from ..kernels import resolve_kernel
 from ..sketches import resolve_sketch
 from .base import check_n_features, set_n_features
+from ._targets import R2ScoreMixin, check_targets
 from .feature_problem import exact_ridge_float32_estimate, float32_fallback_message, float64_twin, upcast_samples
 from .torch_regressors import ROBUST_LOSSES, TorchRegressor, token_cnn, torch_available
 from .training import EarlyStopping, as_targets, check_eval_set, check_lr_schedule, check_monitor, \
@@ -89,7 +90,7 @@ __all__ = [
 
 
 # --------------------------------------------------------------------------- kernel ridge
-class KernelRidgeRegressor(SaveMixin, RegressorMixin, BaseEstimator):
+class KernelRidgeRegressor(SaveMixin, R2ScoreMixin, RegressorMixin, BaseEstimator):
     """Kernel ridge regression of vector targets with a sprokr kernel (optionally sketched).
 
     Minimises ``1/n sum_i |g(x_i) - t_i|^2 + lam |g|^2``.  Exact: ``g(x) = k_x^T (K + n lam
@@ -163,7 +164,6 @@ class KernelRidgeRegressor(SaveMixin, RegressorMixin, BaseEstimator):
     @atomic_fit
     def fit(self, X: Any, y: Any) -> Self:
         """Fit on inputs ``X`` (n samples) and targets ``y`` (n,) or (n, p).  Returns self."""
-        from ._targets import check_targets
         n = num_samples(X, "X")
         if n < 1:
             raise ValueError("cannot fit on 0 samples: X is empty")

@@ -32,7 +32,7 @@ from .base import check_n_features
 from .feature_problem import (
     CHECK_SAFETY, FeatureProblem, FeatureProblemMixin, check_solver_params, float32_is_accurate, spread_rows, upcast_samples,
 )
-from ._targets import check_targets
+from ._targets import R2ScoreMixin, check_targets
 from .output_matrix import check_output_matrix
 
 if TYPE_CHECKING:  # imported for the annotations only
@@ -42,7 +42,8 @@ if TYPE_CHECKING:  # imported for the annotations only
 __all__ = ["RFFKernelMachine"]
 
 
-class RFFKernelMachine(RenamedParametersMixin, SaveMixin, FeatureProblemMixin, RegressorMixin, BaseEstimator):
+class RFFKernelMachine(RenamedParametersMixin, SaveMixin, FeatureProblemMixin, R2ScoreMixin, RegressorMixin,
+                       BaseEstimator):
     """Gaussian-kernel machine on ``n_components`` random Fourier features.
 
     Parameters

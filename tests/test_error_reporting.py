@@ -542,27 +542,6 @@ def test_regressors_name_a_query_that_is_not_a_collection(X, estimator):
             model.predict(bad)
 
 
-# 7. the regressors name bad queries, bad score targets and bad seeds -----------------------
-def _regressors():
-    from sprokr import JointQuantileRegressor, RFFKernelMachine, SketchedKernelMachine
-    from sprokr.models import KernelRidgeRegressor, LocalKernelRidgeRegressor, NeighbourKernelRidgeRegressor
-
-    return [KernelRidgeRegressor(), KernelRidgeRegressor(input_sketch="subsample", m_x=4, random_state=0),
-            SketchedKernelMachine(), RFFKernelMachine(n_components=20, random_state=0),
-            LocalKernelRidgeRegressor(n_regions=2, m_x=4, random_state=0), NeighbourKernelRidgeRegressor(n_neighbors=3),
-            JointQuantileRegressor(taus=(0.3, 0.7))]
-
-
-@pytest.mark.parametrize("estimator", _regressors(), ids=lambda e: repr(e).replace("\n", "")[:60])
-def test_regressors_name_a_query_that_is_not_a_collection(X, estimator):
-    from sklearn.base import clone
-
-    model = clone(estimator).fit(X, X[:, 0])
-    for bad in (None, 3.0):
-        with pytest.raises(TypeError, match="^X must be an array, a sparse matrix or a sequence of samples"):
-            model.predict(bad)
-
-
 SCORE_CASES = {
     "nan": ("y contains NaN", lambda y: np.where(np.arange(y.size) == 2, np.nan, y), None),
     "short": ("X and y have different numbers of samples: 8 and 7", lambda y: y[:-1], None),
@@ -593,3 +572,16 @@ def test_regressors_score_names_bad_targets_and_keeps_its_value(X, estimator, ca
     else:  # scikit-learn's R^2
         expected = RegressorMixin.score(model, X, y, sample_weight=w)
     assert model.score(X, list(y), sample_weight=w) == pytest.approx(expected, rel=1e-12)
+
+
+@pytest.mark.parametrize("make", ["KernelRidgeRegressor", "SketchedKernelMachine"])
+@pytest.mark.parametrize("seed, error", [("abc", TypeError), (-1, ValueError), (1.5, TypeError)])
+def test_a_bad_random_state_is_refused_without_a_sketch_too(X, make, seed, error):
+    from sprokr.models import KernelRidgeRegressor, SketchedKernelMachine
+
+    cls = {"KernelRidgeRegressor": KernelRidgeRegressor, "SketchedKernelMachine": SketchedKernelMachine}[make]
+    for sketch, m_x in ((None, None), ("subsample", 4)):
+        model = cls(input_sketch=sketch, m_x=m_x, random_state=seed)
+        with pytest.raises(error, match="random_state"):
+            model.fit(X, X[:, 0])
+        assert not hasattr(model, "coef_")

@@ -175,6 +175,8 @@ class KernelRidgeRegressor(SaveMixin, R2ScoreMixin, RegressorMixin, BaseEstimato
         chunk = check_chunk_size(self.chunk_size)
         if self.solver not in SOLVERS:
             raise ValueError(f"solver must be one of {', '.join(map(repr, SOLVERS))}, got {self.solver!r}")
+        # checked with or without a sketch to draw: a bad seed is refused, not ignored
+        rng = check_random_state(self.random_state)
         t0 = time.perf_counter()
         k = resolve_kernel(self.kernel, self.kernel_params, "input", dtype)
         sk = resolve_sketch(self.input_sketch, self.m_x, self.input_sketch_params, n, "input")
@@ -200,7 +202,7 @@ class KernelRidgeRegressor(SaveMixin, R2ScoreMixin, RegressorMixin, BaseEstimato
                     times["float64_refit"] = time.perf_counter() - t1
             coef = sla.cho_solve(cho, T64, check_finite=False)
         else:
-            R = sk.draw(n, check_random_state(self.random_state))
+            R = sk.draw(n, rng)
             support = k.prepare_support(take(Xp, R.indices))  # the right operand of every block
             # the sketched ridge's threshold defaults to its own (None: see sketched_ridge), as in SISOKR
             sol = sketched_ridge(k, R, support, parts, lam, np.asarray, T64.shape[1], self.rcond,

@@ -271,8 +271,13 @@ class NeighbourKernelRidgeRegressor(_LocalRidge):
         out = np.zeros((X.shape[0], p))
         search = NearestNeighbors(n_neighbors=k).fit(self.X_fit_)
         step = int(self._chunk or max(1, min(4096, (64 << 20) // (8 * k * p))))
+        # the tree search of dense training inputs takes dense queries only: sparse queries
+        # are densified a block at a time (a block is no wider than the dense inputs' rows)
+        densify = sp.issparse(X) and not sp.issparse(self.X_fit_)
         for a in range(0, X.shape[0], step):
             Q = X[a:a + step]
+            if densify:
+                Q = Q.toarray()
             nb = search.kneighbors(Q, return_distance=False)
             out[a:a + nb.shape[0]] = self._local_ridges(Q, nb)
         return out[:, 0] if self._scalar else out

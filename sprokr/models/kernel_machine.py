@@ -21,6 +21,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Mapping, Self
 
 import logging
+import numbers
 import time
 
 import numpy as np
@@ -421,15 +422,45 @@ class JointQuantileRegressor(SketchedKernelMachine):
                               for j, t in enumerate(taus)]))
 
     def _loss_and_targets(self, y, n):
-        taus = check_quantile_levels(self.taus)
-        if np.any(np.diff(taus) <= 0):
-            raise ValueError(f"taus must be strictly increasing, got {taus.tolist()}")
+        # checked here, by their names: joint_quantile_matrix would call them "quantile
+        # levels" and "gamma" (a kernel's parameter, for the user)
+        taus = _check_taus(self.taus)
+        gamma_tau = _check_gamma_tau(self.gamma_tau)
         y1, _ = check_targets(y, n, type(self).__name__)
         if y1.shape[1] != 1:
             raise ValueError(f"JointQuantileRegressor takes scalar targets (n,), got shape {np.shape(y)}")
-        M = joint_quantile_matrix(taus, self.gamma_tau)
+        M = joint_quantile_matrix(taus, gamma_tau)
         # l_tau(f(x), y) = L_tau(f(x) - y 1_d): the target repeated once per level
         return PinballLoss(tau=taus), np.repeat(y1, taus.size, axis=1), False, M
+
+
+def _check_taus(taus):
+    """``taus`` as a 1-D float array of strictly increasing levels inside (0, 1), or an
+    error naming ``taus``."""
+    expected = "a quantile level or a non-empty 1-D sequence of levels strictly inside (0, 1)"
+    if taus is None or isinstance(taus, (str, bytes)):
+        raise TypeError(f"taus must be {expected}, got {taus!r}")
+    try:
+        t = np.asarray(taus)
+    except (TypeError, ValueError):  # rows of different lengths
+        raise ValueError(f"taus must be {expected}, got a ragged collection {taus!r}") from None
+    if t.dtype.kind not in "iuf":  # strings, objects, booleans
+        raise TypeError(f"taus must be {expected}, got values of dtype {t.dtype}: {taus!r}")
+    t = np.atleast_1d(t.astype(np.float64))
+    if t.ndim != 1 or t.size == 0:
+        raise ValueError(f"taus must be {expected}, got shape {np.shape(taus)}")
+    if not np.all(np.isfinite(t)) or np.any(t <= 0) or np.any(t >= 1):
+        raise ValueError(f"taus must lie strictly inside (0, 1), got {t.tolist()}")
+    if np.any(np.diff(t) <= 0):
+        raise ValueError(f"taus must be strictly increasing, got {t.tolist()}")
+    return t
+
+
+def _check_gamma_tau(gamma_tau):
+    """``gamma_tau`` as a float >= 0, or an error naming it."""
+    if isinstance(gamma_tau, (bool, np.bool_)) or not isinstance(gamma_tau, (numbers.Real, np.integer, np.floating)):
+        raise TypeError(f"gamma_tau must be a finite real number >= 0, got {gamma_tau!r}")
+    return check_positive(gamma_tau, "gamma_tau", strict=False)
 
 
 def _refuse_sparse(X, owner):

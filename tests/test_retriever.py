@@ -210,6 +210,14 @@ def test_clear_errors(qm9, fitted, tmp_path):
         MoleculeRetriever(method="dsokr", dsokr_lams=[1e-3, -1.0]).fit(X, X)
 
 
+def test_predictions_name_an_x_that_is_not_a_collection(fitted):
+    model = fitted["iokr"]
+    for method in (model.predict, model.predict_scores, model.predict_topk):
+        for bad in (None, 3.0, np.float64(2.0)):
+            with pytest.raises(TypeError, match="^X must be a sequence of SMILES or texts, or an array of numbers"):
+                method(bad)
+
+
 def test_a_failed_refit_keeps_the_previous_model(qm9):
     X, queries, _ = qm9
     model = small("iokr", output_kernel="morgan_count_tanimoto").fit(X[:100], X[:100])

@@ -218,6 +218,17 @@ def test_predictions_name_an_x_that_is_not_a_collection(fitted):
                 method(bad)
 
 
+@pytest.mark.parametrize("grid", [[2.5], [20, 40.5], [True, 40], ["20"], [float("nan")]])
+def test_sketch_size_grids_take_integers_only(qm9, grid):
+    from sprokr_chem._selection import check_grid
+
+    X, _, _ = qm9
+    for name in ("m_x_grid", "m_y_grid"):
+        with pytest.raises(ValueError, match=f"^{name} must be an increasing sequence of positive integers"):
+            MoleculeRetriever(method="sisokr", **{name: grid}).fit(X[:20], X[:20])
+    assert check_grid([20, 40.0, np.int64(80)], "m_x_grid") == [20, 40, 80]  # integral floats are sizes
+
+
 def test_a_failed_refit_keeps_the_previous_model(qm9):
     X, queries, _ = qm9
     model = small("iokr", output_kernel="morgan_count_tanimoto").fit(X[:100], X[:100])

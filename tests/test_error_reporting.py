@@ -7,7 +7,9 @@
 * bad inputs are named by every estimator (``DSOKREnsemble`` included), and huge finite
   outputs either fit with finite scores or are refused quickly;
 * an unknown component whose plugin was skipped names the plugin and why;
-* ``MoleculeRetriever`` takes numeric inputs (descriptor vectors).
+* ``MoleculeRetriever`` takes numeric inputs (descriptor vectors);
+* the regressors name a query that is not a collection, a bad ``y`` of ``score`` and a bad
+  ``random_state`` (with or without a sketch to draw).
 """
 import csv
 
@@ -517,3 +519,69 @@ def test_a_kernel_returning_nan_at_predict_time_is_named(X, model, dtype):
     with pytest.raises(ValueError, match="input kernel returned non-finite values"):
         est.predict(Xq, candidates=Y)
     assert np.isfinite(est.predict(X[:3], candidates=Y)).all()
+
+
+# 7. the regressors name bad queries, bad score targets and bad seeds -----------------------
+def _regressors():
+    from sprokr import JointQuantileRegressor, RFFKernelMachine, SketchedKernelMachine
+    from sprokr.models import KernelRidgeRegressor, LocalKernelRidgeRegressor, NeighbourKernelRidgeRegressor
+
+    return [KernelRidgeRegressor(), KernelRidgeRegressor(input_sketch="subsample", m_x=4, random_state=0),
+            SketchedKernelMachine(), RFFKernelMachine(n_components=20, random_state=0),
+            LocalKernelRidgeRegressor(n_regions=2, m_x=4, random_state=0), NeighbourKernelRidgeRegressor(n_neighbors=3),
+            JointQuantileRegressor(taus=(0.3, 0.7))]
+
+
+@pytest.mark.parametrize("estimator", _regressors(), ids=lambda e: repr(e).replace("\n", "")[:60])
+def test_regressors_name_a_query_that_is_not_a_collection(X, estimator):
+    from sklearn.base import clone
+
+    model = clone(estimator).fit(X, X[:, 0])
+    for bad in (None, 3.0):
+        with pytest.raises(TypeError, match="^X must be an array, a sparse matrix or a sequence of samples"):
+            model.predict(bad)
+
+
+SCORE_CASES = {
+    "nan": ("y contains NaN", lambda y: np.where(np.arange(y.size) == 2, np.nan, y), None),
+    "short": ("X and y have different numbers of samples: 8 and 7", lambda y: y[:-1], None),
+    "none": ("y to be passed", lambda y: None, None),
+    "strings": ("y must be numbers", lambda y: np.array(list("abcdefgh")), None),
+    "two columns": (r"y must have shape \(n_samples,\) or \(n_samples, 1\)", lambda y: np.c_[y, y], None),
+    "weights": ("X and sample_weight have different numbers of samples: 8 and 5", lambda y: y, np.ones(5)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SCORE_CASES))
+@pytest.mark.parametrize("estimator", _regressors(), ids=lambda e: repr(e).replace("\n", "")[:60])
+def test_regressors_score_names_bad_targets_and_keeps_its_value(X, estimator, case):
+    from sklearn.base import RegressorMixin, clone
+    from sklearn.metrics import d2_pinball_score
+
+    y = X[:, 0]
+    model = clone(estimator).fit(X, y)
+    match, bad_y, weights = SCORE_CASES[case]
+    with pytest.raises(ValueError, match=match):
+        model.score(X, bad_y(y), sample_weight=weights)
+    with pytest.raises(ValueError, match="cannot score on 0 samples: X is empty"):
+        model.score(X[:0], y[:0])
+    w = np.arange(1.0, 9.0)
+    if hasattr(model, "taus"):  # the mean D^2 pinball score over the levels
+        P = model.predict(X)
+        expected = np.mean([d2_pinball_score(y, P[:, j], alpha=t, sample_weight=w) for j, t in enumerate(model.taus)])
+    else:  # scikit-learn's R^2
+        expected = RegressorMixin.score(model, X, y, sample_weight=w)
+    assert model.score(X, list(y), sample_weight=w) == pytest.approx(expected, rel=1e-12)
+
+
+@pytest.mark.parametrize("make", ["KernelRidgeRegressor", "SketchedKernelMachine"])
+@pytest.mark.parametrize("seed, error", [("abc", TypeError), (-1, ValueError), (1.5, TypeError)])
+def test_a_bad_random_state_is_refused_without_a_sketch_too(X, make, seed, error):
+    from sprokr.models import KernelRidgeRegressor, SketchedKernelMachine
+
+    cls = {"KernelRidgeRegressor": KernelRidgeRegressor, "SketchedKernelMachine": SketchedKernelMachine}[make]
+    for sketch, m_x in ((None, None), ("subsample", 4)):
+        model = cls(input_sketch=sketch, m_x=m_x, random_state=seed)
+        with pytest.raises(error, match="random_state"):
+            model.fit(X, X[:, 0])
+        assert not hasattr(model, "coef_")

@@ -243,6 +243,27 @@ def test_joint_quantile_bad_levels(taus, toy):
     assert not hasattr(model, "coef_")
 
 
+@pytest.mark.parametrize("params, error, match", [
+    ({"gamma_tau": -1.0}, ValueError, "gamma_tau must be >= 0"),
+    ({"gamma_tau": np.nan}, ValueError, "gamma_tau must be a finite"),
+    ({"gamma_tau": "abc"}, TypeError, "gamma_tau must be a finite real number >= 0"),
+    ({"gamma_tau": None}, TypeError, "gamma_tau must be a finite real number >= 0"),
+    ({"taus": (0.0, 0.5)}, ValueError, r"taus must lie strictly inside \(0, 1\)"),
+    ({"taus": []}, ValueError, "taus must be a quantile level or a non-empty 1-D sequence"),
+    ({"taus": [[0.1, 0.5]]}, ValueError, "taus must be a quantile level or a non-empty 1-D sequence"),
+    ({"taus": "abc"}, TypeError, "taus must be a quantile level"),
+    ({"taus": ["a", "b"]}, TypeError, "taus must be a quantile level"),
+    ({"taus": [0.1, [0.2, 0.3]]}, ValueError, "taus must be .* ragged"),
+    ({"taus": (0.7, 0.3)}, ValueError, "taus must be strictly increasing"),
+])
+def test_joint_quantile_parameters_are_named(params, error, match, toy):
+    X, f = toy
+    model = JointQuantileRegressor(**params)
+    with pytest.raises(error, match=match):
+        model.fit(X[:20], f[:20])
+    assert not hasattr(model, "coef_")
+
+
 def test_bad_targets(toy):
     X, f = toy
     with pytest.raises(ValueError, match="samples"):

@@ -203,6 +203,16 @@ def test_neighbour_ridge_keeps_float32_targets_and_takes_sparse_inputs(data):
     assert ms.predict(Xq[:0]).shape == (0,)
 
 
+@pytest.mark.parametrize("chunk_size", [None, 7])
+def test_neighbour_ridge_fitted_on_dense_inputs_takes_sparse_queries(data, chunk_size):
+    X, T, Xq = data
+    m = NeighbourKernelRidgeRegressor(n_neighbors=5, kernel_params={"gamma": 0.5}, chunk_size=chunk_size).fit(X, T)
+    dense = m.predict(Xq)
+    for fmt in ("csr", "csc", "coo"):  # densified a block of queries at a time
+        np.testing.assert_array_equal(m.predict(sp.csr_matrix(Xq).asformat(fmt)), dense)
+    assert m.predict(sp.csr_matrix(Xq[:0])).shape == (0, T.shape[1])
+
+
 @pytest.mark.parametrize("params, Xbad, match", [
     ({"n_neighbors": 0}, None, "n_neighbors"),
     ({"n_neighbors": 10_000}, None, "n_neighbors"),

@@ -210,6 +210,25 @@ def test_clear_errors(qm9, fitted, tmp_path):
         MoleculeRetriever(method="dsokr", dsokr_lams=[1e-3, -1.0]).fit(X, X)
 
 
+def test_predictions_name_an_x_that_is_not_a_collection(fitted):
+    model = fitted["iokr"]
+    for method in (model.predict, model.predict_scores, model.predict_topk):
+        for bad in (None, 3.0, np.float64(2.0)):
+            with pytest.raises(TypeError, match="^X must be a sequence of SMILES or texts, or an array of numbers"):
+                method(bad)
+
+
+@pytest.mark.parametrize("grid", [[2.5], [20, 40.5], [True, 40], ["20"], [float("nan")]])
+def test_sketch_size_grids_take_integers_only(qm9, grid):
+    from sprokr_chem._selection import check_grid
+
+    X, _, _ = qm9
+    for name in ("m_x_grid", "m_y_grid"):
+        with pytest.raises(ValueError, match=f"^{name} must be an increasing sequence of positive integers"):
+            MoleculeRetriever(method="sisokr", **{name: grid}).fit(X[:20], X[:20])
+    assert check_grid([20, 40.0, np.int64(80)], "m_x_grid") == [20, 40, 80]  # integral floats are sizes
+
+
 def test_a_failed_refit_keeps_the_previous_model(qm9):
     X, queries, _ = qm9
     model = small("iokr", output_kernel="morgan_count_tanimoto").fit(X[:100], X[:100])

@@ -1,5 +1,7 @@
 """Validation of regression targets, shared by the estimators with vector targets.
 
+:func:`check_score_data` and :class:`R2ScoreMixin` check ``score(X, y)`` the same way (the
+regressors' ``score`` would otherwise be scikit-learn's, with scikit-learn's messages).
 :func:`check_targets` is used by :class:`~sprokr.models.SketchedKernelMachine` (and the
 joint quantile regressor), :class:`~sprokr.models.RFFKernelMachine`, the kernel ridge
 regressors and (through the re-export) model selection; it lives in its own module so
@@ -8,10 +10,15 @@ that the estimators need not import the kernel machine.  Its public home stays
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from numpy.typing import ArrayLike
+from sklearn.utils.validation import check_is_fitted
 
-__all__ = ["check_targets"]
+from ..utils import check_numeric_array, num_samples
+
+__all__ = ["check_targets", "check_score_data", "R2ScoreMixin"]
 
 #: ``log10`` of the largest sum of squared targets accepted (float64 overflows at ~1.8e308;
 #: a margin of 1e8 for the sums of residuals, gradients and duality gaps built from them)
@@ -52,3 +59,46 @@ def check_targets(y: ArrayLike, n: int, owner: str = "this estimator") -> tuple[
                          f"rescale y (e.g. divide it by a constant)")
     scalar = Y.ndim == 1
     return (Y[:, None] if scalar else Y), scalar
+
+
+def check_score_data(X: Any, y: Any, owner: str, n_outputs: int,
+                     sample_weight: Any = None) -> tuple[np.ndarray, np.ndarray | None]:
+    """``(Y, w)`` of a regressor's ``score(X, y, sample_weight)``, checked before it predicts.
+
+    ``X``: a collection of ``n >= 1`` samples (its contents are the fitted kernel's to
+    check, when predicting); ``y``: finite numbers of shape (n,) or (n, ``n_outputs``)
+    ((n,) or (n, 1) for one output), as a float64 (n, ``n_outputs``) copy ``Y``;
+    ``sample_weight``: None or n finite numbers.  Errors name X, y or sample_weight.
+    """
+    n = num_samples(X, "X")
+    if n < 1:
+        raise ValueError("cannot score on 0 samples: X is empty; expected at least one sample")
+    Y, _ = check_targets(y, n, owner)
+    if Y.shape[1] != n_outputs:
+        expected = "(n_samples,) or (n_samples, 1)" if n_outputs == 1 else f"(n_samples, {n_outputs})"
+        raise ValueError(f"y must have shape {expected}: {owner} was fitted on {n_outputs} target "
+                         f"column(s); got shape {np.shape(y)}")
+    w = None
+    if sample_weight is not None:
+        w = check_numeric_array(sample_weight, "sample_weight", ndim=1)
+        if w.shape[0] != n:
+            raise ValueError(f"X and sample_weight have different numbers of samples: {n} and {w.shape[0]}")
+    return Y, w
+
+
+class R2ScoreMixin:
+    """``score``: scikit-learn's coefficient of determination R^2 of ``predict(X)``
+    (:meth:`sklearn.base.RegressorMixin.score`), with ``X``, ``y`` and ``sample_weight``
+    checked by :func:`check_score_data` first.  Placed before ``RegressorMixin`` in the
+    bases; the estimator has ``n_outputs_`` (the columns it predicts) once fitted."""
+
+    def score(self, X: Any, y: Any, sample_weight: Any = None) -> float:
+        """R^2 of the predictions of ``X`` against ``y`` (n,) or (n, n_outputs) (1 is best;
+        outputs averaged uniformly), as :meth:`sklearn.base.RegressorMixin.score`."""
+        from sklearn.metrics import r2_score
+
+        check_is_fitted(self)
+        n_outputs = int(self.n_outputs_)  # type: ignore[attr-defined]
+        _, w = check_score_data(X, y, type(self).__name__, n_outputs, sample_weight)
+        # y as given (not its float64 copy): the same value as scikit-learn's score
+        return float(r2_score(y, self.predict(X), sample_weight=w))  # type: ignore[attr-defined]

@@ -195,6 +195,12 @@ class FeatureProblemMixin:
         scale[scale == 0] = 1.0  # a constant target is only centred
         return (Y - mean) / scale, mean, scale
 
+    @property
+    def n_outputs_(self) -> int:
+        """Number of columns ``d`` the fitted model predicts (read from the fitted state, so
+        that models saved before it existed have it too)."""
+        return int(np.shape(self.y_mean_)[0])  # type: ignore[attr-defined]
+
     def _finish_predict(self, P):
         P = P * self.y_scale_ + self.y_mean_  # back to the units of the training targets
         return P[:, 0] if self._scalar else P

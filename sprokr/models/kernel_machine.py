@@ -21,6 +21,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Mapping, Self
 
 import logging
+import numbers
 import time
 
 import numpy as np
@@ -53,7 +54,7 @@ from .output_matrix import check_output_matrix, joint_quantile_matrix
 from .feature_problem import FeatureProblem, FeatureProblemMixin, check_solver_params
 from .base import check_n_features
 from ._kernel_machine_routes import KernelMachineRoutesMixin
-from ._targets import check_targets
+from ._targets import R2ScoreMixin, check_score_data, check_targets
 
 if TYPE_CHECKING:  # imported for the annotations only
     from ..kernels.base import Kernel
@@ -63,7 +64,8 @@ if TYPE_CHECKING:  # imported for the annotations only
 __all__ = ["SketchedKernelMachine", "JointQuantileRegressor", "FeatureProblemMixin", "check_targets", "check_solver_params"]
 
 
-class SketchedKernelMachine(RenamedParametersMixin, SaveMixin, KernelMachineRoutesMixin, FeatureProblemMixin, RegressorMixin, BaseEstimator):
+class SketchedKernelMachine(RenamedParametersMixin, SaveMixin, KernelMachineRoutesMixin, FeatureProblemMixin,
+                            R2ScoreMixin, RegressorMixin, BaseEstimator):
     """Kernel machine with a generic loss, optional sketching and a decomposable kernel ``k M``.
 
     Parameters
@@ -289,6 +291,7 @@ class SketchedKernelMachine(RenamedParametersMixin, SaveMixin, KernelMachineRout
     def predict(self, X: Any) -> np.ndarray:
         """Predictions, shape (n_q,) for 1-D training targets, else (n_q, d)."""
         check_is_fitted(self, "coef_")
+        num_samples(X, "X")  # None or a scalar: named here, not as the executor's "collection 0"
         chunk = self.chunk_size or default_chunk_size(num_samples(self.X_support_), self.dtype_)
         ex = self.executor_
         try:
@@ -411,22 +414,53 @@ class JointQuantileRegressor(SketchedKernelMachine):
         """
         from sklearn.metrics import d2_pinball_score
 
+        check_is_fitted(self, "coef_")
+        Y, w = check_score_data(X, y, type(self).__name__, 1, sample_weight)  # scalar targets
         P = self.predict(X)
-        taus = check_quantile_levels(self.taus)
-        y = np.asarray(y, dtype=np.float64).ravel()
-        return float(np.mean([d2_pinball_score(y, P[:, j], alpha=t, sample_weight=sample_weight)
+        taus = check_quantile_levels(self.loss_.tau)  # the fitted levels (taus may have been set since)
+        return float(np.mean([d2_pinball_score(Y[:, 0], P[:, j], alpha=t, sample_weight=w)
                               for j, t in enumerate(taus)]))
 
     def _loss_and_targets(self, y, n):
-        taus = check_quantile_levels(self.taus)
-        if np.any(np.diff(taus) <= 0):
-            raise ValueError(f"taus must be strictly increasing, got {taus.tolist()}")
+        # checked here, by their names: joint_quantile_matrix would call them "quantile
+        # levels" and "gamma" (a kernel's parameter, for the user)
+        taus = _check_taus(self.taus)
+        gamma_tau = _check_gamma_tau(self.gamma_tau)
         y1, _ = check_targets(y, n, type(self).__name__)
         if y1.shape[1] != 1:
             raise ValueError(f"JointQuantileRegressor takes scalar targets (n,), got shape {np.shape(y)}")
-        M = joint_quantile_matrix(taus, self.gamma_tau)
+        M = joint_quantile_matrix(taus, gamma_tau)
         # l_tau(f(x), y) = L_tau(f(x) - y 1_d): the target repeated once per level
         return PinballLoss(tau=taus), np.repeat(y1, taus.size, axis=1), False, M
+
+
+def _check_taus(taus):
+    """``taus`` as a 1-D float array of strictly increasing levels inside (0, 1), or an
+    error naming ``taus``."""
+    expected = "a quantile level or a non-empty 1-D sequence of levels strictly inside (0, 1)"
+    if taus is None or isinstance(taus, (str, bytes)):
+        raise TypeError(f"taus must be {expected}, got {taus!r}")
+    try:
+        t = np.asarray(taus)
+    except (TypeError, ValueError):  # rows of different lengths
+        raise ValueError(f"taus must be {expected}, got a ragged collection {taus!r}") from None
+    if t.dtype.kind not in "iuf":  # strings, objects, booleans
+        raise TypeError(f"taus must be {expected}, got values of dtype {t.dtype}: {taus!r}")
+    t = np.atleast_1d(t.astype(np.float64))
+    if t.ndim != 1 or t.size == 0:
+        raise ValueError(f"taus must be {expected}, got shape {np.shape(taus)}")
+    if not np.all(np.isfinite(t)) or np.any(t <= 0) or np.any(t >= 1):
+        raise ValueError(f"taus must lie strictly inside (0, 1), got {t.tolist()}")
+    if np.any(np.diff(t) <= 0):
+        raise ValueError(f"taus must be strictly increasing, got {t.tolist()}")
+    return t
+
+
+def _check_gamma_tau(gamma_tau):
+    """``gamma_tau`` as a float >= 0, or an error naming it."""
+    if isinstance(gamma_tau, (bool, np.bool_)) or not isinstance(gamma_tau, (numbers.Real, np.integer, np.floating)):
+        raise TypeError(f"gamma_tau must be a finite real number >= 0, got {gamma_tau!r}")
+    return check_positive(gamma_tau, "gamma_tau", strict=False)
 
 
 def _refuse_sparse(X, owner):

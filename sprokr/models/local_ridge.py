@@ -35,7 +35,8 @@ from ..progress import progress
 from ..kernels import resolve_kernel
 from ..numerics import single_blas_thread
 from ..utils import (atomic_fit, check_chunk_size, check_finite, check_numeric_array, check_positive,
-                     check_random_state, consistent_read, resolve_dtype, take)
+                     check_random_state, consistent_read, num_samples, resolve_dtype, take)
+from ._targets import R2ScoreMixin
 from .base import check_n_features, set_n_features
 from .regressors import KernelRidgeRegressor
 
@@ -50,7 +51,7 @@ __all__ = ["LocalKernelRidgeRegressor", "NeighbourKernelRidgeRegressor"]
 KMEANS_MAX_SAMPLES = 200_000
 
 
-class _LocalRidge(SaveMixin, RegressorMixin, BaseEstimator):
+class _LocalRidge(SaveMixin, R2ScoreMixin, RegressorMixin, BaseEstimator):
     """What both local ridges share: vector (dense or CSR) inputs, vector targets."""
 
     #: DSOKR gives these regressors float32 targets (half the n x p array: the regional
@@ -272,8 +273,13 @@ class NeighbourKernelRidgeRegressor(_LocalRidge):
         out = np.zeros((X.shape[0], p))
         search = NearestNeighbors(n_neighbors=k).fit(self.X_fit_)
         step = int(self._chunk or max(1, min(4096, (64 << 20) // (8 * k * p))))
+        # the tree search of dense training inputs takes dense queries only: sparse queries
+        # are densified a block at a time (a block is no wider than the dense inputs' rows)
+        densify = sp.issparse(X) and not sp.issparse(self.X_fit_)
         for a in range(0, X.shape[0], step):
             Q = X[a:a + step]
+            if densify:
+                Q = Q.toarray()
             nb = search.kneighbors(Q, return_distance=False)
             out[a:a + nb.shape[0]] = self._local_ridges(Q, nb)
         return out[:, 0] if self._scalar else out
@@ -332,6 +338,7 @@ def _targets(y: Any, n: int, owner: str) -> tuple[np.ndarray, bool]:
 def _vectors(X: Any, name: str) -> Any:
     """``X`` as a 2-D float array or CSR matrix (regions are k-means regions of vectors),
     through the package's numeric checks; a float array is not copied."""
+    num_samples(X, name)  # None or a scalar: a wrong type, not "an array of shape ()"
     if sp.issparse(X):
         X = sp.csr_matrix(X)
         if X.dtype.kind not in "fiub":

@@ -52,6 +52,7 @@ from ..progress import log_estimator
 from ..kernels import resolve_kernel
 from ..sketches import resolve_sketch
 from .base import check_n_features, set_n_features
+from ._targets import R2ScoreMixin, check_targets
 from .feature_problem import exact_ridge_float32_estimate, float32_fallback_message, float64_twin, upcast_samples
 from .torch_regressors import ROBUST_LOSSES, TorchRegressor, token_cnn, torch_available
 from .training import EarlyStopping, as_targets, check_eval_set, check_lr_schedule, check_monitor, \
@@ -89,7 +90,7 @@ __all__ = [
 
 
 # --------------------------------------------------------------------------- kernel ridge
-class KernelRidgeRegressor(SaveMixin, RegressorMixin, BaseEstimator):
+class KernelRidgeRegressor(SaveMixin, R2ScoreMixin, RegressorMixin, BaseEstimator):
     """Kernel ridge regression of vector targets with a sprokr kernel (optionally sketched).
 
     Minimises ``1/n sum_i |g(x_i) - t_i|^2 + lam |g|^2``.  Exact: ``g(x) = k_x^T (K + n lam
@@ -163,7 +164,6 @@ class KernelRidgeRegressor(SaveMixin, RegressorMixin, BaseEstimator):
     @atomic_fit
     def fit(self, X: Any, y: Any) -> Self:
         """Fit on inputs ``X`` (n samples) and targets ``y`` (n,) or (n, p).  Returns self."""
-        from ._targets import check_targets
         n = num_samples(X, "X")
         if n < 1:
             raise ValueError("cannot fit on 0 samples: X is empty")
@@ -175,6 +175,8 @@ class KernelRidgeRegressor(SaveMixin, RegressorMixin, BaseEstimator):
         chunk = check_chunk_size(self.chunk_size)
         if self.solver not in SOLVERS:
             raise ValueError(f"solver must be one of {', '.join(map(repr, SOLVERS))}, got {self.solver!r}")
+        # checked with or without a sketch to draw: a bad seed is refused, not ignored
+        rng = check_random_state(self.random_state)
         t0 = time.perf_counter()
         k = resolve_kernel(self.kernel, self.kernel_params, "input", dtype, "kernel")
         sk = resolve_sketch(self.input_sketch, self.m_x, self.input_sketch_params, n, "input")
@@ -200,7 +202,7 @@ class KernelRidgeRegressor(SaveMixin, RegressorMixin, BaseEstimator):
                     times["float64_refit"] = time.perf_counter() - t1
             coef = sla.cho_solve(cho, T64, check_finite=False)
         else:
-            R = sk.draw(n, check_random_state(self.random_state))
+            R = sk.draw(n, rng)
             support = k.prepare_support(take(Xp, R.indices))  # the right operand of every block
             # the sketched ridge's threshold defaults to its own (None: see sketched_ridge), as in SISOKR
             sol = sketched_ridge(k, R, support, parts, lam, np.asarray, T64.shape[1], self.rcond,
@@ -228,6 +230,7 @@ class KernelRidgeRegressor(SaveMixin, RegressorMixin, BaseEstimator):
     def predict(self, X: Any) -> np.ndarray:
         """Predicted targets, (n_q,) for 1-D training targets, else (n_q, p)."""
         check_is_fitted(self, "coef_")
+        num_samples(X, "X")  # None or a scalar: named here, not as the executor's "collection 0"
         ex = LocalExecutor()
         prepare = NamedPrepare(self.kernel_.prepare, "X")
 

@@ -18,7 +18,9 @@ from numpy.typing import ArrayLike, DTypeLike
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
-from ..utils import NamedPrepare, atomic_fit, consistent_read, check_positive, check_random_state, resolve_dtype
+from ..utils import (
+    NamedPrepare, atomic_fit, consistent_read, check_positive, check_random_state, num_samples, resolve_dtype,
+)
 from ..kernels import resolve_kernel
 from ..kernels.vector import GaussianKernel
 from ..numerics import LocalExecutor, default_chunk_size, matmul
@@ -30,7 +32,7 @@ from .base import check_n_features
 from .feature_problem import (
     CHECK_SAFETY, FeatureProblem, FeatureProblemMixin, check_solver_params, float32_is_accurate, spread_rows, upcast_samples,
 )
-from ._targets import check_targets
+from ._targets import R2ScoreMixin, check_targets
 from .output_matrix import check_output_matrix
 
 if TYPE_CHECKING:  # imported for the annotations only
@@ -40,7 +42,8 @@ if TYPE_CHECKING:  # imported for the annotations only
 __all__ = ["RFFKernelMachine"]
 
 
-class RFFKernelMachine(RenamedParametersMixin, SaveMixin, FeatureProblemMixin, RegressorMixin, BaseEstimator):
+class RFFKernelMachine(RenamedParametersMixin, SaveMixin, FeatureProblemMixin, R2ScoreMixin, RegressorMixin,
+                       BaseEstimator):
     """Gaussian-kernel machine on ``n_components`` random Fourier features.
 
     Parameters
@@ -193,6 +196,7 @@ class RFFKernelMachine(RenamedParametersMixin, SaveMixin, FeatureProblemMixin, R
     def random_features(self, X: Any) -> np.ndarray:
         """Random Fourier features ``z(x)``, shape (n, n_components), chunked over n."""
         check_is_fitted(self, "weights_")
+        num_samples(X, "X")  # None or a scalar: a wrong type, not "a 0-D array"
         kernel = GaussianKernel(dtype=self.weights_.dtype.name)
         Xp = NamedPrepare(kernel.prepare, "X")(X)
         check_n_features(self, Xp)

@@ -8,6 +8,7 @@ DSOKR: the ridge on the input kernel's Nystrom features) and refits a chosen DSO
 """
 from __future__ import annotations
 
+import numbers
 import time
 from typing import Any
 
@@ -62,13 +63,30 @@ def default_sizes(n: int) -> list:
 
 
 def check_grid(grid: Any, name: str) -> list | None:
-    """An increasing sequence of positive sizes (None: None), or a ValueError naming ``name``."""
+    """An increasing sequence of positive integer sizes (None: None), or a ValueError naming ``name``.
+
+    Integral floats (``3.0``) are sizes; ``2.5``, a bool or a string is refused, not truncated.
+    """
     if grid is None:
         return None
-    sizes = [int(v) for v in grid] if np.iterable(grid) and not isinstance(grid, str) else None
-    if not sizes or any(v < 1 for v in sizes) or any(b <= a for a, b in zip(sizes, sizes[1:])):
+    items = list(grid) if np.iterable(grid) and not isinstance(grid, (str, bytes)) else []
+    sizes = [s for s in map(_size, items) if s is not None]
+    if not items or len(sizes) != len(items) or any(v < 1 for v in sizes) or \
+            any(b <= a for a, b in zip(sizes, sizes[1:])):
         raise ValueError(f"{name} must be an increasing sequence of positive integers, got {grid!r}")
     return sizes
+
+
+def _size(v: Any) -> int | None:
+    """``v`` as an int when it is an integer (or an integral float), else None."""
+    if isinstance(v, (bool, np.bool_)):
+        return None
+    if isinstance(v, (numbers.Integral, np.integer)):
+        return int(v)
+    if isinstance(v, (numbers.Real, np.floating)):
+        f = float(v)
+        return int(f) if f.is_integer() else None  # nan and inf are not integers
+    return None
 
 
 def check_dict_list(grid: Any, name: str) -> list:

@@ -93,6 +93,14 @@ def _is_numeric(X):
     return A.dtype.kind in "biuf" and A.size > 0
 
 
+def _check_collection(X):
+    """A TypeError naming ``X`` unless it is a collection of inputs (not None, a number or
+    a single string): ``fit`` and the predictions check it before reading the inputs."""
+    if isinstance(X, str) or not hasattr(X, "__len__") or np.ndim(X) == 0:
+        raise TypeError(f"X must be a sequence of SMILES or texts, or an array of numbers (n, d), not a "
+                        f"{type(X).__name__}")
+
+
 def _as_texts(X, name="X"):
     if isinstance(X, str) or not hasattr(X, "__len__"):
         raise TypeError(f"{name} must be a sequence of texts, not a {type(X).__name__}")
@@ -303,9 +311,7 @@ class MoleculeRetriever(RenamedParametersMixin, SaveMixin, BaseEstimator):
         return kernels
 
     def _resolve_inputs(self, X):
-        if isinstance(X, str) or not hasattr(X, "__len__"):
-            raise TypeError(f"X must be a sequence of SMILES or texts, or an array of numbers (n, d), not a "
-                            f"{type(X).__name__}")
+        _check_collection(X)
         numeric = _is_numeric(X)
         if self.inputs in ("smiles", "text") and numeric:  # refused at once, not as "invalid molecule"
             raise ValueError(f"inputs={self.inputs!r} but X holds numbers (shape {np.shape(X)}); numeric inputs "
@@ -484,6 +490,7 @@ class MoleculeRetriever(RenamedParametersMixin, SaveMixin, BaseEstimator):
     # ------------------------------------------------------------------ predict
     def _queries(self, X):
         check_is_fitted(self, "model_")
+        _check_collection(X)
         vals = self._input_values(X, self.inputs_)
         if self.inputs_ == "vectors":
             vals = self._standardised(vals)

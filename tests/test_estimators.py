@@ -210,6 +210,15 @@ def test_score_checks_the_number_of_samples(tiny, model):
 
 
 @pytest.mark.parametrize("model", OUTPUT_MODELS, ids=lambda m: type(m).__name__)
+def test_score_before_fit_is_not_fitted(tiny, model):
+    from sklearn.exceptions import NotFittedError
+
+    X, Y = tiny
+    with pytest.raises(NotFittedError):  # not an AttributeError on the fitted output kernel
+        clone(model).score(X[:6], Y[:6])
+
+
+@pytest.mark.parametrize("model", OUTPUT_MODELS, ids=lambda m: type(m).__name__)
 def test_score_names_y_of_the_wrong_width(tiny, model):
     X, Y = tiny
     m = clone(model).fit(X, Y)

@@ -356,6 +356,7 @@ class OutputKernelModel(SaveMixin):
 
         ``y``: the true outputs of ``X`` (anything the output kernel accepts).
         """
+        check_is_fitted(self, "output_rank_")  # before the fitted output kernel is read
         n, n_y = num_samples(X, "X"), num_samples(y, "y")
         if n != n_y:  # checked first: a shorter y would otherwise score a prefix of X silently
             raise ValueError(f"X and y have different numbers of samples: {n} and {n_y}")

@@ -266,6 +266,8 @@ def test_joint_quantile_parameters_are_named(params, error, match, toy):
 
 def test_bad_targets(toy):
     X, f = toy
+    with pytest.raises(ValueError, match=r"^y must hold scalar targets, shape \(n_samples,\)"):
+        JointQuantileRegressor().fit(X[:20], np.c_[f[:20], f[:20]])
     with pytest.raises(ValueError, match="samples"):
         SketchedKernelMachine().fit(X, f[:-1])
     with pytest.raises(ValueError, match="NaN"):

@@ -233,3 +233,13 @@ def test_kernel_params_that_are_not_a_mapping_name_the_parameter(rng):
         KernelRidgeRegressor(kernel_params="abc").fit(X, X[:, 0])
     with pytest.raises(ValueError, match="^kernel 'gaussian': gamma must be"):
         KernelRidgeRegressor(kernel_params={"gamma": -1.0}).fit(X, X[:, 0])
+
+
+def test_single_kernel_estimators_name_kernel_for_an_unknown_name(rng):
+    from sprokr.models import KernelRidgeRegressor
+
+    X = rng.random((12, 2))
+    with pytest.raises(ValueError, match="^kernel: unknown input_kernel 'nope'"):
+        KernelRidgeRegressor(kernel="nope").fit(X, X[:, 0])
+    with pytest.raises(TypeError, match="^kernel: input_kernel must be a registered name"):
+        KernelRidgeRegressor(kernel=123).fit(X, X[:, 0])

@@ -247,14 +247,20 @@ def resolve_kernel(spec: str | Kernel, params: Mapping[str, Any] | None, side: s
         The caller's parameter holding ``spec`` (default ``f"{side}_kernel"``; ``"kernel"``
         for single-kernel estimators); errors name it and ``f"{name}_params"``.
     """
-    name = f"{side}_kernel" if name is None else name
+    kind = f"{side}_kernel"
+    name = kind if name is None else name
     params = check_params_mapping(params, f"{name}_params")
-    if isinstance(spec, str):
-        reg = get_registry()
-        accepted = reg.factory_parameters(reg.get(f"{side}_kernel", spec))
-        if accepted is not None and "dtype" in accepted:  # lazily registered kernels too
-            params.setdefault("dtype", dtype.name)
-    kernel = get_registry().create(f"{side}_kernel", spec, params, base=Kernel)
+    try:
+        if isinstance(spec, str):
+            reg = get_registry()
+            accepted = reg.factory_parameters(reg.get(kind, spec))
+            if accepted is not None and "dtype" in accepted:  # lazily registered kernels too
+                params.setdefault("dtype", dtype.name)
+        kernel = get_registry().create(kind, spec, params, base=Kernel)
+    except (ValueError, TypeError) as exc:
+        if name == kind:  # the registry's messages name the kind, which is then the parameter
+            raise
+        raise reword_error(exc, f"{name}: {exc}")
     try:
         kernel.check_params()
     except (ValueError, TypeError) as exc:

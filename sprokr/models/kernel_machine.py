@@ -428,7 +428,8 @@ class JointQuantileRegressor(SketchedKernelMachine):
         gamma_tau = _check_gamma_tau(self.gamma_tau)
         y1, _ = check_targets(y, n, type(self).__name__)
         if y1.shape[1] != 1:
-            raise ValueError(f"JointQuantileRegressor takes scalar targets (n,), got shape {np.shape(y)}")
+            raise ValueError(f"y must hold scalar targets, shape (n_samples,): JointQuantileRegressor "
+                             f"predicts their joint quantiles; got shape {np.shape(y)}")
         M = joint_quantile_matrix(taus, gamma_tau)
         # l_tau(f(x), y) = L_tau(f(x) - y 1_d): the target repeated once per level
         return PinballLoss(tau=taus), np.repeat(y1, taus.size, axis=1), False, M

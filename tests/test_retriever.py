@@ -229,6 +229,12 @@ def test_sketch_size_grids_take_integers_only(qm9, grid):
     assert check_grid([20, 40.0, np.int64(80)], "m_x_grid") == [20, 40, 80]  # integral floats are sizes
 
 
+def test_sketch_size_grids_beyond_the_training_part_are_named(qm9):
+    X, _, _ = qm9
+    with pytest.raises(ValueError, match="^m_y_grid holds the size 1000, but the model selection trains on"):
+        MoleculeRetriever(method="sisokr", m_y_grid=[4, 1000]).fit(X[:20], X[:20])
+
+
 def test_a_failed_refit_keeps_the_previous_model(qm9):
     X, queries, _ = qm9
     model = small("iokr", output_kernel="morgan_count_tanimoto").fit(X[:100], X[:100])
@@ -302,3 +308,9 @@ def test_benchmark_script_smoke(tmp_path):
         assert 0 <= r["top1"] <= r["top5"] <= r["top10"] <= 1 and 0 < r["MRR"] <= 1, name
         assert np.isfinite([r["fit_s"], r["decode_s"]]).all()  # both phases timed
     assert res["IOKR"]["MRR"] > 0.2  # 100 unseen candidates: chance ~ 0.05
+
+
+def test_an_input_grid_point_the_kernel_refuses_is_named(qm9):
+    X, _, _ = qm9
+    with pytest.raises(TypeError, match=r"^input_grid\[1\]: invalid parameters .*unknown bogus"):
+        MoleculeRetriever(method="iokr", input_grid=[{"n": 3}, {"bogus": 1}]).fit(X[:20], X[:20])

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 from sklearn.base import clone
 
+from sprokr.kernels import resolve_kernel
 from sprokr.progress import log_estimator
 from sprokr.utils import take
 
@@ -62,10 +63,12 @@ def default_sizes(n: int) -> list:
     return sizes or [max(1, n // 2)]
 
 
-def check_grid(grid: Any, name: str) -> list | None:
+def check_grid(grid: Any, name: str, upper: int | None = None) -> list | None:
     """An increasing sequence of positive integer sizes (None: None), or a ValueError naming ``name``.
 
     Integral floats (``3.0``) are sizes; ``2.5``, a bool or a string is refused, not truncated.
+    ``upper``: the largest size allowed (the selection's training part: a sketch draws at
+    most one column per sample).
     """
     if grid is None:
         return None
@@ -74,6 +77,9 @@ def check_grid(grid: Any, name: str) -> list | None:
     if not items or len(sizes) != len(items) or any(v < 1 for v in sizes) or \
             any(b <= a for a, b in zip(sizes, sizes[1:])):
         raise ValueError(f"{name} must be an increasing sequence of positive integers, got {grid!r}")
+    if upper is not None and sizes[-1] > upper:
+        raise ValueError(f"{name} holds the size {sizes[-1]}, but the model selection trains on {upper} of the "
+                         f"training pairs (the rest validates): sizes must be at most {upper}")
     return sizes
 
 
@@ -121,9 +127,11 @@ class RetrieverSearch:
             default_grid = tuple({"gamma": g / X.shape[1]} for g in VECTOR_GAMMAS)
         self.input_grid = check_dict_list(owner.input_grid, "input_grid") if owner.input_grid is not None \
             else [dict(g) for g in default_grid]
+        for i, params in enumerate(self.input_grid):  # named before any fit: the selection fits many
+            resolve_kernel(self.input_kernel, params, "input", np.dtype(np.float64), name=f"input_grid[{i}]")
         self.lams = np.asarray(DEFAULT_LAMS if owner.lams is None else owner.lams, dtype=np.float64)
-        self.m_x_grid = check_grid(owner.m_x_grid, "m_x_grid") or default_sizes(n_tr)
-        self.m_y_grid = check_grid(owner.m_y_grid, "m_y_grid") or default_sizes(n_tr)
+        self.m_x_grid = check_grid(owner.m_x_grid, "m_x_grid", n_tr) or default_sizes(n_tr)
+        self.m_y_grid = check_grid(owner.m_y_grid, "m_y_grid", n_tr) or default_sizes(n_tr)
         # default grids do not stop at their edge while the validation still improves there
         # (a size at the edge is not a choice); grids given are used as given
         self.extend = [name for name in ("m_x", "m_y") if getattr(owner, f"{name}_grid") is None]

@@ -290,6 +290,10 @@ class Registry:
         base : type, optional
             If given, the created object must be an instance of it.
         """
+        if params is not None and not isinstance(params, Mapping):
+            # by the estimators' convention the parameter is named after the kind (decoder_params, ...)
+            raise TypeError(f"{kind}_params must be a dict of parameters (name -> value) or None, "
+                            f"got {type(params).__name__} {params!r}")
         if isinstance(spec, str):
             comp = self.get(kind, spec)
             params = dict(params or {})

@@ -142,6 +142,8 @@ BAD_FITS = [
     (dict(output_kernel_params="abc"), None, "output_kernel_params must be a dict .* got str 'abc'"),
     (dict(input_sketch="subsample", m_x=10, input_sketch_params="abc"), None, "input_sketch_params must be a dict"),
     (dict(output_sketch="psg", m_y=10, output_sketch_params="abc"), None, "output_sketch_params must be a dict"),
+    (dict(decoder_params="abc"), None, "^decoder_params must be a dict .* got str 'abc'"),
+    (dict(executor_params="abc"), None, "^executor_params must be a dict .* got str 'abc'"),
     (dict(output_sketch="nope", m_y=3), None, "known sketches: .*psg"),
     (dict(input_sketch="nope", m_x=3), None, "^input_sketch: unknown sketch 'nope'"),
     (dict(output_sketch=3, m_y=3), None, "^output_sketch: sketch must be a registered name .* got int"),

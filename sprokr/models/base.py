@@ -25,7 +25,8 @@ from ..kernels import VectorKernel
 from ..numerics import LocalExecutor, candidate_offsets, default_chunk_size
 from ..persistence import SaveMixin
 from ..registry import get_registry
-from ..utils import NamedPrepare, atomic_fit, check_positive, consistent_read, iter_chunks, num_samples, take_slice
+from ..utils import (NamedPrepare, atomic_fit, check_params_mapping, check_positive, consistent_read, iter_chunks,
+                     num_samples, take_slice)
 
 if TYPE_CHECKING:  # imported for the annotations only
     from ..types import Samples
@@ -99,7 +100,7 @@ def new_index_token() -> str:
 def make_decoder(spec: str | Decoder, params: Mapping[str, Any] | None, max_memory_mb: float | None) -> Decoder:
     """The model's decoder: by name or instance; the model's ``max_memory_mb`` (if not None)
     becomes the decoder's budget, and conflicting budgets are an error."""
-    params = dict(params or {})
+    params = check_params_mapping(params, "decoder_params")
     if max_memory_mb is not None:
         check_positive(max_memory_mb, "max_memory_mb")
         given = params.get("max_memory_mb", getattr(spec, "max_memory_mb", None) if not isinstance(spec, str) else None)

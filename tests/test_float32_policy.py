@@ -231,3 +231,29 @@ def test_refined_route_meets_its_tolerance_with_few_targets(seed, n, d, gamma, l
     assert _rel(model.predict(Xq), ref) <= tol
     assert model.solver_error_estimate_ is not None and model.solver_error_estimate_ <= tol
 
+
+
+def test_support_rows_computed_once_per_precision_when_float32_is_refused_early(monkeypatch):
+    """A float32 request whose kernel values would move K~'s whitened basis goes to float64
+    before any pass; the float64 support rows (K~, the whitening, the passes) are computed
+    once, not once for the early check and again for the whitening."""
+    from sprokr.numerics import SketchedFeatures
+
+    calls = []
+    original = SketchedFeatures.support_rows
+
+    def counted(self):
+        calls.append(np.dtype(self.dtype).name)
+        return original(self)
+
+    monkeypatch.setattr(SketchedFeatures, "support_rows", counted)
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 6))
+    T = np.c_[np.sin(X[:, 0]), X[:, 1] * X[:, 2]]
+    kw = dict(kernel_params={"sigma2": 1e4}, lam=1e-5, input_sketch="psr", m_x=30, input_sketch_params={"p": 0.1},
+              random_state=0)
+    m32 = KernelRidgeRegressor(**kw, dtype="float32").fit(X, T)
+    assert m32.dtype_ == np.float64  # refused by the early check (flat kernel)
+    assert calls.count("float64") == 1 and calls.count("float32") == 1, calls
+    m64 = KernelRidgeRegressor(**kw).fit(X, T)
+    assert _rel(m32.predict(X), m64.predict(X)) <= 1e-6  # (the inputs were rounded to float32)

@@ -182,6 +182,8 @@ class ShiftedCrossProducts:
         see :meth:`add` (``overwrite_z``: it may be centred in place).
         """
         wh = self.whiten
+        if wh is not None and Z is not None:
+            return self._centred_known(A, Z, overwrite_z, pivoted)
         if wh is None:
             # centre in the block's own precision (a float32 block's rounding is already in A)
             Ac = A if overwrite and A.flags.c_contiguous else np.array(A, order="C")
@@ -215,6 +217,28 @@ class ShiftedCrossProducts:
         if wh is not None:  # Z_c = A_c P_r L^-T, in the accumulator's precision
             Ac = wh.solve_rows(Ac.astype(self.dtype, copy=False), overwrite=True)
         return Ac, r
+
+    def _centred_known(self, A, Z, overwrite_z, pivoted):
+        """:meth:`centred` of rows whose whitened form ``Z`` is known: only their row
+        coefficients ``s = (A P_r) c / |c|^2`` are needed, one product with ``A`` itself (no
+        centred copy of its pivot columns, which the rows' ``Z`` makes unnecessary)."""
+        wh = self.whiten
+        dtype = np.promote_types(A.dtype, self.dtype)
+        c_w = self.c[wh.sel].astype(dtype)
+        cc = float(c_w.astype(np.float64) @ c_w.astype(np.float64))
+        if pivoted:
+            v = c_w
+        else:  # c on the pivot columns, 0 elsewhere: A v = (A P_r) c_w
+            v = np.zeros(A.shape[1], dtype=dtype)
+            v[wh.sel] = c_w
+        if cc > 0 and A.shape[0]:
+            r = (matmul(np.asarray(A, dtype=dtype), v[:, None])[:, 0] / cc).astype(np.float64)
+        else:
+            r = np.zeros(A.shape[0])
+        # Z_c = Z - s (L^-1 c)^T, in float64 before any rounding to float32
+        Zc = np.array(Z, dtype=np.float64, order="C", copy=not overwrite_z)
+        _subtract_outer(Zc, r, self.P[:, 1])
+        return Zc.astype(self.dtype, copy=False), r
 
     def _add_gram(self, Aw):
         """``AtA += Aw^T Aw`` (lower triangle), the product in Aw's dtype, the sum in float64."""

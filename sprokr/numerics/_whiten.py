@@ -129,11 +129,13 @@ class Whitening:
         When ``A``'s rows at the support points are ``K~`` (sub-sampling), their whitened
         rows come with the factorisation, no triangular solve needed.
         """
-        F = np.array(self._factor[:, : self.rank], order="F")
-        for j in range(1, self.rank):  # the strict upper triangle holds K~'s own entries
-            F[:j, j] = 0.0  # (a contiguous column slice: faster than np.tril's masked copy)
+        # straight from the factor into Z's permuted rows (no intermediate copy of F: every
+        # fresh m x r array costs its first touch), then the strict upper triangle of F --
+        # which holds K~'s own entries -- zeroed on Z's rows
         Z = np.empty((self.m, self.rank))
-        Z[self.perm] = F
+        Z[self.perm] = self._factor[:, : self.rank]
+        for i in range(self.rank - 1):  # F's row i: a contiguous slice of Z's row perm[i]
+            Z[self.perm[i], i + 1:] = 0.0
         return Z
 
     def rows(self, A: np.ndarray) -> np.ndarray:

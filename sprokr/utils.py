@@ -385,13 +385,24 @@ def check_params_mapping(params: Any, name: str) -> dict[str, Any]:
     return dict(params)
 
 
-def check_quantile_levels(tau: float | ArrayLike) -> np.ndarray:
-    """Quantile levels as a 1-D float array, each strictly inside (0, 1)."""
-    t = np.atleast_1d(np.asarray(tau, dtype=float))
+def check_quantile_levels(tau: float | ArrayLike, name: str = "quantile levels") -> np.ndarray:
+    """Quantile levels as a 1-D float array, each strictly inside (0, 1); errors name ``name``
+    (an estimator's parameter, e.g. ``taus``): a TypeError for what is not numbers, else a
+    ValueError."""
+    expected = "a quantile level or a non-empty 1-D sequence of levels strictly inside (0, 1)"
+    if tau is None or isinstance(tau, (str, bytes)):
+        raise TypeError(f"{name} must be {expected}, got {tau!r}")
+    try:
+        t = np.asarray(tau)
+    except (TypeError, ValueError):  # rows of different lengths
+        raise ValueError(f"{name} must be {expected}, got a ragged collection {tau!r}") from None
+    if t.dtype.kind not in "iuf":  # strings, objects, booleans
+        raise TypeError(f"{name} must be {expected}, got values of dtype {t.dtype}: {tau!r}")
+    t = np.atleast_1d(t.astype(np.float64, copy=False))
     if t.ndim != 1 or t.size == 0:
-        raise ValueError(f"quantile levels must be a scalar or a non-empty 1-D sequence, got {tau!r}")
+        raise ValueError(f"{name} must be {expected}, got shape {np.shape(tau)}")
     if not np.all(np.isfinite(t)) or np.any(t <= 0) or np.any(t >= 1):
-        raise ValueError(f"quantile levels must lie strictly inside (0, 1), got {t.tolist()}")
+        raise ValueError(f"{name} must lie strictly inside (0, 1), got {t.tolist()}")
     return t
 
 

@@ -438,20 +438,7 @@ class JointQuantileRegressor(SketchedKernelMachine):
 def _check_taus(taus):
     """``taus`` as a 1-D float array of strictly increasing levels inside (0, 1), or an
     error naming ``taus``."""
-    expected = "a quantile level or a non-empty 1-D sequence of levels strictly inside (0, 1)"
-    if taus is None or isinstance(taus, (str, bytes)):
-        raise TypeError(f"taus must be {expected}, got {taus!r}")
-    try:
-        t = np.asarray(taus)
-    except (TypeError, ValueError):  # rows of different lengths
-        raise ValueError(f"taus must be {expected}, got a ragged collection {taus!r}") from None
-    if t.dtype.kind not in "iuf":  # strings, objects, booleans
-        raise TypeError(f"taus must be {expected}, got values of dtype {t.dtype}: {taus!r}")
-    t = np.atleast_1d(t.astype(np.float64))
-    if t.ndim != 1 or t.size == 0:
-        raise ValueError(f"taus must be {expected}, got shape {np.shape(taus)}")
-    if not np.all(np.isfinite(t)) or np.any(t <= 0) or np.any(t >= 1):
-        raise ValueError(f"taus must lie strictly inside (0, 1), got {t.tolist()}")
+    t = check_quantile_levels(taus, "taus")
     if np.any(np.diff(t) <= 0):
         raise ValueError(f"taus must be strictly increasing, got {t.tolist()}")
     return t

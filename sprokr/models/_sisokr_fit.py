@@ -54,13 +54,7 @@ from ..utils import (
 )
 from ._sisokr_rows import Embed, Offsets, all_rows, groups_of
 from .base import OUTPUT_DTYPE, make_decoder, new_index_token, set_n_features
-from .feature_problem import (
-    exact_ridge_float32_estimate,
-    float32_is_accurate,
-    float64_twin,
-    spread_rows,
-    upcast_samples,
-)
+from .feature_problem import checked_exact_factor, float64_twin, spread_rows
 
 if TYPE_CHECKING:  # imported for the annotations only
     from ..decoders.base import Decoder
@@ -264,9 +258,10 @@ class SISOKRTraining:
             return
         self._set_coef(sla.cho_solve(cho, T, check_finite=False))
 
-    def _exact_factor(self, Xp: Any, setup: FitSetup, chunk: int) -> Any:
-        """``cho_solve``'s factor of ``K_x + n lam I`` with the model's input kernel."""
-        kx, parts = self.input_kernel_, setup.parts
+    def _exact_factor(self, Xp: Any, setup: FitSetup, chunk: int, kx: Any = None) -> Any:
+        """``cho_solve``'s factor of ``K_x + n lam I`` with the input kernel ``kx`` (default:
+        the model's)."""
+        kx, parts = self.input_kernel_ if kx is None else kx, setup.parts
         # through the kernel's memo: a selection fits the same inputs for several outputs
         return kx.memo("exact ridge factor", Xp,
                        lambda: exact_ridge_factor(kx, parts, Xp, setup.lam, chunk, self.executor_),
@@ -274,28 +269,25 @@ class SISOKRTraining:
 
     def _check_exact_float32(self, Xp: Any, cho: Any, T: np.ndarray | None, setup: FitSetup,
                              chunk: int) -> tuple[Any, Any]:
-        """The float32 check of the exact input side (``dtype="float32"``): the ridge of the
-        targets ``T`` -- exact IOKR: the scores of a few training outputs as candidates,
-        centred per sample -- replayed on training rows with float64 kernel values
-        (:func:`exact_ridge_float32_estimate`).  Above ``FLOAT32_TOL`` the factor is
-        recomputed with float64 kernel values on the upcast inputs (a warning is logged,
-        ``dtype_`` and ``solver_precision_`` say float64).  Returns ``(Xp, factor)``."""
-        t = time.perf_counter()
+        """The float32 check of the exact input side (``dtype="float32"``,
+        :func:`checked_exact_factor`) on the targets ``T`` -- exact IOKR: the scores of a few
+        training outputs as candidates, centred per sample.  Above ``FLOAT32_TOL`` the factor
+        is recomputed with float64 kernel values (a warning is logged, ``dtype_`` and
+        ``solver_precision_`` say float64).  Returns ``(Xp, factor)``."""
         products: Any = np.float32
         if T is None:  # IOKR multiplies its float32 kernel values in float64
             Y = self.Y_train_
             probes = self.output_kernel_.pairwise(Y, take(Y, spread_rows(setup.n, EXACT_PROBES)))
             T, products = probes - probes.mean(axis=1, keepdims=True), np.float64
-        est = exact_ridge_float32_estimate(self.input_kernel_, Xp, cho, T, products)
-        if float32_is_accurate(self, est, "kernel values", t):
-            return Xp, cho
-        t = time.perf_counter()
-        self.input_kernel_, self.dtype_ = float64_twin(self.input_kernel_), np.dtype(np.float64)
-        self.solver_precision_ = np.dtype(np.float64)
-        Xp = upcast_samples(Xp)
-        cho = self._exact_factor(Xp, setup, chunk)
-        self.fit_times_["float64_refit"] = time.perf_counter() - t
-        return Xp, cho
+        check = checked_exact_factor(self.input_kernel_, Xp, cho, T,
+                                     lambda k64, X64: self._exact_factor(X64, setup, chunk, k64), products)
+        self.solver_error_estimate_ = check.estimate
+        self.fit_times_.update(check.times)
+        if check.message is not None:
+            self._log(check.message, logging.WARNING)
+            self.input_kernel_, self.dtype_ = check.kernel, np.dtype(np.float64)
+            self.solver_precision_ = np.dtype(np.float64)
+        return check.Xp, check.factor
 
     def _build_default_index(self, parts, chunk, distinct, psi_u):
         """The distinct training outputs, embedded: the default candidate set."""

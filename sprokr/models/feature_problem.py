@@ -42,7 +42,7 @@ from ..progress import log_estimator
 from ..utils import check_positive, take
 
 __all__ = ["check_solver_params", "FeatureProblem", "FeatureProblemMixin", "SOLVERS", "ADAM_PARAMS", "float32_prediction_estimate", "float32_is_accurate",
-           "exact_ridge_float32_estimate", "float32_fallback_message", "float64_twin", "spread_rows", "upcast_samples"]
+           "ExactFloat32Check", "checked_exact_factor", "exact_ridge_float32_estimate", "float32_fallback_message", "float64_twin", "spread_rows", "upcast_samples"]
 
 #: accepted values of ``optimizer``
 SOLVERS = ("auto", "closed_form", "newton", "lbfgs", "adam")
@@ -293,3 +293,36 @@ def exact_ridge_float32_estimate(kernel32: Any, Xp: Any, factor: Any, T: np.ndar
     coef = sla.cho_solve(factor, np.asarray(T, dtype=np.float64), check_finite=False)
     sample = take(Xp, spread_rows(coef.shape[0]))
     return float32_prediction_estimate(kernel32, float64_twin(kernel32), Xp, coef, sample, products)
+
+
+@dataclass(frozen=True)
+class ExactFloat32Check:
+    """What :func:`checked_exact_factor` decided: the kernel, prepared inputs and factor the
+    model keeps (float64 ones after a refit), the estimate, the warning (None when float32
+    is kept) and the phases' seconds (``float32_check``, ``float64_refit``)."""
+
+    kernel: Any
+    Xp: Any
+    factor: Any
+    estimate: float
+    message: str | None
+    times: dict
+
+
+def checked_exact_factor(kernel32: Any, Xp: Any, factor: Any, T: np.ndarray, refactor: Any,
+                         products: Any = np.float32) -> ExactFloat32Check:
+    """The float32 check of an exact ridge (:func:`exact_ridge_float32_estimate`) and, above
+    ``FLOAT32_TOL``, its refit: ``refactor(kernel64, Xp64)`` gives the factor with float64
+    kernel values on the upcast inputs.  The one implementation of exact IOKR / ISOKR's
+    and :class:`~sprokr.models.KernelRidgeRegressor`'s check; the caller logs the message."""
+    t = time.perf_counter()
+    est = exact_ridge_float32_estimate(kernel32, Xp, factor, T, products)
+    times = {"float32_check": time.perf_counter() - t}
+    message = float32_fallback_message(est, "kernel values")
+    if message is None:
+        return ExactFloat32Check(kernel32, Xp, factor, est, None, times)
+    t = time.perf_counter()
+    kernel64, Xp64 = float64_twin(kernel32), upcast_samples(Xp)
+    factor = refactor(kernel64, Xp64)
+    times["float64_refit"] = time.perf_counter() - t
+    return ExactFloat32Check(kernel64, Xp64, factor, est, message, times)

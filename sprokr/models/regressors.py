@@ -53,7 +53,7 @@ from ..kernels import resolve_kernel
 from ..sketches import resolve_sketch
 from .base import check_n_features, set_n_features
 from ._targets import R2ScoreMixin, check_targets
-from .feature_problem import exact_ridge_float32_estimate, float32_fallback_message, float64_twin, upcast_samples
+from .feature_problem import checked_exact_factor, float64_twin
 from .torch_regressors import ROBUST_LOSSES, TorchRegressor, token_cnn, torch_available
 from .training import EarlyStopping, as_targets, check_eval_set, check_lr_schedule, check_monitor, \
     kernel_induced_loss, self_retrieval_mrr, standardise, target_moments, warn_not_converged, \
@@ -187,19 +187,15 @@ class KernelRidgeRegressor(SaveMixin, R2ScoreMixin, RegressorMixin, BaseEstimato
             chunk = chunk or default_chunk_size(n, dtype)
             cho = exact_ridge_factor(k, parts, Xp, lam, chunk, ex)
             support, R, route, est, times = Xp, None, "cholesky", None, {}
-            k64 = float64_twin(k)
-            if dtype == np.float32 and k64 is not k:
+            if dtype == np.float32 and float64_twin(k) is not k:
                 # float32 kernel values against n lam I: measured, float64 when they cost too much
-                t1 = time.perf_counter()
-                est = exact_ridge_float32_estimate(k, Xp, cho, T64)
-                times["float32_check"] = time.perf_counter() - t1
-                message = float32_fallback_message(est, "kernel values")
-                if message:
-                    log_estimator(self, message, logging.WARNING)
-                    t1 = time.perf_counter()
-                    k, dtype, support = k64, np.dtype(np.float64), upcast_samples(Xp)
-                    cho = exact_ridge_factor(k, parts, support, lam, chunk, ex)
-                    times["float64_refit"] = time.perf_counter() - t1
+                check = checked_exact_factor(k, Xp, cho, T64,
+                                             lambda k64, X64: exact_ridge_factor(k64, parts, X64, lam, chunk, ex))
+                est, cho, support = check.estimate, check.factor, check.Xp
+                times.update(check.times)
+                if check.message is not None:
+                    log_estimator(self, check.message, logging.WARNING)
+                    k, dtype = check.kernel, np.dtype(np.float64)
             coef = sla.cho_solve(cho, T64, check_finite=False)
         else:
             R = sk.draw(n, rng)

@@ -182,7 +182,9 @@ class ShiftedCrossProducts:
         see :meth:`add` (``overwrite_z``: it may be centred in place).
         """
         wh = self.whiten
-        if wh is not None and Z is not None:
+        if Z is not None:
+            if wh is None:
+                raise ValueError("Z (the rows' whitened form) is only for a whitened accumulator")
             return self._centred_known(A, Z, overwrite_z, pivoted)
         if wh is None:
             # centre in the block's own precision (a float32 block's rounding is already in A)
@@ -210,10 +212,6 @@ class ShiftedCrossProducts:
 
         for_row_blocks(centre, Ac.shape[0], Ac.size)
         r = r_w.astype(np.float64)
-        if Z is not None:  # Z_c = Z - s (L^-1 c)^T, in float64 before any rounding to float32
-            Zc = np.array(Z, dtype=np.float64, order="C", copy=not overwrite_z)
-            _subtract_outer(Zc, r, self.P[:, 1])
-            return Zc.astype(self.dtype, copy=False), r
         if wh is not None:  # Z_c = A_c P_r L^-T, in the accumulator's precision
             Ac = wh.solve_rows(Ac.astype(self.dtype, copy=False), overwrite=True)
         return Ac, r

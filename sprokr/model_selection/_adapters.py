@@ -11,13 +11,12 @@ import scipy.sparse as sp
 from ..numerics import (
     TargetRows,
     DEFAULT_RCOND,
-    CrossProductTask,
     KernelRows,
     LocalExecutor,
     SketchedFeatures,
-    column_shift,
     default_chunk_size,
     matmul,
+    plain_system,
     whitened_system,
 )
 from ..utils import iter_chunks, num_samples, take, take_slice, unique_inverse
@@ -31,9 +30,6 @@ if TYPE_CHECKING:  # imported for the annotations only
     from ..sketches.base import SketchMatrix
 
 __all__: list[str] = []
-
-#: support rows whose kernel columns give the centring shift of the cross products
-_SHIFT_ROWS = 256
 
 #: solvers of the sketched estimators whose lam path is the plain normal equations
 PLAIN_SOLVERS = ("cholesky", "eigh")
@@ -64,24 +60,15 @@ class _SketchedData:
 
 
 def _sketched_pass(data, *, dtype, rcond):
-    """``(A^T A, A^T T, R K R^T, support)`` of ``A = K R^T`` in one chunked pass.
-
-    The pass of :func:`sprokr.numerics.sketched_ridge` (same shifts, same task) without the
-    solve.
-    """
-    R = data.R
+    """``(A^T A, A^T T, R K R^T, support)`` of ``A = K R^T``: the pass of
+    :func:`sprokr.numerics.sketched_ridge`'s plain routes (same shifts, same task) without
+    the solve (:func:`sprokr.numerics.plain_system`)."""
     support = data.support()
-    feats = SketchedFeatures(data.kernel, R, support, dtype, rcond)
-    ref = np.linspace(0, R.indices.size - 1, min(R.indices.size, _SHIFT_ROWS)).astype(np.intp)
-    c = column_shift(feats.block(take(support, ref)), dtype)
-    targets = data.targets
-    d = None if targets is None else np.asarray(data.support_targets(), dtype=np.float64)[ref].mean(axis=0)
-    task = CrossProductTask(feats, targets, data.width, c, d, targets is None, gather=R.indices,
-                            which=data.parts.column(data.column))
-    acc, A_sel = data.executor.map_reduce(data.parts, task, data.chunk)
-    Kt = R.sandwich_from_rows(np.asarray(A_sel, dtype=np.float64))
-    G0, AtT = acc.result()
-    if not (np.isfinite(G0).all() and np.isfinite(AtT).all() and np.isfinite(Kt).all()):
+    ref = None if data.targets is None else data.support_targets()
+    G0, AtT, Kt = plain_system(data.kernel, data.R, support, data.parts, data.targets, data.width, rcond,
+                               data.chunk, data.executor, dtype=dtype, ref_targets=ref,
+                               which=data.column)
+    if not np.isfinite(Kt).all():
         raise ValueError("the input kernel returned non-finite values (NaN, inf or overflow) on the training data")
     return G0, AtT, Kt, support
 

@@ -94,7 +94,7 @@ from ._checks import (
 )
 from ._ridge_passes import CrossProductTask, QRTask, TargetRows
 from ._ridge_common import SOLVERS, RidgeSolution, stable_ridge_solve
-from ._ridge import WORK_DTYPE, WhitenedSystem, exact_ridge_factor, sketched_ridge, whitened_system
+from ._ridge import WORK_DTYPE, WhitenedSystem, exact_ridge_factor, plain_system, sketched_ridge, whitened_system
 from ._refine import KeptBlocks, ResidualTask, refine
 from ._optim import SolverResult, adam_solve, duality_gap, lbfgs_solve, ridge_by_eigengroups
 from ._newton import newton_applies, newton_solve
@@ -121,7 +121,7 @@ __all__ = [
     "exact_ridge_factor", "sketched_ridge", "CrossProductTask", "TargetRows", "QRTask", "RidgeSolution",
     "stable_ridge_solve", "normal_equations_error", "pivot_tolerance", "NORMAL_EQUATIONS_TOL", "SOLVERS",
     "Whitening", "whitened_error_bound", "float32_error_estimate", "float64_probe_estimate", "float64_kernel", "tolerance", "FLOAT32_TOL",
-    "whitened_system", "WhitenedSystem", "refine", "ResidualTask", "KeptBlocks",
+    "whitened_system", "WhitenedSystem", "plain_system", "refine", "ResidualTask", "KeptBlocks",
     "ridge_by_eigengroups", "adam_solve", "lbfgs_solve", "newton_solve", "newton_applies", "duality_gap", "SolverResult",
     # top-k search
     "Decoded", "DEFAULT_MAX_MEMORY_MB", "TopKTask", "RescoredTopKTask", "RESCORE_EXTRA", "topk_task", "topk_rows", "select_topk", "merge_topk",

@@ -35,7 +35,7 @@ if TYPE_CHECKING:  # imported for the annotations only
     from ._sketch_matrix import SketchMatrix
     from ._executor import Executor, RowPartitions
 
-__all__ = ["WORK_DTYPE", "exact_ridge_factor", "sketched_ridge", "WhitenedSystem", "whitened_system"]
+__all__ = ["WORK_DTYPE", "exact_ridge_factor", "sketched_ridge", "WhitenedSystem", "whitened_system", "plain_system"]
 
 
 #: Precision of the solves and of the returned coefficients.  Kernels are often nearly flat
@@ -219,3 +219,21 @@ def whitened_system(kernel: Kernel, R: SketchMatrix, support: Any, parts: RowPar
     G, B = acc.result()
     check_finite_sums(G, B)
     return WhitenedSystem(G, B, wh, f)
+
+
+def plain_system(kernel: Kernel, R: SketchMatrix, support: Any, parts: RowPartitions,
+                 targets: Callable[[Any], np.ndarray] | None, width: int, rcond: float | None, chunk: int,
+                 executor: Executor, dtype: DTypeLike = np.float64, ref_targets: np.ndarray | None = None,
+                 which: str | int = "targets") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(A^T A, A^T T, R K R^T)`` (float64; ``A^T A`` symmetric, its columns centred as in
+    :func:`sketched_ridge`) of the plain normal equations, from the pass their explicit
+    routes (``solver="cholesky"`` / ``"eigh"``) make: a ``lam`` path of those routes.
+
+    Same arguments as :func:`sketched_ridge`; ``dtype``: of the kernel values and products.
+    """
+    feats = SketchedFeatures(kernel, R, support, dtype, DEFAULT_RCOND if rcond is None else rcond)
+    job = RidgeJob(feats, parts, 0.0, targets, width, chunk, executor, which, time.perf_counter(), rcond)
+    acc, Kt, _ = job.plain_sums(feats, ref_targets)
+    G, AtT = acc.result()
+    check_finite_sums(G, AtT)
+    return G, AtT, Kt

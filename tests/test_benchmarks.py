@@ -45,6 +45,8 @@ def test_rf1_smoke(tmp_path):
     assert len(res["exact"]["rrmse_per_target"]) == 8
     assert res["20/n-SR s=100"]["arrmse"] < 0.62
     assert np.isfinite([r["fit_s"] for r in res.values()]).all()
+    r = res["20/n-SR s=100"]
+    assert r["fit_ratio"] == pytest.approx(r["fit_s"] / res["exact"]["fit_s"])
 
 
 def test_quantiles_smoke(tmp_path):

@@ -204,6 +204,11 @@ def test_clear_errors(qm9, fitted, tmp_path):
         model.predict(queries, candidates=tmp_path / "bad.smi")
     with pytest.raises(ValueError, match="candidates is empty"):
         model.predict(queries, candidates=[])
+    from sprokr.io import DataFileError
+    with pytest.raises(DataFileError, match=r"^candidates: .*missing\.smi: no such file"):
+        model.predict(queries, candidates=tmp_path / "missing.smi")
+    with pytest.raises(ValueError, match=r"^X and y: need at least 5 training pairs .* got 3"):
+        MoleculeRetriever().fit(X[:3], X[:3])
     with pytest.raises(ValueError, match="hidden_layer_sizes"):
         MoleculeRetriever(method="dsokr", hidden_layer_sizes=256).fit(X, X)
     with pytest.raises(ValueError, match="dsokr_lams"):

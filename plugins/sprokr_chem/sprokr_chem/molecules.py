@@ -86,7 +86,10 @@ def read_molecules(source: Any, name: str = "candidates", column: str = "smiles"
         return canonical_smiles(source, name)
     from sprokr.io import DataFileError, read_table
 
-    table = read_table(source)
+    try:
+        table = read_table(source)
+    except DataFileError as err:  # name the argument the file was given as
+        raise DataFileError(f"{name}: {err}") from None
     cols = {c.lower(): c for c in table.columns}
     if column.lower() not in cols:
         raise DataFileError(f"{source}: no {column!r} column holding the {name}; available columns: "

@@ -440,7 +440,7 @@ class MoleculeRetriever(RenamedParametersMixin, SaveMixin, BaseEstimator):
         if pool is not None and not pool:
             raise ValueError("candidates is empty; give at least one molecule (or None: the training molecules)")
         if n < 5:
-            raise ValueError(f"need at least 5 training pairs to hold out a validation split, got {n}")
+            raise ValueError(f"X and y: need at least 5 training pairs to hold out a validation split, got {n}")
         rng = check_random_state(self.random_state)
         perm = rng.permutation(n)
         n_val = min(n - 2, max(2, int(round(self.validation_fraction * n))))

@@ -111,6 +111,35 @@ def test_exact_solvers_float32_checked_and_within_1e_4(case, name, caplog):
     assert _rel(got, out) <= 1e-4
 
 
+@pytest.mark.parametrize("case", ["well", "flat"])
+@pytest.mark.parametrize("make", [
+    lambda kx, lam: IOKR(lam=lam, input_kernel_params=kx, output_kernel_params={"gamma": 0.5}),
+    lambda kx, lam: KernelRidgeRegressor(kernel_params=kx, lam=lam),
+    lambda kx, lam: SketchedKernelMachine(kernel_params=kx, lam=lam),
+    lambda kx, lam: KernelRidgeRegressor(kernel=GaussianKernel(**kx), lam=lam),
+    lambda kx, lam: SIOKR(lam=lam, input_kernel_params=kx, output_kernel_params={"gamma": 0.5}, m_x=30,
+                          random_state=0),
+], ids=["IOKR", "KernelRidgeRegressor", "SketchedKernelMachine", "kernel-instance", "SIOKR"])
+def test_a_float32_kernel_is_a_checked_float32_request(make, case):
+    """``dtype="float32"`` in the kernel's parameters (or instance) of a float64 model computes
+    float32 kernel values: checked like the model's own ``dtype="float32"`` (it was not: the
+    flat case was 4e-4 off, silently), float32 kept where accurate, float64 where not."""
+    gamma, lam = CASES[case]
+    X, Xq, T, Y, C = _data()
+    m32 = make({"gamma": gamma, "dtype": "float32"}, lam)
+    m64 = make({"gamma": gamma}, lam)
+    target = Y if hasattr(m32, "predict_scores") else T
+    m32.fit(X, target), m64.fit(X, target)
+    assert m32.solver_error_estimate_ is not None
+    assert m32.dtype_ == (np.float32 if case == "well" else np.float64)
+    if hasattr(m32, "predict_scores"):
+        got, out = m32.predict_scores(Xq, C), m64.predict_scores(Xq, C)
+        got, out = got - got.mean(axis=1, keepdims=True), out - out.mean(axis=1, keepdims=True)
+    else:
+        got, out = m32.predict(Xq), m64.predict(Xq)
+    assert _rel(got, out) <= 1e-4
+
+
 @pytest.mark.parametrize("case", list(CASES))
 def test_sketched_ridge_float32_within_1e_4(case):
     """SIOKR: the float32 check keeps float32 where it is accurate, falls back where not."""

@@ -137,6 +137,30 @@ def test_flat_kernel_path_ranks_like_refits(rng, dtype):
         assert np.argmin(losses) == np.argmin(ref)
 
 
+@pytest.mark.parametrize("make", [
+    lambda dt: IOKR(dtype=dt, input_kernel_params={"gamma": 1e-3}),
+    lambda dt: KernelRidgeRegressor(kernel_params={"gamma": 1e-3, "dtype": dt}),
+    lambda dt: SketchedKernelMachine(kernel_params={"gamma": 1e-3}, dtype=dt),
+], ids=["IOKR", "KernelRidgeRegressor-kernel-dtype", "SketchedKernelMachine"])
+def test_exact_float32_lam_path_is_computed_in_float64(rng, make):
+    """An exact path solves every lam from one Gram: from float32 kernel values its small lams
+    were off (IOKR's validation loss at lam = 1e-8 by 7 %, choosing 1e-6 instead of 1e-8).
+    A float32 request's exact path is computed, and its models predict, in float64 (its
+    float32 refits are checked and fall back there)."""
+    X = rng.standard_normal((300, 6))
+    Y = (X @ rng.standard_normal((6, 8)) > 0.7).astype(np.int8)
+    T = np.c_[np.sin(X[:, 0]), X[:, 1] * X[:, 2]]
+    target = Y if isinstance(make("float64"), IOKR) else T
+    lams = [1e-8, 1e-6, 1e-3]
+    p32 = lambda_path(make("float32"), X[:200], target[:200], lams)
+    p64 = lambda_path(make("float64"), X[:200], target[:200], lams)
+    np.testing.assert_allclose(p32.losses(X[200:], target[200:]), p64.losses(X[200:], target[200:]), rtol=1e-10)
+    for lam in lams:
+        m = p32.estimator_at(lam)
+        assert m.dtype_ == np.float64
+        assert m.get_params()["lam"] == lam
+
+
 def test_search_picks_the_known_best_lam(rng):
     """Noisy targets: small lam overfits, large lam underfits; the brute-force refits give the
     reference choice, and LambdaSearchCV must pick the same on the same split."""

@@ -194,3 +194,19 @@ def test_features_without_the_triangular_factor_use_their_saved_basis():
     np.testing.assert_allclose(old.basis_times(np.eye(f.rank)), B, atol=1e-12)
     with pytest.raises(AttributeError, match="no attribute 'nothing'"):
         old.nothing
+
+
+def test_dense_times_sparse_sketch_in_row_blocks_is_the_dense_product():
+    """``K R^T`` of a sparse sketch is computed in cache-sized row blocks per core
+    (DENSE_SPARSE_ROWS): the same values as the dense product, whatever the number of rows."""
+    import numpy as np
+
+    from sprokr.numerics._sketch_matrix import DENSE_SPARSE_ROWS
+    from sprokr.sketches import PSR
+
+    n = 900
+    R = PSR(m=30, p=0.02).draw(n, 0)
+    KS = np.random.default_rng(1).standard_normal((3 * DENSE_SPARSE_ROWS + 7, R.indices.size))
+    dense = KS @ R.toarray()[:, R.indices].T
+    np.testing.assert_allclose(R.apply_right(KS), dense, rtol=1e-13, atol=1e-13)
+    np.testing.assert_allclose(R.apply_right(KS[:5]), dense[:5], rtol=1e-13, atol=1e-13)

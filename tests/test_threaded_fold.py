@@ -99,3 +99,31 @@ def test_sketched_ridge_pass_is_threaded_only_with_thread_safe_kernels(monkeypat
     cached = SelectionCache().kernel(GaussianKernel(gamma=0.1))
     fit(2, kernel=cached)
     assert "CrossProductTask" not in seen
+
+
+def test_a_small_sketched_ridge_runs_on_one_blas_thread():
+    """Below SINGLE_THREAD_MAX_WORK the sketched ridge limits BLAS to one thread (its short
+    BLAS calls gain little from threads, whose idle spinning slows the kernel passes run in
+    the library's own threads); above it BLAS keeps its threads."""
+    from threadpoolctl import threadpool_info
+
+    from sprokr.models import KernelRidgeRegressor
+    from sprokr.numerics import SINGLE_THREAD_MAX_WORK
+    from sprokr.numerics._ridge import ridge_work
+    from sprokr.sketches import PSR
+
+    seen = []
+
+    class Recording(GaussianKernel):
+        def pairwise(self, A, B):
+            seen.append(max(i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"))
+            return super().pairwise(A, B)
+
+    rng = np.random.default_rng(0)
+    X, T = rng.standard_normal((600, 5)), rng.standard_normal((600, 2))
+    KernelRidgeRegressor(kernel=Recording(gamma=0.2), lam=1e-3, input_sketch="psr", m_x=40,
+                         input_sketch_params={"p": 0.05}, random_state=0).fit(X, T)
+    assert seen and set(seen) == {1}
+    R = PSR(m=40, p=0.05).draw(600, 0)
+    assert ridge_work(600, R, X[R.indices]) <= SINGLE_THREAD_MAX_WORK
+    assert ridge_work(5000, PSR(m=2250, p=0.05).draw(5000, 0), X[:10]) > SINGLE_THREAD_MAX_WORK

@@ -1,5 +1,5 @@
 """Kernels: the :class:`Kernel` protocol, the numeric built-ins on vectors, ``"text"`` and ``"precomputed"``."""
-from .base import Kernel, VectorKernel, fit_on_training_inputs, resolve_kernel
+from .base import Kernel, VectorKernel, fit_on_training_inputs, model_dtype, resolve_kernel
 from .features import KernelFeatures
 from .precomputed import GramBlock, PrecomputedKernel
 from .text import TextKernel
@@ -28,4 +28,4 @@ BUILTIN_KERNELS = {
     )
 }
 
-__all__ = ["Kernel", "VectorKernel", "fit_on_training_inputs", "resolve_kernel", "KernelFeatures", "GramBlock", "BUILTIN_KERNELS", *(c.__name__ for c in BUILTIN_KERNELS.values())]
+__all__ = ["Kernel", "VectorKernel", "fit_on_training_inputs", "resolve_kernel", "model_dtype", "KernelFeatures", "GramBlock", "BUILTIN_KERNELS", *(c.__name__ for c in BUILTIN_KERNELS.values())]

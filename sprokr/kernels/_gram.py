@@ -27,7 +27,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.linalg import get_blas_funcs
 
-from ..numerics import for_row_blocks
+from ..numerics import for_row_blocks, in_fold_thread
 
 __all__ = ["gram", "sq_norms", "add_outer", "support_operand"]
 
@@ -99,6 +99,11 @@ def add_outer(out, L, R, beta=1.0, alpha=1.0):
         return out
     L = np.ascontiguousarray(L, dtype=out.dtype)
     R = np.ascontiguousarray(R, dtype=out.dtype)
+    if beta == 0 and alpha == 1 and in_fold_thread():
+        # in a fold thread (one BLAS thread) numpy's product, which releases the GIL where
+        # scipy's BLAS wrappers hold it: the kernel blocks of chunks folded in parallel are
+        # computed in parallel (R^T is a view: a transposed operand for BLAS, no copy)
+        return np.matmul(L, R.T, out=out)
     gemm = get_blas_funcs("gemm", (out,))
     # out^T (F-ordered) = R L^T; R^T and L^T are F-ordered views: no copies
     res = gemm(alpha, R.T, L.T, trans_a=1, beta=beta, c=out.T, overwrite_c=1)

@@ -30,7 +30,8 @@ if TYPE_CHECKING:  # imported for the annotations only
     from typing import Self
     from ..types import Samples
 
-__all__ = ["Kernel", "VectorKernel", "fit_on_training_inputs", "describe_samples", "resolve_kernel"]
+__all__ = ["Kernel", "VectorKernel", "fit_on_training_inputs", "describe_samples", "resolve_kernel",
+           "model_dtype"]
 
 
 class Kernel(BaseEstimator):
@@ -266,3 +267,17 @@ def resolve_kernel(spec: str | Kernel, params: Mapping[str, Any] | None, side: s
     except (ValueError, TypeError) as exc:
         raise reword_error(exc, f"{name} {spec if isinstance(spec, str) else type(spec).__name__!r}: {exc}")
     return kernel
+
+
+def model_dtype(kernel: Kernel, dtype: Any) -> np.dtype:
+    """The precision a model computes in: ``dtype`` (the model's parameter), or float32 when
+    its input ``kernel`` computes in float32 (``dtype="float32"`` in the kernel's parameters
+    or instance).  Such a kernel is a float32 request like the model's own parameter: the
+    model checks it and falls back to float64 kernel values when it costs accuracy."""
+    own = getattr(kernel, "dtype", None)
+    try:
+        if own is not None and np.dtype(own) == np.float32:
+            return np.dtype(np.float32)
+    except TypeError:  # a kernel attribute that is not a numpy dtype: the model's parameter
+        pass
+    return np.dtype(dtype)

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 import scipy.sparse as sp
+from sklearn.base import clone
 
 from ..numerics import (
     TargetRows,
@@ -317,6 +318,38 @@ class _KernelMachine:
 
     def fitted(self, gamma, lam):
         return self.base.with_coef(self._to_support(gamma), lam=lam)
+
+
+def exact_float64(estimator):
+    """A float64 clone of an (unfitted) estimator whose exact ``lam`` path would use float32
+    kernel values (``dtype="float32"``, or a float32 input kernel), else None.
+
+    The exact path solves ``K + n lam I`` for every ``lam`` from one Gram: the rounding of
+    float32 kernel values is relative to ``|K|`` and swamps the small ``lam``s, where a
+    float32 refit is checked and falls back to float64 -- so the path is computed, and its
+    models predict, with float64 kernel values (a float32 Gram picked lam = 1e-6 for 1e-8 on
+    a flat kernel: tests/test_model_selection.py).  Sketched paths are float64 already
+    (:func:`~sprokr.numerics.whitened_system`) or follow their explicit routes.
+    """
+    from ..kernels import model_dtype, resolve_kernel
+    from ..utils import resolve_dtype
+
+    p = estimator.get_params(deep=False)
+    if p.get("input_sketch") is not None or "dtype" not in p:
+        return None
+    name = "input_kernel" if "input_kernel" in p else "kernel"
+    pname = f"{name}_params"
+    dtype = resolve_dtype(p["dtype"])
+    if model_dtype(resolve_kernel(p[name], p.get(pname), "input", dtype, name), dtype) != np.float32:
+        return None
+    new: dict[str, Any] = {"dtype": "float64"}
+    spec, params = p[name], p.get(pname)
+    if isinstance(spec, str):
+        if params and "dtype" in params:
+            new[pname] = {**params, "dtype": "float64"}
+    elif "dtype" in spec.get_params(deep=False):
+        new[name] = clone(spec).set_params(dtype="float64")
+    return clone(estimator).set_params(**new)
 
 
 def adapter_for(estimator):

@@ -12,7 +12,7 @@ from sklearn.base import clone
 
 from ..numerics import matmul
 from ..utils import check_positive, concat_samples, iter_chunks
-from ._adapters import adapter_for
+from ._adapters import adapter_for, exact_float64
 from ._scorers import kernel_loss_scorer, resolve_scoring, retrieval_value
 from ._systems import path_losses
 
@@ -86,7 +86,13 @@ class LambdaPath:
         self.times_ = {}
         t0 = time.perf_counter()
         lam_ref = float(self.lams.max())  # the best-conditioned fit
-        self.estimator_ = clone(estimator).set_params(lam=lam_ref).fit(X, Y)
+        base = estimator
+        twin = None if self.method == "refit" else exact_float64(estimator)
+        if twin is not None:
+            logger.info("lam path of %s: float32 kernel values cannot resolve the small lams of an exact path; "
+                        "computed, and its models predict, in float64", type(estimator).__name__)
+            base = twin
+        self.estimator_ = clone(base).set_params(lam=lam_ref).fit(X, Y)
         self.times_["fit"] = time.perf_counter() - t0
         self.adapter = None
         if self.method != "refit":

@@ -26,7 +26,7 @@ import numpy as np
 import scipy.linalg as sla
 
 from ..decoders.candidates import CandidateIndex
-from ..kernels import resolve_kernel
+from ..kernels import model_dtype, resolve_kernel
 from ..kernels.base import fit_on_training_inputs
 from ..numerics import (
     DEFAULT_RCOND,
@@ -125,6 +125,7 @@ class SISOKRTraining:
         rcond = DEFAULT_RCOND if self.rcond is None else check_positive(self.rcond, "rcond", strict=False)
         chunk = check_chunk_size(self.chunk_size)
         kx = resolve_kernel(self.input_kernel, self.input_kernel_params, "input", dtype)
+        dtype = model_dtype(kx, dtype)  # a float32 input kernel is a float32 request (checked)
         ky = resolve_kernel(self.output_kernel, self.output_kernel_params, "output", OUTPUT_DTYPE)
         sx = resolve_sketch(self.input_sketch, self.m_x, self.input_sketch_params, n, "input")
         sy = resolve_sketch(self.output_sketch, self.m_y, self.output_sketch_params, n, "output")

@@ -47,7 +47,7 @@ from ..deprecation import RenamedParametersMixin
 from ..persistence import SaveMixin
 from ..losses import Loss, PinballLoss, check_quantile_levels
 from ..registry import get_registry
-from ..kernels import resolve_kernel
+from ..kernels import model_dtype, resolve_kernel
 from ..numerics import resolve_executor
 from ..sketches import resolve_sketch
 from .output_matrix import check_output_matrix, joint_quantile_matrix
@@ -256,6 +256,7 @@ class SketchedKernelMachine(RenamedParametersMixin, SaveMixin, KernelMachineRout
         if rcond is not None:
             rcond = check_positive(rcond, "rcond", strict=False)
         kernel = resolve_kernel(self.kernel, self.kernel_params, "input", dtype, "kernel")
+        dtype = model_dtype(kernel, dtype)  # a float32 kernel is a float32 request (checked)
         kernel = fit_on_training_inputs(kernel, X)  # data-dependent kernels: a fitted copy
         sketch = resolve_sketch(self.input_sketch, self.m_x, self.input_sketch_params, n, "input")
         executor = resolve_executor(self.executor, self.executor_params)

@@ -49,7 +49,7 @@ from ..numerics import (
 from ..deprecation import RenamedParametersMixin
 from ..persistence import SaveMixin
 from ..progress import log_estimator
-from ..kernels import resolve_kernel
+from ..kernels import model_dtype, resolve_kernel
 from ..sketches import resolve_sketch
 from .base import check_n_features, set_n_features
 from ._targets import R2ScoreMixin, check_targets
@@ -179,6 +179,7 @@ class KernelRidgeRegressor(SaveMixin, R2ScoreMixin, RegressorMixin, BaseEstimato
         rng = check_random_state(self.random_state)
         t0 = time.perf_counter()
         k = resolve_kernel(self.kernel, self.kernel_params, "input", dtype, "kernel")
+        dtype = model_dtype(k, dtype)  # a float32 kernel is a float32 request (checked)
         sk = resolve_sketch(self.input_sketch, self.m_x, self.input_sketch_params, n, "input")
         ex = LocalExecutor()
         parts = ex.partition(X, T64, prepare=(NamedPrepare(k.prepare, "X"), None), names=("inputs", "targets"))

@@ -34,7 +34,7 @@ submodules are re-exported here (the public names are this package's ``__all__``
 * ``_distinct``   -- distinct samples of a partitioned collection;
 * ``_pool``       -- independent tasks in worker processes (the executors' ``map_tasks``).
 """
-from ._parallel import for_row_blocks, n_workers
+from ._parallel import for_row_blocks, in_fold_thread, n_workers
 from ._linalg import (
     DEFAULT_RCOND,
     cholesky_factor_inplace,
@@ -44,6 +44,8 @@ from ._linalg import (
     cholesky_solver,
     matmul,
     single_blas_thread,
+    small_work_threads,
+    SINGLE_THREAD_MAX_WORK,
     psd_eigh,
     psd_solve,
     sym_norm1,
@@ -113,7 +115,7 @@ __all__ = [
     "cholesky_factor_inplace", "cholesky_factor_solve", "cholesky_rcond", "sym_norm1", "DEFAULT_RCOND",
     "WORK_DTYPE", "TallSkinnyQR", "stacked_qr", "stacked_qr_apply_t",
     # parallel passes
-    "for_row_blocks", "n_workers", "single_blas_thread",
+    "for_row_blocks", "in_fold_thread", "n_workers", "single_blas_thread", "small_work_threads", "SINGLE_THREAD_MAX_WORK",
     # chunked sums, sketched features, products
     "ShiftedCrossProducts", "column_shift", "SketchedFeatures", "EIGH_BASIS_MAX_M", "KernelRows", "default_chunk_size",
     "KernelExpansion", "candidate_offsets", "check_finite_product", "check_gram_block", "check_kernel_sample", "DistinctTask", "distinct_samples",

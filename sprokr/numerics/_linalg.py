@@ -29,7 +29,8 @@ from ._parallel import in_fold_thread
 
 __all__ = ["matmul", "psd_eigh", "psd_solve", "cholesky_solve", "cholesky_solver",
            "cholesky_factor_inplace", "cholesky_factor_solve", "cholesky_rcond", "sym_norm1",
-           "DEFAULT_RCOND", "factorisation_threads", "single_blas_thread", "SINGLE_THREAD_MAX_ORDER"]
+           "DEFAULT_RCOND", "factorisation_threads", "single_blas_thread", "SINGLE_THREAD_MAX_ORDER",
+           "small_work_threads", "SINGLE_THREAD_MAX_WORK"]
 
 #: default relative threshold on eigenvalues (relative to the largest one)
 DEFAULT_RCOND = 1e-10
@@ -48,6 +49,25 @@ def factorisation_threads(order: int) -> Any:
     if order > SINGLE_THREAD_MAX_ORDER:
         return nullcontext()
     return single_blas_thread()
+
+
+#: a sketched ridge whose BLAS work is at most this many multiply-adds runs on one BLAS
+#: thread (:func:`small_work_threads`)
+SINGLE_THREAD_MAX_WORK = 2e9
+
+
+def small_work_threads(work: float) -> Any:
+    """Context limiting BLAS to one thread for a computation of ``work`` multiply-adds up
+    to :data:`SINGLE_THREAD_MAX_WORK` (a no-op above it).
+
+    Such a computation is a sequence of short BLAS calls between elementwise passes that
+    run on the cores in the library's own threads (kernel values, sparse sketch products):
+    threaded BLAS gains little there, and its idle threads -- numpy and scipy each bring
+    their own OpenBLAS -- compete with those passes.  rf1's sketched fit (n = 4108,
+    m = 100; ~5e8 multiply-adds) took 56-79 ms (medians of 15 fits) with two BLAS threads
+    and 35-45 ms with one; Bibtex SISOKR's (2.5e10) needs both threads (0.87 s vs 1.14 s).
+    """
+    return single_blas_thread() if work <= SINGLE_THREAD_MAX_WORK else nullcontext()
 
 
 def single_blas_thread() -> Any:

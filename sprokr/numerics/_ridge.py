@@ -21,10 +21,11 @@ import time
 from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
+import scipy.sparse as sp
 from numpy.typing import DTypeLike
 
 from ._features import KernelRows, SketchedFeatures
-from ._linalg import DEFAULT_RCOND, cholesky_factor_inplace
+from ._linalg import DEFAULT_RCOND, cholesky_factor_inplace, small_work_threads
 from ._checks import Float64Features, float64_kernel, upcast
 from ._ridge_common import SOLVERS, RidgeSolution, check_finite_sums
 from ._ridge_job import RidgeJob
@@ -168,11 +169,25 @@ def sketched_ridge(kernel: Kernel, R: SketchMatrix, support: Any, parts: RowPart
     feats = SketchedFeatures(kernel, R.unscaled(), support, dtype, DEFAULT_RCOND if rcond is None else rcond)
     job = RidgeJob(feats, parts, parts.n * lam, targets, width, chunk, executor, which, t0, rcond,
                     try_plain=solver == "auto", mixed={"auto": None, "whitened": False, "mixed": True}.get(solver))
-    if solver in ("cholesky", "eigh"):
-        return job.normal_equations(solver, ref_targets)
-    if solver == "qr":
-        return job.stable()
-    return job.whitened(ref_targets)
+    with small_work_threads(ridge_work(parts.n, R, support)):
+        if solver in ("cholesky", "eigh"):
+            return job.normal_equations(solver, ref_targets)
+        if solver == "qr":
+            return job.stable()
+        return job.whitened(ref_targets)
+
+
+def ridge_work(n: int, R: SketchMatrix, support: Any) -> float:
+    """Multiply-adds of a sketched ridge's BLAS calls, roughly: ``n m^2`` for its sums and,
+    for vector inputs (a 2-D array or sparse matrix of support points), ``n m' d`` for
+    its kernel blocks (other samples: their kernel's cost is not known here)."""
+    m, m1 = R.m, R.indices.size
+    work = float(n) * m * m + float(m) ** 3
+    shape = getattr(support, "shape", None)
+    if shape is not None and len(shape) == 2:
+        d = support.nnz / max(shape[0], 1) if sp.issparse(support) else shape[1]
+        work += float(n) * m1 * d
+    return work
 
 
 class WhitenedSystem:

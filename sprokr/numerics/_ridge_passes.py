@@ -126,7 +126,7 @@ class CrossProductTask(ChunkTask):
             # the GIL too -- Bibtex's plain pass: 0.42 s in one thread, 0.52-0.56 s in two)
             return False
         t = self.targets
-        targets_ok = t is None or bool(getattr(t, "thread_safe", False)) or \
+        targets_ok = t is None or t is np.asarray or bool(getattr(t, "thread_safe", False)) or \
             bool(getattr(getattr(t, "__self__", None), "thread_safe", False))
         return self.features.thread_safe and targets_ok
 

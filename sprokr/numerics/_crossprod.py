@@ -169,7 +169,7 @@ class ShiftedCrossProducts:
             if T.shape != (A.shape[0], self.AtT.shape[1]):
                 raise ValueError(f"targets of shape {T.shape}, expected {(A.shape[0], self.AtT.shape[1])}")
             self.QT[0] += T.sum(axis=0)
-            self.QT[1] += r @ T
+            self.QT[1] += matmul(r[None, :], T)[0]
             self.AtT += matmul(Aw.T, (T - self.d).astype(self.dtype, copy=False))
         return self
 
@@ -302,7 +302,7 @@ class ShiftedCrossProducts:
         W = np.hstack([self.S, P])
         M = np.block([[np.zeros((2, 2)), np.eye(2)], [np.eye(2), self.QQ]])
         gemm = get_blas_funcs("gemm", dtype=np.float64)
-        res = gemm(1.0, W @ M, W, trans_b=1, beta=1.0, c=AtA, overwrite_c=1)
+        res = gemm(1.0, matmul(W, M), W, trans_b=1, beta=1.0, c=AtA, overwrite_c=1)
         if not np.shares_memory(res, AtA):  # pragma: no cover
             AtA = res
         if not lower_only:
@@ -310,5 +310,5 @@ class ShiftedCrossProducts:
         if self.identity_targets:
             return AtA, self.AtT.copy()
         AtT = self.AtT + self.S[:, :1] * self.d[None, :]
-        AtT += P @ self.QT
+        AtT += matmul(P, self.QT)  # scipy's BLAS, as every product here (numpy's would wake its own pool)
         return AtA, AtT

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import scipy.linalg as sla
 from numpy.typing import DTypeLike
 
 from ..utils import num_samples
@@ -69,7 +70,9 @@ def check_kernel_sample(kernel: Kernel, sample: Any, what: str = "kernel") -> No
     scale = max(float(np.max(np.abs(K))), 1e-300)
     if np.max(np.abs(K - K.T)) > max(1e-6, 100 * eps) * scale:
         raise ValueError(f"the {what} is not symmetric: k(a, b) != k(b, a) on the training samples")
-    d_min = float(np.linalg.eigvalsh(0.5 * (K + K.T))[0])
+    # scipy's LAPACK, as the solvers use (numpy's own OpenBLAS pool would be woken and
+    # spin beside them: sprokr.numerics._linalg.matmul)
+    d_min = float(sla.eigvalsh(0.5 * (K + K.T), subset_by_index=[0, 0], check_finite=False)[0])
     if d_min < -max(1e-6, 10 * n * eps) * scale:
         raise ValueError(f"the {what} is not positive semi-definite: its Gram matrix on {n} training "
                          f"samples has the eigenvalue {d_min:.3g} (largest entry {scale:.3g}); sprokr's "

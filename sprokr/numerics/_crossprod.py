@@ -161,7 +161,7 @@ class ShiftedCrossProducts:
             _subtract_outer(Z, -r, self.P[:, 1])
             self.AtT[:, rows] = Z.T
         self.S += matmul(Ac.T, Q.astype(Ac.dtype)).astype(np.float64)  # column sums and A_c^T r
-        self.QQ += [[r.size, r.sum()], [r.sum(), r @ r]]
+        self.QQ += [[r.size, r.sum()], [r.sum(), np.einsum("i,i->", r, r)]]  # (no BLAS call: see matmul)
         Aw = Ac.astype(self.dtype, copy=False)
         self._add_gram(Aw)
         if not self.identity_targets:

@@ -64,8 +64,9 @@ def small_work_threads(work: float) -> Any:
     run on the cores in the library's own threads (kernel values, sparse sketch products):
     threaded BLAS gains little there, and its idle threads -- numpy and scipy each bring
     their own OpenBLAS -- compete with those passes.  rf1's sketched fit (n = 4108,
-    m = 100; ~5e8 multiply-adds) took 56-79 ms (medians of 15 fits) with two BLAS threads
-    and 35-45 ms with one; Bibtex SISOKR's (2.5e10) needs both threads (0.87 s vs 1.14 s).
+    m = 100; ~5e8 multiply-adds) took 56-72 ms (medians of 15 fits, alternating processes)
+    with two BLAS threads and 43-45 ms with one; Bibtex SISOKR's (2.5e10) needs both
+    threads (0.87 s vs 1.14 s).
     """
     return single_blas_thread() if work <= SINGLE_THREAD_MAX_WORK else nullcontext()
 

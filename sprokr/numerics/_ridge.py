@@ -228,7 +228,8 @@ def whitened_system(kernel: Kernel, R: SketchMatrix, support: Any, parts: RowPar
                             DEFAULT_RCOND if rcond is None else rcond)
     job = RidgeJob(feats, parts, 0.0, targets, width, chunk, executor, which, time.perf_counter(), rcond)
     f = job.features64()
-    acc, wh, _ = job.sums(f, ref_targets)
+    with small_work_threads(ridge_work(parts.n, R, support)):
+        acc, wh, _ = job.sums(f, ref_targets)
     if acc is None:
         return WhitenedSystem(np.zeros((0, 0)), np.zeros((0, width)), wh, f)
     G, B = acc.result()
@@ -248,7 +249,8 @@ def plain_system(kernel: Kernel, R: SketchMatrix, support: Any, parts: RowPartit
     """
     feats = SketchedFeatures(kernel, R, support, dtype, DEFAULT_RCOND if rcond is None else rcond)
     job = RidgeJob(feats, parts, 0.0, targets, width, chunk, executor, which, time.perf_counter(), rcond)
-    acc, Kt, _ = job.plain_sums(feats, ref_targets)
+    with small_work_threads(ridge_work(parts.n, R, support)):
+        acc, Kt, _ = job.plain_sums(feats, ref_targets)
     G, AtT = acc.result()
     check_finite_sums(G, AtT)
     return G, AtT, Kt

@@ -122,6 +122,9 @@ class SketchedKernelMachine(RenamedParametersMixin, SaveMixin, KernelMachineRout
         values; when the measured estimate (``solver_error_estimate_``) exceeds 1e-4 the
         model is refitted with float64 kernel values (``dtype_`` then says float64, and a
         warning goes through the ``sprokr.<class name>`` logger).
+        An input kernel computing in float32 (``dtype="float32"`` in its parameters or
+        instance) makes the model a float32 one, checked the same way
+        (:func:`sprokr.kernels.model_dtype`).
     rcond : float, optional
         Relative eigenvalue threshold of the iterative solvers' feature map (default 1e-10
         in float64, 1e-6 in float32); the sketched closed form's relative pivot threshold of

@@ -112,6 +112,9 @@ class KernelRidgeRegressor(SaveMixin, R2ScoreMixin, RegressorMixin, BaseEstimato
         model then predicts in float64 (``dtype_``).  Exact: the fitted model is replayed on
         256 training rows with float64 kernel values, and refitted with them (a warning is
         logged) when its predictions change by more than 1e-4.
+        An input kernel computing in float32 (``dtype="float32"`` in its parameters or
+        instance) makes the model a float32 one, checked the same way
+        (:func:`sprokr.kernels.model_dtype`).
     rcond : float, optional
         Relative pivot threshold of ``R K R^T`` in the sketched ridge (default: its
         rounding level, :func:`sprokr.numerics.sketched_ridge`).

@@ -101,6 +101,9 @@ class SISOKR(OutputKernelModel, SISOKRTraining, BaseEstimator):
         than 1e-4 (``solver_error_estimate_``, e.g. a flat kernel with a tiny ``lam``) the
         factor is recomputed with float64 kernel values (a warning is logged; ``dtype_``
         then says float64).
+        An input kernel computing in float32 (``dtype="float32"`` in its parameters or
+        instance) makes the model a float32 one, checked the same way
+        (:func:`sprokr.kernels.model_dtype`).
     rcond : float, optional
         Relative threshold of the output side's pseudo-inverse ``K~_y^+`` (default 1e-10)
         and, when given, of the input side's: the pivots of ``K~_x`` (whitened and stable

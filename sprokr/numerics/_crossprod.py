@@ -169,7 +169,7 @@ class ShiftedCrossProducts:
             if T.shape != (A.shape[0], self.AtT.shape[1]):
                 raise ValueError(f"targets of shape {T.shape}, expected {(A.shape[0], self.AtT.shape[1])}")
             self.QT[0] += T.sum(axis=0)
-            self.QT[1] += matmul(r[None, :], T)[0]
+            self.QT[1] += matmul(r, T)
             self.AtT += matmul(Aw.T, (T - self.d).astype(self.dtype, copy=False))
         return self
 

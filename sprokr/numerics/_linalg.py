@@ -95,7 +95,8 @@ def _as_blas_operand(X):
 
 
 def matmul(A: np.ndarray, B: np.ndarray) -> np.ndarray:
-    """``A @ B`` (C-ordered) through scipy's BLAS, for the large products of the solvers.
+    """``A @ B`` (C-ordered; a matrix and a vector too) through scipy's BLAS, for the
+    products of the solvers.
 
     numpy and scipy each bundle their own OpenBLAS with its own thread pool, and an
     OpenBLAS pool keeps spinning for a while after each call: a numpy product followed
@@ -109,6 +110,10 @@ def matmul(A: np.ndarray, B: np.ndarray) -> np.ndarray:
         # where scipy's wrappers hold it: the threads multiply at once)
         return A @ B
     A, B = np.asarray(A, dtype=dtype), np.asarray(B, dtype=dtype)
+    if A.ndim == 1 and B.ndim == 2:  # a vector times a matrix, as numpy: (k,) @ (k, n) -> (n,)
+        return matmul(A[None, :], B)[0]
+    if A.ndim == 2 and B.ndim == 1:  # (m, k) @ (k,) -> (m,): even a short gemv in numpy would wake its pool
+        return matmul(A, B[:, None])[:, 0]
     if A.ndim != 2 or B.ndim != 2 or 0 in A.shape or 0 in B.shape:
         return A @ B
     gemm = get_blas_funcs("gemm", dtype=dtype)

@@ -169,12 +169,18 @@ def sketched_ridge(kernel: Kernel, R: SketchMatrix, support: Any, parts: RowPart
     feats = SketchedFeatures(kernel, R.unscaled(), support, dtype, DEFAULT_RCOND if rcond is None else rcond)
     job = RidgeJob(feats, parts, parts.n * lam, targets, width, chunk, executor, which, t0, rcond,
                     try_plain=solver == "auto", mixed={"auto": None, "whitened": False, "mixed": True}.get(solver))
-    with small_work_threads(ridge_work(parts.n, R, support)):
+    with ridge_threads(parts.n, R, support):
         if solver in ("cholesky", "eigh"):
             return job.normal_equations(solver, ref_targets)
         if solver == "qr":
             return job.stable()
         return job.whitened(ref_targets)
+
+
+def ridge_threads(n: int, R: SketchMatrix, support: Any) -> Any:
+    """The BLAS threads of a sketched ridge's pass: :func:`small_work_threads` of its
+    :func:`ridge_work`."""
+    return small_work_threads(ridge_work(n, R, support))
 
 
 def ridge_work(n: int, R: SketchMatrix, support: Any) -> float:
@@ -228,7 +234,7 @@ def whitened_system(kernel: Kernel, R: SketchMatrix, support: Any, parts: RowPar
                             DEFAULT_RCOND if rcond is None else rcond)
     job = RidgeJob(feats, parts, 0.0, targets, width, chunk, executor, which, time.perf_counter(), rcond)
     f = job.features64()
-    with small_work_threads(ridge_work(parts.n, R, support)):
+    with ridge_threads(parts.n, R, support):
         acc, wh, _ = job.sums(f, ref_targets)
     if acc is None:
         return WhitenedSystem(np.zeros((0, 0)), np.zeros((0, width)), wh, f)
@@ -249,7 +255,7 @@ def plain_system(kernel: Kernel, R: SketchMatrix, support: Any, parts: RowPartit
     """
     feats = SketchedFeatures(kernel, R, support, dtype, DEFAULT_RCOND if rcond is None else rcond)
     job = RidgeJob(feats, parts, 0.0, targets, width, chunk, executor, which, time.perf_counter(), rcond)
-    with small_work_threads(ridge_work(parts.n, R, support)):
+    with ridge_threads(parts.n, R, support):
         acc, Kt, _ = job.plain_sums(feats, ref_targets)
     G, AtT = acc.result()
     check_finite_sums(G, AtT)

@@ -98,7 +98,7 @@ class CentredTopKTask(ChunkTask):
         hm = float(self.h_mean @ self.h_mean)
         # |h - h_mean|^2 expanded (no n x d temporary); its cancellation is covered by the
         # last term, a few float64 ulps of |h|^2
-        hc = np.sqrt(np.maximum(h2 - 2 * _gemv(self.H, self.h_mean) + hm, 0.0) + 8 * d * _U64 * (h2 + hm))
+        hc = np.sqrt(np.maximum(h2 - 2 * matmul(self.H, self.h_mean) + hm, 0.0) + 8 * d * _U64 * (h2 + hm))
         a_max = np.sqrt(hm) * e_radius + off_max
         # float32: the product (d terms, inputs rounded), the offset's rounding and the
         # sum; float64: the centred terms of the exact score (a few ulps of their size)
@@ -118,7 +118,7 @@ class CentredTopKTask(ChunkTask):
         E = np.asarray(E, dtype=np.float64)
         if not self.plain:
             Ec32 = np.subtract(E, self.e_mean, out=np.empty(E.shape, np.float32), casting="same_kind")
-            a = _gemv(E, self.h_mean) - self.e_mean @ self.h_mean  # per-candidate term, float64
+            a = matmul(E, self.h_mean) - self.e_mean @ self.h_mean  # per-candidate term, float64
             if offsets is not None:
                 a += np.asarray(offsets, dtype=np.float64)
             S = matmul(self.Hc32, Ec32.T)
@@ -197,12 +197,6 @@ def centred_topk_task(H: np.ndarray, E: np.ndarray, k: int, offsets: np.ndarray 
     return CentredTopKTask(H, k, mean, *_row_stats(E, mean, chunk), off_max)
 
 
-def _gemv(A: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """``A x`` through scipy's BLAS (:func:`matmul`): numpy's product would wake numpy's own
-    OpenBLAS pool, whose idle threads then compete with the search's products."""
-    return matmul(A, x[:, None])[:, 0]
-
-
 def _row_stats(E: Any, mean: np.ndarray, chunk: int) -> tuple[float, float]:
     """``(1.01 max |E_c - mean|, max |E_c|)`` over the rows of ``E``, ``chunk`` rows at a time
     (the 1 %: the rounding of the radius itself)."""
@@ -213,7 +207,7 @@ def _row_stats(E: Any, mean: np.ndarray, chunk: int) -> tuple[float, float]:
         B = np.asarray(E[s:s + chunk], dtype=np.float64)
         b2 = np.einsum("ij,ij->i", B, B)
         # |e - mean|^2 expanded (no temporary); its cancellation is covered by a few ulps of |e|^2
-        c2 = np.maximum(b2 - 2 * _gemv(B, mean) + mm, 0.0) + 8 * d * _U64 * (b2 + mm)
+        c2 = np.maximum(b2 - 2 * matmul(B, mean) + mm, 0.0) + 8 * d * _U64 * (b2 + mm)
         e_norm, radius = max(e_norm, float(np.sqrt(b2.max()))), max(radius, float(np.sqrt(c2.max())))
     return 1.01 * radius, e_norm
 

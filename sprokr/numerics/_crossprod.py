@@ -173,6 +173,61 @@ class ShiftedCrossProducts:
             self.AtT += matmul(Aw.T, (T - self.d).astype(self.dtype, copy=False))
         return self
 
+    def add_own_rows(self, rows: Any, A: np.ndarray, T: np.ndarray) -> Self:
+        """Add the rows of ``A`` at the sketch's support when they are ``K~`` itself
+        (whitened, sub-sampling, targets not ``I_n``): :meth:`add` with their ``Z = P F``,
+        whose products come from the whitening's factor in float64, never formed.
+
+        ``Z_c = Z - s p^T`` (``p = L_11^-1 c``, ``s`` the row coefficients of :meth:`centred`),
+        so ``Z_c^T Z_c = F^T F - u p^T - p u^T + |s|^2 p p^T`` with ``u = Z^T s``: the triangular
+        ``F^T F`` (:meth:`Whitening.own_gram`, a third of the m x r ``syrk``) and rank-two
+        corrections -- the sums are those :meth:`add` forms, in float64 whatever the dtype.
+        """
+        wh = self.whiten
+        if wh is None or self.identity_targets:
+            raise ValueError("add_own_rows needs a whitened accumulator with targets")
+        A = np.asarray(A)
+        T = np.asarray(T, dtype=np.float64)
+        if A.shape != (wh.m, wh.m) or T.shape != (wh.m, self.AtT.shape[1]):
+            raise ValueError(f"own rows of shapes {A.shape} and {T.shape}, expected {(wh.m, wh.m)} and "
+                             f"{(wh.m, self.AtT.shape[1])}")
+        s = self._row_coefficients(A)
+        p = self.P[:, 1]
+        # Z^T [1, s, T - d] in one pass over the factor
+        ZtX = wh.own_products(np.column_stack([np.ones(wh.m), s, T - self.d]))
+        u1, us, ZtT = ZtX[:, 0], ZtX[:, 1], ZtX[:, 2:]
+        ss, s1 = float(s @ s), float(s.sum())
+        G = wh.own_gram()
+        # G -= u p^T + p u^T - |s|^2 p p^T, i.e. (p, u - |s|^2 p / 2) as a symmetric rank-two update
+        syr2 = get_blas_funcs("syr2", dtype=np.float64)
+        res = syr2(-1.0, p, us - 0.5 * ss * p, a=G, lower=1, overwrite_a=1)
+        if not np.shares_memory(res, G):  # pragma: no cover - f2py made a copy
+            G = res
+        np.add(self.AtA, G, out=self.AtA)
+        _check_overflow(self.AtA, np.float64)
+        self.S += np.column_stack([u1 - s1 * p, us - ss * p])
+        self.QQ += [[s.size, s1], [s1, ss]]
+        self.QT[0] += T.sum(axis=0)
+        self.QT[1] += matmul(s, T)
+        self.AtT += ZtT - np.outer(p, matmul(s, T - self.d))
+        return self
+
+    def _row_coefficients(self, A, pivoted=False):
+        """The whitened centring's row coefficients ``s = (A P_r) c / |c|^2`` (float64) of
+        rows ``A`` (rows x m; ``pivoted``: rows x r, the pivot columns alone)."""
+        wh = self.whiten
+        dtype = np.promote_types(A.dtype, self.dtype)
+        c_w = self.c[wh.sel].astype(dtype)
+        cc = float(c_w.astype(np.float64) @ c_w.astype(np.float64))
+        if not (cc > 0 and A.shape[0]):
+            return np.zeros(A.shape[0])
+        if pivoted:
+            v = c_w
+        else:  # c on the pivot columns, 0 elsewhere: A v = (A P_r) c_w
+            v = np.zeros(A.shape[1], dtype=dtype)
+            v[wh.sel] = c_w
+        return (matmul(np.asarray(A, dtype=dtype), v[:, None])[:, 0] / cc).astype(np.float64)
+
     def centred(self, A: np.ndarray, overwrite: bool = False, Z: np.ndarray | None = None,
                 overwrite_z: bool = False, pivoted: bool = False) -> Any:
         """``(A_c, r)``: a block's centred rows (whitened: ``Z_c``) and row coefficients.
@@ -220,19 +275,7 @@ class ShiftedCrossProducts:
         """:meth:`centred` of rows whose whitened form ``Z`` is known: only their row
         coefficients ``s = (A P_r) c / |c|^2`` are needed, one product with ``A`` itself (no
         centred copy of its pivot columns, which the rows' ``Z`` makes unnecessary)."""
-        wh = self.whiten
-        dtype = np.promote_types(A.dtype, self.dtype)
-        c_w = self.c[wh.sel].astype(dtype)
-        cc = float(c_w.astype(np.float64) @ c_w.astype(np.float64))
-        if pivoted:
-            v = c_w
-        else:  # c on the pivot columns, 0 elsewhere: A v = (A P_r) c_w
-            v = np.zeros(A.shape[1], dtype=dtype)
-            v[wh.sel] = c_w
-        if cc > 0 and A.shape[0]:
-            r = (matmul(np.asarray(A, dtype=dtype), v[:, None])[:, 0] / cc).astype(np.float64)
-        else:
-            r = np.zeros(A.shape[0])
+        r = self._row_coefficients(A, pivoted)
         # Z_c = Z - s (L^-1 c)^T, in float64 before any rounding to float32
         Zc = np.array(Z, dtype=np.float64, order="C", copy=not overwrite_z)
         _subtract_outer(Zc, r, self.P[:, 1])

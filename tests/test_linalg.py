@@ -206,7 +206,7 @@ def test_own_rows_sums_from_the_factor_match_dense_products(dtype, rank_deficien
     T = rng.standard_normal((m, p))
     c = column_shift(Kt[:20], dtype)
     d = T.mean(axis=0)
-    acc = ShiftedCrossProducts(m, p, dtype, c, d, whiten=wh).add_own_rows(np.arange(m), Kt, T)
+    acc = ShiftedCrossProducts(m, p, dtype, c, d, whiten=wh).add_own_rows(Kt, T)
     G, ZtT = acc.result()
     Z = Kt[:, wh.sel] @ np.linalg.inv(np.tril(wh.L)).T  # dense reference
     scale = np.abs(Z.T @ Z).max()

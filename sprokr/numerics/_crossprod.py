@@ -173,9 +173,9 @@ class ShiftedCrossProducts:
             self.AtT += matmul(Aw.T, (T - self.d).astype(self.dtype, copy=False))
         return self
 
-    def add_own_rows(self, rows: Any, A: np.ndarray, T: np.ndarray) -> Self:
-        """Add the rows of ``A`` at the sketch's support when they are ``K~`` itself
-        (whitened, sub-sampling, targets not ``I_n``): :meth:`add` with their ``Z = P F``,
+    def add_own_rows(self, A: np.ndarray, T: np.ndarray) -> Self:
+        """Add the rows of ``A`` at the sketch's support when they are ``K~`` itself (m x m;
+        whitened, sub-sampling, targets ``T`` (m x width) not ``I_n``): :meth:`add` with their ``Z = P F``,
         whose products come from the whitening's factor in float64, never formed.
 
         ``Z_c = Z - s p^T`` (``p = L_11^-1 c``, ``s`` the row coefficients of :meth:`centred`),

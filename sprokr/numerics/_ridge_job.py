@@ -384,7 +384,7 @@ class RidgeJob(PlainRoutes):
             keep.put(f.R.indices, A_sup, np.asarray(ref_targets, dtype=np.float64))
         if known and f.R.scale is not None and not self.identity:
             # sub-sampling: the support rows of A are K~, whitened by its own factor
-            acc.add_own_rows(f.R.indices, A_sup, ref_targets)
+            acc.add_own_rows(A_sup, ref_targets)
         elif known:
             Z = wh.own_rows() if f.R.scale is not None else None
             acc.add(f.R.indices, A_sup, None if self.identity else np.asarray(ref_targets, dtype=np.float64), Z=Z,

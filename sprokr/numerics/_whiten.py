@@ -171,8 +171,8 @@ class Whitening:
         r = self.rank
         if r == 0:
             return np.zeros((0,) + X.shape[1:])
-        Xp = X[self.perm]  # a fresh copy: the triangular product overwrites its top rows
-        trmm = get_blas_funcs("trmm", dtype=np.float64)
+        Xp = X[self.perm]
+        trmm = get_blas_funcs("trmm", dtype=np.float64)  # overwrites its Fortran copy of Xp's top rows
         out = trmm(1.0, self.L, np.asfortranarray(Xp[:r]), side=0, lower=1, trans_a=1, overwrite_b=1)
         if r < self.m:
             out += matmul(self._factor[r:, :r].T, Xp[r:])

@@ -316,22 +316,26 @@ def test_whitened_preconditioner_is_the_dense_inverse(width):
     np.testing.assert_allclose(got, Minv @ r, rtol=1e-9, atol=1e-12 * np.abs(Minv @ r).max())
 
 
+@pytest.mark.parametrize("identity", [False, True])
 @pytest.mark.parametrize("gamma", [1e-3, 0.3])
-def test_support_rows_own_whitened_form_gives_the_solved_sums(gamma):
+def test_support_rows_own_whitened_form_gives_the_solved_sums(gamma, identity):
     """Sub-sampling: the support rows of ``A`` are ``K~``; their whitened rows come with the
-    factorisation (``Whitening.own_rows``), and the sums built from them (row coefficients
-    from ``A`` itself) equal those of the triangular-solve route."""
+    factorisation (``Whitening.own_rows``), and the sums built from the factor
+    (``add_own_rows``: ``lauum``, row coefficients from ``A`` itself) equal those of the
+    triangular-solve route -- with targets and with ``T = I_n``."""
     K, S = _flat_block(gamma=gamma)
     A_S = K[np.ix_(S, S)]
     wh = Whitening(A_S)
     np.testing.assert_allclose(wh.own_rows(), wh.rows(A_S), atol=1e-10 * np.abs(A_S).max() ** 0.5)
-    T = np.random.default_rng(3).normal(size=(S.size, 4))
+    T = None if identity else np.random.default_rng(3).normal(size=(S.size, 4))
     c = column_shift(A_S, np.float64)
 
     def acc():
+        if identity:
+            return ShiftedCrossProducts(S.size, K.shape[0], np.float64, c, identity_targets=True, whiten=wh)
         return ShiftedCrossProducts(S.size, 4, np.float64, c, T.mean(0), whiten=wh)
 
     solved = acc().add(S, A_S, T).result()
-    known = acc().add(S, A_S, T, Z=wh.own_rows(), overwrite_z=True).result()
+    known = acc().add_own_rows(S, A_S, T).result()
     for a, b in zip(known, solved):
         np.testing.assert_allclose(a, b, atol=1e-9 * np.abs(b).max())

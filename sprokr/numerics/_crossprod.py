@@ -138,13 +138,12 @@ class ShiftedCrossProducts:
         self._tmp = None  # per-chunk syrk buffer of a float32 accumulation
 
     def add(self, rows: Any, A: np.ndarray, T: np.ndarray | None = None, overwrite: bool = False,
-            Z: np.ndarray | None = None, overwrite_z: bool = False, pivoted: bool = False) -> Self:
+            pivoted: bool = False) -> Self:
         """Add the rows ``rows`` (a slice or an array of global row numbers) of ``A`` and ``T``.
 
-        ``overwrite=True``: ``A`` may be centred in place.  ``Z`` (whitened only): the rows'
-        ``A P_r L_11^-T`` when already known (float64), instead of a triangular solve;
-        ``overwrite_z=True``: it may be centred in place.  ``pivoted`` (whitened only): ``A``
-        holds the pivot columns ``A P_r`` alone (r of them), computed as such.
+        ``overwrite=True``: ``A`` may be centred in place.  ``pivoted`` (whitened only): ``A``
+        holds the pivot columns ``A P_r`` alone (r of them), computed as such.  (Rows of ``A``
+        that are ``K~`` itself: :meth:`add_own_rows`.)
         """
         A = np.asarray(A)
         width = self.whiten.rank if pivoted and self.whiten is not None else self.c.size
@@ -154,7 +153,7 @@ class ShiftedCrossProducts:
             self.AtT[:, rows] = A.T
         elif T is None and not self.identity_targets:
             raise ValueError("targets T are needed (the accumulator was built with targets)")
-        Ac, r = self.centred(A, overwrite, Z, overwrite_z, pivoted)
+        Ac, r = self.centred(A, overwrite, pivoted)
         Q = np.stack([np.ones_like(r), r], axis=1)
         if self.whiten is not None and self.identity_targets:  # Z^T = Z_c^T + P Q^T
             Z = Ac.astype(np.float64)  # a fresh copy: the rank-1 shift is added in place
@@ -173,29 +172,37 @@ class ShiftedCrossProducts:
             self.AtT += matmul(Aw.T, (T - self.d).astype(self.dtype, copy=False))
         return self
 
-    def add_own_rows(self, A: np.ndarray, T: np.ndarray) -> Self:
-        """Add the rows of ``A`` at the sketch's support when they are ``K~`` itself (m x m;
-        whitened, sub-sampling, targets ``T`` (m x width) not ``I_n``): :meth:`add` with their ``Z = P F``,
-        whose products come from the whitening's factor in float64, never formed.
+    def add_own_rows(self, rows: Any, A: np.ndarray, T: np.ndarray | None = None) -> Self:
+        """Add the rows ``rows`` of ``A`` at the sketch's support when they are ``K~`` itself
+        (m x m; whitened, sub-sampling; targets ``T``, m x width, unless ``I_n``): :meth:`add`
+        with their ``Z = P F``, whose products come from the whitening's factor in float64.
 
         ``Z_c = Z - s p^T`` (``p = L_11^-1 c``, ``s`` the row coefficients of :meth:`centred`),
         so ``Z_c^T Z_c = F^T F - u p^T - p u^T + |s|^2 p p^T`` with ``u = Z^T s``: the triangular
         ``F^T F`` (:meth:`Whitening.own_gram`, a third of the m x r ``syrk``) and rank-two
-        corrections -- the sums are those :meth:`add` forms, in float64 whatever the dtype.
+        corrections -- the sums :meth:`add` forms, in float64 whatever the dtype.  ``Z`` itself
+        is formed only for targets ``I_n``, whose ``Z^T T`` is ``Z^T``.
         """
         wh = self.whiten
-        if wh is None or self.identity_targets:
-            raise ValueError("add_own_rows needs a whitened accumulator with targets")
+        if wh is None:
+            raise ValueError("add_own_rows needs a whitened accumulator")
         A = np.asarray(A)
-        T = np.asarray(T, dtype=np.float64)
-        if A.shape != (wh.m, wh.m) or T.shape != (wh.m, self.AtT.shape[1]):
-            raise ValueError(f"own rows of shapes {A.shape} and {T.shape}, expected {(wh.m, wh.m)} and "
-                             f"{(wh.m, self.AtT.shape[1])}")
+        if A.shape != (wh.m, wh.m):
+            raise ValueError(f"own rows of shape {A.shape}, expected {(wh.m, wh.m)}")
         s = self._row_coefficients(A)
+        X = [np.ones(wh.m), s]
+        if self.identity_targets:
+            self.AtT[:, rows] = wh.own_rows().T
+        else:
+            if T is None:
+                raise ValueError("targets T are needed (the accumulator was built with targets)")
+            T = np.asarray(T, dtype=np.float64)
+            if T.shape != (wh.m, self.AtT.shape[1]):
+                raise ValueError(f"targets of shape {T.shape}, expected {(wh.m, self.AtT.shape[1])}")
+            X.append(T - self.d)
+        ZtX = wh.own_products(np.column_stack(X))  # Z^T [1, s, T - d] in one pass over the factor
+        u1, us = ZtX[:, 0], ZtX[:, 1]
         p = self.P[:, 1]
-        # Z^T [1, s, T - d] in one pass over the factor
-        ZtX = wh.own_products(np.column_stack([np.ones(wh.m), s, T - self.d]))
-        u1, us, ZtT = ZtX[:, 0], ZtX[:, 1], ZtX[:, 2:]
         ss, s1 = float(s @ s), float(s.sum())
         G = wh.own_gram()
         # G -= u p^T + p u^T - |s|^2 p p^T, i.e. (p, u - |s|^2 p / 2) as a symmetric rank-two update
@@ -207,40 +214,33 @@ class ShiftedCrossProducts:
         _check_overflow(self.AtA, np.float64)
         self.S += np.column_stack([u1 - s1 * p, us - ss * p])
         self.QQ += [[s.size, s1], [s1, ss]]
-        self.QT[0] += T.sum(axis=0)
-        self.QT[1] += matmul(s, T)
-        self.AtT += ZtT - np.outer(p, matmul(s, T - self.d))
+        if not self.identity_targets:
+            self.QT[0] += T.sum(axis=0)
+            self.QT[1] += matmul(s, T)
+            self.AtT += ZtX[:, 2:] - np.outer(p, matmul(s, T - self.d))
         return self
 
-    def _row_coefficients(self, A, pivoted=False):
+    def _row_coefficients(self, A):
         """The whitened centring's row coefficients ``s = (A P_r) c / |c|^2`` (float64) of
-        rows ``A`` (rows x m; ``pivoted``: rows x r, the pivot columns alone)."""
+        full-width rows ``A`` (rows x m), as :meth:`centred` computes them."""
         wh = self.whiten
         dtype = np.promote_types(A.dtype, self.dtype)
         c_w = self.c[wh.sel].astype(dtype)
         cc = float(c_w.astype(np.float64) @ c_w.astype(np.float64))
         if not (cc > 0 and A.shape[0]):
             return np.zeros(A.shape[0])
-        if pivoted:
-            v = c_w
-        else:  # c on the pivot columns, 0 elsewhere: A v = (A P_r) c_w
-            v = np.zeros(A.shape[1], dtype=dtype)
-            v[wh.sel] = c_w
+        v = np.zeros(A.shape[1], dtype=dtype)  # c on the pivot columns, 0 elsewhere: A v = (A P_r) c_w
+        v[wh.sel] = c_w
         return (matmul(np.asarray(A, dtype=dtype), v[:, None])[:, 0] / cc).astype(np.float64)
 
-    def centred(self, A: np.ndarray, overwrite: bool = False, Z: np.ndarray | None = None,
-                overwrite_z: bool = False, pivoted: bool = False) -> Any:
+    def centred(self, A: np.ndarray, overwrite: bool = False, pivoted: bool = False) -> Any:
         """``(A_c, r)``: a block's centred rows (whitened: ``Z_c``) and row coefficients.
 
         ``A = A_c + Q P^T`` (whitened: ``Z = Z_c + Q P^T``) with ``Q = [1, r]``; ``A_c`` in
-        the accumulator's dtype (plain: the block's), ``r`` float64.  ``Z``, ``pivoted``:
-        see :meth:`add` (``overwrite_z``: it may be centred in place).
+        the accumulator's dtype (plain: the block's), ``r`` float64.  ``pivoted``: see
+        :meth:`add`.
         """
         wh = self.whiten
-        if Z is not None:
-            if wh is None:
-                raise ValueError("Z (the rows' whitened form) is only for a whitened accumulator")
-            return self._centred_known(A, Z, overwrite_z, pivoted)
         if wh is None:
             # centre in the block's own precision (a float32 block's rounding is already in A)
             Ac = A if overwrite and A.flags.c_contiguous else np.array(A, order="C")
@@ -270,16 +270,6 @@ class ShiftedCrossProducts:
         if wh is not None:  # Z_c = A_c P_r L^-T, in the accumulator's precision
             Ac = wh.solve_rows(Ac.astype(self.dtype, copy=False), overwrite=True)
         return Ac, r
-
-    def _centred_known(self, A, Z, overwrite_z, pivoted):
-        """:meth:`centred` of rows whose whitened form ``Z`` is known: only their row
-        coefficients ``s = (A P_r) c / |c|^2`` are needed, one product with ``A`` itself (no
-        centred copy of its pivot columns, which the rows' ``Z`` makes unnecessary)."""
-        r = self._row_coefficients(A, pivoted)
-        # Z_c = Z - s (L^-1 c)^T, in float64 before any rounding to float32
-        Zc = np.array(Z, dtype=np.float64, order="C", copy=not overwrite_z)
-        _subtract_outer(Zc, r, self.P[:, 1])
-        return Zc.astype(self.dtype, copy=False), r
 
     def _add_gram(self, Aw):
         """``AtA += Aw^T Aw`` (lower triangle), the product in Aw's dtype, the sum in float64."""

@@ -382,13 +382,11 @@ class RidgeJob(PlainRoutes):
         acc, _ = self.executor.map_reduce(self.parts, task, self.chunk)
         if keep is not None and known:  # the skipped support rows
             keep.put(f.R.indices, A_sup, np.asarray(ref_targets, dtype=np.float64))
-        if known and f.R.scale is not None and not self.identity:
-            # sub-sampling: the support rows of A are K~, whitened by its own factor
-            acc.add_own_rows(A_sup, ref_targets)
+        T_sup = None if self.identity or not known else np.asarray(ref_targets, dtype=np.float64)
+        if known and f.R.scale is not None:  # sub-sampling: the support rows of A are K~, whitened by its own factor
+            acc.add_own_rows(f.R.indices, A_sup, T_sup)
         elif known:
-            Z = wh.own_rows() if f.R.scale is not None else None
-            acc.add(f.R.indices, A_sup, None if self.identity else np.asarray(ref_targets, dtype=np.float64), Z=Z,
-                    overwrite_z=True)
+            acc.add(f.R.indices, A_sup, T_sup)
         return acc, wh, A_sup
 
     def _sample(self):

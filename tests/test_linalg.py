@@ -213,3 +213,17 @@ def test_own_rows_sums_from_the_factor_match_dense_products(dtype, rank_deficien
     np.testing.assert_allclose(G, Z.T @ Z, atol=1e-12 * scale)
     np.testing.assert_allclose(ZtT, Z.T @ T, atol=1e-12 * scale * np.abs(T).max())
     assert np.triu(acc.AtA, 1).max() == 0  # the sum's strict upper triangle stays zero
+
+
+def test_a_shipped_whitening_says_it_has_no_factor():
+    """The pivoted factor (m x m) is never pickled with a whitening: a copy refuses to form
+    the support rows from it, with a clear error, instead of failing on ``None``."""
+    import pickle
+
+    from sprokr.numerics import Whitening
+
+    X = np.random.default_rng(0).standard_normal((30, 2))
+    wh = pickle.loads(pickle.dumps(Whitening(X @ X.T)))  # rank 2 of 30: L_21 is needed
+    for use in (wh.own_rows, wh.own_gram, lambda: wh.own_products(np.ones((30, 1)))):
+        with pytest.raises(ValueError, match="without its pivoted factor"):
+            use()

@@ -172,7 +172,7 @@ class ShiftedCrossProducts:
             self.AtT += matmul(Aw.T, (T - self.d).astype(self.dtype, copy=False))
         return self
 
-    def add_own_rows(self, rows: Any, A: np.ndarray, T: np.ndarray | None = None) -> Self:
+    def add_own_rows(self, rows: Any, A: np.ndarray, T: np.ndarray | None = None, whiten: Any = None) -> Self:
         """Add the rows ``rows`` of ``A`` at the sketch's support when they are ``K~`` itself
         (m x m; whitened, sub-sampling; targets ``T``, m x width, unless ``I_n``): :meth:`add`
         with their ``Z = P F``, whose products come from the whitening's factor in float64.
@@ -182,24 +182,31 @@ class ShiftedCrossProducts:
         ``F^T F`` (:meth:`Whitening.own_gram`, a third of the m x r ``syrk``) and rank-two
         corrections -- the sums :meth:`add` forms, in float64 whatever the dtype.  ``Z`` itself
         is formed only for targets ``I_n``, whose ``Z^T T`` is ``Z^T``.
+
+        ``whiten``: the accumulator's :class:`Whitening` as computed, with its factor (default:
+        the accumulator's own; an accumulator merged from other processes holds a copy
+        without it).
         """
-        wh = self.whiten
-        if wh is None:
+        if self.whiten is None:
             raise ValueError("add_own_rows needs a whitened accumulator")
+        wh = self.whiten if whiten is None else whiten
+        if wh.m != self.whiten.m or wh.rank != self.whiten.rank:
+            raise ValueError("whiten: not the accumulator's whitening")
         A = np.asarray(A)
         if A.shape != (wh.m, wh.m):
             raise ValueError(f"own rows of shape {A.shape}, expected {(wh.m, wh.m)}")
         s = self._row_coefficients(A)
         X = [np.ones(wh.m), s]
+        Tw = None
         if self.identity_targets:
             self.AtT[:, rows] = wh.own_rows().T
         else:
             if T is None:
                 raise ValueError("targets T are needed (the accumulator was built with targets)")
-            T = np.asarray(T, dtype=np.float64)
-            if T.shape != (wh.m, self.AtT.shape[1]):
-                raise ValueError(f"targets of shape {T.shape}, expected {(wh.m, self.AtT.shape[1])}")
-            X.append(T - self.d)
+            Tw = np.asarray(T, dtype=np.float64)
+            if Tw.shape != (wh.m, self.AtT.shape[1]):
+                raise ValueError(f"targets of shape {Tw.shape}, expected {(wh.m, self.AtT.shape[1])}")
+            X.append(Tw - self.d)
         ZtX = wh.own_products(np.column_stack(X))  # Z^T [1, s, T - d] in one pass over the factor
         u1, us = ZtX[:, 0], ZtX[:, 1]
         p = self.P[:, 1]
@@ -214,10 +221,10 @@ class ShiftedCrossProducts:
         _check_overflow(self.AtA, np.float64)
         self.S += np.column_stack([u1 - s1 * p, us - ss * p])
         self.QQ += [[s.size, s1], [s1, ss]]
-        if not self.identity_targets:
-            self.QT[0] += T.sum(axis=0)
-            self.QT[1] += matmul(s, T)
-            self.AtT += ZtX[:, 2:] - np.outer(p, matmul(s, T - self.d))
+        if Tw is not None:
+            self.QT[0] += Tw.sum(axis=0)
+            self.QT[1] += matmul(s, Tw)
+            self.AtT += ZtX[:, 2:] - np.outer(p, matmul(s, Tw - self.d))
         return self
 
     def _row_coefficients(self, A):

@@ -82,6 +82,13 @@ class Whitening:
         state["_cast"], state["_factor"] = {}, None
         return state
 
+    def _full_factor(self) -> np.ndarray:
+        """``F`` with ``K~``'s entries above it (m x m), kept in the process that factorised."""
+        if self._factor is None:
+            raise ValueError("this whitening is a copy without its pivoted factor (never shipped): use the "
+                             "whitening of the process that computed it")
+        return self._factor
+
     def columns(self, A: np.ndarray) -> np.ndarray:
         """``A P_r``: the pivot columns of a block (rows x m), a fresh C-ordered array."""
         return np.take(np.asarray(A), self.sel, axis=1)
@@ -133,7 +140,7 @@ class Whitening:
         # fresh m x r array costs its first touch), then the strict upper triangle of F --
         # which holds K~'s own entries -- zeroed on Z's rows
         Z = np.empty((self.m, self.rank))
-        Z[self.perm] = self._factor[:, : self.rank]
+        Z[self.perm] = self._full_factor()[:, : self.rank]
         for i in range(self.rank - 1):  # F's row i: a contiguous slice of Z's row perm[i]
             Z[self.perm[i], i + 1:] = 0.0
         return Z
@@ -159,7 +166,7 @@ class Whitening:
                 G[:j, j] = 0.0
         if r < self.m:  # the rows beyond the rank: L_21 (m - r) x r
             syrk = get_blas_funcs("syrk", dtype=np.float64)
-            res = syrk(1.0, self._factor[r:, :r], trans=1, beta=1.0, c=G, lower=1, overwrite_c=1)
+            res = syrk(1.0, self._full_factor()[r:, :r], trans=1, beta=1.0, c=G, lower=1, overwrite_c=1)
             if not np.shares_memory(res, G):  # pragma: no cover - f2py made a copy
                 G = np.tril(res)
         return G
@@ -175,7 +182,7 @@ class Whitening:
         trmm = get_blas_funcs("trmm", dtype=np.float64)  # overwrites its Fortran copy of Xp's top rows
         out = trmm(1.0, self.L, np.asfortranarray(Xp[:r]), side=0, lower=1, trans_a=1, overwrite_b=1)
         if r < self.m:
-            out += matmul(self._factor[r:, :r].T, Xp[r:])
+            out += matmul(self._full_factor()[r:, :r].T, Xp[r:])
         return out
 
     def rows(self, A: np.ndarray) -> np.ndarray:

@@ -127,3 +127,34 @@ def test_a_small_sketched_ridge_runs_on_one_blas_thread():
     R = PSR(m=40, p=0.05).draw(600, 0)
     assert ridge_work(600, R, X[R.indices]) <= SINGLE_THREAD_MAX_WORK
     assert ridge_work(5000, PSR(m=2250, p=0.05).draw(5000, 0), X[:10]) > SINGLE_THREAD_MAX_WORK
+
+
+@pytest.mark.parametrize("optimizer", ["auto", "lbfgs"])
+def test_a_small_kernel_machine_solves_on_one_blas_thread(monkeypatch, optimizer):
+    """The iterative solvers (Newton, L-BFGS) of a small machine run on one BLAS thread: their
+    steps are short BLAS calls between elementwise passes, and two threads (with numpy's and
+    scipy's pools spinning beside each other) made them 7-15x slower (docs/benchmarks.md,
+    "Robust regression")."""
+    from threadpoolctl import threadpool_info
+
+    import sprokr.models.feature_problem as fp
+    from sprokr.models import SketchedKernelMachine
+
+    seen = []
+    for name in ("newton_solve", "lbfgs_solve"):
+        real = getattr(fp, name)
+
+        def spy(*args, _real=real, _name=name, **kwargs):
+            seen.append((_name, max(i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas")))
+            return _real(*args, **kwargs)
+
+        monkeypatch.setattr(fp, name, spy)
+    rng = np.random.default_rng(0)
+    X = rng.uniform(size=(600, 5))
+    y = X.sum(axis=1) + 0.1 * rng.standard_normal(600)
+    model = SketchedKernelMachine(loss="epsilon_insensitive", loss_params={"epsilon": 0.1}, lam=1e-4, m_x=40,
+                                  input_sketch="psr", input_sketch_params={"p": 0.05}, optimizer=optimizer,
+                                  random_state=0).fit(X, y)
+    assert model.converged_
+    assert [t for _, t in seen] == [1]
+    assert seen[0][0] == ("newton_solve" if optimizer == "auto" else "lbfgs_solve")

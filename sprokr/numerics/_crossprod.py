@@ -210,7 +210,7 @@ class ShiftedCrossProducts:
         ZtX = wh.own_products(np.column_stack(X))  # Z^T [1, s, T - d] in one pass over the factor
         u1, us = ZtX[:, 0], ZtX[:, 1]
         p = self.P[:, 1]
-        ss, s1 = float(s @ s), float(s.sum())
+        ss, s1 = float(np.einsum("i,i->", s, s)), float(s.sum())  # (no BLAS call: see matmul)
         G = wh.own_gram()
         # G -= u p^T + p u^T - |s|^2 p p^T, i.e. (p, u - |s|^2 p / 2) as a symmetric rank-two update
         syr2 = get_blas_funcs("syr2", dtype=np.float64)
@@ -232,13 +232,19 @@ class ShiftedCrossProducts:
         full-width rows ``A`` (rows x m), as :meth:`centred` computes them."""
         wh = self.whiten
         dtype = np.promote_types(A.dtype, self.dtype)
-        c_w = self.c[wh.sel].astype(dtype)
-        cc = float(c_w.astype(np.float64) @ c_w.astype(np.float64))
+        c_w, cc = self._pivot_shift(dtype)
         if not (cc > 0 and A.shape[0]):
             return np.zeros(A.shape[0])
         v = np.zeros(A.shape[1], dtype=dtype)  # c on the pivot columns, 0 elsewhere: A v = (A P_r) c_w
         v[wh.sel] = c_w
         return (matmul(np.asarray(A, dtype=dtype), v[:, None])[:, 0] / cc).astype(np.float64)
+
+    def _pivot_shift(self, dtype):
+        """``(c_w, |c_w|^2)``: the column shift on the pivot columns in ``dtype``, and its
+        squared norm in float64 (the whitened centring projects each row on it)."""
+        c_w = self.c[self.whiten.sel].astype(dtype)
+        c64 = c_w.astype(np.float64)
+        return c_w, float(np.einsum("i,i->", c64, c64))
 
     def centred(self, A: np.ndarray, overwrite: bool = False, pivoted: bool = False) -> Any:
         """``(A_c, r)``: a block's centred rows (whitened: ``Z_c``) and row coefficients.
@@ -258,8 +264,7 @@ class ShiftedCrossProducts:
                 Ac = A if overwrite and A.flags.c_contiguous and A.dtype == dtype else np.array(A, dtype, order="C")
             else:
                 Ac = wh.columns(A).astype(dtype, copy=False)
-            c_w = self.c[wh.sel].astype(Ac.dtype)
-            cc = float(c_w.astype(np.float64) @ c_w.astype(np.float64))
+            c_w, cc = self._pivot_shift(Ac.dtype)
         r_w = np.empty(Ac.shape[0], dtype=Ac.dtype)
 
         def centre(blk):  # the row coefficients r (plain) or s (whitened), then A_c

@@ -132,6 +132,43 @@ def test_broken_output_kernel_in_dsokr_and_kernel_machine(data):
         SketchedKernelMachine(kernel=WrongShape(), input_sketch="subsample", m_x=20).fit(X, y)
 
 
+class Skewed(GaussianKernel):
+    """Not symmetric, in float32 and in float64 alike."""
+
+    def pairwise(self, A, B):
+        K = super().pairwise(A, B)
+        K[0, -1] += 0.01
+        return K
+
+
+def _narrow_float32_points():
+    """Points whose narrow float32 Gaussian Gram is asymmetric by more than a few ulps:
+    equal points far from the origin (the exponent, ~|a|^2 / sigma^2 ~ 150, is rounded)."""
+    r = np.random.default_rng(1)
+    X = r.standard_normal((64, 24))
+    X[32:] = X[:32]
+    kernel = GaussianKernel(sigma2=0.16, dtype="float32")
+    X32 = kernel.prepare(X)
+    K = kernel.pairwise(X32, X32)
+    assert np.abs(K.astype(np.float64) - K.T).max() > 100 * np.finfo(np.float32).eps  # the premise
+    return X, kernel
+
+
+def test_float32_rounding_of_a_valid_kernel_is_not_reported_as_broken():
+    from sprokr.numerics import check_kernel_sample
+
+    X, kernel = _narrow_float32_points()
+    check_kernel_sample(kernel, kernel.prepare(X), "input kernel")  # decided in float64: valid
+    Y = (np.arange(64)[:, None] % np.array([2, 3, 5]) == 0).astype(np.int8)
+    IOKR(lam=1e-3, input_kernel=kernel, dtype="float32").fit(X, Y)
+    SISOKR(lam=1e-3, input_kernel=kernel, dtype="float32", output_sketch="psg", m_y=20, random_state=0).fit(X, Y)
+    SketchedKernelMachine(kernel=kernel, dtype="float32").fit(X, X[:, 0])
+    with pytest.raises(ValueError, match="not symmetric"):  # a real defect still is
+        check_kernel_sample(Skewed(sigma2=0.16, dtype="float32"), kernel.prepare(X), "input kernel")
+    with pytest.raises(ValueError, match="not positive semi-definite"):
+        check_kernel_sample(Negated(sigma2=0.16, dtype="float32"), kernel.prepare(X), "input kernel")
+
+
 def test_overflowing_inputs_are_reported(data):
     X, Y, y, _, _ = data
     with pytest.raises(ValueError, match="non-finite|overflow"):

@@ -19,7 +19,7 @@ Cholesky of ``e K + n lam I``; other losses on the features ``L`` of ``K = L L^T
   iterative), the n x n Gram, the float32 check with its float64 refit, and the fitted
   coefficients' prediction expansion;
 * ``_FeatureRows``, ``_Upcast`` -- the chunk functions those routes use (the float64
-  kernel of a refit is :func:`sprokr.models.feature_problem.float64_twin`).
+  kernel of a refit is :func:`sprokr.models.feature_problem.float64_kernel`).
 """
 from __future__ import annotations
 
@@ -37,8 +37,10 @@ from ..numerics import (
     check_gram_block,
     default_chunk_size,
     psd_eigh,
+    float64_kernel,
     ridge_by_eigengroups,
     sketched_ridge,
+    upcast_samples,
     whitened_system,
 )
 from ..progress import log_estimator
@@ -46,9 +48,7 @@ from .base import set_n_features
 from .feature_problem import (
     float32_is_accurate,
     float32_prediction_estimate,
-    float64_twin,
     spread_rows,
-    upcast_samples,
 )
 
 __all__ = ["KernelMachineRoutesMixin"]
@@ -86,7 +86,7 @@ class KernelMachineRoutesMixin:
         ``FLOAT32_TOL`` the model is refitted with float64 kernel values (and a warning)."""
         t = time.perf_counter()
         sample = self.executor_.take_rows(parts, spread_rows(self.n_train_), which="inputs")
-        kernel64 = float64_twin(self.kernel_)
+        kernel64 = float64_kernel(self.kernel_)
         est = float32_prediction_estimate(self.kernel_, kernel64, self.X_support_, self.coef_, sample)
         if float32_is_accurate(self, est, "kernel values", t):
             return

@@ -29,6 +29,7 @@ from ..decoders.candidates import CandidateIndex
 from ..kernels import model_dtype, resolve_kernel
 from ..kernels.base import fit_on_training_inputs
 from ..numerics import (
+    float64_kernel,
     DEFAULT_RCOND,
     SOLVERS,
     WORK_DTYPE,
@@ -54,7 +55,7 @@ from ..utils import (
 )
 from ._sisokr_rows import Embed, Offsets, all_rows, groups_of
 from .base import OUTPUT_DTYPE, make_decoder, new_index_token, set_n_features
-from .feature_problem import checked_exact_factor, float64_twin, spread_rows
+from .feature_problem import checked_exact_factor, spread_rows
 
 if TYPE_CHECKING:  # imported for the annotations only
     from ..decoders.base import Decoder
@@ -249,7 +250,7 @@ class SISOKRTraining:
         # kernel values are not (their rounding is relative to |K|, not to n lam): measured
         self.solver_, self.solver_error_estimate_, self.solver_precision_ = "cholesky", None, np.dtype(self.dtype_)
         self.solver_refinement_steps_ = 0
-        if self.dtype_ == np.float32 and float64_twin(self.input_kernel_) is not self.input_kernel_:
+        if self.dtype_ == np.float32 and float64_kernel(self.input_kernel_) is not self.input_kernel_:
             Xp, cho = self._check_exact_float32(Xp, cho, T, setup, chunk)
         self.X_support_ = self.input_kernel_.prepare_support(Xp)
         if T is None:  # IOKR: h(x) = sum_i alpha_i(x) psi(y_i), alpha = (K + n lam I)^-1 k_x

@@ -25,7 +25,6 @@ from typing import Any
 
 import numpy as np
 import scipy.linalg as sla
-import scipy.sparse as sp
 
 from ..losses import Loss
 from ..numerics import (
@@ -37,13 +36,15 @@ from ..numerics import (
     newton_applies,
     newton_solve,
     ridge_by_eigengroups,
+    float64_kernel,
     small_work_threads,
+    upcast_samples,
 )
 from ..progress import log_estimator
 from ..utils import check_positive, take
 
 __all__ = ["check_solver_params", "FeatureProblem", "FeatureProblemMixin", "SOLVERS", "ADAM_PARAMS", "float32_prediction_estimate", "float32_is_accurate",
-           "ExactFloat32Check", "checked_exact_factor", "exact_ridge_float32_estimate", "float32_fallback_message", "float64_twin", "spread_rows", "upcast_samples"]
+           "ExactFloat32Check", "checked_exact_factor", "exact_ridge_float32_estimate", "float32_fallback_message", "spread_rows"]
 
 #: accepted values of ``optimizer``
 SOLVERS = ("auto", "closed_form", "newton", "lbfgs", "adam")
@@ -221,13 +222,6 @@ def spread_rows(n: int, k: int = CHECK_ROWS) -> np.ndarray:
     return np.unique(np.linspace(0, n - 1, min(n, k)).round().astype(np.intp))
 
 
-def upcast_samples(X: Any) -> Any:
-    """float32 arrays or sparse matrices as float64 (other collections unchanged)."""
-    if (isinstance(X, np.ndarray) or sp.issparse(X)) and X.dtype == np.float32:
-        return X.astype(np.float64)
-    return X
-
-
 def float32_fallback_message(est: float, what: str) -> str | None:
     """The warning of a float32 check whose estimate ``est`` exceeds ``FLOAT32_TOL`` (None
     when float32 is kept); ``what``: what the model recomputes in float64."""
@@ -251,18 +245,6 @@ def float32_is_accurate(model: Any, est: float, what: str, started: float) -> bo
         return True
     log_estimator(model, message, logging.WARNING)
     return False
-
-
-def float64_twin(kernel: Any) -> Any:
-    """The fitted ``kernel`` computing in float64: a copy (keeping any state learned from
-    the data) with ``dtype="float64"``; the kernel itself when it has no ``dtype``
-    parameter or already computes in float64."""
-    import copy
-
-    params = kernel.get_params(deep=False)
-    if "dtype" not in params or np.dtype(params["dtype"]) == np.float64:
-        return kernel
-    return copy.deepcopy(kernel).set_params(dtype="float64")
 
 
 def float32_prediction_estimate(kernel32: Any, kernel64: Any, support: Any, coef: np.ndarray, sample: Any,
@@ -302,7 +284,7 @@ def exact_ridge_float32_estimate(kernel32: Any, Xp: Any, factor: Any, T: np.ndar
     """
     coef = sla.cho_solve(factor, np.asarray(T, dtype=np.float64), check_finite=False)
     sample = take(Xp, spread_rows(coef.shape[0]))
-    return float32_prediction_estimate(kernel32, float64_twin(kernel32), Xp, coef, sample, products)
+    return float32_prediction_estimate(kernel32, float64_kernel(kernel32), Xp, coef, sample, products)
 
 
 @dataclass(frozen=True)
@@ -332,7 +314,7 @@ def checked_exact_factor(kernel32: Any, Xp: Any, factor: Any, T: np.ndarray, ref
     if message is None:
         return ExactFloat32Check(kernel32, Xp, factor, est, None, times)
     t = time.perf_counter()
-    kernel64, Xp64 = float64_twin(kernel32), upcast_samples(Xp)
+    kernel64, Xp64 = float64_kernel(kernel32), upcast_samples(Xp)
     factor = refactor(kernel64, Xp64)
     times["float64_refit"] = time.perf_counter() - t
     return ExactFloat32Check(kernel64, Xp64, factor, est, message, times)

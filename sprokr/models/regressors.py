@@ -39,6 +39,7 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
 from ..numerics import (
+    float64_kernel,
     KernelExpansion,
     LocalExecutor,
     default_chunk_size,
@@ -53,7 +54,7 @@ from ..kernels import model_dtype, resolve_kernel
 from ..sketches import resolve_sketch
 from .base import check_n_features, set_n_features
 from ._targets import R2ScoreMixin, check_targets
-from .feature_problem import checked_exact_factor, float64_twin
+from .feature_problem import checked_exact_factor
 from .torch_regressors import ROBUST_LOSSES, TorchRegressor, token_cnn, torch_available
 from .training import EarlyStopping, as_targets, check_eval_set, check_lr_schedule, check_monitor, \
     kernel_induced_loss, self_retrieval_mrr, standardise, target_moments, warn_not_converged, \
@@ -191,7 +192,7 @@ class KernelRidgeRegressor(SaveMixin, R2ScoreMixin, RegressorMixin, BaseEstimato
             chunk = chunk or default_chunk_size(n, dtype)
             cho = exact_ridge_factor(k, parts, Xp, lam, chunk, ex)
             support, R, route, est, times = Xp, None, "cholesky", None, {}
-            if dtype == np.float32 and float64_twin(k) is not k:
+            if dtype == np.float32 and float64_kernel(k) is not k:
                 # float32 kernel values against n lam I: measured, float64 when they cost too much
                 check = checked_exact_factor(k, Xp, cho, T64,
                                              lambda k64, X64: exact_ridge_factor(k64, parts, X64, lam, chunk, ex))

@@ -23,14 +23,14 @@ from ..utils import (
 )
 from ..kernels import resolve_kernel
 from ..kernels.vector import GaussianKernel
-from ..numerics import LocalExecutor, default_chunk_size, matmul
+from ..numerics import LocalExecutor, default_chunk_size, matmul, upcast_samples
 from ..losses import Loss
 from ..deprecation import IntoDict, RenamedParametersMixin
 from ..persistence import SaveMixin
 from ..registry import get_registry
 from .base import check_n_features
 from .feature_problem import (
-    CHECK_SAFETY, FeatureProblem, FeatureProblemMixin, check_solver_params, float32_is_accurate, spread_rows, upcast_samples,
+    CHECK_SAFETY, FeatureProblem, FeatureProblemMixin, check_solver_params, float32_is_accurate, spread_rows,
 )
 from ._targets import R2ScoreMixin, check_targets
 from .output_matrix import check_output_matrix

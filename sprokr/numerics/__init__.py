@@ -65,7 +65,15 @@ from ._sketch_matrix import SketchMatrix
 from ._pool import process_map, usable_cores
 from ._crossprod import ShiftedCrossProducts, column_shift
 from ._features import EIGH_BASIS_MAX_M, KernelRows, SketchedFeatures, default_chunk_size
-from ._products import KernelExpansion, candidate_offsets, check_finite_product, check_gram_block, check_kernel_sample
+from ._products import (
+    KernelExpansion,
+    candidate_offsets,
+    check_finite_product,
+    check_gram_block,
+    check_kernel_sample,
+    float64_kernel,
+    upcast_samples,
+)
 from ._topk import (
     DEFAULT_MAX_MEMORY_MB,
     Decoded,
@@ -89,7 +97,6 @@ from ._checks import (
     NORMAL_EQUATIONS_TOL,
     float32_error_estimate,
     float64_probe_estimate,
-    float64_kernel,
     normal_equations_error,
     tolerance,
     whitened_error_bound,
@@ -118,7 +125,7 @@ __all__ = [
     "for_row_blocks", "in_fold_thread", "n_workers", "single_blas_thread", "small_work_threads", "SINGLE_THREAD_MAX_WORK",
     # chunked sums, sketched features, products
     "ShiftedCrossProducts", "column_shift", "SketchedFeatures", "EIGH_BASIS_MAX_M", "KernelRows", "default_chunk_size",
-    "KernelExpansion", "candidate_offsets", "check_finite_product", "check_gram_block", "check_kernel_sample", "DistinctTask", "distinct_samples",
+    "KernelExpansion", "candidate_offsets", "check_finite_product", "check_gram_block", "check_kernel_sample", "upcast_samples", "DistinctTask", "distinct_samples",
     # ridge solves and kernel-machine solvers
     "exact_ridge_factor", "sketched_ridge", "CrossProductTask", "TargetRows", "QRTask", "RidgeSolution",
     "stable_ridge_solve", "normal_equations_error", "pivot_tolerance", "NORMAL_EQUATIONS_TOL", "SOLVERS",

@@ -5,8 +5,8 @@
 * :func:`float32_error_estimate` -- what float32 kernel values and products change in a
   whitened solution, measured on a sample of rows replayed in float64;
 * :func:`normal_equations_error` -- the plain normal equations' estimate (``"cholesky"``);
-* :func:`float64_kernel` and ``Float64Features`` -- the same kernel and sketched features
-  with float64 values, for the checks and the fallback.
+* ``Float64Features`` -- sketched features with float64 values (of
+  :func:`~sprokr.numerics.float64_kernel`), for the checks and the fallback.
 
 See :func:`sprokr.numerics.sketched_ridge` and ``docs/architecture.md`` ("Solvers").
 """
@@ -16,14 +16,14 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import DTypeLike
-import scipy.sparse as sp
 
 from ._crossprod import ShiftedCrossProducts
 from ._features import SketchedFeatures
 from ._linalg import cholesky_factor_solve, matmul
+from ._products import upcast_samples
 
 __all__ = ["NORMAL_EQUATIONS_TOL", "FLOAT32_TOL", "tolerance", "normal_equations_error", "whitened_error_bound",
-           "float32_error_estimate", "float64_probe_estimate", "float64_kernel", "Float64Features", "upcast"]
+           "float32_error_estimate", "float64_probe_estimate", "Float64Features"]
 
 #: the whitened normal equations are accepted in float64 when their error estimate
 #: (:func:`whitened_error_bound`) is below this (the issue's target against the formula)
@@ -166,34 +166,10 @@ def float64_probe_estimate(factor: np.ndarray, A_rows64: np.ndarray, w: np.ndarr
     return _SAFETY * float(np.abs(matmul(A_rows64, dw)).max(initial=0.0)) / H
 
 
-def float64_kernel(kernel: Any) -> Any:
-    """The same kernel computing in float64 (a copy with ``dtype="float64"``), or itself.
-
-    Kernels given with a ``dtype`` parameter compute their values in it; the float32
-    checks and fallbacks of :func:`sketched_ridge` need the float64 values.
-    """
-    try:
-        params = kernel.get_params(deep=False)
-    except AttributeError:  # pragma: no cover - kernels are estimators-like
-        return kernel
-    if "dtype" not in params or np.dtype(params["dtype"]) == np.float64:
-        return kernel
-    from sklearn.base import clone
-
-    return clone(kernel).set_params(dtype="float64")
-
-
 class Float64Features(SketchedFeatures):
     """Features whose kernel blocks are computed from float64 copies of float32 samples
     (vector kernels compute in their inputs' precision; the row norms of a float32 chunk
     alone would perturb a flat kernel by ~1e-11, which a tiny ridge amplifies to 1e-4)."""
 
     def kernel_block(self, Zq, support=None):
-        return super().kernel_block(upcast(Zq), support)
-
-
-def upcast(Z):
-    """float32 array / sparse samples as float64 (other collections unchanged)."""
-    if (isinstance(Z, np.ndarray) or sp.issparse(Z)) and Z.dtype == np.float32:
-        return Z.astype(np.float64)
-    return Z
+        return super().kernel_block(upcast_samples(Zq), support)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import scipy.linalg as sla
+import scipy.sparse as sp
 from numpy.typing import DTypeLike
 
 from ..utils import num_samples
@@ -21,7 +22,8 @@ from ._linalg import matmul
 if TYPE_CHECKING:  # imported for the annotations only
     from ..types import KernelLike as Kernel
 
-__all__ = ["KernelExpansion", "candidate_offsets", "check_finite_product", "check_gram_block", "check_kernel_sample"]
+__all__ = ["KernelExpansion", "candidate_offsets", "check_finite_product", "check_gram_block", "check_kernel_sample",
+           "float64_kernel", "upcast_samples"]
 
 
 def check_gram_block(K: Any, shape: tuple[int, int], what: str = "kernel", finite: bool = True) -> np.ndarray:
@@ -53,30 +55,73 @@ def check_finite_product(P: np.ndarray, what: str = "kernel") -> np.ndarray:
     return P
 
 
+def float64_kernel(kernel: Any) -> Any:
+    """The same kernel computing in float64, or itself.
+
+    Kernels given with a ``dtype`` parameter compute their values in it; the float32
+    checks and fallbacks (:func:`sprokr.numerics.sketched_ridge`, the models' refits,
+    :func:`check_kernel_sample`) need the float64 values: a copy of ``kernel`` -- keeping
+    any state it learned from the data (a deep copy, not a clone) -- with
+    ``dtype="float64"``; the kernel itself when it has no ``dtype`` parameter or already
+    computes in float64.
+    """
+    try:
+        params = kernel.get_params(deep=False)
+    except AttributeError:  # pragma: no cover - kernels are estimators-like
+        return kernel
+    if "dtype" not in params or np.dtype(params["dtype"]) == np.float64:
+        return kernel
+    import copy
+
+    return copy.deepcopy(kernel).set_params(dtype="float64")
+
+
+def upcast_samples(Z: Any) -> Any:
+    """float32 arrays or sparse matrices as float64 (other collections unchanged)."""
+    if (isinstance(Z, np.ndarray) or sp.issparse(Z)) and Z.dtype == np.float32:
+        return Z.astype(np.float64)
+    return Z
+
+
 def check_kernel_sample(kernel: Kernel, sample: Any, what: str = "kernel") -> None:
     """Check a kernel on a few prepared samples: finite, symmetric, positive semi-definite.
 
     A cheap guard (at most 64 samples) run by the models before training, so that a
     kernel returning NaN, the wrong shape or an indefinite Gram (e.g. ``-K``) is reported
-    as such instead of failing deep inside LAPACK or giving silent nonsense.
+    as such instead of failing deep inside LAPACK or giving silent nonsense.  A float32
+    Gram that fails is checked again in float64 (:func:`float64_kernel` on the upcast
+    samples) before anything is reported: float32 rounding is not bounded by a few ulps of
+    the values (a narrow Gaussian kernel rounds its exponent, ``|a|^2 / sigma^2`` of tens or
+    hundreds, so ``k(a, b)`` and ``k(b, a)`` of two equal points can differ by 1e-5).
     """
     n = num_samples(sample)
     if n == 0:
         return
-    K = check_gram_block(kernel.pairwise(sample, sample), (n, n), what)
+    problem = _gram_problem(kernel.pairwise(sample, sample), n, what)
+    if problem is not None and problem[1] == np.float32:
+        problem = _gram_problem(float64_kernel(kernel).pairwise(*(upcast_samples(sample),) * 2), n, what)
+    if problem is not None:
+        raise ValueError(problem[0])
+
+
+def _gram_problem(K: Any, n: int, what: str) -> tuple[str, np.dtype] | None:
+    """``(message, dtype of K)`` if the Gram ``K`` (n x n) is not symmetric PSD up to the
+    rounding of its dtype, else None (a wrong shape or non-finite values raise at once)."""
+    K = check_gram_block(K, (n, n), what)
+    dtype = K.dtype
     # rounding: a float32 kernel is symmetric / PSD only to a few float32 ulps
-    eps = np.finfo(K.dtype).eps if K.dtype.kind == "f" else np.finfo(np.float64).eps
+    eps = np.finfo(dtype).eps if dtype.kind == "f" else np.finfo(np.float64).eps
     K = K.astype(np.float64)
     scale = max(float(np.max(np.abs(K))), 1e-300)
     if np.max(np.abs(K - K.T)) > max(1e-6, 100 * eps) * scale:
-        raise ValueError(f"the {what} is not symmetric: k(a, b) != k(b, a) on the training samples")
+        return f"the {what} is not symmetric: k(a, b) != k(b, a) on the training samples", dtype
     # scipy's LAPACK, as the solvers use (numpy's own OpenBLAS pool would be woken and
     # spin beside them: sprokr.numerics._linalg.matmul)
     d_min = float(sla.eigvalsh(0.5 * (K + K.T), subset_by_index=[0, 0], check_finite=False)[0])
     if d_min < -max(1e-6, 10 * n * eps) * scale:
-        raise ValueError(f"the {what} is not positive semi-definite: its Gram matrix on {n} training "
-                         f"samples has the eigenvalue {d_min:.3g} (largest entry {scale:.3g}); sprokr's "
-                         f"models need a PSD kernel")
+        return (f"the {what} is not positive semi-definite: its Gram matrix on {n} training samples has "
+                f"the eigenvalue {d_min:.3g} (largest entry {scale:.3g}); sprokr's models need a PSD kernel"), dtype
+    return None
 
 
 class KernelExpansion:

@@ -26,7 +26,8 @@ from numpy.typing import DTypeLike
 
 from ._features import KernelRows, SketchedFeatures
 from ._linalg import DEFAULT_RCOND, cholesky_factor_inplace, small_work_threads
-from ._checks import Float64Features, float64_kernel, upcast
+from ._checks import Float64Features
+from ._products import float64_kernel, upcast_samples
 from ._ridge_common import SOLVERS, RidgeSolution, check_finite_sums
 from ._ridge_job import RidgeJob
 from ..utils import iter_chunks, take_slice
@@ -230,7 +231,7 @@ def whitened_system(kernel: Kernel, R: SketchMatrix, support: Any, parts: RowPar
     Always float64 kernel values: a kernel with ``dtype="float32"`` is used through its
     float64 copy, float32 samples are upcast (:class:`Float64Features`).
     """
-    feats = Float64Features(float64_kernel(kernel), R.unscaled(), upcast(support), np.float64,
+    feats = Float64Features(float64_kernel(kernel), R.unscaled(), upcast_samples(support), np.float64,
                             DEFAULT_RCOND if rcond is None else rcond)
     job = RidgeJob(feats, parts, 0.0, targets, width, chunk, executor, which, time.perf_counter(), rcond)
     f = job.features64()

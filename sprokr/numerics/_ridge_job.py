@@ -19,11 +19,10 @@ from scipy.linalg import get_blas_funcs
 from ._checks import (
     Float64Features,
     float32_error_estimate,
-    float64_kernel,
     tolerance,
-    upcast,
     whitened_error_bound,
 )
+from ._products import float64_kernel, upcast_samples
 from ._crossprod import column_shift
 from ._linalg import cholesky_factor_inplace, matmul
 from ._refine import KeptBlocks, ResidualTask, prediction_rounding, refine
@@ -132,7 +131,7 @@ class RidgeJob(PlainRoutes):
             if f.dtype == np.float64:
                 self._f64 = f
             else:
-                self._f64 = Float64Features(float64_kernel(f.kernel), f.R, upcast(f.Z_sel), np.float64, f.rcond)
+                self._f64 = Float64Features(float64_kernel(f.kernel), f.R, upcast_samples(f.Z_sel), np.float64, f.rcond)
         return self._f64
 
     def _solution(self, gamma, feats, method, est=None, rank=None):

@@ -111,6 +111,39 @@ def test_exact_solvers_float32_checked_and_within_1e_4(case, name, caplog):
     assert _rel(got, out) <= 1e-4
 
 
+@pytest.mark.parametrize("name", ["IOKR", "ISOKR", "KernelRidgeRegressor", "SketchedKernelMachine"])
+def test_exact_solvers_whose_float32_system_is_indefinite_fall_back(name, caplog):
+    """A linear kernel of large inputs (|K| ~ 4e5) with n lam = 1.6e-3: float32 rounding of
+    the kernel values (~2e-2) makes ``K + n lam I`` indefinite, so the float32 fit cannot
+    even be factorised -- the model is refitted with float64 kernel values (logged, the
+    estimate infinite), not reported as a broken kernel."""
+    rng = np.random.default_rng(0)
+    X = 43 * rng.standard_normal((133, 10))
+    Y = (rng.random((133, 4)) < 0.35).astype(float)
+    n, lam = X.shape[0], 1.2e-5
+    K64 = X @ X.T
+    K32 = (X.astype(np.float32) @ X.T.astype(np.float32)).astype(float)
+    np.linalg.cholesky(K64 + n * lam * np.eye(n))  # the premise: PD in float64 ...
+    with pytest.raises(np.linalg.LinAlgError):  # ... not with float32 kernel values
+        np.linalg.cholesky(K32 + n * lam * np.eye(n))
+    make = {
+        "IOKR": lambda dt: IOKR(lam=lam, input_kernel="linear", dtype=dt),
+        "ISOKR": lambda dt: ISOKR(lam=lam, input_kernel="linear", m_y=20, random_state=0, dtype=dt),
+        "KernelRidgeRegressor": lambda dt: KernelRidgeRegressor(kernel="linear", lam=lam, dtype=dt),
+        "SketchedKernelMachine": lambda dt: SketchedKernelMachine(kernel="linear", lam=lam, dtype=dt),
+    }[name]
+    m64 = make("float64").fit(X, Y)
+    with caplog.at_level("WARNING"):
+        m32 = make("float32").fit(X, Y)
+    assert m32.dtype_ == np.float64 and m32.solver_error_estimate_ > 1e-4
+    assert any("float64" in r.getMessage() for r in caplog.records)
+    if "OKR" in name:
+        got, out = m32.predict_coordinates(X[:9]), m64.predict_coordinates(X[:9])
+    else:
+        got, out = m32.predict(X[:9]), m64.predict(X[:9])
+    assert _rel(got, out) <= 1e-4
+
+
 @pytest.mark.parametrize("case", ["well", "flat"])
 @pytest.mark.parametrize("make", [
     lambda kx, lam: IOKR(lam=lam, input_kernel_params=kx, output_kernel_params={"gamma": 0.5}),

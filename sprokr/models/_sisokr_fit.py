@@ -245,13 +245,14 @@ class SISOKRTraining:
         if targets.fn is not None:
             T = np.asarray(ex.map_rows(parts, targets.fn, chunk, name="output targets", which=targets.column),
                            dtype=WORK_DTYPE)
-        cho = self._exact_factor(Xp, setup, chunk)
         # Cholesky of K + n lam I: well conditioned (cond <= 1 + |K| / (n lam)); float32
         # kernel values are not (their rounding is relative to |K|, not to n lam): measured
         self.solver_, self.solver_error_estimate_, self.solver_precision_ = "cholesky", None, np.dtype(self.dtype_)
         self.solver_refinement_steps_ = 0
         if self.dtype_ == np.float32 and float64_kernel(self.input_kernel_) is not self.input_kernel_:
-            Xp, cho = self._check_exact_float32(Xp, cho, T, setup, chunk)
+            Xp, cho = self._check_exact_float32(Xp, T, setup, chunk)
+        else:
+            cho = self._exact_factor(Xp, setup, chunk)
         self.X_support_ = self.input_kernel_.prepare_support(Xp)
         if T is None:  # IOKR: h(x) = sum_i alpha_i(x) psi(y_i), alpha = (K + n lam I)^-1 k_x
             self.coef_, self._cho, self._expansion = None, cho, None
@@ -269,20 +270,21 @@ class SISOKRTraining:
                        lambda: exact_ridge_factor(kx, parts, Xp, setup.lam, chunk, self.executor_),
                        key=(float(setup.lam),))
 
-    def _check_exact_float32(self, Xp: Any, cho: Any, T: np.ndarray | None, setup: FitSetup,
+    def _check_exact_float32(self, Xp: Any, T: np.ndarray | None, setup: FitSetup,
                              chunk: int) -> tuple[Any, Any]:
-        """The float32 check of the exact input side (``dtype="float32"``,
-        :func:`checked_exact_factor`) on the targets ``T`` -- exact IOKR: the scores of a few
-        training outputs as candidates, centred per sample.  Above ``FLOAT32_TOL`` the factor
-        is recomputed with float64 kernel values (a warning is logged, ``dtype_`` and
-        ``solver_precision_`` say float64).  Returns ``(Xp, factor)``."""
+        """The factor of the exact input side with float32 kernel values (``dtype="float32"``),
+        checked (:func:`checked_exact_factor`) on the targets ``T`` -- exact IOKR: the scores
+        of a few training outputs as candidates, centred per sample.  Above ``FLOAT32_TOL``, or
+        when the float32 factorisation fails, the factor is recomputed with float64 kernel
+        values (a warning is logged, ``dtype_`` and ``solver_precision_`` say float64).
+        Returns ``(Xp, factor)``."""
         products: Any = np.float32
         if T is None:  # IOKR multiplies its float32 kernel values in float64
             Y = self.Y_train_
             probes = self.output_kernel_.pairwise(Y, take(Y, spread_rows(setup.n, EXACT_PROBES)))
             T, products = probes - probes.mean(axis=1, keepdims=True), np.float64
-        check = checked_exact_factor(self.input_kernel_, Xp, cho, T,
-                                     lambda k64, X64: self._exact_factor(X64, setup, chunk, k64), products)
+        check = checked_exact_factor(self.input_kernel_, Xp, lambda k, X: self._exact_factor(X, setup, chunk, k),
+                                     T, products)
         self.solver_error_estimate_ = check.estimate
         self.fit_times_.update(check.times)
         if check.message is not None:

@@ -30,13 +30,14 @@ from ..losses import Loss
 from ..numerics import (
     FLOAT32_TOL,
     KernelExpansion,
+    NotPositiveDefiniteError,
     adam_solve,
     lbfgs_solve,
     matmul,
     newton_applies,
     newton_solve,
-    ridge_by_eigengroups,
     float64_kernel,
+    ridge_by_eigengroups,
     small_work_threads,
     upcast_samples,
 )
@@ -227,6 +228,9 @@ def float32_fallback_message(est: float, what: str) -> str | None:
     when float32 is kept); ``what``: what the model recomputes in float64."""
     if est <= FLOAT32_TOL:
         return None
+    if not np.isfinite(est):
+        return (f"dtype='float32': the float32 {what} are too coarse for this model (its system is not "
+                f"numerically positive definite with them): refitted and predicting with float64 {what}")
     return (f"dtype='float32' would change this model's predictions by more than {FLOAT32_TOL:.0e} "
             f"(estimate {est:.2g}): refitted and predicting with float64 {what}")
 
@@ -301,20 +305,31 @@ class ExactFloat32Check:
     times: dict
 
 
-def checked_exact_factor(kernel32: Any, Xp: Any, factor: Any, T: np.ndarray, refactor: Any,
+def checked_exact_factor(kernel32: Any, Xp: Any, factorise: Any, T: np.ndarray,
                          products: Any = np.float32) -> ExactFloat32Check:
-    """The float32 check of an exact ridge (:func:`exact_ridge_float32_estimate`) and, above
-    ``FLOAT32_TOL``, its refit: ``refactor(kernel64, Xp64)`` gives the factor with float64
-    kernel values on the upcast inputs.  The one implementation of exact IOKR / ISOKR's
-    and :class:`~sprokr.models.KernelRidgeRegressor`'s check; the caller logs the message."""
+    """An exact ridge's factor with float32 kernel values, checked, and refitted with float64
+    ones when float32 costs too much.
+
+    ``factorise(kernel, Xp)`` gives the Cholesky factor of ``K + n lam I`` with ``kernel``'s
+    values on the prepared inputs ``Xp``.  With ``kernel32`` its float32 check
+    (:func:`exact_ridge_float32_estimate`) decides; above ``FLOAT32_TOL`` -- or when the
+    float32 factorisation fails (:class:`~sprokr.numerics.NotPositiveDefiniteError`: float32
+    rounding of a large ``|K|`` above ``n lam``; estimate ``inf``) -- the factor is
+    recomputed with float64 kernel values on the upcast inputs (a failure there is the
+    model's own and raises).  The one implementation of exact IOKR / ISOKR's and
+    :class:`~sprokr.models.KernelRidgeRegressor`'s check; the caller logs the message."""
+    try:
+        factor = factorise(kernel32, Xp)
+    except NotPositiveDefiniteError:
+        factor = None
     t = time.perf_counter()
-    est = exact_ridge_float32_estimate(kernel32, Xp, factor, T, products)
+    est = np.inf if factor is None else exact_ridge_float32_estimate(kernel32, Xp, factor, T, products)
     times = {"float32_check": time.perf_counter() - t}
     message = float32_fallback_message(est, "kernel values")
     if message is None:
         return ExactFloat32Check(kernel32, Xp, factor, est, None, times)
     t = time.perf_counter()
     kernel64, Xp64 = float64_kernel(kernel32), upcast_samples(Xp)
-    factor = refactor(kernel64, Xp64)
+    factor = factorise(kernel64, Xp64)
     times["float64_refit"] = time.perf_counter() - t
     return ExactFloat32Check(kernel64, Xp64, factor, est, message, times)

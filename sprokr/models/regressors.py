@@ -190,17 +190,17 @@ class KernelRidgeRegressor(SaveMixin, R2ScoreMixin, RegressorMixin, BaseEstimato
         Xp = parts.blocks[0][parts.column("inputs")]  # one local partition
         if sk is None:
             chunk = chunk or default_chunk_size(n, dtype)
-            cho = exact_ridge_factor(k, parts, Xp, lam, chunk, ex)
             support, R, route, est, times = Xp, None, "cholesky", None, {}
             if dtype == np.float32 and float64_kernel(k) is not k:
                 # float32 kernel values against n lam I: measured, float64 when they cost too much
-                check = checked_exact_factor(k, Xp, cho, T64,
-                                             lambda k64, X64: exact_ridge_factor(k64, parts, X64, lam, chunk, ex))
+                check = checked_exact_factor(k, Xp, lambda kk, X: exact_ridge_factor(kk, parts, X, lam, chunk, ex), T64)
                 est, cho, support = check.estimate, check.factor, check.Xp
                 times.update(check.times)
                 if check.message is not None:
                     log_estimator(self, check.message, logging.WARNING)
                     k, dtype = check.kernel, np.dtype(np.float64)
+            else:
+                cho = exact_ridge_factor(k, parts, Xp, lam, chunk, ex)
             coef = sla.cho_solve(cho, T64, check_finite=False)
         else:
             R = sk.draw(n, rng)

@@ -37,7 +37,7 @@ if TYPE_CHECKING:  # imported for the annotations only
     from ._sketch_matrix import SketchMatrix
     from ._executor import Executor, RowPartitions
 
-__all__ = ["WORK_DTYPE", "exact_ridge_factor", "sketched_ridge", "WhitenedSystem", "whitened_system", "plain_system"]
+__all__ = ["WORK_DTYPE", "NotPositiveDefiniteError", "exact_ridge_factor", "sketched_ridge", "WhitenedSystem", "whitened_system", "plain_system"]
 
 
 #: Precision of the solves and of the returned coefficients.  Kernels are often nearly flat
@@ -49,9 +49,17 @@ __all__ = ["WORK_DTYPE", "exact_ridge_factor", "sketched_ridge", "WhitenedSystem
 WORK_DTYPE = np.dtype(np.float64)
 
 
+class NotPositiveDefiniteError(ValueError):
+    """``K + n lam I`` is not numerically positive definite (:func:`exact_ridge_factor`): the
+    kernel is too flat for the ridge, or its values are not PSD -- or, with float32 kernel
+    values, their rounding (relative to ``|K|``) exceeds ``n lam``, which the models' float32
+    checks answer with float64 kernel values."""
+
+
 def exact_ridge_factor(kernel: Kernel, parts: RowPartitions, Xp: Any, lam: float, chunk: int,
                        executor: Executor) -> tuple[np.ndarray, bool]:
-    """Cholesky factor of ``K + n lam I`` (n x n), for ``scipy.linalg.cho_solve``.
+    """Cholesky factor of ``K + n lam I`` (n x n), for ``scipy.linalg.cho_solve``;
+    :class:`NotPositiveDefiniteError` (a ``ValueError``) when the factorisation fails.
 
     ``parts``: row partitions with the prepared inputs as column ``"inputs"`` (the Gram
     rows are computed by the executor); ``Xp``: all prepared inputs (the columns).
@@ -73,7 +81,7 @@ def exact_ridge_factor(kernel: Kernel, parts: RowPartitions, Xp: Any, lam: float
         U = cholesky_factor_inplace(K.T, lower=False)
         return U, False
     except np.linalg.LinAlgError:
-        raise ValueError(
+        raise NotPositiveDefiniteError(
             f"K + n lam I is not numerically positive definite (n lam = {n * lam:.3g}): the "
             f"kernel is too flat for this ridge, or not positive semi-definite; increase lam or "
             f"use a sketched model"

@@ -211,8 +211,10 @@ def _line_search(f_loss, Y, P, Q, Omega, D, lam, slope):
 def _stage(Z, Y, f_loss, lam, S, Omega, system, budget, stationary, decrement=0.0):
     """Newton iterations on one (smoothed) objective from ``Omega``.
 
-    Stops when ``|grad|^2 / (2 lam) <= stationary`` (the share of the duality gap that
-    comes from the iterate not being the stage's minimiser), when the Newton decrement
+    Stops when ``|grad|^2 / (2 lam) <= stationary F`` (the share of the duality gap that
+    comes from the iterate not being the stage's minimiser, relative to the current
+    objective ``F``: the solver's tolerance is relative to the objective at the solution,
+    which can be far below the starting one), when the Newton decrement
     ``grad^T H^-1 grad / 2`` (the predicted decrease) is below ``decrement``, when no step
     decreases the objective, or after ``budget`` steps.  Returns ``(Omega, P, G, Z^T G, steps,
     |grad|^2 / (2 lam))`` with ``G`` the loss gradient at ``P``.
@@ -229,7 +231,7 @@ def _stage(Z, Y, f_loss, lam, S, Omega, system, budget, stationary, decrement=0.
     while True:
         grad = ZtG @ S / n + lam * Omega
         g2 = float(np.sum(grad * grad)) / (2 * lam)
-        if g2 <= stationary or steps >= budget:
+        if steps >= budget or g2 <= stationary * max(abs(_objective(f_loss, P, Y, Omega, lam)), 1e-300):
             break
         D = -system.solve(f_loss.curvature(P, Y), grad)
         slope = float(np.sum(grad * D))
@@ -395,7 +397,7 @@ def newton_solve(Z: np.ndarray, Y: np.ndarray, loss: Loss, lam: float, V: np.nda
         # at kinks): it stops once a Newton step would gain less than 1e-3 of the objective
         first = not history and mu is not None
         Omega, P, G, ZtG, steps, g2 = _stage(Z, Y, f_loss, lam, S, Omega, system, max(1, max_iter - used),
-                                             0.1 * tol * obj, _PATTERN_DECREMENT * obj if first else 0.0)
+                                             0.1 * tol, _PATTERN_DECREMENT * obj if first else 0.0)
         used += steps
         if has_conj:
             # the stage's gradients are the dual point: Z^T A is known, no pass over Z
@@ -445,6 +447,7 @@ def newton_solve(Z: np.ndarray, Y: np.ndarray, loss: Loss, lam: float, V: np.nda
             history.append(_objective(loss, feature_predict(Z, best[1] @ S), Y, best[1], lam))
         gap, Omega = best
     if not converged:
-        warnings.warn(f"Newton did not reach the duality gap tol={tol} within max_iter={max_iter} steps "
-                      f"(relative gap {gap}); increase max_iter", ConvergenceWarning, stacklevel=3)
+        why = (f"within max_iter={max_iter} steps (relative gap {gap}); increase max_iter" if used >= max_iter else
+               f"(relative gap {gap} after {used} steps: no further descent in floating point)")
+        warnings.warn(f"Newton did not reach the duality gap tol={tol} {why}", ConvergenceWarning, stacklevel=3)
     return SolverResult(Omega @ S, converged, used, history, gap)

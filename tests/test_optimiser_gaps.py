@@ -193,3 +193,19 @@ def test_newton_stops_on_the_gap_relative_to_the_final_objective():
         assert m.converged_ and m.objective_gap_ <= 1e-4, (kappa, m.objective_gap_)
         found |= m.n_iter_ >= 3
     assert found  # some configuration needs the steps the fixed target skipped
+
+
+@pytest.mark.parametrize("d", [1, 3])
+@pytest.mark.parametrize("optimizer", ["auto", "lbfgs", "adam"])
+@pytest.mark.parametrize("sketch", [None, "subsample"])
+def test_a_tube_wider_than_the_targets_gives_the_certified_zero_function(d, optimizer, sketch):
+    """Every centred target inside the epsilon tube: the objective's minimum is 0, at f = 0.
+    A relative gap cannot certify 0 (the iterates reached 2e-33 over 2e-33: 'gap 1.0, not
+    converged'); the machine returns f = 0 (the targets' mean), certified, exact."""
+    X, y, Xq = _data(3)
+    Y = np.c_[y, 2 * y, -y][:, :d]
+    m = SketchedKernelMachine(loss="epsilon_insensitive", loss_params={"epsilon": 50.0}, normalize_y=True, lam=1e-3,
+                              input_sketch=sketch, m_x=30 if sketch else None, random_state=0,
+                              optimizer=optimizer).fit(X, Y if d > 1 else y)
+    assert m.converged_ and m.objective_gap_ == 0.0
+    np.testing.assert_array_equal(m.predict(Xq), np.broadcast_to(Y.mean(axis=0) if d > 1 else y.mean(), m.predict(Xq).shape))

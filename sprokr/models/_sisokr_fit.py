@@ -29,7 +29,6 @@ from ..decoders.candidates import CandidateIndex
 from ..kernels import model_dtype, resolve_kernel
 from ..kernels.base import fit_on_training_inputs
 from ..numerics import (
-    float64_kernel,
     DEFAULT_RCOND,
     SOLVERS,
     WORK_DTYPE,
@@ -39,6 +38,7 @@ from ..numerics import (
     default_chunk_size,
     distinct_samples,
     exact_ridge_factor,
+    float64_kernel,
     resolve_executor,
     sketched_ridge,
 )

@@ -39,11 +39,11 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
 from ..numerics import (
-    float64_kernel,
     KernelExpansion,
     LocalExecutor,
     default_chunk_size,
     exact_ridge_factor,
+    float64_kernel,
     SOLVERS,
     sketched_ridge,
 )

@@ -38,10 +38,20 @@ ESTIMATORS = [
 ]
 
 
+#: checks whose assumptions an estimator does not meet, and why
+EXPECTED_FAILURES = {
+    # sparse X is taken; the check then asserts predictions of shape (n,), where joint
+    # quantiles have one column per level (the dense checks read the tags instead)
+    JointQuantileRegressor: {c: "predictions have one column per level" for c in
+                             ("check_estimator_sparse_array", "check_estimator_sparse_matrix")},
+}
+
+
 @pytest.mark.parametrize("estimator", ESTIMATORS, ids=lambda e: repr(e).replace("\n", "")[:60])
 def test_check_estimator(estimator):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # convergence warnings of the checks' tiny problems
-        results = check_estimator(estimator, on_fail=None)
+        results = check_estimator(estimator, on_fail=None,
+                                  expected_failed_checks=EXPECTED_FAILURES.get(type(estimator)))
     failed = [(r["check_name"], str(r["exception"])[:300]) for r in results if r["status"] == "failed"]
     assert not failed, failed

@@ -151,6 +151,23 @@ def test_joint_quantile_regressor(rng):
     np.testing.assert_allclose(jq.output_matrix_, joint_quantile_matrix(taus, 1.0))
 
 
+@pytest.mark.parametrize("sketch", [None, "subsample"])
+def test_joint_quantile_regressor_takes_sparse_inputs(rng, sketch):
+    """Sparse X as in every other kernel machine (it was refused): the same model as on the
+    dense array, up to the solver's tolerance (kernel values rounded in another order)."""
+    import scipy.sparse as sp
+
+    X = rng.uniform(0, 1, size=(120, 6))
+    X[X < 0.6] = 0
+    y = X @ np.arange(1.0, 7.0) + 0.1 * rng.standard_normal(120)
+    make = lambda: JointQuantileRegressor(taus=(0.2, 0.8), lam=1e-3, input_sketch=sketch,  # noqa: E731
+                                          m_x=40 if sketch else None, random_state=0)
+    dense, sparse = make().fit(X, y), make().fit(sp.csr_matrix(X), y)
+    Q = sparse.predict(sp.csr_matrix(X[:10]))
+    assert Q.shape == (10, 2) and sparse.converged_
+    np.testing.assert_allclose(Q, dense.predict(X[:10]), atol=1e-3 * np.abs(y).max())
+
+
 def test_sketched_kernel_only_evaluates_selected_columns(toy):
     X, f = toy
     calls = []

@@ -395,19 +395,16 @@ class JointQuantileRegressor(SketchedKernelMachine):
         tags.regressor_tags = None
         tags.target_tags.multi_output = False
         tags.target_tags.required = True
-        tags.input_tags.sparse = False
         return tags
 
     @atomic_fit
     def fit(self, X: Any, y: Any) -> Self:
-        """Fit on ``X`` (n, p) dense and scalar targets ``y`` (n,).  Returns self."""
-        _refuse_sparse(X, type(self).__name__)
+        """Fit on ``X`` (n, p), dense or sparse, and scalar targets ``y`` (n,).  Returns self."""
         return super().fit(X, y)
 
     @consistent_read
     def predict(self, X: Any) -> np.ndarray:
         """Conditional quantiles, shape (n_q, len(taus)): one column per level."""
-        _refuse_sparse(X, type(self).__name__)
         return super().predict(X)
 
     @consistent_read
@@ -454,9 +451,3 @@ def _check_gamma_tau(gamma_tau):
         raise TypeError(f"gamma_tau must be a finite real number >= 0, got {gamma_tau!r}")
     return check_positive(gamma_tau, "gamma_tau", strict=False)
 
-
-def _refuse_sparse(X, owner):
-    import scipy.sparse as sp
-
-    if sp.issparse(X):
-        raise TypeError(f"sparse input is not supported by {owner}; pass a dense array (X.toarray())")

@@ -16,7 +16,7 @@ from sprokr import (
     RFFKernelMachine,
     SketchedKernelMachine,
 )
-from sprokr.models import KernelRidgeRegressor, MLPSurrogate
+from sprokr.models import KernelRidgeRegressor
 
 ESTIMATORS = [
     SketchedKernelMachine(),

@@ -209,3 +209,17 @@ def test_a_tube_wider_than_the_targets_gives_the_certified_zero_function(d, opti
                               optimizer=optimizer).fit(X, Y if d > 1 else y)
     assert m.converged_ and m.objective_gap_ == 0.0
     np.testing.assert_array_equal(m.predict(Xq), np.broadcast_to(Y.mean(axis=0) if d > 1 else y.mean(), m.predict(Xq).shape))
+
+
+@pytest.mark.parametrize("optimizer", ["newton", "lbfgs"])
+def test_a_solver_out_of_iterations_says_so(optimizer):
+    """The warning of an uncertified solution names its cause: max_iter spent here (a solver
+    that stops early, with no descent left in floating point, says that instead)."""
+    from sklearn.exceptions import ConvergenceWarning
+
+    X, y, _ = _data(4, n=200)
+    m = SketchedKernelMachine(loss="epsilon_insensitive", loss_params={"epsilon": 0.1}, lam=1e-7, max_iter=3,
+                              optimizer=optimizer)
+    with pytest.warns(ConvergenceWarning, match="within max_iter=3 .*increase max_iter"):
+        m.fit(X, y)
+    assert not m.converged_ and m.n_iter_ <= 3 + 1

@@ -343,9 +343,9 @@ def lbfgs_solve(Z: np.ndarray, Y: np.ndarray, loss: Loss, lam: float, V: np.ndar
     if np.isfinite(best[0]):
         gap, Omega = best
     if not converged:
-        warnings.warn(
-            f"L-BFGS did not reach the duality gap tol={tol} within max_iter={max_iter} iterations "
-            f"(relative gap {gap}); increase max_iter", ConvergenceWarning, stacklevel=3)
+        why = (f"within max_iter={max_iter} iterations (relative gap {gap}); increase max_iter" if used >= max_iter
+               else f"(relative gap {gap} after {used} iterations: no further progress in floating point)")
+        warnings.warn(f"L-BFGS did not reach the duality gap tol={tol} {why}", ConvergenceWarning, stacklevel=3)
     return SolverResult(Omega @ S, converged, used, history, gap)
 
 

@@ -110,7 +110,8 @@ def main(argv=None):
     ap.add_argument("--seeds", type=int, nargs="+", default=[0])
     ap.add_argument("--plot", default=None, help="PNG path for the perfect-h curve")
     ap.add_argument("--verbose", type=int, default=0)
-    ap.add_argument("--data", default=None, help="unused: the data are generated (seeded); accepted as by every benchmark")
+    ap.add_argument("--data", default=None,
+                    help="unused: the data are generated (seeded); accepted as by every benchmark")
     ap.add_argument("--json", action="store_true", help="print one JSON object last")
     args = ap.parse_args(argv)
 

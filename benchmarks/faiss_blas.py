@@ -48,7 +48,8 @@ def main(argv=None):
     ap.add_argument("--candidates", type=int, default=200_000)
     ap.add_argument("--p", type=int, default=100, help="embedding dimension (scale.py: m_y = 100)")
     ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--data", default=None, help="unused: the matrices are generated (seeded); accepted as by every benchmark")
+    ap.add_argument("--data", default=None,
+                    help="unused: the matrices are generated (seeded); accepted as by every benchmark")
     ap.add_argument("--json", action="store_true", help="print one JSON object last")
     args = ap.parse_args(argv)
 

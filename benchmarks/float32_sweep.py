@@ -102,7 +102,8 @@ def main(argv=None):
                     help="siokr: the 648-case sweep; krr: the 216-case one")
     ap.add_argument("--dtypes", nargs="+", default=["float32", "float64"], choices=list(TOL))
     ap.add_argument("--quick", action="store_true", help="three cases only (a smoke run)")
-    ap.add_argument("--data", default=None, help="unused: the data are generated (seeded); accepted as by every benchmark")
+    ap.add_argument("--data", default=None,
+                    help="unused: the data are generated (seeded); accepted as by every benchmark")
     ap.add_argument("--json", action="store_true", help="print one JSON object last")
     args = ap.parse_args(argv)
 

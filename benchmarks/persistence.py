@@ -48,7 +48,8 @@ def main(argv=None):
     ap.add_argument("--flips", type=int, default=400, help="single-bit corruptions per format")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--data", default=None, help="unused: the data are generated (seeded); accepted as by every benchmark")
+    ap.add_argument("--data", default=None,
+                    help="unused: the data are generated (seeded); accepted as by every benchmark")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     model, Xq = fit_model(args.n, args.seed)

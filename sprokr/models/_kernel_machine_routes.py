@@ -19,7 +19,7 @@ Cholesky of ``e K + n lam I``; other losses on the features ``L`` of ``K = L L^T
   iterative), the n x n Gram, the float32 check with its float64 refit, and the fitted
   coefficients' prediction expansion;
 * ``_FeatureRows``, ``_Upcast`` -- the chunk functions those routes use (the float64
-  kernel of a refit is :func:`sprokr.models.feature_problem.float64_kernel`).
+  kernel of a refit is :func:`sprokr.numerics.float64_kernel`).
 """
 from __future__ import annotations
 
@@ -36,8 +36,8 @@ from ..numerics import (
     SketchedFeatures,
     check_gram_block,
     default_chunk_size,
-    psd_eigh,
     float64_kernel,
+    psd_eigh,
     ridge_by_eigengroups,
     sketched_ridge,
     upcast_samples,

@@ -103,7 +103,15 @@ from ._checks import (
 )
 from ._ridge_passes import CrossProductTask, QRTask, TargetRows
 from ._ridge_common import SOLVERS, RidgeSolution, stable_ridge_solve
-from ._ridge import WORK_DTYPE, NotPositiveDefiniteError, WhitenedSystem, exact_ridge_factor, plain_system, sketched_ridge, whitened_system
+from ._ridge import (
+    WORK_DTYPE,
+    NotPositiveDefiniteError,
+    WhitenedSystem,
+    exact_ridge_factor,
+    plain_system,
+    sketched_ridge,
+    whitened_system,
+)
 from ._refine import KeptBlocks, ResidualTask, refine
 from ._optim import SolverResult, adam_solve, duality_gap, lbfgs_solve, ridge_by_eigengroups
 from ._newton import newton_applies, newton_solve
@@ -125,9 +133,11 @@ __all__ = [
     "for_row_blocks", "in_fold_thread", "n_workers", "single_blas_thread", "small_work_threads", "SINGLE_THREAD_MAX_WORK",
     # chunked sums, sketched features, products
     "ShiftedCrossProducts", "column_shift", "SketchedFeatures", "EIGH_BASIS_MAX_M", "KernelRows", "default_chunk_size",
-    "KernelExpansion", "candidate_offsets", "check_finite_product", "check_gram_block", "check_kernel_sample", "upcast_samples", "DistinctTask", "distinct_samples",
+    "KernelExpansion", "candidate_offsets", "check_finite_product", "check_gram_block", "check_kernel_sample",
+    "upcast_samples", "DistinctTask", "distinct_samples",
     # ridge solves and kernel-machine solvers
-    "NotPositiveDefiniteError", "exact_ridge_factor", "sketched_ridge", "CrossProductTask", "TargetRows", "QRTask", "RidgeSolution",
+    "NotPositiveDefiniteError", "exact_ridge_factor", "sketched_ridge", "CrossProductTask", "TargetRows", "QRTask",
+    "RidgeSolution",
     "stable_ridge_solve", "normal_equations_error", "pivot_tolerance", "NORMAL_EQUATIONS_TOL", "SOLVERS",
     "Whitening", "whitened_error_bound", "float32_error_estimate", "float64_probe_estimate", "float64_kernel", "tolerance", "FLOAT32_TOL",
     "whitened_system", "WhitenedSystem", "plain_system", "refine", "ResidualTask", "KeptBlocks",

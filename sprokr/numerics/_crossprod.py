@@ -172,7 +172,7 @@ class ShiftedCrossProducts:
             self.AtT += matmul(Aw.T, (T - self.d).astype(self.dtype, copy=False))
         return self
 
-    def add_own_rows(self, rows: Any, A: np.ndarray, T: np.ndarray | None = None, whiten: Any = None) -> Self:
+    def add_own_rows(self, rows: Any, A: np.ndarray, T: np.ndarray | None = None) -> Self:
         """Add the rows ``rows`` of ``A`` at the sketch's support when they are ``K~`` itself
         (m x m; whitened, sub-sampling; targets ``T``, m x width, unless ``I_n``): :meth:`add`
         with their ``Z = P F``, whose products come from the whitening's factor in float64.
@@ -181,17 +181,12 @@ class ShiftedCrossProducts:
         so ``Z_c^T Z_c = F^T F - u p^T - p u^T + |s|^2 p p^T`` with ``u = Z^T s``: the triangular
         ``F^T F`` (:meth:`Whitening.own_gram`, a third of the m x r ``syrk``) and rank-two
         corrections -- the sums :meth:`add` forms, in float64 whatever the dtype.  ``Z`` itself
-        is formed only for targets ``I_n``, whose ``Z^T T`` is ``Z^T``.
-
-        ``whiten``: the accumulator's :class:`Whitening` as computed, with its factor (default:
-        the accumulator's own; an accumulator merged from other processes holds a copy
-        without it).
+        is formed only for targets ``I_n``, whose ``Z^T T`` is ``Z^T``.  The whitening must hold
+        its factor (:class:`Whitening` as computed, not a shipped copy).
         """
-        if self.whiten is None:
+        wh = self.whiten
+        if wh is None:
             raise ValueError("add_own_rows needs a whitened accumulator")
-        wh = self.whiten if whiten is None else whiten
-        if wh.m != self.whiten.m or wh.rank != self.whiten.rank:
-            raise ValueError("whiten: not the accumulator's whitening")
         A = np.asarray(A)
         if A.shape != (wh.m, wh.m):
             raise ValueError(f"own rows of shape {A.shape}, expected {(wh.m, wh.m)}")

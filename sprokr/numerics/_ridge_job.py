@@ -383,7 +383,7 @@ class RidgeJob(PlainRoutes):
             keep.put(f.R.indices, A_sup, np.asarray(ref_targets, dtype=np.float64))
         T_sup = None if self.identity or not known else np.asarray(ref_targets, dtype=np.float64)
         if known and f.R.scale is not None:  # sub-sampling: the support rows of A are K~, whitened by its own factor
-            acc.add_own_rows(f.R.indices, A_sup, T_sup, whiten=wh)  # wh: with its factor (acc's may be a copy)
+            acc.add_own_rows(f.R.indices, A_sup, T_sup)
         elif known:
             acc.add(f.R.indices, A_sup, T_sup)
         return acc, wh, A_sup

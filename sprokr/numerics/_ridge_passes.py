@@ -114,6 +114,15 @@ class CrossProductTask(ChunkTask):
         acc.add(rows, A, T, overwrite=True)
         return acc, got
 
+    def finish(self, partial: Any) -> Any:
+        acc, got = partial
+        # partials folded in other processes carry a copy of the whitening without its
+        # factor (never shipped): the merged accumulator gets the driver's own back, so
+        # that the support rows' sums can come from the factor (add_own_rows)
+        if self.whiten is not None:
+            acc.whiten = self.whiten
+        return acc, got
+
     @property
     def thread_safe(self) -> bool:  # type: ignore[override]
         """Chunks may be folded in parallel threads when the kernel blocks and the targets

@@ -154,7 +154,7 @@ def run_seed(args, smiles, graphs, seed, table, log):
         base = SISOKR(input_kernel=kx, input_kernel_params=chosen_kxp, output_kernel=ky, output_kernel_params=kyp,
                       input_sketch="subsample", m_x=args.m_x_grid[0], output_sketch=args.output_sketch,
                       m_y=args.m_y_grid[0], output_sketch_params=_sketch_params(args), random_state=seed)
-        m_y = run_sisokr(base, smi_tr, g_tr, smi_te, cands, LAMS, args.m_y_grid, args.m_x_grid, seed, log, finish,
+        run_sisokr(base, smi_tr, g_tr, smi_te, cands, LAMS, args.m_y_grid, args.m_x_grid, seed, log, finish,
                          fit_it="SISOKR" in todo,
                          extra_scores=(lambda m, X: train_scores(m, X, g_tr, args)) if args.incl_train else None)
 

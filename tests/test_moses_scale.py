@@ -17,7 +17,7 @@ import scipy.sparse as sp
 pytest.importorskip("rdkit")
 
 from sprokr.numerics import LocalExecutor, RescoredTopKTask, TopKTask, topk_search  # noqa: E402
-from sprokr.persistence import FeatureCache, FeatureChunk, file_checksum  # noqa: E402
+from sprokr.persistence import FeatureCache, FeatureChunk  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "sprokr" / "data" / "qm9_sample.csv"

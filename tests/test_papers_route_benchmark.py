@@ -40,7 +40,7 @@ def test_papers_iokr_predicts_what_sprokr_predicts(sample):
 
 def test_papers_sisokr_predicts_what_sprokr_predicts(sample):
     Xtr, Ytr, Xte, Dtr, Dte = sample
-    n, p = Xtr.shape[0], 20.0 / Xtr.shape[0]
+    p = 20.0 / Xtr.shape[0]
     pred, _, _ = papers_sisokr(Dtr, Ytr, Dte, lam=1e-3, sx2=1e3, sy2=1e4, m_in=300, m_out=60, p=p, seed=4)
     ours = SISOKR(lam=1e-3, input_kernel_params={"sigma2": 1e3}, output_kernel_params={"sigma2": 1e4},
                   input_sketch="subsample", m_x=300, output_sketch="psg", m_y=60,

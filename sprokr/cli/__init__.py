@@ -21,7 +21,7 @@ import sys
 import warnings
 from typing import Any, Callable, Iterator, List, NoReturn, Optional
 
-from ..extras import FIRST_PARTY_DEMOS, PLUGIN_EXTRAS, install_hint, provider_hint
+from ..extras import FIRST_PARTY_DEMOS, install_hint, provider_hint
 
 __all__ = ["main", "install_hint", "provider_hint"]
 

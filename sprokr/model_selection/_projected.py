@@ -21,7 +21,6 @@ import numpy as np
 from sklearn.base import clone
 from sklearn.utils.validation import check_is_fitted
 
-from ..numerics import matmul
 from ..utils import NamedPrepare, num_samples
 from ._scorers import retrieval_value
 

@@ -25,7 +25,7 @@ from ..kernels import VectorKernel
 from ..numerics import LocalExecutor, candidate_offsets, default_chunk_size
 from ..persistence import SaveMixin
 from ..registry import get_registry
-from ..utils import (NamedPrepare, atomic_fit, check_params_mapping, check_positive, consistent_read, iter_chunks,
+from ..utils import (NamedPrepare, check_params_mapping, check_positive, consistent_read, iter_chunks,
                      num_samples, take_slice)
 
 if TYPE_CHECKING:  # imported for the annotations only

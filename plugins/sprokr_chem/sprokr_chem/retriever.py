@@ -49,7 +49,6 @@ from sprokr.utils import atomic_fit, check_numeric_array, check_paired, check_ra
 from ._selection import (
     AUTO_OUTPUT_KERNELS,
     DEFAULT_LAMS,
-    DSOKR_ALPHAS,
     DSOKR_LAMS,
     GRAPH_KERNELS,
     VECTOR_GAMMAS,

@@ -68,12 +68,13 @@ class Loss(BaseEstimator):
         per-entry bounds of the conjugate's domain (lets the solver refine the dual at the
         kinks).
 
-    ``curvature(P, Y)`` -> ndarray (n, d) or None
-        the second derivative of ``l(., y_i)`` with respect to each prediction entry when the
-        loss is a sum of functions of single entries (pinball, hinge, any scalar loss);
-        piecewise constant for the built-ins and their envelopes.  It lets the default
-        solver take Newton steps (:func:`sprokr.numerics.newton_solve`); None when the loss
-        couples the outputs (Huber and epsilon-insensitive on a residual norm, ``d > 1``).
+    ``curvature(P, Y)`` -> ndarray (n, d), ndarray (n, d, d) or None
+        the second derivative of ``l(., y_i)`` at ``p_i``: entry-wise, shape (n, d), when the
+        loss is a sum of functions of single entries (pinball, hinge, any scalar loss;
+        piecewise constant for the built-ins and their envelopes), or the per-sample
+        Hessian blocks, shape (n, d, d), when it couples the outputs (Huber and the
+        epsilon-insensitive envelope on a residual norm, ``d > 1``).  It lets the default
+        solver take Newton steps (:func:`sprokr.numerics.newton_solve`); None when unknown.
 
     ``piecewise_linear(Y)`` -> (points (n, d, K), slopes (n, d, K + 1)) or None
         the loss as a convex piecewise-linear function of each prediction entry: its
@@ -102,7 +103,8 @@ class Loss(BaseEstimator):
         return None
 
     def curvature(self, P: np.ndarray, Y: np.ndarray) -> np.ndarray | None:
-        """Entry-wise second derivative (n, d) (see the class docstring); None when unknown."""
+        """Second derivative, entry-wise (n, d) or per-sample blocks (n, d, d) (see the class
+        docstring); None when unknown."""
         return None
 
     def piecewise_linear(self, Y: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
@@ -180,9 +182,13 @@ class HuberLoss(Loss):
         return R * np.minimum(1.0, k / np.maximum(r, 1e-300))
 
     def curvature(self, P: np.ndarray, Y: np.ndarray) -> np.ndarray | None:
-        if P.shape[1] != 1:
-            return None  # on the residual norm: the Hessian couples the outputs
-        return (np.abs(P - Y) <= float(self.kappa)).astype(np.float64)
+        k = float(self.kappa)
+        if P.shape[1] == 1:
+            return (np.abs(P - Y) <= k).astype(np.float64)
+        R = P - Y  # on the residual norm: Hessian blocks, I inside kappa, kappa/|r| across outside
+        r = np.linalg.norm(R, axis=1)
+        inside = r <= k
+        return _radial_hessians(R, r, np.where(inside, 1.0, 0.0), np.where(inside, 1.0, k / np.maximum(r, 1e-300)))
 
 
 class EpsilonInsensitiveLoss(Loss):
@@ -317,6 +323,19 @@ class HingeLoss(Loss):
         return Y[..., None], np.stack([np.minimum(-Y, 0.0), np.maximum(-Y, 0.0)], axis=-1)
 
 
+def _radial_hessians(R: np.ndarray, r: np.ndarray, along: np.ndarray, across: np.ndarray) -> np.ndarray:
+    """Hessian blocks (n, d, d) of a function of the residual norm, ``g(|r_i|)``.
+
+    ``along u u^T + across (I - u u^T)`` with ``u = r_i / |r_i|``: ``along = g''(|r_i|)``
+    and ``across = g'(|r_i|) / |r_i|`` (n,), the curvature along the residual and across it.
+    """
+    U = R / np.maximum(r, 1e-300)[:, None]
+    H = (along - across)[:, None, None] * (U[:, :, None] * U[:, None, :])
+    idx = np.arange(R.shape[1])
+    H[:, idx, idx] += across[:, None]
+    return H
+
+
 class _Smoothed(Loss):
     """Moreau envelope of a built-in loss (used by the solvers; see :meth:`Loss.smoothed`)."""
 
@@ -341,10 +360,17 @@ class _SmoothedRadial(_Smoothed):
         return R / np.maximum(r, 1e-300) * np.minimum(np.maximum(r - e, 0.0) / mu, 1.0)
 
     def curvature(self, P, Y):
-        if P.shape[1] != 1:
-            return None  # on the residual norm: the Hessian couples the outputs
-        t = np.abs(P - Y) - float(self.base.epsilon)
-        return ((t > 0) & (t < self.mu)) / self.mu
+        e, mu = float(self.base.epsilon), self.mu
+        if P.shape[1] == 1:
+            t = np.abs(P - Y) - e
+            return ((t > 0) & (t < mu)) / mu
+        R = P - Y  # on the residual norm: Hessian blocks (see _radial_hessians)
+        r = np.linalg.norm(R, axis=1)
+        t = r - e
+        band = (t > 0) & (t < mu)
+        # the envelope's derivative in |r| is min(max(t, 0) / mu, 1): its second derivative
+        # 1/mu in the band, and across the residual the derivative over |r|
+        return _radial_hessians(R, r, band / mu, np.minimum(np.maximum(t, 0.0) / mu, 1.0) / np.maximum(r, 1e-300))
 
 
 class _SmoothedPinball(_Smoothed):

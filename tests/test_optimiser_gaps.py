@@ -14,9 +14,12 @@ settings -- the objective within 1e-3 of the optimum, the certified gap an hones
 bound, predictions within 1 % of the optimum's scale; for every solver, per loss, scalar
 and multi-output, sketched and exact.
 """
+import warnings
+
 import numpy as np
 import pytest
 from scipy.optimize import minimize
+from sklearn.exceptions import ConvergenceWarning
 
 from sprokr.kernels import GaussianKernel
 from sprokr.models import JointQuantileRegressor, SketchedKernelMachine, graph_laplacian_matrix
@@ -166,16 +169,48 @@ def test_multi_output_hinge_with_a_coupling_output_matrix(sketch):
     _check(model, X, Y, Xq, M, (np.where(Y > 0, -1.0, 0.0), np.where(Y > 0, 0.0, 1.0), 1.0), _hinge)
 
 
-def test_multi_output_radial_losses_use_l_bfgs():
-    """Huber and epsilon-insensitive on a residual norm (d > 1) have no entry-wise curvature:
-    ``auto`` picks L-BFGS and an explicit ``newton`` is refused before any state changes."""
+@pytest.mark.parametrize("loss", ["huber", "epsilon_insensitive"])
+def test_multi_output_radial_losses_use_l_bfgs_or_newton_on_hessian_blocks(loss):
+    """Huber and epsilon-insensitive on a residual norm (d > 1) have d x d Hessian blocks:
+    ``auto`` picks L-BFGS (cheaper steps) and an explicit ``newton`` solves the block
+    systems; both certify the same optimum."""
     X, y, _ = _data(seed=3, n=30)
-    Y = np.c_[y, -y]
-    model = SketchedKernelMachine(kernel_params={"gamma": GAMMA}, lam=LAM, loss="huber").fit(X, Y)
-    assert model.optimizer_ == "lbfgs" and model.converged_
-    with pytest.raises(ValueError, match="optimizer='newton'"):
-        SketchedKernelMachine(kernel_params={"gamma": GAMMA}, lam=LAM, loss="epsilon_insensitive",
-                              optimizer="newton").fit(X, Y)
+    Y = np.c_[y, -y, 0.5 * y + X[:, 0]]
+    kw = dict(kernel_params={"gamma": GAMMA}, lam=LAM, loss=loss, loss_params={"kappa": 0.3} if loss == "huber"
+              else {"epsilon": 0.1})
+    auto = SketchedKernelMachine(**kw).fit(X, Y)
+    newton = SketchedKernelMachine(optimizer="newton", **kw).fit(X, Y)
+    assert auto.optimizer_ == "lbfgs" and newton.optimizer_ == "newton"
+    assert auto.converged_ and newton.converged_ and newton.objective_gap_ <= 1e-4
+    np.testing.assert_allclose(newton.objective_[-1], auto.objective_[-1], rtol=2e-4)
+    np.testing.assert_allclose(newton.predict(X), auto.predict(X), atol=2e-2 * np.abs(Y).max())
+
+
+@pytest.mark.parametrize("machine", ["sketched", "rff"])
+def test_auto_finishes_a_stalled_l_bfgs_with_newton(machine):
+    """Unnormalised targets of scale 6e-3, a narrow tube and a small ridge: L-BFGS stalls
+    uncertified (relative gap 4.6e-4 / 5.2e-4 after 527 / 739 iterations); ``auto`` then
+    runs Newton on the Hessian blocks from its iterate and certifies the gap, silently."""
+    rng = np.random.default_rng(2)
+    n = 70
+    X = rng.standard_normal((n, 3))
+    ys = 10 ** rng.uniform(-3, 0)
+    Y = ys * (np.sin(X[:, :1]) * [1.0, 2.0, 3.0] + 0.3 * rng.standard_t(3, size=(n, 3)))
+    lam, eps, s2 = 10 ** rng.uniform(-7, -4), ys * 10 ** rng.uniform(-3, -1), 10 ** rng.uniform(0, 2)
+    from sprokr import RFFKernelMachine
+    cls, extra = (RFFKernelMachine, {"n_components": 25}) if machine == "rff" else (SketchedKernelMachine, {})
+    kw = dict(kernel_params={"sigma2": s2}, loss="epsilon_insensitive", loss_params={"epsilon": eps}, lam=lam,
+              normalize_y=False, random_state=0, **extra)
+    with pytest.warns(ConvergenceWarning):
+        stalled = cls(optimizer="lbfgs", **kw).fit(X, Y)
+    assert not stalled.converged_ and stalled.objective_gap_ > 1e-4
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        model = cls(**kw).fit(X, Y)
+    assert model.optimizer_ == "lbfgs+newton" and model.converged_ and model.objective_gap_ <= 1e-4
+    # the certificate is a lower bound on the optimum, so on every objective value
+    assert stalled.objective_[-1] >= model.objective_[-1] * (1 - model.objective_gap_) * (1 - 1e-12)
+    assert model.n_iter_ > stalled.n_iter_
 
 
 def test_newton_stops_on_the_gap_relative_to_the_final_objective():

@@ -6,8 +6,8 @@ and :class:`~sprokr.models.RFFKernelMachine`: they differ in how they build the 
 the problem (E1) of :mod:`sprokr.numerics` and its solvers are the same.
 
 * :func:`check_solver_params` -- validates ``optimizer`` and the optimisation parameters,
-  resolves ``"auto"`` (closed form for the square loss, else Newton when the loss allows
-  it, else L-BFGS) and warns when Adam's parameters are given to another optimizer;
+  resolves ``"auto"`` (closed form for the square loss, else Newton when the loss has an
+  entry-wise curvature, else L-BFGS -- finished by Newton where it cannot certify) and warns when Adam's parameters are given to another optimizer;
 * :class:`FeatureProblemMixin` -- runs the chosen solver, times its phases in
   ``fit_times_`` and records the certificate (``converged_``, ``objective_gap_``);
 * :func:`float32_prediction_estimate` -- the measured error estimate of a float32 model
@@ -28,10 +28,13 @@ import scipy.linalg as sla
 
 from ..losses import Loss
 from ..numerics import (
+    BLOCK_NEWTON_MAX,
     FLOAT32_TOL,
     KernelExpansion,
     NotPositiveDefiniteError,
+    SolverResult,
     adam_solve,
+    curvature_kind,
     float64_kernel,
     lbfgs_solve,
     matmul,
@@ -61,9 +64,12 @@ def check_solver_params(est: Any, loss: Loss, d: int = 1) -> str:
     """Validate the optimisation parameters shared by the kernel machines; returns the
     resolved ``optimizer`` (the training algorithm).
 
-    ``"auto"`` resolves to ``"closed_form"`` for the square loss, ``"newton"`` when
-    :func:`sprokr.numerics.newton_applies` (every built-in loss for scalar targets, pinball
-    and hinge for any ``d``), else ``"lbfgs"``.  Adam's parameters (``learning_rate``,
+    ``"auto"`` resolves to ``"closed_form"`` for the square loss, ``"newton"`` when the loss's
+    curvature is entry-wise (:func:`sprokr.numerics.curvature_kind`: every built-in loss for
+    scalar targets, pinball and hinge for any ``d``), else ``"lbfgs"`` -- which
+    :class:`FeatureProblemMixin` finishes with Newton when it cannot certify its gap and the
+    loss has Hessian blocks (Huber, epsilon-insensitive on vector targets), up to
+    ``r d = sprokr.numerics.BLOCK_NEWTON_MAX``.  Adam's parameters (``learning_rate``,
     ``batch_size``, ``max_epochs``, ``n_iter_no_change``) set to other values than their
     defaults with another optimizer trigger a ``UserWarning``: they would be ignored.
     """
@@ -71,14 +77,15 @@ def check_solver_params(est: Any, loss: Loss, d: int = 1) -> str:
         raise ValueError(f"optimizer must be one of {', '.join(map(repr, SOLVERS))}, got {est.optimizer!r}")
     solver = est.optimizer
     if solver == "auto":
-        solver = "closed_form" if loss.closed_form else "newton" if newton_applies(loss, d) else "lbfgs"
+        solver = ("closed_form" if loss.closed_form else "newton" if curvature_kind(loss, d) == "entries"
+                  else "lbfgs")
     v = getattr(est, "max_iter", 1)
     if isinstance(v, bool) or not isinstance(v, (numbers.Integral, np.integer)) or v < 1:
         raise ValueError(f"max_iter must be an integer >= 1, got {v!r}")
     if solver == "closed_form" and not loss.closed_form:
         raise ValueError(f"optimizer='closed_form' needs the square loss, got {type(loss).__name__}")
     if solver == "newton" and not newton_applies(loss, d):
-        raise ValueError(f"optimizer='newton' needs a loss with an entry-wise curvature; {type(loss).__name__} "
+        raise ValueError(f"optimizer='newton' needs a loss with a curvature (Loss.curvature); {type(loss).__name__} "
                          f"with {d} outputs has none (use optimizer='lbfgs')")
     check_positive(est.learning_rate, "learning_rate")
     for name in ("batch_size", "max_epochs", "n_iter_no_change"):
@@ -174,9 +181,27 @@ class FeatureProblemMixin:
                 res = newton_solve(Z, Y, loss, lam, V, e, coef0=C0, tol=self.tol, max_iter=self.max_iter,
                                    verbose=self.verbose)
         elif solver == "lbfgs":
-            with small_work_threads(float(n) * r * d):
+            # auto on a loss with Hessian blocks (a residual norm, d > 1): L-BFGS's steps are
+            # cheaper than Newton's r d x r d systems and certify most problems; in hard
+            # regimes (small ridge, flat kernel, a narrow tube) it stalls uncertified, and
+            # Newton finishes from its iterate
+            finish = (self.optimizer == "auto" and r * d <= BLOCK_NEWTON_MAX
+                      and curvature_kind(loss, d) == "blocks")
+            with small_work_threads(float(n) * r * d), warnings.catch_warnings(record=finish) as caught:
+                if finish:  # recorded whatever the caller's filters (re-issued below if Newton does not run)
+                    warnings.simplefilter("always")
                 res = lbfgs_solve(Z, Y, loss, lam, V, e, coef0=C0, tol=self.tol, max_iter=self.max_iter,
                                   verbose=self.verbose)
+            if finish and not res.converged:
+                with small_work_threads(float(n) * r * r * d):
+                    fin = newton_solve(Z, Y, loss, lam, V, e, coef0=res.coef, tol=self.tol, max_iter=self.max_iter,
+                                       verbose=self.verbose)  # (it warns if it cannot certify either)
+                solver, best = "lbfgs+newton", fin if fin.converged or _gap_key(fin) <= _gap_key(res) else res
+                res = SolverResult(best.coef, fin.converged, res.n_epochs + fin.n_epochs,
+                                   list(res.objective) + list(fin.objective), best.gap)
+            else:
+                for w in caught or ():  # L-BFGS's own warnings, kept when Newton did not run
+                    warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
         else:  # the former route, the baseline of the benchmarks: left as it was
             res = adam_solve(
                 Z, Y, loss, lam, V, e, coef0=C0, learning_rate=self.learning_rate,
@@ -223,6 +248,11 @@ class FeatureProblemMixin:
     def _finish_predict(self, P):
         P = P * self.y_scale_ + self.y_mean_  # back to the units of the training targets
         return P[:, 0] if self._scalar else P
+
+
+def _gap_key(res):
+    """A solver result's certified relative gap, for comparison (inf when unknown)."""
+    return np.inf if res.gap is None else res.gap
 
 
 def spread_rows(n: int, k: int = CHECK_ROWS) -> np.ndarray:

@@ -98,7 +98,11 @@ class SketchedKernelMachine(RenamedParametersMixin, SaveMixin, KernelMachineRout
         active-set finish for non-smooth losses) when the loss is a sum of functions of
         single prediction entries (pinball, hinge; every built-in loss for scalar targets);
         L-BFGS otherwise (:func:`sprokr.numerics.lbfgs_solve`; Huber / epsilon-insensitive
-        on vector targets).  ``adam``: seeded mini-batch Adam (:func:`sprokr.numerics.adam_solve`).
+        on vector targets, whose Newton systems couple the outputs), finished by Newton on
+        the per-sample Hessian blocks when it stalls uncertified (``optimizer_ =
+        "lbfgs+newton"``; up to ``r d = sprokr.numerics.BLOCK_NEWTON_MAX``).  ``newton``
+        applies to every built-in loss.  ``adam``: seeded mini-batch Adam
+        (:func:`sprokr.numerics.adam_solve`).
     tol : float
         Relative duality gap at which the solution is accepted: ``converged_`` is True only
         when the gap of the returned solution is certified below ``tol``
@@ -152,7 +156,8 @@ class SketchedKernelMachine(RenamedParametersMixin, SaveMixin, KernelMachineRout
     dtype_ : numpy dtype, the precision the model predicts in
     y_mean_, y_scale_ : ndarray (d,), the target normalisation (0 and 1 without ``normalize_y``)
     optimizer_ : str
-        The optimizer that ran: ``"closed_form"``, ``"newton"``, ``"lbfgs"`` or ``"adam"``.
+        The optimizer that ran: ``"closed_form"``, ``"newton"``, ``"lbfgs"``, ``"adam"``, or
+        ``"lbfgs+newton"`` (``auto``'s L-BFGS finished by Newton).
     converged_ : bool
         True when the relative duality gap is certified below ``tol`` (always for the closed form).
     objective_gap_ : float or None

@@ -114,7 +114,7 @@ from ._ridge import (
 )
 from ._refine import KeptBlocks, ResidualTask, refine
 from ._optim import SolverResult, adam_solve, duality_gap, lbfgs_solve, ridge_by_eigengroups
-from ._newton import newton_applies, newton_solve
+from ._newton import BLOCK_NEWTON_MAX, curvature_kind, newton_applies, newton_solve
 
 __all__ = [
     # executors
@@ -141,7 +141,7 @@ __all__ = [
     "stable_ridge_solve", "normal_equations_error", "pivot_tolerance", "NORMAL_EQUATIONS_TOL", "SOLVERS",
     "Whitening", "whitened_error_bound", "float32_error_estimate", "float64_probe_estimate", "float64_kernel", "tolerance", "FLOAT32_TOL",
     "whitened_system", "WhitenedSystem", "plain_system", "refine", "ResidualTask", "KeptBlocks",
-    "ridge_by_eigengroups", "adam_solve", "lbfgs_solve", "newton_solve", "newton_applies", "duality_gap", "SolverResult",
+    "ridge_by_eigengroups", "adam_solve", "lbfgs_solve", "newton_solve", "newton_applies", "curvature_kind", "BLOCK_NEWTON_MAX", "duality_gap", "SolverResult",
     # top-k search
     "Decoded", "DEFAULT_MAX_MEMORY_MB", "TopKTask", "RescoredTopKTask", "RESCORE_EXTRA", "topk_task", "topk_rows", "select_topk", "merge_topk",
     "topk_search", "CentredTopKTask", "grouped_topk_search", "score_block_size",

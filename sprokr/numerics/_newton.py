@@ -5,10 +5,12 @@ The problem of :mod:`sprokr.numerics._optim` (features ``Z`` (n x r), ``S = M^1/
 
     min_Omega  F(Omega) = (1/n) sum_ij l(P_ij, y_ij) + lam/2 |Omega|_F^2,   P = Z Omega S,
 
-for a loss that is a sum of functions of single entries -- pinball and hinge for any
-``d``, every built-in loss for scalar targets -- and piecewise quadratic (Huber) or made so
-by its Moreau envelope (pinball, epsilon-insensitive, hinge: quadratic in a band of width
-``~mu`` at each kink, linear elsewhere).
+for a loss with a known second derivative (``Loss.curvature``): entry-wise for a sum of
+functions of single entries -- pinball and hinge for any ``d``, every built-in loss for
+scalar targets -- or per-sample ``d x d`` blocks for a function of the residual norm (Huber
+and epsilon-insensitive with ``d > 1``); piecewise quadratic (Huber) or made smooth by its
+Moreau envelope (pinball, epsilon-insensitive, hinge: quadratic in a band of width ``~mu``
+at each kink).
 
 * **Newton stages.**  On a piecewise-quadratic function Newton's method with an exact
   line search identifies the quadratic pieces in a few steps, then lands on the minimiser
@@ -41,7 +43,12 @@ Newton systems.  The Hessian of ``F`` is ``H = lam I + (1/n) U^T diag(h) U`` wit
   ``(U U^T)_(ij),(i'j') = z_i.z_i' M_jj'`` -- for the exact machine (``r = n``) near the
   optimum only the entries at kinks are curved,
 
-whichever costs fewer flops.  A step costs ``O(n r d)`` plus the smaller system.
+whichever costs fewer flops.  A step costs ``O(n r d)`` plus the smaller system.  Hessian
+blocks ``C_i`` (a loss on the residual norm) give ``H = lam I + (1/n) sum_i (S C_i S) (x)
+z_i z_i^T``, always in the primal: ``d (d + 1) / 2`` weighted Grams ``Z^T diag(C_:kl) Z / n``
+and an ``r d x r d`` Cholesky.  Its steps cost more than L-BFGS's, so the kernel machines'
+``optimizer="auto"`` runs L-BFGS on such a loss first and finishes with Newton (up to
+``r d = BLOCK_NEWTON_MAX``) only when L-BFGS cannot certify its gap.
 """
 from __future__ import annotations
 
@@ -67,7 +74,11 @@ from ._optim import (
 if TYPE_CHECKING:  # imported for the annotations only
     from ..types import LossLike as Loss  # the protocol: numerics names no component class
 
-__all__ = ["newton_solve", "newton_applies"]
+__all__ = ["newton_solve", "newton_applies", "curvature_kind", "BLOCK_NEWTON_MAX"]
+
+#: the largest ``r d`` at which ``optimizer="auto"`` finishes a loss with Hessian blocks (on
+#: a residual norm) by Newton: its primal system is ``r d x r d``, ``(r d)^3 / 3`` flops a step
+BLOCK_NEWTON_MAX = 2048
 
 #: active-set iterations per attempt, and how many without a better certificate end one
 _ACTIVE_SET_ITERATIONS, _ACTIVE_SET_PATIENCE = 25, 3
@@ -79,16 +90,28 @@ _PATTERN_DECREMENT, _MAX_RATIO = 1e-3, 0.2
 _GAMMA = 0.8
 
 
-def newton_applies(loss: Loss, d: int) -> bool:
-    """Whether :func:`newton_solve` can minimise ``loss`` with ``d`` outputs.
-
-    The loss (if ``loss.smooth``) or its Moreau envelope must give an entry-wise
-    ``curvature``; built-ins: all of them for ``d = 1``, pinball and hinge for any ``d``.
-    """
+def curvature_kind(loss: Loss, d: int) -> str | None:
+    """``"entries"`` or ``"blocks"``: the form of the curvature Newton uses for ``loss`` with
+    ``d`` outputs -- that of the loss (if ``loss.smooth``) or of its Moreau envelope, entry-wise
+    (n, d) or per-sample blocks (n, d, d) -- or None when the loss gives none."""
     f = loss if getattr(loss, "smooth", False) else loss.smoothed(1.0)
     if f is None:
-        return False
-    return f.curvature(np.zeros((1, d)), np.ones((1, d))) is not None
+        return None
+    h = f.curvature(np.zeros((1, d)), np.ones((1, d)))
+    return None if h is None else "entries" if np.ndim(h) == 2 else "blocks"
+
+
+def newton_applies(loss: Loss, d: int) -> bool:
+    """Whether :func:`newton_solve` can minimise ``loss`` with ``d`` outputs: the loss or its
+    Moreau envelope has a ``curvature`` (:func:`curvature_kind`; every built-in loss)."""
+    return curvature_kind(loss, d) is not None
+
+
+def _curvature_form(h: np.ndarray, Q: np.ndarray) -> float:
+    """``sum_i q_i^T C_i q_i`` for curvature ``h``: entry-wise (n, d) or blocks (n, d, d)."""
+    if h.ndim == 2:
+        return float(np.sum(h * Q * Q))
+    return float(np.einsum("ijk,ij,ik->", h, Q, Q, optimize=True))
 
 
 def _cholesky_or_lstsq(W, b):
@@ -128,6 +151,8 @@ class _NewtonSystem:
 
     def solve(self, h, g):
         n, r, d = self.n, self.r, self.d
+        if h.ndim == 3:
+            return self._blocks(h, g)
         curved = h > 0
         counts = curved.sum(axis=0)
         k = int(counts.sum())
@@ -171,6 +196,24 @@ class _NewtonSystem:
         return _cholesky_or_lstsq(H, g.T.reshape(-1)).reshape(d, r).T
 
 
+    def _blocks(self, h, g):
+        """The primal system with Hessian blocks ``h`` (n, d, d): block (j, l) of ``H`` is
+        ``sum_kk' S_jk S_lk' Z^T diag(h_:kk') Z / n``."""
+        n, r, d = self.n, self.r, self.d
+        G = np.zeros((d, d, r, r))
+        for k in range(d):
+            for m in range(k, d):
+                c = h[:, k, m]
+                on = np.flatnonzero(c)
+                if on.size:
+                    Zo = self.rows(on)
+                    G[k, m] = matmul(Zo.T, Zo * c[on, None]) / n
+                    G[m, k] = G[k, m]
+        H = np.einsum("jk,lm,kmab->jalb", self.S, self.S, G, optimize=True).reshape(r * d, r * d)
+        H.flat[:: r * d + 1] += self.lam
+        return _cholesky_or_lstsq(H, g.T.reshape(-1)).reshape(d, r).T
+
+
 def _objective(f_loss, P, Y, Omega, lam):
     return float(np.mean(f_loss.value(P, Y))) + 0.5 * lam * float(np.sum(Omega * Omega))
 
@@ -191,7 +234,7 @@ def _line_search(f_loss, Y, P, Q, Omega, D, lam, slope):
         return 1.0
     lo, hi, glo, ghi, t, gt, Pt = 0.0, 1.0, slope, g1, 1.0, g1, P1
     for _ in range(30):
-        curv = float(np.sum(f_loss.curvature(Pt, Y) * Q * Q)) / n + lam * dd
+        curv = _curvature_form(f_loss.curvature(Pt, Y), Q) / n + lam * dd
         t_new = t - gt / curv if curv > 0 else np.nan
         if not lo < t_new < hi:  # outside the bracket: the secant of the bracket's ends
             t_new = lo - glo * (hi - lo) / (ghi - glo)

@@ -248,3 +248,22 @@ def test_empty_graph_kernel_equals_its_diagonal(normalize, core):
     K = k.pairwise(P, P)
     np.testing.assert_allclose(np.diag(K), k.diag(P))  # k(E, E) = diag(E)
     assert K[0, 2] == K[0, 0] > 0 and K[0, 1] == 0 == K[1, 0]
+
+
+def _labelled(G, label="a"):
+    nx.set_node_attributes(G, label, "label")
+    return G
+
+
+PLAIN = dict(node_label="label", edge_label=None)  # GraKeL's WL: no molecule attributes read
+
+
+@pytest.mark.parametrize("normalize", [True, False])
+@pytest.mark.parametrize("cls", [WLKernel, CoreWLKernel])
+def test_a_batch_of_only_empty_graphs_is_an_empty_graph_of_a_mixed_batch(cls, normalize):
+    k = cls(normalize=normalize, **PLAIN)
+    E = k.prepare([nx.Graph(), nx.Graph()])  # no node in the whole batch
+    np.testing.assert_allclose(k.pairwise(E, E), np.ones((2, 2)))
+    np.testing.assert_allclose(k.diag(E), 1.0)
+    mixed = k.prepare([nx.Graph(), _labelled(nx.path_graph(3))])
+    np.testing.assert_allclose(k.pairwise(E, mixed), [[1.0, 0.0], [1.0, 0.0]])

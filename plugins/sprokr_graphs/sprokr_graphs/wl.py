@@ -406,7 +406,10 @@ def wl_features(graphs: Sequence[nx.Graph], n_iter: int = 3, node_label: str | S
                                n_iter=n_iter, salt=level + 1, elab=None if b.elab is None else b.elab[ek])
             parts_g.append(g)
             parts_f.append(f)
-        g, f = np.concatenate(parts_g), np.concatenate(parts_f)
+        if parts_g:
+            g, f = np.concatenate(parts_g), np.concatenate(parts_f)
+        else:  # no core above min_core in the whole batch (e.g. only empty graphs)
+            g, f = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.uint64)
     return _count_features(g, f, b.n_graphs, normalize, labelling)
 
 
@@ -416,7 +419,8 @@ def _count_features(g, f, n_graphs, normalize, labelling):
     fi = f.view(np.int64)
     order = np.lexsort((fi, g))
     g, fi = g[order], fi[order]
-    starts = np.flatnonzero(np.r_[True, (g[1:] != g[:-1]) | (fi[1:] != fi[:-1])])
+    # (a batch without any node, e.g. only empty graphs, has no entry and no run)
+    starts = np.flatnonzero(np.r_[g.size > 0, (g[1:] != g[:-1]) | (fi[1:] != fi[:-1])])
     counts = np.diff(np.r_[starts, g.size]).astype(np.float64)
     rg, rid = g[starts], fi[starts]
     # A graph without nodes has no WL label at all: it gets one reserved feature, so that

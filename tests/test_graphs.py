@@ -267,3 +267,20 @@ def test_a_batch_of_only_empty_graphs_is_an_empty_graph_of_a_mixed_batch(cls, no
     np.testing.assert_allclose(k.diag(E), 1.0)
     mixed = k.prepare([nx.Graph(), _labelled(nx.path_graph(3))])
     np.testing.assert_allclose(k.pairwise(E, mixed), [[1.0, 0.0], [1.0, 0.0]])
+
+
+@pytest.mark.parametrize("normalize", [True, False])
+def test_core_wl_graphs_without_cores_above_min_core_have_no_feature(normalize):
+    # cores i > min_core = 1: the triangle has its 2-core, the path and the edgeless graph
+    # none (their sums are empty: k = 0), unlike an empty graph (the reserved feature)
+    G = [_labelled(nx.cycle_graph(3)), _labelled(nx.path_graph(3)), _labelled(nx.empty_graph(2), "b"),
+         nx.Graph()]
+    k = CoreWLKernel(min_core=1, normalize=normalize, **PLAIN)
+    P = k.prepare(G)
+    K = k.pairwise(P, P)
+    top = 1.0 if normalize else 36.0  # the triangle's 2-core: 4 rounds of 3 alike labels, 4 * 3^2
+    np.testing.assert_allclose(K, np.diag([top, 0.0, 0.0, 1.0]))
+    np.testing.assert_allclose(k.diag(P), np.diag(K))  # the zero rows too
+    # a zero diagonal: the kernel does not claim k(y, y) = 1 (decoders read diag instead)
+    assert not k.normalized
+    assert CoreWLKernel(normalize=True).normalized and WLKernel(min_core=1).normalized

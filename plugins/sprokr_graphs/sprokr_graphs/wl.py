@@ -17,14 +17,18 @@ GraKeL's) is ``node_label="label", edge_label=None``.  The labelling a batch was
 with is recorded in its :class:`WLFeatures` (``labelling``), and ``pairwise`` refuses to
 compare batches prepared with different labellings.
 The core variant (GraKeL's ``CoreFramework``, Nikolentzos et al. 2018) sums the WL kernel
-over the i-cores of both graphs, ``i = max core .. min_core + 1``.
+over the i-cores of both graphs, ``i = max core .. min_core + 1``.  With ``min_core >= 0`` a
+graph may have no core above ``min_core`` (a tree has only its 0- and 1-cores): the sum is
+then empty, its vector zero, ``k = 0`` with every graph, itself included.
 
 Both are inner products of explicit count vectors, so ``prepare`` computes every graph's
 vector ONCE (a per-graph loop, ``O(h |E|)``) and ``pairwise`` is a sparse matrix product.  A
 label is identified by a stable 64-bit hash (blake2b) of (core level, round, label), so
 no vocabulary has to be fitted: graphs prepared at different times share one feature
 space, the same in every process.  ``normalize=True`` (the default) divides by the norms,
-``k(G, G') / sqrt(k(G, G) k(G', G'))``, as GraKeL's ``normalize=True``.
+``k(G, G') / sqrt(k(G, G) k(G', G'))``, as GraKeL's ``normalize=True``; a zero vector stays
+zero (``k = 0``, as the cosine kernel's, and ``diag`` says 0).  A graph without nodes has no
+WL label but gets one reserved feature, so that ``k(E, E) = 1`` for two empty graphs.
 
 The values equal GraKeL's (tests compare them on molecules) up to 64-bit hash
 collisions.  :class:`GrakelKernel` wraps any GraKeL kernel for graphs the explicit
@@ -323,7 +327,7 @@ def wl_features_from_arrays(sizes: Sequence[int], node_keys: Sequence[str], src:
     if b.n_graphs == 0:
         return WLFeatures([0], [], [], labelling)
     g, f = _wl_entries(b.gid, b.labels, b.src, b.dst, n_iter=n_iter, salt=0, elab=b.elab)
-    return _count_features(g, f, b.n_graphs, normalize, labelling)
+    return _count_features(g, f, b.sizes, normalize, labelling)
 
 
 def _wl_entries(gid, labels, src, dst, *, n_iter, salt, elab=None):
@@ -377,8 +381,11 @@ def wl_features(graphs: Sequence[nx.Graph], n_iter: int = 3, node_label: str | S
         Node attribute(s) whose values make the initial labels (see :func:`resolve_labels`).
     core : bool
         Core variant (WL summed over the i-cores, ``i > min_core``).
+    min_core : int
+        Core variant: the i-cores with ``i > min_core`` are summed (a graph without such a
+        core gets a zero row).
     normalize : bool
-        Unit-norm rows.
+        Unit-norm rows (zero rows stay zero).
     edge_label : str or None or "auto"
         Edge attribute labelling the edges; None: unlabelled edges (GraKeL's WL).
     """
@@ -410,11 +417,13 @@ def wl_features(graphs: Sequence[nx.Graph], n_iter: int = 3, node_label: str | S
             g, f = np.concatenate(parts_g), np.concatenate(parts_f)
         else:  # no core above min_core in the whole batch (e.g. only empty graphs)
             g, f = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.uint64)
-    return _count_features(g, f, b.n_graphs, normalize, labelling)
+    return _count_features(g, f, b.sizes, normalize, labelling)
 
 
-def _count_features(g, f, n_graphs, normalize, labelling):
-    """WLFeatures from the (graph id, feature id) of every node at every round."""
+def _count_features(g, f, sizes, normalize, labelling):
+    """WLFeatures from the (graph id, feature id) of every node at every round (``sizes``:
+    nodes per graph)."""
+    n_graphs = len(sizes)
     # count (graph, feature) pairs: sort by graph then feature id, run lengths
     fi = f.view(np.int64)
     order = np.lexsort((fi, g))
@@ -424,8 +433,11 @@ def _count_features(g, f, n_graphs, normalize, labelling):
     counts = np.diff(np.r_[starts, g.size]).astype(np.float64)
     rg, rid = g[starts], fi[starts]
     # A graph without nodes has no WL label at all: it gets one reserved feature, so that
-    # k(E, E) = 1 = diag while k(E, G) = 0 (a zero row would give k(E, E) = 0 != diag = 1)
-    empty = np.flatnonzero(np.bincount(rg, minlength=n_graphs) == 0)
+    # k(E, E) = 1 = diag while k(E, G) = 0 (a zero row would give k(E, E) = 0 != diag = 1).
+    # Only a graph without nodes: a graph whose cores above min_core are all empty has
+    # nodes but no feature (the core kernel's sum is empty), a zero row (k = 0 with every
+    # graph, itself included); a shared reserved feature would make such graphs equal.
+    empty = np.flatnonzero(np.asarray(sizes, dtype=np.int64) == 0)
     if empty.size:
         rg = np.r_[rg, empty]
         rid = np.r_[rid, np.full(empty.size, EMPTY_GRAPH_FEATURE, dtype=rid.dtype)]
@@ -435,7 +447,7 @@ def _count_features(g, f, n_graphs, normalize, labelling):
     indptr = np.concatenate([[0], np.cumsum(np.bincount(rg, minlength=n_graphs))])
     if normalize:
         nrm = np.sqrt(np.bincount(rg, weights=counts ** 2, minlength=n_graphs))
-        nrm[nrm == 0] = 1.0
+        nrm[nrm == 0] = 1.0  # a zero row stays zero
         counts = counts / nrm[rg]
     return WLFeatures(indptr, rid, counts, labelling)
 
@@ -458,6 +470,8 @@ class WLKernel(Kernel):
         ``node_label="label", edge_label=None`` is the plain WL kernel of earlier versions
         (equal to GraKeL's ``WeisfeilerLehman``).
     normalize : bool, default True
+        Divide by the norms (``k(G, G) = 1``; a zero vector, see :class:`CoreWLKernel`,
+        stays zero).
     min_core : int, default -1
         Core variant only: the cores ``i > min_core`` are summed.
     """
@@ -480,7 +494,13 @@ class WLKernel(Kernel):
 
     @property
     def normalized(self) -> bool:  # type: ignore[override]  # a class attribute in Kernel
-        return bool(self.normalize)
+        # k(G, G) = 1 for every G only when no graph can have a zero row: the core variant
+        # with min_core >= 0 gives one to a graph without cores above min_core
+        return bool(self.normalize) and not self._may_have_zero_rows()
+
+    def _may_have_zero_rows(self) -> bool:
+        mc = self.min_core
+        return self._core and isinstance(mc, (int, np.integer)) and mc >= 0
 
     def prepare(self, X: Samples) -> Any:
         if isinstance(X, WLFeatures):
@@ -501,16 +521,26 @@ class WLKernel(Kernel):
         return np.asarray((A.to_csr(cols) @ B.to_csr(cols).T).toarray())
 
     def diag(self, A: Any) -> np.ndarray:
-        if self.normalize:
-            return np.ones(len(A))
-        sq = A.values ** 2
-        return np.add.reduceat(sq, A.indptr[:-1]) * (np.diff(A.indptr) > 0) if sq.size else np.zeros(len(A))
+        n = np.diff(A.indptr)
+        if self.normalize:  # unit rows, and zero rows (no feature: k(G, G) = 0)
+            return (n > 0).astype(np.float64)
+        return np.bincount(np.repeat(np.arange(len(A)), n), weights=A.values ** 2, minlength=len(A))
 
 
 class CoreWLKernel(WLKernel):
     """Core variant of the WL kernel: WL summed over the i-cores, ``i > min_core``.
 
     Same parameters (and the same chemistry-aware labelling by default) as :class:`WLKernel`.
+
+    Notes
+    -----
+    With ``min_core >= 0`` a graph whose cores above ``min_core`` are all empty (a tree or
+    a path with ``min_core=1``, an edgeless graph with ``min_core=0``) has an empty sum: its
+    feature vector is zero and ``k = 0`` with every graph, itself included, also with
+    ``normalize=True`` (a zero vector is not scaled; ``diag`` gives 0 for it).  Such a
+    kernel does not declare ``normalized`` (``k(y, y) = 1`` fails for these graphs), so the
+    decoders read ``diag``.  A graph without nodes is the exception: it gets the reserved
+    empty-graph feature (``k(E, E) = 1``), with any ``min_core``.
     """
 
     name = "core_wl"

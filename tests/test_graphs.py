@@ -284,3 +284,23 @@ def test_core_wl_graphs_without_cores_above_min_core_have_no_feature(normalize):
     # a zero diagonal: the kernel does not claim k(y, y) = 1 (decoders read diag instead)
     assert not k.normalized
     assert CoreWLKernel(normalize=True).normalized and WLKernel(min_core=1).normalized
+
+
+@pytest.mark.parametrize("bad", [-5, -2, 1.5, True, "1", None])
+def test_core_wl_min_core_must_be_an_integer_from_minus_one(bad):
+    from sprokr import IOKR
+
+    G = [_labelled(nx.cycle_graph(3)), _labelled(nx.path_graph(3))]
+    with pytest.raises(ValueError, match="min_core must be an integer >= -1"):
+        CoreWLKernel(min_core=bad, **PLAIN)(G)
+    m = IOKR(input_kernel="linear", output_kernel="core_wl", output_kernel_params={"min_core": bad})
+    with pytest.raises(ValueError, match="min_core"):  # at fit, before any fitted state
+        m.fit(np.eye(2), G)
+    assert not hasattr(m, "output_kernel_")
+
+
+def test_core_wl_min_core_above_every_core_gives_no_feature():
+    G = [_labelled(nx.cycle_graph(3)), _labelled(nx.path_graph(3)), nx.Graph()]
+    for min_core in (2, 7):  # the batch's largest core is 2
+        K = CoreWLKernel(min_core=min_core, normalize=False, **PLAIN)(G)
+        np.testing.assert_allclose(K, np.diag([0.0, 0.0, 1.0]))

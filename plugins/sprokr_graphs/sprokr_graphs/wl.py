@@ -48,6 +48,7 @@ import scipy.sparse as sp
 from sprokr.kernels.base import Kernel
 
 if TYPE_CHECKING:  # imported for the annotations only
+    from typing import Self
     from sprokr.types import Samples
 
 __all__ = ["WLFeatures", "wl_features", "wl_features_from_arrays", "node_label_key", "edge_label_key",
@@ -296,6 +297,19 @@ def edge_label_key(value: Any) -> str:
     return _label_text(value)
 
 
+def _check_n_iter(n_iter):
+    if isinstance(n_iter, bool) or not isinstance(n_iter, (int, np.integer)) or n_iter < 0:
+        raise ValueError(f"n_iter must be a non-negative int, got {n_iter!r}")
+
+
+def _check_min_core(min_core):
+    # -1 sums every core (the 0-core is the whole graph); below it the levels would repeat
+    # the whole graph (or overflow the level's hash salt)
+    if isinstance(min_core, bool) or not isinstance(min_core, (int, np.integer)) or min_core < -1:
+        raise ValueError(f"min_core must be an integer >= -1 (the i-cores with i > min_core are "
+                         f"summed; -1: all of them), got {min_core!r}")
+
+
 def wl_features_from_arrays(sizes: Sequence[int], node_keys: Sequence[str], src: ArrayLike, dst: ArrayLike,
                             edge_keys: Sequence[str] | None = None, n_iter: int = 3, normalize: bool = True,
                             labelling: str = LEGACY_LABELLING) -> WLFeatures:
@@ -321,8 +335,7 @@ def wl_features_from_arrays(sizes: Sequence[int], node_keys: Sequence[str], src:
     labelling : str
         Recorded in the result (features of different labellings are not comparable).
     """
-    if not isinstance(n_iter, (int, np.integer)) or n_iter < 0:
-        raise ValueError(f"n_iter must be a non-negative int, got {n_iter!r}")
+    _check_n_iter(n_iter)
     b = _ArrayBatch(sizes, node_keys, src, dst, edge_keys)
     if b.n_graphs == 0:
         return WLFeatures([0], [], [], labelling)
@@ -382,8 +395,8 @@ def wl_features(graphs: Sequence[nx.Graph], n_iter: int = 3, node_label: str | S
     core : bool
         Core variant (WL summed over the i-cores, ``i > min_core``).
     min_core : int
-        Core variant: the i-cores with ``i > min_core`` are summed (a graph without such a
-        core gets a zero row).
+        Core variant: the i-cores with ``i > min_core`` are summed (an integer >= -1; a
+        graph without such a core gets a zero row).
     normalize : bool
         Unit-norm rows (zero rows stay zero).
     edge_label : str or None or "auto"
@@ -391,8 +404,8 @@ def wl_features(graphs: Sequence[nx.Graph], n_iter: int = 3, node_label: str | S
     """
     if isinstance(graphs, nx.Graph):
         raise TypeError("expected a sequence of graphs, not a single graph")
-    if not isinstance(n_iter, (int, np.integer)) or n_iter < 0:
-        raise ValueError(f"n_iter must be a non-negative int, got {n_iter!r}")
+    _check_n_iter(n_iter)
+    _check_min_core(min_core)
     graphs = list(graphs)
     node_label, edge_label = resolve_labels(graphs, node_label, edge_label)
     labelling = labelling_name(node_label, edge_label)
@@ -473,7 +486,9 @@ class WLKernel(Kernel):
         Divide by the norms (``k(G, G) = 1``; a zero vector, see :class:`CoreWLKernel`,
         stays zero).
     min_core : int, default -1
-        Core variant only: the cores ``i > min_core`` are summed.
+        Core variant only: the cores ``i > min_core`` are summed; an integer >= -1 (-1: all
+        cores, the 0-core being the whole graph).  Above every core of a graph, that graph
+        has no feature (see :class:`CoreWLKernel`).
     """
 
     name = "wl"
@@ -502,9 +517,15 @@ class WLKernel(Kernel):
         mc = self.min_core
         return self._core and isinstance(mc, (int, np.integer)) and mc >= 0
 
+    def check_params(self) -> Self:
+        _check_n_iter(self.n_iter)
+        _check_min_core(self.min_core)
+        return self
+
     def prepare(self, X: Samples) -> Any:
         if isinstance(X, WLFeatures):
             return X
+        self.check_params()
         return wl_features(list(X), self.n_iter, self.node_label, self._core, self.min_core,
                            self.normalize, self.edge_label)
 

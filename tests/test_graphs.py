@@ -304,3 +304,39 @@ def test_core_wl_min_core_above_every_core_gives_no_feature():
     for min_core in (2, 7):  # the batch's largest core is 2
         K = CoreWLKernel(min_core=min_core, normalize=False, **PLAIN)(G)
         np.testing.assert_allclose(K, np.diag([0.0, 0.0, 1.0]))
+
+
+def test_auto_labelling_of_a_batch_without_edges_or_nodes_compares_with_either():
+    from sprokr_graphs.wl import WLFeatures
+
+    edgeless, path = _labelled(nx.empty_graph(2)), _labelled(nx.path_graph(2))
+    k = WLKernel()  # "auto": no edge to decide from in the first set
+    A, B = k.prepare([edgeless]), k.prepare([path])
+    assert A.labelling == "nodes=label;edges=?" and B.labelling == "nodes=label;edges=-"
+    np.testing.assert_allclose(k.pairwise(A, B), WLKernel(**PLAIN)([edgeless], [path]))
+    assert WLFeatures.concat([A, B]).labelling == "nodes=label;edges=-"
+    # no node at all: nothing decides the node labels either
+    E = k.prepare([nx.Graph()])
+    assert E.labelling == "nodes=?;edges=?"
+    np.testing.assert_allclose(k.pairwise(E, B), [[0.0]])
+    np.testing.assert_allclose(k.pairwise(E, k.prepare([nx.Graph(), path])), [[1.0, 0.0]])
+    # single atoms against molecules: the edge labelling of the molecules is taken
+    mols = [_mol("CCO"), _mol("C")]
+    chem = dict(node_label=("label", "aromatic", "num_hs"), edge_label="bond_order")
+    np.testing.assert_allclose(k(mols[1:], mols[:1]), WLKernel(**chem)(mols[1:], mols[:1]))
+    # a labelling that was decided still has to match
+    with pytest.raises(ValueError, match="different labellings"):
+        k.pairwise(k.prepare(mols[:1]), B)
+    with pytest.raises(ValueError, match="cannot concatenate"):
+        WLFeatures.concat([A, k.prepare(mols[:1]), B])
+
+
+def test_wl_output_model_on_plain_graphs_ranks_edgeless_candidates():
+    from sprokr import IOKR
+
+    Y = [_labelled(nx.path_graph(n)) for n in range(2, 6)] + [_labelled(nx.cycle_graph(n)) for n in range(3, 7)]
+    X = np.random.default_rng(0).normal(size=(len(Y), 3))
+    m = IOKR(input_kernel="linear", output_kernel="wl", lam=1e-3).fit(X, Y)
+    candidates = [_labelled(nx.empty_graph(n)) for n in (1, 2, 3)] + [nx.Graph()]
+    top = m.predict_topk(X[:2], candidates=candidates, k=2)
+    assert top.indices.shape == (2, 2)

@@ -15,7 +15,10 @@ charge, aromaticity, total hydrogen count) and a batch whose edges all carry
 the plain behaviour (node attribute ``label``, unlabelled edges).  The old kernel (equal to
 GraKeL's) is ``node_label="label", edge_label=None``.  The labelling a batch was prepared
 with is recorded in its :class:`WLFeatures` (``labelling``), and ``pairwise`` refuses to
-compare batches prepared with different labellings.
+compare batches prepared with different labellings.  A batch without any edge (only single
+atoms, or plain edgeless graphs) decides nothing about the edges: its features are the same
+with and without edge labels, its labelling says ``edges=?`` and it compares with batches of
+either edge labelling (likewise ``nodes=?`` for a batch of empty graphs).
 The core variant (GraKeL's ``CoreFramework``, Nikolentzos et al. 2018) sums the WL kernel
 over the i-cores of both graphs, ``i = max core .. min_core + 1``.  With ``min_core >= 0`` a
 graph may have no core above ``min_core`` (a tree has only its 0- and 1-cores): the sum is
@@ -53,7 +56,7 @@ if TYPE_CHECKING:  # imported for the annotations only
 
 __all__ = ["WLFeatures", "wl_features", "wl_features_from_arrays", "node_label_key", "edge_label_key",
            "resolve_labels", "labelling_name", "WLKernel", "CoreWLKernel", "GrakelKernel",
-           "CHEM_NODE_LABELS", "CHEM_EDGE_LABEL"]
+           "CHEM_NODE_LABELS", "CHEM_EDGE_LABEL", "UNDETERMINED"]
 
 #: node attributes of the chemistry-aware atom labels (set by sprokr_chem.mol_to_graph):
 #: element + formal charge, aromaticity, total hydrogen count
@@ -62,6 +65,9 @@ CHEM_NODE_LABELS = ("label", "aromatic", "num_hs")
 CHEM_EDGE_LABEL = "bond_order"
 #: labelling of features saved before labellings were recorded (plain WL)
 LEGACY_LABELLING = "nodes=label;edges=-"
+#: recorded for the edges (nodes) of a batch without any edge (node): its features are the
+#: same under every edge (node) labelling, so it is comparable with any
+UNDETERMINED = "?"
 
 
 def _h(data: bytes) -> int:
@@ -73,7 +79,9 @@ class WLFeatures:
 
     Supports ``len`` and ``take`` (so the estimators can index it) and ``to_csr(columns)``.
     ``labelling`` names the node/edge labels the features were computed with (a string such
-    as ``"nodes=label,aromatic,num_hs;edges=bond_order"``).
+    as ``"nodes=label,aromatic,num_hs;edges=bond_order"``; ``edges=?`` for a batch without
+    edges, ``nodes=?`` for one without nodes: such features are the same under every
+    labelling of that kind and compare, or concatenate, with either).
     """
 
     def __init__(self, indptr: ArrayLike, ids: ArrayLike, values: ArrayLike, labelling: str = LEGACY_LABELLING) -> None:
@@ -106,8 +114,11 @@ class WLFeatures:
     def concat(parts: Sequence[WLFeatures]) -> WLFeatures:
         parts = list(parts)
         labellings = {p.get_labelling() for p in parts}
-        if len(labellings) > 1:
-            raise ValueError(f"cannot concatenate WL features with different labellings: {sorted(labellings)}")
+        labelling: str | None = None
+        for la in sorted(labellings):
+            labelling = la if labelling is None else _merge_labellings(labelling, la)
+            if labelling is None:
+                raise ValueError(f"cannot concatenate WL features with different labellings: {sorted(labellings)}")
         indptr, ids, vals, off = [np.zeros(1, np.int64)], [], [], 0
         for p in parts:
             indptr.append(p.indptr[1:] + off)
@@ -115,7 +126,24 @@ class WLFeatures:
             ids.append(p.ids)
             vals.append(p.values)
         return WLFeatures(np.concatenate(indptr), np.concatenate(ids), np.concatenate(vals),
-                          labellings.pop() if labellings else LEGACY_LABELLING)
+                          LEGACY_LABELLING if labelling is None else labelling)
+
+
+def _merge_labellings(a: str, b: str) -> str | None:
+    """The labelling of features prepared with ``a`` and ``b`` together (an undetermined
+    part takes the other's), or None when they are not comparable."""
+    if a == b:
+        return a
+    pa, pb = (dict(part.partition("=")[::2] for part in x.split(";")) for x in (a, b))
+    if pa.keys() != pb.keys():
+        return None
+    merged = []
+    for key, x in pa.items():
+        y = pb[key]
+        if x != y and UNDETERMINED not in (x, y):
+            return None
+        merged.append(f"{key}={y if x == UNDETERMINED else x}")
+    return ";".join(merged)
 
 
 def _check_graph(G, i, node_label):
@@ -153,17 +181,30 @@ def _label_text(value):
     return str(value)
 
 
+def _every(items, pred):
+    """``pred`` holds for every item and there is at least one (no vacuous truth)."""
+    seen = False
+    for x in items:
+        if not pred(x):
+            return False
+        seen = True
+    return seen
+
+
 def resolve_labels(graphs: Sequence[nx.Graph], node_label: str | Sequence[str] = "auto",
                    edge_label: str | None = "auto") -> tuple[Any, str | None]:
     """The node attribute(s) and edge attribute (or None) ``"auto"`` stands for on ``graphs``.
 
-    ``node_label="auto"``: :data:`CHEM_NODE_LABELS` if every node of every graph carries
-    them, else ``"label"``.  ``edge_label="auto"``: :data:`CHEM_EDGE_LABEL` if every edge
-    carries it, else ``None`` (unlabelled edges).  Returns ``(node_label, edge_label)``.
+    ``node_label="auto"``: :data:`CHEM_NODE_LABELS` if the graphs have nodes and every node
+    carries them, else ``"label"``.  ``edge_label="auto"``: :data:`CHEM_EDGE_LABEL` if the
+    graphs have edges and every edge carries it, else ``None`` (unlabelled edges).  Graphs
+    without any edge (node) give no evidence: their WL features do not depend on the edge
+    (node) labels, and :func:`wl_features` records that dimension as undetermined (``?``),
+    comparable with any.  Returns ``(node_label, edge_label)``.
     """
     if isinstance(node_label, str) and node_label == "auto":
-        ok = all(all(a in d for a in CHEM_NODE_LABELS) for G in graphs if isinstance(G, nx.Graph)
-                 for _, d in G.nodes(data=True))
+        ok = _every((d for G in graphs if isinstance(G, nx.Graph) for _, d in G.nodes(data=True)),
+                    lambda d: all(a in d for a in CHEM_NODE_LABELS))
         node_label = CHEM_NODE_LABELS if ok else "label"
     elif not isinstance(node_label, str):
         node_label = tuple(node_label)
@@ -171,8 +212,8 @@ def resolve_labels(graphs: Sequence[nx.Graph], node_label: str | Sequence[str] =
             raise ValueError(f"node_label must be 'auto', an attribute name or a tuple of names, "
                              f"got {node_label!r}")
     if edge_label == "auto":
-        ok = all(CHEM_EDGE_LABEL in d for G in graphs if isinstance(G, nx.Graph)
-                 for _, _, d in G.edges(data=True))
+        ok = _every((d for G in graphs if isinstance(G, nx.Graph) for _, _, d in G.edges(data=True)),
+                    lambda d: CHEM_EDGE_LABEL in d)
         edge_label = CHEM_EDGE_LABEL if ok else None
     elif edge_label is not None and not isinstance(edge_label, str):
         raise ValueError(f"edge_label must be 'auto', None or an edge attribute name, got {edge_label!r}")
@@ -180,7 +221,8 @@ def resolve_labels(graphs: Sequence[nx.Graph], node_label: str | Sequence[str] =
 
 
 def labelling_name(node_label: str | Sequence[str], edge_label: str | None) -> str:
-    """The labelling string recorded in :class:`WLFeatures` for resolved labels."""
+    """The labelling string recorded in :class:`WLFeatures` for resolved labels
+    (:data:`UNDETERMINED` for a dimension the features do not depend on)."""
     nodes = node_label if isinstance(node_label, str) else ",".join(node_label)
     return f"nodes={nodes};edges={'-' if edge_label is None else edge_label}"
 
@@ -408,8 +450,11 @@ def wl_features(graphs: Sequence[nx.Graph], n_iter: int = 3, node_label: str | S
     _check_min_core(min_core)
     graphs = list(graphs)
     node_label, edge_label = resolve_labels(graphs, node_label, edge_label)
-    labelling = labelling_name(node_label, edge_label)
     b = _Batch(graphs, node_label, edge_label)
+    # a batch without edges (nodes) has the same features under every edge (node) labelling:
+    # recorded as undetermined, so that it compares with batches of either labelling
+    labelling = labelling_name(node_label if b.labels.size else UNDETERMINED,
+                               edge_label if b.src.size else UNDETERMINED)
     if b.n_graphs == 0:
         return WLFeatures([0], [], [], labelling)
     if not core:
@@ -533,11 +578,13 @@ class WLKernel(Kernel):
         if not isinstance(A, WLFeatures) or not isinstance(B, WLFeatures):
             raise TypeError("pairwise expects prepared graphs (WLKernel.prepare)")
         la, lb = A.get_labelling(), B.get_labelling()
-        if la != lb and len(A) and len(B):
+        if len(A) and len(B) and _merge_labellings(la, lb) is None:
             raise ValueError(
                 f"the two sets of graphs were prepared with different labellings ({la!r} vs {lb!r}): "
-                f"with node_label/edge_label='auto' this happens when only one set carries the "
-                f"molecule attributes; pass node_label=... and edge_label=... explicitly")
+                f"with node_label/edge_label='auto' a set gets the molecule labels (nodes "
+                f"{', '.join(CHEM_NODE_LABELS)}; edges {CHEM_EDGE_LABEL}) only when all its nodes "
+                f"(edges) carry them, so this happens when one set carries them and the other does "
+                f"not; pass node_label=... and edge_label=... explicitly")
         cols = np.unique(np.concatenate([A.ids, B.ids]))
         return np.asarray((A.to_csr(cols) @ B.to_csr(cols).T).toarray())
 

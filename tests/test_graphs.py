@@ -340,3 +340,19 @@ def test_wl_output_model_on_plain_graphs_ranks_edgeless_candidates():
     candidates = [_labelled(nx.empty_graph(n)) for n in (1, 2, 3)] + [nx.Graph()]
     top = m.predict_topk(X[:2], candidates=candidates, k=2)
     assert top.indices.shape == (2, 2)
+
+
+def test_one_node_attribute_hashes_alike_named_alone_or_in_a_tuple():
+    from sprokr_graphs.wl import node_label_key, wl_features, wl_features_from_arrays
+
+    G = nx.path_graph(3)
+    nx.set_node_attributes(G, {0: 1, 1: 2.5, 2: "c"}, "x")
+    alone, tupled = (WLKernel(node_label=nl, edge_label=None) for nl in ("x", ("x",)))
+    A, B = alone.prepare([G]), tupled.prepare([G])
+    assert A.labelling == B.labelling
+    np.testing.assert_allclose(alone.pairwise(A, B), [[1.0]])
+    # the flat-array route reads one attribute the same way
+    F = wl_features_from_arrays([3], [node_label_key(G.nodes[v]["x"]) for v in G], [0, 1], [1, 2],
+                                labelling=A.labelling)
+    np.testing.assert_allclose(alone.pairwise(A, F), [[1.0]])
+    assert np.array_equal(wl_features([G], node_label=("x",)).ids, A.ids)

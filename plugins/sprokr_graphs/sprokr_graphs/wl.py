@@ -200,7 +200,8 @@ def resolve_labels(graphs: Sequence[nx.Graph], node_label: str | Sequence[str] =
     graphs have edges and every edge carries it, else ``None`` (unlabelled edges).  Graphs
     without any edge (node) give no evidence: their WL features do not depend on the edge
     (node) labels, and :func:`wl_features` records that dimension as undetermined (``?``),
-    comparable with any.  Returns ``(node_label, edge_label)``.
+    comparable with any.  Returns ``(node_label, edge_label)``; a tuple of one name comes
+    back as that name (the same labelling, read the same way).
     """
     if isinstance(node_label, str) and node_label == "auto":
         ok = _every((d for G in graphs if isinstance(G, nx.Graph) for _, d in G.nodes(data=True)),
@@ -211,6 +212,10 @@ def resolve_labels(graphs: Sequence[nx.Graph], node_label: str | Sequence[str] =
         if not node_label or not all(isinstance(a, str) for a in node_label):
             raise ValueError(f"node_label must be 'auto', an attribute name or a tuple of names, "
                              f"got {node_label!r}")
+        if len(node_label) == 1:
+            # ("x",) and "x" record one labelling, so they must hash alike: both are read as
+            # the name alone always was (str(value)), which keeps saved plain features valid
+            node_label = node_label[0]
     if edge_label == "auto":
         ok = _every((d for G in graphs if isinstance(G, nx.Graph) for _, _, d in G.edges(data=True)),
                     lambda d: CHEM_EDGE_LABEL in d)
@@ -328,9 +333,10 @@ class _ArrayBatch:
 
 def node_label_key(*values: Any) -> str:
     """The label text of a node with these attribute values, as the WL kernels read it
-    (several attributes: joined by ``"\\x1f"``, the unit separator; numbers by value)."""
-    if len(values) == 1 and isinstance(values[0], str):
-        return values[0]
+    (one attribute: its text, ``str(value)``; several attributes: joined by ``"\\x1f"``, the
+    unit separator, numbers by value)."""
+    if len(values) == 1:
+        return str(values[0])
     return "\x1f".join(_label_text(v) for v in values)
 
 
@@ -522,6 +528,9 @@ class WLKernel(Kernel):
         Node attribute(s) making the initial labels.  ``"auto"``: the chemistry-aware atom
         labels :data:`CHEM_NODE_LABELS` (element + charge, aromaticity, total H count) when
         every node carries them (graphs of :func:`sprokr_chem.mol_to_graph`), else ``"label"``.
+        One attribute (``"x"`` or ``("x",)``, the same labelling) is read by its text,
+        ``str(value)`` (``1`` and ``1.0`` are two labels, as in earlier versions); several
+        attributes are read by value (numbers: ``1`` and ``1.0`` are one label).
     edge_label : "auto" (default), str or None
         Edge attribute labelling the edges.  ``"auto"``: the bond order
         (:data:`CHEM_EDGE_LABEL`) when every edge carries it, else unlabelled edges.

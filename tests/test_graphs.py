@@ -356,3 +356,15 @@ def test_one_node_attribute_hashes_alike_named_alone_or_in_a_tuple():
                                 labelling=A.labelling)
     np.testing.assert_allclose(alone.pairwise(A, F), [[1.0]])
     assert np.array_equal(wl_features([G], node_label=("x",)).ids, A.ids)
+
+
+@pytest.mark.parametrize("cls", [WLKernel, CoreWLKernel])
+def test_self_loops_are_dropped_by_both_wl_kernels(cls):
+    P = _labelled(nx.path_graph(3))
+    nx.set_edge_attributes(P, 1, "bond_order")
+    L = P.copy()
+    L.add_edge(0, 0)  # no bond_order on the loop: its label is never read
+    for k in (cls(**PLAIN), cls(node_label="label", edge_label="bond_order"), cls(node_label="label")):
+        K = k([P, L])
+        np.testing.assert_allclose(K, K[0, 0])  # the loop changes nothing
+    assert cls(node_label="label").prepare([L]).labelling == "nodes=label;edges=bond_order"

@@ -33,9 +33,13 @@ space, the same in every process.  ``normalize=True`` (the default) divides by t
 zero (``k = 0``, as the cosine kernel's, and ``diag`` says 0).  A graph without nodes has no
 WL label but gets one reserved feature, so that ``k(E, E) = 1`` for two empty graphs.
 
-The values equal GraKeL's (tests compare them on molecules) up to 64-bit hash
-collisions.  :class:`GrakelKernel` wraps any GraKeL kernel for graphs the explicit
-features do not cover (it evaluates GraKeL per block, much slower).
+Self-loops are dropped: a node is not its own neighbour, and the core variant takes the
+cores of the graph without its loops.  (GraKeL counts a node with a loop among its own
+neighbours, so on graphs with loops the values differ from GraKeL's.)
+
+The values equal GraKeL's (tests compare them on molecules) up to 64-bit hash collisions,
+on graphs without self-loops.  :class:`GrakelKernel` wraps any GraKeL kernel for graphs the
+explicit features do not cover (it evaluates GraKeL per block, much slower).
 """
 from __future__ import annotations
 
@@ -167,7 +171,7 @@ def _check_graph(G, i, node_label):
 
 def _check_edges(G, i, edge_label):
     for u, v, d in G.edges(data=True):
-        if edge_label not in d:
+        if edge_label not in d and u != v:  # a self-loop is dropped: its label is never read
             raise ValueError(f"graph {i}: edge ({u!r}, {v!r}) has no {edge_label!r} attribute "
                              f"(set edge_label=None for unlabelled edges)")
 
@@ -197,7 +201,8 @@ def resolve_labels(graphs: Sequence[nx.Graph], node_label: str | Sequence[str] =
 
     ``node_label="auto"``: :data:`CHEM_NODE_LABELS` if the graphs have nodes and every node
     carries them, else ``"label"``.  ``edge_label="auto"``: :data:`CHEM_EDGE_LABEL` if the
-    graphs have edges and every edge carries it, else ``None`` (unlabelled edges).  Graphs
+    graphs have edges and every edge carries it, else ``None`` (unlabelled edges; self-loops
+    do not count, the WL kernels drop them).  Graphs
     without any edge (node) give no evidence: their WL features do not depend on the edge
     (node) labels, and :func:`wl_features` records that dimension as undetermined (``?``),
     comparable with any.  Returns ``(node_label, edge_label)``; a tuple of one name comes
@@ -217,8 +222,8 @@ def resolve_labels(graphs: Sequence[nx.Graph], node_label: str | Sequence[str] =
             # the name alone always was (str(value)), which keeps saved plain features valid
             node_label = node_label[0]
     if edge_label == "auto":
-        ok = _every((d for G in graphs if isinstance(G, nx.Graph) for _, _, d in G.edges(data=True)),
-                    lambda d: CHEM_EDGE_LABEL in d)
+        ok = _every((d for G in graphs if isinstance(G, nx.Graph) for u, v, d in G.edges(data=True)
+                     if u != v), lambda d: CHEM_EDGE_LABEL in d)  # self-loops are dropped
         edge_label = CHEM_EDGE_LABEL if ok else None
     elif edge_label is not None and not isinstance(edge_label, str):
         raise ValueError(f"edge_label must be 'auto', None or an edge attribute name, got {edge_label!r}")
@@ -467,7 +472,7 @@ def wl_features(graphs: Sequence[nx.Graph], n_iter: int = 3, node_label: str | S
         g, f = _wl_entries(b.gid, b.labels, b.src, b.dst, n_iter=n_iter, salt=0, elab=b.elab)
     else:
         cn = np.concatenate([np.fromiter((c[v] for v in G.nodes), dtype=np.int64, count=len(G))
-                             for G, c in ((G, nx.core_number(G)) for G in b.graphs)])
+                             for G, c in ((G, _core_numbers(G)) for G in b.graphs)])
         parts_g, parts_f = [], []
         for level in range(int(cn.max(initial=-1)), min_core, -1):
             keep = cn >= level
@@ -482,6 +487,15 @@ def wl_features(graphs: Sequence[nx.Graph], n_iter: int = 3, node_label: str | S
         else:  # no core above min_core in the whole batch (e.g. only empty graphs)
             g, f = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.uint64)
     return _count_features(g, f, b.sizes, normalize, labelling)
+
+
+def _core_numbers(G):
+    """Core number of every node of ``G``, self-loops left out (the WL features drop them;
+    networkx's ``core_number`` refuses a graph with loops)."""
+    if nx.number_of_selfloops(G):
+        G = G.copy()
+        G.remove_edges_from(list(nx.selfloop_edges(G)))
+    return nx.core_number(G)
 
 
 def _count_features(g, f, sizes, normalize, labelling):
@@ -543,6 +557,14 @@ class WLKernel(Kernel):
         Core variant only: the cores ``i > min_core`` are summed; an integer >= -1 (-1: all
         cores, the 0-core being the whole graph).  Above every core of a graph, that graph
         has no feature (see :class:`CoreWLKernel`).
+
+    Notes
+    -----
+    Self-loops are dropped (molecule graphs have none): a node is never its own neighbour,
+    and a loop's edge label is not read.  GraKeL's ``WeisfeilerLehman`` counts a node with a
+    loop among its neighbours, so on graphs with loops the values differ from GraKeL's (use
+    :class:`GrakelKernel` for its behaviour).  :class:`CoreWLKernel` takes the cores of the
+    graph without its loops.
     """
 
     name = "wl"

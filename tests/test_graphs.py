@@ -368,3 +368,13 @@ def test_self_loops_are_dropped_by_both_wl_kernels(cls):
         K = k([P, L])
         np.testing.assert_allclose(K, K[0, 0])  # the loop changes nothing
     assert cls(node_label="label").prepare([L]).labelling == "nodes=label;edges=bond_order"
+
+
+@pytest.mark.parametrize("k", [WLKernel(), CoreWLKernel()], ids=["wl", "core_wl"])
+def test_a_single_graph_instead_of_a_list_is_named(k):
+    from sprokr_graphs import GrakelKernel
+
+    G = _labelled(nx.path_graph(3))
+    for kernel in (k, GrakelKernel()):
+        with pytest.raises(TypeError, match="expected a sequence of graphs, got a single networkx graph"):
+            kernel(G)

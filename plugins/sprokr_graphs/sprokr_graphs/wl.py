@@ -150,6 +150,14 @@ def _merge_labellings(a: str, b: str) -> str | None:
     return ";".join(merged)
 
 
+def _check_sequence(X):
+    # a networkx graph iterates over its nodes: without this, its first node would be
+    # reported as "sample 0 is a int"
+    if isinstance(X, nx.Graph):
+        raise TypeError("expected a sequence of graphs, got a single networkx graph (pass [G] for one "
+                        "graph)")
+
+
 def _check_graph(G, i, node_label):
     if not isinstance(G, nx.Graph):
         hint = ""
@@ -455,8 +463,7 @@ def wl_features(graphs: Sequence[nx.Graph], n_iter: int = 3, node_label: str | S
     edge_label : str or None or "auto"
         Edge attribute labelling the edges; None: unlabelled edges (GraKeL's WL).
     """
-    if isinstance(graphs, nx.Graph):
-        raise TypeError("expected a sequence of graphs, not a single graph")
+    _check_sequence(graphs)
     _check_n_iter(n_iter)
     _check_min_core(min_core)
     graphs = list(graphs)
@@ -602,6 +609,7 @@ class WLKernel(Kernel):
         if isinstance(X, WLFeatures):
             return X
         self.check_params()
+        _check_sequence(X)
         return wl_features(list(X), self.n_iter, self.node_label, self._core, self.min_core,
                            self.normalize, self.edge_label)
 
@@ -671,6 +679,7 @@ class GrakelKernel(Kernel):
     def prepare(self, X: Samples) -> Any:
         import grakel
 
+        _check_sequence(X)
         X = list(X)
         for i, G in enumerate(X):
             _check_graph(G, i, self.node_label)

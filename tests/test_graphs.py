@@ -248,3 +248,133 @@ def test_empty_graph_kernel_equals_its_diagonal(normalize, core):
     K = k.pairwise(P, P)
     np.testing.assert_allclose(np.diag(K), k.diag(P))  # k(E, E) = diag(E)
     assert K[0, 2] == K[0, 0] > 0 and K[0, 1] == 0 == K[1, 0]
+
+
+def _labelled(G, label="a"):
+    nx.set_node_attributes(G, label, "label")
+    return G
+
+
+PLAIN = dict(node_label="label", edge_label=None)  # GraKeL's WL: no molecule attributes read
+
+
+@pytest.mark.parametrize("normalize", [True, False])
+@pytest.mark.parametrize("cls", [WLKernel, CoreWLKernel])
+def test_a_batch_of_only_empty_graphs_is_an_empty_graph_of_a_mixed_batch(cls, normalize):
+    k = cls(normalize=normalize, **PLAIN)
+    E = k.prepare([nx.Graph(), nx.Graph()])  # no node in the whole batch
+    np.testing.assert_allclose(k.pairwise(E, E), np.ones((2, 2)))
+    np.testing.assert_allclose(k.diag(E), 1.0)
+    mixed = k.prepare([nx.Graph(), _labelled(nx.path_graph(3))])
+    np.testing.assert_allclose(k.pairwise(E, mixed), [[1.0, 0.0], [1.0, 0.0]])
+
+
+@pytest.mark.parametrize("normalize", [True, False])
+def test_core_wl_graphs_without_cores_above_min_core_have_no_feature(normalize):
+    # cores i > min_core = 1: the triangle has its 2-core, the path and the edgeless graph
+    # none (their sums are empty: k = 0), unlike an empty graph (the reserved feature)
+    G = [_labelled(nx.cycle_graph(3)), _labelled(nx.path_graph(3)), _labelled(nx.empty_graph(2), "b"),
+         nx.Graph()]
+    k = CoreWLKernel(min_core=1, normalize=normalize, **PLAIN)
+    P = k.prepare(G)
+    K = k.pairwise(P, P)
+    top = 1.0 if normalize else 36.0  # the triangle's 2-core: 4 rounds of 3 alike labels, 4 * 3^2
+    np.testing.assert_allclose(K, np.diag([top, 0.0, 0.0, 1.0]))
+    np.testing.assert_allclose(k.diag(P), np.diag(K))  # the zero rows too
+    # a zero diagonal: the kernel does not claim k(y, y) = 1 (decoders read diag instead)
+    assert not k.normalized
+    assert CoreWLKernel(normalize=True).normalized and WLKernel(min_core=1).normalized
+
+
+@pytest.mark.parametrize("bad", [-5, -2, 1.5, True, "1", None])
+def test_core_wl_min_core_must_be_an_integer_from_minus_one(bad):
+    from sprokr import IOKR
+
+    G = [_labelled(nx.cycle_graph(3)), _labelled(nx.path_graph(3))]
+    with pytest.raises(ValueError, match="min_core must be an integer >= -1"):
+        CoreWLKernel(min_core=bad, **PLAIN)(G)
+    m = IOKR(input_kernel="linear", output_kernel="core_wl", output_kernel_params={"min_core": bad})
+    with pytest.raises(ValueError, match="min_core"):  # at fit, before any fitted state
+        m.fit(np.eye(2), G)
+    assert not hasattr(m, "output_kernel_")
+
+
+def test_core_wl_min_core_above_every_core_gives_no_feature():
+    G = [_labelled(nx.cycle_graph(3)), _labelled(nx.path_graph(3)), nx.Graph()]
+    for min_core in (2, 7):  # the batch's largest core is 2
+        K = CoreWLKernel(min_core=min_core, normalize=False, **PLAIN)(G)
+        np.testing.assert_allclose(K, np.diag([0.0, 0.0, 1.0]))
+
+
+def test_auto_labelling_of_a_batch_without_edges_or_nodes_compares_with_either():
+    from sprokr_graphs.wl import WLFeatures
+
+    edgeless, path = _labelled(nx.empty_graph(2)), _labelled(nx.path_graph(2))
+    k = WLKernel()  # "auto": no edge to decide from in the first set
+    A, B = k.prepare([edgeless]), k.prepare([path])
+    assert A.labelling == "nodes=label;edges=?" and B.labelling == "nodes=label;edges=-"
+    np.testing.assert_allclose(k.pairwise(A, B), WLKernel(**PLAIN)([edgeless], [path]))
+    assert WLFeatures.concat([A, B]).labelling == "nodes=label;edges=-"
+    # no node at all: nothing decides the node labels either
+    E = k.prepare([nx.Graph()])
+    assert E.labelling == "nodes=?;edges=?"
+    np.testing.assert_allclose(k.pairwise(E, B), [[0.0]])
+    np.testing.assert_allclose(k.pairwise(E, k.prepare([nx.Graph(), path])), [[1.0, 0.0]])
+    # single atoms against molecules: the edge labelling of the molecules is taken
+    mols = [_mol("CCO"), _mol("C")]
+    chem = dict(node_label=("label", "aromatic", "num_hs"), edge_label="bond_order")
+    np.testing.assert_allclose(k(mols[1:], mols[:1]), WLKernel(**chem)(mols[1:], mols[:1]))
+    # a labelling that was decided still has to match
+    with pytest.raises(ValueError, match="different labellings"):
+        k.pairwise(k.prepare(mols[:1]), B)
+    with pytest.raises(ValueError, match="cannot concatenate"):
+        WLFeatures.concat([A, k.prepare(mols[:1]), B])
+
+
+def test_wl_output_model_on_plain_graphs_ranks_edgeless_candidates():
+    from sprokr import IOKR
+
+    Y = [_labelled(nx.path_graph(n)) for n in range(2, 6)] + [_labelled(nx.cycle_graph(n)) for n in range(3, 7)]
+    X = np.random.default_rng(0).normal(size=(len(Y), 3))
+    m = IOKR(input_kernel="linear", output_kernel="wl", lam=1e-3).fit(X, Y)
+    candidates = [_labelled(nx.empty_graph(n)) for n in (1, 2, 3)] + [nx.Graph()]
+    top = m.predict_topk(X[:2], candidates=candidates, k=2)
+    assert top.indices.shape == (2, 2)
+
+
+def test_one_node_attribute_hashes_alike_named_alone_or_in_a_tuple():
+    from sprokr_graphs.wl import node_label_key, wl_features, wl_features_from_arrays
+
+    G = nx.path_graph(3)
+    nx.set_node_attributes(G, {0: 1, 1: 2.5, 2: "c"}, "x")
+    alone, tupled = (WLKernel(node_label=nl, edge_label=None) for nl in ("x", ("x",)))
+    A, B = alone.prepare([G]), tupled.prepare([G])
+    assert A.labelling == B.labelling
+    np.testing.assert_allclose(alone.pairwise(A, B), [[1.0]])
+    # the flat-array route reads one attribute the same way
+    F = wl_features_from_arrays([3], [node_label_key(G.nodes[v]["x"]) for v in G], [0, 1], [1, 2],
+                                labelling=A.labelling)
+    np.testing.assert_allclose(alone.pairwise(A, F), [[1.0]])
+    assert np.array_equal(wl_features([G], node_label=("x",)).ids, A.ids)
+
+
+@pytest.mark.parametrize("cls", [WLKernel, CoreWLKernel])
+def test_self_loops_are_dropped_by_both_wl_kernels(cls):
+    P = _labelled(nx.path_graph(3))
+    nx.set_edge_attributes(P, 1, "bond_order")
+    L = P.copy()
+    L.add_edge(0, 0)  # no bond_order on the loop: its label is never read
+    for k in (cls(**PLAIN), cls(node_label="label", edge_label="bond_order"), cls(node_label="label")):
+        K = k([P, L])
+        np.testing.assert_allclose(K, K[0, 0])  # the loop changes nothing
+    assert cls(node_label="label").prepare([L]).labelling == "nodes=label;edges=bond_order"
+
+
+@pytest.mark.parametrize("k", [WLKernel(), CoreWLKernel()], ids=["wl", "core_wl"])
+def test_a_single_graph_instead_of_a_list_is_named(k):
+    from sprokr_graphs import GrakelKernel
+
+    G = _labelled(nx.path_graph(3))
+    for kernel in (k, GrakelKernel()):
+        with pytest.raises(TypeError, match="expected a sequence of graphs, got a single networkx graph"):
+            kernel(G)

@@ -15,20 +15,31 @@ charge, aromaticity, total hydrogen count) and a batch whose edges all carry
 the plain behaviour (node attribute ``label``, unlabelled edges).  The old kernel (equal to
 GraKeL's) is ``node_label="label", edge_label=None``.  The labelling a batch was prepared
 with is recorded in its :class:`WLFeatures` (``labelling``), and ``pairwise`` refuses to
-compare batches prepared with different labellings.
+compare batches prepared with different labellings.  A batch without any edge (only single
+atoms, or plain edgeless graphs) decides nothing about the edges: its features are the same
+with and without edge labels, its labelling says ``edges=?`` and it compares with batches of
+either edge labelling (likewise ``nodes=?`` for a batch of empty graphs).
 The core variant (GraKeL's ``CoreFramework``, Nikolentzos et al. 2018) sums the WL kernel
-over the i-cores of both graphs, ``i = max core .. min_core + 1``.
+over the i-cores of both graphs, ``i = max core .. min_core + 1``.  With ``min_core >= 0`` a
+graph may have no core above ``min_core`` (a tree has only its 0- and 1-cores): the sum is
+then empty, its vector zero, ``k = 0`` with every graph, itself included.
 
 Both are inner products of explicit count vectors, so ``prepare`` computes every graph's
 vector ONCE (a per-graph loop, ``O(h |E|)``) and ``pairwise`` is a sparse matrix product.  A
 label is identified by a stable 64-bit hash (blake2b) of (core level, round, label), so
 no vocabulary has to be fitted: graphs prepared at different times share one feature
 space, the same in every process.  ``normalize=True`` (the default) divides by the norms,
-``k(G, G') / sqrt(k(G, G) k(G', G'))``, as GraKeL's ``normalize=True``.
+``k(G, G') / sqrt(k(G, G) k(G', G'))``, as GraKeL's ``normalize=True``; a zero vector stays
+zero (``k = 0``, as the cosine kernel's, and ``diag`` says 0).  A graph without nodes has no
+WL label but gets one reserved feature, so that ``k(E, E) = 1`` for two empty graphs.
 
-The values equal GraKeL's (tests compare them on molecules) up to 64-bit hash
-collisions.  :class:`GrakelKernel` wraps any GraKeL kernel for graphs the explicit
-features do not cover (it evaluates GraKeL per block, much slower).
+Self-loops are dropped: a node is not its own neighbour, and the core variant takes the
+cores of the graph without its loops.  (GraKeL counts a node with a loop among its own
+neighbours, so on graphs with loops the values differ from GraKeL's.)
+
+The values equal GraKeL's (tests compare them on molecules) up to 64-bit hash collisions,
+on graphs without self-loops.  :class:`GrakelKernel` wraps any GraKeL kernel for graphs the
+explicit features do not cover (it evaluates GraKeL per block, much slower).
 """
 from __future__ import annotations
 
@@ -44,11 +55,12 @@ import scipy.sparse as sp
 from sprokr.kernels.base import Kernel
 
 if TYPE_CHECKING:  # imported for the annotations only
+    from typing import Self
     from sprokr.types import Samples
 
 __all__ = ["WLFeatures", "wl_features", "wl_features_from_arrays", "node_label_key", "edge_label_key",
            "resolve_labels", "labelling_name", "WLKernel", "CoreWLKernel", "GrakelKernel",
-           "CHEM_NODE_LABELS", "CHEM_EDGE_LABEL"]
+           "CHEM_NODE_LABELS", "CHEM_EDGE_LABEL", "UNDETERMINED"]
 
 #: node attributes of the chemistry-aware atom labels (set by sprokr_chem.mol_to_graph):
 #: element + formal charge, aromaticity, total hydrogen count
@@ -57,6 +69,9 @@ CHEM_NODE_LABELS = ("label", "aromatic", "num_hs")
 CHEM_EDGE_LABEL = "bond_order"
 #: labelling of features saved before labellings were recorded (plain WL)
 LEGACY_LABELLING = "nodes=label;edges=-"
+#: recorded for the edges (nodes) of a batch without any edge (node): its features are the
+#: same under every edge (node) labelling, so it is comparable with any
+UNDETERMINED = "?"
 
 
 def _h(data: bytes) -> int:
@@ -68,7 +83,9 @@ class WLFeatures:
 
     Supports ``len`` and ``take`` (so the estimators can index it) and ``to_csr(columns)``.
     ``labelling`` names the node/edge labels the features were computed with (a string such
-    as ``"nodes=label,aromatic,num_hs;edges=bond_order"``).
+    as ``"nodes=label,aromatic,num_hs;edges=bond_order"``; ``edges=?`` for a batch without
+    edges, ``nodes=?`` for one without nodes: such features are the same under every
+    labelling of that kind and compare, or concatenate, with either).
     """
 
     def __init__(self, indptr: ArrayLike, ids: ArrayLike, values: ArrayLike, labelling: str = LEGACY_LABELLING) -> None:
@@ -101,8 +118,11 @@ class WLFeatures:
     def concat(parts: Sequence[WLFeatures]) -> WLFeatures:
         parts = list(parts)
         labellings = {p.get_labelling() for p in parts}
-        if len(labellings) > 1:
-            raise ValueError(f"cannot concatenate WL features with different labellings: {sorted(labellings)}")
+        labelling: str | None = None
+        for la in sorted(labellings):
+            labelling = la if labelling is None else _merge_labellings(labelling, la)
+            if labelling is None:
+                raise ValueError(f"cannot concatenate WL features with different labellings: {sorted(labellings)}")
         indptr, ids, vals, off = [np.zeros(1, np.int64)], [], [], 0
         for p in parts:
             indptr.append(p.indptr[1:] + off)
@@ -110,7 +130,32 @@ class WLFeatures:
             ids.append(p.ids)
             vals.append(p.values)
         return WLFeatures(np.concatenate(indptr), np.concatenate(ids), np.concatenate(vals),
-                          labellings.pop() if labellings else LEGACY_LABELLING)
+                          LEGACY_LABELLING if labelling is None else labelling)
+
+
+def _merge_labellings(a: str, b: str) -> str | None:
+    """The labelling of features prepared with ``a`` and ``b`` together (an undetermined
+    part takes the other's), or None when they are not comparable."""
+    if a == b:
+        return a
+    pa, pb = (dict(part.partition("=")[::2] for part in x.split(";")) for x in (a, b))
+    if pa.keys() != pb.keys():
+        return None
+    merged = []
+    for key, x in pa.items():
+        y = pb[key]
+        if x != y and UNDETERMINED not in (x, y):
+            return None
+        merged.append(f"{key}={y if x == UNDETERMINED else x}")
+    return ";".join(merged)
+
+
+def _check_sequence(X):
+    # a networkx graph iterates over its nodes: without this, its first node would be
+    # reported as "sample 0 is a int"
+    if isinstance(X, nx.Graph):
+        raise TypeError("expected a sequence of graphs, got a single networkx graph (pass [G] for one "
+                        "graph)")
 
 
 def _check_graph(G, i, node_label):
@@ -134,7 +179,7 @@ def _check_graph(G, i, node_label):
 
 def _check_edges(G, i, edge_label):
     for u, v, d in G.edges(data=True):
-        if edge_label not in d:
+        if edge_label not in d and u != v:  # a self-loop is dropped: its label is never read
             raise ValueError(f"graph {i}: edge ({u!r}, {v!r}) has no {edge_label!r} attribute "
                              f"(set edge_label=None for unlabelled edges)")
 
@@ -148,26 +193,45 @@ def _label_text(value):
     return str(value)
 
 
+def _every(items, pred):
+    """``pred`` holds for every item and there is at least one (no vacuous truth)."""
+    seen = False
+    for x in items:
+        if not pred(x):
+            return False
+        seen = True
+    return seen
+
+
 def resolve_labels(graphs: Sequence[nx.Graph], node_label: str | Sequence[str] = "auto",
                    edge_label: str | None = "auto") -> tuple[Any, str | None]:
     """The node attribute(s) and edge attribute (or None) ``"auto"`` stands for on ``graphs``.
 
-    ``node_label="auto"``: :data:`CHEM_NODE_LABELS` if every node of every graph carries
-    them, else ``"label"``.  ``edge_label="auto"``: :data:`CHEM_EDGE_LABEL` if every edge
-    carries it, else ``None`` (unlabelled edges).  Returns ``(node_label, edge_label)``.
+    ``node_label="auto"``: :data:`CHEM_NODE_LABELS` if the graphs have nodes and every node
+    carries them, else ``"label"``.  ``edge_label="auto"``: :data:`CHEM_EDGE_LABEL` if the
+    graphs have edges and every edge carries it, else ``None`` (unlabelled edges; self-loops
+    do not count, the WL kernels drop them).  Graphs
+    without any edge (node) give no evidence: their WL features do not depend on the edge
+    (node) labels, and :func:`wl_features` records that dimension as undetermined (``?``),
+    comparable with any.  Returns ``(node_label, edge_label)``; a tuple of one name comes
+    back as that name (the same labelling, read the same way).
     """
     if isinstance(node_label, str) and node_label == "auto":
-        ok = all(all(a in d for a in CHEM_NODE_LABELS) for G in graphs if isinstance(G, nx.Graph)
-                 for _, d in G.nodes(data=True))
+        ok = _every((d for G in graphs if isinstance(G, nx.Graph) for _, d in G.nodes(data=True)),
+                    lambda d: all(a in d for a in CHEM_NODE_LABELS))
         node_label = CHEM_NODE_LABELS if ok else "label"
     elif not isinstance(node_label, str):
         node_label = tuple(node_label)
         if not node_label or not all(isinstance(a, str) for a in node_label):
             raise ValueError(f"node_label must be 'auto', an attribute name or a tuple of names, "
                              f"got {node_label!r}")
+        if len(node_label) == 1:
+            # ("x",) and "x" record one labelling, so they must hash alike: both are read as
+            # the name alone always was (str(value)), which keeps saved plain features valid
+            node_label = node_label[0]
     if edge_label == "auto":
-        ok = all(CHEM_EDGE_LABEL in d for G in graphs if isinstance(G, nx.Graph)
-                 for _, _, d in G.edges(data=True))
+        ok = _every((d for G in graphs if isinstance(G, nx.Graph) for u, v, d in G.edges(data=True)
+                     if u != v), lambda d: CHEM_EDGE_LABEL in d)  # self-loops are dropped
         edge_label = CHEM_EDGE_LABEL if ok else None
     elif edge_label is not None and not isinstance(edge_label, str):
         raise ValueError(f"edge_label must be 'auto', None or an edge attribute name, got {edge_label!r}")
@@ -175,7 +239,8 @@ def resolve_labels(graphs: Sequence[nx.Graph], node_label: str | Sequence[str] =
 
 
 def labelling_name(node_label: str | Sequence[str], edge_label: str | None) -> str:
-    """The labelling string recorded in :class:`WLFeatures` for resolved labels."""
+    """The labelling string recorded in :class:`WLFeatures` for resolved labels
+    (:data:`UNDETERMINED` for a dimension the features do not depend on)."""
     nodes = node_label if isinstance(node_label, str) else ",".join(node_label)
     return f"nodes={nodes};edges={'-' if edge_label is None else edge_label}"
 
@@ -281,15 +346,29 @@ class _ArrayBatch:
 
 def node_label_key(*values: Any) -> str:
     """The label text of a node with these attribute values, as the WL kernels read it
-    (several attributes: joined by ``"\\x1f"``, the unit separator; numbers by value)."""
-    if len(values) == 1 and isinstance(values[0], str):
-        return values[0]
+    (one attribute: its text, ``str(value)``; several attributes: joined by ``"\\x1f"``, the
+    unit separator, numbers by value)."""
+    if len(values) == 1:
+        return str(values[0])
     return "\x1f".join(_label_text(v) for v in values)
 
 
 def edge_label_key(value: Any) -> str:
     """The label text of an edge attribute value, as the WL kernels read it."""
     return _label_text(value)
+
+
+def _check_n_iter(n_iter):
+    if isinstance(n_iter, bool) or not isinstance(n_iter, (int, np.integer)) or n_iter < 0:
+        raise ValueError(f"n_iter must be a non-negative int, got {n_iter!r}")
+
+
+def _check_min_core(min_core):
+    # -1 sums every core (the 0-core is the whole graph); below it the levels would repeat
+    # the whole graph (or overflow the level's hash salt)
+    if isinstance(min_core, bool) or not isinstance(min_core, (int, np.integer)) or min_core < -1:
+        raise ValueError(f"min_core must be an integer >= -1 (the i-cores with i > min_core are "
+                         f"summed; -1: all of them), got {min_core!r}")
 
 
 def wl_features_from_arrays(sizes: Sequence[int], node_keys: Sequence[str], src: ArrayLike, dst: ArrayLike,
@@ -317,13 +396,12 @@ def wl_features_from_arrays(sizes: Sequence[int], node_keys: Sequence[str], src:
     labelling : str
         Recorded in the result (features of different labellings are not comparable).
     """
-    if not isinstance(n_iter, (int, np.integer)) or n_iter < 0:
-        raise ValueError(f"n_iter must be a non-negative int, got {n_iter!r}")
+    _check_n_iter(n_iter)
     b = _ArrayBatch(sizes, node_keys, src, dst, edge_keys)
     if b.n_graphs == 0:
         return WLFeatures([0], [], [], labelling)
     g, f = _wl_entries(b.gid, b.labels, b.src, b.dst, n_iter=n_iter, salt=0, elab=b.elab)
-    return _count_features(g, f, b.n_graphs, normalize, labelling)
+    return _count_features(g, f, b.sizes, normalize, labelling)
 
 
 def _wl_entries(gid, labels, src, dst, *, n_iter, salt, elab=None):
@@ -377,26 +455,31 @@ def wl_features(graphs: Sequence[nx.Graph], n_iter: int = 3, node_label: str | S
         Node attribute(s) whose values make the initial labels (see :func:`resolve_labels`).
     core : bool
         Core variant (WL summed over the i-cores, ``i > min_core``).
+    min_core : int
+        Core variant: the i-cores with ``i > min_core`` are summed (an integer >= -1; a
+        graph without such a core gets a zero row).
     normalize : bool
-        Unit-norm rows.
+        Unit-norm rows (zero rows stay zero).
     edge_label : str or None or "auto"
         Edge attribute labelling the edges; None: unlabelled edges (GraKeL's WL).
     """
-    if isinstance(graphs, nx.Graph):
-        raise TypeError("expected a sequence of graphs, not a single graph")
-    if not isinstance(n_iter, (int, np.integer)) or n_iter < 0:
-        raise ValueError(f"n_iter must be a non-negative int, got {n_iter!r}")
+    _check_sequence(graphs)
+    _check_n_iter(n_iter)
+    _check_min_core(min_core)
     graphs = list(graphs)
     node_label, edge_label = resolve_labels(graphs, node_label, edge_label)
-    labelling = labelling_name(node_label, edge_label)
     b = _Batch(graphs, node_label, edge_label)
+    # a batch without edges (nodes) has the same features under every edge (node) labelling:
+    # recorded as undetermined, so that it compares with batches of either labelling
+    labelling = labelling_name(node_label if b.labels.size else UNDETERMINED,
+                               edge_label if b.src.size else UNDETERMINED)
     if b.n_graphs == 0:
         return WLFeatures([0], [], [], labelling)
     if not core:
         g, f = _wl_entries(b.gid, b.labels, b.src, b.dst, n_iter=n_iter, salt=0, elab=b.elab)
     else:
         cn = np.concatenate([np.fromiter((c[v] for v in G.nodes), dtype=np.int64, count=len(G))
-                             for G, c in ((G, nx.core_number(G)) for G in b.graphs)])
+                             for G, c in ((G, _core_numbers(G)) for G in b.graphs)])
         parts_g, parts_f = [], []
         for level in range(int(cn.max(initial=-1)), min_core, -1):
             keep = cn >= level
@@ -406,22 +489,40 @@ def wl_features(graphs: Sequence[nx.Graph], n_iter: int = 3, node_label: str | S
                                n_iter=n_iter, salt=level + 1, elab=None if b.elab is None else b.elab[ek])
             parts_g.append(g)
             parts_f.append(f)
-        g, f = np.concatenate(parts_g), np.concatenate(parts_f)
-    return _count_features(g, f, b.n_graphs, normalize, labelling)
+        if parts_g:
+            g, f = np.concatenate(parts_g), np.concatenate(parts_f)
+        else:  # no core above min_core in the whole batch (e.g. only empty graphs)
+            g, f = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.uint64)
+    return _count_features(g, f, b.sizes, normalize, labelling)
 
 
-def _count_features(g, f, n_graphs, normalize, labelling):
-    """WLFeatures from the (graph id, feature id) of every node at every round."""
+def _core_numbers(G):
+    """Core number of every node of ``G``, self-loops left out (the WL features drop them;
+    networkx's ``core_number`` refuses a graph with loops)."""
+    if nx.number_of_selfloops(G):
+        G = G.copy()
+        G.remove_edges_from(list(nx.selfloop_edges(G)))
+    return nx.core_number(G)
+
+
+def _count_features(g, f, sizes, normalize, labelling):
+    """WLFeatures from the (graph id, feature id) of every node at every round (``sizes``:
+    nodes per graph)."""
+    n_graphs = len(sizes)
     # count (graph, feature) pairs: sort by graph then feature id, run lengths
     fi = f.view(np.int64)
     order = np.lexsort((fi, g))
     g, fi = g[order], fi[order]
-    starts = np.flatnonzero(np.r_[True, (g[1:] != g[:-1]) | (fi[1:] != fi[:-1])])
+    # (a batch without any node, e.g. only empty graphs, has no entry and no run)
+    starts = np.flatnonzero(np.r_[g.size > 0, (g[1:] != g[:-1]) | (fi[1:] != fi[:-1])])
     counts = np.diff(np.r_[starts, g.size]).astype(np.float64)
     rg, rid = g[starts], fi[starts]
     # A graph without nodes has no WL label at all: it gets one reserved feature, so that
-    # k(E, E) = 1 = diag while k(E, G) = 0 (a zero row would give k(E, E) = 0 != diag = 1)
-    empty = np.flatnonzero(np.bincount(rg, minlength=n_graphs) == 0)
+    # k(E, E) = 1 = diag while k(E, G) = 0 (a zero row would give k(E, E) = 0 != diag = 1).
+    # Only a graph without nodes: a graph whose cores above min_core are all empty has
+    # nodes but no feature (the core kernel's sum is empty), a zero row (k = 0 with every
+    # graph, itself included); a shared reserved feature would make such graphs equal.
+    empty = np.flatnonzero(np.asarray(sizes, dtype=np.int64) == 0)
     if empty.size:
         rg = np.r_[rg, empty]
         rid = np.r_[rid, np.full(empty.size, EMPTY_GRAPH_FEATURE, dtype=rid.dtype)]
@@ -431,7 +532,7 @@ def _count_features(g, f, n_graphs, normalize, labelling):
     indptr = np.concatenate([[0], np.cumsum(np.bincount(rg, minlength=n_graphs))])
     if normalize:
         nrm = np.sqrt(np.bincount(rg, weights=counts ** 2, minlength=n_graphs))
-        nrm[nrm == 0] = 1.0
+        nrm[nrm == 0] = 1.0  # a zero row stays zero
         counts = counts / nrm[rg]
     return WLFeatures(indptr, rid, counts, labelling)
 
@@ -448,14 +549,29 @@ class WLKernel(Kernel):
         Node attribute(s) making the initial labels.  ``"auto"``: the chemistry-aware atom
         labels :data:`CHEM_NODE_LABELS` (element + charge, aromaticity, total H count) when
         every node carries them (graphs of :func:`sprokr_chem.mol_to_graph`), else ``"label"``.
+        One attribute (``"x"`` or ``("x",)``, the same labelling) is read by its text,
+        ``str(value)`` (``1`` and ``1.0`` are two labels, as in earlier versions); several
+        attributes are read by value (numbers: ``1`` and ``1.0`` are one label).
     edge_label : "auto" (default), str or None
         Edge attribute labelling the edges.  ``"auto"``: the bond order
         (:data:`CHEM_EDGE_LABEL`) when every edge carries it, else unlabelled edges.
         ``node_label="label", edge_label=None`` is the plain WL kernel of earlier versions
         (equal to GraKeL's ``WeisfeilerLehman``).
     normalize : bool, default True
+        Divide by the norms (``k(G, G) = 1``; a zero vector, see :class:`CoreWLKernel`,
+        stays zero).
     min_core : int, default -1
-        Core variant only: the cores ``i > min_core`` are summed.
+        Core variant only: the cores ``i > min_core`` are summed; an integer >= -1 (-1: all
+        cores, the 0-core being the whole graph).  Above every core of a graph, that graph
+        has no feature (see :class:`CoreWLKernel`).
+
+    Notes
+    -----
+    Self-loops are dropped (molecule graphs have none): a node is never its own neighbour,
+    and a loop's edge label is not read.  GraKeL's ``WeisfeilerLehman`` counts a node with a
+    loop among its neighbours, so on graphs with loops the values differ from GraKeL's (use
+    :class:`GrakelKernel` for its behaviour).  :class:`CoreWLKernel` takes the cores of the
+    graph without its loops.
     """
 
     name = "wl"
@@ -476,11 +592,24 @@ class WLKernel(Kernel):
 
     @property
     def normalized(self) -> bool:  # type: ignore[override]  # a class attribute in Kernel
-        return bool(self.normalize)
+        # k(G, G) = 1 for every G only when no graph can have a zero row: the core variant
+        # with min_core >= 0 gives one to a graph without cores above min_core
+        return bool(self.normalize) and not self._may_have_zero_rows()
+
+    def _may_have_zero_rows(self) -> bool:
+        mc = self.min_core
+        return self._core and isinstance(mc, (int, np.integer)) and mc >= 0
+
+    def check_params(self) -> Self:
+        _check_n_iter(self.n_iter)
+        _check_min_core(self.min_core)
+        return self
 
     def prepare(self, X: Samples) -> Any:
         if isinstance(X, WLFeatures):
             return X
+        self.check_params()
+        _check_sequence(X)
         return wl_features(list(X), self.n_iter, self.node_label, self._core, self.min_core,
                            self.normalize, self.edge_label)
 
@@ -488,25 +617,37 @@ class WLKernel(Kernel):
         if not isinstance(A, WLFeatures) or not isinstance(B, WLFeatures):
             raise TypeError("pairwise expects prepared graphs (WLKernel.prepare)")
         la, lb = A.get_labelling(), B.get_labelling()
-        if la != lb and len(A) and len(B):
+        if len(A) and len(B) and _merge_labellings(la, lb) is None:
             raise ValueError(
                 f"the two sets of graphs were prepared with different labellings ({la!r} vs {lb!r}): "
-                f"with node_label/edge_label='auto' this happens when only one set carries the "
-                f"molecule attributes; pass node_label=... and edge_label=... explicitly")
+                f"with node_label/edge_label='auto' a set gets the molecule labels (nodes "
+                f"{', '.join(CHEM_NODE_LABELS)}; edges {CHEM_EDGE_LABEL}) only when all its nodes "
+                f"(edges) carry them, so this happens when one set carries them and the other does "
+                f"not; pass node_label=... and edge_label=... explicitly")
         cols = np.unique(np.concatenate([A.ids, B.ids]))
         return np.asarray((A.to_csr(cols) @ B.to_csr(cols).T).toarray())
 
     def diag(self, A: Any) -> np.ndarray:
-        if self.normalize:
-            return np.ones(len(A))
-        sq = A.values ** 2
-        return np.add.reduceat(sq, A.indptr[:-1]) * (np.diff(A.indptr) > 0) if sq.size else np.zeros(len(A))
+        n = np.diff(A.indptr)
+        if self.normalize:  # unit rows, and zero rows (no feature: k(G, G) = 0)
+            return (n > 0).astype(np.float64)
+        return np.bincount(np.repeat(np.arange(len(A)), n), weights=A.values ** 2, minlength=len(A))
 
 
 class CoreWLKernel(WLKernel):
     """Core variant of the WL kernel: WL summed over the i-cores, ``i > min_core``.
 
     Same parameters (and the same chemistry-aware labelling by default) as :class:`WLKernel`.
+
+    Notes
+    -----
+    With ``min_core >= 0`` a graph whose cores above ``min_core`` are all empty (a tree or
+    a path with ``min_core=1``, an edgeless graph with ``min_core=0``) has an empty sum: its
+    feature vector is zero and ``k = 0`` with every graph, itself included, also with
+    ``normalize=True`` (a zero vector is not scaled; ``diag`` gives 0 for it).  Such a
+    kernel does not declare ``normalized`` (``k(y, y) = 1`` fails for these graphs), so the
+    decoders read ``diag``.  A graph without nodes is the exception: it gets the reserved
+    empty-graph feature (``k(E, E) = 1``), with any ``min_core``.
     """
 
     name = "core_wl"
@@ -538,6 +679,7 @@ class GrakelKernel(Kernel):
     def prepare(self, X: Samples) -> Any:
         import grakel
 
+        _check_sequence(X)
         X = list(X)
         for i, G in enumerate(X):
             _check_graph(G, i, self.node_label)

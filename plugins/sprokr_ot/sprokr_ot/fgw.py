@@ -4,7 +4,10 @@ A labelled graph becomes a pair ``(F, C)``: ``F`` the one-hot node labels over a
 alphabet (``n x |A|``), ``C`` the structure matrix holding the edge weights (bond orders for
 molecule graphs of sprokr-chem; 1 for unlabelled edges).  The FGW distance mixes the
 feature cost ``|F_i - F'_j|^2`` and the structure cost ``|C_ik - C'_jl|^2`` with weight
-``alpha`` on the structure (POT's convention).
+``alpha`` on the structure (POT's convention).  Node labels are compared by value, as in
+the WL kernels' tuple labelling: ``1``, ``1.0`` and ``np.int64(1)`` are one label, ``"1"``
+another; graphs decoded over :func:`label_alphabet` of the training graphs carry the
+training graphs' label values and types.
 
 :class:`FGWBarycenterDecoder` predicts a NEW graph for each query: it takes the training
 graphs with the K largest weights ``alpha_i(x)`` and computes their FGW barycenter
@@ -32,6 +35,7 @@ barycenters are starting points, the model's score decides (``search_steps``,
 """
 from __future__ import annotations
 
+import collections.abc
 import numbers
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
@@ -52,24 +56,78 @@ __all__ = ["graph_to_fgw", "fgw_to_graph", "fgw_distance", "FGWBarycenterDecoder
            "edge_order_weights", "decode_edges", "repair_molecule"]
 
 
+def _label_key(value: Any) -> tuple[int, Any]:
+    """What identifies a node label: its value, as in the WL kernels' tuple labelling.
+
+    Numbers by value (``1``, ``1.0`` and ``np.int64(1)`` are one label), strings as they
+    are (``"1"`` is another label than ``1``), booleans apart from numbers, anything else
+    by its ``repr``.  The first item orders the kinds, so that keys of mixed labels sort.
+    """
+    if isinstance(value, (bool, np.bool_)):
+        return (1, bool(value))
+    if isinstance(value, (numbers.Real, np.integer, np.floating)):
+        v = float(value)
+        if np.isnan(v):  # NaN equals nothing: as a label it would match no other node
+            raise ValueError("a node label is NaN; labels are compared by value and NaN equals nothing")
+        return (0, v)
+    if isinstance(value, str):
+        return (2, str(value))
+    return (3, repr(value))
+
+
+def _alphabet_index(alphabet: Any) -> tuple[list[Any], dict[tuple[int, Any], int]]:
+    """``(labels, position of each label key)`` of an alphabet given as any sequence."""
+    if isinstance(alphabet, (str, bytes, collections.abc.Mapping)) \
+            or not isinstance(alphabet, collections.abc.Iterable):
+        raise TypeError(f"alphabet must be a sequence of node labels (a list, tuple or 1-D array), "
+                        f"got {type(alphabet).__name__}")
+    if isinstance(alphabet, np.ndarray):
+        if alphabet.ndim != 1:
+            raise ValueError(f"alphabet must be 1-D, got an array of shape {alphabet.shape}")
+        labels = alphabet.tolist()  # numpy scalars as Python ones
+    else:
+        labels = list(alphabet)
+    pos: dict[tuple[int, Any], int] = {}
+    for i, a in enumerate(labels):
+        try:
+            key = _label_key(a)
+        except ValueError as exc:
+            raise ValueError(f"alphabet[{i}]: {exc}") from None
+        if key in pos:
+            raise ValueError(f"alphabet lists one label twice: {labels[pos[key]]!r} (position {pos[key]}) and "
+                             f"{a!r} (position {i}); labels are compared by value")
+        pos[key] = i
+    return labels, pos
+
+
 def label_alphabet(graphs: Sequence[nx.Graph], node_label: str = "label") -> list[Any]:
-    """Sorted list of the node labels occurring in ``graphs``."""
-    labels = {str(d[node_label]) for G in graphs for _, d in G.nodes(data=True)}
-    return sorted(labels)
+    """Sorted list of the distinct node labels occurring in ``graphs``.
+
+    Labels are compared by value (``1`` and ``1.0`` are one label, ``"1"`` another) and
+    kept as they occur (the first occurrence stands for equal ones), so graphs decoded over
+    the alphabet carry labels of the training graphs' type.  Numbers sort first, then
+    strings.
+    """
+    if isinstance(graphs, nx.Graph):
+        raise TypeError("label_alphabet expects a sequence of graphs, not a single graph")
+    found: dict[tuple[int, Any], Any] = {}
+    for G in graphs:
+        for _, d in G.nodes(data=True):
+            found.setdefault(_label_key(d[node_label]), d[node_label])
+    return [found[k] for k in sorted(found)]
 
 
-def graph_to_fgw(G: nx.Graph, alphabet: Sequence[Any], node_label: str = "label",
-                 edge_label: str = "label") -> tuple[np.ndarray, np.ndarray]:
-    """``(F, C)``: one-hot node features over ``alphabet`` and the edge-weight matrix."""
-    pos = {a: i for i, a in enumerate(alphabet)}
+def _to_fgw(G, labels, pos, node_label, edge_label, what):
+    """``(F, C)`` of a graph over an indexed alphabet (:func:`_alphabet_index`)."""
     nodes = list(G.nodes)
     idx = {v: i for i, v in enumerate(nodes)}
-    F = np.zeros((len(nodes), len(alphabet)))
+    F = np.zeros((len(nodes), len(labels)))
     for i, v in enumerate(nodes):
-        lab = str(G.nodes[v][node_label])
-        if lab not in pos:
-            raise ValueError(f"node label {lab!r} is not in the alphabet {alphabet}")
-        F[i, pos[lab]] = 1.0
+        lab = G.nodes[v][node_label]
+        j = pos.get(_label_key(lab))
+        if j is None:
+            raise ValueError(f"{what}: node {v!r} has the label {lab!r}, which is not in the alphabet {labels}")
+        F[i, j] = 1.0
     C = np.zeros((len(nodes), len(nodes)))
     for u, v, d in G.edges(data=True):
         w = float(d.get(edge_label, 1.0)) if edge_label else 1.0
@@ -77,14 +135,26 @@ def graph_to_fgw(G: nx.Graph, alphabet: Sequence[Any], node_label: str = "label"
     return F, C
 
 
+def graph_to_fgw(G: nx.Graph, alphabet: Sequence[Any], node_label: str = "label",
+                 edge_label: str | None = "label") -> tuple[np.ndarray, np.ndarray]:
+    """``(F, C)``: one-hot node features over ``alphabet`` and the edge-weight matrix.
+
+    ``alphabet``: any sequence of labels (list, tuple, 1-D array), compared by value (see
+    :func:`label_alphabet`).
+    """
+    labels, pos = _alphabet_index(alphabet)
+    return _to_fgw(G, labels, pos, node_label, edge_label, "G")
+
+
 def fgw_to_graph(F: np.ndarray, C: np.ndarray, alphabet: Sequence[Any], node_label: str = "label",
                  edge_label: str = "label", orders: ArrayLike = (1.0, 1.5, 2.0, 3.0),
                  threshold: float = 0.5) -> nx.Graph:
     """Graph from barycenter features and structure: argmax labels, nearest bond orders."""
+    labels, _ = _alphabet_index(alphabet)
     G = nx.Graph()
     lab = np.asarray(F).argmax(axis=1)
     for i, a in enumerate(lab):
-        G.add_node(i, **{node_label: alphabet[a]})
+        G.add_node(i, **{node_label: labels[a]})
     C = (np.asarray(C) + np.asarray(C).T) / 2
     orders = np.asarray(orders, dtype=float)
     iu, ju = np.triu_indices(C.shape[0], k=1)
@@ -98,14 +168,19 @@ def fgw_to_graph(F: np.ndarray, C: np.ndarray, alphabet: Sequence[Any], node_lab
 
 def fgw_distance(G1: nx.Graph, G2: nx.Graph, alpha: float = 0.5, alphabet: Sequence[Any] | None = None,
                  node_label: str = "label", edge_label: str = "label") -> float:
-    """FGW distance between two labelled graphs (uniform node weights)."""
+    """FGW distance between two labelled graphs (uniform node weights).
+
+    ``alphabet``: the node labels the one-hot features range over (list, tuple or 1-D
+    array), default the labels of ``G1`` and ``G2``; labels are compared by value, ``1``
+    and ``1.0`` are one label, ``"1"`` another (see :func:`label_alphabet`).
+    """
     import ot
 
     if not 0 <= alpha <= 1:
         raise ValueError(f"alpha must lie in [0, 1], got {alpha!r}")
-    alphabet = alphabet or label_alphabet([G1, G2], node_label)
-    F1, C1 = graph_to_fgw(G1, alphabet, node_label, edge_label)
-    F2, C2 = graph_to_fgw(G2, alphabet, node_label, edge_label)
+    labels, pos = _alphabet_index(label_alphabet([G1, G2], node_label) if alphabet is None else alphabet)
+    F1, C1 = _to_fgw(G1, labels, pos, node_label, edge_label, "G1")
+    F2, C2 = _to_fgw(G2, labels, pos, node_label, edge_label, "G2")
     if F1.shape[0] == 0 or F2.shape[0] == 0:
         raise ValueError("FGW distance needs non-empty graphs")
     M = ot.dist(F1, F2)
@@ -458,7 +533,10 @@ class FGWBarycenterDecoder(Decoder):
                    start: int | None = None) -> nx.Graph:
         """FGW barycenter of ``graphs`` with ``weights``, decoded as a networkx graph.
 
-        ``chem``: ``(to_smiles, caps)`` from the alphabet (computed when None).  ``start``:
+        ``alphabet``: node labels (any sequence, compared by value); the decoded graph's
+        labels are its entries, so :func:`label_alphabet` of the training graphs gives them
+        the training graphs' type.  ``chem``: ``(to_smiles, caps)`` from the alphabet
+        (computed when None).  ``start``:
         position in ``graphs`` of the graph to start from, whose size the barycenter takes
         (default: the ``n_nodes`` rule, started from the heaviest graph of that size).  For
         molecule graphs the result sanitises, or is the heaviest neighbour
@@ -467,6 +545,7 @@ class FGWBarycenterDecoder(Decoder):
         import ot
 
         self._check()
+        alphabet, pos = _alphabet_index(alphabet)
         chem = self._chem(alphabet) if chem is None else chem
         to_smiles, caps = chem
         start_graph = None if start is None else graphs[start]
@@ -482,7 +561,7 @@ class FGWBarycenterDecoder(Decoder):
             G = graphs[top].copy()
             G.graph["fgw_status"] = "barycenter"
             return G
-        FC = [graph_to_fgw(g, alphabet, self.node_label, self.edge_label) for g in graphs]
+        FC = [_to_fgw(g, alphabet, pos, self.node_label, self.edge_label, "graphs") for g in graphs]
         sizes = np.array([f.shape[0] for f, _ in FC])
         if start_graph is not None:
             start = [id(g) for g in graphs].index(id(start_graph))

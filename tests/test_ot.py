@@ -75,6 +75,52 @@ def test_fgw_decoder_keeps_the_training_label_type(data):
     assert nx.is_isomorphic(B, Gi[0], **match)
 
 
+def test_fgw_distance_refuses_bad_inputs_clearly():
+    G = _labelled_path([1, 2, 1])
+    unlabelled = nx.path_graph(3)
+    cases = [
+        ((unlabelled, G), {}, ValueError, "G1: node 0 has no 'label' attribute"),
+        ((G, [G]), {}, TypeError, "G2 must be a networkx graph, got list"),
+        ((G, G), {"alpha": "0.5"}, TypeError, "alpha must be a number in \\[0, 1\\], got str"),
+        ((G, G), {"alpha": float("nan")}, ValueError, "alpha must lie in"),
+        ((_labelled_path([1, 2], ["double"]), G), {}, ValueError, "G1: edge \\(0, 1\\) has label='double'.*numeric"),
+        ((G, _labelled_path([1, 2], [float("nan")])), {}, ValueError, "G2: edge \\(0, 1\\) has label=nan.*finite"),
+        ((nx.DiGraph(G), G), {}, ValueError, "G1 is directed"),
+        ((G, G), {"alphabet": "12"}, TypeError, "alphabet must be a sequence"),
+        ((G, _labelled_path([1, float("nan")])), {}, ValueError, "G2: node 1.*NaN"),
+    ]
+    for args, kw, exc, msg in cases:
+        with pytest.raises(exc, match=msg):
+            fgw_distance(*args, **kw)
+    # unlabelled edges weigh 1, as edges without the attribute
+    assert fgw_distance(_labelled_path([1, 2], ["double"]), G, edge_label=None) > 0
+
+
+def test_fgw_barycenter_refuses_bad_inputs_clearly():
+    G = _labelled_path([1, 2, 1], [1, 2])
+    dec = FGWBarycenterDecoder(select="median")
+    cases = [
+        (([], [], [1, 2]), ValueError, "graphs is empty"),
+        (([G, G.copy()], [0.0, 0.0], [1, 2]), ValueError, "all zero"),
+        (([G, G.copy(), G.copy()], [0.5, 0.5], [1, 2]), ValueError, "one number per graph: 3 graphs"),
+        (([G, G.copy()], [-1.0, 2.0], [1, 2]), ValueError, "finite and >= 0"),
+        (([G, G.copy()], [np.nan, 1.0], [1, 2]), ValueError, "finite and >= 0"),
+        (([G, nx.path_graph(2)], [0.5, 0.5], [1, 2]), ValueError, "graphs\\[1\\]: node 0 has no 'label'"),
+        (([G, _labelled_path([1, 3])], [0.5, 0.5], [1, 2]), ValueError, "graphs\\[1\\]: node 1 has the label 3"),
+        ((G, [1.0], [1, 2]), TypeError, "sequence of networkx graphs"),
+    ]
+    for args, exc, msg in cases:
+        with pytest.raises(exc, match=msg):
+            dec.barycenter(*args)
+    for params, msg in (({"max_iter": -1}, "max_iter"), ({"max_iter": True}, "max_iter"),
+                        ({"tol": float("nan")}, "tol"), ({"alpha": 2.0}, "alpha"),
+                        ({"threshold": "1"}, "threshold")):
+        with pytest.raises(ValueError, match=msg):
+            FGWBarycenterDecoder(**params).barycenter([G], [1.0], [1, 2])
+        with pytest.raises(ValueError, match=msg):  # at fit, through the model's decoder check
+            FGWBarycenterDecoder(**params).validate()
+
+
 def test_barycenter_of_one_graph_is_that_graph(data):
     _, G = data
     dec = FGWBarycenterDecoder()

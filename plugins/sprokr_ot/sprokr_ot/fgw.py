@@ -615,7 +615,10 @@ class FGWBarycenterDecoder(Decoder):
         graphs : sequence of networkx.Graph
             At least one undirected graph, every node labelled (``node_label``) with a label
             of ``alphabet``, edge labels (``edge_label``) finite numbers.  The same graph
-            object given twice counts once, with the sum of its weights.
+            object given twice counts once, with the sum of its weights.  Graphs without
+            nodes have no node to carry their mass: they are left out of the barycenter,
+            unless the heaviest graph or the size rule picks one (then that empty graph is
+            returned).
         weights : array-like (len(graphs),)
             Finite weights >= 0, not all zero (normalised to sum 1); graphs of weight 0 are
             left out (except ``start``).
@@ -656,12 +659,7 @@ class FGWBarycenterDecoder(Decoder):
         w = np.array([wi for _, wi in merged.values()])
         w = w / w.sum()
         top = int(np.argmax(w))
-        if len(graphs) == 1 or graphs[top].number_of_nodes() == 0:
-            G = graphs[top].copy()
-            G.graph["fgw_status"] = "barycenter"
-            return G
-        FC = [_to_fgw(g, alphabet, pos, self.node_label, self.edge_label, "graphs") for g in graphs]
-        sizes = np.array([f.shape[0] for f, _ in FC])
+        sizes = np.array([g.number_of_nodes() for g in graphs])
         if start_graph is not None:
             start = [id(g) for g in graphs].index(id(start_graph))
             N = int(sizes[start])
@@ -669,6 +667,16 @@ class FGWBarycenterDecoder(Decoder):
             N = int(sizes[top]) if self.n_nodes == "heaviest" else int(_weighted_median(sizes, w))
             same = np.flatnonzero(sizes == N)
             start = int(same[np.argmax(w[same])])  # POT#547: start from a real graph, not zeros
+        if sizes[top] and N and (sizes == 0).any():
+            # an empty graph has no node to carry its mass (POT fails on it): it leaves the problem
+            keep = np.flatnonzero(sizes > 0)
+            top, start = int(np.searchsorted(keep, top)), int(np.searchsorted(keep, start))
+            graphs, w, sizes = [graphs[i] for i in keep], w[keep] / w[keep].sum(), sizes[keep]
+        if len(graphs) == 1 or sizes[top] == 0 or N == 0:  # nothing to average
+            G = graphs[start if sizes[top] and not N else top].copy()  # N == 0: the chosen empty graph
+            G.graph["fgw_status"] = "barycenter"
+            return G
+        FC = [_to_fgw(g, alphabet, pos, self.node_label, self.edge_label, "graphs") for g in graphs]
         seed = int(check_random_state(rng).integers(2**31 - 1)) if rng is not None else 0
         X, C, log = ot.gromov.fgw_barycenters(
             N, [f for f, _ in FC], [c for _, c in FC], ps=[ot.unif(n) for n in sizes],

@@ -519,6 +519,12 @@ class GrakelKernel(Kernel):
     ``kernel`` is a GraKeL class name (e.g. ``"ShortestPath"``, ``"WeisfeilerLehman"``),
     ``params`` its constructor arguments.  Use it for kernels without an explicit feature
     map here; it costs one GraKeL ``fit``/``transform`` per Gram block.
+
+    ``normalize=True`` gives ``k(G, G') / sqrt(k(G, G) k(G', G'))`` with the three values
+    taken from ONE GraKeL Gram matrix: a block between two different sets is read from the
+    Gram matrix of their union (one ``fit_transform``, which also costs the sets' own
+    blocks), so that ``k(G, G) = 1`` holds also for kernels whose values depend on the
+    fitted set (``OddSth``, ``Propagation``, ``GraphletSampling``, ...).
     """
 
     name = "grakel"
@@ -556,13 +562,21 @@ class GrakelKernel(Kernel):
         return cls(normalize=False, **(self.params or {}))
 
     def pairwise(self, A: Any, B: Any) -> np.ndarray:
-        k = self._make()
-        k.fit(B)
-        K = np.asarray(k.transform(A), dtype=np.float64)
-        if self.normalize:
-            da, db = self._raw_diag(A), self._raw_diag(B)
-            K = K / np.sqrt(np.outer(np.maximum(da, 1e-300), np.maximum(db, 1e-300)))
-        return K
+        if len(A) == 0 or len(B) == 0:  # GraKeL refuses an empty set
+            return np.zeros((len(A), len(B)))
+        if not self.normalize:
+            k = self._make()
+            k.fit(B)
+            return np.asarray(k.transform(A), dtype=np.float64)
+        # One Gram matrix and its own diagonal: a block of fit(B).transform(A) divided by
+        # diagonals of other fits had k(x, x) != 1 for set-dependent kernels (e.g. OddSth)
+        K = np.asarray(self._make().fit_transform(A if A is B else list(A) + list(B)), dtype=np.float64)
+        d = np.diag(K)
+        K = K / np.sqrt(np.outer(d, d))
+        if A is B:
+            np.fill_diagonal(K, 1.0)
+            return K
+        return K[:len(A), len(A):]
 
     def _raw_diag(self, A):
         return np.array([self._make().fit_transform([g])[0, 0] for g in A], dtype=np.float64)

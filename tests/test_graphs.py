@@ -66,6 +66,40 @@ def test_grakel_normalize_gives_unit_self_similarity():
     assert GrakelKernel()([], B).shape == (0, 3)
 
 
+def test_grakel_graphs_without_features_and_non_finite_values():
+    """ShortestPath on graphs without edges (no path: k(G, G) = 0) gave an all-NaN Gram; such
+    graphs get one reserved feature, as the WL kernels' empty graph.  Non-finite values from
+    GraKeL are an error naming the kernel."""
+    from sprokr_graphs import GrakelKernel
+
+    single, pair = nx.Graph(), nx.Graph()
+    single.add_node(0, label=1)
+    pair.add_nodes_from([(0, {"label": 1}), (1, {"label": 2})])
+    G = _random_labelled_graphs(2)
+    k = GrakelKernel(kernel="ShortestPath")
+    K = k([single, pair] + G)
+    assert np.isfinite(K).all() and np.allclose(np.diag(K), 1.0)
+    assert np.allclose(K[:2, :2], 1.0) and np.allclose(K[:2, 2:], 0.0) and K[2, 3] > 0
+    assert np.allclose(k([single, pair], G), 0.0) and np.allclose(k([single], [pair]), 1.0)
+
+    class NaNKernel:  # stands for a GraKeL kernel that overflows
+        def fit(self, X):
+            self.n = len(X)
+            return self
+
+        def transform(self, X):
+            return np.full((len(X), self.n), np.nan)
+
+        def fit_transform(self, X):
+            return self.fit(X).transform(X)
+
+    for normalize in (True, False):
+        bad = GrakelKernel(kernel="ShortestPath", normalize=normalize)
+        bad._make = NaNKernel
+        with pytest.raises(ValueError, match="GraKeL kernel 'ShortestPath' returned non-finite values"):
+            bad(G)
+
+
 def test_wl_features_are_stable_across_calls(graphs):
     _, G = graphs
     k = WLKernel()

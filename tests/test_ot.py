@@ -119,6 +119,12 @@ def test_fgw_barycenter_refuses_bad_inputs_clearly():
             FGWBarycenterDecoder(**params).barycenter([G], [1.0], [1, 2])
         with pytest.raises(ValueError, match=msg):  # at fit, through the model's decoder check
             FGWBarycenterDecoder(**params).validate()
+    # decode names the candidate, before any barycenter is computed
+    from sprokr.decoders import CandidateIndex
+
+    pool = [G, _labelled_path([1, 2], ["double"])]
+    with pytest.raises(ValueError, match="candidate 1: edge \\(0, 1\\) has label='double'"):
+        dec.decode(np.zeros((1, 1)), CandidateIndex(pool, np.zeros((2, 1))), weights=np.array([[0.5, 0.5]]))
     # an empty graph has no node to carry its weight: it leaves the barycenter (POT failed on it)
     E = nx.Graph()
     assert nx.is_isomorphic(dec.barycenter([G, E, G.copy()], [0.4, 0.2, 0.4], [1, 2]), G, **match)

@@ -740,10 +740,12 @@ class FGWBarycenterDecoder(Decoder):
         pool = index.candidates
         n_q = idx.shape[0]
         used = [pool[int(i)] for i in np.unique(idx)]
-        for g in used:
+        for i, g in zip(np.unique(idx), used):
             if not isinstance(g, nx.Graph):
                 raise TypeError(f"the FGW barycenter decoder needs networkx graphs as outputs; "
                                 f"got {type(g).__name__}")
+            # named by their position among the candidates, before any barycenter is computed
+            _check_graph(g, f"candidate {int(i)}", self.node_label, self.edge_label)
         alphabet = label_alphabet(used, self.node_label)
         chem = self._chem(alphabet)
         rng = check_random_state(self.random_state)

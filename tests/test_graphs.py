@@ -37,6 +37,69 @@ def test_wl_matches_grakel_and_is_psd(graphs):
     assert np.linalg.eigvalsh(Kc).min() > -1e-8
 
 
+def _random_labelled_graphs(n, seed=0):
+    rng = np.random.default_rng(seed)
+    out = []
+    for s in range(n):
+        G = nx.gnp_random_graph(6, 0.5, seed=seed + s)
+        nx.set_node_attributes(G, {v: int(rng.integers(3)) for v in G}, "label")
+        out.append(G)
+    return out
+
+
+def test_grakel_normalize_gives_unit_self_similarity():
+    """normalize=True: k(G, G) = 1 also for a GraKeL kernel whose values depend on the fitted
+    set (OddSth gave diagonals such as [1, 1.08, 0.61]), and a block between two sets is the
+    block of their union's normalised Gram; set-independent kernels keep their values."""
+    from sprokr_graphs import GrakelKernel
+
+    A, B = _random_labelled_graphs(3), _random_labelled_graphs(3, seed=10)
+    k = GrakelKernel(kernel="OddSth")
+    K = k(A)
+    assert k.normalized and np.allclose(np.diag(K), 1.0) and np.allclose(k.diag(k.prepare(A)), 1.0)
+    assert np.abs(K).max() <= 1 + 1e-12 and np.linalg.eigvalsh(K).min() > -1e-10
+    assert np.allclose(k(A, B), k(A + B)[:3, 3:])
+    # ShortestPath does not depend on the set: k(a, b) / sqrt(k(a, a) k(b, b)) of the raw kernel
+    raw = GrakelKernel(kernel="ShortestPath", normalize=False)
+    Ka, Kb = raw.diag(raw.prepare(A)), raw.diag(raw.prepare(B))
+    assert np.allclose(GrakelKernel(kernel="ShortestPath")(A, B), raw(A, B) / np.sqrt(np.outer(Ka, Kb)))
+    assert GrakelKernel()([], B).shape == (0, 3)
+
+
+def test_grakel_graphs_without_features_and_non_finite_values():
+    """ShortestPath on graphs without edges (no path: k(G, G) = 0) gave an all-NaN Gram; such
+    graphs get one reserved feature, as the WL kernels' empty graph.  Non-finite values from
+    GraKeL are an error naming the kernel."""
+    from sprokr_graphs import GrakelKernel
+
+    single, pair = nx.Graph(), nx.Graph()
+    single.add_node(0, label=1)
+    pair.add_nodes_from([(0, {"label": 1}), (1, {"label": 2})])
+    G = _random_labelled_graphs(2)
+    k = GrakelKernel(kernel="ShortestPath")
+    K = k([single, pair] + G)
+    assert np.isfinite(K).all() and np.allclose(np.diag(K), 1.0)
+    assert np.allclose(K[:2, :2], 1.0) and np.allclose(K[:2, 2:], 0.0) and K[2, 3] > 0
+    assert np.allclose(k([single, pair], G), 0.0) and np.allclose(k([single], [pair]), 1.0)
+
+    class NaNKernel:  # stands for a GraKeL kernel that overflows
+        def fit(self, X):
+            self.n = len(X)
+            return self
+
+        def transform(self, X):
+            return np.full((len(X), self.n), np.nan)
+
+        def fit_transform(self, X):
+            return self.fit(X).transform(X)
+
+    for normalize in (True, False):
+        bad = GrakelKernel(kernel="ShortestPath", normalize=normalize)
+        bad._make = NaNKernel
+        with pytest.raises(ValueError, match="GraKeL kernel 'ShortestPath' returned non-finite values"):
+            bad(G)
+
+
 def test_wl_features_are_stable_across_calls(graphs):
     _, G = graphs
     k = WLKernel()

@@ -26,6 +26,111 @@ def test_fgw_distance(data):
     assert fgw_distance(G[0], G[1], alpha=0.0) == pytest.approx(fgw_distance(G[1], G[0], alpha=0.0))
 
 
+def _labelled_path(labels, edge_labels=None):
+    G = nx.path_graph(len(labels))
+    nx.set_node_attributes(G, dict(enumerate(labels)), "label")
+    for (u, v), e in zip(G.edges, edge_labels or ()):
+        G.edges[u, v]["label"] = e
+    return G
+
+
+def test_fgw_labels_are_compared_by_value():
+    """Node labels are values (as the WL kernels' tuple labelling): the alphabet may be any
+    sequence of the graphs' own labels, 1 and 1.0 are one label, "1" another."""
+    G = _labelled_path([1, 2, 1])
+    for alphabet in ([1, 2], (2, 1), np.array([1, 2]), [1.0, 2.0], np.array([1, 2, 3])):
+        assert fgw_distance(G, G, alphabet=alphabet) == pytest.approx(0.0, abs=1e-12)
+    assert fgw_distance(G, _labelled_path([1.0, np.int64(2), 1])) == pytest.approx(0.0, abs=1e-12)
+    assert fgw_distance(G, _labelled_path(["1", "2", "1"])) > 0.5  # no label in common
+    # the alphabet keeps the labels as they occur: ints stay ints, strings sort as before
+    assert label_alphabet([G, _labelled_path([2.0, 3])]) == [1, 2, 3]
+    assert [type(a) for a in label_alphabet([G, _labelled_path([2.0, 3])])] == [int, int, int]
+    assert label_alphabet([_labelled_path(["O", "C", "N+"])]) == ["C", "N+", "O"]
+    with pytest.raises(ValueError, match="twice"):
+        fgw_distance(G, G, alphabet=[1, 2, 1.0])
+    with pytest.raises(ValueError, match="G2: node 1 has the label 3, which is not in the alphabet"):
+        fgw_distance(G, _labelled_path([1, 3]), alphabet=[1, 2])
+
+
+def test_fgw_decoder_keeps_the_training_label_type(data):
+    """Int-labelled training graphs are decoded with int labels: the barycenters of training
+    inputs are their own graphs, labels and all (they came back as '6', '7', ...)."""
+    smiles, G = data
+    z = {"C": 6, "N": 7, "O": 8, "F": 9}
+
+    def int_labelled(g):
+        H = nx.Graph()
+        H.add_nodes_from((v, {"label": z[d["label"]]}) for v, d in g.nodes(data=True))
+        H.add_edges_from((u, v, {"label": d["label"]}) for u, v, d in g.edges(data=True))
+        return H
+
+    Gi = [int_labelled(g) for g in G[:60]]
+    m = IOKR(input_kernel="smiles_spectrum", output_kernel="wl", lam=1e-5, decoder="fgw_barycenter",
+             decoder_params={"select": "median", "n_neighbors": 3}).fit(smiles[:60], Gi)
+    pred = m.predict(smiles[:5])
+    assert {type(d["label"]) for p in pred for _, d in p.nodes(data=True)} == {int}
+    assert all(nx.is_isomorphic(p, t, **match) for p, t in zip(pred, Gi[:5]))
+    dec = FGWBarycenterDecoder()
+    B = dec.barycenter([Gi[0], Gi[0].copy()], [0.3, 0.7], np.asarray(label_alphabet(Gi)))
+    assert nx.is_isomorphic(B, Gi[0], **match)
+
+
+def test_fgw_distance_refuses_bad_inputs_clearly():
+    G = _labelled_path([1, 2, 1])
+    unlabelled = nx.path_graph(3)
+    cases = [
+        ((unlabelled, G), {}, ValueError, "G1: node 0 has no 'label' attribute"),
+        ((G, [G]), {}, TypeError, "G2 must be a networkx graph, got list"),
+        ((G, G), {"alpha": "0.5"}, TypeError, "alpha must be a number in \\[0, 1\\], got str"),
+        ((G, G), {"alpha": float("nan")}, ValueError, "alpha must lie in"),
+        ((_labelled_path([1, 2], ["double"]), G), {}, ValueError, "G1: edge \\(0, 1\\) has label='double'.*numeric"),
+        ((G, _labelled_path([1, 2], [float("nan")])), {}, ValueError, "G2: edge \\(0, 1\\) has label=nan.*finite"),
+        ((nx.DiGraph(G), G), {}, ValueError, "G1 is directed"),
+        ((G, G), {"alphabet": "12"}, TypeError, "alphabet must be a sequence"),
+        ((G, _labelled_path([1, float("nan")])), {}, ValueError, "G2: node 1.*NaN"),
+    ]
+    for args, kw, exc, msg in cases:
+        with pytest.raises(exc, match=msg):
+            fgw_distance(*args, **kw)
+    # unlabelled edges weigh 1, as edges without the attribute
+    assert fgw_distance(_labelled_path([1, 2], ["double"]), G, edge_label=None) > 0
+
+
+def test_fgw_barycenter_refuses_bad_inputs_clearly():
+    G = _labelled_path([1, 2, 1], [1, 2])
+    dec = FGWBarycenterDecoder(select="median")
+    cases = [
+        (([], [], [1, 2]), ValueError, "graphs is empty"),
+        (([G, G.copy()], [0.0, 0.0], [1, 2]), ValueError, "all zero"),
+        (([G, G.copy(), G.copy()], [0.5, 0.5], [1, 2]), ValueError, "one number per graph: 3 graphs"),
+        (([G, G.copy()], [-1.0, 2.0], [1, 2]), ValueError, "finite and >= 0"),
+        (([G, G.copy()], [np.nan, 1.0], [1, 2]), ValueError, "finite and >= 0"),
+        (([G, nx.path_graph(2)], [0.5, 0.5], [1, 2]), ValueError, "graphs\\[1\\]: node 0 has no 'label'"),
+        (([G, _labelled_path([1, 3])], [0.5, 0.5], [1, 2]), ValueError, "graphs\\[1\\]: node 1 has the label 3"),
+        ((G, [1.0], [1, 2]), TypeError, "sequence of networkx graphs"),
+    ]
+    for args, exc, msg in cases:
+        with pytest.raises(exc, match=msg):
+            dec.barycenter(*args)
+    for params, msg in (({"max_iter": -1}, "max_iter"), ({"max_iter": True}, "max_iter"),
+                        ({"tol": float("nan")}, "tol"), ({"alpha": 2.0}, "alpha"),
+                        ({"threshold": "1"}, "threshold")):
+        with pytest.raises(ValueError, match=msg):
+            FGWBarycenterDecoder(**params).barycenter([G], [1.0], [1, 2])
+        with pytest.raises(ValueError, match=msg):  # at fit, through the model's decoder check
+            FGWBarycenterDecoder(**params).validate()
+    # decode names the candidate, before any barycenter is computed
+    from sprokr.decoders import CandidateIndex
+
+    pool = [G, _labelled_path([1, 2], ["double"])]
+    with pytest.raises(ValueError, match="candidate 1: edge \\(0, 1\\) has label='double'"):
+        dec.decode(np.zeros((1, 1)), CandidateIndex(pool, np.zeros((2, 1))), weights=np.array([[0.5, 0.5]]))
+    # an empty graph has no node to carry its weight: it leaves the barycenter (POT failed on it)
+    E = nx.Graph()
+    assert nx.is_isomorphic(dec.barycenter([G, E, G.copy()], [0.4, 0.2, 0.4], [1, 2]), G, **match)
+    assert dec.barycenter([G, E], [0.4, 0.6], [1, 2]).number_of_nodes() == 0
+
+
 def test_barycenter_of_one_graph_is_that_graph(data):
     _, G = data
     dec = FGWBarycenterDecoder()

@@ -660,6 +660,16 @@ class GrakelKernel(Kernel):
     ``kernel`` is a GraKeL class name (e.g. ``"ShortestPath"``, ``"WeisfeilerLehman"``),
     ``params`` its constructor arguments.  Use it for kernels without an explicit feature
     map here; it costs one GraKeL ``fit``/``transform`` per Gram block.
+
+    ``normalize=True`` gives ``k(G, G') / sqrt(k(G, G) k(G', G'))`` with the three values
+    taken from ONE GraKeL Gram matrix: a block between two different sets is read from the
+    Gram matrix of their union (one ``fit_transform``, which also costs the sets' own
+    blocks), so that ``k(G, G) = 1`` holds also for kernels whose values depend on the
+    fitted set (``OddSth``, ``Propagation``, ``GraphletSampling``, ...).  A graph without
+    any feature (self-similarity 0, e.g. ``ShortestPath`` on a graph without edges: no
+    path) gets, as the empty graph of the WL kernels, one reserved feature: similarity 1
+    to such graphs, 0 to the others.  Non-finite values, or a negative self-similarity,
+    are an error naming the kernel.
     """
 
     name = "grakel"
@@ -698,16 +708,38 @@ class GrakelKernel(Kernel):
         return cls(normalize=False, **(self.params or {}))
 
     def pairwise(self, A: Any, B: Any) -> np.ndarray:
-        k = self._make()
-        k.fit(B)
-        K = np.asarray(k.transform(A), dtype=np.float64)
-        if self.normalize:
-            da, db = self._raw_diag(A), self._raw_diag(B)
-            K = K / np.sqrt(np.outer(np.maximum(da, 1e-300), np.maximum(db, 1e-300)))
+        if len(A) == 0 or len(B) == 0:  # GraKeL refuses an empty set
+            return np.zeros((len(A), len(B)))
+        if not self.normalize:
+            k = self._make()
+            k.fit(B)
+            return self._finite(k.transform(A))
+        # One Gram matrix and its own diagonal: a block of fit(B).transform(A) divided by
+        # diagonals of other fits had k(x, x) != 1 for set-dependent kernels (e.g. OddSth)
+        K = self._finite(self._make().fit_transform(A if A is B else list(A) + list(B)))
+        d = np.diag(K).copy()
+        if (d < 0).any():
+            raise ValueError(f"the GraKeL kernel {self.kernel!r} gives a negative self-similarity k(G, G) for "
+                             f"{int((d < 0).sum())} graph(s): it is not positive semi-definite on them "
+                             f"(random walk kernels: lower the decay factor), so it cannot be normalised")
+        none = d == 0  # no feature at all: one reserved feature, as the WL kernels' empty graph
+        d[none] = 1.0
+        K = K / np.sqrt(np.outer(d, d))
+        K[np.ix_(none, none)] = 1.0
+        if A is B:
+            np.fill_diagonal(K, 1.0)
+            return K
+        return K[:len(A), len(A):]
+
+    def _finite(self, K):
+        K = np.asarray(K, dtype=np.float64)
+        if not np.isfinite(K).all():
+            raise ValueError(f"the GraKeL kernel {self.kernel!r} returned non-finite values (NaN or inf) on "
+                             f"these graphs; check its params, or use normalize=False / another kernel")
         return K
 
     def _raw_diag(self, A):
-        return np.array([self._make().fit_transform([g])[0, 0] for g in A], dtype=np.float64)
+        return self._finite([self._make().fit_transform([g])[0, 0] for g in A])
 
     def diag(self, A: Any) -> np.ndarray:
         if self.normalize:

@@ -4,7 +4,11 @@ A labelled graph becomes a pair ``(F, C)``: ``F`` the one-hot node labels over a
 alphabet (``n x |A|``), ``C`` the structure matrix holding the edge weights (bond orders for
 molecule graphs of sprokr-chem; 1 for unlabelled edges).  The FGW distance mixes the
 feature cost ``|F_i - F'_j|^2`` and the structure cost ``|C_ik - C'_jl|^2`` with weight
-``alpha`` on the structure (POT's convention).
+``alpha`` on the structure (POT's convention).  Node labels are compared by value, as in
+the WL kernels' tuple labelling: ``1``, ``1.0`` and ``np.int64(1)`` are one label, ``"1"``
+another; graphs decoded over :func:`label_alphabet` of the training graphs carry the
+training graphs' label values and types.  The graphs are undirected: a directed graph is
+refused, as by the WL kernels (its direction would be lost silently).
 
 :class:`FGWBarycenterDecoder` predicts a NEW graph for each query: it takes the training
 graphs with the K largest weights ``alpha_i(x)`` and computes their FGW barycenter
@@ -32,6 +36,7 @@ barycenters are starting points, the model's score decides (``search_steps``,
 """
 from __future__ import annotations
 
+import collections.abc
 import numbers
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
@@ -52,39 +57,148 @@ __all__ = ["graph_to_fgw", "fgw_to_graph", "fgw_distance", "FGWBarycenterDecoder
            "edge_order_weights", "decode_edges", "repair_molecule"]
 
 
+def _label_key(value: Any) -> tuple[int, Any]:
+    """What identifies a node label: its value, as in the WL kernels' tuple labelling.
+
+    Numbers by value (``1``, ``1.0`` and ``np.int64(1)`` are one label), strings as they
+    are (``"1"`` is another label than ``1``), booleans apart from numbers, anything else
+    by its ``repr``.  The first item orders the kinds, so that keys of mixed labels sort.
+    """
+    if isinstance(value, (bool, np.bool_)):
+        return (1, bool(value))
+    if isinstance(value, (numbers.Real, np.integer, np.floating)):
+        v = float(value)
+        if np.isnan(v):  # NaN equals nothing: as a label it would match no other node
+            raise ValueError("a node label is NaN; labels are compared by value and NaN equals nothing")
+        return (0, v)
+    if isinstance(value, str):
+        return (2, str(value))
+    return (3, repr(value))
+
+
+def _check_graph(G: Any, what: str, node_label: str, edge_label: str | None = None,
+                 alphabet: tuple[list[Any], dict[tuple[int, Any], int]] | None = None) -> None:
+    """Clear errors for a graph the FGW tools cannot take; ``what`` names it ("G1", "graphs[2]").
+    ``alphabet``: ``(labels, positions)`` of :func:`_alphabet_index`, holding every node label."""
+    if not isinstance(G, nx.Graph):
+        raise TypeError(f"{what} must be a networkx graph, got {type(G).__name__}")
+    if G.is_directed():
+        # as the WL kernels: the structure matrix is symmetric, a direction would be lost silently
+        raise ValueError(f"{what} is directed: the FGW tools take undirected graphs "
+                         f"(convert it with G.to_undirected())")
+    for v, d in G.nodes(data=True):
+        if node_label not in d:
+            raise ValueError(f"{what}: node {v!r} has no {node_label!r} attribute "
+                             f"(set node_label=... to the attribute holding the labels)")
+        try:
+            key = _label_key(d[node_label])
+        except ValueError as exc:
+            raise ValueError(f"{what}: node {v!r}: {exc}") from None
+        if alphabet is not None and key not in alphabet[1]:
+            raise ValueError(f"{what}: node {v!r} has the label {d[node_label]!r}, which is not in the alphabet "
+                             f"{alphabet[0]}")
+    if edge_label:
+        for u, v, d in G.edges(data=True):
+            if edge_label in d:
+                _edge_weight(d[edge_label], what, u, v, edge_label)
+
+
+def _edge_weight(value: Any, what: str, u: Any, v: Any, edge_label: str) -> float:
+    """An edge label as the finite number the structure matrix holds."""
+    try:
+        w = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{what}: edge ({u!r}, {v!r}) has {edge_label}={value!r}; the FGW structure "
+                         f"matrix takes numeric edge labels (bond orders, weights), or set "
+                         f"edge_label=None for unlabelled edges") from None
+    if not np.isfinite(w):
+        raise ValueError(f"{what}: edge ({u!r}, {v!r}) has {edge_label}={value!r}; edge weights must be finite")
+    return w
+
+
+def _alphabet_index(alphabet: Any) -> tuple[list[Any], dict[tuple[int, Any], int]]:
+    """``(labels, position of each label key)`` of an alphabet given as any sequence."""
+    if isinstance(alphabet, (str, bytes, collections.abc.Mapping)) \
+            or not isinstance(alphabet, collections.abc.Iterable):
+        raise TypeError(f"alphabet must be a sequence of node labels (a list, tuple or 1-D array), "
+                        f"got {type(alphabet).__name__}")
+    if isinstance(alphabet, np.ndarray):
+        if alphabet.ndim != 1:
+            raise ValueError(f"alphabet must be 1-D, got an array of shape {alphabet.shape}")
+        labels = alphabet.tolist()  # numpy scalars as Python ones
+    else:
+        labels = list(alphabet)
+    pos: dict[tuple[int, Any], int] = {}
+    for i, a in enumerate(labels):
+        try:
+            key = _label_key(a)
+        except ValueError as exc:
+            raise ValueError(f"alphabet[{i}]: {exc}") from None
+        if key in pos:
+            raise ValueError(f"alphabet lists one label twice: {labels[pos[key]]!r} (position {pos[key]}) and "
+                             f"{a!r} (position {i}); labels are compared by value")
+        pos[key] = i
+    return labels, pos
+
+
 def label_alphabet(graphs: Sequence[nx.Graph], node_label: str = "label") -> list[Any]:
-    """Sorted list of the node labels occurring in ``graphs``."""
-    labels = {str(d[node_label]) for G in graphs for _, d in G.nodes(data=True)}
-    return sorted(labels)
+    """Sorted list of the distinct node labels occurring in ``graphs``.
+
+    Labels are compared by value (``1`` and ``1.0`` are one label, ``"1"`` another) and
+    kept as they occur (the first occurrence stands for equal ones), so graphs decoded over
+    the alphabet carry labels of the training graphs' type.  Numbers sort first, then
+    strings.
+    """
+    if isinstance(graphs, nx.Graph):
+        raise TypeError("label_alphabet expects a sequence of graphs, not a single graph")
+    found: dict[tuple[int, Any], Any] = {}
+    for i, G in enumerate(graphs):
+        _check_graph(G, f"graph {i}", node_label)
+        for _, d in G.nodes(data=True):
+            found.setdefault(_label_key(d[node_label]), d[node_label])
+    return [found[k] for k in sorted(found)]
+
+
+def _to_fgw(G, labels, pos, node_label, edge_label, what):
+    """``(F, C)`` of a checked graph (see :func:`_check_graph`) over an indexed alphabet."""
+    nodes = list(G.nodes)
+    idx = {v: i for i, v in enumerate(nodes)}
+    F = np.zeros((len(nodes), len(labels)))
+    for i, v in enumerate(nodes):
+        lab = G.nodes[v][node_label]
+        j = pos.get(_label_key(lab))
+        if j is None:
+            raise ValueError(f"{what}: node {v!r} has the label {lab!r}, which is not in the alphabet {labels}")
+        F[i, j] = 1.0
+    C = np.zeros((len(nodes), len(nodes)))
+    for u, v, d in G.edges(data=True):
+        w = _edge_weight(d[edge_label], what, u, v, edge_label) if edge_label and edge_label in d else 1.0
+        C[idx[u], idx[v]] = C[idx[v], idx[u]] = w
+    return F, C
 
 
 def graph_to_fgw(G: nx.Graph, alphabet: Sequence[Any], node_label: str = "label",
-                 edge_label: str = "label") -> tuple[np.ndarray, np.ndarray]:
-    """``(F, C)``: one-hot node features over ``alphabet`` and the edge-weight matrix."""
-    pos = {a: i for i, a in enumerate(alphabet)}
-    nodes = list(G.nodes)
-    idx = {v: i for i, v in enumerate(nodes)}
-    F = np.zeros((len(nodes), len(alphabet)))
-    for i, v in enumerate(nodes):
-        lab = str(G.nodes[v][node_label])
-        if lab not in pos:
-            raise ValueError(f"node label {lab!r} is not in the alphabet {alphabet}")
-        F[i, pos[lab]] = 1.0
-    C = np.zeros((len(nodes), len(nodes)))
-    for u, v, d in G.edges(data=True):
-        w = float(d.get(edge_label, 1.0)) if edge_label else 1.0
-        C[idx[u], idx[v]] = C[idx[v], idx[u]] = w
-    return F, C
+                 edge_label: str | None = "label") -> tuple[np.ndarray, np.ndarray]:
+    """``(F, C)``: one-hot node features over ``alphabet`` and the edge-weight matrix.
+
+    ``alphabet``: any sequence of labels (list, tuple, 1-D array), compared by value (see
+    :func:`label_alphabet`).  Edges without ``edge_label`` (or every edge, when
+    ``edge_label`` is None) weigh 1; edge labels must be finite numbers.
+    """
+    labels, pos = _alphabet_index(alphabet)
+    _check_graph(G, "G", node_label, edge_label, (labels, pos))
+    return _to_fgw(G, labels, pos, node_label, edge_label, "G")
 
 
 def fgw_to_graph(F: np.ndarray, C: np.ndarray, alphabet: Sequence[Any], node_label: str = "label",
                  edge_label: str = "label", orders: ArrayLike = (1.0, 1.5, 2.0, 3.0),
                  threshold: float = 0.5) -> nx.Graph:
     """Graph from barycenter features and structure: argmax labels, nearest bond orders."""
+    labels, _ = _alphabet_index(alphabet)
     G = nx.Graph()
     lab = np.asarray(F).argmax(axis=1)
     for i, a in enumerate(lab):
-        G.add_node(i, **{node_label: alphabet[a]})
+        G.add_node(i, **{node_label: labels[a]})
     C = (np.asarray(C) + np.asarray(C).T) / 2
     orders = np.asarray(orders, dtype=float)
     iu, ju = np.triu_indices(C.shape[0], k=1)
@@ -96,18 +210,53 @@ def fgw_to_graph(F: np.ndarray, C: np.ndarray, alphabet: Sequence[Any], node_lab
     return G
 
 
+def _is_real(value: Any) -> bool:
+    """A real number, not a bool (nor a string: comparing one would raise a bare TypeError)."""
+    return isinstance(value, (numbers.Real, np.floating, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+def _check_alpha(alpha: Any) -> None:
+    """``alpha``: a real number in [0, 1] (a string or a bool is refused, not compared)."""
+    if not _is_real(alpha):
+        raise TypeError(f"alpha must be a number in [0, 1], got {type(alpha).__name__} {alpha!r}")
+    if not 0 <= alpha <= 1:  # NaN fails the comparison too
+        raise ValueError(f"alpha must lie in [0, 1], got {alpha!r}")
+
+
 def fgw_distance(G1: nx.Graph, G2: nx.Graph, alpha: float = 0.5, alphabet: Sequence[Any] | None = None,
-                 node_label: str = "label", edge_label: str = "label") -> float:
-    """FGW distance between two labelled graphs (uniform node weights)."""
+                 node_label: str = "label", edge_label: str | None = "label") -> float:
+    """FGW distance between two labelled graphs (uniform node weights).
+
+    Parameters
+    ----------
+    G1, G2 : networkx.Graph
+        Undirected graphs (a directed graph is refused, as by the WL kernels) with at least
+        one node, every node carrying ``node_label``.
+    alpha : float in [0, 1], default 0.5
+        Weight of the structure term (POT's convention).
+    alphabet : sequence of labels, optional
+        The node labels the one-hot features range over (list, tuple or 1-D array);
+        default: the labels of ``G1`` and ``G2``.  Labels are compared by value: ``1`` and
+        ``1.0`` are one label, ``"1"`` another (see :func:`label_alphabet`).
+    node_label : str
+    edge_label : str or None
+        Edge attribute holding finite numeric weights (bond orders); edges without it, or
+        every edge when None, weigh 1.
+
+    Returns
+    -------
+    float
+    """
     import ot
 
-    if not 0 <= alpha <= 1:
-        raise ValueError(f"alpha must lie in [0, 1], got {alpha!r}")
-    alphabet = alphabet or label_alphabet([G1, G2], node_label)
-    F1, C1 = graph_to_fgw(G1, alphabet, node_label, edge_label)
-    F2, C2 = graph_to_fgw(G2, alphabet, node_label, edge_label)
-    if F1.shape[0] == 0 or F2.shape[0] == 0:
+    _check_alpha(alpha)
+    _check_graph(G1, "G1", node_label, edge_label)
+    _check_graph(G2, "G2", node_label, edge_label)
+    if G1.number_of_nodes() == 0 or G2.number_of_nodes() == 0:
         raise ValueError("FGW distance needs non-empty graphs")
+    labels, pos = _alphabet_index(label_alphabet([G1, G2], node_label) if alphabet is None else alphabet)
+    F1, C1 = _to_fgw(G1, labels, pos, node_label, edge_label, "G1")
+    F2, C2 = _to_fgw(G2, labels, pos, node_label, edge_label, "G2")
     M = ot.dist(F1, F2)
     p, q = ot.unif(F1.shape[0]), ot.unif(F2.shape[0])
     return float(ot.gromov.fused_gromov_wasserstein2(M, C1, C2, p, q, loss_fun="square_loss",
@@ -361,27 +510,30 @@ class FGWBarycenterDecoder(Decoder):
         self.random_state = random_state
 
     def _check(self):
-        if not isinstance(self.n_neighbors, numbers.Integral) or self.n_neighbors < 1:
-            raise ValueError(f"n_neighbors must be a positive int, got {self.n_neighbors!r}")
-        if not 0 <= self.alpha <= 1:
-            raise ValueError(f"alpha must lie in [0, 1], got {self.alpha!r}")
+        ints = {"n_neighbors": 1, "max_iter": 1, "n_starts": 0, "search_steps": 0, "search_beam": 1}
+        for name, low in ints.items():
+            v = getattr(self, name)
+            # bool is an Integral: without the first test n_neighbors=True would mean 1
+            if isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Integral) or v < low:
+                raise ValueError(f"{name} must be a {'positive' if low else 'non-negative'} int, got {v!r}")
+        _check_alpha(self.alpha)
         if self.weights not in ("auto", "alpha", "projection"):
             raise ValueError(f"weights must be 'auto', 'alpha' or 'projection', got {self.weights!r}")
         if self.n_nodes not in ("median", "heaviest"):
             raise ValueError(f"n_nodes must be 'median' or 'heaviest', got {self.n_nodes!r}")
-        if not isinstance(self.n_starts, numbers.Integral) or self.n_starts < 0:
-            raise ValueError(f"n_starts must be a non-negative int, got {self.n_starts!r}")
         if self.select not in ("score", "median"):
             raise ValueError(f"select must be 'score' or 'median', got {self.select!r}")
-        for name in ("search_steps", "search_beam"):
-            v = getattr(self, name)
-            if not isinstance(v, numbers.Integral) or v < (0 if name == "search_steps" else 1):
-                raise ValueError(f"{name} must be a {'non-negative' if name == 'search_steps' else 'positive'} "
-                                 f"int, got {v!r}")
-        if not isinstance(self.train_margin, numbers.Real) or not self.train_margin >= 0:
+        if not _is_real(self.tol) or not (np.isfinite(self.tol) and self.tol >= 0):
+            raise ValueError(f"tol must be a finite number >= 0, got {self.tol!r}")
+        if not _is_real(self.train_margin) or not self.train_margin >= 0:
             raise ValueError(f"train_margin must be a number >= 0 (inf allowed), got {self.train_margin!r}")
-        if not 0 < self.threshold <= 1:
+        if not _is_real(self.threshold) or not 0 < self.threshold <= 1:
             raise ValueError(f"threshold must lie in (0, 1], got {self.threshold!r}")
+
+    def validate(self) -> FGWBarycenterDecoder:
+        """Check the parameters (clear errors naming them); a model calls it at ``fit``."""
+        self._check()
+        return self
 
     def neighbor_weights(self, H: np.ndarray, index: CandidateIndex,
                          weights: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -458,32 +610,56 @@ class FGWBarycenterDecoder(Decoder):
                    start: int | None = None) -> nx.Graph:
         """FGW barycenter of ``graphs`` with ``weights``, decoded as a networkx graph.
 
-        ``chem``: ``(to_smiles, caps)`` from the alphabet (computed when None).  ``start``:
-        position in ``graphs`` of the graph to start from, whose size the barycenter takes
-        (default: the ``n_nodes`` rule, started from the heaviest graph of that size).  For
-        molecule graphs the result sanitises, or is the heaviest neighbour
-        (``graph["fgw_status"]``).
+        Parameters
+        ----------
+        graphs : sequence of networkx.Graph
+            At least one undirected graph, every node labelled (``node_label``) with a label
+            of ``alphabet``, edge labels (``edge_label``) finite numbers.  The same graph
+            object given twice counts once, with the sum of its weights.  Graphs without
+            nodes have no node to carry their mass: they are left out of the barycenter,
+            unless the heaviest graph or the size rule picks one (then that empty graph is
+            returned).
+        weights : array-like (len(graphs),)
+            Finite weights >= 0, not all zero (normalised to sum 1); graphs of weight 0 are
+            left out (except ``start``).
+        alphabet : sequence of labels
+            Node labels of the one-hot features (list, tuple or 1-D array), compared by
+            value; the decoded graph's node labels are its entries (so
+            :func:`label_alphabet` of the training graphs gives them their type).
+        rng : numpy.random.Generator, optional
+            Seed source of POT's solver.
+        chem : tuple, optional
+            ``(to_smiles, caps)`` from the alphabet (computed when None).
+        start : int, optional
+            Position in ``graphs`` of the graph to start from, whose size the barycenter
+            takes (default: the ``n_nodes`` rule, started from the heaviest graph of that
+            size).
+
+        Returns
+        -------
+        networkx.Graph
+            For molecule graphs the result sanitises, or is the heaviest neighbour
+            (``graph["fgw_status"]``).
         """
         import ot
 
         self._check()
+        graphs, given = self._check_barycenter_inputs(graphs, weights, start)
+        alphabet, pos = _alphabet_index(alphabet)
+        for i, g in enumerate(graphs):
+            _check_graph(g, f"graphs[{i}]", self.node_label, self.edge_label, (alphabet, pos))
         chem = self._chem(alphabet) if chem is None else chem
         to_smiles, caps = chem
         start_graph = None if start is None else graphs[start]
         merged: dict[Any, Any] = {}
-        for g, wi in zip(graphs, np.asarray(weights, dtype=float)):  # same graph twice: add weights
+        for g, wi in zip(graphs, given):  # same graph twice: add weights
             if wi > 0 or g is start_graph:
                 merged[id(g)] = (g, merged.get(id(g), (g, 0.0))[1] + wi)
         graphs = [g for g, _ in merged.values()]
         w = np.array([wi for _, wi in merged.values()])
         w = w / w.sum()
         top = int(np.argmax(w))
-        if len(graphs) == 1 or graphs[top].number_of_nodes() == 0:
-            G = graphs[top].copy()
-            G.graph["fgw_status"] = "barycenter"
-            return G
-        FC = [graph_to_fgw(g, alphabet, self.node_label, self.edge_label) for g in graphs]
-        sizes = np.array([f.shape[0] for f, _ in FC])
+        sizes = np.array([g.number_of_nodes() for g in graphs])
         if start_graph is not None:
             start = [id(g) for g in graphs].index(id(start_graph))
             N = int(sizes[start])
@@ -491,6 +667,16 @@ class FGWBarycenterDecoder(Decoder):
             N = int(sizes[top]) if self.n_nodes == "heaviest" else int(_weighted_median(sizes, w))
             same = np.flatnonzero(sizes == N)
             start = int(same[np.argmax(w[same])])  # POT#547: start from a real graph, not zeros
+        if sizes[top] and N and (sizes == 0).any():
+            # an empty graph has no node to carry its mass (POT fails on it): it leaves the problem
+            keep = np.flatnonzero(sizes > 0)
+            top, start = int(np.searchsorted(keep, top)), int(np.searchsorted(keep, start))
+            graphs, w, sizes = [graphs[i] for i in keep], w[keep] / w[keep].sum(), sizes[keep]
+        if len(graphs) == 1 or sizes[top] == 0 or N == 0:  # nothing to average
+            G = graphs[start if sizes[top] and not N else top].copy()  # N == 0: the chosen empty graph
+            G.graph["fgw_status"] = "barycenter"
+            return G
+        FC = [_to_fgw(g, alphabet, pos, self.node_label, self.edge_label, "graphs") for g in graphs]
         seed = int(check_random_state(rng).integers(2**31 - 1)) if rng is not None else 0
         X, C, log = ot.gromov.fgw_barycenters(
             N, [f for f, _ in FC], [c for _, c in FC], ps=[ot.unif(n) for n in sizes],
@@ -518,6 +704,30 @@ class FGWBarycenterDecoder(Decoder):
             G = H
         return _as_training_graph(G, graphs[top])
 
+    @staticmethod
+    def _check_barycenter_inputs(graphs, weights, start):
+        """``(graphs, weights)`` as a list and a float array, checked (clear errors before POT runs)."""
+        if isinstance(graphs, nx.Graph) or not isinstance(graphs, collections.abc.Iterable):
+            raise TypeError(f"graphs must be a sequence of networkx graphs, got {type(graphs).__name__}")
+        graphs = list(graphs)
+        if not graphs:
+            raise ValueError("graphs is empty: the barycenter needs at least one graph")
+        try:
+            w = np.asarray(weights, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise TypeError(f"weights must be numbers, one per graph; got {weights!r}") from None
+        if w.ndim != 1 or w.size != len(graphs):
+            raise ValueError(f"weights must hold one number per graph: {len(graphs)} graphs, "
+                             f"weights of shape {w.shape}")
+        if not np.isfinite(w).all() or (w < 0).any():
+            raise ValueError(f"weights must be finite and >= 0, got {w.tolist()}")
+        if not w.sum() > 0:
+            raise ValueError("weights are all zero: the barycenter needs a positive weight")
+        if start is not None and (isinstance(start, (bool, np.bool_)) or not isinstance(start, numbers.Integral)
+                                  or not 0 <= start < len(graphs)):
+            raise ValueError(f"start must be None or a position in graphs (0..{len(graphs) - 1}), got {start!r}")
+        return graphs, w
+
     def decode(self, H: np.ndarray, index: CandidateIndex, top_k: int | None = None,
                weights: np.ndarray | None = None) -> Any:
         if top_k is not None:
@@ -530,10 +740,12 @@ class FGWBarycenterDecoder(Decoder):
         pool = index.candidates
         n_q = idx.shape[0]
         used = [pool[int(i)] for i in np.unique(idx)]
-        for g in used:
+        for i, g in zip(np.unique(idx), used):
             if not isinstance(g, nx.Graph):
                 raise TypeError(f"the FGW barycenter decoder needs networkx graphs as outputs; "
                                 f"got {type(g).__name__}")
+            # named by their position among the candidates, before any barycenter is computed
+            _check_graph(g, f"candidate {int(i)}", self.node_label, self.edge_label)
         alphabet = label_alphabet(used, self.node_label)
         chem = self._chem(alphabet)
         rng = check_random_state(self.random_state)

@@ -539,22 +539,38 @@ def _all_components(kind: str) -> list[Component]:
     return [c for comps in reg._components[kind].values() for c in comps]
 
 
+#: what the host calls on each domain component it builds (hooks of sprokr.hookspecs)
+_DOMAIN_METHODS = {"reader": ("guess_can_open", "read"), "column_type": ("parse", "format"),
+                   "depiction": ("can_draw", "draw")}
+
+
 def _build(comp: Component) -> Any:
     """``comp.factory()``, or None with a :class:`PluginWarning` naming the plugin when it fails
-    (a broken plugin's reader or depiction must not break reading a CSV file or a figure)."""
+    or builds something without the kind's methods (a broken plugin's reader or depiction
+    must not break reading a CSV file or a figure)."""
     try:
-        return comp.factory()
-    except Exception as exc:
-        warnings.warn(f"sprokr plugin {comp.plugin!r}: the {comp.kind} {comp.name!r} could not be built "
-                      f"({type(exc).__name__}: {exc}); it was skipped", PluginWarning, stacklevel=3)
-        return None
+        obj = comp.factory()
+    except BaseException as exc:
+        if not is_plugin_failure(exc):
+            raise
+        problem = f"could not be built: {_failure_text(exc)}"
+    else:
+        missing = _lacks(obj, _DOMAIN_METHODS[comp.kind])
+        if not missing:
+            return obj
+        problem = f"is broken: its factory returned an object of type {type(obj).__name__} without " \
+                  f"{', '.join(missing)}"
+    warnings.warn(f"sprokr plugin {comp.plugin!r}: the {comp.kind} {comp.name!r} {problem}; it was skipped",
+                  PluginWarning, stacklevel=3)
+    return None
 
 
 def get_readers() -> list[tuple[Component, Any]]:
     """Every registered file reader (hook ``sprokr_readers``) as ``(component, reader)``.
 
-    In registration order, sprokr's built-ins first; a reader whose factory fails is
-    skipped with a :class:`PluginWarning` naming its plugin.
+    In registration order, sprokr's built-ins first; a reader whose factory fails (or
+    returns an object without ``guess_can_open`` and ``read``) is skipped with a
+    :class:`PluginWarning` naming its plugin.
     """
     out = []
     for comp in _all_components("reader"):
@@ -578,7 +594,8 @@ def get_column_type(name: str) -> Any:
 def get_depictions() -> list[tuple[Component, Any]]:
     """Every registered depiction (hook ``sprokr_depictions``) as ``(component, depiction)``,
     in the order figures try them: plugins' depictions in registration order, then sprokr's
-    built-ins (the fallbacks).  A depiction whose factory fails is skipped with a warning."""
+    built-ins (the fallbacks).  A depiction whose factory fails (or returns an object
+    without ``can_draw`` and ``draw``) is skipped with a warning naming its plugin."""
     comps = _all_components("depiction")
     ordered = [c for c in comps if c.plugin != BUILTIN] + [c for c in comps if c.plugin == BUILTIN]
     out = []

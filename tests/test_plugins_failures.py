@@ -148,3 +148,110 @@ def test_entry_point_plugins_ending_by_sys_exit_do_not_take_the_host_down(tmp_pa
     X = np.random.default_rng(0).standard_normal((6, 2))
     sprokr.IOKR(lam=1e-2).fit(X, np.eye(6)[:, :3])  # the host works
     assert reg.get("input_kernel", "gaussian").plugin == "sprokr"
+
+
+# -- file readers --------------------------------------------------------------------------
+class RaisingSuffixes:
+    description = "suffixes that raise"
+
+    @property
+    def suffixes(self):
+        raise RuntimeError("suffixes boom")
+
+    def guess_can_open(self, path):
+        return True
+
+    def read(self, path):
+        raise AssertionError("never routed to")
+
+
+class ExitingGuess:
+    suffixes = (".exg",)
+    description = "a guess calling sys.exit"
+
+    def guess_can_open(self, path):
+        sys.exit(0)
+
+    def read(self, path):
+        raise AssertionError("never routed to")
+
+
+class ExitingRead:
+    suffixes = (".exr",)
+    description = "a read calling sys.exit"
+
+    def guess_can_open(self, path):
+        return str(path).endswith(self.suffixes)
+
+    def read(self, path):
+        sys.exit(0)
+
+
+class RaggedRead(ExitingRead):
+    suffixes = (".rag",)
+
+    def read(self, path):
+        return sprokr.io.Table(str(path), {"a": ["1", "2", "3"], "b": ["1"]}, [2, 3])
+
+
+class BadReaders:
+    @sprokr.hookimpl
+    def sprokr_readers(self):
+        return {"sfx": RaisingSuffixes, "exg": ExitingGuess, "exr": ExitingRead, "rag": RaggedRead,
+                "noread": lambda: 5}
+
+
+def test_a_broken_reader_is_named_and_skipped_and_the_built_in_readers_keep_working(reg, tmp_path):
+    from sprokr.io import DataFileError, find_reader, read_table
+
+    reg.register(BadReaders(), name="badreaders")
+    (tmp_path / "t.csv").write_text("a,b\n1,2\n")
+    with pytest.warns(PluginWarning) as caught:
+        assert read_table(tmp_path / "t.csv").column("b") == ["2"]
+    messages = {str(w.message) for w in caught}
+    assert "sprokr plugin 'badreaders': the reader 'sfx' was skipped: its suffixes raised RuntimeError: " \
+           "suffixes boom" in messages
+    assert any("the reader 'noread' is broken: its factory returned an object of type int without "
+               "guess_can_open, read; it was skipped" in m for m in messages), messages
+    (tmp_path / "noext").write_text("a,b\n1,2\n")  # no reader claims it: every reader is asked
+    with pytest.warns(PluginWarning) as caught:
+        with pytest.raises(DataFileError, match="unknown file format"):
+            find_reader(tmp_path / "noext")
+    assert "sprokr plugin 'badreaders': the reader 'exg' was skipped: guess_can_open('noext') raised SystemExit: 0" \
+        in {str(w.message) for w in caught}
+
+
+def test_a_read_the_file_was_routed_to_fails_naming_the_reader_and_its_plugin(reg, tmp_path):
+    import warnings
+
+    from sprokr.io import DataFileError, read_table
+
+    reg.register(BadReaders(), name="badreaders")
+    (tmp_path / "x.exr").write_text("x")
+    (tmp_path / "x.rag").write_text("x")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PluginWarning)
+        with pytest.raises(DataFileError, match=r"x\.exr: cannot be read as a read calling sys\.exit: SystemExit: 0 "
+                                                r"\(reader 'exr' of plugin 'badreaders'\)"):
+            read_table(tmp_path / "x.exr")
+        with pytest.raises(DataFileError, match=r"x\.rag: the reader 'rag' of plugin 'badreaders' returned columns "
+                                                r"of \{'a': 3, 'b': 1\} values for 2 rows \(a broken plugin\)"):
+            read_table(tmp_path / "x.rag")
+
+
+def test_a_depiction_factory_returning_garbage_is_named_and_skipped(reg):
+    from sprokr.registry import get_depictions
+
+    class BadDepictions:
+        @sprokr.hookimpl
+        def sprokr_depictions(self):
+            return {"garbage": lambda: "not a depiction", "exits": lambda: sys.exit(1)}
+
+    reg.register(BadDepictions(), name="baddeps")
+    with pytest.warns(PluginWarning) as caught:
+        found = get_depictions()
+    assert [c.qualified_name for c, _ in found] == ["sprokr:text"]
+    assert {str(w.message) for w in caught} == {
+        "sprokr plugin 'baddeps': the depiction 'garbage' is broken: its factory returned an object of type str "
+        "without can_draw, draw; it was skipped",
+        "sprokr plugin 'baddeps': the depiction 'exits' could not be built: exited (SystemExit: 1); it was skipped"}

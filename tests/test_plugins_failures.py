@@ -255,3 +255,48 @@ def test_a_depiction_factory_returning_garbage_is_named_and_skipped(reg):
         "sprokr plugin 'baddeps': the depiction 'garbage' is broken: its factory returned an object of type str "
         "without can_draw, draw; it was skipped",
         "sprokr plugin 'baddeps': the depiction 'exits' could not be built: exited (SystemExit: 1); it was skipped"}
+
+
+# -- sprokr demo ---------------------------------------------------------------------------
+class Demos:
+    @sprokr.hookimpl
+    def sprokr_demos(self):
+        def failing():
+            def demo(out=print):
+                out("failing demo starts")
+                raise RuntimeError("demo boom")
+            return demo
+
+        def exiting():
+            return lambda out=print: sys.exit(0)
+
+        def good():
+            def demo(out=print):
+                out("good demo ran")
+                return {"score": 1.0}
+            return demo
+
+        def not_json():
+            return lambda out=print: {"labels": {1, 2}}  # a set: --json could not print it
+
+        return {"failing": failing, "exiting": exiting, "good": good, "notjson": not_json}
+
+
+def test_a_failing_demo_section_is_named_and_the_others_still_run_and_report(reg, monkeypatch, capsys):
+    import json
+
+    from sprokr.cli import main
+
+    reg.register(Demos(), name="demos")
+    every = registry.get_demos
+    monkeypatch.setattr(registry, "get_demos", lambda: [d for d in every() if d[0] != "multilabel"])  # fast
+    code = main(["demo", "--json"])
+    out = capsys.readouterr()
+    assert code == 2
+    assert json.loads(out.out) == {"good": {"score": 1.0}}  # the sections that ran are reported
+    assert "good demo ran" in out.err and "(the failing demo (plugin 'demos') failed: RuntimeError: demo boom)" \
+        in out.err
+    last = out.err.strip().splitlines()[-1]
+    assert last == "sprokr demo: error: the failing demo (plugin 'demos') failed: RuntimeError: demo boom; " \
+                   "the exiting demo (plugin 'demos') failed: SystemExit: 0; the notjson demo (plugin 'demos') " \
+                   "failed: TypeError: Object of type set is not JSON serializable", out.err

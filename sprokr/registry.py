@@ -355,7 +355,8 @@ class Registry:
         # deprecated names a class still takes (with a FutureWarning: sprokr.deprecation)
         return accepted_parameters(target, names)
 
-    def create(self, kind: str, spec: Any, params: Mapping[str, Any] | None = None, base: type | None = None) -> Any:
+    def create(self, kind: str, spec: Any, params: Mapping[str, Any] | None = None, base: type | None = None,
+               methods: tuple[str, ...] = ()) -> Any:
         """Instantiate a component given by name (with ``params``) or return an instance.
 
         Parameters
@@ -370,6 +371,16 @@ class Registry:
             Keyword arguments for the factory (only with a name).
         base : type, optional
             If given, the created object must be an instance of it.
+        methods : tuple of str, optional
+            Methods the created object must have, for kinds without a base class (a
+            scikit-learn estimator or regressor: ``("fit", "predict")``).
+
+        Raises
+        ------
+        PluginComponentError
+            The factory returned an object that is not a ``base`` or lacks ``methods``, or it
+            ended by another exception than an ``Exception`` (``sys.exit``): the plugin is
+            broken, and named.
         """
         if params is not None and not isinstance(params, Mapping):
             # by the estimators' convention the parameter is named after the kind (decoder_params, ...)
@@ -401,6 +412,12 @@ class Registry:
                 raise PluginComponentError(
                     f"{where}: its factory returned a {type(obj).__name__}, not a {base.__name__}; "
                     f"the plugin is broken (report it to its authors)")
+            missing = _lacks(obj, methods)
+            if missing:
+                raise PluginComponentError(
+                    f"{where}: its factory returned an object of type {type(obj).__name__} without "
+                    f"{', '.join(missing)} (every {kind} has {', '.join(methods)}); the plugin is broken "
+                    f"(report it to its authors)")
             return obj
         if params:
             raise ValueError(

@@ -300,3 +300,48 @@ def test_a_failing_demo_section_is_named_and_the_others_still_run_and_report(reg
     assert last == "sprokr demo: error: the failing demo (plugin 'demos') failed: RuntimeError: demo boom; " \
                    "the exiting demo (plugin 'demos') failed: SystemExit: 0; the notjson demo (plugin 'demos') " \
                    "failed: TypeError: Object of type set is not JSON serializable", out.err
+
+
+# -- components built by name: estimators, regressors, factories that exit -----------------
+class GarbageComponents:
+    @sprokr.hookimpl
+    def sprokr_estimators(self):
+        return {"BadEst": lambda **kw: 5}
+
+    @sprokr.hookimpl
+    def sprokr_regressors(self):
+        return {"badreg": lambda **kw: "not a regressor"}
+
+    @sprokr.hookimpl
+    def sprokr_sketches(self):
+        return {"exiting": lambda **kw: sys.exit(3),
+                "exitimport": registry.lazy_factory("exiting_module_for_sprokr_tests:Sketch")}
+
+
+def test_an_estimator_or_regressor_factory_returning_garbage_names_the_plugin(reg):
+    from sprokr.cli._tasks import check_config
+    from sprokr.registry import PluginComponentError
+
+    reg.register(GarbageComponents(), name="garbage")
+    cfg = {"estimator": "BadEst", "input": {"columns": ["f0"]}, "output": {"column": "y"}}
+    with pytest.raises(PluginComponentError, match=r"estimator 'BadEst' \(plugin 'garbage'\): its factory returned an "
+                                                   r"object of type int without fit, predict, get_params, save"):
+        check_config(cfg)
+    X = np.random.default_rng(0).standard_normal((12, 2))
+    with pytest.raises(PluginComponentError, match=r"regressor 'badreg' \(plugin 'garbage'\): its factory returned "
+                                                   r"an object of type str without fit, predict"):
+        sprokr.DSOKR(regressor="badreg", m_y=3).fit(X, np.eye(12)[:, :3])
+
+
+def test_a_factory_or_lazy_import_calling_sys_exit_raises_an_error_naming_the_plugin(reg, tmp_path, monkeypatch):
+    from sprokr.registry import PluginComponentError
+
+    (tmp_path / "exiting_module_for_sprokr_tests.py").write_text("import sys\nsys.exit(4)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    reg.register(GarbageComponents(), name="garbage")
+    with pytest.raises(PluginComponentError, match=r"sketch 'exiting' \(plugin 'garbage'\): its factory exited "
+                                                   r"\(SystemExit: 3\); the plugin is broken"):
+        reg.create("sketch", "exiting")
+    with pytest.raises(PluginComponentError, match=r"sketch 'exitimport' of plugin 'garbage': importing "
+                                                   r"exiting_module_for_sprokr_tests:Sketch exited \(SystemExit: 4\)"):
+        reg.create("sketch", "exitimport", {"m": 2})

@@ -345,3 +345,13 @@ def test_a_factory_or_lazy_import_calling_sys_exit_raises_an_error_naming_the_pl
     with pytest.raises(PluginComponentError, match=r"sketch 'exitimport' of plugin 'garbage': importing "
                                                    r"exiting_module_for_sprokr_tests:Sketch exited \(SystemExit: 4\)"):
         reg.create("sketch", "exitimport", {"m": 2})
+
+
+def test_a_class_of_sprokr_models_that_is_no_estimator_is_an_unknown_estimator():
+    from sprokr.cli._tasks import ConfigError, build_estimator
+
+    for name in ("WordTokenizer", "SmilesTokenizer"):  # fit and transform: tokenizers, not estimators
+        with pytest.raises(ConfigError, match=rf"unknown estimator '{name}'; known: .*SISOKR") as info:
+            build_estimator({"estimator": name})
+        assert "Tokenizer" not in str(info.value).split("known:")[1]
+    assert type(build_estimator({"estimator": "IOKR"})).__name__ == "IOKR"

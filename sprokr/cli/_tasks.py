@@ -156,7 +156,8 @@ def build_estimator(cfg: Dict[str, Any], where: str = "config") -> Any:
     from .. import models
 
     name = cfg.get("estimator")
-    classes = [n for n in models.__all__ if isinstance(getattr(models, n), type) and hasattr(getattr(models, n), "fit")]
+    classes = [n for n in models.__all__ if isinstance(getattr(models, n), type)
+               and all(callable(getattr(getattr(models, n), m, None)) for m in _ESTIMATOR_METHODS)]
     if name in classes:
         cls = getattr(models, name)
     else:  # an estimator of a plugin (hook sprokr_estimators), e.g. sprokr-chem's MoleculeRetriever

@@ -355,23 +355,59 @@ class ColumnSpec:
         """The model-ready collection of ``table``'s rows (the column type's ``parse``).
 
         A column type (a plugin's) failing with another exception than
-        :class:`DataFileError` is reported as one, naming the file and the columns.
+        :class:`DataFileError` is reported as one, naming the file, the columns and the
+        type's plugin; a ``parse`` that returns another number of values than the table has
+        rows raises :class:`sprokr.registry.PluginComponentError` naming the plugin.
         """
+        from .registry import PluginComponentError, is_plugin_failure
+
         values = {name: table.column(name) for name in self.columns}
         ctype = self.column_type()
         try:
             parsed = ctype.parse(values, table)
         except DataFileError:
             raise
-        except Exception as exc:  # noqa: BLE001 - any failure of a column type is the file's columns' problem
+        except BaseException as exc:  # noqa: BLE001 - any failure of a column type is the file's columns' problem
+            if not is_plugin_failure(exc):
+                raise
             raise DataFileError(f"{table.path}: column(s) {', '.join(map(repr, self.columns))} cannot be read as "
-                                f"{self.type!r}: {describe_error(exc)}") from exc
+                                f"{self.type!r}: {describe_error(exc)}{self._by()}") from exc
+        n = _length(parsed)
+        if n != len(table):  # else the mismatch surfaces later, as a model's "different numbers of samples"
+            got = f"{n} values" if n is not None else \
+                f"an object of type {type(parsed).__name__} (not one value per row)"
+            raise PluginComponentError(f"column type {self.type!r} of plugin {self._plugin()!r} is broken: its parse "
+                                       f"returned {got} for the {len(table)} rows of {table.path} (report it to its "
+                                       "authors)")
         return self.standardized(parsed)
 
     def write(self, value: Any) -> str:
         """One output as text (the column type's ``format``: molecules as SMILES, label sets
-        as ``;``-joined label names, numbers with 8 significant digits)."""
-        return str(self.column_type().format(value, list(self.columns)))
+        as ``;``-joined label names, numbers with 8 significant digits).  A ``format`` that
+        fails raises :class:`sprokr.registry.PluginComponentError` naming the type's plugin."""
+        from .registry import PluginComponentError, is_plugin_failure
+
+        ctype = self.column_type()
+        try:
+            return str(ctype.format(value, list(self.columns)))
+        except BaseException as exc:  # the model's own prediction: a failure is the column type's
+            if not is_plugin_failure(exc):
+                raise
+            raise PluginComponentError(f"column type {self.type!r} of plugin {self._plugin()!r} could not write a "
+                                       f"prediction ({type(value).__name__}): {describe_error(exc)}") from exc
+
+    def _plugin(self) -> str:
+        """The plugin that provides this spec's column type."""
+        from .registry import get_registry
+
+        return get_registry().get("column_type", self.type).plugin
+
+    def _by(self) -> str:
+        """``" (column type of plugin 'chem')"`` for a plugin's type, ``""`` for sprokr's own."""
+        from .registry import BUILTIN
+
+        plugin = self._plugin()
+        return "" if plugin == BUILTIN else f" (column type of plugin {plugin!r})"
 
 
 def _column_type(name: Any, what: str) -> Any:

@@ -31,6 +31,7 @@ import difflib
 import importlib
 import importlib.metadata
 import inspect
+import numbers
 import warnings
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
@@ -599,13 +600,36 @@ def get_readers() -> list[tuple[Component, Any]]:
 
 def get_column_type(name: str) -> Any:
     """The column type registered as ``name`` (bare or ``"plugin:name"``; hook
-    ``sprokr_column_types``), built.  Unknown names raise ``ValueError`` listing the known ones."""
+    ``sprokr_column_types``), built.  Unknown names raise ``ValueError`` listing the known ones.
+
+    The built object is checked against the hook's contract (``parse`` and ``format``
+    callable, ``n_columns`` None or an integer >= 1): a factory that fails or builds
+    something else raises :class:`PluginComponentError` naming the plugin and what is wrong.
+    """
     comp = get_registry().get("column_type", name)
+    where = f"column type {name!r} of plugin {comp.plugin!r}"
     try:
-        return comp.factory()
-    except Exception as exc:
-        raise PluginComponentError(f"column type {name!r} of plugin {comp.plugin!r} could not be built: "
-                                   f"{type(exc).__name__}: {exc}") from exc
+        ctype = comp.factory()
+    except BaseException as exc:
+        if not is_plugin_failure(exc):
+            raise
+        raise PluginComponentError(f"{where} could not be built: {_failure_text(exc)}") from exc
+    missing = _lacks(ctype, _DOMAIN_METHODS["column_type"])
+    if missing:
+        raise PluginComponentError(f"{where} is broken: its factory returned an object of type "
+                                   f"{type(ctype).__name__} without {', '.join(missing)} (report it to its authors)")
+    try:
+        n_columns = ctype.n_columns
+    except BaseException as exc:  # a property: the plugin's code
+        if not is_plugin_failure(exc):
+            raise
+        raise PluginComponentError(f"{where} is broken: reading its n_columns raised {_failure_text(exc)} "
+                                   f"(report it to its authors)") from exc
+    if n_columns is not None and (isinstance(n_columns, bool) or not isinstance(n_columns, numbers.Integral)
+                                  or n_columns < 1):
+        raise PluginComponentError(f"{where} is broken: n_columns must be a positive integer (or None for any "
+                                   f"number of columns), got {n_columns!r} (report it to its authors)")
+    return ctype
 
 
 def get_depictions() -> list[tuple[Component, Any]]:

@@ -355,3 +355,70 @@ def test_a_class_of_sprokr_models_that_is_no_estimator_is_an_unknown_estimator()
             build_estimator({"estimator": name})
         assert "Tokenizer" not in str(info.value).split("known:")[1]
     assert type(build_estimator({"estimator": "IOKR"})).__name__ == "IOKR"
+
+
+# -- column types --------------------------------------------------------------------------
+def column_type(n_columns=1, parse=None, fmt=None):
+    """A column type class taking ``n_columns`` (a value, or a callable: a property)."""
+    attrs = {"parse": parse or (lambda self, values, table: list(next(iter(values.values())))),
+             "format": fmt or (lambda self, value, columns: str(value))}
+    attrs["n_columns"] = property(n_columns) if callable(n_columns) else n_columns
+    return type("PluginColumn", (), attrs)
+
+
+def raise_boom(self):
+    raise RuntimeError("n_columns boom")
+
+
+class BrokenColumnTypes:
+    @sprokr.hookimpl
+    def sprokr_column_types(self):
+        return {"two": column_type("two"), "zero": column_type(0), "true": column_type(True),
+                "boom": column_type(raise_boom), "noparse": lambda: object(),
+                "short": column_type(None, parse=lambda self, values, table: [1, 2]),
+                "scalar": column_type(1, parse=lambda self, values, table: 7),
+                "exits": column_type(1, parse=lambda self, values, table: sys.exit(0)),
+                "badformat": column_type(1, fmt=lambda self, value, columns: 1 / 0)}
+
+
+@pytest.mark.parametrize("name, problem", [
+    ("two", "n_columns must be a positive integer (or None for any number of columns), got 'two'"),
+    ("zero", "n_columns must be a positive integer (or None for any number of columns), got 0"),
+    ("true", "n_columns must be a positive integer (or None for any number of columns), got True"),
+    ("boom", "reading its n_columns raised RuntimeError: n_columns boom"),
+    ("noparse", "its factory returned an object of type object without parse, format"),
+], ids=["two", "zero", "true", "boom", "noparse"])
+def test_a_broken_column_type_is_named_with_what_is_wrong(reg, name, problem):
+    from sprokr.cli._tasks import check_config
+    from sprokr.io import ColumnSpec
+    from sprokr.registry import PluginComponentError
+
+    reg.register(BrokenColumnTypes(), name="cols")
+    expected = f"column type '{name}' of plugin 'cols' is broken: {problem}"
+    with pytest.raises(PluginComponentError) as info:
+        ColumnSpec.from_config({"columns": ["f0", "f1"], "type": name}, "input")
+    assert expected in str(info.value)
+    with pytest.raises(PluginComponentError) as info:
+        check_config({"estimator": "IOKR", "input": {"column": "f0", "type": name}, "output": {"column": "y"}})
+    assert expected in str(info.value)
+
+
+def test_a_column_type_parse_or_format_failing_names_its_plugin(reg):
+    from sprokr.io import ColumnSpec, DataFileError, Table
+    from sprokr.registry import PluginComponentError
+
+    reg.register(BrokenColumnTypes(), name="cols")
+    table = Table("train.csv", {"f0": ["a", "b", "c"], "f1": ["1", "2", "3"]}, [2, 3, 4])
+    with pytest.raises(PluginComponentError, match=r"column type 'short' of plugin 'cols' is broken: its parse "
+                                                   r"returned 2 values for the 3 rows of train\.csv"):
+        ColumnSpec(["f0", "f1"], "short").read(table)
+    with pytest.raises(PluginComponentError, match=r"'scalar' of plugin 'cols' is broken: its parse returned an "
+                                                   r"object of type int \(not one value per row\) for the 3 rows"):
+        ColumnSpec(["f0"], "scalar").read(table)
+    with pytest.raises(DataFileError, match=r"train\.csv: column\(s\) 'f0' cannot be read as 'exits': SystemExit: 0 "
+                                            r"\(column type of plugin 'cols'\)"):
+        ColumnSpec(["f0"], "exits").read(table)
+    with pytest.raises(PluginComponentError, match=r"column type 'badformat' of plugin 'cols' could not write a "
+                                                   r"prediction \(str\): ZeroDivisionError: division by zero"):
+        ColumnSpec(["f0"], "badformat").write("x")
+    assert ColumnSpec(["f0"], "text").read(table) == ["a", "b", "c"]  # the built-ins are unaffected

@@ -422,3 +422,26 @@ def test_a_column_type_parse_or_format_failing_names_its_plugin(reg):
                                                    r"prediction \(str\): ZeroDivisionError: division by zero"):
         ColumnSpec(["f0"], "badformat").write("x")
     assert ColumnSpec(["f0"], "text").read(table) == ["a", "b", "c"]  # the built-ins are unaffected
+
+
+# -- sprokr plugins ------------------------------------------------------------------------
+def test_sprokr_plugins_prints_each_warning_on_one_line(tmp_path, monkeypatch, capsys):
+    from sprokr.cli import main
+
+    install_fake_distribution(tmp_path, "sprokr-wrongsig", {"wrongsig_plugin": '''
+        import sprokr
+
+        @sprokr.hookimpl
+        def sprokr_input_kernels(config):  # hooks take no argument: pluggy's message spans 3 lines
+            return {}
+        '''}, {"wrongsig": "wrongsig_plugin"})
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(registry, "_REGISTRY", None)
+    monkeypatch.delitem(sys.modules, "wrongsig_plugin", raising=False)
+    assert main(["plugins"]) == 0
+    out = capsys.readouterr()
+    mine = [line for line in out.err.splitlines() if "wrongsig" in line]
+    assert len(mine) == 1 and mine[0].startswith("warning: sprokr plugin 'wrongsig' was skipped: "
+                                                 "PluginValidationError"), out.err
+    assert "Argument(s) {'config'} are declared in the hookimpl" in mine[0]
+    assert "gaussian" in out.out

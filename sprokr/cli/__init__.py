@@ -35,14 +35,20 @@ def one_line_warnings() -> Iterator[None]:
     seen = set()
 
     def show(message: Any, category: Any, filename: Any, lineno: Any, file: Any = None, line: Any = None) -> None:
-        text = " ".join(str(message).split())  # one line, whatever the message holds
+        text = warning_line(message)
         if text not in seen:
             seen.add(text)
-            print(f"warning: {text}", file=sys.stderr)
+            print(text, file=sys.stderr)
 
     with warnings.catch_warnings():
         warnings.showwarning = show
         yield
+
+
+def warning_line(message: Any) -> str:
+    """``"warning: <message>"`` on one line, whatever the message holds (pluggy's errors, quoted
+    in a skipped plugin's warning, span several lines)."""
+    return "warning: " + " ".join(str(message).split())
 
 
 def error_message(exc: BaseException) -> str:
@@ -87,8 +93,8 @@ def cmd_plugins(args):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         rows = list_components()
-    for w in caught:
-        print(f"warning: {w.message}", file=sys.stderr)
+    for text in dict.fromkeys(warning_line(w.message) for w in caught):  # each once, one line each
+        print(text, file=sys.stderr)
     if args.json:
         print(json.dumps(rows))
         return 0

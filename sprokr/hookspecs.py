@@ -19,7 +19,8 @@ the same kind make any lookup of that name fail with an error naming both plugin
 
 The hooks are called once, when the registry is first built (``sprokr.get_registry()``,
 or the first estimator ``fit`` that looks up a component by name), and again after
-``sprokr.registry.reset_registry()``.  A hook that raises is reported with a
+``sprokr.registry.reset_registry()``.  A hook that raises (any exception, ``sys.exit``
+included: only ``KeyboardInterrupt`` gets through) is reported with a
 :class:`sprokr.registry.PluginWarning` naming the plugin; its components are skipped and
 the host keeps working.
 """
@@ -167,9 +168,10 @@ def sprokr_readers():
     * ``description``: one line for help and error messages (``"SD file: one record per
       molecule"``);
     * ``guess_can_open(path) -> bool``: whether it can read ``path`` (a
-      :class:`pathlib.Path`; should not raise); asked when several readers claim the file's
-      suffix, and, for an existing file whose suffix no reader claims, of every reader (it
-      may then look at the file's content);
+      :class:`pathlib.Path`; should not raise: a reader whose ``guess_can_open`` or
+      ``suffixes`` raises is skipped with a warning naming its plugin); asked when several
+      readers claim the file's suffix, and, for an existing file whose suffix no reader
+      claims, of every reader (it may then look at the file's content);
     * ``read(path) -> sprokr.io.Table``: the file's named columns of equal length with the
       line (or record) of each row; a problem raises :class:`sprokr.io.DataFileError`
       naming the file and the line or record.
@@ -190,13 +192,14 @@ def sprokr_column_types():
     file naming the type is checked or its data read.  ``factory()`` returns a column type
     with
 
-    * ``n_columns``: the number of columns it takes (``1``), or None for any number;
+    * ``n_columns``: the number of columns it takes, a positive integer (``1``), or None
+      for any number;
     * ``parse(values, table)``: the model inputs (or outputs) of a file's rows.  ``values``
       is a dict ``{column name: column}`` (the configured columns, in order; a column is a
       list of strings, or an array for ``.npz`` files), ``table`` the
       :class:`sprokr.io.Table` they come from (``table.where(i)`` names the file and line of
-      row ``i``).  A bad value raises :class:`sprokr.io.DataFileError` naming the file,
-      line and column;
+      row ``i``); one value per row.  A bad value raises :class:`sprokr.io.DataFileError`
+      naming the file, line and column;
     * ``format(value, columns) -> str``: one prediction as text (the CSV ``sprokr predict``
       writes); ``columns`` are the configured column names (e.g. the label names);
     * optionally ``canonical(values) -> list``: a hashable canonical form of each parsed
@@ -248,7 +251,8 @@ def sprokr_demos():
     sections in registration order (sprokr's own ``multilabel`` first).  ``factory()``
     returns a callable ``demo(out=print) -> dict``: it prints its lines through ``out``
     and returns its results as plain JSON data, reported under ``name`` by ``sprokr demo
-    --json``.  A demo runs in seconds on data shipped with its package.
+    --json``.  A demo runs in seconds on data shipped with its package.  A demo that fails
+    is reported naming its plugin, and the other sections still run.
     """
 
 

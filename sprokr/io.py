@@ -109,43 +109,80 @@ def find_reader(path: Any) -> Any:
     -------
     object
         The reader (``suffixes``, ``description``, ``guess_can_open``, ``read``).
+
+    A plugin's reader that fails while being asked (its ``suffixes`` or ``guess_can_open``
+    raising, even by ``sys.exit``) is skipped with a
+    :class:`sprokr.registry.PluginWarning` naming its plugin: the other readers, sprokr's
+    built-ins included, keep working.
     """
+    return _find_reader(path)[1]
+
+
+def _find_reader(path: Any) -> Any:
+    """``(component, reader)`` of :func:`find_reader` (the component names the reader's plugin)."""
     from .registry import BUILTIN, get_readers
 
     p = Path(path)
     name = p.name.lower()
-    readers = get_readers()
-    claims = sorted(((-len(s), 0 if comp.plugin == BUILTIN else 1, i, reader)
-                     for i, (comp, reader) in enumerate(readers) for s in _suffixes(reader) if name.endswith(s)),
+    readers = [(comp, reader, sfx) for comp, reader in get_readers()
+               if (sfx := _suffixes(comp, reader)) is not None]
+    claims = sorted(((-len(s), 0 if comp.plugin == BUILTIN else 1, i, (comp, reader))
+                     for i, (comp, reader, sfx) in enumerate(readers) for s in sfx if name.endswith(s)),
                     key=lambda t: t[:3])
     if claims:
         best = [c[3] for c in claims if c[0] == claims[0][0]]
-        return next((r for r in best if _guess(r, p)), best[0])
+        return next((r for r in best if _guess(*r, p)), best[0])
     if p.is_file():
-        for _, reader in readers:
-            if _guess(reader, p):
-                return reader
+        for comp, reader, _ in readers:
+            if _guess(comp, reader, p):
+                return comp, reader
     suffix = p.suffix.lower()
     # a double suffix (".sdf.zip") may be what a first-party plugin reads
     hint = next((h for s in ("".join(p.suffixes[-2:]).lower(), suffix) if s and (h := _missing_provider("reader", s))),
                 "")
-    known = sorted({s for _, r in readers for s in _suffixes(r)})
+    known = sorted({s for _, _, sfx in readers for s in sfx})
     raise DataFileError(f"{p}: unknown file format {suffix or '(no suffix)'!r}; the installed file readers take "
                         f"{', '.join(known)}{hint}")
 
 
-def _suffixes(reader: Any) -> List[str]:
-    """A reader's suffixes, lower-cased (none for a malformed ``suffixes``)."""
-    suffixes = getattr(reader, "suffixes", ())
+def _skip_reader(comp: Any, what: str, exc: BaseException) -> None:
+    """Warn that a plugin's reader failed while being asked ``what`` (it is skipped)."""
+    import warnings
+
+    from .registry import PluginWarning
+
+    warnings.warn(f"sprokr plugin {comp.plugin!r}: the reader {comp.name!r} was skipped: {what} raised "
+                  f"{describe_error(exc)}", PluginWarning, stacklevel=4)
+
+
+def _suffixes(comp: Any, reader: Any) -> Optional[List[str]]:
+    """A reader's suffixes, lower-cased (none for a malformed ``suffixes``); None, with a
+    warning naming its plugin, when reading them fails (the reader is then skipped)."""
+    from .registry import is_plugin_failure
+
+    try:
+        suffixes = getattr(reader, "suffixes", ())
+    except BaseException as exc:  # a property: the plugin's code (getattr's default covers AttributeError only)
+        if not is_plugin_failure(exc):
+            raise
+        _skip_reader(comp, "its suffixes", exc)
+        return None
     if isinstance(suffixes, str) or not isinstance(suffixes, (tuple, list)):
         return []
     return [s.lower() for s in suffixes if isinstance(s, str) and s]
 
 
-def _guess(reader: Any, p: Path) -> bool:
+def _guess(comp: Any, reader: Any, p: Path) -> bool:
+    """The reader's ``guess_can_open(p)``; False, with a warning naming its plugin, when it fails
+    (it should not raise: a reader that cannot tell does not claim the file)."""
+    from .registry import is_plugin_failure
+
     try:
         return bool(reader.guess_can_open(p))
-    except Exception:  # a reader that cannot tell does not claim the file
+    except BaseException as exc:
+        if not is_plugin_failure(exc):
+            raise
+        _skip_reader(comp, f"guess_can_open({p.name!r})", exc)
         return False
 
 
@@ -166,24 +203,54 @@ def read_table(path: Any) -> Table:
         Unknown format (the known suffixes are listed), missing file, or a file the reader
         cannot read (naming the file and, where it applies, the line or record).
     """
+    from .registry import BUILTIN, is_plugin_failure
+
     p = Path(path)
-    reader = find_reader(p)
+    comp, reader = _find_reader(p)
     if p.is_dir():
         raise DataFileError(f"{p}: is a directory, not a data file")
     if not p.is_file():
         raise DataFileError(f"{p}: no such file")
+    # a plugin's reader is named in the errors that may be its own (sprokr's are the file's)
+    by = "" if comp.plugin == BUILTIN else f" (reader {comp.name!r} of plugin {comp.plugin!r})"
     try:
         table = reader.read(p)
     except DataFileError:
         raise
-    except Exception as exc:  # noqa: BLE001 - any reader failure (OSError, BadZipFile, MemoryError, a
-        # plugin reader's own exception ...) is a file that cannot be read: named, one line
-        what = getattr(reader, "description", None) or type(reader).__name__
-        raise DataFileError(f"{p}: cannot be read as {what}: {describe_error(exc)}") from exc
+    except BaseException as exc:  # noqa: BLE001 - any reader failure (OSError, BadZipFile, MemoryError, a
+        # plugin reader's own exception, even sys.exit ...) is a file that cannot be read: named, one line
+        if not is_plugin_failure(exc):
+            raise
+        raise DataFileError(f"{p}: cannot be read as {_description(reader, comp)}: {describe_error(exc)}{by}") from exc
     if not isinstance(table, Table):
-        raise DataFileError(f"{p}: the {type(reader).__name__} reader returned a {type(table).__name__}, "
-                            f"not a sprokr.io.Table (a broken plugin)")
+        raise DataFileError(f"{p}: the reader {comp.name!r} of plugin {comp.plugin!r} returned a "
+                            f"{type(table).__name__}, not a sprokr.io.Table (a broken plugin)")
+    ragged = {k: _length(v) for k, v in table.columns.items() if getattr(v, "ndim", 1) != 0}
+    if any(n != len(table) for n in ragged.values()):
+        raise DataFileError(f"{p}: the reader {comp.name!r} of plugin {comp.plugin!r} returned columns of "
+                            f"{ragged} values for {len(table)} rows (a broken plugin)")
     return table
+
+
+def _description(reader: Any, comp: Any) -> str:
+    """The reader's ``description`` for a message (its component name if it has none, or fails)."""
+    from .registry import is_plugin_failure
+
+    try:
+        what = getattr(reader, "description", None)
+    except BaseException as exc:
+        if not is_plugin_failure(exc):
+            raise
+        what = None
+    return what if isinstance(what, str) and what else f"a {comp.name!r} file"
+
+
+def _length(column: Any) -> Optional[int]:
+    """``len(column)``, None when it has none (a reader returned something else than a column)."""
+    try:
+        return len(column)
+    except TypeError:
+        return None
 
 
 @dataclass
@@ -288,23 +355,59 @@ class ColumnSpec:
         """The model-ready collection of ``table``'s rows (the column type's ``parse``).
 
         A column type (a plugin's) failing with another exception than
-        :class:`DataFileError` is reported as one, naming the file and the columns.
+        :class:`DataFileError` is reported as one, naming the file, the columns and the
+        type's plugin; a ``parse`` that returns another number of values than the table has
+        rows raises :class:`sprokr.registry.PluginComponentError` naming the plugin.
         """
+        from .registry import PluginComponentError, is_plugin_failure
+
         values = {name: table.column(name) for name in self.columns}
         ctype = self.column_type()
         try:
             parsed = ctype.parse(values, table)
         except DataFileError:
             raise
-        except Exception as exc:  # noqa: BLE001 - any failure of a column type is the file's columns' problem
+        except BaseException as exc:  # noqa: BLE001 - any failure of a column type is the file's columns' problem
+            if not is_plugin_failure(exc):
+                raise
             raise DataFileError(f"{table.path}: column(s) {', '.join(map(repr, self.columns))} cannot be read as "
-                                f"{self.type!r}: {describe_error(exc)}") from exc
+                                f"{self.type!r}: {describe_error(exc)}{self._by()}") from exc
+        n = _length(parsed)
+        if n != len(table):  # else the mismatch surfaces later, as a model's "different numbers of samples"
+            got = f"{n} values" if n is not None else \
+                f"an object of type {type(parsed).__name__} (not one value per row)"
+            raise PluginComponentError(f"column type {self.type!r} of plugin {self._plugin()!r} is broken: its parse "
+                                       f"returned {got} for the {len(table)} rows of {table.path} (report it to its "
+                                       "authors)")
         return self.standardized(parsed)
 
     def write(self, value: Any) -> str:
         """One output as text (the column type's ``format``: molecules as SMILES, label sets
-        as ``;``-joined label names, numbers with 8 significant digits)."""
-        return str(self.column_type().format(value, list(self.columns)))
+        as ``;``-joined label names, numbers with 8 significant digits).  A ``format`` that
+        fails raises :class:`sprokr.registry.PluginComponentError` naming the type's plugin."""
+        from .registry import PluginComponentError, is_plugin_failure
+
+        ctype = self.column_type()
+        try:
+            return str(ctype.format(value, list(self.columns)))
+        except BaseException as exc:  # the model's own prediction: a failure is the column type's
+            if not is_plugin_failure(exc):
+                raise
+            raise PluginComponentError(f"column type {self.type!r} of plugin {self._plugin()!r} could not write a "
+                                       f"prediction ({type(value).__name__}): {describe_error(exc)}") from exc
+
+    def _plugin(self) -> str:
+        """The plugin that provides this spec's column type."""
+        from .registry import get_registry
+
+        return get_registry().get("column_type", self.type).plugin
+
+    def _by(self) -> str:
+        """``" (column type of plugin 'chem')"`` for a plugin's type, ``""`` for sprokr's own."""
+        from .registry import BUILTIN
+
+        plugin = self._plugin()
+        return "" if plugin == BUILTIN else f" (column type of plugin {plugin!r})"
 
 
 def _column_type(name: Any, what: str) -> Any:

@@ -11,10 +11,12 @@ against its own base class (``sprokr.kernels.resolve_kernel``,
 ``docs/architecture.md``).
 
 Third-party plugins are loaded from the entry-point group ``sprokr``.  The host never goes
-down because of a plugin: a plugin that fails to import (even by calling ``sys.exit``),
-whose hook has a wrong signature or raises, or that registers a factory that is not
-callable produces a :class:`PluginWarning` naming the plugin (and the component) and is
-skipped; a hook name that is not one of :mod:`sprokr.hookspecs` (a typo) is reported too.
+down because of a plugin: a plugin that fails to import, whose hook has a wrong signature
+or raises, that cannot even be inspected (its ``__dir__`` or attribute access raises), or
+that registers a factory that is not callable produces a :class:`PluginWarning` naming the
+plugin (and the component) and is skipped; a hook name that is not one of
+:mod:`sprokr.hookspecs` (a typo) is reported too.  "Raises" means any exception, ``sys.exit``
+included: only the user's ``KeyboardInterrupt`` gets through (:func:`is_plugin_failure`).
 
 Names.  Every component is reachable by its qualified name ``"plugin:name"``
 (``"sprokr:gaussian"``, ``"chem:morgan_tanimoto"``).  The bare name (``"gaussian"``) means:
@@ -29,6 +31,7 @@ import difflib
 import importlib
 import importlib.metadata
 import inspect
+import numbers
 import warnings
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
@@ -45,6 +48,7 @@ __all__ = [
     "PluginWarning",
     "PluginConflictError",
     "PluginComponentError",
+    "is_plugin_failure",
     "get_registry",
     "reset_registry",
     "list_components",
@@ -93,6 +97,48 @@ class Component:
         return f"{self.plugin}:{self.name}"
 
 
+def is_plugin_failure(exc: BaseException) -> bool:
+    """Whether an exception that escaped a plugin's code is the plugin's failure (to report,
+    naming the plugin, and skip) rather than something that must stop the program.
+
+    Every exception is, ``SystemExit`` included (a plugin calling ``sys.exit`` must not end
+    the host, let alone with the plugin's exit code) and so is ``GeneratorExit``: Python
+    throws it into a generator at a ``yield``, and the host does not yield while it runs a
+    plugin's code, so one raised there comes from the plugin itself.  The exception is
+    ``KeyboardInterrupt`` (alone or in an exception group): the user asked to stop.
+
+    Use as ``except BaseException as exc: if not is_plugin_failure(exc): raise``.
+    """
+    if isinstance(exc, KeyboardInterrupt):
+        return False
+    if isinstance(exc, BaseExceptionGroup):
+        return exc.subgroup(KeyboardInterrupt) is None
+    return True
+
+
+def _failure_text(exc: BaseException) -> str:
+    """``"RuntimeError: boom"``, or ``"exited (SystemExit: 3)"`` for a plugin calling ``sys.exit``."""
+    if isinstance(exc, SystemExit):
+        return f"exited (SystemExit: {exc.code!r})"
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _lacks(obj: Any, methods: tuple[str, ...]) -> list[str]:
+    """The names of ``methods`` that are not callable attributes of ``obj`` (a plugin's object:
+    reading an attribute runs its code, which may fail like any of it)."""
+    missing = []
+    for m in methods:
+        try:
+            ok = callable(getattr(obj, m, None))
+        except BaseException as exc:
+            if not is_plugin_failure(exc):
+                raise
+            ok = False
+        if not ok:
+            missing.append(m)
+    return missing
+
+
 def _suggest(word, choices):
     close = difflib.get_close_matches(word, list(choices), n=3, cutoff=0.6)
     return f" (did you mean {' or '.join(repr(c) for c in close)}?)" if close else ""
@@ -129,9 +175,10 @@ class Registry:
                 continue
             try:
                 plugin = ep.load()
-            except (Exception, SystemExit) as exc:  # a broken plugin must not take the host down
-                what = f"exited (SystemExit: {exc.code!r})" if isinstance(exc, SystemExit) else \
-                    f"failed to load: {type(exc).__name__}: {exc}"
+            except BaseException as exc:  # a broken plugin must not take the host down
+                if not is_plugin_failure(exc):
+                    raise
+                what = _failure_text(exc) if isinstance(exc, SystemExit) else f"failed to load: {_failure_text(exc)}"
                 self._warn(f"sprokr plugin {ep.name!r} ({ep.value}) {what}; it was skipped", (ep.name, None, None))
                 continue
             self._register(plugin, ep.name)
@@ -152,12 +199,29 @@ class Registry:
         warnings.warn(msg, PluginWarning, stacklevel=4)
 
     def _register(self, plugin, name):
-        label = name or getattr(plugin, "__name__", type(plugin).__name__)
-        self._check_hook_names(plugin, label)
         try:
+            label = name or getattr(plugin, "__name__", type(plugin).__name__)
+        except BaseException as exc:  # the plugin's __getattribute__ raising: named by its class
+            if not is_plugin_failure(exc):
+                raise
+            label = type(plugin).__name__
+        taken = self.pm.get_plugin(name) if name is not None else None
+        if taken is not None or any(p is plugin for _, p in self.pm.list_name_plugin()):
+            # pluggy's own message lists every registered plugin, over several lines
+            owner = "sprokr's built-ins" if name == BUILTIN else "another plugin"
+            why = f"the name {name!r} is already taken by {owner}" if taken is not None else \
+                "this object is already registered (under another name)"
+            self._warn(f"sprokr plugin {label!r} was skipped: {why}", (label, None, None))
+            return None
+        try:
+            # both read the plugin's attributes (dir(), getattr): its own code, which may fail
+            self._check_hook_names(plugin, label)
             name = self.pm.register(plugin, name=name)
-        except Exception as exc:  # pluggy.PluginValidationError: a hook with a wrong signature
-            self._warn(f"sprokr plugin {label!r} was skipped: {type(exc).__name__}: {exc}", (label, None, None))
+        except BaseException as exc:  # pluggy.PluginValidationError (a hook with a wrong signature), ...
+            if not is_plugin_failure(exc):
+                raise
+            self._forget(plugin)
+            self._warn(f"sprokr plugin {label!r} was skipped: {_failure_text(exc)}", (label, None, None))
             return None
         for hook_name, kind in hookspecs.KINDS.items():
             caller = getattr(self.pm.hook, hook_name)
@@ -167,25 +231,43 @@ class Registry:
                 try:
                     provided = impl.function() or {}
                     items = _saveable_items(provided) if kind == "saveable_class" else list(dict(provided).items())
-                except Exception as exc:
-                    self._warn(f"sprokr plugin {name!r}: hook {hook_name} raised {type(exc).__name__}: "
-                               f"{exc}; its {_PLURALS[kind]} were skipped", (name, kind, None))
+                    items = [(str(cname), factory) for cname, factory in items]  # a name's __str__ is its code too
+                except BaseException as exc:
+                    if not is_plugin_failure(exc):
+                        raise
+                    what = _failure_text(exc) if isinstance(exc, SystemExit) else f"raised {_failure_text(exc)}"
+                    self._warn(f"sprokr plugin {name!r}: hook {hook_name} {what}; its {_PLURALS[kind]} were skipped",
+                               (name, kind, None))
                     continue
                 for cname, factory in items:
-                    self._add(Component(str(cname), kind, factory, name))
+                    self._add(Component(cname, kind, factory, name))
         return name
+
+    def _forget(self, plugin):
+        """Undo what a failed ``pm.register`` left: pluggy records the plugin's name (and the
+        hooks checked so far) before it finds the wrong one, so the name would stay taken."""
+        for registered, p in self.pm.list_name_plugin():
+            if p is plugin:
+                try:
+                    self.pm.unregister(name=registered)
+                except BaseException as exc:  # comparing the plugin to the others runs its __eq__
+                    if not is_plugin_failure(exc):
+                        raise
 
     def _check_hook_names(self, plugin, label):
         """Report functions marked ``@hookimpl`` whose name is not a known hook (a typo)."""
         marker = f"{hookspecs.PROJECT}_impl"
         for attr in dir(plugin):
-            if attr.startswith("__") or attr in hookspecs.KINDS:
+            if not isinstance(attr, str) or attr.startswith("__") or attr in hookspecs.KINDS:
                 continue
             try:
                 obj = getattr(plugin, attr)
-            except Exception:
+                marked = callable(obj) and hasattr(obj, marker)
+            except BaseException as exc:  # an attribute that cannot be read is no hook
+                if not is_plugin_failure(exc):
+                    raise
                 continue
-            if callable(obj) and hasattr(obj, marker):
+            if marked:
                 self._warn(f"sprokr plugin {label!r}: {attr!r} is not a sprokr hook and is ignored"
                            f"{_suggest(attr, hookspecs.KINDS)} (hooks: {', '.join(hookspecs.KINDS)})")
 
@@ -274,7 +356,8 @@ class Registry:
         # deprecated names a class still takes (with a FutureWarning: sprokr.deprecation)
         return accepted_parameters(target, names)
 
-    def create(self, kind: str, spec: Any, params: Mapping[str, Any] | None = None, base: type | None = None) -> Any:
+    def create(self, kind: str, spec: Any, params: Mapping[str, Any] | None = None, base: type | None = None,
+               methods: tuple[str, ...] = ()) -> Any:
         """Instantiate a component given by name (with ``params``) or return an instance.
 
         Parameters
@@ -289,6 +372,16 @@ class Registry:
             Keyword arguments for the factory (only with a name).
         base : type, optional
             If given, the created object must be an instance of it.
+        methods : tuple of str, optional
+            Methods the created object must have, for kinds without a base class (a
+            scikit-learn estimator or regressor: ``("fit", "predict")``).
+
+        Raises
+        ------
+        PluginComponentError
+            The factory returned an object that is not a ``base`` or lacks ``methods``, or it
+            ended by another exception than an ``Exception`` (``sys.exit``): the plugin is
+            broken, and named.
         """
         if params is not None and not isinstance(params, Mapping):
             # by the estimators' convention the parameter is named after the kind (decoder_params, ...)
@@ -309,10 +402,23 @@ class Registry:
                 raise ImportError(f"{where} cannot be imported: {exc}") from exc
             except (TypeError, ValueError) as exc:
                 raise _renamed(exc, f"{where}: {exc}")
+            except BaseException as exc:
+                # an Exception is the component's own error and reaches the user as it was raised
+                # (module docstring); sys.exit in a factory must not end the host
+                if isinstance(exc, Exception) or not is_plugin_failure(exc):
+                    raise
+                raise PluginComponentError(f"{where}: its factory {_failure_text(exc)}; the plugin is broken "
+                                           f"(report it to its authors)") from exc
             if base is not None and not isinstance(obj, base):
                 raise PluginComponentError(
                     f"{where}: its factory returned a {type(obj).__name__}, not a {base.__name__}; "
                     f"the plugin is broken (report it to its authors)")
+            missing = _lacks(obj, methods)
+            if missing:
+                raise PluginComponentError(
+                    f"{where}: its factory returned an object of type {type(obj).__name__} without "
+                    f"{', '.join(missing)} (every {kind} has {', '.join(methods)}); the plugin is broken "
+                    f"(report it to its authors)")
             return obj
         if params:
             raise ValueError(
@@ -367,6 +473,11 @@ def _import_target(comp):
     except (ImportError, AttributeError) as exc:
         raise ImportError(f"{comp.kind} {comp.name!r} of plugin {comp.plugin!r}: cannot import {target} "
                           f"({type(exc).__name__}: {exc}); is the plugin's library installed?") from exc
+    except BaseException as exc:  # a module calling sys.exit on import must not end the host
+        if isinstance(exc, Exception) or not is_plugin_failure(exc):
+            raise
+        raise PluginComponentError(f"{comp.kind} {comp.name!r} of plugin {comp.plugin!r}: importing {target} "
+                                   f"{_failure_text(exc)}; the plugin is broken (report it to its authors)") from exc
 
 
 def lazy_exports(package: str, exports: Mapping[str, str]) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
@@ -446,22 +557,38 @@ def _all_components(kind: str) -> list[Component]:
     return [c for comps in reg._components[kind].values() for c in comps]
 
 
+#: what the host calls on each domain component it builds (hooks of sprokr.hookspecs)
+_DOMAIN_METHODS = {"reader": ("guess_can_open", "read"), "column_type": ("parse", "format"),
+                   "depiction": ("can_draw", "draw")}
+
+
 def _build(comp: Component) -> Any:
     """``comp.factory()``, or None with a :class:`PluginWarning` naming the plugin when it fails
-    (a broken plugin's reader or depiction must not break reading a CSV file or a figure)."""
+    or builds something without the kind's methods (a broken plugin's reader or depiction
+    must not break reading a CSV file or a figure)."""
     try:
-        return comp.factory()
-    except Exception as exc:
-        warnings.warn(f"sprokr plugin {comp.plugin!r}: the {comp.kind} {comp.name!r} could not be built "
-                      f"({type(exc).__name__}: {exc}); it was skipped", PluginWarning, stacklevel=3)
-        return None
+        obj = comp.factory()
+    except BaseException as exc:
+        if not is_plugin_failure(exc):
+            raise
+        problem = f"could not be built: {_failure_text(exc)}"
+    else:
+        missing = _lacks(obj, _DOMAIN_METHODS[comp.kind])
+        if not missing:
+            return obj
+        problem = f"is broken: its factory returned an object of type {type(obj).__name__} without " \
+                  f"{', '.join(missing)}"
+    warnings.warn(f"sprokr plugin {comp.plugin!r}: the {comp.kind} {comp.name!r} {problem}; it was skipped",
+                  PluginWarning, stacklevel=3)
+    return None
 
 
 def get_readers() -> list[tuple[Component, Any]]:
     """Every registered file reader (hook ``sprokr_readers``) as ``(component, reader)``.
 
-    In registration order, sprokr's built-ins first; a reader whose factory fails is
-    skipped with a :class:`PluginWarning` naming its plugin.
+    In registration order, sprokr's built-ins first; a reader whose factory fails (or
+    returns an object without ``guess_can_open`` and ``read``) is skipped with a
+    :class:`PluginWarning` naming its plugin.
     """
     out = []
     for comp in _all_components("reader"):
@@ -473,19 +600,43 @@ def get_readers() -> list[tuple[Component, Any]]:
 
 def get_column_type(name: str) -> Any:
     """The column type registered as ``name`` (bare or ``"plugin:name"``; hook
-    ``sprokr_column_types``), built.  Unknown names raise ``ValueError`` listing the known ones."""
+    ``sprokr_column_types``), built.  Unknown names raise ``ValueError`` listing the known ones.
+
+    The built object is checked against the hook's contract (``parse`` and ``format``
+    callable, ``n_columns`` None or an integer >= 1): a factory that fails or builds
+    something else raises :class:`PluginComponentError` naming the plugin and what is wrong.
+    """
     comp = get_registry().get("column_type", name)
+    where = f"column type {name!r} of plugin {comp.plugin!r}"
     try:
-        return comp.factory()
-    except Exception as exc:
-        raise PluginComponentError(f"column type {name!r} of plugin {comp.plugin!r} could not be built: "
-                                   f"{type(exc).__name__}: {exc}") from exc
+        ctype = comp.factory()
+    except BaseException as exc:
+        if not is_plugin_failure(exc):
+            raise
+        raise PluginComponentError(f"{where} could not be built: {_failure_text(exc)}") from exc
+    missing = _lacks(ctype, _DOMAIN_METHODS["column_type"])
+    if missing:
+        raise PluginComponentError(f"{where} is broken: its factory returned an object of type "
+                                   f"{type(ctype).__name__} without {', '.join(missing)} (report it to its authors)")
+    try:
+        n_columns = ctype.n_columns
+    except BaseException as exc:  # a property: the plugin's code
+        if not is_plugin_failure(exc):
+            raise
+        raise PluginComponentError(f"{where} is broken: reading its n_columns raised {_failure_text(exc)} "
+                                   f"(report it to its authors)") from exc
+    if n_columns is not None and (isinstance(n_columns, bool) or not isinstance(n_columns, numbers.Integral)
+                                  or n_columns < 1):
+        raise PluginComponentError(f"{where} is broken: n_columns must be a positive integer (or None for any "
+                                   f"number of columns), got {n_columns!r} (report it to its authors)")
+    return ctype
 
 
 def get_depictions() -> list[tuple[Component, Any]]:
     """Every registered depiction (hook ``sprokr_depictions``) as ``(component, depiction)``,
     in the order figures try them: plugins' depictions in registration order, then sprokr's
-    built-ins (the fallbacks).  A depiction whose factory fails is skipped with a warning."""
+    built-ins (the fallbacks).  A depiction whose factory fails (or returns an object
+    without ``can_draw`` and ``draw``) is skipped with a warning naming its plugin."""
     comps = _all_components("depiction")
     ordered = [c for c in comps if c.plugin != BUILTIN] + [c for c in comps if c.plugin == BUILTIN]
     out = []

@@ -35,14 +35,20 @@ def one_line_warnings() -> Iterator[None]:
     seen = set()
 
     def show(message: Any, category: Any, filename: Any, lineno: Any, file: Any = None, line: Any = None) -> None:
-        text = " ".join(str(message).split())  # one line, whatever the message holds
+        text = warning_line(message)
         if text not in seen:
             seen.add(text)
-            print(f"warning: {text}", file=sys.stderr)
+            print(text, file=sys.stderr)
 
     with warnings.catch_warnings():
         warnings.showwarning = show
         yield
+
+
+def warning_line(message: Any) -> str:
+    """``"warning: <message>"`` on one line, whatever the message holds (pluggy's errors, quoted
+    in a skipped plugin's warning, span several lines)."""
+    return "warning: " + " ".join(str(message).split())
 
 
 def error_message(exc: BaseException) -> str:
@@ -87,8 +93,8 @@ def cmd_plugins(args):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         rows = list_components()
-    for w in caught:
-        print(f"warning: {w.message}", file=sys.stderr)
+    for text in dict.fromkeys(warning_line(w.message) for w in caught):  # each once, one line each
+        print(text, file=sys.stderr)
     if args.json:
         print(json.dumps(rows))
         return 0
@@ -101,26 +107,43 @@ def cmd_plugins(args):
 
 
 def cmd_demo(args):
+    """Run every demo section; one that fails is named (with its plugin) and the others still
+    run and are reported (with ``--json`` too).  Exit code 2 when a section failed (its
+    library missing is a skip, not a failure)."""
     # with --json, stdout carries the JSON document only: the text goes to stderr
     out: Callable[..., None] = functools.partial(print, file=sys.stderr if args.json else sys.stdout)
     out("sprokr demo -- structured prediction with sketched kernel methods\n")
-    from ..registry import get_demos
+    from ..io import describe_error
+    from ..registry import get_demos, get_registry, is_plugin_failure
 
     res = {}
+    failed = []
     demos = get_demos()
     for i, (name, factory) in enumerate(demos):
         if i:
             out("")
         try:
-            res[name] = factory()(out=out)
+            result = factory()(out=out)
+            json.dumps(result)  # plain JSON data, or --json would fail after every section ran
+            res[name] = result
         except ImportError as exc:  # a plugin's demo whose library is missing: the others still run
             out(f"({name} demo skipped: {exc})")
+        except BaseException as exc:  # any other failure (even sys.exit) of one section: the others still run
+            if not is_plugin_failure(exc):
+                raise
+            what = f"the {name} demo (plugin {get_registry().get('demo', name).plugin!r}) failed: " \
+                   f"{' '.join(describe_error(exc).split())}"
+            out(f"({what})")
+            failed.append(what)
     names = {name for name, _ in demos}
     for name, (extra, title) in FIRST_PARTY_DEMOS.items():  # a first-party plugin that is not installed
         if name not in names:
             out(f"\n({title} skipped: it needs the {extra} plugin: {install_hint(extra)})")
     if args.json:
         print(json.dumps(res))
+    if failed:  # after the sections that ran (and their JSON): one line, like every error
+        print(f"sprokr demo: error: {'; '.join(failed)}", file=sys.stderr)
+        return 2
     return 0
 
 

@@ -142,12 +142,22 @@ def check_config(cfg: Dict[str, Any], where: str = "config") -> Dict[str, Any]:
     return cfg
 
 
+#: what the commands call on an estimator (``sprokr fit`` saves it): a class of sprokr.models
+#: without them (a tokenizer: fit and transform) is no estimator, and a plugin's is broken
+_ESTIMATOR_METHODS = ("fit", "predict", "get_params", "save")
+
+
 def build_estimator(cfg: Dict[str, Any], where: str = "config") -> Any:
-    """The unfitted estimator a configuration describes (unknown names/parameters named)."""
+    """The unfitted estimator a configuration describes (unknown names/parameters named).
+
+    A plugin's estimator factory that returns something without ``fit``, ``predict``,
+    ``get_params`` and ``save`` raises :class:`sprokr.registry.PluginComponentError` naming the plugin.
+    """
     from .. import models
 
     name = cfg.get("estimator")
-    classes = [n for n in models.__all__ if isinstance(getattr(models, n), type) and hasattr(getattr(models, n), "fit")]
+    classes = [n for n in models.__all__ if isinstance(getattr(models, n), type)
+               and all(callable(getattr(getattr(models, n), m, None)) for m in _ESTIMATOR_METHODS)]
     if name in classes:
         cls = getattr(models, name)
     else:  # an estimator of a plugin (hook sprokr_estimators), e.g. sprokr-chem's MoleculeRetriever
@@ -163,7 +173,7 @@ def build_estimator(cfg: Dict[str, Any], where: str = "config") -> Any:
             raise ConfigError(f"{where}: unknown estimator {name!r}; known: {', '.join(known)}") from None
 
         def cls(**kw: Any) -> Any:
-            return reg.create("estimator", name, kw)
+            return reg.create("estimator", name, kw, methods=_ESTIMATOR_METHODS)
     if not isinstance(cfg.get("params", {}), dict):
         raise ConfigError(f"{where}: 'params' must be a table ([params] followed by its keys), "
                           f"got {_kind(cfg['params'])}")

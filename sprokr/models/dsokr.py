@@ -154,8 +154,9 @@ class DSOKR(OutputKernelModel, BaseEstimator):
         log_estimator(self, msg)
 
     def _make_regressor(self, rng):
-        reg = get_registry().create("regressor", self.regressor, self.regressor_params)
-        if not (hasattr(reg, "fit") and hasattr(reg, "predict")):
+        # a plugin's factory returning something else is named (PluginComponentError)
+        reg = get_registry().create("regressor", self.regressor, self.regressor_params, methods=("fit", "predict"))
+        if not (hasattr(reg, "fit") and hasattr(reg, "predict")):  # an instance given by the user
             raise TypeError(f"regressor must have fit and predict methods; got {type(reg).__name__}")
         if not isinstance(self.regressor, str):
             reg = clone(reg)  # never fit the user's instance

@@ -143,12 +143,12 @@ class ARFFReader(SuffixReader):
     description = "ARFF (numeric): one column per attribute"
 
     def read(self, path: Any) -> Table:
-        """One float column per attribute; ``lines`` are the data rows, 1-based."""
+        """One float column per attribute; ``lines`` are the file's lines of the data rows."""
         from scipy import sparse
 
         from .datasets import read_arff
 
         p = Path(path)
-        M, names = read_arff(p)
+        M, names, lines = read_arff(p, return_lines=True)
         M = M.toarray() if sparse.issparse(M) else M
-        return Table(str(p), {name: M[:, j] for j, name in enumerate(names)}, list(range(1, M.shape[0] + 1)))
+        return Table(str(p), {name: M[:, j] for j, name in enumerate(names)}, lines)

@@ -302,6 +302,18 @@ def test_a_corrupt_npz_is_one_line_naming_it(d, tmp_path, capsys, kind):
         assert "column 'f0' is a single value" in err
 
 
+def test_an_arff_sparse_index_out_of_range_is_one_line_not_a_crash(tmp_path, capsys):
+    # the index was given to scipy unchecked: a segmentation fault (exit code 139)
+    (tmp_path / "sp.arff").write_text("@relation r\n@attribute a numeric\n@attribute b numeric\n@data\n"
+                                      "{0 1, 1 2}\n{0 1, 100000000 7}\n")
+    (tmp_path / "r.toml").write_text('estimator = "KernelRidgeRegressor"\n[input]\ncolumns = ["a"]\n'
+                                     '[output]\ncolumn = "b"\n')
+    code, _, err = run(["fit", "--config", tmp_path / "r.toml", "--train", tmp_path / "sp.arff", "-o",
+                        tmp_path / "m.sprokr"], capsys)
+    one_line_error(code, err, f"{tmp_path / 'sp.arff'} line 6: attribute index 100000000 out of range [0, 2)")
+    assert not (tmp_path / "m.sprokr").exists()
+
+
 def test_numeric_cells_must_be_finite_and_are_named_by_line(d, tmp_path, capsys):
     lines = (d / "test.csv").read_text().splitlines()
     lines[2] = "nan" + lines[2][lines[2].index(","):]

@@ -1,0 +1,66 @@
+"""sprokr's file readers and column types on malformed files: a :class:`DataFileError`
+naming the file and the line (or the column) of the problem, never another exception,
+a crash or a silently wrong table."""
+import numpy as np
+import pytest
+
+from sprokr.datasets import read_arff
+from sprokr.io import DataFileError, read_table
+
+ARFF_HEADER = "@relation r\n@attribute a numeric\n@attribute b numeric\n@data\n"
+
+
+@pytest.mark.parametrize("data, message", [
+    # an index past the attributes made scipy write outside its arrays (a segmentation fault);
+    # a smaller one, or a negative one, was silently dropped
+    ("{0 1, 100000000 7}\n", "line 5: attribute index 100000000 out of range [0, 2)"),
+    ("{0 1, 2 2}\n", "line 5: attribute index 2 out of range [0, 2)"),
+    ("{0 1}\n{-1 2}\n", "line 6: attribute index -1 out of range [0, 2)"),
+    ("{0 1, 0 2}\n", "line 5: attribute index 0 given twice"),  # scipy added the two up
+    ("{0 1, 1}\n", "line 5: sparse entry '1'; expected '<index> <value>'"),
+    ("{x 1}\n", "line 5: sparse entry 'x 1': the attribute index 'x' is not an integer"),
+    ("{0 1\n", "line 5: a sparse row starts with '{' and ends with '}'"),
+    ("{0 1}\n1,2\n", "line 6: a dense row in a sparse ARFF file (the first data row, line 5, sets the format)"),
+    ("1,2\n{0 1}\n", "line 6: a sparse row in a dense ARFF file"),
+    ("{1 abc}\n", "line 5: attribute 'b' holds 'abc'; expected a number or ?"),
+    ("1,2\n1,abc\n", "line 6: attribute 'b' holds 'abc'; expected a number or ?"),
+    ("1,2\n1,2,3\n", "line 6: 3 values, but 2 attributes are declared"),
+    ("1,2\n\n% a comment\n1\n", "line 8: 1 values, but 2 attributes are declared"),
+])
+def test_a_malformed_arff_row_names_the_file_and_line(tmp_path, data, message):
+    path = tmp_path / "bad.arff"
+    path.write_text(ARFF_HEADER + data)
+    for read in (read_arff, read_table):
+        with pytest.raises(DataFileError) as exc:
+            read(path)
+        assert str(exc.value).startswith(f"{path} {message}"), str(exc.value)
+
+
+@pytest.mark.parametrize("text, message", [
+    ("", "no @attribute declared (an empty file?)"),  # was IndexError: tuple index out of range
+    ("% only a comment\n", "no @attribute declared"),
+    ("garbage\n", "line 1: expected @relation, @attribute or @data before the data rows, got 'garbage'"),
+    ("@relation r\n@attribute\n@data\n", "line 2: expected '@attribute <name> <type>', got '@attribute'"),
+])
+def test_an_arff_file_without_a_header_names_the_file(tmp_path, text, message):
+    path = tmp_path / "bad.arff"
+    path.write_text(text)
+    for read in (read_arff, read_table):
+        with pytest.raises(DataFileError) as exc:
+            read(path)
+        assert str(exc.value).startswith(str(path)) and message in str(exc.value), str(exc.value)
+
+
+def test_arff_rows_keep_their_file_lines(tmp_path):
+    path = tmp_path / "ok.arff"
+    path.write_text("% comment\n" + ARFF_HEADER + "{0 1, 1 ?}\n\n{}\n{1 2.5}\n")
+    X, names, lines = read_arff(path, return_lines=True)
+    assert names == ["a", "b"] and lines == [6, 8, 9]
+    np.testing.assert_array_equal(X.toarray(), [[1, np.nan], [0, 0], [0, 2.5]])
+    table = read_table(path)
+    assert table.lines == [6, 8, 9] and table.where(2) == f"{path} line 9"
+    path.write_text(ARFF_HEADER + "1,2\n?,3\n")
+    X, names = read_arff(path, missing=0.0)
+    np.testing.assert_array_equal(X, [[1, 2], [0, 3]])
+    path.write_text(ARFF_HEADER)  # no data rows: an empty table (the command line says it holds no samples)
+    assert read_arff(path)[0].shape == (0, 2) and len(read_table(path)) == 0

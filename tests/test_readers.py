@@ -64,3 +64,33 @@ def test_arff_rows_keep_their_file_lines(tmp_path):
     np.testing.assert_array_equal(X, [[1, 2], [0, 3]])
     path.write_text(ARFF_HEADER)  # no data rows: an empty table (the command line says it holds no samples)
     assert read_arff(path)[0].shape == (0, 2) and len(read_table(path)) == 0
+
+
+@pytest.mark.parametrize("text, message", [
+    # the quote on line 3 swallows the rest of the file: reported at its end before ("line 5: 2 fields")
+    ("1,2,3\n4,\"5,6\n7,8,9\n10,11,12\n",
+     "line 3: 2 fields, the header has 3 (the record runs from line 3 to the end of the file, line 5: a quoted "
+     "field opened on line 3 is never closed)"),
+    # in the last column the field count is right: the rest of the file was read as one value
+    ("1,2,3\n4,5,\"6\n7,8,9\n", "line 3: a quoted field opened on this line is never closed (an unterminated "
+                                "quote: the field runs to the end of the file, line 4)"),
+    # closed by a quote further down: the fields of several lines run together
+    ("1,2,3\n4,\"5,6\n7,8\",9,1\n10,11,12\n",
+     "line 3: 4 fields, the header has 3 (the record runs from line 3 to line 4 inside a quoted field: an "
+     "unterminated quote on line 3 is likely)"),
+    ("1," + "1" * 200_000 + ",3\n", "line 2: field larger than field limit"),
+], ids=["mid-file", "last column", "closed later", "huge field"])
+def test_an_unterminated_csv_quote_is_reported_where_it_opens(tmp_path, text, message):
+    path = tmp_path / "q.csv"
+    path.write_text("a,b,c\n" + text)
+    with pytest.raises(DataFileError) as exc:
+        read_table(path)
+    assert str(exc.value).startswith(f"{path} {message}"), str(exc.value)
+
+
+def test_quoted_line_breaks_are_read_and_rows_keep_their_first_line(tmp_path):
+    path = tmp_path / "q.csv"
+    path.write_text('a,b,c\n1,"x\ny",3\n4,5,6\n7,8,"last\nfield"\n\n')
+    table = read_table(path)
+    assert table.lines == [2, 4, 5] and table.columns["b"] == ["x\ny", "5", "8"]
+    assert table.columns["c"][-1] == "last\nfield"

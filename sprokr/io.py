@@ -218,8 +218,10 @@ class ColumnSpec:
     def from_config(cls, cfg: Any, what: str) -> "ColumnSpec":
         """From a config table ``{"columns": [...] or "column": "...", "type": ...}``.
 
-        The type is checked against the registered column types (an unknown one is named
-        with the known ones, and for a first-party plugin's type, how to install it).
+        ``what`` is the table's name, ``"input"`` or ``"output"`` (in the messages;
+        ``standardize`` is refused in ``[output]``).  The type is checked against the
+        registered column types (an unknown one is named with the known ones, and for a
+        first-party plugin's type, how to install it).
         """
         if not isinstance(cfg, dict):
             raise ValueError(f"[{what}] must be a table with 'column(s)' and 'type'")
@@ -238,6 +240,9 @@ class ColumnSpec:
         std = cfg.get("standardize", False)
         if not isinstance(std, bool):
             raise ValueError(f"[{what}] standardize must be true or false, got {std!r}")
+        if std and what == "output":  # predictions would need the inverse scaling, which nothing applies
+            raise ValueError("[output] standardize applies to inputs only: put standardize = true in [input] "
+                             "(numeric input columns), the outputs are never scaled")
         if std and typ != "numeric":
             raise ValueError(f"[{what}] standardize applies to numeric columns, not to type {typ!r}")
         center, scale = cfg.get("center"), cfg.get("scale")

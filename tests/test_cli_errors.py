@@ -388,6 +388,15 @@ def test_configuration_structure_errors_name_the_key(d, tmp_path, capsys, change
     one_line_error(code, err, "bad.toml", message)
 
 
+def test_standardize_in_output_is_a_configuration_error_before_reading_data(d, tmp_path, capsys):
+    # it passed the check, then fit failed with "[input] standardize = true but no training statistics"
+    (tmp_path / "r.toml").write_text(RIDGE.replace('column = "f3"', 'column = "f3"\nstandardize = true'))
+    code, _, err = run(["fit", "--config", tmp_path / "r.toml", "--train", tmp_path / "none.csv", "-o",
+                        tmp_path / "m.sprokr"], capsys)
+    one_line_error(code, err, "r.toml: [output] standardize applies to inputs only")
+    assert "none.csv" not in err
+
+
 def test_select_refuses_an_estimator_without_lam_before_reading_data(d, tmp_path, capsys):
     # DSOKR's ridge is its regressor's (MLPSurrogate and the other regressors now take lam)
     (tmp_path / "dsokr.toml").write_text('estimator = "DSOKR"\n[input]\ncolumns = ["f0"]\n'

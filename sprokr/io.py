@@ -33,7 +33,7 @@ import tempfile
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -348,7 +348,8 @@ def describe_error(exc: BaseException) -> str:
 
 
 def check_output_path(path: Any, option: str = "-o/--output", inputs: Iterable[Any] = (),
-                      suffixes: Optional[Iterable[str]] = None, special_files: bool = False) -> Path:
+                      suffixes: Optional[Iterable[str]] = None, special_files: bool = False,
+                      outputs: Iterable[Tuple[str, Any]] = ()) -> Path:
     """Check, before any work, that a file can be written at ``path``.
 
     The path must not be a directory nor one of ``inputs`` (the command's input files: a
@@ -370,6 +371,10 @@ def check_output_path(path: Any, option: str = "-o/--output", inputs: Iterable[A
         Accept an existing device or pipe (``/dev/stdout``), written in place (what
         :func:`write_csv` does); a writer that moves a finished file into place (model
         files) would replace the device node, so it is refused by default.
+    outputs : iterable of (str, path-like)
+        The command's other output files, with their options: the same file for two of
+        them is refused (the second written would replace the first), whether or not it
+        exists yet.
 
     Returns
     -------
@@ -394,6 +399,10 @@ def check_output_path(path: Any, option: str = "-o/--output", inputs: Iterable[A
         if other is not None and Path(other).exists() and p.exists() and os.path.samefile(p, other):
             raise OutputPathError(f"{option} {p}: is also an input of this command ({other}); "
                                   "writing there would overwrite it")
+    for other_option, other in outputs:
+        if other is not None and str(other) != "" and _same_file(p, Path(other)):
+            raise OutputPathError(f"{option} {p}: is also the {other_option} file of this command ({other}); "
+                                  "give each output its own path")
     if p.exists() and not p.is_file():  # a device or a pipe (resolving symbolic links)
         if not special_files:
             raise OutputPathError(f"{option} {p}: is not a regular file (a device or a pipe); give a file path")
@@ -409,6 +418,14 @@ def check_output_path(path: Any, option: str = "-o/--output", inputs: Iterable[A
         raise OutputPathError(f"{option} {p}: the existing file is not writable (permission denied)")
     _probe_writable(parent, f"{option} {p}")
     return p
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    """Whether ``a`` and ``b`` name one file: the same existing file, or the same path once
+    symbolic links and ``..`` are resolved (for files not written yet)."""
+    if a.exists() and b.exists():
+        return os.path.samefile(a, b)
+    return os.path.realpath(a) == os.path.realpath(b)
 
 
 def check_output_dir(path: Any, option: str = "--export") -> Path:

@@ -218,6 +218,17 @@ def test_an_output_path_that_is_an_input_is_refused(d, tmp_path, capsys):
     assert train.read_bytes() == (d / "train.csv").read_bytes()
 
 
+@pytest.mark.parametrize("figure", ["f.png", "sub/../f.png", "link.png"])
+def test_two_outputs_of_one_command_must_be_different_files(d, tmp_path, capsys, figure):
+    # the check compared existing files only: rc 0, and the figure replaced the chosen configuration
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "link.png").symlink_to(tmp_path / "f.png")  # dangling until f.png is written
+    code, _, err = run(["select", "--config", d / "model.toml", "--train", d / "train.csv", "-o", tmp_path / "f.png",
+                        "--figure", tmp_path / figure], capsys)
+    one_line_error(code, err, f"--figure {tmp_path / figure}: is also the -o/--output file of this command")
+    assert not (tmp_path / "f.png").exists()
+
+
 def test_a_model_is_never_moved_over_a_pipe_or_device(d, tmp_path, capsys):
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)

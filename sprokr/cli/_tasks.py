@@ -424,8 +424,8 @@ def cmd_select(args: Any) -> int:
     out = _out(args)
     check_output_path(args.output, "-o/--output", inputs=[args.config, args.train], special_files=True)
     if args.figure:
-        check_output_path(args.figure, "--figure", inputs=[args.config, args.train, args.output],
-                          suffixes=_figure_suffixes())
+        check_output_path(args.figure, "--figure", inputs=[args.config, args.train],
+                          outputs=[("-o/--output", args.output)], suffixes=_figure_suffixes())
     est = build_estimator(load_config(args.config), args.config)
     if "lam" not in est.get_params():
         raise ConfigError(f"{args.config}: `sprokr select` searches the ridge parameter lam, and {type(est).__name__} "

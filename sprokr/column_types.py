@@ -17,11 +17,24 @@ from .io import DataFileError, Table
 __all__ = ["NumericColumns", "TextColumn", "LabelColumns", "numeric_matrix"]
 
 
+#: what an array of another kind than numbers or strings holds (numeric columns refuse them)
+_NOT_NUMBERS = {"c": "complex numbers", "M": "dates", "m": "time spans", "V": "records",
+                "O": "Python objects"}
+
+
+def _plain(value: Any) -> Any:
+    """``value`` as a Python scalar if it is a NumPy one (``np.float64(2.0)`` -> ``2.0``), so
+    that a message quoting it with ``!r`` shows the value, not NumPy's repr."""
+    return value.item() if isinstance(value, np.generic) else value
+
+
 def numeric_matrix(values: Mapping[str, Any], table: Table) -> np.ndarray:
     """The columns ``values`` stacked as a float64 matrix of shape (n_rows, n_features).
 
-    A numeric array column (``.npz``) may be 2-D (several features); a text column must
-    hold numbers, else :class:`sprokr.io.DataFileError` names the file, line and column.
+    A numeric array column (``.npz``) may be 2-D (several features); an array of complex
+    numbers, dates, time spans or records is refused, naming the file and column (the
+    conversion would drop the imaginary part, or count days); a text column must hold
+    numbers, else :class:`sprokr.io.DataFileError` names the file, line and column.
     NaN and infinite values are refused the same way (no model accepts them; the file's
     line is what the user needs, not the estimator's count of NaNs).
     """
@@ -30,13 +43,17 @@ def numeric_matrix(values: Mapping[str, Any], table: Table) -> np.ndarray:
         if isinstance(col, np.ndarray) and col.dtype.kind in "biuf":
             a = col.astype(np.float64)
             a = a.reshape(a.shape[0], -1)
+        elif isinstance(col, np.ndarray) and col.dtype.kind in _NOT_NUMBERS:
+            raise DataFileError(f"{table.path}: column {name!r} holds {_NOT_NUMBERS[col.dtype.kind]} "
+                                f"(dtype {col.dtype}); expected real numbers")
         else:
             a = np.empty((len(col), 1))
             for i, v in enumerate(col):
                 try:
                     a[i, 0] = float(v)
                 except (TypeError, ValueError):
-                    raise DataFileError(f"{table.where(i)}: column {name!r} holds {v!r}; expected a number") from None
+                    raise DataFileError(f"{table.where(i)}: column {name!r} holds {_plain(v)!r}; "
+                                        "expected a number") from None
         bad = ~np.isfinite(a)
         if bad.any():
             i = int(np.argwhere(bad)[0][0])
@@ -94,7 +111,7 @@ class LabelColumns:
         if bad.any():
             i, j = np.argwhere(bad)[0]
             raise DataFileError(f"{table.where(int(i))}: label column {list(values)[j]!r} holds "
-                                f"{Y[i, j]!r}; expected 0 or 1")
+                                f"{float(Y[i, j])!r}; expected 0 or 1")
         return Y
 
     def format(self, value: Any, columns: List[str]) -> str:

@@ -325,6 +325,22 @@ def test_an_arff_sparse_index_out_of_range_is_one_line_not_a_crash(tmp_path, cap
     assert not (tmp_path / "m.sprokr").exists()
 
 
+@pytest.mark.parametrize("change, message", [
+    # accepted with numpy's ComplexWarning only: the imaginary part dropped
+    ({"f0": np.ones(100) + 1j}, "train.npz: column 'f0' holds complex numbers (dtype complex128); expected real "
+                                "numbers"),
+], ids=["complex"])
+def test_an_npz_column_of_the_wrong_shape_or_kind_is_one_line(d, tmp_path, capsys, change, message):
+    rng = np.random.default_rng(0)
+    arrays = {h: rng.normal(size=100) for h in HEADER[:4]}
+    arrays.update({h: rng.integers(0, 2, 100) for h in HEADER[4:]}, **change)
+    np.savez(tmp_path / "train.npz", **arrays)
+    code, _, err = run(["fit", "--config", d / "model.toml", "--train", tmp_path / "train.npz", "-o",
+                        tmp_path / "m.sprokr"], capsys)
+    one_line_error(code, err, message)
+    assert not (tmp_path / "m.sprokr").exists()
+
+
 def test_numeric_cells_must_be_finite_and_are_named_by_line(d, tmp_path, capsys):
     lines = (d / "test.csv").read_text().splitlines()
     lines[2] = "nan" + lines[2][lines[2].index(","):]

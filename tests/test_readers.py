@@ -94,3 +94,34 @@ def test_quoted_line_breaks_are_read_and_rows_keep_their_first_line(tmp_path):
     table = read_table(path)
     assert table.lines == [2, 4, 5] and table.columns["b"] == ["x\ny", "5", "8"]
     assert table.columns["c"][-1] == "last\nfield"
+
+
+# -- column types --------------------------------------------------------------------------
+def npz_table(tmp_path, **arrays):
+    np.savez(tmp_path / "t.npz", **arrays)
+    return read_table(tmp_path / "t.npz")
+
+
+@pytest.mark.parametrize("column, what", [
+    (np.arange(3) + 1j, "complex numbers (dtype complex128)"),  # was accepted, the imaginary part dropped
+    (np.array(["2020-01-01"] * 3, dtype="M8[D]"), "dates (dtype datetime64[D])"),
+    (np.arange(3).astype("m8[s]"), "time spans (dtype timedelta64[s])"),
+    (np.zeros(3, dtype=[("a", "f8"), ("b", "f8")]), "records (dtype [('a', '<f8'), ('b', '<f8')])"),
+], ids=["complex", "datetime", "timedelta", "structured"])
+def test_a_numeric_column_of_another_kind_of_array_is_refused(tmp_path, column, what):
+    from sprokr.io import ColumnSpec
+
+    table = npz_table(tmp_path, x=column, y=np.zeros(3))
+    with pytest.raises(DataFileError) as exc:
+        ColumnSpec(["y", "x"]).read(table)
+    assert str(exc.value) == f"{table.path}: column 'x' holds {what}; expected real numbers"
+
+
+def test_messages_quote_values_not_numpy_reprs(tmp_path):
+    from sprokr.io import ColumnSpec
+
+    table = npz_table(tmp_path, s=np.array(["1", "a"]), lab=np.array([0.0, 2.0]))
+    with pytest.raises(DataFileError, match=r"line 2: column 's' holds 'a'; expected a number$"):  # np.str_('a')
+        ColumnSpec(["s"]).read(table)
+    with pytest.raises(DataFileError, match=r"line 2: label column 'lab' holds 2\.0; expected 0 or 1$"):
+        ColumnSpec(["lab"], "labels").read(table)  # np.float64(2.0)

@@ -105,7 +105,16 @@ class LabelColumns:
     n_columns: Optional[int] = None
 
     def parse(self, values: Mapping[str, Any], table: Table) -> np.ndarray:
-        """0/1 float matrix (n_rows, n_labels); another value names its file, line and column."""
+        """0/1 float matrix (n_rows, n_labels); another value names its file, line and column.
+
+        Each column is one label: an array column of several dimensions (an ``.npz`` array
+        of shape (n_rows, 2)) is refused, naming it -- its values would be several labels
+        under one name, and the predictions' names would be paired with the wrong labels.
+        """
+        for name, col in values.items():
+            if getattr(col, "ndim", 1) != 1:
+                raise DataFileError(f"{table.path}: label column {name!r} has shape {tuple(col.shape)}; a labels "
+                                    "column holds one 0/1 value per row (a 1-D array): give one column per label")
         Y = numeric_matrix(values, table)
         bad = ~np.isin(Y, (0.0, 1.0))
         if bad.any():
@@ -115,6 +124,10 @@ class LabelColumns:
         return Y
 
     def format(self, value: Any, columns: List[str]) -> str:
-        """``"sports;music"``: the names of the labels predicted 1."""
+        """``"sports;music"``: the names of the labels predicted 1 (one value per column,
+        else a ``ValueError``: the names would be paired with the wrong labels)."""
         row = np.asarray(value).ravel()
+        if row.size != len(columns):
+            raise ValueError(f"a prediction holds {row.size} labels but the [output] table names {len(columns)} "
+                             f"label columns ({', '.join(columns)})")
         return ";".join(c for c, v in zip(columns, row) if v > 0.5)

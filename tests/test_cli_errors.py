@@ -326,10 +326,13 @@ def test_an_arff_sparse_index_out_of_range_is_one_line_not_a_crash(tmp_path, cap
 
 
 @pytest.mark.parametrize("change, message", [
+    # 4 label columns under 3 names: the predictions were written with the wrong names
+    ({"sports": np.ones((100, 2))}, "train.npz: label column 'sports' has shape (100, 2); a labels column holds one "
+                                    "0/1 value per row"),
     # accepted with numpy's ComplexWarning only: the imaginary part dropped
     ({"f0": np.ones(100) + 1j}, "train.npz: column 'f0' holds complex numbers (dtype complex128); expected real "
                                 "numbers"),
-], ids=["complex"])
+], ids=["2-D labels", "complex"])
 def test_an_npz_column_of_the_wrong_shape_or_kind_is_one_line(d, tmp_path, capsys, change, message):
     rng = np.random.default_rng(0)
     arrays = {h: rng.normal(size=100) for h in HEADER[:4]}

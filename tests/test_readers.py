@@ -125,3 +125,18 @@ def test_messages_quote_values_not_numpy_reprs(tmp_path):
         ColumnSpec(["s"]).read(table)
     with pytest.raises(DataFileError, match=r"line 2: label column 'lab' holds 2\.0; expected 0 or 1$"):
         ColumnSpec(["lab"], "labels").read(table)  # np.float64(2.0)
+
+
+def test_a_labels_column_must_be_one_dimensional(tmp_path):
+    from sprokr.column_types import LabelColumns
+    from sprokr.io import ColumnSpec
+
+    # 4 label columns under 3 names: the predictions' names were paired with the wrong labels
+    table = npz_table(tmp_path, sports=np.ones((3, 2)), music=np.zeros(3), science=np.ones(3))
+    with pytest.raises(DataFileError) as exc:
+        ColumnSpec(["sports", "music", "science"], "labels").read(table)
+    assert str(exc.value).startswith(f"{table.path}: label column 'sports' has shape (3, 2); a labels column holds "
+                                     "one 0/1 value per row")
+    assert LabelColumns().format(np.array([1, 0, 1]), ["a", "b", "c"]) == "a;c"
+    with pytest.raises(ValueError, match="a prediction holds 4 labels but the .output. table names 3"):
+        LabelColumns().format(np.array([1, 1, 1, 1]), ["a", "b", "c"])

@@ -86,9 +86,18 @@ class TextColumn:
     n_columns: Optional[int] = 1
 
     def parse(self, values: Mapping[str, Any], table: Table) -> List[str]:
-        """The texts, as strings."""
-        (column,) = values.values()
-        return [str(v) for v in column]
+        """The texts, as strings; bytes (an ``.npz`` array of dtype ``S``) are decoded as UTF-8."""
+        ((name, column),) = values.items()
+        texts = []
+        for i, v in enumerate(column):
+            if isinstance(v, bytes):  # str() would give "b'hello'" (np.bytes_ is a bytes too)
+                try:
+                    v = v.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    raise DataFileError(f"{table.where(i)}: column {name!r} holds bytes that are not UTF-8 text "
+                                        f"({exc.reason} at byte {exc.start})") from None
+            texts.append(str(v))
+        return texts
 
     def format(self, value: Any, columns: List[str]) -> str:
         """The text itself."""

@@ -140,3 +140,14 @@ def test_a_labels_column_must_be_one_dimensional(tmp_path):
     assert LabelColumns().format(np.array([1, 0, 1]), ["a", "b", "c"]) == "a;c"
     with pytest.raises(ValueError, match="a prediction holds 4 labels but the .output. table names 3"):
         LabelColumns().format(np.array([1, 1, 1, 1]), ["a", "b", "c"])
+
+
+def test_a_text_column_of_bytes_is_decoded_as_utf8(tmp_path):
+    from sprokr.io import ColumnSpec
+
+    table = npz_table(tmp_path, t=np.array(["héllo".encode(), b"world"]))
+    assert ColumnSpec(["t"], "text").read(table) == ["héllo", "world"]  # was "b'h\\xc3\\xa9llo'"
+    table = npz_table(tmp_path, t=np.array([b"ok", b"\xff\xfe"]))
+    with pytest.raises(DataFileError, match=r"t\.npz line 2: column 't' holds bytes that are not UTF-8 text "
+                                            r"\(invalid start byte at byte 0\)"):
+        ColumnSpec(["t"], "text").read(table)

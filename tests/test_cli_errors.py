@@ -127,6 +127,34 @@ def test_ranking_options_are_refused_for_a_model_that_predicts_values(d, tmp_pat
     assert not (tmp_path / "p.csv").exists()
 
 
+@pytest.mark.parametrize("command, message", [
+    # rc 0 before, the file never read
+    (["evaluate", "{d}/r.sprokr", "--test", "{none}", "--candidates", "{none}"],
+     "--candidates: a KernelRidgeRegressor predicts values, it does not rank candidates"),
+    (["evaluate", "{tmp}/s.sprokr", "--test", "{none}", "--candidates", "{d}/test.csv"],
+     "--candidates: {tmp}/s.sprokr predicts 'numeric' outputs, evaluated by MSE and R^2 without a candidate pool"),
+    (["evaluate", "{d}/m.sprokr", "--test", "{none}", "--top-k", "3"],
+     "--top-k: top-k accuracy is reported for outputs ranked in a candidate pool (e.g. molecules); {d}/m.sprokr "
+     "predicts 'labels' outputs, evaluated by f1_samples and exact_match"),
+    (["evaluate", "{d}/r.sprokr", "--test", "{none}", "--top-k", "3"], "'numeric' outputs, evaluated by MSE and R^2"),
+    (["evaluate", "{d}/m.sprokr", "--test", "{none}", "--candidate-column", "sports"],
+     "--candidate-column sports: names the column of the candidate pool, and no --candidates file is given"),
+    (["predict", "{d}/m.sprokr", "--input", "{none}", "--candidate-column", "sports"],
+     "--candidate-column sports: names the column of the candidate pool, and no --candidates file is given"),
+], ids=["evaluate --candidates, values", "evaluate --candidates, numeric outputs", "evaluate --top-k, labels",
+        "evaluate --top-k, numeric", "evaluate --candidate-column alone", "predict --candidate-column alone"])
+def test_options_a_command_cannot_use_are_refused_before_reading_data(d, tmp_path, capsys, command, message):
+    if "{tmp}/s.sprokr" in command:  # SISOKR with numeric outputs
+        (tmp_path / "s.toml").write_text(MULTI.replace('columns = ["sports", "music", "science"]\ntype = "labels"',
+                                                       'column = "f3"').replace('"f2", "f3"]', '"f2"]'))
+        assert run(["fit", "--config", tmp_path / "s.toml", "--train", d / "train.csv", "-o", tmp_path / "s.sprokr"],
+                   capsys)[0] == 0
+    argv = [a.format(d=d, tmp=tmp_path, none=tmp_path / "none.csv") for a in command]
+    code, out, err = run(argv, capsys)
+    one_line_error(code, err, message.format(d=d, tmp=tmp_path))  # the test / input file does not exist: not read
+    assert out == ""
+
+
 def test_predict_json_needs_an_output_file(d, capsys):
     code, out, err = run(["predict", d / "m.sprokr", "--input", d / "test.csv", "--json"], capsys)
     one_line_error(code, err, "--json", "-o FILE")

@@ -286,14 +286,17 @@ class ColumnSpec:
                              "`sprokr fit` (it stores the columns' means and deviations with the model)")
         c, s = np.asarray(self.center, dtype=np.float64), np.asarray(self.scale, dtype=np.float64)
         if c.shape != (X.shape[1],) or s.shape != (X.shape[1],):
-            raise ValueError(f"[input] the stored scaling has {c.size} columns, the data {X.shape[1]}")
+            raise ValueError(f"[input] standardize = true: the model's stored scaling (its training file's means and "
+                             f"deviations) has {c.size} columns, the data {X.shape[1]}")
         return (X - c) / s
 
     def read(self, table: Table) -> Any:
-        """The model-ready collection of ``table``'s rows (the column type's ``parse``).
+        """The model-ready collection of ``table``'s rows (the column type's ``parse``),
+        standardised with the stored statistics (``standardize``).
 
         A column type (a plugin's) failing with another exception than
-        :class:`DataFileError` is reported as one, naming the file and the columns.
+        :class:`DataFileError` is reported as one, naming the file and the columns, and
+        so is data the stored statistics do not fit (another number of columns).
         """
         values = {name: table.column(name) for name in self.columns}
         ctype = self.column_type()
@@ -304,7 +307,10 @@ class ColumnSpec:
         except Exception as exc:  # noqa: BLE001 - any failure of a column type is the file's columns' problem
             raise DataFileError(f"{table.path}: column(s) {', '.join(map(repr, self.columns))} cannot be read as "
                                 f"{self.type!r}: {describe_error(exc)}") from exc
-        return self.standardized(parsed)
+        try:
+            return self.standardized(parsed)
+        except ValueError as exc:  # e.g. an array column of another width than in training: name the file
+            raise DataFileError(f"{table.path}: column(s) {', '.join(map(repr, self.columns))}: {exc}") from None
 
     def write(self, value: Any) -> str:
         """One output as text (the column type's ``format``: molecules as SMILES, label sets

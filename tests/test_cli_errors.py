@@ -404,6 +404,18 @@ def test_a_model_error_names_the_step_and_the_file(tmp_path, capsys):
     one_line_error(code, err, "predicting", "q.npz", "3 features")
 
 
+def test_a_query_file_that_does_not_fit_the_stored_scaling_is_named(d, tmp_path, capsys):
+    # f0 of 2 columns: "[input] the stored scaling has 2 columns, the data 3", naming neither file nor model
+    (tmp_path / "std.toml").write_text(RIDGE.replace('["f0", "f1", "f2"]', '["f0", "f1"]\nstandardize = true'))
+    assert run(["fit", "--config", tmp_path / "std.toml", "--train", d / "train.csv", "-o", tmp_path / "std.sprokr"],
+               capsys)[0] == 0
+    np.savez(tmp_path / "q.npz", f0=np.ones((3, 2)), f1=np.ones(3))
+    code, _, err = run(["predict", tmp_path / "std.sprokr", "--input", tmp_path / "q.npz", "-o", tmp_path / "p.csv"],
+                       capsys)
+    one_line_error(code, err, f"{tmp_path / 'q.npz'}: column(s) 'f0', 'f1': [input] standardize = true: the model's "
+                              "stored scaling (its training file's means and deviations) has 2 columns, the data 3")
+
+
 def test_a_directory_as_data_or_model_file_is_one_line(d, tmp_path, capsys):
     code, _, err = run(["predict", tmp_path, "--input", d / "test.csv"], capsys)
     one_line_error(code, err, "is a directory")

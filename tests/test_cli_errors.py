@@ -416,6 +416,20 @@ def test_a_query_file_that_does_not_fit_the_stored_scaling_is_named(d, tmp_path,
                               "stored scaling (its training file's means and deviations) has 2 columns, the data 3")
 
 
+@pytest.mark.parametrize("command", ["predict", "evaluate"])
+def test_a_model_file_holding_another_object_says_what_it_holds(d, tmp_path, capsys, command):
+    # "AttributeError: 'CandidateIndex' object has no attribute 'predict'"
+    from sprokr.persistence import read_manifest
+
+    model = sprokr.load(d / "m.sprokr")
+    index = model.make_candidate_index(np.eye(3))
+    index.save(tmp_path / "index.sprokr", metadata=read_manifest(d / "m.sprokr")["metadata"])
+    data = ["--input", d / "test.csv", "-o", tmp_path / "p.csv"] if command == "predict" else ["--test", d / "test.csv"]
+    code, _, err = run([command, tmp_path / "index.sprokr", *data], capsys)
+    one_line_error(code, err, f"{tmp_path / 'index.sprokr'}: holds a CandidateIndex, not a model")
+    assert not (tmp_path / "p.csv").exists()
+
+
 def test_a_directory_as_data_or_model_file_is_one_line(d, tmp_path, capsys):
     code, _, err = run(["predict", tmp_path, "--input", d / "test.csv"], capsys)
     one_line_error(code, err, "is a directory")

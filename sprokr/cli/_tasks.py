@@ -261,7 +261,11 @@ def _model_and_config(path: str) -> Tuple[Any, Dict[str, Any]]:
         _specs(cfg)
     except ValueError as exc:
         raise ConfigError(f"{path}: the configuration stored in this model is invalid: {exc}") from None
-    return load(path), cfg
+    model = load(path)
+    if not callable(getattr(model, "predict", None)):  # a saved CandidateIndex, kernel ... given a configuration
+        raise ConfigError(f"{path}: holds a {type(model).__name__}, not a model (predict and evaluate take a model "
+                          "written by `sprokr fit`)")
+    return model, cfg
 
 
 def _save_model(est: Any, path: Any, metadata: Dict[str, Any]) -> None:

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .io import DataFileError
+
 if TYPE_CHECKING:  # imported for the annotations only
     from .types import PathLike
 
@@ -85,14 +87,20 @@ def data_not_found(path: PathLike, what: str) -> FileNotFoundError:
         f"(now {'set to ' + repr(os.environ[ENV_DATA]) if os.environ.get(ENV_DATA) else 'unset'}).")
 
 
-def read_arff(path: PathLike, missing: float = np.nan) -> tuple[Any, list[str]]:
+def read_arff(path: PathLike, missing: float = np.nan, return_lines: bool = False) -> tuple[Any, ...]:
     """Read a numeric (dense or sparse) ARFF file.
+
+    The header (``@relation``, one ``@attribute`` per column, ``@data``) is followed by the
+    data rows: dense (``v1,v2,...``, one value per attribute) or sparse (``{j v, ...}``,
+    0-based attribute indices, the others 0), as the first data row says.
 
     Parameters
     ----------
     path : str or Path
     missing : float
         Value used for ``?`` entries.
+    return_lines : bool, default False
+        Also return the line of the file (1-based) of each data row (for messages).
 
     Returns
     -------
@@ -100,48 +108,132 @@ def read_arff(path: PathLike, missing: float = np.nan) -> tuple[Any, list[str]]:
         shape (n_samples, n_attributes)
     names : list of str
         Attribute names.
+    lines : list of int
+        With ``return_lines`` only: the file's line of each row of ``data``.
+
+    Raises
+    ------
+    FileNotFoundError
+        No file at ``path``.
+    sprokr.io.DataFileError
+        (a ``ValueError``) A file that is not numeric ARFF, naming the file and the line: no
+        attribute declared, a line before ``@data`` that is no declaration, a value that is
+        not a number, a dense row with another number of values than attributes, a sparse
+        entry whose index is out of range or given twice, a sparse row in a dense file (or
+        the reverse).
     """
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"ARFF file not found: {path}")
-    names, rows, sparse = [], [], None
+    names: list[str] = []
+    rows: list[str] = []
+    lines: list[int] = []
+    in_data = False
     with open(path, encoding="utf-8", errors="replace") as fh:
-        for line in fh:
+        for k, line in enumerate(fh, 1):
             s = line.strip()
             if not s or s.startswith("%"):
                 continue
+            if in_data:
+                rows.append(s)
+                lines.append(k)
+                continue
             low = s.lower()
             if low.startswith("@attribute"):
-                rest = s[len("@attribute"):].strip()
-                if rest.startswith("'"):
-                    names.append(rest[1:rest.index("'", 1)])
-                else:
-                    names.append(rest.split()[0])
-                continue
-            if low.startswith("@relation") or low.startswith("@data"):
-                continue
-            if sparse is None:
-                sparse = s.startswith("{")
-            rows.append(s)
+                names.append(_attribute_name(s, f"{path} line {k}"))
+            elif low.startswith("@data"):
+                in_data = True
+            elif not low.startswith("@relation"):
+                raise DataFileError(f"{path} line {k}: expected @relation, @attribute or @data before the data rows, "
+                                    f"got {_clip(s)!r} (sprokr reads numeric ARFF files)")
     d = len(names)
-    if sparse:
-        import scipy.sparse as sp  # here, not at import: the command line's parser imports this module
+    if not d:
+        raise DataFileError(f"{path}: no @attribute declared (an empty file?); expected a numeric ARFF file: "
+                            "@relation, one @attribute per column, @data, then the rows")
+    sparse = bool(rows) and rows[0].startswith("{")
+    for s, k in zip(rows, lines):
+        if s.startswith("{") != sparse:  # the first data row sets the format, as in Weka
+            raise DataFileError(f"{path} line {k}: a {'dense' if sparse else 'sparse'} row in a "
+                                f"{'sparse' if sparse else 'dense'} ARFF file (the first data row, line {lines[0]}, "
+                                "sets the format)")
+    X = _sparse_rows(path, rows, lines, names, missing) if sparse else _dense_rows(path, rows, lines, names, missing)
+    return (X, names, lines) if return_lines else (X, names)
 
-        indptr, indices, values = [0], [], []
-        for s in rows:
-            body = s.strip("{}").strip()
-            if body:
-                for tok in body.split(","):
-                    j, v = tok.split()
-                    indices.append(int(j))
-                    values.append(missing if v == "?" else float(v))
-            indptr.append(len(indices))
-        X = sp.csr_matrix((np.asarray(values), np.asarray(indices), np.asarray(indptr)), shape=(len(rows), d))
-        return X, names
-    X = np.array([[missing if v.strip() == "?" else float(v) for v in s.split(",")] for s in rows])
-    if X.shape[1] != d:
-        raise ValueError(f"{path}: rows have {X.shape[1]} values but {d} attributes are declared")
-    return X, names
+
+def _clip(s: str, n: int = 40) -> str:
+    """``s`` cut to ``n`` characters (a line quoted in a message)."""
+    return s if len(s) <= n else s[:n] + "..."
+
+
+def _attribute_name(s: str, where: str) -> str:
+    """The name of an ``@attribute <name> <type>`` line (``'quoted names'`` too)."""
+    rest = s[len("@attribute"):].strip()
+    if rest.startswith("'") and rest.find("'", 1) > 0:
+        return rest[1:rest.index("'", 1)]
+    if not rest or rest.startswith("'"):
+        raise DataFileError(f"{where}: expected '@attribute <name> <type>', got {_clip(s)!r}")
+    return rest.split()[0]
+
+
+def _value(v: str, missing: float, where: str, name: str) -> float:
+    """One ARFF value: a number, or ``?`` (``missing``)."""
+    v = v.strip()
+    if v == "?":
+        return missing
+    try:
+        return float(v)
+    except ValueError:
+        raise DataFileError(f"{where}: attribute {name!r} holds {_clip(v)!r}; expected a number or ? "
+                            "(sprokr reads numeric ARFF files)") from None
+
+
+def _dense_rows(path: Path, rows: list[str], lines: list[int], names: list[str], missing: float) -> np.ndarray:
+    """The float matrix of dense rows ``v1,v2,...`` (one value per attribute)."""
+    d = len(names)
+    X = np.empty((len(rows), d))
+    for i, (s, k) in enumerate(zip(rows, lines)):
+        values = s.split(",")
+        if len(values) != d:
+            raise DataFileError(f"{path} line {k}: {len(values)} values, but {d} attributes are declared")
+        try:  # the common case, fast; a failure is located value by value
+            X[i] = [missing if v.strip() == "?" else float(v) for v in values]
+        except ValueError:
+            X[i] = [_value(v, missing, f"{path} line {k}", name) for v, name in zip(values, names)]
+    return X
+
+
+def _sparse_rows(path: Path, rows: list[str], lines: list[int], names: list[str], missing: float) -> Any:
+    """The CSR matrix of sparse rows ``{j v, ...}`` (0-based attribute indices)."""
+    import scipy.sparse as sp  # here, not at import: the command line's parser imports this module
+
+    d = len(names)
+    indptr, indices, values = [0], [], []
+    for s, k in zip(rows, lines):
+        where = f"{path} line {k}"
+        if not s.endswith("}"):
+            raise DataFileError(f"{where}: a sparse row starts with '{{' and ends with '}}', got {_clip(s)!r}")
+        body = s[1:-1].strip()
+        seen = set()
+        for entry in body.split(",") if body else ():
+            parts = entry.split()
+            if len(parts) != 2:
+                raise DataFileError(f"{where}: sparse entry {_clip(entry.strip())!r}; expected '<index> <value>'")
+            try:
+                j = int(parts[0])
+            except ValueError:
+                raise DataFileError(f"{where}: sparse entry {_clip(entry.strip())!r}: the attribute index "
+                                    f"{_clip(parts[0])!r} is not an integer") from None
+            # an index out of range would make scipy index outside its arrays (a crash, or a value lost)
+            if not 0 <= j < d:
+                raise DataFileError(f"{where}: attribute index {j} out of range [0, {d})")
+            if j in seen:  # scipy would add the two values up
+                raise DataFileError(f"{where}: attribute index {j} given twice")
+            seen.add(j)
+            indices.append(j)
+            values.append(_value(parts[1], missing, where, names[j]))
+        indptr.append(len(indices))
+    return sp.csr_matrix((np.asarray(values, dtype=np.float64), np.asarray(indices, dtype=np.int64),
+                          np.asarray(indptr, dtype=np.int64)), shape=(len(rows), d))
 
 
 def load_bibtex(path: PathLike | None = None) -> tuple[Any, ...]:

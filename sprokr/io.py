@@ -33,7 +33,7 @@ import tempfile
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -285,8 +285,10 @@ class ColumnSpec:
     def from_config(cls, cfg: Any, what: str) -> "ColumnSpec":
         """From a config table ``{"columns": [...] or "column": "...", "type": ...}``.
 
-        The type is checked against the registered column types (an unknown one is named
-        with the known ones, and for a first-party plugin's type, how to install it).
+        ``what`` is the table's name, ``"input"`` or ``"output"`` (in the messages;
+        ``standardize`` is refused in ``[output]``).  The type is checked against the
+        registered column types (an unknown one is named with the known ones, and for a
+        first-party plugin's type, how to install it).
         """
         if not isinstance(cfg, dict):
             raise ValueError(f"[{what}] must be a table with 'column(s)' and 'type'")
@@ -305,6 +307,9 @@ class ColumnSpec:
         std = cfg.get("standardize", False)
         if not isinstance(std, bool):
             raise ValueError(f"[{what}] standardize must be true or false, got {std!r}")
+        if std and what == "output":  # predictions would need the inverse scaling, which nothing applies
+            raise ValueError("[output] standardize applies to inputs only: put standardize = true in [input] "
+                             "(numeric input columns), the outputs are never scaled")
         if std and typ != "numeric":
             raise ValueError(f"[{what}] standardize applies to numeric columns, not to type {typ!r}")
         center, scale = cfg.get("center"), cfg.get("scale")
@@ -348,16 +353,19 @@ class ColumnSpec:
                              "`sprokr fit` (it stores the columns' means and deviations with the model)")
         c, s = np.asarray(self.center, dtype=np.float64), np.asarray(self.scale, dtype=np.float64)
         if c.shape != (X.shape[1],) or s.shape != (X.shape[1],):
-            raise ValueError(f"[input] the stored scaling has {c.size} columns, the data {X.shape[1]}")
+            raise ValueError(f"[input] standardize = true: the model's stored scaling (its training file's means and "
+                             f"deviations) has {c.size} columns, the data {X.shape[1]}")
         return (X - c) / s
 
     def read(self, table: Table) -> Any:
-        """The model-ready collection of ``table``'s rows (the column type's ``parse``).
+        """The model-ready collection of ``table``'s rows (the column type's ``parse``),
+        standardised with the stored statistics (``standardize``).
 
         A column type (a plugin's) failing with another exception than
         :class:`DataFileError` is reported as one, naming the file, the columns and the
-        type's plugin; a ``parse`` that returns another number of values than the table has
-        rows raises :class:`sprokr.registry.PluginComponentError` naming the plugin.
+        type's plugin, and so is data the stored statistics do not fit (another number of
+        columns); a ``parse`` that returns another number of values than the table has rows
+        raises :class:`sprokr.registry.PluginComponentError` naming the plugin.
         """
         from .registry import PluginComponentError, is_plugin_failure
 
@@ -379,7 +387,10 @@ class ColumnSpec:
             raise PluginComponentError(f"column type {self.type!r} of plugin {self._plugin()!r} is broken: its parse "
                                        f"returned {got} for the {len(table)} rows of {table.path} (report it to its "
                                        "authors)")
-        return self.standardized(parsed)
+        try:
+            return self.standardized(parsed)
+        except ValueError as exc:  # e.g. an array column of another width than in training: name the file
+            raise DataFileError(f"{table.path}: column(s) {', '.join(map(repr, self.columns))}: {exc}") from None
 
     def write(self, value: Any) -> str:
         """One output as text (the column type's ``format``: molecules as SMILES, label sets
@@ -446,7 +457,8 @@ def describe_error(exc: BaseException) -> str:
 
 
 def check_output_path(path: Any, option: str = "-o/--output", inputs: Iterable[Any] = (),
-                      suffixes: Optional[Iterable[str]] = None, special_files: bool = False) -> Path:
+                      suffixes: Optional[Iterable[str]] = None, special_files: bool = False,
+                      outputs: Iterable[Tuple[str, Any]] = ()) -> Path:
     """Check, before any work, that a file can be written at ``path``.
 
     The path must not be a directory nor one of ``inputs`` (the command's input files: a
@@ -468,6 +480,10 @@ def check_output_path(path: Any, option: str = "-o/--output", inputs: Iterable[A
         Accept an existing device or pipe (``/dev/stdout``), written in place (what
         :func:`write_csv` does); a writer that moves a finished file into place (model
         files) would replace the device node, so it is refused by default.
+    outputs : iterable of (str, path-like)
+        The command's other output files, with their options: the same file for two of
+        them is refused (the second written would replace the first), whether or not it
+        exists yet.
 
     Returns
     -------
@@ -492,6 +508,10 @@ def check_output_path(path: Any, option: str = "-o/--output", inputs: Iterable[A
         if other is not None and Path(other).exists() and p.exists() and os.path.samefile(p, other):
             raise OutputPathError(f"{option} {p}: is also an input of this command ({other}); "
                                   "writing there would overwrite it")
+    for other_option, other in outputs:
+        if other is not None and str(other) != "" and _same_file(p, Path(other)):
+            raise OutputPathError(f"{option} {p}: is also the {other_option} file of this command ({other}); "
+                                  "give each output its own path")
     if p.exists() and not p.is_file():  # a device or a pipe (resolving symbolic links)
         if not special_files:
             raise OutputPathError(f"{option} {p}: is not a regular file (a device or a pipe); give a file path")
@@ -507,6 +527,14 @@ def check_output_path(path: Any, option: str = "-o/--output", inputs: Iterable[A
         raise OutputPathError(f"{option} {p}: the existing file is not writable (permission denied)")
     _probe_writable(parent, f"{option} {p}")
     return p
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    """Whether ``a`` and ``b`` name one file: the same existing file, or the same path once
+    symbolic links and ``..`` are resolved (for files not written yet)."""
+    if a.exists() and b.exists():
+        return os.path.samefile(a, b)
+    return os.path.realpath(a) == os.path.realpath(b)
 
 
 def check_output_dir(path: Any, option: str = "--export") -> Path:

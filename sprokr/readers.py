@@ -43,12 +43,15 @@ class CSVReader(SuffixReader):
     delimiter = ","
 
     def read(self, path: Any) -> Table:
-        """Columns named by the header; ``lines`` are the file's line numbers."""
+        """Columns named by the header; ``lines`` are the file's lines where the rows start."""
         p = Path(path)
         # utf-8-sig: a byte-order mark (spreadsheet exports) is not part of the first column's name
         with open(p, newline="", encoding="utf-8-sig") as fh:
             reader = csv.reader(fh, delimiter=self.delimiter)
-            header = next(reader, None)
+            try:
+                header = next(reader, None)
+            except csv.Error as exc:
+                raise DataFileError(f"{p} line {reader.line_num}: {exc}") from None
             if not header:
                 raise DataFileError(f"{p}: empty file (expected a header line)")
             header = [h.strip() for h in header]
@@ -57,15 +60,54 @@ class CSVReader(SuffixReader):
                 raise DataFileError(f"{p} line {reader.line_num}: the header names column(s) {', '.join(map(repr, twice))} more "
                                     "than once")
             rows, lines = [], []
-            for row in reader:
+            end = last_end = reader.line_num
+            while True:
+                first = end + 1  # a record spans several lines when a quoted field holds line breaks
+                try:
+                    row = next(reader, None)
+                except csv.Error as exc:  # e.g. a field larger than the csv module's limit
+                    raise DataFileError(f"{p} line {first}: {exc}{self._quote_hint(p, first, reader.line_num)}") \
+                        from None
+                if row is None:
+                    break
+                end = reader.line_num
                 if not row or all(not c.strip() for c in row):
                     continue
                 if len(row) != len(header):
-                    raise DataFileError(f"{p} line {reader.line_num}: {len(row)} fields, the header has "
-                                        f"{len(header)}")
+                    raise DataFileError(f"{p} line {first}: {len(row)} fields, the header has {len(header)}"
+                                        f"{self._quote_hint(p, first, end)}")
                 rows.append(row)
-                lines.append(reader.line_num)
+                lines.append(first)
+                last_end = end
+            if lines and last_end > lines[-1] and last_end == end and self._open_quote_at_end(p, lines[-1]):
+                # the last record runs to the end of the file inside quotes: its fields are the rest of the file
+                raise DataFileError(f"{p} line {lines[-1]}: a quoted field opened on this line is never closed "
+                                    f"(an unterminated quote: the field runs to the end of the file, line {end})")
         return Table(str(p), {h: [r[j] for r in rows] for j, h in enumerate(header)}, lines)
+
+    def _quote_hint(self, p: Path, first: int, end: int) -> str:
+        """What to add to the message of a bad record running from line ``first`` to ``end``:
+        a record spanning lines is a quoted field holding line breaks, often a quote left open."""
+        if end <= first:
+            return ""
+        if self._open_quote_at_end(p, first):
+            return (f" (the record runs from line {first} to the end of the file, line {end}: a quoted field "
+                    f"opened on line {first} is never closed)")
+        return (f" (the record runs from line {first} to line {end} inside a quoted field: an unterminated "
+                f"quote on line {first} is likely)")
+
+    def _open_quote_at_end(self, p: Path, first: int) -> bool:
+        """Whether the file, read from line ``first``, ends inside a quoted field (read again
+        strictly, which the lenient reading does not say: it closes the field at the end)."""
+        with open(p, newline="", encoding="utf-8-sig") as fh:
+            for _ in range(first - 1):
+                fh.readline()
+            try:
+                for _ in csv.reader(fh, delimiter=self.delimiter, strict=True):
+                    pass
+            except csv.Error as exc:
+                return "unexpected end of data" in str(exc)
+        return False
 
 
 class TSVReader(CSVReader):
@@ -143,12 +185,12 @@ class ARFFReader(SuffixReader):
     description = "ARFF (numeric): one column per attribute"
 
     def read(self, path: Any) -> Table:
-        """One float column per attribute; ``lines`` are the data rows, 1-based."""
+        """One float column per attribute; ``lines`` are the file's lines of the data rows."""
         from scipy import sparse
 
         from .datasets import read_arff
 
         p = Path(path)
-        M, names = read_arff(p)
+        M, names, lines = read_arff(p, return_lines=True)
         M = M.toarray() if sparse.issparse(M) else M
-        return Table(str(p), {name: M[:, j] for j, name in enumerate(names)}, list(range(1, M.shape[0] + 1)))
+        return Table(str(p), {name: M[:, j] for j, name in enumerate(names)}, lines)

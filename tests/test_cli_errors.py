@@ -127,6 +127,34 @@ def test_ranking_options_are_refused_for_a_model_that_predicts_values(d, tmp_pat
     assert not (tmp_path / "p.csv").exists()
 
 
+@pytest.mark.parametrize("command, message", [
+    # rc 0 before, the file never read
+    (["evaluate", "{d}/r.sprokr", "--test", "{none}", "--candidates", "{none}"],
+     "--candidates: a KernelRidgeRegressor predicts values, it does not rank candidates"),
+    (["evaluate", "{tmp}/s.sprokr", "--test", "{none}", "--candidates", "{d}/test.csv"],
+     "--candidates: {tmp}/s.sprokr predicts 'numeric' outputs, evaluated by MSE and R^2 without a candidate pool"),
+    (["evaluate", "{d}/m.sprokr", "--test", "{none}", "--top-k", "3"],
+     "--top-k: top-k accuracy is reported for outputs ranked in a candidate pool (e.g. molecules); {d}/m.sprokr "
+     "predicts 'labels' outputs, evaluated by f1_samples and exact_match"),
+    (["evaluate", "{d}/r.sprokr", "--test", "{none}", "--top-k", "3"], "'numeric' outputs, evaluated by MSE and R^2"),
+    (["evaluate", "{d}/m.sprokr", "--test", "{none}", "--candidate-column", "sports"],
+     "--candidate-column sports: names the column of the candidate pool, and no --candidates file is given"),
+    (["predict", "{d}/m.sprokr", "--input", "{none}", "--candidate-column", "sports"],
+     "--candidate-column sports: names the column of the candidate pool, and no --candidates file is given"),
+], ids=["evaluate --candidates, values", "evaluate --candidates, numeric outputs", "evaluate --top-k, labels",
+        "evaluate --top-k, numeric", "evaluate --candidate-column alone", "predict --candidate-column alone"])
+def test_options_a_command_cannot_use_are_refused_before_reading_data(d, tmp_path, capsys, command, message):
+    if "{tmp}/s.sprokr" in command:  # SISOKR with numeric outputs
+        (tmp_path / "s.toml").write_text(MULTI.replace('columns = ["sports", "music", "science"]\ntype = "labels"',
+                                                       'column = "f3"').replace('"f2", "f3"]', '"f2"]'))
+        assert run(["fit", "--config", tmp_path / "s.toml", "--train", d / "train.csv", "-o", tmp_path / "s.sprokr"],
+                   capsys)[0] == 0
+    argv = [a.format(d=d, tmp=tmp_path, none=tmp_path / "none.csv") for a in command]
+    code, out, err = run(argv, capsys)
+    one_line_error(code, err, message.format(d=d, tmp=tmp_path))  # the test / input file does not exist: not read
+    assert out == ""
+
+
 def test_predict_json_needs_an_output_file(d, capsys):
     code, out, err = run(["predict", d / "m.sprokr", "--input", d / "test.csv", "--json"], capsys)
     one_line_error(code, err, "--json", "-o FILE")
@@ -218,6 +246,17 @@ def test_an_output_path_that_is_an_input_is_refused(d, tmp_path, capsys):
     assert train.read_bytes() == (d / "train.csv").read_bytes()
 
 
+@pytest.mark.parametrize("figure", ["f.png", "sub/../f.png", "link.png"])
+def test_two_outputs_of_one_command_must_be_different_files(d, tmp_path, capsys, figure):
+    # the check compared existing files only: rc 0, and the figure replaced the chosen configuration
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "link.png").symlink_to(tmp_path / "f.png")  # dangling until f.png is written
+    code, _, err = run(["select", "--config", d / "model.toml", "--train", d / "train.csv", "-o", tmp_path / "f.png",
+                        "--figure", tmp_path / figure], capsys)
+    one_line_error(code, err, f"--figure {tmp_path / figure}: is also the -o/--output file of this command")
+    assert not (tmp_path / "f.png").exists()
+
+
 def test_a_model_is_never_moved_over_a_pipe_or_device(d, tmp_path, capsys):
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
@@ -302,6 +341,37 @@ def test_a_corrupt_npz_is_one_line_naming_it(d, tmp_path, capsys, kind):
         assert "column 'f0' is a single value" in err
 
 
+def test_an_arff_sparse_index_out_of_range_is_one_line_not_a_crash(tmp_path, capsys):
+    # the index was given to scipy unchecked: a segmentation fault (exit code 139)
+    (tmp_path / "sp.arff").write_text("@relation r\n@attribute a numeric\n@attribute b numeric\n@data\n"
+                                      "{0 1, 1 2}\n{0 1, 100000000 7}\n")
+    (tmp_path / "r.toml").write_text('estimator = "KernelRidgeRegressor"\n[input]\ncolumns = ["a"]\n'
+                                     '[output]\ncolumn = "b"\n')
+    code, _, err = run(["fit", "--config", tmp_path / "r.toml", "--train", tmp_path / "sp.arff", "-o",
+                        tmp_path / "m.sprokr"], capsys)
+    one_line_error(code, err, f"{tmp_path / 'sp.arff'} line 6: attribute index 100000000 out of range [0, 2)")
+    assert not (tmp_path / "m.sprokr").exists()
+
+
+@pytest.mark.parametrize("change, message", [
+    # 4 label columns under 3 names: the predictions were written with the wrong names
+    ({"sports": np.ones((100, 2))}, "train.npz: label column 'sports' has shape (100, 2); a labels column holds one "
+                                    "0/1 value per row"),
+    # accepted with numpy's ComplexWarning only: the imaginary part dropped
+    ({"f0": np.ones(100) + 1j}, "train.npz: column 'f0' holds complex numbers (dtype complex128); expected real "
+                                "numbers"),
+], ids=["2-D labels", "complex"])
+def test_an_npz_column_of_the_wrong_shape_or_kind_is_one_line(d, tmp_path, capsys, change, message):
+    rng = np.random.default_rng(0)
+    arrays = {h: rng.normal(size=100) for h in HEADER[:4]}
+    arrays.update({h: rng.integers(0, 2, 100) for h in HEADER[4:]}, **change)
+    np.savez(tmp_path / "train.npz", **arrays)
+    code, _, err = run(["fit", "--config", d / "model.toml", "--train", tmp_path / "train.npz", "-o",
+                        tmp_path / "m.sprokr"], capsys)
+    one_line_error(code, err, message)
+    assert not (tmp_path / "m.sprokr").exists()
+
+
 def test_numeric_cells_must_be_finite_and_are_named_by_line(d, tmp_path, capsys):
     lines = (d / "test.csv").read_text().splitlines()
     lines[2] = "nan" + lines[2][lines[2].index(","):]
@@ -332,6 +402,32 @@ def test_a_model_error_names_the_step_and_the_file(tmp_path, capsys):
     code, _, err = run(["predict", tmp_path / "r.sprokr", "--input", tmp_path / "q.npz", "-o", tmp_path / "p.csv"],
                        capsys)
     one_line_error(code, err, "predicting", "q.npz", "3 features")
+
+
+def test_a_query_file_that_does_not_fit_the_stored_scaling_is_named(d, tmp_path, capsys):
+    # f0 of 2 columns: "[input] the stored scaling has 2 columns, the data 3", naming neither file nor model
+    (tmp_path / "std.toml").write_text(RIDGE.replace('["f0", "f1", "f2"]', '["f0", "f1"]\nstandardize = true'))
+    assert run(["fit", "--config", tmp_path / "std.toml", "--train", d / "train.csv", "-o", tmp_path / "std.sprokr"],
+               capsys)[0] == 0
+    np.savez(tmp_path / "q.npz", f0=np.ones((3, 2)), f1=np.ones(3))
+    code, _, err = run(["predict", tmp_path / "std.sprokr", "--input", tmp_path / "q.npz", "-o", tmp_path / "p.csv"],
+                       capsys)
+    one_line_error(code, err, f"{tmp_path / 'q.npz'}: column(s) 'f0', 'f1': [input] standardize = true: the model's "
+                              "stored scaling (its training file's means and deviations) has 2 columns, the data 3")
+
+
+@pytest.mark.parametrize("command", ["predict", "evaluate"])
+def test_a_model_file_holding_another_object_says_what_it_holds(d, tmp_path, capsys, command):
+    # "AttributeError: 'CandidateIndex' object has no attribute 'predict'"
+    from sprokr.persistence import read_manifest
+
+    model = sprokr.load(d / "m.sprokr")
+    index = model.make_candidate_index(np.eye(3))
+    index.save(tmp_path / "index.sprokr", metadata=read_manifest(d / "m.sprokr")["metadata"])
+    data = ["--input", d / "test.csv", "-o", tmp_path / "p.csv"] if command == "predict" else ["--test", d / "test.csv"]
+    code, _, err = run([command, tmp_path / "index.sprokr", *data], capsys)
+    one_line_error(code, err, f"{tmp_path / 'index.sprokr'}: holds a CandidateIndex, not a model")
+    assert not (tmp_path / "p.csv").exists()
 
 
 def test_a_directory_as_data_or_model_file_is_one_line(d, tmp_path, capsys):
@@ -374,6 +470,15 @@ def test_configuration_structure_errors_name_the_key(d, tmp_path, capsys, change
     code, _, err = run(["fit", "--config", tmp_path / "bad.toml", "--train", tmp_path / "none.csv",
                         "-o", tmp_path / "m.sprokr"], capsys)
     one_line_error(code, err, "bad.toml", message)
+
+
+def test_standardize_in_output_is_a_configuration_error_before_reading_data(d, tmp_path, capsys):
+    # it passed the check, then fit failed with "[input] standardize = true but no training statistics"
+    (tmp_path / "r.toml").write_text(RIDGE.replace('column = "f3"', 'column = "f3"\nstandardize = true'))
+    code, _, err = run(["fit", "--config", tmp_path / "r.toml", "--train", tmp_path / "none.csv", "-o",
+                        tmp_path / "m.sprokr"], capsys)
+    one_line_error(code, err, "r.toml: [output] standardize applies to inputs only")
+    assert "none.csv" not in err
 
 
 def test_select_refuses_an_estimator_without_lam_before_reading_data(d, tmp_path, capsys):

@@ -56,6 +56,9 @@ class ConfigError(ValueError):
 #: errors reported as one line on stderr with exit code 2 (no traceback)
 CLIError = (ConfigError, DataFileError, OutputPathError, UsageError, FileNotFoundError)
 
+#: K of ``sprokr evaluate``'s top-K accuracy when --top-k is not given
+TOP_K = 10
+
 _TOP_KEYS = {"estimator", "random_state", "params", "input", "output", "select"}
 _TABLES = ("params", "input", "output", "select")
 #: the [select] keys and the type each takes (what `sprokr select` passes to select_model)
@@ -268,7 +271,11 @@ def _model_and_config(path: str) -> Tuple[Any, Dict[str, Any]]:
         _specs(cfg)
     except ValueError as exc:
         raise ConfigError(f"{path}: the configuration stored in this model is invalid: {exc}") from None
-    return load(path), cfg
+    model = load(path)
+    if not callable(getattr(model, "predict", None)):  # a saved CandidateIndex, kernel ... given a configuration
+        raise ConfigError(f"{path}: holds a {type(model).__name__}, not a model (predict and evaluate take a model "
+                          "written by `sprokr fit`)")
+    return model, cfg
 
 
 def _save_model(est: Any, path: Any, metadata: Dict[str, Any]) -> None:
@@ -317,19 +324,18 @@ def cmd_predict(args: Any) -> int:
     if args.json and str(args.output) == "-":
         raise UsageError("--json prints a JSON summary on standard output, where the predictions would go "
                          "without -o: add -o FILE for the predictions")
+    _check_candidate_column(args)
     if str(args.output) != "-":
         check_output_path(args.output, "-o/--output", inputs=[args.model, args.input, args.candidates],
                           special_files=True)
     model, cfg = _model_and_config(args.model)
-    structured = hasattr(model, "predict_topk")
-    for option, given in (("--candidates", args.candidates), ("--top-k", args.top_k)):
-        if given is not None and not structured:
-            raise ConfigError(f"{option}: a {type(model).__name__} predicts values, it does not rank candidates")
+    _check_ranks(model, ("--candidates", args.candidates), ("--top-k", args.top_k))
     spec_in, spec_out = _specs(cfg)
     queries = _read(args.input, "--input")
     X = spec_in.read(queries)
     C, _, _ = _candidates(args, spec_out)
     t0 = time.perf_counter()
+    structured = hasattr(model, "predict_topk")
     with _step(f"predicting {args.input} with {args.model}"):
         if args.top_k is not None:
             D = model.predict_topk(X, k=args.top_k, candidates=C)
@@ -349,16 +355,48 @@ def cmd_predict(args: Any) -> int:
     return 0
 
 
+def _check_candidate_column(args: Any) -> None:
+    """``--candidate-column`` names a column of the ``--candidates`` file: refused without it."""
+    if args.candidate_column is not None and args.candidates is None:
+        raise UsageError(f"--candidate-column {args.candidate_column}: names the column of the candidate pool, "
+                         "and no --candidates file is given")
+
+
+def _check_ranks(model: Any, *options: Tuple[str, Any]) -> None:
+    """Refuse each given option of ``(option, value)`` when ``model`` does not rank candidates."""
+    for option, given in options:
+        if given is not None and not hasattr(model, "predict_topk"):
+            raise ConfigError(f"{option}: a {type(model).__name__} predicts values, it does not rank candidates")
+
+
 def cmd_evaluate(args: Any) -> int:
-    """``sprokr evaluate M --test T [--candidates P] [--top-k K]``: the task's metrics."""
+    """``sprokr evaluate M --test T [--candidates P] [--top-k K]``: the task's metrics.
+
+    The options are checked against the model before any data is read: ``--candidates``
+    is required for outputs ranked in a candidate pool (molecules), refused for numeric
+    outputs (MSE, R^2) or a model that predicts values; ``--top-k`` is refused unless the
+    outputs are ranked; ``--candidate-column`` needs ``--candidates``.
+    """
     out = _out(args)
+    _check_candidate_column(args)
     model, cfg = _model_and_config(args.model)
     spec_in, spec_out = _specs(cfg)
+    canonical = getattr(spec_out.column_type(), "canonical", None)
+    _check_ranks(model, ("--candidates", args.candidates))
+    if args.candidates is not None and spec_out.type != "labels" and canonical is None:
+        raise ConfigError(f"--candidates: {args.model} predicts {spec_out.type!r} outputs, evaluated by MSE and R^2 "
+                          "without a candidate pool")
+    if args.candidates is None and canonical is not None:
+        raise ConfigError(f"--candidates: {spec_out.type} outputs are evaluated by ranking a candidate pool "
+                          "(e.g. --candidates pool.smi holding the true molecules)")
+    if args.top_k is not None and canonical is None:
+        metrics = "f1_samples and exact_match" if spec_out.type == "labels" else "MSE and R^2"
+        raise ConfigError(f"--top-k: top-k accuracy is reported for outputs ranked in a candidate pool (e.g. "
+                          f"molecules); {args.model} predicts {spec_out.type!r} outputs, evaluated by {metrics}")
     test = _read(args.test, "--test")
     X, Y = spec_in.read(test), spec_out.read(test)
     res: Dict[str, Any] = {"n_test": len(test)}
     t0 = time.perf_counter()
-    canonical = getattr(spec_out.column_type(), "canonical", None)
     with _step(f"evaluating {args.model} on {args.test}"):
         res.update(_metrics(args, model, spec_out, canonical, test, X, Y))
     res["decode_s"] = time.perf_counter() - t0
@@ -380,10 +418,7 @@ def _metrics(args: Any, model: Any, spec_out: ColumnSpec, canonical: Any, test: 
         P = np.asarray(model.predict(X, candidates=C), dtype=float)
         res.update(f1_samples=f1_samples(Y, P), exact_match=float(np.mean(np.all(P == Y, axis=1))))
     elif canonical is not None:  # structured outputs (molecules ...): rank a candidate pool
-        C, ctable, ccols = _candidates(args, spec_out)
-        if C is None:
-            raise ConfigError(f"--candidates: {spec_out.type} outputs are evaluated by ranking a candidate pool "
-                              "(e.g. --candidates pool.smi holding the true molecules)")
+        C, ctable, ccols = _candidates(args, spec_out)  # given: checked by cmd_evaluate
         pos = {s: i for i, s in enumerate(canonical([str(v) for v in ctable.column(ccols[0])]))}
         truth = np.array([pos.get(s, -1) for s in canonical([str(v) for v in test.column(spec_out.columns[0])])])
         found = truth >= 0
@@ -392,7 +427,8 @@ def _metrics(args: Any, model: Any, spec_out: ColumnSpec, canonical: Any, test: 
             S = np.asarray(model.predict_scores(X[found] if isinstance(X, np.ndarray) else
                                                 [x for x, f in zip(X, found) if f], candidates=C))
             ranks = ranks_from_scores(S, truth[found])
-            res.update({"top1": float(np.mean(ranks <= 1)), f"top{args.top_k}": float(np.mean(ranks <= args.top_k)),
+            k = args.top_k if args.top_k is not None else TOP_K
+            res.update({"top1": float(np.mean(ranks <= 1)), f"top{k}": float(np.mean(ranks <= k)),
                         "mrr": mean_reciprocal_rank(None, ranks=ranks)})
     else:
         P = np.asarray(model.predict(X), dtype=float).reshape(len(test), -1)
@@ -434,8 +470,8 @@ def cmd_select(args: Any) -> int:
     out = _out(args)
     check_output_path(args.output, "-o/--output", inputs=[args.config, args.train], special_files=True)
     if args.figure:
-        check_output_path(args.figure, "--figure", inputs=[args.config, args.train, args.output],
-                          suffixes=_figure_suffixes())
+        check_output_path(args.figure, "--figure", inputs=[args.config, args.train],
+                          outputs=[("-o/--output", args.output)], suffixes=_figure_suffixes())
     est = build_estimator(load_config(args.config), args.config)
     if "lam" not in est.get_params():
         raise ConfigError(f"{args.config}: `sprokr select` searches the ridge parameter lam, and {type(est).__name__} "
@@ -503,8 +539,8 @@ def add_task_commands(sub: Any) -> None:
     p.add_argument("model", help="a model written by `sprokr fit`")
     p.add_argument("--input", required=True, help="queries (same input columns as the training file)")
     p.add_argument("--candidates", help="candidate pool (default: the distinct training outputs)")
-    p.add_argument("--candidate-column", help="column of the candidates (default: the output column, or the column "
-                                              "type's default column, e.g. smiles)")
+    p.add_argument("--candidate-column", help="column of the candidates (needs --candidates; default: the output "
+                                              "column, or the column type's default column, e.g. smiles)")
     p.add_argument("--top-k", type=positive_int, metavar="K",
                    help="write the K >= 1 best candidates per query with scores (models that decode candidates)")
     p.add_argument("-o", "--output", default="-", help="CSV of predictions (default: standard output); checked "
@@ -518,10 +554,12 @@ def add_task_commands(sub: Any) -> None:
                               "  sprokr evaluate mols.sprokr --test test.csv --candidates pool.smi --top-k 10")
     p.add_argument("model")
     p.add_argument("--test", required=True, help="test data with inputs and true outputs")
-    p.add_argument("--candidates", help="candidate pool (molecules: required; should hold the true molecules)")
-    p.add_argument("--candidate-column")
-    p.add_argument("--top-k", type=positive_int, default=10, metavar="K",
-                   help="K >= 1 of the top-K accuracy (default 10)")
+    p.add_argument("--candidates", help="candidate pool (molecules: required; should hold the true molecules; "
+                                        "label sets: default the distinct training outputs; numeric outputs: none)")
+    p.add_argument("--candidate-column", help="column of the candidates (needs --candidates)")
+    # default None, not TOP_K: an option given to a model whose outputs are not ranked is refused
+    p.add_argument("--top-k", type=positive_int, metavar="K",
+                   help=f"K >= 1 of the top-K accuracy, for outputs ranked in a candidate pool (default {TOP_K})")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_evaluate)
 

@@ -67,6 +67,39 @@ def test_ranking_metrics():
     assert ranks_from_scores(S, np.array([2, 1])).tolist() == [2.0, 1.0]
 
 
+def test_ranks_from_scores_breaks_ties_at_random_in_expectation():
+    """Tied candidates cost the truth half a rank each: constant scores (a model whose
+    kernel underflows to 0 everywhere) rank the truth in the middle, not first (they gave
+    MRR 1 before, so a model selection could choose a collapsed model)."""
+    S = np.zeros((2, 1000))
+    np.testing.assert_array_equal(ranks_from_scores(S, np.array([3, 999])), [500.5, 500.5])
+    assert mean_reciprocal_rank(None, ranks=ranks_from_scores(S, np.array([3, 999]))) < 0.01
+    S = np.array([[1.0, 3.0, 3.0, 3.0, 0.0]])  # the truth tied with two others, one above none
+    assert ranks_from_scores(S, np.array([2])).tolist() == [2.0]
+    assert ranks_from_scores(S, np.array([4])).tolist() == [5.0]
+    with pytest.raises(ValueError, match="NaN"):
+        ranks_from_scores(np.array([[0.9, np.nan, 0.5]]), np.array([1]))
+    with pytest.raises(TypeError, match="integer"):
+        ranks_from_scores(S, np.array([2.0]))
+
+
+def test_f1_samples_takes_sparse_labels_and_refuses_nan():
+    import scipy.sparse as sp
+    from sklearn.metrics import f1_score
+
+    from sprokr.metrics import f1_samples
+
+    rng = np.random.default_rng(0)
+    A, B = (rng.random((40, 6)) < 0.3).astype(int), (rng.random((40, 6)) < 0.3).astype(int)
+    want = f1_score(A, B, average="samples", zero_division=1)
+    for a, b in [(A, B), (sp.csr_matrix(A), B), (A, sp.csr_matrix(B.astype(float))), (sp.csr_matrix(A), sp.csc_matrix(B))]:
+        assert f1_samples(a, b) == pytest.approx(want, abs=1e-15)
+    with pytest.raises(ValueError, match="Y_pred contains NaN"):
+        f1_samples([[1, 0]], [[np.nan, 0]])  # (NaN != 0 counted it as a predicted label: F1 1.0)
+    with pytest.raises(ValueError, match="Y_true contains NaN"):
+        f1_samples(sp.csr_matrix([[np.nan, 1.0]]), [[1, 1]])
+
+
 def test_shared_candidate_sets_use_one_product_per_set_and_match(fitted):
     """Queries whose sets repeat (same molecular formula) are decoded per distinct set."""
     from sprokr.decoders import shared_sets

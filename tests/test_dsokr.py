@@ -83,6 +83,24 @@ def test_ensemble_of_one_equals_single(multilabel_data):
         np.testing.assert_allclose(a.scores, b.scores, atol=1e-10)
 
 
+def test_ensemble_predicts_with_the_aggregation_it_was_fitted_with(multilabel_data):
+    """aggregation was read at predict time: a set_params, or a refit that fails on a bad
+    value, silently changed a fitted ensemble's predictions."""
+    Xtr, Ytr, Xte, _ = multilabel_data
+    base = DSOKR(output_kernel="gaussian", output_sketch="subsample", m_y=20, regressor="kernel_ridge",
+                 regressor_params={"kernel": "gaussian", "lam": 1e-3})
+    ens = DSOKREnsemble(base, n_estimators=3, aggregation="mean", random_state=0).fit(Xtr, Ytr)
+    S = ens.predict_scores(Xte)
+    assert ens.aggregation_ == "mean"
+    ens.set_params(aggregation="max")
+    np.testing.assert_array_equal(ens.predict_scores(Xte), S)
+    ens.set_params(aggregation="bogus")
+    with pytest.raises(ValueError, match="aggregation"):
+        ens.fit(Xtr, Ytr)
+    np.testing.assert_array_equal(ens.predict_scores(Xte), S)
+    assert not np.array_equal(ens.set_params(aggregation="max").fit(Xtr, Ytr).predict_scores(Xte), S)
+
+
 def test_ensemble_mean_and_max_scores(multilabel_data):
     Xtr, Ytr, Xte, _ = multilabel_data
     base = DSOKR(output_kernel="linear", output_sketch="gaussian", m_y=6, regressor="kernel_ridge",

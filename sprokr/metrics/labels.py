@@ -5,12 +5,30 @@ work with :func:`sklearn.metrics.make_scorer`.
 """
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
+import scipy.sparse as sp
 from numpy.typing import ArrayLike
 
 __all__ = ["f1_samples", "f1_samples_scorer"]
+
+
+def _binary_labels(Y: Any, name: str) -> Any:
+    """``Y != 0``: a boolean (n, n_labels) array, or a sparse matrix for a sparse ``Y`` (never
+    densified: label sets can be wide).  NaN is refused (``!= 0`` would count it as a label)."""
+    if sp.issparse(Y):
+        A = sp.csr_matrix(Y)
+        A.eliminate_zeros()
+        if A.dtype.kind in "fc" and np.isnan(A.data).any():
+            raise ValueError(f"{name} contains NaN; label vectors hold 0 / 1")
+        return A.astype(bool)
+    A = np.asarray(Y)
+    if A.ndim != 2:
+        raise ValueError(f"{name} must be a 2-D array (n_samples, n_labels), got shape {A.shape}")
+    if A.dtype.kind in "fc" and np.isnan(A).any():
+        raise ValueError(f"{name} contains NaN; label vectors hold 0 / 1")
+    return A != 0
 
 
 def f1_samples(Y_true: ArrayLike, Y_pred: ArrayLike) -> float:
@@ -22,14 +40,20 @@ def f1_samples(Y_true: ArrayLike, Y_pred: ArrayLike) -> float:
 
     Returns
     -------
-    float in [0, 1].  A sample with no true and no predicted label counts as 1.
+    float in [0, 1].  A sample with no true and no predicted label counts as 1 (scikit-learn's
+    ``f1_score(average="samples", zero_division=1)``).  Sparse matrices are accepted (e.g. a
+    DSOKR's predictions for sparse training labels); NaN values are refused.
     """
-    Yt = np.asarray(Y_true) != 0
-    Yp = np.asarray(Y_pred) != 0
+    Yt, Yp = _binary_labels(Y_true, "Y_true"), _binary_labels(Y_pred, "Y_pred")
     if Yt.shape != Yp.shape:
         raise ValueError(f"Y_true and Y_pred must have the same shape, got {Yt.shape} and {Yp.shape}")
-    tp = (Yt & Yp).sum(axis=1)
-    denom = Yt.sum(axis=1) + Yp.sum(axis=1)
+    if sp.issparse(Yt) or sp.issparse(Yp):
+        Yt, Yp = sp.csr_matrix(Yt, dtype=np.int64), sp.csr_matrix(Yp, dtype=np.int64)
+        tp = np.asarray(Yt.multiply(Yp).sum(axis=1)).ravel()
+        denom = np.asarray(Yt.sum(axis=1)).ravel() + np.asarray(Yp.sum(axis=1)).ravel()
+    else:
+        tp = (Yt & Yp).sum(axis=1)
+        denom = Yt.sum(axis=1) + Yp.sum(axis=1)
     f1 = np.where(denom > 0, 2.0 * tp / np.maximum(denom, 1), 1.0)
     return float(f1.mean())
 

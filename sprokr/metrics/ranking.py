@@ -7,8 +7,8 @@ Two input forms, both in scikit-learn order ``(y_true, y_pred)``:
 * ``y_pred`` : int array (n, k) -- ranked candidate positions, best first (as in
   ``model.predict_topk(X, k=k).indices``); ``-1`` entries are padding.
 
-:func:`ranks_from_scores` turns a full score matrix into the rank of the truth (1 = best;
-ties count against the truth: rank = 1 + number of candidates scoring strictly higher).
+:func:`ranks_from_scores` turns a full score matrix into the rank of the truth (1 = best),
+ties broken at random in expectation (see there).
 """
 from __future__ import annotations
 
@@ -42,15 +42,35 @@ def true_ranks(y_true: ArrayLike, y_pred: ArrayLike) -> np.ndarray:
 
 
 def ranks_from_scores(scores: ArrayLike, y_true: ArrayLike) -> np.ndarray:
-    """Rank (1 = best) of the true candidate from a full score matrix (n, n_candidates)."""
+    """Rank (1 = best) of the true candidate from a full score matrix.
+
+    Parameters
+    ----------
+    scores : array-like (n, n_candidates), each query's score of every candidate (no NaN)
+    y_true : int array (n,), the position of each query's truth among the candidates
+
+    Returns
+    -------
+    ndarray (n,) of float: ``1 + (candidates scoring strictly higher) + (other candidates
+    scoring exactly as the truth) / 2`` -- the expected rank when ties are broken at random
+    (the "realistic" rank of Berrendorf et al., 2020).  So scores that collapse to a constant
+    (e.g. a kernel underflowing to 0 for every pair) rank the truth in the middle, not first,
+    and an exact duplicate of the truth among the candidates costs half a rank.
+    """
     S = np.asarray(scores, dtype=np.float64)
     t = np.asarray(y_true)
     if S.ndim != 2 or t.shape != (S.shape[0],):
         raise ValueError(f"scores must be (n, n_candidates) and y_true (n,); got {S.shape}, {t.shape}")
+    if not np.issubdtype(t.dtype, np.integer):
+        raise TypeError(f"y_true must hold integer candidate positions, got dtype {t.dtype}")
     if t.size and (t.min() < 0 or t.max() >= S.shape[1]):
         raise ValueError("y_true holds positions outside the candidate set")
-    st = S[np.arange(S.shape[0]), t]
-    return 1.0 + (S > st[:, None]).sum(axis=1)
+    if np.isnan(S).any():
+        raise ValueError("scores contain NaN: a NaN score cannot be ranked")
+    st = S[np.arange(S.shape[0]), t][:, None]
+    higher = (S > st).sum(axis=1)
+    ties = (S == st).sum(axis=1) - 1  # (the truth itself excluded)
+    return 1.0 + higher + 0.5 * ties
 
 
 def top_k_accuracy(y_true: ArrayLike, y_pred: ArrayLike, k: int = 1) -> float:

@@ -40,8 +40,8 @@ def retrieval_scorer(metric: str = "mrr", k: int = 1, extra_candidates: Samples 
 
     The candidate set is ``Y_val`` (plus ``extra_candidates``), so the true output of query
     ``i`` is candidate ``i``: outputs the model has not seen, and no equality test between
-    outputs is needed (graphs, molecules).  Scores come from ``predict_scores`` (ties count
-    against the truth, :func:`sprokr.metrics.ranks_from_scores`).
+    outputs is needed (graphs, molecules).  Scores come from ``predict_scores`` (ties broken at
+    random in expectation, :func:`sprokr.metrics.ranks_from_scores`).
 
     Parameters
     ----------

@@ -350,6 +350,8 @@ class DSOKREnsemble(RenamedParametersMixin, OutputKernelModel, BaseEstimator):
     ----------
     estimators_ : list of fitted DSOKR
     weights_ : ndarray (T,)
+    aggregation_ : str, the ``aggregation`` the ensemble was fitted with (predictions follow
+        it, not a later ``set_params``)
     default_index_ : CandidateIndex over the distinct training outputs
 
     The former name ``estimators`` still works until sprokr 0.3, with a ``FutureWarning``
@@ -415,7 +417,7 @@ class DSOKREnsemble(RenamedParametersMixin, OutputKernelModel, BaseEstimator):
         kernels = {type(e.output_kernel_).__name__ + repr(e.output_kernel_.get_params()) for e in fitted}
         if len(kernels) > 1:
             raise ValueError("all ensemble members must use the same output kernel")
-        self.estimators_, self.weights_ = fitted, w / w.sum()
+        self.estimators_, self.weights_, self.aggregation_ = fitted, w / w.sum(), self.aggregation
         self.output_kernel_, self.decoder_ = fitted[0].output_kernel_, decoder
         if hasattr(fitted[0], "n_features_in_"):
             self.n_features_in_ = fitted[0].n_features_in_
@@ -477,8 +479,12 @@ class DSOKREnsemble(RenamedParametersMixin, OutputKernelModel, BaseEstimator):
         check_is_fitted(self, "estimators_")
         return np.hstack([w * e.predict_coordinates(X) for w, e in zip(self.weights_, self.estimators_)])
 
+    def _fitted_aggregation(self):
+        # (models saved before aggregation_ existed predict with the parameter, as they did)
+        return getattr(self, "aggregation_", self.aggregation)
+
     def _decode(self, X, candidates, top_k):
-        if self.aggregation == "mean":
+        if self._fitted_aggregation() == "mean":
             return super()._decode(X, candidates, top_k)
         from ..decoders.base import CandidateSets
 
@@ -491,7 +497,7 @@ class DSOKREnsemble(RenamedParametersMixin, OutputKernelModel, BaseEstimator):
     @consistent_read
     def predict_scores(self, X: Any, candidates: Any = None) -> Any:
         """Scores of every candidate (aggregated over members), shape (n_q, n_c)."""
-        if self.aggregation == "mean":
+        if self._fitted_aggregation() == "mean":
             return super().predict_scores(X, candidates)
         check_is_fitted(self, "estimators_")
         return max_scores(self.estimators_, self._splits(), self.resolve_index(candidates), X)

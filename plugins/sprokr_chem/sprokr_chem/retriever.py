@@ -555,7 +555,7 @@ class MoleculeRetriever(RenamedParametersMixin, SaveMixin, BaseEstimator):
         """Mean reciprocal rank of the true molecules (greater is better; 1 = always first).
 
         The pool is the distinct molecules of ``y`` (they rank themselves, as in the
-        selection) plus ``candidates`` if given; ties are not counted against the truth
+        selection) plus ``candidates`` if given; ties are broken at random in expectation
         (:func:`sprokr.metrics.ranks_from_scores`).
         """
         from sprokr.metrics import ranks_from_scores

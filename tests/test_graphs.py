@@ -169,6 +169,19 @@ def test_exact_ged_on_hand_computed_pairs(a, b, with_labels, without):
     assert exact_graph_edit_distance(G, None) == (G.number_of_nodes() + G.number_of_edges(), True)
 
 
+def test_exact_ged_refuses_self_loops():
+    """The program maps edges between two nodes only: a self-loop was dropped (distance 0 to
+    the loop-free graph, networkx says 1) while the empty-graph shortcut counted it."""
+    G = nx.path_graph(3)
+    nx.set_node_attributes(G, "C", "label")
+    H = G.copy()
+    H.add_edge(1, 1)
+    for a, b in ((G, H), (H, G), (H, None), (None, H)):
+        with pytest.raises(ValueError, match="self-loop"):
+            exact_graph_edit_distance(a, b)
+    assert graph_edit_distance(G, H, method="networkx")[0] == 1
+
+
 def test_exact_ged_agrees_with_networkx_on_tiny_graphs():
     rng = np.random.default_rng(0)
 

@@ -45,7 +45,8 @@ def exact_graph_edit_distance(G1: nx.Graph | None, G2: nx.Graph | None, edge_lab
     Parameters
     ----------
     G1, G2 : networkx.Graph or None
-        Undirected graphs; None stands for the empty graph.
+        Undirected graphs without self-loops (refused: the program does not model them);
+        None stands for the empty graph.
     edge_labels : bool
         Whether an edge substitution costs 1 when the edge labels differ.
     node_label, edge_label : str or None
@@ -66,6 +67,14 @@ def exact_graph_edit_distance(G1: nx.Graph | None, G2: nx.Graph | None, edge_lab
 
     if time_limit is None or not time_limit > 0:
         raise ValueError(f"time_limit must be a positive number of seconds, got {time_limit!r}")
+    import networkx as nx
+
+    for G, name in ((G1, "G1"), (G2, "G2")):
+        loops = 0 if G is None else nx.number_of_selfloops(G)
+        if loops:  # the linear program maps edges between two nodes only
+            raise ValueError(f"{name} has {loops} self-loop(s), which the exact edit distance does not model: "
+                             "remove them (networkx.selfloop_edges) or use graph_edit_distance(..., "
+                             "method='networkx')")
     if G1 is None or G2 is None or G1.number_of_nodes() == 0 or G2.number_of_nodes() == 0:
         return float(_size(G1) + _size(G2)), True
     for G, name in ((G1, "G1"), (G2, "G2")):
@@ -75,8 +84,8 @@ def exact_graph_edit_distance(G1: nx.Graph | None, G2: nx.Graph | None, edge_lab
     a, b = len(n1), len(n2)
     p1 = {v: i for i, v in enumerate(n1)}
     p2 = {v: i for i, v in enumerate(n2)}
-    E1 = [(p1[u], p1[v], d.get(edge_label)) for u, v, d in G1.edges(data=True) if u != v]
-    E2 = [(p2[u], p2[v], d.get(edge_label)) for u, v, d in G2.edges(data=True) if u != v]
+    E1 = [(p1[u], p1[v], d.get(edge_label)) for u, v, d in G1.edges(data=True)]
+    E2 = [(p2[u], p2[v], d.get(edge_label)) for u, v, d in G2.edges(data=True)]
     m1, m2 = len(E1), len(E2)
     if node_label:
         l1 = [G1.nodes[v].get(node_label) for v in n1]

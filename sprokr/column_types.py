@@ -14,7 +14,7 @@ import numpy as np
 
 from .io import DataFileError, Table
 
-__all__ = ["NumericColumns", "TextColumn", "LabelColumns", "numeric_matrix"]
+__all__ = ["NumericColumns", "TextColumn", "LabelColumns", "numeric_matrix", "column_strings"]
 
 
 #: what an array of another kind than numbers or strings holds (numeric columns refuse them)
@@ -80,24 +80,31 @@ class NumericColumns:
         return " ".join(f"{float(v):.8g}" for v in np.atleast_1d(np.asarray(value, dtype=float)))
 
 
+def column_strings(column: Any, name: str, table: Table) -> List[str]:
+    """A column's values as strings (text, SMILES, ...): bytes (an ``.npz`` array of dtype
+    ``S``) are decoded as UTF-8 -- ``str()`` would give ``"b'hello'"`` -- and bytes that are
+    not UTF-8 raise :class:`sprokr.io.DataFileError` naming the line and the column ``name``."""
+    texts = []
+    for i, v in enumerate(column):
+        if isinstance(v, bytes):  # (np.bytes_ is a bytes too)
+            try:
+                v = v.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise DataFileError(f"{table.where(i)}: column {name!r} holds bytes that are not UTF-8 text "
+                                    f"({exc.reason} at byte {exc.start})") from None
+        texts.append(str(v))
+    return texts
+
+
 class TextColumn:
     """``text``: one column of free text (e.g. for ``input_kernel = "text"``)."""
 
     n_columns: Optional[int] = 1
 
     def parse(self, values: Mapping[str, Any], table: Table) -> List[str]:
-        """The texts, as strings; bytes (an ``.npz`` array of dtype ``S``) are decoded as UTF-8."""
+        """The texts, as strings (:func:`column_strings`)."""
         ((name, column),) = values.items()
-        texts = []
-        for i, v in enumerate(column):
-            if isinstance(v, bytes):  # str() would give "b'hello'" (np.bytes_ is a bytes too)
-                try:
-                    v = v.decode("utf-8")
-                except UnicodeDecodeError as exc:
-                    raise DataFileError(f"{table.where(i)}: column {name!r} holds bytes that are not UTF-8 text "
-                                        f"({exc.reason} at byte {exc.start})") from None
-            texts.append(str(v))
-        return texts
+        return column_strings(column, name, table)
 
     def format(self, value: Any, columns: List[str]) -> str:
         """The text itself."""

@@ -151,3 +151,14 @@ def test_a_text_column_of_bytes_is_decoded_as_utf8(tmp_path):
     with pytest.raises(DataFileError, match=r"t\.npz line 2: column 't' holds bytes that are not UTF-8 text "
                                             r"\(invalid start byte at byte 0\)"):
         ColumnSpec(["t"], "text").read(table)
+
+
+def test_a_smiles_column_of_bytes_is_decoded_as_utf8(tmp_path):
+    """The chemistry plugin's smiles column reads strings as the text column does (str()
+    made b"CCO" the SMILES "b'CCO'", an invalid molecule)."""
+    pytest.importorskip("rdkit")
+    from sprokr.io import ColumnSpec
+
+    table = npz_table(tmp_path, s=np.array([b"CCO", b"c1ccccc1"]))
+    mols = ColumnSpec(["s"], "smiles").read(table)
+    assert len(mols) == 2

@@ -31,12 +31,13 @@ def parse_smiles_column(values: Mapping[str, Any], table: Table) -> tuple[List[s
     sprokr.io.DataFileError
         At the first invalid SMILES, naming the file, line and column.
     """
+    from sprokr.column_types import column_strings
     from sprokr.io import DataFileError
 
     from .io import MoleculeReadError, mol_from_smiles
 
     ((name, column),) = values.items()
-    strings = [str(v) for v in column]
+    strings = column_strings(column, name, table)
     mols = []
     for i, s in enumerate(strings):
         try:

@@ -84,6 +84,7 @@ def read_molecules(source: Any, name: str = "candidates", column: str = "smiles"
 
     if not isinstance(source, (str, os.PathLike)):
         return canonical_smiles(source, name)
+    from sprokr.column_types import column_strings
     from sprokr.io import DataFileError, read_table
 
     try:
@@ -94,7 +95,7 @@ def read_molecules(source: Any, name: str = "candidates", column: str = "smiles"
     if column.lower() not in cols:
         raise DataFileError(f"{source}: no {column!r} column holding the {name}; available columns: "
                             f"{', '.join(map(repr, table.columns)) or '(none)'}")
-    values = [str(v) for v in table.column(cols[column.lower()])]
+    values = column_strings(table.column(cols[column.lower()]), cols[column.lower()], table)
     mols, report = read_smiles(values, on_error="skip")
     if report.skipped:
         first = report.skipped[0][0]

@@ -545,6 +545,35 @@ def test_a_plugin_column_type_failure_is_one_line_naming_the_file(d, tmp_path, c
     one_line_error(code, err, "train.csv: column(s) 'f0' cannot be read as 'boomtype': KeyError")
 
 
+class ExitingKernelPlugin:
+    """A plugin kernel that calls sys.exit while the model computes a Gram block."""
+
+    @sprokr.hookimpl
+    def sprokr_input_kernels(self):
+        from sprokr.kernels import Kernel
+
+        class Exiting(Kernel):
+            def pairwise(self, A, B):
+                sys.exit(3)
+
+        return {"exiting": Exiting}
+
+
+def test_a_component_calling_sys_exit_during_a_command_is_one_line(d, tmp_path, capsys, monkeypatch):
+    """The commands return their exit codes, so a SystemExit reaching main came from a
+    component's code: it ended `sprokr fit` silently with the plugin's code (3)."""
+    import sprokr.registry as registry
+
+    reg = Registry(entry_points=False)
+    reg.register(ExitingKernelPlugin(), name="exiter")
+    monkeypatch.setattr(registry, "_REGISTRY", reg)
+    (tmp_path / "r.toml").write_text(RIDGE.replace("[params]", '[params]\nkernel = "exiting"'))
+    code, _, err = run(["fit", "--config", tmp_path / "r.toml", "--train", d / "train.csv", "-o",
+                        tmp_path / "m.sprokr"], capsys)
+    one_line_error(code, err, "sprokr fit: error: a component called sys.exit(3)")
+    assert not (tmp_path / "m.sprokr").exists()
+
+
 def test_traceback_flag_shows_the_traceback(d, tmp_path, failing_reader):
     (tmp_path / "q.boom").write_text("x")
     for argv in (["--traceback", "predict"], ["predict", "--traceback"]):

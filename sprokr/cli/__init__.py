@@ -200,6 +200,13 @@ def main(argv: Optional[List[str]] = None) -> int:
                 raise
             print(f"sprokr {args.command}: error: {error_message(exc)}", file=sys.stderr)
             return 2
+        except SystemExit as exc:  # the commands return their codes: this one came from a component's
+            # code (a plugin's kernel, reader, ...) and would end the command silently with its code
+            if getattr(args, "traceback", False):
+                raise
+            print(f"sprokr {args.command}: error: a component called sys.exit({exc.code!r}) while the command ran "
+                  "(run again with --traceback to see which)", file=sys.stderr)
+            return 2
 
 
 if __name__ == "__main__":

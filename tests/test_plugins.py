@@ -1,13 +1,14 @@
 """Plugin discovery through the ``sprokr`` entry-point group, failure isolation, conflicts."""
 import subprocess
 import sys
-import textwrap
 
 import numpy as np
 import pytest
 
 import sprokr
 from sprokr.registry import PluginConflictError, PluginWarning, Registry, get_registry, reset_registry
+
+from fake_distributions import install_fake_distribution as install
 
 PLUGIN_SOURCE = '''
 import numpy as np
@@ -42,13 +43,8 @@ def sprokr_input_kernels():
 
 
 def install_fake_distribution(root, dist, module, source, entry_points):
-    """Write a module and a ``*.dist-info`` with entry points: what ``pip install`` leaves."""
-    (root / f"{module}.py").write_text(textwrap.dedent(source))
-    info = root / f"{dist}-0.1.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: 0.1\n")
-    lines = "\n".join(f"{k} = {v}" for k, v in entry_points.items())
-    (info / "entry_points.txt").write_text(f"[sprokr]\n{lines}\n")
+    """One module and its ``*.dist-info`` (:func:`fake_distributions.install_fake_distribution`)."""
+    install(root, dist, {module: source}, entry_points)
 
 
 @pytest.fixture

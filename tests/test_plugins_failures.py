@@ -3,7 +3,6 @@
 registered, listed, or asked by the host, a warning or an error names the plugin, and the
 built-ins keep working."""
 import sys
-import textwrap
 import types
 
 import numpy as np
@@ -13,16 +12,7 @@ import sprokr
 import sprokr.registry as registry
 from sprokr.registry import PluginWarning, Registry, is_plugin_failure
 
-
-def install_fake_distribution(root, dist, modules, entry_points):
-    """Modules and a ``*.dist-info`` declaring ``entry_points`` (what ``pip install`` leaves)."""
-    for module, source in modules.items():
-        (root / f"{module}.py").write_text(textwrap.dedent(source))
-    info = root / f"{dist}-0.1.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: 0.1\n")
-    lines = "\n".join(f"{k} = {v}" for k, v in entry_points.items())
-    (info / "entry_points.txt").write_text(f"[sprokr]\n{lines}\n")
+from fake_distributions import install_fake_distribution
 
 
 @pytest.fixture

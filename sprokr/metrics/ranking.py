@@ -51,11 +51,13 @@ def ranks_from_scores(scores: ArrayLike, y_true: ArrayLike) -> np.ndarray:
 
     Returns
     -------
-    ndarray (n,) of float: ``1 + (candidates scoring strictly higher) + (other candidates
-    scoring exactly as the truth) / 2`` -- the expected rank when ties are broken at random
-    (the "realistic" rank of Berrendorf et al., 2020).  So scores that collapse to a constant
-    (e.g. a kernel underflowing to 0 for every pair) rank the truth in the middle, not first,
-    and an exact duplicate of the truth among the candidates costs half a rank.
+    ranks : ndarray (n,) of float
+        ``1 + higher + ties / 2``, with ``higher`` the candidates scoring strictly above the
+        truth and ``ties`` the other candidates scoring exactly as it: the expected rank when
+        ties are broken at random (the "realistic" rank of Berrendorf et al., 2020).  So
+        scores that collapse to a constant (e.g. a kernel underflowing to 0 for every pair)
+        rank the truth in the middle, not first, and an exact duplicate of the truth among
+        the candidates costs half a rank.
     """
     S = np.asarray(scores, dtype=np.float64)
     t = np.asarray(y_true)

@@ -71,6 +71,27 @@ def test_multilabel_fit_predict_evaluate_select(multilabel, capsys):
     assert (d / "lam.png").stat().st_size > 0
 
 
+def test_a_value_model_on_labels_is_evaluated_on_the_labels_it_writes(multilabel, capsys):
+    """A ridge regressor on 0/1 label columns predicts values; `sprokr predict` writes the
+    labels above 0.5, and `evaluate` scores those (it passed candidates= to the regressor's
+    predict: a TypeError)."""
+    d = multilabel
+    (d / "ridge.toml").write_text('estimator = "KernelRidgeRegressor"\n[params]\nlam = 1e-3\n[input]\n'
+                                  'columns = ["f0", "f1", "f2", "f3"]\n[output]\n'
+                                  'columns = ["sports", "music", "science"]\ntype = "labels"\n')
+    assert run(["fit", "--config", d / "ridge.toml", "--train", d / "train.csv", "-o", d / "r.sprokr"], capsys)[0] == 0
+    code, out, err = run(["evaluate", d / "r.sprokr", "--test", d / "test.csv", "--json"], capsys)
+    assert code == 0, err
+    assert run(["predict", d / "r.sprokr", "--input", d / "test.csv", "-o", d / "p.csv"], capsys)[0] == 0
+    names = ["sports", "music", "science"]
+    rows = list(csv.DictReader(open(d / "p.csv")))
+    P = np.array([[n in r["prediction"].split(";") for n in names] for r in rows], dtype=float)
+    Y = np.array([[float(r[n]) for n in names] for r in csv.DictReader(open(d / "test.csv"))])
+    from sprokr.metrics import f1_samples
+
+    assert json.loads(out)["f1_samples"] == pytest.approx(f1_samples(Y, P), abs=1e-12)
+
+
 def test_errors_are_one_line_with_exit_code_2(multilabel, capsys):
     d = multilabel
     (d / "bad.toml").write_text(MULTI.replace('"f3"]', '"f9"]'))

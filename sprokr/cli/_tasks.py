@@ -414,8 +414,11 @@ def _metrics(args: Any, model: Any, spec_out: ColumnSpec, canonical: Any, test: 
 
     res: Dict[str, Any] = {}
     if spec_out.type == "labels":
-        C, _, _ = _candidates(args, spec_out)
-        P = np.asarray(model.predict(X, candidates=C), dtype=float)
+        if hasattr(model, "predict_topk"):  # decoded label vectors
+            C, _, _ = _candidates(args, spec_out)
+            P = np.asarray(model.predict(X, candidates=C), dtype=float)
+        else:  # a model that predicts values: the labels above 0.5, as `sprokr predict` writes them
+            P = (np.asarray(model.predict(X), dtype=float).reshape(np.shape(Y)) > 0.5).astype(float)
         res.update(f1_samples=f1_samples(Y, P), exact_match=float(np.mean(np.all(P == Y, axis=1))))
     elif canonical is not None:  # structured outputs (molecules ...): rank a candidate pool
         C, ctable, ccols = _candidates(args, spec_out)  # given: checked by cmd_evaluate

@@ -67,6 +67,16 @@ def test_ranking_metrics():
     assert ranks_from_scores(S, np.array([2, 1])).tolist() == [2.0, 1.0]
 
 
+@pytest.mark.parametrize("k", [1.5, 2.0, True, np.bool_(True), 0, -1, "2", None])
+def test_top_k_accuracy_refuses_a_k_that_is_not_an_integer_at_least_1(k):
+    truth, ranked = np.array([0, 2]), np.array([[0, 1, 2], [1, 2, 0]])
+    with pytest.raises(ValueError, match=r"^k must be an integer >= 1, got "):
+        top_k_accuracy(truth, ranked, k)
+    with pytest.raises(ValueError, match=r"^k must be an integer >= 1, got "):
+        hits_at_k(truth, ranked, k)
+    assert top_k_accuracy(truth, ranked, np.int64(2)) == 1.0  # numpy integers are integers
+
+
 def test_ranks_from_scores_breaks_ties_at_random_in_expectation():
     """Tied candidates cost the truth half a rank each: constant scores (a model whose
     kernel underflows to 0 everywhere) rank the truth in the middle, not first (they gave

@@ -12,6 +12,7 @@ ties broken at random in expectation (see there).
 """
 from __future__ import annotations
 
+import numbers
 from typing import Any
 
 import numpy as np
@@ -76,9 +77,13 @@ def ranks_from_scores(scores: ArrayLike, y_true: ArrayLike) -> np.ndarray:
 
 
 def top_k_accuracy(y_true: ArrayLike, y_pred: ArrayLike, k: int = 1) -> float:
-    """Fraction of queries whose true output is among the first ``k`` predictions."""
-    if k < 1:
-        raise ValueError(f"k must be >= 1, got {k!r}")
+    """Fraction of queries whose true output is among the first ``k`` predictions.
+
+    ``k`` is an integer >= 1 (a float such as 1.5 is refused, not read as ``k = 1``).
+    """
+    # bool is an Integral: k=True would silently mean k=1
+    if isinstance(k, (bool, np.bool_)) or not isinstance(k, (numbers.Integral, np.integer)) or k < 1:
+        raise ValueError(f"k must be an integer >= 1, got {k!r}")
     return float(np.mean(true_ranks(y_true, y_pred) <= k))
 
 

@@ -77,6 +77,16 @@ def test_top_k_accuracy_refuses_a_k_that_is_not_an_integer_at_least_1(k):
     assert top_k_accuracy(truth, ranked, np.int64(2)) == 1.0  # numpy integers are integers
 
 
+def test_mean_reciprocal_rank_refuses_ranks_below_1_and_nan():
+    assert mean_reciprocal_rank(None, ranks=[1, 2, np.inf, 1.5]) == pytest.approx((1 + 0.5 + 0 + 1 / 1.5) / 4)
+    with pytest.raises(ValueError, match=r"^ranks must be >= 1 .* got 1 rank\(s\) below 1, e\.g\. 0\.0"):
+        mean_reciprocal_rank(None, ranks=[0, 1])  # 0-based ranks gave an MRR of inf
+    with pytest.raises(ValueError, match=r"^ranks must be >= 1"):
+        mean_reciprocal_rank(None, ranks=[-np.inf, 1])
+    with pytest.raises(ValueError, match=r"^ranks contain NaN"):
+        mean_reciprocal_rank(None, ranks=[np.nan, 1])
+
+
 def test_ranks_from_scores_breaks_ties_at_random_in_expectation():
     """Tied candidates cost the truth half a rank each: constant scores (a model whose
     kernel underflows to 0 everywhere) rank the truth in the middle, not first (they gave

@@ -97,7 +97,17 @@ def mean_reciprocal_rank(y_true: Any, y_pred: Any = None,
     """MRR: mean of 1 / rank of the truth (0 when it is not in the ranked list).
 
     Give ``(y_true, y_pred)`` ranked lists, or ``ranks=`` (e.g. from
-    :func:`ranks_from_scores`, which covers the whole candidate set).
+    :func:`ranks_from_scores`, which covers the whole candidate set): 1-based ranks, each
+    >= 1 (1 = best; fractional ranks of ties are fine) or ``inf`` for a truth absent from
+    the ranking.  NaN is refused.
     """
-    r = np.asarray(ranks, dtype=np.float64) if ranks is not None else true_ranks(y_true, y_pred)
+    if ranks is None:
+        return float(np.mean(1.0 / true_ranks(y_true, y_pred)))
+    r = np.asarray(ranks, dtype=np.float64)
+    if np.isnan(r).any():
+        raise ValueError("ranks contain NaN; expected 1-based ranks (>= 1, or inf for a truth absent "
+                         "from the ranking)")
+    if (r < 1).any():  # a 0-based rank of 0 gave 1/0 = inf: an MRR of inf
+        raise ValueError(f"ranks must be >= 1 (1-based, 1 = best) or inf for a truth absent from the "
+                         f"ranking; got {int((r < 1).sum())} rank(s) below 1, e.g. {float(r[r < 1].flat[0])!r}")
     return float(np.mean(1.0 / r))

@@ -26,12 +26,19 @@ def rrmse(y_true: ArrayLike, y_pred: ArrayLike, y_train_mean: ArrayLike | None =
 
     ``ybar`` is the mean of the *training* targets when ``y_train_mean`` is given (the
     convention of the multi-target regression literature and of the p-sparsified paper),
-    else the mean of ``y_true``.
+    else the mean of ``y_true``: one value per target, shape (d,) (a scalar is taken for
+    every target).
     """
     Y, P = _as_2d(y_true, "y_true"), _as_2d(y_pred, "y_pred")
     if Y.shape != P.shape:
         raise ValueError(f"y_true and y_pred have different shapes: {Y.shape} and {P.shape}")
-    ybar = Y.mean(axis=0) if y_train_mean is None else np.broadcast_to(np.asarray(y_train_mean, float), Y.shape[1:])
+    if y_train_mean is None:
+        ybar = Y.mean(axis=0)
+    else:
+        ybar = np.asarray(y_train_mean, dtype=float)
+        if ybar.ndim != 0 and ybar.shape != Y.shape[1:]:  # (not broadcast: a (1,) mean for d targets is a mistake)
+            raise ValueError(f"y_train_mean must hold one mean per target: shape ({Y.shape[1]},) for the "
+                             f"{Y.shape[1]} target(s) of y_true, got shape {ybar.shape}")
     den = np.sum((Y - ybar) ** 2, axis=0)
     if np.any(den == 0):
         raise ValueError("a target is constant: its RRMSE is undefined")

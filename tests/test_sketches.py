@@ -78,6 +78,13 @@ def test_same_seed_same_sketch_and_bad_parameters():
         SubSample(5, probabilities=np.ones(3)).draw(50)
 
 
+@pytest.mark.parametrize("m_acc", [True, False, 2.0, 0, "3", None])
+def test_accumulation_refuses_an_m_acc_that_is_not_an_integer_at_least_1(m_acc):
+    with pytest.raises(ValueError, match=f"^m_acc must be an integer >= 1, got {m_acc!r}$"):
+        Accumulation(6, m_acc=m_acc).draw(N)
+    assert Accumulation(6, m_acc=np.int64(2)).draw(N, 0).m == 6  # numpy integers are integers
+
+
 @pytest.mark.parametrize("m, msg", [(0, "m_y must be >= 1, got 0"), (-1, "m_y must be >= 1"),
                                     (10.5, "m_y must be an integer, got 10.5"), ("10", "m_y must be an integer"),
                                     (True, "m_y must be an integer, got True"),

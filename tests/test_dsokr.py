@@ -460,3 +460,26 @@ def test_target_precision_is_checked_before_any_work(multilabel_data):
     with pytest.raises(ValueError, match=r"Odd.target_dtype must be float32 or float64"):
         ds.fit(Xtr, Ytr)
     assert not hasattr(ds, "regressor_")
+
+
+def test_mlp_surrogate_sets_n_features_in_and_names_itself_on_a_wrong_width():
+    """As every estimator: ``n_features_in_`` after fit, and a wrong number of features is an
+    error naming MLPSurrogate (it named the MLPRegressor inside)."""
+    import warnings
+
+    import scipy.sparse as sp
+
+    from sprokr.models import MLPSurrogate
+
+    rng = np.random.default_rng(0)
+    X, T = rng.standard_normal((40, 4)), rng.standard_normal((40, 2))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # 2 epochs: not converged
+        m = MLPSurrogate(hidden_layer_sizes=(8,), max_epochs=2, random_state=0).fit(X, T)
+        assert m.n_features_in_ == 4
+        with pytest.raises(ValueError, match=r"^X has 3 features, but MLPSurrogate is expecting 4 features"):
+            m.predict(X[:, :3])
+        assert MLPSurrogate(hidden_layer_sizes=(8,), max_epochs=2).fit(sp.csr_matrix(X), T).n_features_in_ == 4
+        # a refit on another width (its eval_set predicted against the previous fit's count)
+        m.fit(X[:, :3], T, eval_set=(X[:10, :3], T[:10]))
+        assert m.n_features_in_ == 3 and m.predict(X[:5, :3]).shape == (5, 2)

@@ -152,7 +152,8 @@ class KernelFeatures(RenamedParametersMixin, SaveMixin, TransformerMixin, BaseEs
     def _map(self, feats, kernel, X):
         n = num_samples(X, "X")
         out = np.empty((n, feats.rank), dtype=feats.dtype)
-        chunk = self.chunk_size or default_chunk_size(feats.R.indices.size, feats.dtype)
+        # checked again: set_params(chunk_size=...) after fit is read here
+        chunk = check_chunk_size(self.chunk_size) or default_chunk_size(feats.R.indices.size, feats.dtype)
         for sl in iter_chunks(n, chunk):
             with row_offset(sl.start):  # an invalid sample is named by its row of X, not of the chunk
                 out[sl] = feats.transform(kernel.prepare(take_slice(X, sl)), dedupe=False)

@@ -25,8 +25,8 @@ from ..kernels import VectorKernel
 from ..numerics import LocalExecutor, candidate_offsets, default_chunk_size
 from ..persistence import SaveMixin
 from ..registry import get_registry
-from ..utils import (NamedPrepare, check_params_mapping, check_positive, consistent_read, iter_chunks,
-                     num_samples, take_slice)
+from ..utils import (NamedPrepare, check_chunk_size, check_params_mapping, check_positive, consistent_read,
+                     iter_chunks, num_samples, take_slice)
 
 if TYPE_CHECKING:  # imported for the annotations only
     from ..types import Samples
@@ -227,7 +227,8 @@ class OutputKernelModel(SaveMixin):
         return _index_on_disk(self, candidates, shown, dt or np.dtype(np.float64), path)
 
     def _chunk(self, width):
-        return self.chunk_size or default_chunk_size(width, np.float64)
+        # checked again: set_params(chunk_size=...) after fit is read here
+        return check_chunk_size(self.chunk_size) or default_chunk_size(width, np.float64)
 
     @consistent_read
     def resolve_index(self, candidates: Samples | CandidateIndex | None) -> CandidateIndex:

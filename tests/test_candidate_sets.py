@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from sprokr import DSOKR, DSOKREnsemble, IOKR, SISOKR, CandidateSets
+from sprokr import DSOKR, DSOKREnsemble, IOKR, ISOKR, SISOKR, CandidateSets
 from sprokr.metrics import hits_at_k, mean_reciprocal_rank, ranks_from_scores, top_k_accuracy
 
 
@@ -55,6 +55,28 @@ def test_candidate_sets_errors(fitted):
     other = IOKR(lam=1e-3).fit(Xq, Y[:50])
     with pytest.raises(ValueError, match="another model"):
         m.predict(Xq[:1], candidates=CandidateSets.from_pool(other.make_candidate_index(Y), [[0, 1]]))
+
+
+@pytest.mark.parametrize("make", [lambda k: ISOKR(lam=1e-3, output_kernel=k, m_y=30, random_state=0),
+                                  lambda k: DSOKR(output_kernel=k, m_y=30, regressor="kernel_ridge", random_state=0)],
+                         ids=["ISOKR", "DSOKR"])
+@pytest.mark.parametrize("kernel", ["gaussian", "linear"])
+def test_predict_scores_are_what_the_docstring_says(make, kernel):
+    """``<h(x), psi(c)> - k(c, c)/2``, the constant -1/2 left out for a normalised output kernel
+    (the docstring said the term was always there; the numbers are kept: code relies on them)."""
+    r = np.random.default_rng(0)
+    X, Y = r.standard_normal((80, 4)), r.standard_normal((80, 3))
+    m = make(kernel).fit(X, Y)
+    C = Y[:12] + 0.1
+    H = m.predict_coordinates(X[:5])
+    E = np.asarray(m.make_candidate_index(C).gather_embeddings())
+    want = H @ E.T
+    if kernel == "linear":  # not normalised: k(c, c) = |c|^2
+        want -= 0.5 * (C ** 2).sum(axis=1)[None, :]
+    np.testing.assert_allclose(m.predict_scores(X[:5], candidates=C), want, rtol=1e-9, atol=1e-9)
+    for doc in (type(m).predict_scores.__doc__, DSOKREnsemble.predict_scores.__doc__):
+        doc = " ".join(doc.split())
+        assert "normalised output kernel" in doc and "left out" in doc and "0.5 above" in doc
 
 
 def test_ranking_metrics():

@@ -518,7 +518,14 @@ class DSOKREnsemble(RenamedParametersMixin, OutputKernelModel, BaseEstimator):
 
     @consistent_read
     def predict_scores(self, X: Any, candidates: Any = None) -> Any:
-        """Scores of every candidate (aggregated over members), shape (n_q, n_c)."""
+        """Scores of every candidate (aggregated over members), shape (n_q, n_c).
+
+        ``mean``: ``sum_t w_t g_t(x)^T psi~_t(c) - k(c, c)/2``; ``max``:
+        ``max_t g_t(x)^T psi~_t(c) - k(c, c)/2``.  As for the other models (see
+        ``OutputKernelModel.predict_scores``), the ``-k(c, c)/2`` term is left out for a
+        normalised output kernel (``k(c, c) = 1`` for every candidate): the scores are then
+        0.5 above the formula's value, and rankings are unaffected.
+        """
         if self._fitted_aggregation() == "mean":
             return super().predict_scores(X, candidates)
         check_is_fitted(self, "estimators_")

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from sprokr import DSOKR, DSOKREnsemble, IOKR, SISOKR, CandidateSets
+from sprokr import DSOKR, DSOKREnsemble, IOKR, ISOKR, SISOKR, CandidateSets
 from sprokr.metrics import hits_at_k, mean_reciprocal_rank, ranks_from_scores, top_k_accuracy
 
 
@@ -57,6 +57,28 @@ def test_candidate_sets_errors(fitted):
         m.predict(Xq[:1], candidates=CandidateSets.from_pool(other.make_candidate_index(Y), [[0, 1]]))
 
 
+@pytest.mark.parametrize("make", [lambda k: ISOKR(lam=1e-3, output_kernel=k, m_y=30, random_state=0),
+                                  lambda k: DSOKR(output_kernel=k, m_y=30, regressor="kernel_ridge", random_state=0)],
+                         ids=["ISOKR", "DSOKR"])
+@pytest.mark.parametrize("kernel", ["gaussian", "linear"])
+def test_predict_scores_are_what_the_docstring_says(make, kernel):
+    """``<h(x), psi(c)> - k(c, c)/2``, the constant -1/2 left out for a normalised output kernel
+    (the docstring said the term was always there; the numbers are kept: code relies on them)."""
+    r = np.random.default_rng(0)
+    X, Y = r.standard_normal((80, 4)), r.standard_normal((80, 3))
+    m = make(kernel).fit(X, Y)
+    C = Y[:12] + 0.1
+    H = m.predict_coordinates(X[:5])
+    E = np.asarray(m.make_candidate_index(C).gather_embeddings())
+    want = H @ E.T
+    if kernel == "linear":  # not normalised: k(c, c) = |c|^2
+        want -= 0.5 * (C ** 2).sum(axis=1)[None, :]
+    np.testing.assert_allclose(m.predict_scores(X[:5], candidates=C), want, rtol=1e-9, atol=1e-9)
+    for doc in (type(m).predict_scores.__doc__, DSOKREnsemble.predict_scores.__doc__):
+        doc = " ".join(doc.split())
+        assert "normalised output kernel" in doc and "left out" in doc and "0.5 above" in doc
+
+
 def test_ranking_metrics():
     truth = np.array([0, 2, 5])
     ranked = np.array([[0, 1, 2], [1, 2, 0], [0, 1, 2]])
@@ -65,6 +87,26 @@ def test_ranking_metrics():
     assert mean_reciprocal_rank(truth, ranked) == pytest.approx((1 + 0.5 + 0) / 3)
     S = np.array([[3.0, 1, 2], [0.0, 5, 1]])
     assert ranks_from_scores(S, np.array([2, 1])).tolist() == [2.0, 1.0]
+
+
+@pytest.mark.parametrize("k", [1.5, 2.0, True, np.bool_(True), 0, -1, "2", None])
+def test_top_k_accuracy_refuses_a_k_that_is_not_an_integer_at_least_1(k):
+    truth, ranked = np.array([0, 2]), np.array([[0, 1, 2], [1, 2, 0]])
+    with pytest.raises(ValueError, match=r"^k must be an integer >= 1, got "):
+        top_k_accuracy(truth, ranked, k)
+    with pytest.raises(ValueError, match=r"^k must be an integer >= 1, got "):
+        hits_at_k(truth, ranked, k)
+    assert top_k_accuracy(truth, ranked, np.int64(2)) == 1.0  # numpy integers are integers
+
+
+def test_mean_reciprocal_rank_refuses_ranks_below_1_and_nan():
+    assert mean_reciprocal_rank(None, ranks=[1, 2, np.inf, 1.5]) == pytest.approx((1 + 0.5 + 0 + 1 / 1.5) / 4)
+    with pytest.raises(ValueError, match=r"^ranks must be >= 1 .* got 1 rank\(s\) below 1, e\.g\. 0\.0"):
+        mean_reciprocal_rank(None, ranks=[0, 1])  # 0-based ranks gave an MRR of inf
+    with pytest.raises(ValueError, match=r"^ranks must be >= 1"):
+        mean_reciprocal_rank(None, ranks=[-np.inf, 1])
+    with pytest.raises(ValueError, match=r"^ranks contain NaN"):
+        mean_reciprocal_rank(None, ranks=[np.nan, 1])
 
 
 def test_ranks_from_scores_breaks_ties_at_random_in_expectation():

@@ -460,3 +460,51 @@ def test_target_precision_is_checked_before_any_work(multilabel_data):
     with pytest.raises(ValueError, match=r"Odd.target_dtype must be float32 or float64"):
         ds.fit(Xtr, Ytr)
     assert not hasattr(ds, "regressor_")
+
+
+def test_mlp_surrogate_sets_n_features_in_and_names_itself_on_a_wrong_width():
+    """As every estimator: ``n_features_in_`` after fit, and a wrong number of features is an
+    error naming MLPSurrogate (it named the MLPRegressor inside)."""
+    import warnings
+
+    import scipy.sparse as sp
+
+    from sprokr.models import MLPSurrogate
+
+    rng = np.random.default_rng(0)
+    X, T = rng.standard_normal((40, 4)), rng.standard_normal((40, 2))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # 2 epochs: not converged
+        m = MLPSurrogate(hidden_layer_sizes=(8,), max_epochs=2, random_state=0).fit(X, T)
+        assert m.n_features_in_ == 4
+        with pytest.raises(ValueError, match=r"^X has 3 features, but MLPSurrogate is expecting 4 features"):
+            m.predict(X[:, :3])
+        assert MLPSurrogate(hidden_layer_sizes=(8,), max_epochs=2).fit(sp.csr_matrix(X), T).n_features_in_ == 4
+        # a refit on another width (its eval_set predicted against the previous fit's count)
+        m.fit(X[:, :3], T, eval_set=(X[:10, :3], T[:10]))
+        assert m.n_features_in_ == 3 and m.predict(X[:5, :3]).shape == (5, 2)
+
+
+@pytest.mark.parametrize("regressor", ["kernel_ridge", "mlp"])
+def test_validation_data_of_the_wrong_width_is_named(regressor):
+    """A Y_val (or X_val) narrower than the training pairs: an error naming validation_data
+    (it was the output kernel's "the two sample sets must have the same number of features"
+    against the sketch's support, or the regressor's own "X has 3 features")."""
+    import warnings
+
+    rng = np.random.default_rng(0)
+    X, Y = rng.random((40, 4)), rng.random((40, 5))
+    params = {"max_epochs": 2} if regressor == "mlp" else None
+    make = lambda: DSOKR(m_y=5, regressor=regressor, regressor_params=params, random_state=0)  # noqa: E731
+    with pytest.raises(ValueError, match=r"^validation_data: Y_val has 3 columns, the training Y 5: "
+                                         r"expected shape \(n_val, 5\)$"):
+        make().fit(X, Y, validation_data=(X[:10], Y[:10, :3]))
+    with pytest.raises(ValueError, match=r"^validation_data: X_val has 3 columns, the training X 4"):
+        make().fit(X, Y, validation_data=(X[:10, :3], Y[:10]))
+    with pytest.raises(ValueError, match=r"^validation_data: Y_val has 3 columns, the training Y 5"):
+        DSOKREnsemble(make(), n_estimators=2, random_state=0).fit(X, Y, validation_data=(X[:10], Y[:10, :3]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # 2 epochs: not converged
+        model = make().fit(X, Y, validation_data=(X[:10].tolist(), Y[:10]))  # the right widths, as lists
+        assert model.validation_loss_ is not None
+        make().fit(X, Y[:, 0], validation_data=(X[:10], Y[:10, 0]))  # scalar outputs

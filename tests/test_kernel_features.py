@@ -4,7 +4,7 @@ import pytest
 import scipy.sparse as sp
 
 from sprokr import DSOKR, SISOKR
-from sprokr.kernels import BUILTIN_KERNELS, KernelFeatures
+from sprokr.kernels import BUILTIN_KERNELS, Kernel, KernelFeatures
 
 
 def dense_nystrom(K_query_support, K_support):
@@ -93,3 +93,30 @@ def test_standardized_fit_transform_and_a_failed_refit():
     with pytest.raises(ValueError, match="rcond"):
         f.set_params(rcond=-1.0).fit(X)
     np.testing.assert_array_equal(f.transform(X), Z)  # the previous feature map is intact
+
+
+
+class _LengthKernel(Kernel):
+    """``exp(-|len(a) - len(b)|)`` on strings, prepared as a list: no feature count."""
+
+    def prepare(self, X):
+        return [str(x) for x in X]
+
+    def pairwise(self, A, B):
+        return np.exp(-np.abs(np.array([len(a) for a in A])[:, None] - np.array([len(b) for b in B])[None, :]))
+
+
+def test_n_features_in_is_set_for_vector_inputs_only(rng):
+    """As every estimator: ``n_features_in_`` after fit when the prepared inputs are an array or
+    a sparse matrix (none for a kernel on strings), and the clear error on a wrong number of
+    features stays."""
+    X = rng.standard_normal((30, 4))
+    kf = KernelFeatures(m_x=10, random_state=0).fit(X)
+    assert kf.n_features_in_ == 4
+    assert KernelFeatures(m_x=10, random_state=0).fit(sp.csr_matrix(X)).n_features_in_ == 4
+    with pytest.raises(ValueError, match=r"same number of features: got shapes \(30, 3\) and \(10, 4\)"):
+        kf.transform(X[:, :3])
+    words = ["a", "bb", "ccc", "dddd", "eeeee", "ffffff"]
+    kf.set_params(kernel=_LengthKernel(), m_x=3).fit(words)  # a refit on strings drops the count
+    assert not hasattr(kf, "n_features_in_")
+    assert kf.transform(["gg"]).shape == (1, kf.n_components_)

@@ -280,6 +280,36 @@ def test_meaningless_settings_are_refused(data, params, match):
         STRUCTURED["SISOKR"](**params).fit(X, Y)
 
 
+def _chunked_predictions():
+    """(name, fitted model, its call that reads chunk_size at predict time) per estimator."""
+    from sprokr.kernels import KernelFeatures
+
+    return {
+        "SKM": (lambda X, Y, y: REGRESSORS["SKM-square"]().fit(X, y), lambda m, Xt, Yt: m.predict(Xt)),
+        "JQR": (lambda X, Y, y: REGRESSORS["JQR"]().fit(X, y), lambda m, Xt, Yt: m.predict(Xt)),
+        "KernelFeatures": (lambda X, Y, y: KernelFeatures(m_x=20, random_state=0).fit(X),
+                           lambda m, Xt, Yt: m.transform(Xt)),
+        "DSOKR": (lambda X, Y, y: STRUCTURED["DSOKR"]().fit(X, Y), lambda m, Xt, Yt: m.predict(Xt, candidates=Yt)),
+        "SISOKR": (lambda X, Y, y: STRUCTURED["SISOKR"]().fit(X, Y), lambda m, Xt, Yt: m.predict(Xt, candidates=Yt)),
+    }
+
+
+@pytest.mark.parametrize("name", ["SKM", "JQR", "KernelFeatures", "DSOKR", "SISOKR"])
+def test_chunk_size_set_after_fit_is_checked_where_predict_reads_it(data, name):
+    """set_params(chunk_size=...) after fit: the predict-time read gives fit's message (it gave
+    int()'s "invalid literal" for "abc", and took -1, 2.5 or True as chunk sizes)."""
+    X, Y, y, Xt, Yt = data
+    make, call = _chunked_predictions()[name]
+    model = make(X, Y, y)
+    before = call(model, Xt, Yt)
+    for bad in (-1, 0, "abc", 2.5, True):
+        model.set_params(chunk_size=bad)
+        with pytest.raises(ValueError, match=rf"^chunk_size must be None or an integer >= 1, got {bad!r}$"):
+            call(model, Xt, Yt)
+    model.set_params(chunk_size=7)  # a valid one is used
+    np.testing.assert_allclose(call(model, Xt, Yt), before, rtol=1e-10, atol=1e-12)
+
+
 def test_decoder_budget_reaches_the_decoder_and_randomstate_is_accepted(data):
     X, Y, _, Xt, _ = data
     model = SISOKR(input_sketch="subsample", m_x=30, decoder_params={"max_memory_mb": 1},

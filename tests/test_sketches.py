@@ -1,3 +1,5 @@
+import re
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -76,6 +78,23 @@ def test_same_seed_same_sketch_and_bad_parameters():
             PSR(5, p=p).draw(50)
     with pytest.raises(ValueError, match="probabilities"):
         SubSample(5, probabilities=np.ones(3)).draw(50)
+
+
+@pytest.mark.parametrize("sketch", SKETCHES, ids=lambda s: repr(s))
+@pytest.mark.parametrize("n", [10.5, 10.0, -5, 0, True, "10", None])
+def test_draw_refuses_an_n_samples_that_is_not_an_integer_at_least_1(sketch, n):
+    """draw(10.5) was truncated to 10 samples; draw(-5) said "m=6 is larger than n_samples=-5"."""
+    with pytest.raises(ValueError, match=r"^n_samples must be an integer >= 1 \(the number of samples the "
+                                         rf"sketch is drawn for\), got {re.escape(repr(n))}$"):
+        sketch.draw(n, 0)
+    assert sketch.draw(np.int64(N), 0).n == N  # numpy integers are integers
+
+
+@pytest.mark.parametrize("m_acc", [True, False, 2.0, 0, "3", None])
+def test_accumulation_refuses_an_m_acc_that_is_not_an_integer_at_least_1(m_acc):
+    with pytest.raises(ValueError, match=f"^m_acc must be an integer >= 1, got {m_acc!r}$"):
+        Accumulation(6, m_acc=m_acc).draw(N)
+    assert Accumulation(6, m_acc=np.int64(2)).draw(N, 0).m == 6  # numpy integers are integers
 
 
 @pytest.mark.parametrize("m, msg", [(0, "m_y must be >= 1, got 0"), (-1, "m_y must be >= 1"),

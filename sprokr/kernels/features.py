@@ -23,6 +23,7 @@ from __future__ import annotations
 from typing import Any, Optional, Self
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
@@ -74,6 +75,9 @@ class KernelFeatures(RenamedParametersMixin, SaveMixin, TransformerMixin, BaseEs
         ``m_x``).
     scale_ : ndarray of shape (r,) or None
         Per-feature standard deviations (``standardize=True``).
+    n_features_in_ : int
+        Number of input features seen in ``fit``, when the kernel's prepared inputs are an
+        array or a sparse matrix (not for strings, graphs, molecules ...).
 
     The former names ``n_components``, ``sketch`` and ``sketch_params`` still work until
     sprokr 0.3, with a ``FutureWarning`` (``docs/parameters.md``).
@@ -137,12 +141,19 @@ class KernelFeatures(RenamedParametersMixin, SaveMixin, TransformerMixin, BaseEs
             Z /= scale.astype(Z.dtype)
         # learned state only once everything succeeded
         self.kernel_, self.features_, self.n_components_, self.scale_ = kernel, feats, feats.rank, scale
+        # as the estimators (sprokr.models.base.set_n_features): a feature count when the
+        # kernel's prepared inputs are an array or a sparse matrix, none for strings, graphs, ...
+        if isinstance(support, np.ndarray) or sp.issparse(support):
+            self.n_features_in_ = int(support.shape[1])
+        elif hasattr(self, "n_features_in_"):  # (a previous fit's, on vectors)
+            del self.n_features_in_
         return Z
 
     def _map(self, feats, kernel, X):
         n = num_samples(X, "X")
         out = np.empty((n, feats.rank), dtype=feats.dtype)
-        chunk = self.chunk_size or default_chunk_size(feats.R.indices.size, feats.dtype)
+        # checked again: set_params(chunk_size=...) after fit is read here
+        chunk = check_chunk_size(self.chunk_size) or default_chunk_size(feats.R.indices.size, feats.dtype)
         for sl in iter_chunks(n, chunk):
             with row_offset(sl.start):  # an invalid sample is named by its row of X, not of the chunk
                 out[sl] = feats.transform(kernel.prepare(take_slice(X, sl)), dedupe=False)

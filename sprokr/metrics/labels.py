@@ -42,11 +42,14 @@ def f1_samples(Y_true: ArrayLike, Y_pred: ArrayLike) -> float:
     -------
     float in [0, 1].  A sample with no true and no predicted label counts as 1 (scikit-learn's
     ``f1_score(average="samples", zero_division=1)``).  Sparse matrices are accepted (e.g. a
-    DSOKR's predictions for sparse training labels); NaN values are refused.
+    DSOKR's predictions for sparse training labels); NaN values are refused, and so is
+    empty input (a mean over no sample is undefined; as scikit-learn's metrics).
     """
     Yt, Yp = _binary_labels(Y_true, "Y_true"), _binary_labels(Y_pred, "Y_pred")
     if Yt.shape != Yp.shape:
         raise ValueError(f"Y_true and Y_pred must have the same shape, got {Yt.shape} and {Yp.shape}")
+    if Yt.shape[0] == 0:
+        raise ValueError("no samples: Y_true and Y_pred are empty; f1_samples needs at least one sample")
     if sp.issparse(Yt) or sp.issparse(Yp):
         Yt, Yp = sp.csr_matrix(Yt, dtype=np.int64), sp.csr_matrix(Yp, dtype=np.int64)
         tp = np.asarray(Yt.multiply(Yp).sum(axis=1)).ravel()

@@ -12,6 +12,7 @@ ties broken at random in expectation (see there).
 """
 from __future__ import annotations
 
+import numbers
 from typing import Any
 
 import numpy as np
@@ -76,10 +77,18 @@ def ranks_from_scores(scores: ArrayLike, y_true: ArrayLike) -> np.ndarray:
 
 
 def top_k_accuracy(y_true: ArrayLike, y_pred: ArrayLike, k: int = 1) -> float:
-    """Fraction of queries whose true output is among the first ``k`` predictions."""
-    if k < 1:
-        raise ValueError(f"k must be >= 1, got {k!r}")
-    return float(np.mean(true_ranks(y_true, y_pred) <= k))
+    """Fraction of queries whose true output is among the first ``k`` predictions.
+
+    ``k`` is an integer >= 1 (a float such as 1.5 is refused, not read as ``k = 1``).
+    Empty input is refused (a mean over no query is undefined; as scikit-learn's metrics).
+    """
+    # bool is an Integral: k=True would silently mean k=1
+    if isinstance(k, (bool, np.bool_)) or not isinstance(k, (numbers.Integral, np.integer)) or k < 1:
+        raise ValueError(f"k must be an integer >= 1, got {k!r}")
+    r = true_ranks(y_true, y_pred)
+    if r.size == 0:
+        raise ValueError("no samples: y_true and y_pred are empty; top_k_accuracy needs at least one query")
+    return float(np.mean(r <= k))
 
 
 def hits_at_k(y_true: ArrayLike, y_pred: ArrayLike, k: int = 10) -> float:
@@ -92,7 +101,23 @@ def mean_reciprocal_rank(y_true: Any, y_pred: Any = None,
     """MRR: mean of 1 / rank of the truth (0 when it is not in the ranked list).
 
     Give ``(y_true, y_pred)`` ranked lists, or ``ranks=`` (e.g. from
-    :func:`ranks_from_scores`, which covers the whole candidate set).
+    :func:`ranks_from_scores`, which covers the whole candidate set): 1-based ranks, each
+    >= 1 (1 = best; fractional ranks of ties are fine) or ``inf`` for a truth absent from
+    the ranking.  NaN is refused, and so is empty input (a mean over no query is undefined;
+    as scikit-learn's metrics).
     """
-    r = np.asarray(ranks, dtype=np.float64) if ranks is not None else true_ranks(y_true, y_pred)
+    if ranks is None:
+        r = true_ranks(y_true, y_pred)
+        if r.size == 0:
+            raise ValueError("no samples: y_true and y_pred are empty; mean_reciprocal_rank needs at least one query")
+        return float(np.mean(1.0 / r))
+    r = np.asarray(ranks, dtype=np.float64)
+    if r.size == 0:
+        raise ValueError("no samples: ranks is empty; mean_reciprocal_rank needs at least one query")
+    if np.isnan(r).any():
+        raise ValueError("ranks contain NaN; expected 1-based ranks (>= 1, or inf for a truth absent "
+                         "from the ranking)")
+    if (r < 1).any():  # a 0-based rank of 0 gave 1/0 = inf: an MRR of inf
+        raise ValueError(f"ranks must be >= 1 (1-based, 1 = best) or inf for a truth absent from the "
+                         f"ranking; got {int((r < 1).sum())} rank(s) below 1, e.g. {float(r[r < 1].flat[0])!r}")
     return float(np.mean(1.0 / r))

@@ -1,6 +1,7 @@
 """Regression metrics: RRMSE / ARRMSE (multi-target), pinball and crossing losses (quantiles).
 
-All take ``(y_true, y_pred)`` in scikit-learn order.
+All take ``(y_true, y_pred)`` in scikit-learn order, and refuse empty input (a mean over
+no sample is undefined; as scikit-learn's metrics).
 """
 from __future__ import annotations
 
@@ -26,12 +27,21 @@ def rrmse(y_true: ArrayLike, y_pred: ArrayLike, y_train_mean: ArrayLike | None =
 
     ``ybar`` is the mean of the *training* targets when ``y_train_mean`` is given (the
     convention of the multi-target regression literature and of the p-sparsified paper),
-    else the mean of ``y_true``.
+    else the mean of ``y_true``: one value per target, shape (d,) (a scalar is taken for
+    every target).
     """
     Y, P = _as_2d(y_true, "y_true"), _as_2d(y_pred, "y_pred")
     if Y.shape != P.shape:
         raise ValueError(f"y_true and y_pred have different shapes: {Y.shape} and {P.shape}")
-    ybar = Y.mean(axis=0) if y_train_mean is None else np.broadcast_to(np.asarray(y_train_mean, float), Y.shape[1:])
+    if Y.shape[0] == 0:  # (the denominator would be 0: "a target is constant", with numpy's warning)
+        raise ValueError("no samples: y_true and y_pred are empty; rrmse needs at least one sample")
+    if y_train_mean is None:
+        ybar = Y.mean(axis=0)
+    else:
+        ybar = np.asarray(y_train_mean, dtype=float)
+        if ybar.ndim != 0 and ybar.shape != Y.shape[1:]:  # (not broadcast: a (1,) mean for d targets is a mistake)
+            raise ValueError(f"y_train_mean must hold one mean per target: shape ({Y.shape[1]},) for the "
+                             f"{Y.shape[1]} target(s) of y_true, got shape {ybar.shape}")
     den = np.sum((Y - ybar) ** 2, axis=0)
     if np.any(den == 0):
         raise ValueError("a target is constant: its RRMSE is undefined")
@@ -57,6 +67,8 @@ def pinball_loss(y_true: ArrayLike, q_pred: ArrayLike, taus: ArrayLike) -> float
     Q = _as_2d(q_pred, "q_pred")
     if Q.shape != (y.shape[0], t.size):
         raise ValueError(f"q_pred must have shape ({y.shape[0]}, {t.size}), got {Q.shape}")
+    if y.shape[0] == 0:
+        raise ValueError("no samples: y_true and q_pred are empty; pinball_loss needs at least one sample")
     U = y - Q
     return float(np.mean(np.sum(np.where(U >= 0, t * U, (t - 1.0) * U), axis=1)))
 
@@ -72,4 +84,6 @@ def crossing_loss(q_pred: ArrayLike, taus: ArrayLike | None = None) -> float:
         t = check_quantile_levels(taus)
         if t.size != Q.shape[1] or np.any(np.diff(t) <= 0):
             raise ValueError("taus must be increasing with one level per column of q_pred")
+    if Q.shape[0] == 0:
+        raise ValueError("no samples: q_pred is empty; crossing_loss needs at least one sample")
     return float(np.mean(np.sum(np.maximum(0.0, Q[:, :-1] - Q[:, 1:]), axis=1)))

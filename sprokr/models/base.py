@@ -25,8 +25,8 @@ from ..kernels import VectorKernel
 from ..numerics import LocalExecutor, candidate_offsets, default_chunk_size
 from ..persistence import SaveMixin
 from ..registry import get_registry
-from ..utils import (NamedPrepare, check_params_mapping, check_positive, consistent_read, iter_chunks,
-                     num_samples, take_slice)
+from ..utils import (NamedPrepare, check_chunk_size, check_params_mapping, check_positive, consistent_read,
+                     iter_chunks, num_samples, take_slice)
 
 if TYPE_CHECKING:  # imported for the annotations only
     from ..types import Samples
@@ -227,7 +227,8 @@ class OutputKernelModel(SaveMixin):
         return _index_on_disk(self, candidates, shown, dt or np.dtype(np.float64), path)
 
     def _chunk(self, width):
-        return self.chunk_size or default_chunk_size(width, np.float64)
+        # checked again: set_params(chunk_size=...) after fit is read here
+        return check_chunk_size(self.chunk_size) or default_chunk_size(width, np.float64)
 
     @consistent_read
     def resolve_index(self, candidates: Samples | CandidateIndex | None) -> CandidateIndex:
@@ -331,11 +332,23 @@ class OutputKernelModel(SaveMixin):
 
     @consistent_read
     def predict_scores(self, X: Any, candidates: Any = None) -> Any:
-        """Scores of every candidate, ``<h(x), psi(c)> - k(c, c)/2``, shape (n_q, n_c).
+        """Scores of every candidate, shape (n_q, n_c): greater is better.
 
         The full score matrix (its argmax is ``predict``'s choice, its ranking
         ``predict_topk``'s); computed in query batches and candidate blocks within the
         decoder's memory budget (the returned matrix itself is n_q x n_c float64).
+
+        Returns
+        -------
+        scores : ndarray of shape (n_q, n_c)
+            ``<h(x), psi(c)> - k(c, c)/2`` -- minus half the squared RKHS distance
+            ``|h(x) - psi(c)|^2``, up to the term ``|h(x)|^2`` shared by a query's
+            candidates -- when the output kernel is not normalised.  For a normalised output
+            kernel (``normalized = True``: ``k(c, c) = 1`` for every candidate, e.g. the
+            Gaussian, Laplacian, cosine, Tanimoto, MinMax and text kernels) the constant
+            ``-k(c, c)/2 = -1/2`` is left out: the scores are ``<h(x), psi(c)>``, each 0.5
+            above the formula's value.  Rankings and predictions are the same either way;
+            compare absolute values only between models whose output kernels agree on it.
         """
         check_is_fitted(self, "output_rank_")
         if isinstance(candidates, CandidateSets):

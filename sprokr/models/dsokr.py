@@ -30,7 +30,7 @@ from ..deprecation import RenamedParametersMixin
 from ..decoders.candidates import CandidateIndex
 from ..numerics import DEFAULT_RCOND, candidate_offsets
 from ..registry import get_registry
-from ..kernels import resolve_kernel
+from ..kernels import VectorKernel, resolve_kernel
 from ..numerics import resolve_executor
 from ..sketches import resolve_sketch
 from ..progress import log_estimator
@@ -53,6 +53,23 @@ if TYPE_CHECKING:  # imported for the annotations only
 
 __all__ = ["DSOKR", "DSOKREnsemble", "sketched_output_targets", "sketched_output_basis", "validation_split",
            "check_validation_fraction"]
+
+
+def _check_validation_widths(X, Y, Xv, Yvp, ky):
+    """The pairs of ``validation_data`` must have the training pairs' widths: the raw inputs'
+    (which ``n_features_in_`` records) when both are 2-D, and the prepared outputs' for a
+    vector output kernel (other kernels' prepared widths may differ legitimately, see
+    :func:`~sprokr.models.base.check_output_width`).  ``Yvp``: the prepared ``Y_val``.
+    Checked before the targets are computed, whose error named neither."""
+    shape, vshape = getattr(X, "shape", None), getattr(Xv, "shape", None)
+    if shape is not None and vshape is not None and len(shape) == len(vshape) == 2 and shape[1] != vshape[1]:
+        raise ValueError(f"validation_data: X_val has {vshape[1]} columns, the training X {shape[1]}: "
+                         f"expected shape (n_val, {shape[1]})")
+    if isinstance(ky, VectorKernel) and len(getattr(Yvp, "shape", ())) == 2:
+        d = ky.prepare_outputs(take(Y, np.arange(1))).shape[1]  # (one training row gives the width)
+        if Yvp.shape[1] != d:
+            raise ValueError(f"validation_data: Y_val has {Yvp.shape[1]} columns, the training Y {d}: "
+                             f"expected shape (n_val, {d})")
 
 
 def _accepts(func, name):
@@ -184,7 +201,8 @@ class DSOKR(OutputKernelModel, BaseEstimator):
             raise ValueError(f"default_index must be True or False, got {self.default_index!r}")
         rng = check_random_state(self.random_state)
         ky = resolve_kernel(self.output_kernel, self.output_kernel_params, "output", OUTPUT_DTYPE)
-        val_name = "X_val" if validation_data is not None else "X"  # held-out rows of X: named X
+        val_given = validation_data is not None
+        val_name = "X_val" if val_given else "X"  # held-out rows of X: named X
         if validation_data is None and vf is not None:
             (X, Y), validation_data = validation_split(X, Y, vf, rng)
             n = num_samples(Y)
@@ -204,6 +222,11 @@ class DSOKR(OutputKernelModel, BaseEstimator):
             X = check_regressor_inputs(X, reg)
             if validation_data is not None:
                 validation_data = (check_regressor_inputs(validation_data[0], reg, val_name), validation_data[1])
+        Yvp = None
+        if validation_data is not None:
+            Yvp = NamedPrepare(ky.prepare_outputs, "validation_data Y")(validation_data[1])
+            if val_given:  # (a split of X, Y has their widths)
+                _check_validation_widths(X, Y, validation_data[0], Yvp, ky)
         # through the kernel's memo: the fits of a selection (every regressor penalty and
         # input-feature size of one output kernel) share the basis and the n x p targets
         # instead of re-gathering them (1-2 s per fit at n = 8000, p = 7933)
@@ -217,7 +240,6 @@ class DSOKR(OutputKernelModel, BaseEstimator):
                   f"({time.perf_counter() - t0:.2f} s)")
         ev = None
         if validation_data is not None:
-            Yvp = NamedPrepare(ky.prepare_outputs, "validation_data Y")(validation_data[1])
             Tv = feats.transform(Yvp)
             rv = np.maximum(ky.diag(Yvp).astype(np.float64) - np.einsum("ij,ij->i", Tv, Tv), 0.0)
             ev = (validation_data[0], Tv, rv)
@@ -496,7 +518,14 @@ class DSOKREnsemble(RenamedParametersMixin, OutputKernelModel, BaseEstimator):
 
     @consistent_read
     def predict_scores(self, X: Any, candidates: Any = None) -> Any:
-        """Scores of every candidate (aggregated over members), shape (n_q, n_c)."""
+        """Scores of every candidate (aggregated over members), shape (n_q, n_c).
+
+        ``mean``: ``sum_t w_t g_t(x)^T psi~_t(c) - k(c, c)/2``; ``max``:
+        ``max_t g_t(x)^T psi~_t(c) - k(c, c)/2``.  As for the other models (see
+        ``OutputKernelModel.predict_scores``), the ``-k(c, c)/2`` term is left out for a
+        normalised output kernel (``k(c, c) = 1`` for every candidate): the scores are then
+        0.5 above the formula's value, and rankings are unaffected.
+        """
         if self._fitted_aggregation() == "mean":
             return super().predict_scores(X, candidates)
         check_is_fitted(self, "estimators_")

@@ -301,7 +301,8 @@ class SketchedKernelMachine(RenamedParametersMixin, SaveMixin, KernelMachineRout
         """Predictions, shape (n_q,) for 1-D training targets, else (n_q, d)."""
         check_is_fitted(self, "coef_")
         num_samples(X, "X")  # None or a scalar: named here, not as the executor's "collection 0"
-        chunk = self.chunk_size or default_chunk_size(num_samples(self.X_support_), self.dtype_)
+        # checked again: set_params(chunk_size=...) after fit is read here
+        chunk = check_chunk_size(self.chunk_size) or default_chunk_size(num_samples(self.X_support_), self.dtype_)
         ex = self.executor_
         try:
             parts = ex.partition(X, prepare=(_CheckedPrepare(self),))

@@ -310,6 +310,8 @@ class MLPSurrogate(RenamedParametersMixin, SaveMixin, RegressorMixin, BaseEstima
         True when training stopped on a plateau of the monitored loss; False when
         ``max_epochs`` ran out first (a ``ConvergenceWarning`` is then issued).
     history_ : list of (train_loss, val_loss)
+    n_features_in_ : int
+        Number of input features seen in ``fit``.
 
     The former names ``alpha``, ``learning_rate_init`` and ``patience`` still work until
     sprokr 0.3, with a ``FutureWarning`` (``docs/parameters.md``).
@@ -366,6 +368,7 @@ class MLPSurrogate(RenamedParametersMixin, SaveMixin, RegressorMixin, BaseEstima
         )
         self.mu_, self.scale_ = mu, scale
         self.model_ = model
+        set_n_features(self, X)  # before the epochs: predict checks the eval_set against it
         stop = EarlyStopping(self.n_iter_no_change, self.tol, self.verbose, "MLPSurrogate", int(self.max_epochs),
                              int(self.lr_drops))
         get_state = lambda: ([c.copy() for c in model.coefs_], [b.copy() for b in model.intercepts_])  # noqa: E731
@@ -417,6 +420,7 @@ class MLPSurrogate(RenamedParametersMixin, SaveMixin, RegressorMixin, BaseEstima
         """Predicted targets, (n_q, p)."""
         check_is_fitted(self, "model_")
         X = _mlp_inputs(X)
+        check_n_features(self, X)  # (named MLPSurrogate, not the MLPRegressor inside)
         if X.shape[0] == 0:  # scikit-learn's MLP refuses an empty batch
             return np.empty((0, self.n_outputs_))
         G = self.model_.predict(X)

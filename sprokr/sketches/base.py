@@ -38,21 +38,32 @@ class Sketch(BaseEstimator):
     dense_columns = False
 
     def draw(self, n: int, random_state: RandomStateLike = None) -> SketchMatrix:
-        """Draw a sketch matrix for ``n`` samples.
+        """Draw a sketch matrix for ``n`` samples (an integer >= 1).
 
         ``random_state`` (if given) overrides ``self.random_state``; an estimator passes
         its own generator so that ``SISOKR(random_state=0)`` is reproducible.
         """
+        n = _check_n_samples(n)  # here, not (only) in validate: subclasses override validate
         self.validate(n)
         rs = self.random_state if random_state is None else random_state
-        return self._draw(int(n), check_random_state(rs))
+        return self._draw(n, check_random_state(rs))
 
     def validate(self, n: int) -> None:
         """Raise ``ValueError`` if this sketch cannot be drawn for ``n`` samples."""
-        _check_sketch_size(getattr(self, "m", None), n, "m")
+        _check_sketch_size(getattr(self, "m", None), _check_n_samples(n), "m")
 
     def _draw(self, n, rng):  # pragma: no cover - abstract
         raise NotImplementedError
+
+
+def _check_n_samples(n: Any) -> int:
+    """``n`` (the number of samples a sketch is drawn for) as an int, or a ``ValueError``
+    naming n_samples unless it is an integer >= 1.  Floats are refused, 10.0 too (a count;
+    ``draw(10.5)`` was truncated to 10), and bools."""
+    if isinstance(n, bool) or not isinstance(n, (numbers.Integral, np.integer)) or int(n) < 1:
+        raise ValueError(f"n_samples must be an integer >= 1 (the number of samples the sketch is drawn "
+                         f"for), got {n!r}")
+    return int(n)
 
 
 def _check_sketch_size(m: Any, n: int, name: str) -> None:

@@ -182,7 +182,8 @@ class Accumulation(Sketch):
 
     def validate(self, n: int) -> None:
         super().validate(n)
-        if not isinstance(self.m_acc, (int, np.integer)) or self.m_acc < 1:
+        # bool is an int: m_acc=True would silently mean one sketch
+        if isinstance(self.m_acc, bool) or not isinstance(self.m_acc, (int, np.integer)) or self.m_acc < 1:
             raise ValueError(f"m_acc must be an integer >= 1, got {self.m_acc!r}")
 
     def _draw(self, n, rng):

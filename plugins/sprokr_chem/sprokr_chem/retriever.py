@@ -524,7 +524,11 @@ class MoleculeRetriever(RenamedParametersMixin, SaveMixin, BaseEstimator):
         Returns
         -------
         ndarray of shape (n_q, n_candidates)
-            ``<h(x), psi(c)> - k(c, c) / 2``, columns in the pool's order.
+            Columns in the pool's order.  ``<h(x), psi(c)>`` for a normalised output kernel
+            (``k(c, c) = 1`` for every molecule: every built-in one, the Morgan fingerprint
+            kernels and ``smiles_spectrum``), ``<h(x), psi(c)> - k(c, c) / 2`` otherwise: the
+            constant ``-1/2`` of the normalised case is left out (rankings unaffected; see
+            the models' ``predict_scores``).
         """
         Xq = self._queries(X)
         return self.model_.predict_scores(Xq, candidates=self._index(self._pool(candidates)))

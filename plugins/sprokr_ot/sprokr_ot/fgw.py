@@ -575,7 +575,8 @@ class FGWBarycenterDecoder(Decoder):
             sel = ky.prepare_outputs(take(index.candidates, uniq))
             Kuu = np.asarray(ky.pairwise(sel, sel), dtype=np.float64)
             loc = np.searchsorted(uniq, idx)
-            # the scores are <h, psi(c)> - k(c,c)/2: back to inner products
+            # the scores are <h, psi(c)> plus the offsets -k(c,c)/2 (none for a normalised
+            # kernel: the scores are then the inner products already): back to inner products
             inner = s if index.offsets is None else s - index.offsets[idx]
             W = np.empty_like(inner)
             for q in range(idx.shape[0]):  # K x K solves, per query

@@ -1,0 +1,60 @@
+"""Input validation of sprokr.metrics: clear errors naming the argument, never numpy's."""
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from sprokr.metrics import (
+    arrmse,
+    crossing_loss,
+    f1_samples,
+    hits_at_k,
+    mean_reciprocal_rank,
+    pinball_loss,
+    rrmse,
+    top_k_accuracy,
+)
+
+
+def test_rrmse_names_a_y_train_mean_of_the_wrong_length(rng):
+    Y = rng.standard_normal((20, 3))
+    P = Y + 0.1 * rng.standard_normal((20, 3))
+    mu = rng.standard_normal(3)
+    want = np.sqrt(((Y - P) ** 2).sum(0) / ((Y - mu) ** 2).sum(0))
+    np.testing.assert_allclose(rrmse(Y, P, mu), want)
+    np.testing.assert_allclose(rrmse(Y, P, list(mu)), want)
+    assert arrmse(Y[:, :1], P[:, :1], 0.5) == pytest.approx(rrmse(Y[:, 0], P[:, 0], [0.5])[0])  # a scalar: every target
+    for bad in (np.zeros(2), np.zeros(4), np.zeros(1), np.zeros((1, 3)), np.zeros((3, 1))):
+        for f in (rrmse, arrmse):
+            with pytest.raises(ValueError, match=r"^y_train_mean must hold one mean per target: shape \(3,\) "
+                                                 r"for the 3 target\(s\) of y_true, got shape "):
+                f(Y, P, bad)
+
+
+EMPTY = {
+    "f1_samples": (lambda: f1_samples(np.zeros((0, 3)), np.zeros((0, 3))), "Y_true and Y_pred are empty"),
+    "f1_samples sparse": (lambda: f1_samples(sp.csr_matrix((0, 3)), np.zeros((0, 3))), "Y_true and Y_pred are empty"),
+    "top_k_accuracy": (lambda: top_k_accuracy(np.zeros(0, int), np.zeros((0, 3), int), 2),
+                       "y_true and y_pred are empty"),
+    "hits_at_k": (lambda: hits_at_k(np.zeros(0, int), np.zeros((0, 3), int)), "y_true and y_pred are empty"),
+    "mean_reciprocal_rank": (lambda: mean_reciprocal_rank(np.zeros(0, int), np.zeros((0, 3), int)),
+                             "y_true and y_pred are empty"),
+    "mean_reciprocal_rank ranks": (lambda: mean_reciprocal_rank(None, ranks=[]), "ranks is empty"),
+    "rrmse": (lambda: rrmse(np.zeros((0, 2)), np.zeros((0, 2))), "y_true and y_pred are empty"),
+    "arrmse": (lambda: arrmse(np.zeros((0, 2)), np.zeros((0, 2)), np.zeros(2)), "y_true and y_pred are empty"),
+    "pinball_loss": (lambda: pinball_loss(np.zeros(0), np.zeros((0, 2)), [0.2, 0.8]), "y_true and q_pred are empty"),
+    "crossing_loss": (lambda: crossing_loss(np.zeros((0, 2))), "q_pred is empty"),
+}
+
+
+@pytest.mark.parametrize("name", EMPTY)
+def test_metrics_refuse_empty_input_clearly(name):
+    """A mean over no sample is undefined: a ValueError saying so (as scikit-learn's metrics),
+    not NaN with numpy's "Mean of empty slice" warning (rrmse said "a target is constant")."""
+    call, what = EMPTY[name]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no RuntimeWarning on the way
+        owner = {"hits_at_k": "top_k_accuracy", "arrmse": "rrmse"}.get(name, name.split()[0])  # (the callees)
+        with pytest.raises(ValueError, match=f"^no samples: {what}; {owner} needs at least one"):
+            call()

@@ -116,7 +116,8 @@ class SISOKR(OutputKernelModel, SISOKRTraining, BaseEstimator):
         and a measured check shows them accurate, else the whitened normal equations
         (``K~_x = L L^T`` by pivoted Cholesky, one pass summing ``Z^T Z`` and ``Z^T T`` of
         ``Z = A L^-T``, condition number at most ``1 + k_max / lam``); with few output
-        coordinates (at most ``m_x / 12``) that pass runs its products in float32 and the
+        coordinates (``16 p (n + m_x) <= n m_x``, ``p`` the output rank) that pass runs its
+        products in float32 and the
         solution is refined by float64 residuals of the un-squared problem (two or three
         steps) -- each accepted when its error estimate is at most 1e-6 (float64;
         1e-4 for float32), else a further pass (float64 kernel values and products, then

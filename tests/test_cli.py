@@ -92,6 +92,21 @@ def test_a_value_model_on_labels_is_evaluated_on_the_labels_it_writes(multilabel
     assert json.loads(out)["f1_samples"] == pytest.approx(f1_samples(Y, P), abs=1e-12)
 
 
+def test_r2_of_constant_test_targets_is_undefined(multilabel, capsys):
+    """One test row: R^2 divides by a zero total sum of squares (it printed -9e303)."""
+    d = multilabel
+    (d / "ridge.toml").write_text('estimator = "KernelRidgeRegressor"\n[params]\nlam = 1e-3\n[input]\n'
+                                  'columns = ["f0", "f1", "f2"]\n[output]\ncolumn = "f3"\n')
+    lines = (d / "test.csv").read_text().splitlines()
+    (d / "one.csv").write_text("\n".join(lines[:2]) + "\n")
+    assert run(["fit", "--config", d / "ridge.toml", "--train", d / "train.csv", "-o", d / "r.sprokr"], capsys)[0] == 0
+    code, out, _ = run(["evaluate", d / "r.sprokr", "--test", d / "one.csv", "--json"], capsys)
+    res = json.loads(out)
+    assert code == 0 and res["r2"] is None and res["mse"] >= 0
+    code, out, err = run(["evaluate", d / "r.sprokr", "--test", d / "test.csv", "--json"], capsys)
+    assert code == 0 and -1 < json.loads(out)["r2"] < 1
+
+
 def test_errors_are_one_line_with_exit_code_2(multilabel, capsys):
     d = multilabel
     (d / "bad.toml").write_text(MULTI.replace('"f3"]', '"f9"]'))

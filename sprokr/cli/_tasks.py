@@ -401,7 +401,7 @@ def cmd_evaluate(args: Any) -> int:
         res.update(_metrics(args, model, spec_out, canonical, test, X, Y))
     res["decode_s"] = time.perf_counter() - t0
     for k, v in res.items():
-        out(f"{k:20s} {v:.4f}" if isinstance(v, float) else f"{k:20s} {v}")
+        out(f"{k:20s} {v:.4f}" if isinstance(v, float) else f"{k:20s} {'undefined' if v is None else v}")
     if args.json:
         print(json.dumps(res))
     return 0
@@ -436,8 +436,10 @@ def _metrics(args: Any, model: Any, spec_out: ColumnSpec, canonical: Any, test: 
     else:
         P = np.asarray(model.predict(X), dtype=float).reshape(len(test), -1)
         Yt = np.asarray(Y, dtype=float).reshape(len(test), -1)
+        tot = float(np.sum((Yt - Yt.mean(0)) ** 2))
+        # R^2 is undefined for constant test targets (one row, say): null, not 1 - x / 1e-300
         res.update(mse=float(np.mean((P - Yt) ** 2)),
-                   r2=float(1 - np.sum((P - Yt) ** 2) / max(np.sum((Yt - Yt.mean(0)) ** 2), 1e-300)))
+                   r2=float(1 - np.sum((P - Yt) ** 2) / tot) if tot > 0 else None)
     return res
 
 

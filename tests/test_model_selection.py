@@ -394,3 +394,20 @@ def test_lam_path_direct_solve_falls_back_on_the_unfactorised_matrix():
     U, d = psd_eigh(G0 + 10 * 1e-3 * np.eye(6))
     np.testing.assert_allclose(got, U @ ((U.T @ B) / d[:, None]), rtol=1e-10, atol=1e-12)
     np.testing.assert_array_equal(system.G0, 0.5 * (G0 + G0.T))  # the system's matrix is untouched
+
+
+@pytest.mark.parametrize("estimator", [KernelRidgeRegressor(), SketchedKernelMachine(loss="square")],
+                         ids=["krr", "skm"])
+def test_validation_targets_of_another_width_are_refused(estimator):
+    """A (n_val, 1) Y_val against 2 training columns was broadcast by the kernel loss and
+    scored without an error (a choice made on the wrong targets)."""
+    r = np.random.default_rng(0)
+    X, Y = r.normal(size=(60, 3)), r.normal(size=(60, 2))
+    for Yv in (Y[:10, :1], Y[:10, 0]):
+        with pytest.raises(ValueError, match=r"validation_data: Y_val has shape .*expected shape \(n_val, 2\)"):
+            select_model(estimator, X, Y, lams=[1e-3, 1e-1], validation_data=(X[:10], Yv))
+        search = LambdaSearchCV(estimator, lams=[1e-3, 1e-1])
+        with pytest.raises(ValueError, match="validation_data: Y_val"):
+            search.fit(X, Y, validation_data=(X[:10], Yv))
+        assert not hasattr(search, "best_lam_")
+    select_model(estimator, X, Y, lams=[1e-3, 1e-1], validation_data=(X[:10], Y[:10]))

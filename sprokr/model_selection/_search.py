@@ -49,6 +49,18 @@ def _seeded(estimator, rng):
     return est
 
 
+def _check_target_shapes(Y, Y_val):
+    """Numeric targets of validation_data must have the training targets' columns: a
+    kernel loss broadcast a (n_val, 1) Y_val against 2 training columns without an error.
+    (Structured targets -- strings, graphs -- are compared by their kernels.)"""
+    def numeric(A):
+        return hasattr(A, "shape") and hasattr(A, "dtype") and np.dtype(A.dtype).kind in "biuf"
+
+    if numeric(Y) and numeric(Y_val) and tuple(Y.shape[1:]) != tuple(Y_val.shape[1:]):
+        raise ValueError(f"validation_data: Y_val has shape {tuple(Y_val.shape)}, the training Y "
+                         f"{tuple(Y.shape)}: expected shape (n_val{''.join(f', {k}' for k in Y.shape[1:])})")
+
+
 def _split(X, Y, validation_data, validation_fraction, rng):
     from ..models.dsokr import check_validation_fraction, validation_split
     from ..utils import check_paired
@@ -58,6 +70,7 @@ def _split(X, Y, validation_data, validation_fraction, rng):
         if len(validation_data) != 2:
             raise ValueError("validation_data must be a pair (X_val, Y_val)")
         check_paired(validation_data[0], validation_data[1], "X_val", "Y_val")
+        _check_target_shapes(Y, validation_data[1])
         return (X, Y), tuple(validation_data)
     vf = check_validation_fraction(validation_fraction)
     if vf is None:

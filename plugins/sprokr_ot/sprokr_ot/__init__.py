@@ -11,10 +11,10 @@ from sprokr.registry import lazy_exports
 
 _EXPORTS = {
     "FGWBarycenterDecoder": ".fgw",
-    "fgw_distance": ".fgw",
-    "graph_to_fgw": ".fgw",
-    "fgw_to_graph": ".fgw",
-    "label_alphabet": ".fgw",
+    "fgw_distance": ".encoding",
+    "graph_to_fgw": ".encoding",
+    "fgw_to_graph": ".encoding",
+    "label_alphabet": ".encoding",
     "edge_order_weights": ".fgw",
     "decode_edges": ".fgw",
     "repair_molecule": ".fgw",

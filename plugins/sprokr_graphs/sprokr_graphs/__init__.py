@@ -13,7 +13,7 @@ from sprokr.registry import lazy_exports
 _EXPORTS = {
     "WLKernel": ".wl",
     "CoreWLKernel": ".wl",
-    "GrakelKernel": ".wl",
+    "GrakelKernel": ".grakel_kernel",
     "WLFeatures": ".wl",
     "wl_features": ".wl",
     "resolve_labels": ".wl",

@@ -5,8 +5,8 @@ from sprokr.registry import lazy_factory
 
 
 def _kernels():
-    return {name: lazy_factory(f"sprokr_graphs.wl:{cls}")
-            for name, cls in (("wl", "WLKernel"), ("core_wl", "CoreWLKernel"), ("grakel", "GrakelKernel"))}
+    return {"wl": lazy_factory("sprokr_graphs.wl:WLKernel"), "core_wl": lazy_factory("sprokr_graphs.wl:CoreWLKernel"),
+            "grakel": lazy_factory("sprokr_graphs.grakel_kernel:GrakelKernel")}
 
 
 @sprokr.hookimpl

@@ -38,14 +38,14 @@ cores of the graph without its loops.  (GraKeL counts a node with a loop among i
 neighbours, so on graphs with loops the values differ from GraKeL's.)
 
 The values equal GraKeL's (tests compare them on molecules) up to 64-bit hash collisions,
-on graphs without self-loops.  :class:`GrakelKernel` wraps any GraKeL kernel for graphs the
+on graphs without self-loops.  :class:`sprokr_graphs.grakel_kernel.GrakelKernel` wraps any GraKeL kernel for graphs the
 explicit features do not cover (it evaluates GraKeL per block, much slower).
 """
 from __future__ import annotations
 
 import hashlib
 import struct
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import networkx as nx
 import numpy as np
@@ -54,12 +54,14 @@ import scipy.sparse as sp
 
 from sprokr.kernels.base import Kernel
 
+from .checks import check_graph, check_graph_sequence
+
 if TYPE_CHECKING:  # imported for the annotations only
     from typing import Self
     from sprokr.types import Samples
 
 __all__ = ["WLFeatures", "wl_features", "wl_features_from_arrays", "node_label_key", "edge_label_key",
-           "resolve_labels", "labelling_name", "WLKernel", "CoreWLKernel", "GrakelKernel",
+           "resolve_labels", "labelling_name", "WLKernel", "CoreWLKernel",
            "CHEM_NODE_LABELS", "CHEM_EDGE_LABEL", "UNDETERMINED"]
 
 #: node attributes of the chemistry-aware atom labels (set by sprokr_chem.mol_to_graph):
@@ -148,33 +150,6 @@ def _merge_labellings(a: str, b: str) -> str | None:
             return None
         merged.append(f"{key}={y if x == UNDETERMINED else x}")
     return ";".join(merged)
-
-
-def _check_sequence(X):
-    # a networkx graph iterates over its nodes: without this, its first node would be
-    # reported as "sample 0 is a int"
-    if isinstance(X, nx.Graph):
-        raise TypeError("expected a sequence of graphs, got a single networkx graph (pass [G] for one "
-                        "graph)")
-
-
-def _check_graph(G, i, node_label):
-    if not isinstance(G, nx.Graph):
-        hint = ""
-        if isinstance(G, str) or type(G).__name__ == "Mol":  # a molecule: say how to make its graph
-            hint = (" (molecules: sprokr_chem.smiles_to_graph / mol_to_graph make their graphs; in a "
-                    "sprokr config, [output] type = \"molecule\"; or use a molecule kernel such as "
-                    "'morgan_tanimoto' on the SMILES)")
-        raise TypeError(f"the samples must be networkx graphs (the graph kernels wl, core_wl and grakel "
-                        f"take graphs): sample {i} is a {type(G).__name__}{hint}")
-    if G.is_directed():
-        raise ValueError(f"graph {i}: the WL kernels here take undirected graphs")
-    attrs = (node_label,) if isinstance(node_label, str) else tuple(node_label)
-    for v, d in G.nodes(data=True):
-        for a in attrs:
-            if a not in d:
-                raise ValueError(f"graph {i}: node {v!r} has no {a!r} attribute "
-                                 f"(set node_label=... to the attribute(s) holding the labels)")
 
 
 def _check_edges(G, i, edge_label):
@@ -269,7 +244,7 @@ class _Batch:
         self.sizes = []
         single = isinstance(node_label, str)
         for i, G in enumerate(graphs):
-            _check_graph(G, i, node_label)
+            check_graph(G, i, node_label)
             if edge_label is not None:
                 _check_edges(G, i, edge_label)
             pos = {v: off + k for k, v in enumerate(G.nodes)}
@@ -463,7 +438,7 @@ def wl_features(graphs: Sequence[nx.Graph], n_iter: int = 3, node_label: str | S
     edge_label : str or None or "auto"
         Edge attribute labelling the edges; None: unlabelled edges (GraKeL's WL).
     """
-    _check_sequence(graphs)
+    check_graph_sequence(graphs)
     _check_n_iter(n_iter)
     _check_min_core(min_core)
     graphs = list(graphs)
@@ -609,7 +584,7 @@ class WLKernel(Kernel):
         if isinstance(X, WLFeatures):
             return X
         self.check_params()
-        _check_sequence(X)
+        check_graph_sequence(X)
         return wl_features(list(X), self.n_iter, self.node_label, self._core, self.min_core,
                            self.normalize, self.edge_label)
 
@@ -653,95 +628,3 @@ class CoreWLKernel(WLKernel):
     name = "core_wl"
     _core = True
 
-
-class GrakelKernel(Kernel):
-    """Any GraKeL kernel on networkx graphs (evaluated by GraKeL block by block).
-
-    ``kernel`` is a GraKeL class name (e.g. ``"ShortestPath"``, ``"WeisfeilerLehman"``),
-    ``params`` its constructor arguments.  Use it for kernels without an explicit feature
-    map here; it costs one GraKeL ``fit``/``transform`` per Gram block.
-
-    ``normalize=True`` gives ``k(G, G') / sqrt(k(G, G) k(G', G'))`` with the three values
-    taken from ONE GraKeL Gram matrix: a block between two different sets is read from the
-    Gram matrix of their union (one ``fit_transform``, which also costs the sets' own
-    blocks), so that ``k(G, G) = 1`` holds also for kernels whose values depend on the
-    fitted set (``OddSth``, ``Propagation``, ``GraphletSampling``, ...).  A graph without
-    any feature (self-similarity 0, e.g. ``ShortestPath`` on a graph without edges: no
-    path) gets, as the empty graph of the WL kernels, one reserved feature: similarity 1
-    to such graphs, 0 to the others.  Non-finite values, or a negative self-similarity,
-    are an error naming the kernel.
-    """
-
-    name = "grakel"
-
-    def __init__(self, kernel: str = "WeisfeilerLehman", params: Mapping[str, Any] | None = None,
-                 node_label: str = "label", edge_label: str | None = "label", normalize: bool = True) -> None:
-        self.kernel = kernel
-        self.params = params
-        self.node_label = node_label
-        self.edge_label = edge_label
-        self.normalize = normalize
-
-    @property
-    def normalized(self) -> bool:  # type: ignore[override]  # a class attribute in Kernel
-        return bool(self.normalize)
-
-    def prepare(self, X: Samples) -> Any:
-        import grakel
-
-        _check_sequence(X)
-        X = list(X)
-        for i, G in enumerate(X):
-            _check_graph(G, i, self.node_label)
-        has_edges = all(self.edge_label in d for G in X for _, _, d in G.edges(data=True))
-        return list(grakel.graph_from_networkx(
-            X, node_labels_tag=self.node_label,
-            edge_labels_tag=self.edge_label if has_edges else None))
-
-    def _make(self):
-        import grakel.kernels as gk
-
-        try:
-            cls = getattr(gk, self.kernel)
-        except AttributeError:
-            raise ValueError(f"GraKeL has no kernel {self.kernel!r}") from None
-        return cls(normalize=False, **(self.params or {}))
-
-    def pairwise(self, A: Any, B: Any) -> np.ndarray:
-        if len(A) == 0 or len(B) == 0:  # GraKeL refuses an empty set
-            return np.zeros((len(A), len(B)))
-        if not self.normalize:
-            k = self._make()
-            k.fit(B)
-            return self._finite(k.transform(A))
-        # One Gram matrix and its own diagonal: a block of fit(B).transform(A) divided by
-        # diagonals of other fits had k(x, x) != 1 for set-dependent kernels (e.g. OddSth)
-        K = self._finite(self._make().fit_transform(A if A is B else list(A) + list(B)))
-        d = np.diag(K).copy()
-        if (d < 0).any():
-            raise ValueError(f"the GraKeL kernel {self.kernel!r} gives a negative self-similarity k(G, G) for "
-                             f"{int((d < 0).sum())} graph(s): it is not positive semi-definite on them "
-                             f"(random walk kernels: lower the decay factor), so it cannot be normalised")
-        none = d == 0  # no feature at all: one reserved feature, as the WL kernels' empty graph
-        d[none] = 1.0
-        K = K / np.sqrt(np.outer(d, d))
-        K[np.ix_(none, none)] = 1.0
-        if A is B:
-            np.fill_diagonal(K, 1.0)
-            return K
-        return K[:len(A), len(A):]
-
-    def _finite(self, K):
-        K = np.asarray(K, dtype=np.float64)
-        if not np.isfinite(K).all():
-            raise ValueError(f"the GraKeL kernel {self.kernel!r} returned non-finite values (NaN or inf) on "
-                             f"these graphs; check its params, or use normalize=False / another kernel")
-        return K
-
-    def _raw_diag(self, A):
-        return self._finite([self._make().fit_transform([g])[0, 0] for g in A])
-
-    def diag(self, A: Any) -> np.ndarray:
-        if self.normalize:
-            return np.ones(len(A))
-        return self._raw_diag(A)

@@ -149,3 +149,50 @@ def test_transformer_predicts_an_empty_text_without_nan():
     T = np.random.default_rng(0).normal(size=(len(texts), 2))
     model = TextRegressor(architecture="transformer", max_epochs=2, num_threads=1, random_state=0).fit(texts, T)
     assert np.isfinite(model.predict(["", "an acid"])).all()
+
+
+_SMILES = ["CCO", "CCN", "c1ccccc1", "CC(=O)O", "CCCl", "OCCO", "CNC", "C#N", "CC(C)C", "O=C=O"] * 4
+_TEXTS = ["a red apple", "green leaf tree", "blue sky above", "red car fast", "the tree is green", "sky is blue",
+          "apple pie", "fast blue car"] * 5
+_TINY = {"max_epochs": 2, "batch_size": 16, "num_threads": 1, "random_state": 0, "hidden_layer_sizes": (8,)}
+_TINY_SEQ = {**_TINY, "embed_dim": 8, "channels": 8, "kernel_sizes": (3,), "n_heads": 2, "n_layers": 1, "ff_dim": 16,
+             "min_count": 1}
+#: one fast instance of each torch regressor and inputs of its kind
+_SMALL = {
+    "mlp": (lambda: TorchRegressor(**_TINY), None),
+    "mlp_dropout": (lambda: TorchRegressor(dropout=0.2, **_TINY), None),
+    "residual_ridge": (lambda: TorchRegressor(residual=True, ridge_init=1.0, **_TINY), None),
+    "smiles_cnn": (lambda: SmilesRegressor(**_TINY_SEQ), _SMILES),
+    "smiles_transformer": (lambda: SmilesRegressor(architecture="transformer", **_TINY_SEQ), _SMILES),
+    "text_cnn": (lambda: TextRegressor(**_TINY_SEQ), _TEXTS),
+}
+
+
+@pytest.mark.parametrize("kind", list(_SMALL))
+def test_nonfinite_training_data_is_refused_before_training(kind, rng):
+    """NaN / inf targets or offsets trained silently to a NaN network (best_loss_ = nan, every
+    prediction NaN; with ridge_init, scipy's bare "array must not contain infs or NaNs")."""
+    make, X = _SMALL[kind]
+    X = rng.normal(size=(40, 4)) if X is None else X
+    T = rng.normal(size=(len(X), 3))
+    model = make().fit(X, T)
+    before = model.predict(X[:5])
+    Tnan, Tinf = T.copy(), T.copy()
+    Tnan[3, 1], Tinf[0, 2] = np.nan, -np.inf
+    n = len(X)
+    refused = [
+        ((X, Tnan), {}, "T contains 1 NaN or infinite value"),
+        ((X, Tinf), {}, "T contains 1 NaN or infinite value"),
+        ((X, Tnan.tolist()), {}, "T contains 1 NaN or infinite value"),
+        ((X, T), {"sample_offsets": np.r_[np.nan, np.zeros(n - 1)]}, "sample_offsets contain 1 NaN or infinite"),
+        ((X, T), {"sample_offsets": -np.ones(n)}, r"sample_offsets must be >= 0"),
+        ((X, T), {"sample_offsets": np.ones(3)}, "sample_offsets must hold one value per sample: got 3 for 40"),
+        ((X, T), {"eval_set": (X[:5], Tnan[:5])}, "eval_set targets contain 1 NaN or infinite value"),
+        ((X, T), {"eval_set": (X[:5], T[:5], [np.inf, 0, 0, 0, 0])}, "eval_set offsets contain 1 NaN or infinite"),
+    ]
+    for args, kwargs, match in refused:
+        with pytest.raises(ValueError, match=match):
+            model.fit(*args, **kwargs)
+        # refused before anything was trained: the previous model is intact
+        np.testing.assert_array_equal(model.predict(X[:5]), before)
+

@@ -32,8 +32,8 @@ from ..deprecation import RenamedParametersMixin
 from ..persistence import SaveMixin
 from ..utils import atomic_fit, check_numeric_array, check_paired, check_positive, check_random_state, consistent_read, \
     iter_chunks
-from .training import EarlyStopping, as_targets, check_eval_set, check_lr_schedule, check_monitor, \
-    self_retrieval_mrr, standardise, target_moments, warn_not_converged
+from .training import EarlyStopping, check_eval_set, check_fit_targets, check_lr_schedule, check_monitor, \
+    check_sample_offsets, self_retrieval_mrr, standardise, target_moments, warn_not_converged
 
 __all__ = ["TorchRegressor", "SequenceRegressor", "SmilesRegressor", "TextRegressor", "token_cnn",
            "torch_available", "ROBUST_LOSSES"]
@@ -220,10 +220,29 @@ class TorchRegressor(RenamedParametersMixin, SaveMixin, RegressorMixin, BaseEsti
     # -- training -------------------------------------------------------------------------
     @atomic_fit
     def fit(self, X: Any, T: Any, sample_offsets: Any = None, eval_set: Any = None) -> Self:
-        """Fit on ``X`` (n, ...) and targets ``T`` (n, p).  Returns self."""
+        """Fit on ``X`` (n, ...) and targets ``T`` (n, p).  Returns self.
+
+        Parameters
+        ----------
+        X : array-like of shape (n, d), or what the ``module`` takes (strings for the
+            sequence regressors)
+        T : array-like of shape (n, p) or (n,)
+            Finite targets.
+        sample_offsets : array-like of shape (n,), optional
+            Finite offsets ``r_i >= 0`` (module docstring of :mod:`sprokr.models.regressors`).
+        eval_set : tuple, optional
+            ``(X_val, T_val)`` or ``(X_val, T_val, offsets_val)``, checked like the training data.
+
+        Raises
+        ------
+        ValueError
+            NaN or infinite targets or offsets, naming the argument; raised before anything
+            is trained, so a refit keeps the previous model.
+        """
         torch = _import_torch()
-        T = as_targets(T)
-        check_paired(X, T, "X", "T")
+        T = check_fit_targets(T, "T")
+        n = check_paired(X, T, "X", "T")
+        r = check_sample_offsets(sample_offsets, n)
         c = _loss_fn(self.loss, check_positive(self.loss_delta, "loss_delta"))
         check_lr_schedule(self.max_epochs, self.lr_drops, self.lr_factor)
         ev = check_eval_set(eval_set, T.shape[1])
@@ -243,7 +262,7 @@ class TorchRegressor(RenamedParametersMixin, SaveMixin, RegressorMixin, BaseEsti
                 self._fit_inputs(X)
                 Xt = self._tensor(X)
                 Xv = None if ev is None else self._tensor(ev[0])
-                stop = self._train(torch, Xt, T, sample_offsets=sample_offsets, ev=ev, Xv=Xv, c=c, rng=rng)
+                stop = self._train(torch, Xt, T, sample_offsets=r, ev=ev, Xv=Xv, c=c, rng=rng)
         except BaseException:
             self.__dict__.clear()
             self.__dict__.update(previous)
@@ -262,7 +281,7 @@ class TorchRegressor(RenamedParametersMixin, SaveMixin, RegressorMixin, BaseEsti
     def _train(self, torch, Xt, T, *, sample_offsets, ev, Xv, c, rng):
         n = T.shape[0]
         mu, scale = target_moments(T)  # each minibatch is standardised as it is drawn
-        r = np.zeros(n) if sample_offsets is None else np.asarray(sample_offsets, dtype=np.float64)
+        r = np.zeros(n) if sample_offsets is None else sample_offsets
         rt = torch.as_tensor((r / scale**2).astype(np.float32))
         net = self._build(Xt, T.shape[1])
         self.module_, self.mu_, self.scale_, self.n_outputs_ = net, mu, scale, T.shape[1]

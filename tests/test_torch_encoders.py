@@ -196,3 +196,38 @@ def test_nonfinite_training_data_is_refused_before_training(kind, rng):
         # refused before anything was trained: the previous model is intact
         np.testing.assert_array_equal(model.predict(X[:5]), before)
 
+
+def test_vector_inputs_are_checked_and_their_width_recorded(rng):
+    from sprokr.models.torch_regressors import token_cnn
+
+    X, T = rng.normal(size=(40, 4)), rng.normal(size=(40, 2))
+    model = TorchRegressor(**_TINY).fit(X, T)
+    assert model.n_features_in_ == 4
+    before = model.predict(X[:5])
+    # was torch's "mat1 and mat2 shapes cannot be multiplied (5x3 and 4x8)"
+    with pytest.raises(ValueError, match=r"X has 3 features, but TorchRegressor is expecting 4 features as input"):
+        model.predict(X[:5, :3])
+    # one sample as a 1-D array was read as 4 samples of one feature (4 rows of predictions)
+    with pytest.raises(ValueError, match=r"X must be a \(n_samples, n_features\) array, got shape \(4,\)"):
+        model.predict(X[0])
+    Xnan = X.copy()
+    Xnan[2, 1] = np.nan
+    refused = [((Xnan, T), {}, "X contains 1 NaN or infinite value"),
+               ((X, T), {"eval_set": (Xnan[:5], T[:5])}, "eval_set inputs contain 1 NaN or infinite value"),
+               ((X, T), {"eval_set": (X[:5, :3], T[:5])}, r"eval_set inputs have shape \(5, 3\), but TorchRegressor "
+                                                           r"is fitted on X of shape \(40, 4\)"),
+               ((X[:, 0], T), {}, r"X must be a \(n_samples, n_features\) array")]
+    for args, kwargs, match in refused:
+        with pytest.raises(ValueError, match=match):
+            model.fit(*args, **kwargs)
+        np.testing.assert_array_equal(model.predict(X[:5]), before)
+    # integer features are numbers to the default networks (were passed as token ids: a torch dtype error)
+    assert TorchRegressor(**_TINY).fit(np.round(X * 3).astype(np.int64), T).n_features_in_ == 4
+    # token ids for a module= have no feature count (the sequence length may vary): a refit forgets it
+    ids = rng.integers(1, 10, size=(40, 7))
+    model.set_params(module=token_cnn(10, embed_dim=4, channels=4, hidden=4)).fit(ids, T)
+    assert not hasattr(model, "n_features_in_") and model.predict(ids[:3, :6]).shape == (3, 2)
+    # strings: no feature count either (the convention of the estimators on non-vector inputs)
+    for kind in ("smiles_cnn", "text_cnn"):
+        make, strings = _SMALL[kind]
+        assert not hasattr(make().fit(strings, rng.normal(size=(len(strings), 2))), "n_features_in_")

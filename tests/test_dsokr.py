@@ -242,9 +242,34 @@ def test_linear_kernel_explicit_features(rng):
 
 
 def test_builtin_regressors_registered():
+    from sprokr.extras import BUILTIN_EXTRAS
+
     names = get_registry().names("regressor")
     assert {"kernel_ridge", "mlp", "ridge"} <= set(names)
     assert ("torch_mlp" in names) == torch_available()
+    if torch_available():  # the packaging table names exactly the regressors registered with torch
+        torch_names = {n for n in names if get_registry().get("regressor", n).factory.target.startswith(
+            "sprokr.models.torch_regressors:")}
+        assert torch_names == set(BUILTIN_EXTRAS["regressor"])
+
+
+def test_torch_regressors_without_torch_name_the_missing_extra(multilabel_data, without_torch):
+    """Without torch the torch regressors are not registered; asking for one said "unknown
+    regressor 'torch_mlp'", as for a typo, with no word of torch."""
+    from sprokr.extras import BUILTIN_EXTRAS
+    from sprokr.models.torch_regressors import TorchRegressor
+
+    Xtr, Ytr, _, _ = multilabel_data
+    assert not torch_available() and not set(BUILTIN_EXTRAS["regressor"]) & set(get_registry().names("regressor"))
+    for name in ("torch_mlp", "torch_smiles", "torch_text", "sprokr:torch_mlp"):
+        with pytest.raises(ValueError, match=rf"the regressor '{name}' needs torch, which is not installed "
+                                             rf"\(the torch extra\): pip install .*\[torch\].*; available regressors: "
+                                             "kernel_ridge"):
+            DSOKR(regressor=name, m_y=10).fit(Xtr, Ytr)
+    with pytest.raises(ImportError, match=r"the torch regressors need torch.*pip install .*\[torch\]"):
+        TorchRegressor(max_epochs=1).fit(Xtr, Ytr)
+    with pytest.raises(ValueError, match="unknown regressor 'torch_mlpp'"):  # a typo is still one
+        DSOKR(regressor="torch_mlpp", m_y=10).fit(Xtr, Ytr)
 
 
 def test_errors(multilabel_data):

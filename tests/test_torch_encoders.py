@@ -231,3 +231,20 @@ def test_vector_inputs_are_checked_and_their_width_recorded(rng):
     for kind in ("smiles_cnn", "text_cnn"):
         make, strings = _SMALL[kind]
         assert not hasattr(make().fit(strings, rng.normal(size=(len(strings), 2))), "n_features_in_")
+
+
+def test_loading_a_torch_model_without_torch_names_the_missing_extra(rng, tmp_path, request):
+    """Was MissingPluginError "... provided by sprokr itself (saved with sprokr 0.1.0); this sprokr
+    does not provide it", which reads like a version problem."""
+    from sprokr.persistence import MissingPluginError
+
+    X, T = rng.normal(size=(40, 4)), rng.normal(size=(40, 2))
+    paths = [TorchRegressor(**_TINY).fit(X, T).save(tmp_path / "reg.sprokr"),
+             DSOKR(m_y=10, regressor="torch_mlp", regressor_params=_TINY, random_state=0).fit(X, X > 0).save(
+                 tmp_path / "dsokr.sprokr")]
+    request.getfixturevalue("without_torch")  # from here on, torch is not installed
+    for path, where in zip(paths, ("TorchRegressor", "DSOKR.regressor_")):
+        with pytest.raises(MissingPluginError, match=rf"the model needs the regressor 'torch_mlp' \(.*{where}\) of "
+                                                     r"sprokr; it needs torch, which is not installed \(the torch "
+                                                     r"extra\): pip install .*\[torch\]"):
+            sprokr.load(path)

@@ -29,6 +29,7 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
 from ..deprecation import RenamedParametersMixin
+from ..extras import install_hint
 from ..persistence import SaveMixin
 from ..utils import atomic_fit, check_numeric_array, check_paired, check_positive, check_random_state, \
     check_strings, consistent_read, iter_chunks
@@ -60,7 +61,8 @@ def store_params(obj: Any, values: dict) -> None:
 
 def _import_torch():
     if not torch_available():
-        raise ImportError("the torch regressors need torch: pip install 'sprokr[torch]'")
+        raise ImportError(f"the torch regressors need torch, which is not installed (the torch extra): "
+                          f"{install_hint('torch')}")
     import torch
 
     return torch

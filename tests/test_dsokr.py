@@ -301,6 +301,28 @@ def test_torch_regressor_robust_losses(multilabel_data):
         DSOKR(m_y=20, regressor="torch_mlp", regressor_params={"loss": "nope"}).fit(Xtr, Ytr)
 
 
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_mlp_surrogate_names_nonfinite_training_data(rng):
+    """As the torch regressors: scikit-learn said "Input y contains NaN." for an infinite target
+    too, and NaN offsets or eval_set targets were accepted (the validation loss NaN)."""
+    from sprokr.models.regressors import MLPSurrogate
+
+    X, T = rng.normal(size=(40, 3)), rng.normal(size=(40, 2))
+    model = MLPSurrogate(hidden_layer_sizes=(8,), max_epochs=2, random_state=0).fit(X, T)
+    before = model.predict(X[:5])
+    Tinf = T.copy()
+    Tinf[4, 0] = np.inf
+    refused = [((X, Tinf), {}, "T contains 1 NaN or infinite value"),
+               ((X, T), {"sample_offsets": np.r_[np.nan, np.zeros(39)]}, "sample_offsets contain 1 NaN"),
+               ((X, T), {"sample_offsets": np.zeros(7)}, "sample_offsets must hold one value per sample"),
+               ((X, T), {"eval_set": (X[:5], Tinf[:5])}, "eval_set targets contain 1 NaN or infinite value"),
+               ((X, T), {"eval_set": (X[:5], T[:5], [0, 0, np.nan, 0, 0])}, "eval_set offsets contain 1 NaN")]
+    for args, kwargs, match in refused:
+        with pytest.raises(ValueError, match=match):
+            model.fit(*args, **kwargs)
+        np.testing.assert_array_equal(model.predict(X[:5]), before)
+
+
 def test_mlp_convergence_flag_and_lr_drops(multilabel_data):
     """converged_ (and no ConvergenceWarning) only when training stopped on a plateau;
     lr_drops resumes from the best weights with a smaller step, never ending worse."""

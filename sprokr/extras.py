@@ -32,7 +32,7 @@ FIRST_PARTY_DEMOS = {"molecules": ("chem", "molecule demo")}
 #: sprokr's own components registered only when the library of an extra is installed
 #: (``sprokr._builtins``), by kind and name -> (extra, library): what to install when one is asked for
 BUILTIN_EXTRAS = {
-    "regressor": {"torch_mlp": ("torch", "torch"), "torch_smiles": ("torch", "torch"), "torch_text": ("torch", "torch")},
+    "regressor": {name: ("torch", "torch") for name in ("torch_mlp", "torch_smiles", "torch_text")},
 }
 
 

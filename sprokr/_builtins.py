@@ -84,7 +84,9 @@ def sprokr_regressors():
     stopping on the kernel-induced loss), ``ridge`` (plain scikit-learn ``Ridge``) and, only
     when torch is installed (extra ``torch``), ``torch_mlp`` (robust losses, residual MLP),
     ``torch_smiles`` (SMILES strings in: atom tokens, CNN or transformer) and ``torch_text``
-    (texts in: word tokens, CNN or transformer).
+    (texts in: word tokens, CNN or transformer).  Without torch, asking for one of those says
+    that torch is missing (``sprokr.extras.BUILTIN_EXTRAS``, which lists them), not that the
+    name is unknown.
     """
     import importlib.util
 

@@ -3,14 +3,17 @@
 The first-party plugins (sprokr-chem, sprokr-graphs, sprokr-ot) register through the same
 hooks as any third party; this module only knows which *extra* provides which of their
 component names, so that an error about a missing file reader, column type or depiction can
-say what to install.  It imports no plugin.
+say what to install.  It imports no plugin.  Likewise for sprokr's own components that are
+registered only when an extra's library is installed (the torch regressors): a model or a
+``DSOKR(regressor=...)`` asking for one says which library is missing.
 """
 from __future__ import annotations
 
 import json
 from typing import Optional
 
-__all__ = ["PLUGIN_EXTRAS", "FIRST_PARTY", "FIRST_PARTY_DEMOS", "install_hint", "provider_hint"]
+__all__ = ["PLUGIN_EXTRAS", "FIRST_PARTY", "FIRST_PARTY_DEMOS", "BUILTIN_EXTRAS", "install_hint", "provider_hint",
+           "builtin_extra_hint"]
 
 #: first-party plugin distribution of each extra (its directory under plugins/ is the
 #: distribution name with ``_`` for ``-``)
@@ -25,6 +28,12 @@ FIRST_PARTY = {
 }
 #: ``sprokr demo`` sections of the first-party plugins: name -> (extra, title)
 FIRST_PARTY_DEMOS = {"molecules": ("chem", "molecule demo")}
+
+#: sprokr's own components registered only when the library of an extra is installed
+#: (``sprokr._builtins``), by kind and name -> (extra, library): what to install when one is asked for
+BUILTIN_EXTRAS = {
+    "regressor": {name: ("torch", "torch") for name in ("torch_mlp", "torch_smiles", "torch_text")},
+}
 
 
 def provider_hint(kind: str, name: str) -> Optional[str]:
@@ -47,6 +56,32 @@ def provider_hint(kind: str, name: str) -> Optional[str]:
     if extra is None:
         return None
     return f"{name!r} is provided by the {extra} plugin ({PLUGIN_EXTRAS[extra]}), not installed: {install_hint(extra)}"
+
+
+def builtin_extra_hint(kind: str, name: str) -> Optional[str]:
+    """What is missing for sprokr's own component ``name`` of ``kind`` when it needs an extra.
+
+    Called when the name is not registered: sprokr registers such a component only when the
+    extra's library is installed, so that library is missing.
+
+    Parameters
+    ----------
+    kind : str
+        A component kind (``"regressor"``).
+    name : str
+        The component's bare name (``"torch_mlp"``).
+
+    Returns
+    -------
+    str or None
+        ``"needs torch, which is not installed (the torch extra): pip install ..."``, to
+        follow the component's name; None for a name that needs no extra.
+    """
+    extra = BUILTIN_EXTRAS.get(kind, {}).get(name)
+    if extra is None:
+        return None
+    extra_name, library = extra
+    return f"needs {library}, which is not installed (the {extra_name} extra): {install_hint(extra_name)}"
 
 
 def install_hint(extra: str) -> str:

@@ -40,6 +40,7 @@ import pluggy
 
 from . import hookspecs
 from .deprecation import accepted_parameters
+from .extras import builtin_extra_hint
 from .hookspecs import lazy_factory
 
 __all__ = [
@@ -305,6 +306,15 @@ class Registry:
             raise TypeError(f"a {kind} name must be a string, got {type(name).__name__}")
         plugin, _, bare = name.rpartition(":")
         comps = self._components[kind].get(bare, [])
+        asks_builtin = plugin == BUILTIN or (not plugin and not comps)
+        if asks_builtin and not any(c.plugin == BUILTIN for c in comps):
+            # one of sprokr's own, registered only with its extra's library ("unknown" would
+            # read as a typo): say which library is missing
+            missing = builtin_extra_hint(kind, bare)
+            if missing is not None:
+                known = self.names(kind)
+                raise ValueError(f"the {kind} {name!r} {missing}; available {_PLURALS[kind]}: "
+                                 f"{', '.join(known) or '(none)'}")
         if plugin:
             match = [c for c in comps if c.plugin == plugin]
             if match:

@@ -1,3 +1,5 @@
+import sys
+
 import numpy as np
 import pytest
 
@@ -15,6 +17,24 @@ def multilabel_data():
     W = r.standard_normal((6, 8))
     Y = (X @ W > 0.7).astype(np.int8)
     return X[:180], Y[:180], X[180:], Y[180:]
+
+
+@pytest.fixture
+def without_torch(monkeypatch):
+    """This process as if torch were not installed, whether it is or not: ``import torch``
+    fails and ``importlib.util.find_spec("torch")`` finds nothing (``sys.modules["torch"] =
+    None``, as ``tests/test_demo.py`` hides sprokr-chem), and the registry is rebuilt without
+    the torch regressors; torch and the registry are restored afterwards."""
+    from sprokr.registry import reset_registry
+
+    with monkeypatch.context() as m:
+        m.setitem(sys.modules, "torch", None)
+        reset_registry()
+        try:
+            yield
+        finally:
+            m.undo()
+            reset_registry()
 
 
 @pytest.fixture(scope="session")

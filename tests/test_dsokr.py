@@ -242,9 +242,34 @@ def test_linear_kernel_explicit_features(rng):
 
 
 def test_builtin_regressors_registered():
+    from sprokr.extras import BUILTIN_EXTRAS
+
     names = get_registry().names("regressor")
     assert {"kernel_ridge", "mlp", "ridge"} <= set(names)
     assert ("torch_mlp" in names) == torch_available()
+    if torch_available():  # the packaging table names exactly the regressors registered with torch
+        torch_names = {n for n in names if get_registry().get("regressor", n).factory.target.startswith(
+            "sprokr.models.torch_regressors:")}
+        assert torch_names == set(BUILTIN_EXTRAS["regressor"])
+
+
+def test_torch_regressors_without_torch_name_the_missing_extra(multilabel_data, without_torch):
+    """Without torch the torch regressors are not registered; asking for one said "unknown
+    regressor 'torch_mlp'", as for a typo, with no word of torch."""
+    from sprokr.extras import BUILTIN_EXTRAS
+    from sprokr.models.torch_regressors import TorchRegressor
+
+    Xtr, Ytr, _, _ = multilabel_data
+    assert not torch_available() and not set(BUILTIN_EXTRAS["regressor"]) & set(get_registry().names("regressor"))
+    for name in ("torch_mlp", "torch_smiles", "torch_text", "sprokr:torch_mlp"):
+        with pytest.raises(ValueError, match=rf"the regressor '{name}' needs torch, which is not installed "
+                                             rf"\(the torch extra\): pip install .*\[torch\].*; available regressors: "
+                                             "kernel_ridge"):
+            DSOKR(regressor=name, m_y=10).fit(Xtr, Ytr)
+    with pytest.raises(ImportError, match=r"the torch regressors need torch.*pip install .*\[torch\]"):
+        TorchRegressor(max_epochs=1).fit(Xtr, Ytr)
+    with pytest.raises(ValueError, match="unknown regressor 'torch_mlpp'"):  # a typo is still one
+        DSOKR(regressor="torch_mlpp", m_y=10).fit(Xtr, Ytr)
 
 
 def test_errors(multilabel_data):
@@ -274,6 +299,28 @@ def test_torch_regressor_robust_losses(multilabel_data):
     assert not np.allclose(preds["square"], preds["cauchy"])
     with pytest.raises(ValueError, match="unknown loss"):
         DSOKR(m_y=20, regressor="torch_mlp", regressor_params={"loss": "nope"}).fit(Xtr, Ytr)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_mlp_surrogate_names_nonfinite_training_data(rng):
+    """As the torch regressors: scikit-learn said "Input y contains NaN." for an infinite target
+    too, and NaN offsets or eval_set targets were accepted (the validation loss NaN)."""
+    from sprokr.models.regressors import MLPSurrogate
+
+    X, T = rng.normal(size=(40, 3)), rng.normal(size=(40, 2))
+    model = MLPSurrogate(hidden_layer_sizes=(8,), max_epochs=2, random_state=0).fit(X, T)
+    before = model.predict(X[:5])
+    Tinf = T.copy()
+    Tinf[4, 0] = np.inf
+    refused = [((X, Tinf), {}, "T contains 1 NaN or infinite value"),
+               ((X, T), {"sample_offsets": np.r_[np.nan, np.zeros(39)]}, "sample_offsets contain 1 NaN"),
+               ((X, T), {"sample_offsets": np.zeros(7)}, "sample_offsets must hold one value per sample"),
+               ((X, T), {"eval_set": (X[:5], Tinf[:5])}, "eval_set targets contain 1 NaN or infinite value"),
+               ((X, T), {"eval_set": (X[:5], T[:5], [0, 0, np.nan, 0, 0])}, "eval_set offsets contain 1 NaN")]
+    for args, kwargs, match in refused:
+        with pytest.raises(ValueError, match=match):
+            model.fit(*args, **kwargs)
+        np.testing.assert_array_equal(model.predict(X[:5]), before)
 
 
 def test_mlp_convergence_flag_and_lr_drops(multilabel_data):

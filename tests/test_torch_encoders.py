@@ -149,3 +149,102 @@ def test_transformer_predicts_an_empty_text_without_nan():
     T = np.random.default_rng(0).normal(size=(len(texts), 2))
     model = TextRegressor(architecture="transformer", max_epochs=2, num_threads=1, random_state=0).fit(texts, T)
     assert np.isfinite(model.predict(["", "an acid"])).all()
+
+
+_SMILES = ["CCO", "CCN", "c1ccccc1", "CC(=O)O", "CCCl", "OCCO", "CNC", "C#N", "CC(C)C", "O=C=O"] * 4
+_TEXTS = ["a red apple", "green leaf tree", "blue sky above", "red car fast", "the tree is green", "sky is blue",
+          "apple pie", "fast blue car"] * 5
+_TINY = {"max_epochs": 2, "batch_size": 16, "num_threads": 1, "random_state": 0, "hidden_layer_sizes": (8,)}
+_TINY_SEQ = {**_TINY, "embed_dim": 8, "channels": 8, "kernel_sizes": (3,), "n_heads": 2, "n_layers": 1, "ff_dim": 16,
+             "min_count": 1}
+#: one fast instance of each torch regressor and inputs of its kind
+_SMALL = {
+    "mlp": (lambda: TorchRegressor(**_TINY), None),
+    "mlp_dropout": (lambda: TorchRegressor(dropout=0.2, **_TINY), None),
+    "residual_ridge": (lambda: TorchRegressor(residual=True, ridge_init=1.0, **_TINY), None),
+    "smiles_cnn": (lambda: SmilesRegressor(**_TINY_SEQ), _SMILES),
+    "smiles_transformer": (lambda: SmilesRegressor(architecture="transformer", **_TINY_SEQ), _SMILES),
+    "text_cnn": (lambda: TextRegressor(**_TINY_SEQ), _TEXTS),
+}
+
+
+@pytest.mark.parametrize("kind", list(_SMALL))
+def test_nonfinite_training_data_is_refused_before_training(kind, rng):
+    """NaN / inf targets or offsets trained silently to a NaN network (best_loss_ = nan, every
+    prediction NaN; with ridge_init, scipy's bare "array must not contain infs or NaNs")."""
+    make, X = _SMALL[kind]
+    X = rng.normal(size=(40, 4)) if X is None else X
+    T = rng.normal(size=(len(X), 3))
+    model = make().fit(X, T)
+    before = model.predict(X[:5])
+    Tnan, Tinf = T.copy(), T.copy()
+    Tnan[3, 1], Tinf[0, 2] = np.nan, -np.inf
+    n = len(X)
+    refused = [
+        ((X, Tnan), {}, "T contains 1 NaN or infinite value"),
+        ((X, Tinf), {}, "T contains 1 NaN or infinite value"),
+        ((X, Tnan.tolist()), {}, "T contains 1 NaN or infinite value"),
+        ((X, T), {"sample_offsets": np.r_[np.nan, np.zeros(n - 1)]}, "sample_offsets contain 1 NaN or infinite"),
+        ((X, T), {"sample_offsets": -np.ones(n)}, r"sample_offsets must be >= 0"),
+        ((X, T), {"sample_offsets": np.ones(3)}, "sample_offsets must hold one value per sample: got 3 for 40"),
+        ((X, T), {"eval_set": (X[:5], Tnan[:5])}, "eval_set targets contain 1 NaN or infinite value"),
+        ((X, T), {"eval_set": (X[:5], T[:5], [np.inf, 0, 0, 0, 0])}, "eval_set offsets contain 1 NaN or infinite"),
+    ]
+    for args, kwargs, match in refused:
+        with pytest.raises(ValueError, match=match):
+            model.fit(*args, **kwargs)
+        # refused before anything was trained: the previous model is intact
+        np.testing.assert_array_equal(model.predict(X[:5]), before)
+
+
+def test_vector_inputs_are_checked_and_their_width_recorded(rng):
+    from sprokr.models.torch_regressors import token_cnn
+
+    X, T = rng.normal(size=(40, 4)), rng.normal(size=(40, 2))
+    model = TorchRegressor(**_TINY).fit(X, T)
+    assert model.n_features_in_ == 4
+    before = model.predict(X[:5])
+    # was torch's "mat1 and mat2 shapes cannot be multiplied (5x3 and 4x8)"
+    with pytest.raises(ValueError, match=r"X has 3 features, but TorchRegressor is expecting 4 features as input"):
+        model.predict(X[:5, :3])
+    # one sample as a 1-D array was read as 4 samples of one feature (4 rows of predictions)
+    with pytest.raises(ValueError, match=r"X must be a \(n_samples, n_features\) array, got shape \(4,\)"):
+        model.predict(X[0])
+    Xnan = X.copy()
+    Xnan[2, 1] = np.nan
+    refused = [((Xnan, T), {}, "X contains 1 NaN or infinite value"),
+               ((X, T), {"eval_set": (Xnan[:5], T[:5])}, "eval_set inputs contain 1 NaN or infinite value"),
+               ((X, T), {"eval_set": (X[:5, :3], T[:5])}, r"eval_set inputs have shape \(5, 3\), but TorchRegressor "
+                                                           r"is fitted on X of shape \(40, 4\)"),
+               ((X[:, 0], T), {}, r"X must be a \(n_samples, n_features\) array")]
+    for args, kwargs, match in refused:
+        with pytest.raises(ValueError, match=match):
+            model.fit(*args, **kwargs)
+        np.testing.assert_array_equal(model.predict(X[:5]), before)
+    # integer features are numbers to the default networks (were passed as token ids: a torch dtype error)
+    assert TorchRegressor(**_TINY).fit(np.round(X * 3).astype(np.int64), T).n_features_in_ == 4
+    # token ids for a module= have no feature count (the sequence length may vary): a refit forgets it
+    ids = rng.integers(1, 10, size=(40, 7))
+    model.set_params(module=token_cnn(10, embed_dim=4, channels=4, hidden=4)).fit(ids, T)
+    assert not hasattr(model, "n_features_in_") and model.predict(ids[:3, :6]).shape == (3, 2)
+    # strings: no feature count either (the convention of the estimators on non-vector inputs)
+    for kind in ("smiles_cnn", "text_cnn"):
+        make, strings = _SMALL[kind]
+        assert not hasattr(make().fit(strings, rng.normal(size=(len(strings), 2))), "n_features_in_")
+
+
+def test_loading_a_torch_model_without_torch_names_the_missing_extra(rng, tmp_path, request):
+    """Was MissingPluginError "... provided by sprokr itself (saved with sprokr 0.1.0); this sprokr
+    does not provide it", which reads like a version problem."""
+    from sprokr.persistence import MissingPluginError
+
+    X, T = rng.normal(size=(40, 4)), rng.normal(size=(40, 2))
+    paths = [TorchRegressor(**_TINY).fit(X, T).save(tmp_path / "reg.sprokr"),
+             DSOKR(m_y=10, regressor="torch_mlp", regressor_params=_TINY, random_state=0).fit(X, X > 0).save(
+                 tmp_path / "dsokr.sprokr")]
+    request.getfixturevalue("without_torch")  # from here on, torch is not installed
+    for path, where in zip(paths, ("TorchRegressor", "DSOKR.regressor_")):
+        with pytest.raises(MissingPluginError, match=rf"the model needs the regressor 'torch_mlp' \(.*{where}\) of "
+                                                     r"sprokr; it needs torch, which is not installed \(the torch "
+                                                     r"extra\): pip install .*\[torch\]"):
+            sprokr.load(path)

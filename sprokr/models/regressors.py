@@ -56,9 +56,9 @@ from .base import check_n_features, set_n_features
 from ._targets import R2ScoreMixin, check_targets
 from .feature_problem import checked_exact_factor
 from .torch_regressors import ROBUST_LOSSES, TorchRegressor, token_cnn, torch_available
-from .training import EarlyStopping, as_targets, check_eval_set, check_lr_schedule, check_monitor, \
-    kernel_induced_loss, self_retrieval_mrr, standardise, target_moments, warn_not_converged, \
-    TARGET_BLOCK_ROWS
+from .training import EarlyStopping, as_targets, check_eval_set, check_fit_targets, check_lr_schedule, \
+    check_monitor, check_sample_offsets, kernel_induced_loss, self_retrieval_mrr, standardise, target_moments, \
+    warn_not_converged, TARGET_BLOCK_ROWS
 from ..utils import (
     atomic_fit,
     consistent_read,
@@ -343,16 +343,24 @@ class MLPSurrogate(RenamedParametersMixin, SaveMixin, RegressorMixin, BaseEstima
 
     @atomic_fit
     def fit(self, X: Any, T: Any, sample_offsets: Any = None, eval_set: Any = None) -> Self:
-        """Fit on ``X`` (n, d) and targets ``T`` (n, p).  Returns self."""
+        """Fit on ``X`` (n, d) and targets ``T`` (n, p).  Returns self.
+
+        NaN or infinite inputs, targets, offsets (``>= 0``, one per sample) or ``eval_set``
+        targets and offsets are refused with a ``ValueError`` naming them, before training.
+        """
         import warnings
 
         from sklearn.exceptions import ConvergenceWarning
         from sklearn.neural_network import MLPRegressor
 
-        T = as_targets(T)
+        # named here, before training (scikit-learn's "Input y contains NaN." named neither
+        # T nor an infinite value)
+        T = check_fit_targets(T, "T")
         X = _mlp_inputs(X)
         if X.shape[0] != T.shape[0]:
             raise ValueError(f"X and T have different numbers of samples: {X.shape[0]} and {T.shape[0]}")
+        # not used by the square loss (a constant per sample), checked as every network checks them
+        check_sample_offsets(sample_offsets, X.shape[0])
         check_lr_schedule(self.max_epochs, self.lr_drops, self.lr_factor)
         ev = check_eval_set(eval_set, T.shape[1])
         mrr = check_monitor(self.monitor) == "mrr"

@@ -29,11 +29,13 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
 from ..deprecation import RenamedParametersMixin
+from ..extras import install_hint
 from ..persistence import SaveMixin
-from ..utils import atomic_fit, check_numeric_array, check_paired, check_positive, check_random_state, consistent_read, \
-    iter_chunks
-from .training import EarlyStopping, as_targets, check_eval_set, check_lr_schedule, check_monitor, \
-    self_retrieval_mrr, standardise, target_moments, warn_not_converged
+from ..utils import atomic_fit, check_numeric_array, check_paired, check_positive, check_random_state, \
+    check_strings, consistent_read, iter_chunks
+from .base import check_n_features, set_n_features
+from .training import EarlyStopping, check_eval_set, check_fit_targets, check_lr_schedule, check_monitor, \
+    check_sample_offsets, self_retrieval_mrr, standardise, target_moments, warn_not_converged
 
 __all__ = ["TorchRegressor", "SequenceRegressor", "SmilesRegressor", "TextRegressor", "token_cnn",
            "torch_available", "ROBUST_LOSSES"]
@@ -59,7 +61,8 @@ def store_params(obj: Any, values: dict) -> None:
 
 def _import_torch():
     if not torch_available():
-        raise ImportError("the torch regressors need torch: pip install 'sprokr[torch]'")
+        raise ImportError(f"the torch regressors need torch, which is not installed (the torch extra): "
+                          f"{install_hint('torch')}")
     import torch
 
     return torch
@@ -129,8 +132,9 @@ class TorchRegressor(RenamedParametersMixin, SaveMixin, RegressorMixin, BaseEsti
     ----------
     module : callable, optional
         ``module(n_features, n_outputs) -> torch.nn.Module``; default an MLP with
-        ``hidden_layer_sizes``.  Integer input arrays are passed as ``torch.long``
-        (e.g. :func:`token_cnn`), others as float32.
+        ``hidden_layer_sizes``.  With a ``module``, integer input arrays are passed as
+        ``torch.long`` (token ids, e.g. :func:`token_cnn`); other inputs, and every input
+        of the default networks (vectors: a 2-D array), as float32.
     hidden_layer_sizes, activation, dropout : MLP architecture of the default module.
     residual : bool
         Default module: a ``ResidualMLP`` (a linear path
@@ -176,6 +180,9 @@ class TorchRegressor(RenamedParametersMixin, SaveMixin, RegressorMixin, BaseEsti
         Validation loss / MRR of the ``ridge_init`` starting weights.
     converged_ : bool
         False when ``max_epochs`` ran out before the last plateau (``ConvergenceWarning``).
+    n_features_in_ : int
+        Number of input features seen in ``fit``, for vector inputs (a 2-D float array);
+        not set for token ids or inputs of more dimensions.
 
     The former names ``lr``, ``weight_decay`` and ``patience`` still work until sprokr 0.3,
     with a ``FutureWarning`` (``docs/parameters.md``).
@@ -193,19 +200,26 @@ class TorchRegressor(RenamedParametersMixin, SaveMixin, RegressorMixin, BaseEsti
         store_params(self, locals())
 
     # -- hooks of the subclasses ----------------------------------------------------------
-    def _fit_inputs(self, X):
-        """Learn any input preprocessing from the training inputs (none for vectors)."""
-
-    def _tensor(self, X):
-        import torch
-
+    def _check_inputs(self, X, name):
+        """The inputs as the network takes them, checked (``name`` in the errors): int64 token
+        ids for an integer array given to a ``module=``, else finite float32 numbers -- a 2-D
+        (n_samples, n_features) array for the built-in MLPs, which read vectors."""
         try:
             A = np.asarray(X)
         except (TypeError, ValueError):  # ragged: check_numeric_array names it
             A = None
-        if A is not None and A.dtype.kind in "iu":  # token ids
-            return torch.as_tensor(A, dtype=torch.long)
-        return torch.as_tensor(check_numeric_array(X, "X", np.float32, type(self).__name__, ndim=None))
+        if A is not None and A.dtype.kind in "iu" and self.module is not None:  # token ids
+            return A.astype(np.int64, copy=False)
+        return check_numeric_array(X, name, np.float32, type(self).__name__, ndim=2 if self.module is None else None)
+
+    def _fit_inputs(self, X):
+        """Learn any input preprocessing from the (checked) training inputs (none for vectors)."""
+
+    def _tensor(self, X):
+        """The checked inputs as a tensor (shares the array's memory)."""
+        import torch
+
+        return torch.as_tensor(X)
 
     def _build(self, Xt, n_outputs):
         n_features = int(np.prod(Xt.shape[1:])) if Xt.ndim > 1 else 1
@@ -220,15 +234,42 @@ class TorchRegressor(RenamedParametersMixin, SaveMixin, RegressorMixin, BaseEsti
     # -- training -------------------------------------------------------------------------
     @atomic_fit
     def fit(self, X: Any, T: Any, sample_offsets: Any = None, eval_set: Any = None) -> Self:
-        """Fit on ``X`` (n, ...) and targets ``T`` (n, p).  Returns self."""
+        """Fit on ``X`` (n, ...) and targets ``T`` (n, p).  Returns self.
+
+        Parameters
+        ----------
+        X : array-like
+            Vectors (n, d) for the default networks, what the ``module`` takes otherwise
+            (token ids: an integer array), strings for the sequence regressors.
+        T : array-like of shape (n, p) or (n,)
+            Finite targets.
+        sample_offsets : array-like of shape (n,), optional
+            Finite offsets ``r_i >= 0`` (module docstring of :mod:`sprokr.models.regressors`).
+        eval_set : tuple, optional
+            ``(X_val, T_val)`` or ``(X_val, T_val, offsets_val)``, checked like the training data.
+
+        Raises
+        ------
+        ValueError
+            NaN or infinite targets, offsets or (numeric) inputs, and eval_set inputs of
+            another width than ``X``, naming the argument; raised before anything is
+            trained, so a refit keeps the previous model.
+        """
         torch = _import_torch()
-        T = as_targets(T)
-        check_paired(X, T, "X", "T")
+        T = check_fit_targets(T, "T")
+        n = check_paired(X, T, "X", "T")
+        r = check_sample_offsets(sample_offsets, n)
         c = _loss_fn(self.loss, check_positive(self.loss_delta, "loss_delta"))
         check_lr_schedule(self.max_epochs, self.lr_drops, self.lr_factor)
         ev = check_eval_set(eval_set, T.shape[1])
         if check_monitor(self.monitor) == "mrr" and ev is None:
             raise ValueError("monitor='mrr' needs validation data (eval_set, or DSOKR's validation_fraction)")
+        X = self._check_inputs(X, "X")
+        Xv = None if ev is None else self._check_inputs(ev[0], "eval_set inputs")
+        if Xv is not None and getattr(X, "dtype", None) == np.float32 and Xv.shape[1:] != X.shape[1:]:
+            # the network is built for the training inputs' width: found here, not by torch mid-training
+            raise ValueError(f"eval_set inputs have shape {Xv.shape}, but {type(self).__name__} is fitted on X "
+                             f"of shape {X.shape}: expected (n_val, {', '.join(map(str, X.shape[1:]))})")
         rng = check_random_state(self.random_state)
         seed = int(rng.integers(2**31 - 1))
         threads = torch.get_num_threads()
@@ -242,14 +283,16 @@ class TorchRegressor(RenamedParametersMixin, SaveMixin, RegressorMixin, BaseEsti
                 torch.manual_seed(seed)
                 self._fit_inputs(X)
                 Xt = self._tensor(X)
-                Xv = None if ev is None else self._tensor(ev[0])
-                stop = self._train(torch, Xt, T, sample_offsets=sample_offsets, ev=ev, Xv=Xv, c=c, rng=rng)
+                Xvt = None if Xv is None else self._tensor(Xv)
+                stop = self._train(torch, Xt, T, sample_offsets=r, ev=ev, Xv=Xvt, c=c, rng=rng)
         except BaseException:
             self.__dict__.clear()
             self.__dict__.update(previous)
             raise
         finally:
             torch.set_num_threads(threads)
+        # vectors only (scikit-learn's convention): token ids and strings have no feature count
+        set_n_features(self, X if getattr(X, "dtype", None) == np.float32 and X.ndim == 2 else None)
         self.n_epochs_, self.best_epoch_, self.history_ = len(stop.history), stop.best_epoch, stop.history
         kept: tuple[Any, Any] = stop.best_values() if ev is not None else (stop.best, None)
         self.best_loss_, self.best_score_ = kept
@@ -262,7 +305,7 @@ class TorchRegressor(RenamedParametersMixin, SaveMixin, RegressorMixin, BaseEsti
     def _train(self, torch, Xt, T, *, sample_offsets, ev, Xv, c, rng):
         n = T.shape[0]
         mu, scale = target_moments(T)  # each minibatch is standardised as it is drawn
-        r = np.zeros(n) if sample_offsets is None else np.asarray(sample_offsets, dtype=np.float64)
+        r = np.zeros(n) if sample_offsets is None else sample_offsets
         rt = torch.as_tensor((r / scale**2).astype(np.float32))
         net = self._build(Xt, T.shape[1])
         self.module_, self.mu_, self.scale_, self.n_outputs_ = net, mu, scale, T.shape[1]
@@ -352,6 +395,8 @@ class TorchRegressor(RenamedParametersMixin, SaveMixin, RegressorMixin, BaseEsti
         if self.num_threads:
             torch.set_num_threads(int(self.num_threads))
         try:
+            X = self._check_inputs(X, "X")
+            check_n_features(self, X)  # a clear error, not torch's "mat1 and mat2 shapes cannot be multiplied"
             return self._predict_tensor(self._tensor(X))
         finally:
             torch.set_num_threads(threads)
@@ -406,6 +451,9 @@ class SequenceRegressor(TorchRegressor):
         if self.architecture not in _ARCHITECTURES:
             raise ValueError(f"architecture must be one of {_ARCHITECTURES}, got {self.architecture!r}")
         self.tokenizer_ = self._make_tokenizer().fit(X)
+
+    def _check_inputs(self, X, name):
+        return check_strings(X, self._make_tokenizer().what, name, type(self).__name__)
 
     def _tensor(self, X):
         import torch

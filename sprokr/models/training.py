@@ -7,7 +7,9 @@
   and the progress lines;
 * :func:`warn_not_converged`: the ``ConvergenceWarning`` when ``max_epochs`` runs out first;
 * :func:`target_moments`, :func:`standardise`: the centring and scale of the training
-  targets, applied a block or minibatch at a time (no standardised n x p copy).
+  targets, applied a block or minibatch at a time (no standardised n x p copy);
+* :func:`check_fit_targets`, :func:`check_sample_offsets`, :func:`check_eval_set`: the
+  training data of a network, checked before anything is trained.
 """
 from __future__ import annotations
 
@@ -20,9 +22,10 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 from ..progress import log_message
-from ..utils import iter_chunks, num_samples
+from ..utils import check_finite, check_numeric_array, iter_chunks, num_samples
 
-__all__ = ["kernel_induced_loss", "self_retrieval_mrr", "check_monitor", "as_targets", "check_eval_set", "check_lr_schedule", "EarlyStopping",
+__all__ = ["kernel_induced_loss", "self_retrieval_mrr", "check_monitor", "as_targets", "check_fit_targets",
+           "check_sample_offsets", "check_eval_set", "check_lr_schedule", "EarlyStopping",
            "warn_not_converged", "target_moments", "standardise", "TARGET_BLOCK_ROWS"]
 
 #: rows per block of :func:`target_moments` and of ``MLPSurrogate``'s epochs (bounds its float64 temporaries: 256 MB at
@@ -121,8 +124,71 @@ def check_monitor(monitor: Any) -> str:
     return monitor
 
 
+def check_fit_targets(T: Any, name: str = "T") -> np.ndarray:
+    """Training targets of a network, checked: a 2-D array (n, p) of finite real numbers.
+
+    A NaN or infinite target would not stop the training: the loss, then every weight,
+    becomes NaN (``best_loss_ = nan``, every prediction NaN), and a refit would replace a
+    good model by that one.  So it is refused here, before anything is trained.
+
+    Parameters
+    ----------
+    T : array-like of shape (n,) or (n, p)
+        A 1-D array is one column.
+    name : str
+        The argument, named in the errors (``"T"``, ``"eval_set targets"``).
+
+    Returns
+    -------
+    ndarray of shape (n, p)
+        ``T`` itself when it is a float array (DSOKR's n x p targets are not copied), else
+        its numbers as float64.
+    """
+    if isinstance(T, np.ndarray) and T.dtype.kind == "f":
+        check_finite(T, name)
+    else:  # lists, integers, objects, complex numbers: numbers or a clear error
+        T = check_numeric_array(T, name, np.float64, ndim=None)
+    return as_targets(T)
+
+
+def check_sample_offsets(offsets: Any, n: int, name: str = "sample_offsets") -> Optional[np.ndarray]:
+    """Sample offsets ``r_i = k(y_i, y_i) - |psi~(y_i)|^2`` of ``n`` samples, checked.
+
+    Each is the squared norm of the part of ``psi(y_i)`` outside the sketched subspace:
+    a finite number ``>= 0`` (DSOKR clips its rounding errors at 0), one per sample.  A NaN
+    makes the training loss NaN, and a negative one can make a robust loss NaN
+    (``cauchy``: ``log1p`` of less than -1).
+
+    Parameters
+    ----------
+    offsets : array-like of shape (n,) or None
+    n : int
+        Number of samples (of the targets they go with).
+    name : str
+        The argument, named in the errors.
+
+    Returns
+    -------
+    ndarray of shape (n,), float64, or None (no offsets)
+    """
+    if offsets is None:
+        return None
+    r = check_numeric_array(offsets, name, np.float64, ndim=1)
+    if r.shape[0] != n:
+        raise ValueError(f"{name} must hold one value per sample: got {r.shape[0]} for {n} samples")
+    if r.size and r.min() < 0:
+        raise ValueError(f"{name} must be >= 0 (squared norms k(y, y) - |psi~(y)|^2), got {r.min():.6g}")
+    return r
+
+
 def check_eval_set(eval_set: Any, p: int) -> Optional[tuple]:
-    """``(X_val, T_val, offsets_val or None)`` from a 2- or 3-tuple, checked against ``p`` targets."""
+    """``(X_val, T_val, offsets_val or None)`` from a 2- or 3-tuple, checked against ``p`` targets.
+
+    The targets must be finite numbers (:func:`check_fit_targets`) and the offsets finite
+    numbers ``>= 0``, one per validation sample (:func:`check_sample_offsets`): a NaN there
+    would make every validation loss NaN, which early stopping cannot compare.
+    The inputs are the regressor's to check.
+    """
     if eval_set is None:
         return None
     if len(eval_set) == 2:
@@ -132,12 +198,12 @@ def check_eval_set(eval_set: Any, p: int) -> Optional[tuple]:
         Xv, Tv, rv = eval_set
     else:
         raise ValueError("eval_set must be (X_val, T_val) or (X_val, T_val, offsets_val)")
-    Tv = as_targets(Tv)
+    Tv = check_fit_targets(Tv, "eval_set targets")
     if Tv.shape[1] != p:
         raise ValueError(f"eval_set targets have {Tv.shape[1]} columns, training targets have {p}")
     if num_samples(Xv, "X_val") != Tv.shape[0]:
         raise ValueError("eval_set inputs and targets have different numbers of samples")
-    return Xv, Tv, (None if rv is None else np.asarray(rv, dtype=np.float64))
+    return Xv, Tv, check_sample_offsets(rv, Tv.shape[0], "eval_set offsets")
 
 
 def check_lr_schedule(max_epochs: Any, lr_drops: Any, lr_factor: Any) -> None:

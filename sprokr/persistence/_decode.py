@@ -7,6 +7,7 @@ import warnings
 import numpy as np
 
 from ..deprecation import REMOVED_IN, RenamedParameterWarning, upgrade_state
+from ..extras import builtin_extra_hint, install_hint
 from ..version import __version__
 from ._container import map_array, read_array
 from ._spec import (
@@ -240,8 +241,8 @@ class Reader:
         try:
             import torch
         except ImportError:
-            raise MissingPluginError(f"{self.path}: the model holds a torch network ({path}); "
-                                     f"install torch: pip install 'sprokr[torch]'") from None
+            raise MissingPluginError(f"{self.path}: the model holds a torch network ({path}); it needs torch, "
+                                     f"which is not installed (the torch extra): {install_hint('torch')}") from None
         module = self._torch_build(node, path, torch)
         return self._remember(node, module) if "id" in node else module
 
@@ -341,6 +342,10 @@ class Reader:
                 raise ModelFormatError(f"{self.path}: unknown component kind {kind!r} at {path}") from None
             if type(exc).__name__ == "PluginConflictError":
                 raise ModelFormatError(f"{self.path}: cannot rebuild {kind} {name!r} ({path}): {exc}") from None
+            missing = builtin_extra_hint(kind, name) if plugin == "sprokr" else None
+            if missing is not None:  # sprokr's own, not registered without its extra's library
+                raise MissingPluginError(f"{self.path}: the model needs the {kind} {name!r} ({path}) of sprokr; "
+                                         f"it {missing}") from None
             raise MissingPluginError(
                 f"{self.path}: the model needs the {kind} {name!r} ({path}), provided by "
                 f"{missing_plugin_hint(self.manifest, plugin)}") from None

@@ -11,7 +11,7 @@ equivalent of (coordinates, index) for a batch) and ``predict_weights``.
 
 :class:`ExecutorParamsMixin` is the base of every estimator with an ``executor``
 parameter (the IOKR family, DSOKR, the sketched kernel machines): a Dask client in it is
-shared by clones, not copied.
+shared by clones, not copied, and saved as ``"dask"``.
 """
 from __future__ import annotations
 
@@ -135,10 +135,18 @@ class ExecutorParamsMixin:
     """Mixin of the estimators with an ``executor`` parameter: it is runtime configuration.
 
     A ``dask.distributed.Client`` given as a parameter is a connection to a cluster, not a
-    value to copy: ``sklearn.base.clone`` (model selection, ensembles, ``cross_val_score``)
-    clones every parameter as scikit-learn does, except a Client, which the clone shares (a
-    deep copy of it fails on its sockets); a :class:`~sprokr.numerics.DaskExecutor`
-    parameter is cloned by its own ``__sklearn_clone__``, sharing its client too.
+    value to copy:
+
+    * ``sklearn.base.clone`` (model selection, ensembles, ``cross_val_score``) clones every
+      parameter as scikit-learn does, except a Client, which the clone shares (a deep copy
+      of it fails on its sockets); a :class:`~sprokr.numerics.DaskExecutor` parameter is
+      cloned by its own ``__sklearn_clone__``, sharing its client too;
+    * the safe model format (``save``) writes a Client parameter as ``"dask"`` and the
+      fitted ``executor_`` of a distributed fit as a :class:`~sprokr.numerics.LocalExecutor`
+      (the file holds the whole fitted state: the loaded model predicts in the process
+      that loads it, without a cluster); a DaskExecutor parameter is written without its
+      client, and a distributed candidate index as its gathered embeddings, by their own
+      ``__sprokr_save__``.
 
     Put it before ``BaseEstimator`` in the bases.
     """
@@ -160,6 +168,23 @@ class ExecutorParamsMixin:
         for name, client in clients.items():
             setattr(new, name, client)
         return new
+
+    def __sprokr_save__(self) -> Any:
+        """What the safe model format writes in place of this estimator: itself, or when
+        it holds a Dask client or was fitted on a cluster, a copy (sharing everything else)
+        whose Client parameters are ``"dask"`` and whose ``executor_`` is local."""
+        clients = [name for name, v in self.get_params(deep=False).items()  # type: ignore[attr-defined]
+                   if is_dask_client(v)]
+        ex = self.__dict__.get("executor_")
+        remote = ex is not None and not ex.in_process
+        if not clients and not remote:
+            return self
+        out = object.__new__(type(self))
+        out.__dict__.update(self.__dict__)
+        out.__dict__.update(dict.fromkeys(clients, "dask"))
+        if remote:  # the file holds the fitted state itself (the index gathered): predict here
+            out.executor_ = LocalExecutor(progress=ex.progress)
+        return out
 
 
 class OutputKernelModel(SaveMixin):

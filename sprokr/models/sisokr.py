@@ -142,7 +142,8 @@ class SISOKR(ExecutorParamsMixin, OutputKernelModel, SISOKRTraining, BaseEstimat
     executor : str, Executor or dask.distributed.Client, default "local"
         Runs the chunked passes (``"local"``: this process; ``"dask"``: the workers of the
         current ``dask.distributed`` client; see ``docs/scaling.md``).  A client is shared,
-        not copied, by ``sklearn.base.clone`` (searches, ensembles, cross-validation).
+        not copied, by ``sklearn.base.clone`` (searches, ensembles, cross-validation) and
+        saved as ``"dask"``.
     executor_params : dict, optional
         Parameters of an executor given by name.
     random_state : None, int, numpy.random.Generator or RandomState
@@ -176,6 +177,8 @@ class SISOKR(ExecutorParamsMixin, OutputKernelModel, SISOKRTraining, BaseEstimat
     index_token_ : str
         Identifies the fitted output basis (candidate indexes carry it).
     executor_ : Executor
+        The resolved ``executor`` (a :class:`~sprokr.numerics.LocalExecutor` in a loaded
+        model: the file holds the whole fitted state, see ``docs/scaling.md``).
     solver_ : {"whitened", "cholesky", "eigh", "qr"}
         The route the input side's solve took (``"auto"`` resolved: ``"cholesky"`` when the
         plain normal equations passed their check, else ``"whitened"`` or, when that check

@@ -152,6 +152,14 @@ class DaskExecutor(DaskClusterOps, Executor):
         memo[id(self)] = new
         return new
 
+    def __sprokr_save__(self) -> DaskExecutor:
+        """What the safe model format writes in place of this executor: its settings
+        without the client (``executor="dask"`` with these parameters: a loaded model
+        refitted uses the default client of its own process)."""
+        params = self.get_params(deep=False)
+        params["client"] = None
+        return type(self)(**params)
+
     def _validate(self):
         check_progress(self.progress)
         t = self.timeout

@@ -176,14 +176,15 @@ class ExecutorParamsMixin:
         clients = [name for name, v in self.get_params(deep=False).items()  # type: ignore[attr-defined]
                    if is_dask_client(v)]
         ex = self.__dict__.get("executor_")
-        remote = ex is not None and not ex.in_process
-        if not clients and not remote:
+        # the file holds the fitted state itself (the index gathered): the loaded model predicts here
+        local = None if ex is None or ex.in_process else LocalExecutor(progress=ex.progress)
+        if not clients and local is None:
             return self
         out = object.__new__(type(self))
         out.__dict__.update(self.__dict__)
         out.__dict__.update(dict.fromkeys(clients, "dask"))
-        if remote:  # the file holds the fitted state itself (the index gathered): predict here
-            out.executor_ = LocalExecutor(progress=ex.progress)
+        if local is not None:
+            out.__dict__["executor_"] = local
         return out
 
 

@@ -296,7 +296,7 @@ class CandidateIndex(SaveMixin):
         if self.partitions is None:  # the cluster was gone: gathering made this index local
             return self
         out = CandidateIndex(self.candidates, E, self.offsets, owner=self.owner, kernel=self.kernel)
-        out.screen = self.__dict__.get("screen")  # a distributed screen is a local one, its rows sent too
+        out.screen = self.__dict__.get("screen")  # distribute() keeps the screen here as well
         return out
 
     def _fall_back_to_local(self, exc: Exception) -> np.ndarray:

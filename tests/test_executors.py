@@ -175,6 +175,67 @@ def test_partition_columns_are_read_by_name(request, executor):
             ex.partition(X, Y, labels, names=bad)
 
 
+# ------------------------------------------------- executor=client in scikit-learn's clone
+CLONED = {
+    "SISOKR": MODELS["SISOKR"],
+    "DSOKR": lambda ex: DSOKR(output_kernel="gaussian", output_sketch="subsample", m_y=20, regressor="kernel_ridge",
+                              regressor_params={"lam": 1e-3}, random_state=0, chunk_size=64, executor=ex),
+    "SketchedKernelMachine": lambda ex: SketchedKernelMachine(lam=1e-3, input_sketch="subsample", m_x=40,
+                                                              random_state=0, chunk_size=64, executor=ex),
+}
+
+
+@pytest.mark.parametrize("given", ["Client", "DaskExecutor"])
+@pytest.mark.parametrize("name", sorted(CLONED))
+def test_clone_shares_the_dask_client(client, name, given):
+    """A client is a connection, not a value: clones share it (a deep copy fails on its sockets)."""
+    import copy
+
+    from sklearn.base import clone
+
+    from sprokr.numerics import DaskExecutor
+
+    ex = client if given == "Client" else DaskExecutor(client=client, n_partitions=3, timeout=30.0, retries=1)
+    est = CLONED[name](ex)
+    new = clone(est)
+    a, b = est.get_params(deep=False), new.get_params(deep=False)
+    assert est.get_params()["executor"] is ex  # the original is not modified
+    assert {k: v for k, v in b.items() if k != "executor"} == {k: v for k, v in a.items() if k != "executor"}
+    if given == "Client":
+        assert b["executor"] is client and clone(new).get_params()["executor"] is client
+    else:  # a new executor with the same settings, on the same client
+        assert type(b["executor"]) is DaskExecutor and b["executor"] is not ex
+        assert b["executor"].get_params() == ex.get_params() and b["executor"].client is client
+        assert copy.deepcopy(ex).client is client and copy.deepcopy(ex).get_params() == ex.get_params()
+
+
+def test_searches_ensembles_and_cross_validation_on_dask_equal_local(data, client):
+    """clone() inside LambdaSearchCV, select_model, DSOKREnsemble and cross_val_score keeps
+    executor=client: the results are the local ones."""
+    from sklearn.model_selection import cross_val_score
+
+    from sprokr import DSOKREnsemble
+    from sprokr.model_selection import LambdaSearchCV, select_model
+
+    Xtr, Ytr, Xte, _ = data
+    lams = [1e-4, 1e-2, 1.0]
+    searches = [LambdaSearchCV(MODELS["SIOKR"](ex), lams, validation_fraction=0.25, random_state=0).fit(Xtr, Ytr)
+                for ex in ("local", client)]
+    assert searches[1].best_lam_ == searches[0].best_lam_
+    assert searches[1].best_estimator_.executor is client
+    np.testing.assert_allclose(searches[1].scores_, searches[0].scores_, rtol=1e-8)
+    _check_same(searches[0].best_estimator_, searches[1].best_estimator_, Xte)
+    selected = [select_model(MODELS["SIOKR"](ex), Xtr, Ytr, lams=lams, random_state=0) for ex in ("local", client)]
+    assert selected[1]["best_params"] == selected[0]["best_params"]
+    ensembles = [DSOKREnsemble(CLONED["DSOKR"](ex), n_estimators=2, random_state=0).fit(Xtr, Ytr)
+                 for ex in ("local", client)]
+    assert all(m.executor is client for m in ensembles[1].estimators_)
+    _check_same(ensembles[0], ensembles[1], Xte)
+    y = Xtr @ np.arange(1.0, 7.0)
+    scores = [cross_val_score(CLONED["SketchedKernelMachine"](ex), Xtr, y, cv=3) for ex in ("local", client)]
+    np.testing.assert_allclose(scores[1], scores[0], rtol=1e-8)
+
+
 # ---------------------------------------------------------------------- top-k merge
 def _reference_topk(S, k):
     """Best first, ties by the smaller index: a full lexsort per row."""

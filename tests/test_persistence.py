@@ -816,3 +816,115 @@ def test_roundtrip_of_a_triangular_output_basis(tmp_path):
     np.testing.assert_array_equal(model.predict_coordinates(X[:15]), loaded.predict_coordinates(X[:15]))
     np.testing.assert_array_equal(model.predict(X[:15]), loaded.predict(X[:15]))
     np.testing.assert_array_equal(model.predict_weights(X[:5]), loaded.predict_weights(X[:5]))
+
+
+# ----------------------------------------------------------------------------- distributed fits
+def test_a_distributed_candidate_index_is_saved_as_its_local_content(tmp_path):
+    """An index held in row partitions (here a LocalExecutor's) is saved gathered: the file is
+    self-contained; the index in memory stays distributed."""
+    from sprokr.numerics import LocalExecutor
+
+    Xtr, Ytr, Xte, Yte = ML
+    model = SIOKR(m_x=30, random_state=0).fit(Xtr, Ytr)
+    index = model.make_candidate_index(np.vstack([Ytr, Yte]))
+    dist = index.distribute(LocalExecutor(n_partitions=3))
+    loaded = sprokr.load(dist.save(tmp_path / "index.sprokr"), model=model)
+    assert dist.partitions is not None and loaded.partitions is None
+    assert_same_state(index, loaded, "index")
+    _same_outputs(model.predict_topk(Xte, candidates=index, k=3), model.predict_topk(Xte, candidates=loaded, k=3))
+    # the same as a model's default index
+    expected = model.predict_topk(Xte, k=3)
+    model.default_index_ = model.default_index_.distribute(LocalExecutor(n_partitions=2))
+    again = sprokr.load(model.save(tmp_path / "model.sprokr"))
+    assert again.default_index_.partitions is None
+    _same_outputs(expected, again.predict_topk(Xte, k=3))
+
+
+_LOAD_WITHOUT_A_CLUSTER = r"""
+import json, logging, sys, warnings
+import numpy as np
+import sprokr
+from sprokr.numerics import DaskExecutor, LocalExecutor
+
+logged = []
+handler = logging.Handler(logging.WARNING)
+handler.emit = logged.append
+logging.getLogger("sprokr").addHandler(handler)
+warnings.simplefilter("error")
+X, Xte = np.load(sys.argv[1] + "/X.npy"), np.load(sys.argv[1] + "/Xte.npy")
+for case in json.loads(open(sys.argv[1] + "/cases.json").read()):
+    model = sprokr.load(case["path"])
+    assert type(model.executor_) is LocalExecutor, (case, model.executor_)
+    if case["given"] == "DaskExecutor":  # its settings, without the client
+        assert type(model.executor) is DaskExecutor and model.executor.client is None, case
+        assert model.executor.get_params()["timeout"] == 30.0, case
+    else:
+        assert model.executor == "dask", (case, model.executor)
+    got, ref = np.asarray(model.predict(Xte)), np.load(case["path"] + ".npy")
+    assert got.dtype == ref.dtype, case
+    np.testing.assert_allclose(got, ref, rtol=1e-12, atol=0, err_msg=str(case))
+    if case["name"] == "SketchedKernelMachine":  # a refit follows the parameter: a clear error here
+        try:
+            model.fit(X, np.zeros(len(X)))
+            raise AssertionError("refitted without a client")
+        except ValueError as exc:
+            assert "needs a running dask.distributed Client" in str(exc), exc
+assert not logged, [r.getMessage() for r in logged]
+print("ok")
+"""
+
+
+def test_a_model_fitted_on_dask_is_saved_and_loaded_without_a_cluster(tmp_path):
+    """The executor is runtime configuration: a model fitted on a Dask cluster (given as a
+    Client, a DaskExecutor or "dask") is saved with its whole fitted state (a distributed
+    default index gathered), and a fresh process without any client loads it and predicts the
+    Dask model's predictions, locally and silently."""
+    import json
+    import subprocess
+    import sys
+
+    distributed = pytest.importorskip("distributed", reason="dask.distributed is not installed")
+    from sprokr.numerics import DaskExecutor
+
+    Xtr, Ytr, Xte, _ = ML
+    y = Xtr @ np.arange(1.0, 7.0)
+    models = {
+        "SISOKR": (lambda ex: SISOKR(lam=1e-3, input_sketch="subsample", m_x=40, output_sketch="subsample", m_y=20,
+                                     random_state=0, chunk_size=50, executor=ex), Ytr),
+        "DSOKR": (lambda ex: DSOKR(output_kernel="gaussian", output_sketch="subsample", m_y=20,
+                                   regressor="kernel_ridge", regressor_params={"lam": 1e-3}, random_state=0,
+                                   chunk_size=50, executor=ex), Ytr),
+        "SketchedKernelMachine": (lambda ex: SketchedKernelMachine(lam=1e-3, input_sketch="subsample", m_x=40,
+                                                                   random_state=0, chunk_size=50, executor=ex), y),
+    }
+    cluster = distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None)
+    client = distributed.Client(cluster)
+    cases = []
+    try:
+        for given in ("Client", "DaskExecutor", "dask"):
+            ex = {"Client": client, "DaskExecutor": DaskExecutor(client=client, timeout=30.0),
+                  "dask": "dask"}[given]
+            for name, (make, targets) in models.items():
+                model = make(ex).fit(Xtr, targets)
+                if name == "SISOKR":  # the default index is held by the workers
+                    assert model.default_index_.partitions is not None
+                path = model.save(tmp_path / f"{name}-{given}.sprokr")
+                np.save(f"{path}.npy", np.asarray(model.predict(Xte)))  # the Dask model's predictions
+                assert model.executor is ex and not model.executor_.in_process  # saving changed nothing
+                cases.append({"name": name, "given": given, "path": str(path)})
+                if (name, given) == ("SISOKR", "Client"):
+                    late = model
+    finally:
+        client.close()
+        cluster.close()
+    # saved after its cluster was closed: the index is rebuilt here (with a warning), then saved
+    path = late.save(tmp_path / "SISOKR-closed.sprokr")
+    np.testing.assert_array_equal(np.load(tmp_path / "SISOKR-Client.sprokr.npy"), late.predict(Xte))
+    np.save(f"{path}.npy", np.asarray(late.predict(Xte)))
+    cases.append({"name": "SISOKR", "given": "Client", "path": str(path)})
+    np.save(tmp_path / "X.npy", Xtr)
+    np.save(tmp_path / "Xte.npy", Xte)
+    (tmp_path / "cases.json").write_text(json.dumps(cases))
+    out = subprocess.run([sys.executable, "-c", _LOAD_WITHOUT_A_CLUSTER, str(tmp_path)], capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", (out.stdout + out.stderr)[-3000:]

@@ -286,6 +286,19 @@ class CandidateIndex(SaveMixin):
         out.screen = screen
         return out
 
+    def __sprokr_save__(self) -> CandidateIndex:
+        """What the safe model format writes in place of this index: the index itself, or
+        for a distributed one a local copy of it (the embeddings gathered here), so that a
+        saved file is self-contained and loading it needs no cluster."""
+        if self.partitions is None:
+            return self
+        E = np.ascontiguousarray(self.gather_embeddings())
+        if self.partitions is None:  # the cluster was gone: gathering made this index local
+            return self
+        out = CandidateIndex(self.candidates, E, self.offsets, owner=self.owner, kernel=self.kernel)
+        out.screen = self.__dict__.get("screen")  # distribute() keeps the screen here as well
+        return out
+
     def _fall_back_to_local(self, exc: Exception) -> np.ndarray:
         """The cluster holding the embeddings is gone (its client closed): embed the
         candidates again in this process, from the partitions' sources, and keep the

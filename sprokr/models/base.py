@@ -8,6 +8,10 @@ model's decoder.  A model provides: ``output_kernel_``, ``output_features_`` (a 
 ``exact_output_embedding``), ``decoder_``, ``executor_``, ``index_token_``, ``dtype_``,
 ``prepare_inputs`` and ``predict_coordinates``; optionally ``search_pair`` (a cheaper
 equivalent of (coordinates, index) for a batch) and ``predict_weights``.
+
+:class:`ExecutorParamsMixin` is the base of every estimator with an ``executor``
+parameter (the IOKR family, DSOKR, the sketched kernel machines): a Dask client in it is
+shared by clones, not copied, and saved as ``"dask"``.
 """
 from __future__ import annotations
 
@@ -22,7 +26,7 @@ from sklearn.utils.validation import check_is_fitted
 from ..decoders.base import CandidateSets, Decoded, Decoder, check_top_k
 from ..decoders.candidates import CandidateIndex
 from ..kernels import VectorKernel
-from ..numerics import LocalExecutor, candidate_offsets, default_chunk_size
+from ..numerics import LocalExecutor, candidate_offsets, default_chunk_size, is_dask_client
 from ..persistence import SaveMixin
 from ..registry import get_registry
 from ..utils import (NamedPrepare, check_chunk_size, check_params_mapping, check_positive, consistent_read,
@@ -31,8 +35,8 @@ from ..utils import (NamedPrepare, check_chunk_size, check_params_mapping, check
 if TYPE_CHECKING:  # imported for the annotations only
     from ..types import Samples
 
-__all__ = ["OutputKernelModel", "OUTPUT_DTYPE", "make_decoder", "new_index_token", "set_n_features",
-           "check_n_features", "check_output_width"]
+__all__ = ["OutputKernelModel", "ExecutorParamsMixin", "OUTPUT_DTYPE", "make_decoder", "new_index_token",
+           "set_n_features", "check_n_features", "check_output_width"]
 
 OUTPUT_DTYPE = np.dtype(np.float64)
 
@@ -125,6 +129,63 @@ def make_decoder(spec: str | Decoder, params: Mapping[str, Any] | None, max_memo
     if validate is not None:
         validate()
     return dec
+
+
+class ExecutorParamsMixin:
+    """Mixin of the estimators with an ``executor`` parameter: it is runtime configuration.
+
+    A ``dask.distributed.Client`` given as a parameter is a connection to a cluster, not a
+    value to copy:
+
+    * ``sklearn.base.clone`` (model selection, ensembles, ``cross_val_score``) clones every
+      parameter as scikit-learn does, except a Client, which the clone shares (a deep copy
+      of it fails on its sockets); a :class:`~sprokr.numerics.DaskExecutor` parameter is
+      cloned by its own ``__sklearn_clone__``, sharing its client too;
+    * the safe model format (``save``) writes a Client parameter as ``"dask"`` and the
+      fitted ``executor_`` of a distributed fit as a :class:`~sprokr.numerics.LocalExecutor`
+      (the file holds the whole fitted state: the loaded model predicts in the process
+      that loads it, without a cluster); a DaskExecutor parameter is written without its
+      client, and a distributed candidate index as its gathered embeddings, by their own
+      ``__sprokr_save__``.
+
+    Put it before ``BaseEstimator`` in the bases.
+    """
+
+    def __sklearn_clone__(self) -> Any:
+        """``sklearn.base.clone(self)``: a new unfitted estimator with the same parameters,
+        sharing any ``dask.distributed.Client`` among them."""
+        clients = {name: v for name, v in self.get_params(deep=False).items()  # type: ignore[attr-defined]
+                   if is_dask_client(v)}
+        if not clients:
+            return super().__sklearn_clone__()  # type: ignore[misc]
+        # scikit-learn's own clone (metadata requests, output configuration, its checks) of
+        # a stand-in sharing this estimator's attributes with the clients unset; the clone
+        # then gets the same clients.  Nothing of this estimator is modified.
+        stand_in = object.__new__(type(self))
+        stand_in.__dict__.update(self.__dict__)
+        stand_in.__dict__.update(dict.fromkeys(clients))
+        new = super(ExecutorParamsMixin, stand_in).__sklearn_clone__()  # type: ignore[misc]
+        for name, client in clients.items():
+            setattr(new, name, client)
+        return new
+
+    def __sprokr_save__(self) -> Any:
+        """What the safe model format writes in place of this estimator: itself, or when
+        it holds a Dask client or was fitted on a cluster, a copy (sharing everything else)
+        whose Client parameters are ``"dask"`` and whose ``executor_`` is local."""
+        clients = [name for name, v in self.get_params(deep=False).items()  # type: ignore[attr-defined]
+                   if is_dask_client(v)]
+        ex = self.__dict__.get("executor_")
+        # the file holds the fitted state itself (the index gathered): the loaded model predicts here
+        local = None if ex is None or ex.in_process else LocalExecutor(progress=ex.progress)
+        if not clients and local is None:
+            return self
+        out = object.__new__(type(self))
+        out.__dict__.update(self.__dict__)
+        out.__dict__.update(dict.fromkeys(clients, "dask"))
+        if local is not None:
+            out.__dict__["executor_"] = local
+        return out
 
 
 class OutputKernelModel(SaveMixin):

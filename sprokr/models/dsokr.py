@@ -43,7 +43,7 @@ from ._dsokr_inputs import check_regressor_inputs, takes_numeric_inputs
 from ._dsokr_search import max_scores, max_topk
 from ._dsokr_targets import sketched_output_basis, sketched_output_targets
 from ._dsokr_validation import check_validation_fraction, validation_split
-from .base import OUTPUT_DTYPE, OutputKernelModel, make_decoder, new_index_token
+from .base import OUTPUT_DTYPE, ExecutorParamsMixin, OutputKernelModel, make_decoder, new_index_token
 
 if TYPE_CHECKING:  # imported for the annotations only
     from ..decoders.base import Decoder
@@ -80,7 +80,7 @@ def _accepts(func, name):
     return name in params  # not **kwargs: a Pipeline forwards those to its steps and fails
 
 
-class DSOKR(OutputKernelModel, BaseEstimator):
+class DSOKR(ExecutorParamsMixin, OutputKernelModel, BaseEstimator):
     """Deep sketched output kernel regression.
 
     Parameters
@@ -106,7 +106,8 @@ class DSOKR(OutputKernelModel, BaseEstimator):
     chunk_size : int, optional
     max_memory_mb : float, optional
         Budget of one score block while decoding (handed to the decoder).
-    executor, executor_params : executor of the output-side passes (default ``"local"``).
+    executor, executor_params : executor of the output-side passes (default ``"local"``;
+        a ``dask.distributed.Client`` is shared, not copied, by ``sklearn.base.clone``).
     random_state : None, int, numpy.random.Generator or RandomState
         Seeds the output sketch, the validation split and (when it has a
         ``random_state`` parameter left to None) the regressor.

@@ -52,7 +52,7 @@ from ..numerics import resolve_executor
 from ..sketches import resolve_sketch
 from .output_matrix import check_output_matrix, joint_quantile_matrix
 from .feature_problem import FeatureProblem, FeatureProblemMixin, check_solver_params
-from .base import check_n_features
+from .base import ExecutorParamsMixin, check_n_features
 from ._kernel_machine_routes import KernelMachineRoutesMixin
 from ._targets import R2ScoreMixin, check_score_data, check_targets
 
@@ -64,8 +64,8 @@ if TYPE_CHECKING:  # imported for the annotations only
 __all__ = ["SketchedKernelMachine", "JointQuantileRegressor", "FeatureProblemMixin", "check_targets", "check_solver_params"]
 
 
-class SketchedKernelMachine(RenamedParametersMixin, SaveMixin, KernelMachineRoutesMixin, FeatureProblemMixin,
-                            R2ScoreMixin, RegressorMixin, BaseEstimator):
+class SketchedKernelMachine(ExecutorParamsMixin, RenamedParametersMixin, SaveMixin, KernelMachineRoutesMixin,
+                            FeatureProblemMixin, R2ScoreMixin, RegressorMixin, BaseEstimator):
     """Kernel machine with a generic loss, optional sketching and a decomposable kernel ``k M``.
 
     Parameters
@@ -139,7 +139,8 @@ class SketchedKernelMachine(RenamedParametersMixin, SaveMixin, KernelMachineRout
         Centre and scale each target column with its training mean and standard deviation
         before fitting (predictions are mapped back).  Recommended for targets far from
         zero or not of unit scale; ``False`` solves the paper's problem on the raw targets.
-    executor, executor_params : runs the chunked passes (``"local"`` default, ``"dask"``).
+    executor, executor_params : runs the chunked passes (``"local"`` default, ``"dask"``, a
+        ``dask.distributed.Client``: shared, not copied, by ``sklearn.base.clone``).
     random_state : None, int, numpy.random.Generator or RandomState
         Seeds the sketch, then Adam's mini-batch order.
     verbose : bool

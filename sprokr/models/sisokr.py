@@ -60,7 +60,9 @@ from ..utils import (
 )
 from ._sisokr_fit import SISOKRTraining
 from ._sisokr_rows import all_rows
-from .base import OUTPUT_DTYPE, OutputKernelModel, check_n_features, new_index_token, set_n_features
+from .base import (
+    OUTPUT_DTYPE, ExecutorParamsMixin, OutputKernelModel, check_n_features, new_index_token, set_n_features,
+)
 
 if TYPE_CHECKING:  # imported for the annotations only
     from ..decoders.base import Decoder
@@ -71,7 +73,7 @@ if TYPE_CHECKING:  # imported for the annotations only
 __all__ = ["SISOKR", "IOKR", "SIOKR", "ISOKR", "check_chunk_size", "all_rows"]
 
 
-class SISOKR(OutputKernelModel, SISOKRTraining, BaseEstimator):
+class SISOKR(ExecutorParamsMixin, OutputKernelModel, SISOKRTraining, BaseEstimator):
     """Sketched input, sketched output kernel regression (IOKR family).
 
     Parameters
@@ -139,7 +141,9 @@ class SISOKR(OutputKernelModel, SISOKRTraining, BaseEstimator):
         decoder's own, 256 MB).
     executor : str, Executor or dask.distributed.Client, default "local"
         Runs the chunked passes (``"local"``: this process; ``"dask"``: the workers of the
-        current ``dask.distributed`` client; see ``docs/scaling.md``).
+        current ``dask.distributed`` client; see ``docs/scaling.md``).  A client is shared,
+        not copied, by ``sklearn.base.clone`` (searches, ensembles, cross-validation) and
+        saved as ``"dask"``.
     executor_params : dict, optional
         Parameters of an executor given by name.
     random_state : None, int, numpy.random.Generator or RandomState
@@ -173,6 +177,8 @@ class SISOKR(OutputKernelModel, SISOKRTraining, BaseEstimator):
     index_token_ : str
         Identifies the fitted output basis (candidate indexes carry it).
     executor_ : Executor
+        The resolved ``executor`` (a :class:`~sprokr.numerics.LocalExecutor` in a loaded
+        model: the file holds the whole fitted state, see ``docs/scaling.md``).
     solver_ : {"whitened", "cholesky", "eigh", "qr"}
         The route the input side's solve took (``"auto"`` resolved: ``"cholesky"`` when the
         plain normal equations passed their check, else ``"whitened"`` or, when that check

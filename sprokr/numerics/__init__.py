@@ -60,7 +60,7 @@ from ._faults import (
     WorkerImportError,
     WorkerLostError,
 )
-from ._resolve import resolve_executor
+from ._resolve import is_dask_client, resolve_executor
 from ._sketch_matrix import SketchMatrix
 from ._pool import process_map, usable_cores
 from ._crossprod import ShiftedCrossProducts, column_shift
@@ -119,7 +119,7 @@ from ._newton import BLOCK_NEWTON_MAX, curvature_kind, newton_applies, newton_so
 __all__ = [
     # executors
     "Executor", "LocalExecutor", "DaskExecutor", "dask_available", "ChunkTask", "ChunkError",
-    "RowPartitions", "tree_reduce", "resolve_executor", "process_map", "usable_cores",
+    "RowPartitions", "tree_reduce", "resolve_executor", "is_dask_client", "process_map", "usable_cores",
     # the sketch matrix R = W S
     "SketchMatrix",
     # faults of distributed passes

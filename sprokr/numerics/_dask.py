@@ -69,6 +69,8 @@ class DaskExecutor(DaskClusterOps, Executor):
     ----------
     client : distributed.Client, optional
         The client to use (default: the current default client; ``address`` otherwise).
+        A connection, not a value: ``sklearn.base.clone`` and ``copy.deepcopy`` of the
+        executor (or of an estimator given it) share it.
     address : str, optional
         Scheduler address to connect to when no client is given (``"tcp://host:8786"``).
     n_partitions : int, optional
@@ -132,6 +134,31 @@ class DaskExecutor(DaskClusterOps, Executor):
         state["client"] = state["_own_client"] = None
         state["_seen_workers"] = set()
         return state
+
+    # A client is a connection (sockets, an event loop), not a value: copies of the
+    # executor share it.  scikit-learn's clone would deep-copy it (and fail on its
+    # sockets), and pickling's __getstate__ above would silently drop it.
+    def __sklearn_clone__(self) -> DaskExecutor:
+        """A new executor with the same parameters, sharing the same ``client``."""
+        return type(self)(**self.get_params(deep=False))
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> DaskExecutor:
+        """A copy with the same parameters and the same ``client`` (a connection is shared,
+        not copied); a client this executor opened itself from ``address`` is not shared
+        (each copy closes its own)."""
+        new = self.__sklearn_clone__()
+        new._seen_workers = set(self._seen_workers)
+        new._scheduler_address = self._scheduler_address
+        memo[id(self)] = new
+        return new
+
+    def __sprokr_save__(self) -> DaskExecutor:
+        """What the safe model format writes in place of this executor: its settings
+        without the client (``executor="dask"`` with these parameters: a loaded model
+        refitted uses the default client of its own process)."""
+        params = self.get_params(deep=False)
+        params["client"] = None
+        return type(self)(**params)
 
     def _validate(self):
         check_progress(self.progress)

@@ -7,7 +7,17 @@ from ..registry import get_registry
 from ._dask import DaskExecutor
 from ._executor import Executor
 
-__all__ = ["resolve_executor"]
+__all__ = ["resolve_executor", "is_dask_client"]
+
+
+def is_dask_client(obj: Any) -> bool:
+    """True when ``obj`` is a ``dask.distributed.Client`` (told without importing dask).
+
+    A client is a connection to a cluster, not a value: estimators share it with their
+    clones and save it as ``"dask"`` (see :func:`resolve_executor`).
+    """
+    cls = type(obj)
+    return cls.__name__ == "Client" and cls.__module__.startswith("distributed")
 
 
 def resolve_executor(spec: Any, params: Mapping[str, Any] | None = None) -> Executor:
@@ -16,8 +26,7 @@ def resolve_executor(spec: Any, params: Mapping[str, Any] | None = None) -> Exec
     """
     if spec is None:
         spec = "local"
-    if not isinstance(spec, (str, Executor)) and type(spec).__name__ == "Client" and \
-            type(spec).__module__.startswith("distributed"):
+    if not isinstance(spec, (str, Executor)) and is_dask_client(spec):
         if params:
             raise ValueError("executor_params cannot be combined with a dask Client; give "
                              "executor=DaskExecutor(client=..., **params)")

@@ -18,7 +18,10 @@ networkx types listed below), and components (kernels, sketches, losses, decoder
 regressors, executors) are rebuilt by their *registered names* through
 :mod:`sprokr.registry`, so a component of a plugin that is not installed gives an error
 naming the plugin.  Anything the format cannot represent makes :func:`save` fail with an
-error naming the attribute and its type; state is never dropped silently.
+error naming the attribute and its type; state is never dropped silently.  An object whose
+class defines ``__sprokr_save__()`` is written as the object that method returns: its
+portable form (an estimator fitted on a Dask cluster without its client, a distributed
+candidate index gathered), so that a file never refers to a process or a cluster.
 
 >>> import tempfile, pathlib, numpy as np, sprokr
 >>> X = np.random.default_rng(0).standard_normal((30, 3)); Y = (X > 0).astype(int)

@@ -23,6 +23,7 @@ class Writer:
     def __init__(self):
         self.memo = {}  # id(obj) -> node id
         self.alive = []  # keeps every memoised object alive: ids are never reused mid-walk
+        self.portable = {}  # id(obj) -> what is written in its place (__sprokr_save__)
         self.arrays = {}  # entry name -> array (written by save, streamed)
         self.array_table = {}
         self.components = []
@@ -73,6 +74,9 @@ class Writer:
     def _memoised(self, value, path):
         import scipy.sparse as sp
 
+        portable = self._portable(value)
+        if portable is not value:
+            return self.encode(portable, path)
         if type(value) is np.ndarray:
             return self._array(value, path)
         if isinstance(value, np.memmap):  # saved (and loaded) as a plain array
@@ -107,6 +111,24 @@ class Writer:
             f"registered through the sprokr plugin hooks and the allow-listed sprokr classes "
             f"(register the component in a plugin, or sprokr.persistence.allow_class a plain "
             f"data class)")
+
+    def _portable(self, value):
+        """What is written in place of ``value``: ``value.__sprokr_save__()`` when it defines
+        one (e.g. an estimator or executor holding a connection to a cluster, a candidate
+        index held by workers), else ``value`` itself.
+
+        Asked once per object: an object met twice is written once, as the same node.
+        """
+        hook = getattr(type(value), "__sprokr_save__", None)  # looked up on the class, as dunders are
+        if hook is None or isinstance(value, type):
+            return value
+        got = self.portable.get(id(value))
+        if got is None:
+            got = hook(value)
+            self.portable[id(value)] = got
+            self.portable[id(got)] = got  # written as it is (its own hook is not asked again)
+            self.alive.extend((value, got))
+        return got
 
     # -- leaves -------------------------------------------------------------------------
     @staticmethod

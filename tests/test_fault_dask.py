@@ -14,6 +14,7 @@ import os
 import signal
 import sys
 import textwrap
+import threading
 import time
 
 import numpy as np
@@ -127,6 +128,31 @@ class _KillDuringPasses:
                     self.killed.append(addr)
                 finally:
                     sys.settrace(self._trace)
+        return None
+
+
+class _CloseDuringPass:
+    """Close ``target`` (a client or a cluster) from another thread when the executor starts
+    waiting on the pass ``name``: its tasks are submitted and the client closes under them."""
+
+    def __init__(self, target, name):
+        self.target, self.name, self.closed = target, name, False
+
+    def __enter__(self):
+        sys.settrace(self._trace)
+        return self
+
+    def __exit__(self, *exc):
+        sys.settrace(None)
+
+    def _trace(self, frame, event, arg):
+        if event == "call" and frame.f_code.co_name == "_wait" and not self.closed:
+            if frame.f_locals.get("name") == self.name:
+                sys.settrace(None)
+                closer = threading.Thread(target=self.target.close)
+                closer.start()
+                closer.join()
+                self.closed = True
         return None
 
 
@@ -255,6 +281,22 @@ def test_fit_with_a_closed_client_or_cluster_is_a_clear_error(client, cluster, c
         with pytest.raises(ClientClosedError, match=r"Client.*is closed.*executor='local'"):
             _model(executor).fit(X, Y)
         assert time.monotonic() - t0 < 15
+
+
+@pytest.mark.parametrize("closed", ["client", "cluster"])
+def test_a_client_closed_during_a_fit_is_a_clear_error(client, cluster, closed):
+    """The client (or its cluster) closed by another thread while a refit's pass runs:
+    ``ClientClosedError`` (``AttributeError: 'NoneType' object has no attribute 'ncores'``
+    before, from looking for lost workers on the closed client), and the model fitted
+    before is left as it was."""
+    model = _model(client).fit(X, Y)
+    before = dict(model.__dict__)
+    with _CloseDuringPass(client if closed == "client" else cluster, "kernel cross products") as closer:
+        with pytest.raises(ClientClosedError, match=r"Client.*is closed.*executor='local'"):
+            model.fit(X[::-1].copy(), Y[::-1].copy())
+    assert closer.closed
+    assert model.__dict__.keys() == before.keys()
+    assert all(model.__dict__[k] is v for k, v in before.items())
 
 
 def test_predict_after_the_client_closed_falls_back_to_a_local_index(client, reference, caplog):

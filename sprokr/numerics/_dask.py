@@ -303,7 +303,8 @@ class DaskExecutor(DaskClusterOps, Executor):
                     logger.warning("Dask worker(s) lost during the %s tasks (%s); resubmitting the %d unfinished "
                                    "task(s) (%d of %d)", name, exc, len(todo), attempt + 1, self.retries)
                 finally:
-                    client.cancel([f for f in futures.values() if not f.done()])
+                    if client.status == "running":  # a closed client cancelled them (and sends nothing)
+                        client.cancel([f for f in futures.values() if not f.done()])
         raise WorkerLostError(f"the {name} tasks lost their workers {int(self.retries) + 1} times ({causes[-1]}); "
                               f"check the workers' logs and memory (DaskExecutor(retries=...) sets the retries; "
                               f"executor='local' avoids the cluster)")

@@ -106,11 +106,18 @@ class DaskClient:
             self._own_client = None
 
     def _workers(self, client):
-        """Addresses of the workers now (an RPC to the scheduler)."""
+        """Addresses of the workers now (an RPC to the scheduler); a client closed meanwhile
+        (by another thread, or with its cluster): ClientClosedError."""
+        if getattr(client, "status", "running") != "running":
+            self._check_client(client)
         try:
             workers = set(client.nthreads())
-        except (OSError, TimeoutError) as exc:
+        except (OSError, TimeoutError, AttributeError) as exc:
+            # a client closed between the look at its status and the call has no scheduler
+            # left: 'NoneType' object has no attribute 'ncores'
             self._check_client(client)
+            if isinstance(exc, AttributeError):  # a running client: a bug, raised as it is
+                raise
             raise ClientClosedError(f"the Dask scheduler does not answer ({type(exc).__name__}: {exc})") from None
         self._seen_workers |= workers
         return workers

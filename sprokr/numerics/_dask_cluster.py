@@ -112,6 +112,8 @@ class DaskClusterOps(DaskClient):
                 distributed.wait(list(pending.values()), timeout=POLL, return_when="FIRST_COMPLETED")
             except Exception:  # the poll's own timeout, or cancelled futures: looked at below
                 pass
+            if client.status != "running":  # closed (its futures cancelled) or reconnecting
+                self._check_client(client)
             moved = False
             for i, f in list(pending.items()):
                 status = f.status
@@ -130,6 +132,8 @@ class DaskClusterOps(DaskClient):
                             raise
                         raise err from exc
                 elif status == "cancelled":  # "lost" futures are being recomputed: still pending
+                    if client.status != "running":  # closing the client cancels its futures: no worker was lost
+                        self._check_client(client)
                     which = f.key if tasks is None else i
                     raise Lost(f"task {which} was cancelled: its data or a dependency was lost")
             if moved:  # after the yields: the caller's time with the results is not the cluster's
@@ -138,8 +142,6 @@ class DaskClusterOps(DaskClient):
                 if not self._computing(client, pending):
                     raise self._no_progress(client, name, timeout, pending, total, tasks is not None)
                 last = time.monotonic() - timeout + _BUSY_RECHECK_S  # still working: look again soon
-            if client.status != "running":
-                self._check_client(client)
             if gone is not None and pending and gone():
                 raise Lost("a worker the tasks were bound to left the cluster")
 
@@ -197,6 +199,8 @@ class DaskClusterOps(DaskClient):
         try:
             return future.result(timeout=self.timeout)
         except CancelledError:
+            if future.client.status != "running":  # cancelled by the client's closing
+                self._check_client(future.client)
             raise Lost(f"the result of {future.key} was lost") from None
         except TimeoutError:
             raise DistributedTimeoutError(f"the result of the {name} pass did not arrive within {self.timeout:g} s "

@@ -316,6 +316,29 @@ def test_predict_after_the_client_closed_falls_back_to_a_local_index(client, ref
     assert "is closed" in caplog.text and "rebuilt in this process" in caplog.text
 
 
+# ----------------------------------------------------------------------------- no workers
+def test_a_cluster_without_workers_is_a_clear_error():
+    """``Client(LocalCluster(n_workers=0))``: a ``DistributedTimeoutError`` saying the cluster
+    has no workers, after at most 10 s (``timeout``, if shorter) for one to join; before,
+    ``timeout=None`` reached distributed's scatter as ``TypeError: unsupported operand
+    type(s) for +: 'float' and 'NoneType'`` and a number timed out without a word about
+    workers.  A worker that joins within that time is waited for."""
+    cluster = distributed.LocalCluster(n_workers=0, threads_per_worker=1, processes=True, dashboard_address=None)
+    client = distributed.Client(cluster)
+    try:
+        for timeout, limit in ((None, 10), (2, 2)):
+            t0 = time.monotonic()
+            with pytest.raises(DistributedTimeoutError, match=rf"has no workers \(none joined within {limit} s\)"):
+                _model(DaskExecutor(client=client, timeout=timeout)).fit(X, Y)
+            assert time.monotonic() - t0 < limit + 15
+        cluster.scale(1)  # starts in the background: the fit waits for it
+        model = _model(DaskExecutor(client=client, timeout=None)).fit(X, Y)
+        assert len(client.nthreads()) == 1 and model.default_index_.partitions is not None
+    finally:
+        client.close()
+        cluster.close()
+
+
 # ----------------------------------------------------------------------------- modules, hangs
 def test_a_kernel_from_a_module_only_the_client_has(client, tmp_path, monkeypatch):
     """The workers cannot unpickle it: a clear error naming the module, within seconds, and

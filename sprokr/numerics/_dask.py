@@ -85,7 +85,8 @@ class DaskExecutor(DaskClusterOps, Executor):
         :class:`~sprokr.numerics.DistributedTimeoutError`.  A partition that takes longer
         than that is waited for as long as its worker is computing (running, heard from,
         using CPU); a hung, paused or unreachable worker fails the pass.  None waits
-        forever.
+        forever -- except for a worker to join a cluster that has none: that wait is at
+        most 10 s (``timeout`` if shorter) whatever the value.
     retries : int, default 2
         Times a pass is retried after workers were lost: the partitions they held are
         rebuilt from their sources (rows given by this process are sent again, a
@@ -102,8 +103,9 @@ class DaskExecutor(DaskClusterOps, Executor):
     ClientClosedError
         The client (or its scheduler) is closed.
     WorkerLostError, DistributedTimeoutError, WorkerImportError
-        Workers lost beyond the retries; no progress for ``timeout`` s; a module the
-        shipped objects need is missing on the workers (see ``docs/scaling.md``).
+        Workers lost beyond the retries; no progress for ``timeout`` s, or a cluster with
+        no workers; a module the shipped objects need is missing on the workers (see
+        ``docs/scaling.md``).
     """
 
     name = "dask"
@@ -168,6 +170,7 @@ class DaskExecutor(DaskClusterOps, Executor):
         client = self.get_client()
         if not collections:
             raise ValueError("partition needs at least one collection")
+        self._require_workers(client)  # before counting their threads (n_partitions) and sending rows
         names = column_names(names, len(collections))
         prepare = tuple(prepare) if prepare is not None else (None,) * len(collections)
         if len(prepare) != len(collections):
@@ -286,7 +289,7 @@ class DaskExecutor(DaskClusterOps, Executor):
         with task_progress(self, w, name) as bar:
             for attempt in range(int(self.retries) + 1):
                 client = self.get_client()
-                self._workers(client)
+                self._require_workers(client)
                 futures: dict[int, Any] = {}
                 try:
                     fn_f = self.ship(client, fn, f"the {name} tasks")
@@ -315,6 +318,7 @@ class DaskExecutor(DaskClusterOps, Executor):
         e.g. each worker memory-maps its rows of a file on a shared disk)."""
         self._validate()
         client = self.get_client()
+        self._require_workers(client)
         n = int(n)
         p = self._n_parts(client, max(n, 1)) if n_partitions is None else max(1, min(int(n_partitions), max(n, 1)))
         bounds = np.linspace(0, n, p + 1).astype(np.int64)

@@ -64,7 +64,7 @@ class DaskClusterOps(DaskClient):
         causes = []
         for i in range(int(self.retries) + 1):
             client = self.get_client()
-            self._workers(client)
+            self._require_workers(client)
             try:
                 return attempt(client)
             except Lost as exc:
@@ -209,12 +209,19 @@ class DaskClusterOps(DaskClient):
             raise Lost(f"fetching {future.key} failed: {exc}") from None
 
     def scatter(self, client: Any, objects: list[Any]) -> list[Any]:
-        """Send objects from this process to the workers (within ``timeout``)."""
+        """Send objects from this process to the workers (waiting at most ``timeout`` s for a
+        running worker to take them)."""
+        # distributed's scatter timeout bounds its wait for a running (not paused) worker and
+        # must be a number: None ("wait forever") is an infinite one
+        limit = float("inf") if self.timeout is None else float(self.timeout)
         try:
-            return client.scatter(list(objects), hash=False, timeout=self.timeout)
+            return client.scatter(list(objects), hash=False, timeout=limit)
         except TimeoutError:
-            raise DistributedTimeoutError(f"sending data to the Dask workers took more than {self.timeout:g} s "
-                                          f"(DaskExecutor(timeout=...))") from None
+            workers = self._workers(client)
+            raise DistributedTimeoutError(
+                f"no running Dask worker took the data within {limit:g} s (the cluster has {len(workers)} "
+                f"worker(s): paused for memory, closing, or none at all?); DaskExecutor(timeout=...) sets this "
+                f"limit") from None
         except OSError as exc:  # the worker chosen went away
             raise Lost(f"sending data failed: {exc}") from None
         except KeyError as exc:

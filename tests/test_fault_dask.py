@@ -131,6 +131,32 @@ class _KillDuringPasses:
         return None
 
 
+class _KillDuringModuleCheck:
+    """SIGKILL the worker holding a module-check answer when the executor starts fetching it
+    (the first one fetched): every check task has finished, and the answer is lost with its
+    worker before it arrives (a tracer on ``_result``; the executor's code is not changed)."""
+
+    def __init__(self, client):
+        self.client, self.killed = client, []
+
+    def __enter__(self):
+        sys.settrace(self._trace)
+        return self
+
+    def __exit__(self, *exc):
+        sys.settrace(None)
+
+    def _trace(self, frame, event, arg):
+        if event == "call" and frame.f_code.co_name == "_result" and not self.killed:
+            if frame.f_locals.get("name") == "module check":
+                sys.settrace(None)
+                future = frame.f_locals["future"]
+                addr = self.client.who_has([future])[future.key][0]
+                os.kill(self.client.run(_pid, workers=[addr])[addr], signal.SIGKILL)
+                self.killed.append(addr)
+        return None
+
+
 class _CloseDuringPass:
     """Close ``target`` (a client or a cluster) from another thread when the executor starts
     waiting on the pass ``name``: its tasks are submitted and the client closes under them."""
@@ -189,6 +215,41 @@ def test_predict_topk_right_after_a_worker_died(client, cluster, reference, how)
         _wait_for_workers(client, 2)
     assert _same_topk(model.predict_topk(XQ, k=3), reference)
     np.testing.assert_array_equal(np.asarray(model.predict(XQ)), np.asarray(_model("local").fit(X, Y).predict(XQ)))
+
+
+def test_a_worker_lost_during_the_module_check_is_skipped_at_once(client, reference):
+    """A worker killed after answering the module check but before its answer arrived: the
+    check moves on at once (the lost worker is asked next time).  Before, the answer's task
+    -- bound to that worker -- could never be recomputed: the fit waited the executor's whole
+    ``timeout`` (forever with ``timeout=None``) for it, then went on silently."""
+    with _KillDuringModuleCheck(client) as killer:
+        t0 = time.monotonic()
+        model = _model(DaskExecutor(client=client, timeout=40)).fit(X, Y)
+        took = time.monotonic() - t0
+    assert killer.killed
+    assert took < 25, f"the fit waited {took:.0f} s for the lost worker's answer"
+    assert _same_topk(model.predict_topk(XQ, k=3), reference)
+
+
+def test_the_module_check_of_the_remaining_workers_still_counts(client, tmp_path, monkeypatch):
+    """A worker lost during the module check leaves the other workers' answers valid: a
+    module they lack is still a ``WorkerImportError`` within seconds."""
+    (tmp_path / "client_only_kernel_2.py").write_text(textwrap.dedent("""
+        from sprokr.kernels import GaussianKernel
+
+        class ClientOnlyKernel(GaussianKernel):
+            pass
+    """))
+    monkeypatch.syspath_prepend(str(tmp_path))  # after the cluster started: the client only
+    from client_only_kernel_2 import ClientOnlyKernel
+
+    with _KillDuringModuleCheck(client) as killer:
+        t0 = time.monotonic()
+        with pytest.raises(WorkerImportError, match="'client_only_kernel_2' cannot be imported on worker "):
+            _model(DaskExecutor(client=client, timeout=40), input_kernel=ClientOnlyKernel(gamma=0.2)).fit(X, Y)
+        took = time.monotonic() - t0
+    assert killer.killed
+    assert took < 25, f"the fit waited {took:.0f} s for the lost worker's answer"
 
 
 def test_lost_workers_beyond_the_retries_are_named(client):

@@ -377,6 +377,34 @@ def test_predict_after_the_client_closed_falls_back_to_a_local_index(client, ref
     assert "is closed" in caplog.text and "rebuilt in this process" in caplog.text
 
 
+def test_a_memory_mapped_index_distributed_falls_back_after_the_client_closed(client, tmp_path, caplog):
+    """A memory-mapped candidate index (``make_candidate_index(C, path=...)``, or loaded with
+    ``mmap=True``) given to ``distribute()``: once the client is closed, the search maps the
+    file again in this process, with the warning of the in-memory index's fallback
+    (``AttributeError: 'RowPartitions' object has no attribute 'sources'`` before)."""
+    import sprokr
+
+    model = _model("local").fit(X, Y)
+    C = (np.random.default_rng(3).random((6000, Y.shape[1])) > 0.6).astype(np.int8)
+    path = str(tmp_path / "candidates.sprokr")
+    index = model.make_candidate_index(C, path=path)
+    assert isinstance(index.embeddings, np.memmap)  # >= 1 MiB: mapped
+    expected = model.predict_topk(XQ, k=5, candidates=index)
+    made = index.distribute(DaskExecutor(client=client, n_partitions=3))
+    loaded = sprokr.load(path, model=model, mmap=True).distribute(DaskExecutor(client=client))
+    assert _same_topk(model.predict_topk(XQ, k=5, candidates=made), expected)
+    client.close()
+    for dist in (made, loaded):
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="sprokr"):
+            got = model.predict_topk(XQ, k=5, candidates=dist)
+        assert _same_topk(got, expected)
+        assert "is closed" in caplog.text and "rebuilt in this process" in caplog.text
+        assert dist.partitions is None  # local from now on: mapped again, not copied into memory
+        assert isinstance(dist.embeddings, np.memmap) and str(dist.embeddings.filename) == str(index.embeddings.filename)
+        assert _same_topk(model.predict_topk(XQ, k=5, candidates=dist), expected)
+
+
 # ----------------------------------------------------------------------------- no workers
 def test_a_cluster_without_workers_is_a_clear_error():
     """``Client(LocalCluster(n_workers=0))``: a ``DistributedTimeoutError`` saying the cluster

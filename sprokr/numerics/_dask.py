@@ -34,8 +34,8 @@ from ..utils import concat_samples, num_samples, take, take_slice
 from ._dask_client import require_distributed
 from ._dask_cluster import DaskClusterOps, Lost
 from ._dask_tasks import (
-    GivenRows, MappedRows, call, dask_row_bounds, dask_row_pieces, fold, is_delayed, load_block, map_block, map_part,
-    merge, take_local,
+    GivenRows, LoadedRows, MappedRows, call, dask_row_bounds, dask_row_pieces, fold, is_delayed, map_block, map_part,
+    merge, take_local, whole_rows,
 )
 from ._executor import Executor, LocalExecutor, RowPartitions, check_progress, column_names
 from ._faults import WorkerLostError, modules_needed
@@ -156,9 +156,16 @@ class DaskExecutor(DaskClusterOps, Executor):
     # ------------------------------------------------------------------ partitions
     def local_partitions(self, parts: RowPartitions) -> RowPartitions:
         """The partitions rebuilt in this process, for a :class:`LocalExecutor` (when the
-        client is closed: a distributed candidate index falls back to a local one)."""
+        client is closed: a distributed candidate index falls back to a local one).
+
+        Partitions a loader made (:meth:`partition_from`) are loaded here as one partition:
+        a memory-mapped index is mapped again from its file, not copied into memory.
+        """
         self._check_parts(parts)
         ex = LocalExecutor()
+        whole = whole_rows(getattr(parts, "sources", None))
+        if whole is not None and (whole.start, whole.stop) == (0, parts.n):
+            return RowPartitions(parts.n, [0, parts.n], [whole.local(self)], ex, parts.names)
         return RowPartitions(parts.n, parts.bounds, [self.local_block(parts, j) for j in range(parts.n_partitions)],
                              ex, parts.names)
 
@@ -322,11 +329,13 @@ class DaskExecutor(DaskClusterOps, Executor):
         n = int(n)
         p = self._n_parts(client, max(n, 1)) if n_partitions is None else max(1, min(int(n_partitions), max(n, 1)))
         bounds = np.linspace(0, n, p + 1).astype(np.int64)
+        # each block remembers its loader: rebuilt after a lost worker, or here when the
+        # client is closed (a distributed candidate index falling back to a local one)
+        sources = [LoadedRows(loader, a, b) for a, b in zip(bounds[:-1], bounds[1:])]
         # shipped in the graph when small: the scheduler can rebuild a lost worker's blocks
         loader_f = self.ship(client, loader, "the partition loader")
-        blocks = [client.submit(load_block, loader_f, int(a), int(b), pure=False)
-                  for a, b in zip(bounds[:-1], bounds[1:])]
-        return RowPartitions(n, bounds, blocks, self)
+        blocks = [s.submit(client, self, loader_f) for s in sources]
+        return _Partitions(n, bounds, blocks, self, sources)
 
     def take_rows(self, parts: RowPartitions, indices: ArrayLike, which: str | int = 0) -> Samples:
         self._check_parts(parts)

@@ -14,6 +14,7 @@ import os
 import signal
 import sys
 import textwrap
+import threading
 import time
 
 import numpy as np
@@ -130,6 +131,57 @@ class _KillDuringPasses:
         return None
 
 
+class _KillDuringModuleCheck:
+    """SIGKILL the worker holding a module-check answer when the executor starts fetching it
+    (the first one fetched): every check task has finished, and the answer is lost with its
+    worker before it arrives (a tracer on ``_result``; the executor's code is not changed)."""
+
+    def __init__(self, client):
+        self.client, self.killed = client, []
+
+    def __enter__(self):
+        sys.settrace(self._trace)
+        return self
+
+    def __exit__(self, *exc):
+        sys.settrace(None)
+
+    def _trace(self, frame, event, arg):
+        if event == "call" and frame.f_code.co_name == "_result" and not self.killed:
+            if frame.f_locals.get("name") == "module check":
+                sys.settrace(None)
+                future = frame.f_locals["future"]
+                addr = self.client.who_has([future])[future.key][0]
+                os.kill(self.client.run(_pid, workers=[addr])[addr], signal.SIGKILL)
+                self.killed.append(addr)
+        return None
+
+
+class _CloseDuringPass:
+    """Close ``target`` (a client or a cluster) from another thread when the executor starts
+    waiting on the pass ``name``: its tasks are submitted and the client closes under them."""
+
+    def __init__(self, target, name):
+        self.target, self.name, self.closed = target, name, False
+
+    def __enter__(self):
+        sys.settrace(self._trace)
+        return self
+
+    def __exit__(self, *exc):
+        sys.settrace(None)
+
+    def _trace(self, frame, event, arg):
+        if event == "call" and frame.f_code.co_name == "_wait" and not self.closed:
+            if frame.f_locals.get("name") == self.name:
+                sys.settrace(None)
+                closer = threading.Thread(target=self.target.close)
+                closer.start()
+                closer.join()
+                self.closed = True
+        return None
+
+
 # ----------------------------------------------------------------------------- lost workers
 def test_workers_killed_during_a_fit_give_the_same_model(client, reference):
     """A worker SIGKILLed in three passes of one fit (row gathering, the ridge pass, the
@@ -163,6 +215,41 @@ def test_predict_topk_right_after_a_worker_died(client, cluster, reference, how)
         _wait_for_workers(client, 2)
     assert _same_topk(model.predict_topk(XQ, k=3), reference)
     np.testing.assert_array_equal(np.asarray(model.predict(XQ)), np.asarray(_model("local").fit(X, Y).predict(XQ)))
+
+
+def test_a_worker_lost_during_the_module_check_is_skipped_at_once(client, reference):
+    """A worker killed after answering the module check but before its answer arrived: the
+    check moves on at once (the lost worker is asked next time).  Before, the answer's task
+    -- bound to that worker -- could never be recomputed: the fit waited the executor's whole
+    ``timeout`` (forever with ``timeout=None``) for it, then went on silently."""
+    with _KillDuringModuleCheck(client) as killer:
+        t0 = time.monotonic()
+        model = _model(DaskExecutor(client=client, timeout=40)).fit(X, Y)
+        took = time.monotonic() - t0
+    assert killer.killed
+    assert took < 25, f"the fit waited {took:.0f} s for the lost worker's answer"
+    assert _same_topk(model.predict_topk(XQ, k=3), reference)
+
+
+def test_the_module_check_of_the_remaining_workers_still_counts(client, tmp_path, monkeypatch):
+    """A worker lost during the module check leaves the other workers' answers valid: a
+    module they lack is still a ``WorkerImportError`` within seconds."""
+    (tmp_path / "client_only_kernel_2.py").write_text(textwrap.dedent("""
+        from sprokr.kernels import GaussianKernel
+
+        class ClientOnlyKernel(GaussianKernel):
+            pass
+    """))
+    monkeypatch.syspath_prepend(str(tmp_path))  # after the cluster started: the client only
+    from client_only_kernel_2 import ClientOnlyKernel
+
+    with _KillDuringModuleCheck(client) as killer:
+        t0 = time.monotonic()
+        with pytest.raises(WorkerImportError, match="'client_only_kernel_2' cannot be imported on worker "):
+            _model(DaskExecutor(client=client, timeout=40), input_kernel=ClientOnlyKernel(gamma=0.2)).fit(X, Y)
+        took = time.monotonic() - t0
+    assert killer.killed
+    assert took < 25, f"the fit waited {took:.0f} s for the lost worker's answer"
 
 
 def test_lost_workers_beyond_the_retries_are_named(client):
@@ -257,6 +344,22 @@ def test_fit_with_a_closed_client_or_cluster_is_a_clear_error(client, cluster, c
         assert time.monotonic() - t0 < 15
 
 
+@pytest.mark.parametrize("closed", ["client", "cluster"])
+def test_a_client_closed_during_a_fit_is_a_clear_error(client, cluster, closed):
+    """The client (or its cluster) closed by another thread while a refit's pass runs:
+    ``ClientClosedError`` (``AttributeError: 'NoneType' object has no attribute 'ncores'``
+    before, from looking for lost workers on the closed client), and the model fitted
+    before is left as it was."""
+    model = _model(client).fit(X, Y)
+    before = dict(model.__dict__)
+    with _CloseDuringPass(client if closed == "client" else cluster, "kernel cross products") as closer:
+        with pytest.raises(ClientClosedError, match=r"Client.*is closed.*executor='local'"):
+            model.fit(X[::-1].copy(), Y[::-1].copy())
+    assert closer.closed
+    assert model.__dict__.keys() == before.keys()
+    assert all(model.__dict__[k] is v for k, v in before.items())
+
+
 def test_predict_after_the_client_closed_falls_back_to_a_local_index(client, reference, caplog):
     """``AttributeError: 'NoneType' object has no attribute 'scatter'`` before: the model is
     here, and its candidate index is rebuilt here from the candidates (with a warning)."""
@@ -272,6 +375,57 @@ def test_predict_after_the_client_closed_falls_back_to_a_local_index(client, ref
     assert model.default_index_.partitions is None  # local from now on
     np.testing.assert_allclose(pred, expected, rtol=1e-8, atol=1e-8 * np.abs(expected).max())
     assert "is closed" in caplog.text and "rebuilt in this process" in caplog.text
+
+
+def test_a_memory_mapped_index_distributed_falls_back_after_the_client_closed(client, tmp_path, caplog):
+    """A memory-mapped candidate index (``make_candidate_index(C, path=...)``, or loaded with
+    ``mmap=True``) given to ``distribute()``: once the client is closed, the search maps the
+    file again in this process, with the warning of the in-memory index's fallback
+    (``AttributeError: 'RowPartitions' object has no attribute 'sources'`` before)."""
+    import sprokr
+
+    model = _model("local").fit(X, Y)
+    C = (np.random.default_rng(3).random((6000, Y.shape[1])) > 0.6).astype(np.int8)
+    path = str(tmp_path / "candidates.sprokr")
+    index = model.make_candidate_index(C, path=path)
+    assert isinstance(index.embeddings, np.memmap)  # >= 1 MiB: mapped
+    expected = model.predict_topk(XQ, k=5, candidates=index)
+    made = index.distribute(DaskExecutor(client=client, n_partitions=3))
+    loaded = sprokr.load(path, model=model, mmap=True).distribute(DaskExecutor(client=client))
+    assert _same_topk(model.predict_topk(XQ, k=5, candidates=made), expected)
+    client.close()
+    for dist in (made, loaded):
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="sprokr"):
+            got = model.predict_topk(XQ, k=5, candidates=dist)
+        assert _same_topk(got, expected)
+        assert "is closed" in caplog.text and "rebuilt in this process" in caplog.text
+        assert dist.partitions is None  # local from now on: mapped again, not copied into memory
+        assert isinstance(dist.embeddings, np.memmap) and str(dist.embeddings.filename) == str(index.embeddings.filename)
+        assert _same_topk(model.predict_topk(XQ, k=5, candidates=dist), expected)
+
+
+# ----------------------------------------------------------------------------- no workers
+def test_a_cluster_without_workers_is_a_clear_error():
+    """``Client(LocalCluster(n_workers=0))``: a ``DistributedTimeoutError`` saying the cluster
+    has no workers, after at most 10 s (``timeout``, if shorter) for one to join; before,
+    ``timeout=None`` reached distributed's scatter as ``TypeError: unsupported operand
+    type(s) for +: 'float' and 'NoneType'`` and a number timed out without a word about
+    workers.  A worker that joins within that time is waited for."""
+    cluster = distributed.LocalCluster(n_workers=0, threads_per_worker=1, processes=True, dashboard_address=None)
+    client = distributed.Client(cluster)
+    try:
+        for timeout, limit in ((None, 10), (2, 2)):
+            t0 = time.monotonic()
+            with pytest.raises(DistributedTimeoutError, match=rf"has no workers \(none joined within {limit} s\)"):
+                _model(DaskExecutor(client=client, timeout=timeout)).fit(X, Y)
+            assert time.monotonic() - t0 < limit + 15
+        cluster.scale(1)  # starts in the background: the fit waits for it
+        model = _model(DaskExecutor(client=client, timeout=None)).fit(X, Y)
+        assert len(client.nthreads()) == 1 and model.default_index_.partitions is not None
+    finally:
+        client.close()
+        cluster.close()
 
 
 # ----------------------------------------------------------------------------- modules, hangs

@@ -308,7 +308,10 @@ class CandidateIndex(SaveMixin):
         if rebuild is None:
             raise exc
         local = rebuild(parts)
-        E = np.concatenate([np.asarray(b[0]) for b in local.blocks], axis=0)
+        # one block (a memory-mapped index, mapped again from its file) is kept as it is, a
+        # np.memmap: a concatenation would copy the whole file into memory
+        blocks = [np.asanyarray(b[0]) for b in local.blocks]
+        E = blocks[0] if len(blocks) == 1 else np.concatenate(blocks, axis=0)
         logger.warning("%s; the candidate index (%d candidates) was rebuilt in this process and is searched "
                        "here from now on", exc, len(self))
         E = np.ascontiguousarray(E[:, :self.dim]) if self.offsets is not None and not self._split else E

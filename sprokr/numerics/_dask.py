@@ -34,8 +34,8 @@ from ..utils import concat_samples, num_samples, take, take_slice
 from ._dask_client import require_distributed
 from ._dask_cluster import DaskClusterOps, Lost
 from ._dask_tasks import (
-    GivenRows, MappedRows, call, dask_row_bounds, dask_row_pieces, fold, is_delayed, load_block, map_block, map_part,
-    merge, take_local,
+    GivenRows, LoadedRows, MappedRows, call, dask_row_bounds, dask_row_pieces, fold, is_delayed, map_block, map_part,
+    merge, take_local, whole_rows,
 )
 from ._executor import Executor, LocalExecutor, RowPartitions, check_progress, column_names
 from ._faults import WorkerLostError, modules_needed
@@ -87,7 +87,8 @@ class DaskExecutor(DaskClusterOps, Executor):
         :class:`~sprokr.numerics.DistributedTimeoutError`.  A partition that takes longer
         than that is waited for as long as its worker is computing (running, heard from,
         using CPU); a hung, paused or unreachable worker fails the pass.  None waits
-        forever.
+        forever -- except for a worker to join a cluster that has none: that wait is at
+        most 10 s (``timeout`` if shorter) whatever the value.
     retries : int, default 2
         Times a pass is retried after workers were lost: the partitions they held are
         rebuilt from their sources (rows given by this process are sent again, a
@@ -104,8 +105,9 @@ class DaskExecutor(DaskClusterOps, Executor):
     ClientClosedError
         The client (or its scheduler) is closed.
     WorkerLostError, DistributedTimeoutError, WorkerImportError
-        Workers lost beyond the retries; no progress for ``timeout`` s; a module the
-        shipped objects need is missing on the workers (see ``docs/scaling.md``).
+        Workers lost beyond the retries; no progress for ``timeout`` s, or a cluster with
+        no workers; a module the shipped objects need is missing on the workers (see
+        ``docs/scaling.md``).
     """
 
     name = "dask"
@@ -181,9 +183,16 @@ class DaskExecutor(DaskClusterOps, Executor):
     # ------------------------------------------------------------------ partitions
     def local_partitions(self, parts: RowPartitions) -> RowPartitions:
         """The partitions rebuilt in this process, for a :class:`LocalExecutor` (when the
-        client is closed: a distributed candidate index falls back to a local one)."""
+        client is closed: a distributed candidate index falls back to a local one).
+
+        Partitions a loader made (:meth:`partition_from`) are loaded here as one partition:
+        a memory-mapped index is mapped again from its file, not copied into memory.
+        """
         self._check_parts(parts)
         ex = LocalExecutor()
+        whole = whole_rows(getattr(parts, "sources", None))
+        if whole is not None and (whole.start, whole.stop) == (0, parts.n):
+            return RowPartitions(parts.n, [0, parts.n], [whole.local(self)], ex, parts.names)
         return RowPartitions(parts.n, parts.bounds, [self.local_block(parts, j) for j in range(parts.n_partitions)],
                              ex, parts.names)
 
@@ -195,6 +204,7 @@ class DaskExecutor(DaskClusterOps, Executor):
         client = self.get_client()
         if not collections:
             raise ValueError("partition needs at least one collection")
+        self._require_workers(client)  # before counting their threads (n_partitions) and sending rows
         names = column_names(names, len(collections))
         prepare = tuple(prepare) if prepare is not None else (None,) * len(collections)
         if len(prepare) != len(collections):
@@ -313,7 +323,7 @@ class DaskExecutor(DaskClusterOps, Executor):
         with task_progress(self, w, name) as bar:
             for attempt in range(int(self.retries) + 1):
                 client = self.get_client()
-                self._workers(client)
+                self._require_workers(client)
                 futures: dict[int, Any] = {}
                 try:
                     fn_f = self.ship(client, fn, f"the {name} tasks")
@@ -330,7 +340,8 @@ class DaskExecutor(DaskClusterOps, Executor):
                     logger.warning("Dask worker(s) lost during the %s tasks (%s); resubmitting the %d unfinished "
                                    "task(s) (%d of %d)", name, exc, len(todo), attempt + 1, self.retries)
                 finally:
-                    client.cancel([f for f in futures.values() if not f.done()])
+                    if client.status == "running":  # a closed client cancelled them (and sends nothing)
+                        client.cancel([f for f in futures.values() if not f.done()])
         raise WorkerLostError(f"the {name} tasks lost their workers {int(self.retries) + 1} times ({causes[-1]}); "
                               f"check the workers' logs and memory (DaskExecutor(retries=...) sets the retries; "
                               f"executor='local' avoids the cluster)")
@@ -341,14 +352,17 @@ class DaskExecutor(DaskClusterOps, Executor):
         e.g. each worker memory-maps its rows of a file on a shared disk)."""
         self._validate()
         client = self.get_client()
+        self._require_workers(client)
         n = int(n)
         p = self._n_parts(client, max(n, 1)) if n_partitions is None else max(1, min(int(n_partitions), max(n, 1)))
         bounds = np.linspace(0, n, p + 1).astype(np.int64)
+        # each block remembers its loader: rebuilt after a lost worker, or here when the
+        # client is closed (a distributed candidate index falling back to a local one)
+        sources = [LoadedRows(loader, a, b) for a, b in zip(bounds[:-1], bounds[1:])]
         # shipped in the graph when small: the scheduler can rebuild a lost worker's blocks
         loader_f = self.ship(client, loader, "the partition loader")
-        blocks = [client.submit(load_block, loader_f, int(a), int(b), pure=False)
-                  for a, b in zip(bounds[:-1], bounds[1:])]
-        return RowPartitions(n, bounds, blocks, self)
+        blocks = [s.submit(client, self, loader_f) for s in sources]
+        return _Partitions(n, bounds, blocks, self, sources)
 
     def take_rows(self, parts: RowPartitions, indices: ArrayLike, which: str | int = 0) -> Samples:
         self._check_parts(parts)

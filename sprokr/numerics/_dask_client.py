@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from ._faults import ClientClosedError
+from ._faults import ClientClosedError, DistributedTimeoutError
 
 __all__ = ["DaskClient", "dask_available", "require_distributed", "POLL"]
 
@@ -33,6 +33,9 @@ def require_distributed():
 
 
 POLL = 0.25  # s between looks at a pass's futures (a finished future wakes the wait at once)
+#: s a pass waits for a worker to join a cluster that has none (workers still starting, a
+#: nanny restarting the only one) before saying so; at most the executor's ``timeout``
+_WORKERS_WAIT_S = 10.0
 
 
 class DaskClient:
@@ -106,11 +109,37 @@ class DaskClient:
             self._own_client = None
 
     def _workers(self, client):
-        """Addresses of the workers now (an RPC to the scheduler)."""
+        """Addresses of the workers now (an RPC to the scheduler); a client closed meanwhile
+        (by another thread, or with its cluster): ClientClosedError."""
+        if getattr(client, "status", "running") != "running":
+            self._check_client(client)
         try:
             workers = set(client.nthreads())
-        except (OSError, TimeoutError) as exc:
+        except (OSError, TimeoutError, AttributeError) as exc:
+            # a client closed between the look at its status and the call has no scheduler
+            # left: 'NoneType' object has no attribute 'ncores'
             self._check_client(client)
+            if isinstance(exc, AttributeError):  # a running client: a bug, raised as it is
+                raise
             raise ClientClosedError(f"the Dask scheduler does not answer ({type(exc).__name__}: {exc})") from None
         self._seen_workers |= workers
+        return workers
+
+    def _require_workers(self, client):
+        """Addresses of the workers now, at least one: a cluster without workers is given
+        ``min(_WORKERS_WAIT_S, timeout)`` s for one to join, then a DistributedTimeoutError
+        saying it has none (nothing could run there: a scatter would wait for a worker
+        forever, or time out without saying why)."""
+        workers = self._workers(client)
+        limit = min(_WORKERS_WAIT_S, self.timeout or _WORKERS_WAIT_S)
+        deadline = time.monotonic() + limit
+        while not workers and time.monotonic() < deadline:
+            time.sleep(POLL)
+            workers = self._workers(client)
+        if not workers:
+            where = f" (scheduler {self._scheduler_address})" if self._scheduler_address else ""
+            raise DistributedTimeoutError(
+                f"the Dask cluster{where} has no workers (none joined within {limit:g} s): start some "
+                f"(LocalCluster(n_workers=2) here, 'dask worker tcp://host:8786' for a cluster; an adaptive "
+                f"cluster needs minimum=1 or more), or use executor='local'")
         return workers

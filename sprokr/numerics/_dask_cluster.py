@@ -64,7 +64,7 @@ class DaskClusterOps(DaskClient):
         causes = []
         for i in range(int(self.retries) + 1):
             client = self.get_client()
-            self._workers(client)
+            self._require_workers(client)
             try:
                 return attempt(client)
             except Lost as exc:
@@ -112,6 +112,8 @@ class DaskClusterOps(DaskClient):
                 distributed.wait(list(pending.values()), timeout=POLL, return_when="FIRST_COMPLETED")
             except Exception:  # the poll's own timeout, or cancelled futures: looked at below
                 pass
+            if client.status != "running":  # closed (its futures cancelled) or reconnecting
+                self._check_client(client)
             moved = False
             for i, f in list(pending.items()):
                 status = f.status
@@ -130,6 +132,8 @@ class DaskClusterOps(DaskClient):
                             raise
                         raise err from exc
                 elif status == "cancelled":  # "lost" futures are being recomputed: still pending
+                    if client.status != "running":  # closing the client cancels its futures: no worker was lost
+                        self._check_client(client)
                     which = f.key if tasks is None else i
                     raise Lost(f"task {which} was cancelled: its data or a dependency was lost")
             if moved:  # after the yields: the caller's time with the results is not the cluster's
@@ -138,8 +142,6 @@ class DaskClusterOps(DaskClient):
                 if not self._computing(client, pending):
                     raise self._no_progress(client, name, timeout, pending, total, tasks is not None)
                 last = time.monotonic() - timeout + _BUSY_RECHECK_S  # still working: look again soon
-            if client.status != "running":
-                self._check_client(client)
             if gone is not None and pending and gone():
                 raise Lost("a worker the tasks were bound to left the cluster")
 
@@ -192,25 +194,57 @@ class DaskClusterOps(DaskClient):
                 f"the workers' logs, use smaller chunks (chunk_size, max_memory_mb) or executor='local'") from exc
         future.result()  # the task's own error (ChunkError naming its rows, ...), with its traceback
 
-    def _result(self, future, name):
-        """A finished future's value; its data lost meanwhile: ``Lost``."""
+    def _result(self, future, name, timeout=None, gone=None):
+        """A finished future's value; its data lost meanwhile: ``Lost``.
+
+        Waits at most ``timeout`` s (default: the executor's).  With ``gone`` (for small
+        results: the module check's answers) the value is fetched in tries of ``POLL`` s
+        and ``gone()`` turning true between them raises ``Lost`` at once: a result bound to
+        a worker that left is never recomputed, and would be waited for the whole
+        ``timeout`` (forever with None).
+        """
+        timeout = self.timeout if timeout is None else timeout
+        if gone is None:
+            return self._fetch(future, name, timeout)
+        end = time.monotonic() + (float("inf") if timeout is None else timeout)
+        while True:
+            try:
+                return self._fetch(future, name, POLL)
+            except DistributedTimeoutError:
+                if gone():
+                    raise Lost(f"the worker holding {future.key} left the cluster") from None
+                if time.monotonic() >= end:
+                    raise DistributedTimeoutError(f"the result of the {name} pass did not arrive within "
+                                                  f"{timeout:g} s (DaskExecutor(timeout=...))") from None
+
+    def _fetch(self, future, name, timeout):
+        """``future.result(timeout=timeout)``; its data lost meanwhile: ``Lost``."""
         try:
-            return future.result(timeout=self.timeout)
+            return future.result(timeout=timeout)
         except CancelledError:
+            if future.client.status != "running":  # cancelled by the client's closing
+                self._check_client(future.client)
             raise Lost(f"the result of {future.key} was lost") from None
         except TimeoutError:
-            raise DistributedTimeoutError(f"the result of the {name} pass did not arrive within {self.timeout:g} s "
+            raise DistributedTimeoutError(f"the result of the {name} pass did not arrive within {timeout:g} s "
                                           f"(DaskExecutor(timeout=...))") from None
         except OSError as exc:
             raise Lost(f"fetching {future.key} failed: {exc}") from None
 
     def scatter(self, client: Any, objects: list[Any]) -> list[Any]:
-        """Send objects from this process to the workers (within ``timeout``)."""
+        """Send objects from this process to the workers (waiting at most ``timeout`` s for a
+        running worker to take them)."""
+        # distributed's scatter timeout bounds its wait for a running (not paused) worker and
+        # must be a number: None ("wait forever") is an infinite one
+        limit = float("inf") if self.timeout is None else float(self.timeout)
         try:
-            return client.scatter(list(objects), hash=False, timeout=self.timeout)
+            return client.scatter(list(objects), hash=False, timeout=limit)
         except TimeoutError:
-            raise DistributedTimeoutError(f"sending data to the Dask workers took more than {self.timeout:g} s "
-                                          f"(DaskExecutor(timeout=...))") from None
+            workers = self._workers(client)
+            raise DistributedTimeoutError(
+                f"no running Dask worker took the data within {limit:g} s (the cluster has {len(workers)} "
+                f"worker(s): paused for memory, closing, or none at all?); DaskExecutor(timeout=...) sets this "
+                f"limit") from None
         except OSError as exc:  # the worker chosen went away
             raise Lost(f"sending data failed: {exc}") from None
         except KeyError as exc:
@@ -232,7 +266,9 @@ class DaskClusterOps(DaskClient):
 
     def _check_imports(self, client, needed, what):
         """Fail at once, naming them, when workers cannot import modules ``needed`` (a worker
-        that cannot unpickle a task loses it silently).  Each worker is asked once per module."""
+        that cannot unpickle a task loses it silently).  Each worker is asked once per module;
+        one that leaves before its answer arrives is asked next time, and the others'
+        answers count."""
         if not needed:
             return
         todo = {}
@@ -242,20 +278,33 @@ class DaskClusterOps(DaskClient):
                 todo[w] = names
         if not todo:
             return
-        futs = [client.submit(find_missing_modules, names, workers=[w], allow_other_workers=False, pure=False)
-                for w, names in todo.items()]
-        targets = set(todo)
-        try:  # a worker that left meanwhile (its check would wait forever) is asked next time
-            self._wait(client, futs, "module check", timeout=min(30.0, self.timeout or 30.0),
-                       gone=lambda: not targets <= self._workers(client))
-            found = [self._result(f, "module check") for f in futs]
-        except (Lost, DistributedTimeoutError):  # a worker left meanwhile: asked again next time
-            return
+        # each check is bound to the worker it asks about: once its worker left, it can never
+        # run or be recomputed elsewhere, so every wait for it also watches that worker
+        futs = {w: client.submit(find_missing_modules, names, workers=[w], allow_other_workers=False, pure=False)
+                for w, names in todo.items()}
+        limit = min(30.0, self.timeout or 30.0)
+        found = {}
+        try:
+            while futs:
+                try:
+                    for w, f in self._as_finished(client, futs, "module check", timeout=limit,
+                                                  gone=lambda: not set(futs) <= self._workers(client)):
+                        found[w] = self._result(f, "module check", timeout=limit,
+                                                gone=lambda w=w: w not in self._workers(client))
+                        del futs[w]
+                except Lost:  # the workers that left are asked next time; the others still answer
+                    left = set(futs) - self._workers(client)
+                    if not left:  # a check cancelled for another reason: asked next time too
+                        break
+                    for w in left:
+                        del futs[w]
+        except DistributedTimeoutError:  # hung workers: the pass's own wait names them
+            pass
         except WorkerLostError:  # the check itself kills the workers: they cannot load sprokr
             raise missing_modules_error({w: ["sprokr"] for w in todo}, {"sprokr": "sprokr"}, what) from None
         missing = {}
-        for (w, names), got in zip(todo.items(), found):
-            _IMPORTS_OK.setdefault(w, set()).update(set(names) - set(got))
+        for w, got in found.items():
+            _IMPORTS_OK.setdefault(w, set()).update(set(todo[w]) - set(got))
             if got:
                 missing[w] = list(got)
         if missing:

@@ -7,7 +7,8 @@ is lost), so rerunning any of them gives the same result.
 A partition on the workers remembers its *source* -- how to build it again: rows given
 by this process are scattered again from here, rows of a dask array are recomputed from
 its graph, a pass's outputs kept on the workers (a distributed candidate index) are
-recomputed from their parent partition.  When workers are lost, the executor rebuilds
+recomputed from their parent partition, rows a loader made on the workers (a
+memory-mapped candidate index) are loaded again.  When workers are lost, the executor rebuilds
 the lost partitions from their sources and retries the pass; when the whole cluster is
 gone, :meth:`Source.local` builds the partition in this process instead.
 """
@@ -21,7 +22,7 @@ import numpy as np
 from ._executor import ChunkError, fold_chunks, map_chunks
 from ._pool import chunk_rows
 
-__all__ = ["GivenRows", "MappedRows", "is_delayed", "dask_row_bounds", "dask_row_pieces", "identity", "prepare_block",
+__all__ = ["GivenRows", "MappedRows", "LoadedRows", "is_delayed", "dask_row_bounds", "dask_row_pieces", "identity", "prepare_block",
            "fold", "merge", "map_block", "map_part", "take_local", "call", "load_block"]
 
 
@@ -150,3 +151,32 @@ class MappedRows:
         block = executor.local_block(self.parent, self.j)
         start = int(self.parent.bounds[self.j])
         return map_block(self.fn, start, block, self.chunk_size, self.name, self.which)
+
+
+class LoadedRows:
+    """Rows ``start:stop`` made where they live by ``loader(start, stop)`` (``partition_from``:
+    e.g. memory-mapped from a file every worker sees)."""
+
+    def __init__(self, loader, start: int, stop: int) -> None:
+        self.loader, self.start, self.stop = loader, int(start), int(stop)
+
+    def submit(self, client, executor, loader=None):
+        """A future of the block; ``loader``: a future of the loader when it was already
+        shipped (the first build ships it once for every partition)."""
+        if loader is None:
+            loader = executor.ship(client, self.loader, "the partition loader")
+        return client.submit(load_block, loader, self.start, self.stop, pure=False)
+
+    def local(self, executor):
+        return load_block(self.loader, self.start, self.stop)
+
+
+def whole_rows(sources):
+    """One :class:`LoadedRows` for all the rows of ``sources`` when they are the consecutive
+    rows of one loader (``partition_from``'s partitions), else None: built here in one block,
+    a memory-mapped file is mapped again rather than copied piece by piece."""
+    if not sources or not all(isinstance(s, LoadedRows) and s.loader is sources[0].loader for s in sources):
+        return None
+    if any(a.stop != b.start for a, b in zip(sources[:-1], sources[1:])):
+        return None
+    return LoadedRows(sources[0].loader, sources[0].start, sources[-1].stop)

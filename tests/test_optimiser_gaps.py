@@ -258,3 +258,19 @@ def test_a_solver_out_of_iterations_says_so(optimizer):
     with pytest.warns(ConvergenceWarning, match="within max_iter=3 .*increase max_iter"):
         m.fit(X, y)
     assert not m.converged_ and m.n_iter_ <= 3 + 1
+
+
+@pytest.mark.parametrize("seed", [8, 20])
+def test_newton_certifies_quantiles_when_the_start_nearly_interpolates(seed):
+    """Unnormalised targets of scale 2e-3 and a small ridge: the square-loss start sits ~0
+    from every kink, and the first smoothing band (a tenth of that distance) was ~1000x
+    below the optimum's residuals; with 100x cuts per stage Newton used its 3000 steps,
+    uncertified (relative gap 3e4 - 6e4).  The band's floor (1 % of the targets' spread)
+    and 10x cuts certify it."""
+    rng = np.random.default_rng(seed)
+    X = 0.75 * rng.standard_normal((17, 7))
+    y = 2e-3 * (np.sin(X[:, 0] / 0.75) + 0.3 * rng.standard_t(3, size=17))
+    m = JointQuantileRegressor(taus=[0.1, 0.5, 0.9], kernel_params={"sigma2": 5.0}, lam=1e-6,
+                               normalize_y=False).fit(X, y)
+    assert m.optimizer_ == "newton" and m.converged_ and m.objective_gap_ <= 1e-4
+    assert m.n_iter_ < 300

@@ -101,13 +101,9 @@ def _kill(client, cluster, how):
     return addr
 
 
-class _KillDuringPasses:
-    """SIGKILL a worker when the executor starts waiting on the passes named (each once):
-    the pass's tasks are submitted and the worker dies under them (a tracer; the
-    executor's code is not changed)."""
-
-    def __init__(self, client, passes):
-        self.client, self.todo, self.killed = client, list(passes), []
+class _Tracer:
+    """A context that traces calls with ``self._trace`` while it is entered (the tests'
+    hook into the executor at a given step; its code is not changed)."""
 
     def __enter__(self):
         sys.settrace(self._trace)
@@ -115,6 +111,18 @@ class _KillDuringPasses:
 
     def __exit__(self, *exc):
         sys.settrace(None)
+
+    def _trace(self, frame, event, arg):  # pragma: no cover - overridden
+        return None
+
+
+class _KillDuringPasses(_Tracer):
+    """SIGKILL a worker when the executor starts waiting on the passes named (each once):
+    the pass's tasks are submitted and the worker dies under them (a tracer; the
+    executor's code is not changed)."""
+
+    def __init__(self, client, passes):
+        self.client, self.todo, self.killed = client, list(passes), []
 
     def _trace(self, frame, event, arg):
         if event == "call" and frame.f_code.co_name == "_wait" and self.todo:
@@ -131,20 +139,13 @@ class _KillDuringPasses:
         return None
 
 
-class _KillDuringModuleCheck:
+class _KillDuringModuleCheck(_Tracer):
     """SIGKILL the worker holding a module-check answer when the executor starts fetching it
     (the first one fetched): every check task has finished, and the answer is lost with its
     worker before it arrives (a tracer on ``_result``; the executor's code is not changed)."""
 
     def __init__(self, client):
         self.client, self.killed = client, []
-
-    def __enter__(self):
-        sys.settrace(self._trace)
-        return self
-
-    def __exit__(self, *exc):
-        sys.settrace(None)
 
     def _trace(self, frame, event, arg):
         if event == "call" and frame.f_code.co_name == "_result" and not self.killed:
@@ -157,19 +158,12 @@ class _KillDuringModuleCheck:
         return None
 
 
-class _CloseDuringPass:
+class _CloseDuringPass(_Tracer):
     """Close ``target`` (a client or a cluster) from another thread when the executor starts
     waiting on the pass ``name``: its tasks are submitted and the client closes under them."""
 
     def __init__(self, target, name):
         self.target, self.name, self.closed = target, name, False
-
-    def __enter__(self):
-        sys.settrace(self._trace)
-        return self
-
-    def __exit__(self, *exc):
-        sys.settrace(None)
 
     def _trace(self, frame, event, arg):
         if event == "call" and frame.f_code.co_name == "_wait" and not self.closed:

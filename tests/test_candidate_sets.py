@@ -125,6 +125,25 @@ def test_ranks_from_scores_breaks_ties_at_random_in_expectation():
         ranks_from_scores(S, np.array([2.0]))
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64])
+def test_ranks_from_scores_matches_a_naive_count_across_row_blocks(dtype):
+    """Many rows (several cache blocks), ties, float32 compared without a float64 copy;
+    a NaN in a late block, off the truth, is still refused."""
+    rng = np.random.default_rng(3)
+    S = rng.integers(-20, 20, size=(700, 300)).astype(dtype)  # integer values: many ties
+    t = rng.integers(0, 300, 700)
+    naive = [1 + np.sum(row > row[j]) + 0.5 * (np.sum(row == row[j]) - 1) for row, j in zip(S, t)]
+    np.testing.assert_array_equal(ranks_from_scores(S, t), naive)
+    if dtype is not np.int64:
+        S[650, (t[650] + 1) % 300] = np.nan
+        with pytest.raises(ValueError, match="NaN"):
+            ranks_from_scores(S, t)
+        S[650] = 0
+        S[650, t[650]] = np.nan
+        with pytest.raises(ValueError, match="NaN"):
+            ranks_from_scores(S, t)
+
+
 def test_f1_samples_takes_sparse_labels_and_refuses_nan():
     import scipy.sparse as sp
     from sklearn.metrics import f1_score

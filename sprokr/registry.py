@@ -232,7 +232,8 @@ class Registry:
                 try:
                     provided = impl.function() or {}
                     items = _saveable_items(provided) if kind == "saveable_class" else list(dict(provided).items())
-                    items = [(str(cname), factory) for cname, factory in items]  # a name's __str__ is its code too
+                    # a str subclass's __str__ is the plugin's code too; other names are refused in _add
+                    items = [(str(cname) if isinstance(cname, str) else cname, factory) for cname, factory in items]
                 except BaseException as exc:
                     if not is_plugin_failure(exc):
                         raise
@@ -273,6 +274,12 @@ class Registry:
                            f"{_suggest(attr, hookspecs.KINDS)} (hooks: {', '.join(hookspecs.KINDS)})")
 
     def _add(self, comp):
+        if not isinstance(comp.name, str) or not comp.name.strip():
+            # a name is what users type (``kernel="wl"``) and what saved models record
+            shown = repr(comp.name) if isinstance(comp.name, str) else f"{type(comp.name).__name__}"
+            self._warn(f"sprokr plugin {comp.plugin!r}: one of its {_PLURALS[comp.kind]} was skipped: its name must be a "
+                       f"non-empty string, got {shown}", (comp.plugin, comp.kind, None))
+            return
         if not callable(comp.factory):
             self._warn(f"sprokr plugin {comp.plugin!r}: the {comp.kind} {comp.name!r} was skipped: its "
                        f"factory is not callable (got {type(comp.factory).__name__})",

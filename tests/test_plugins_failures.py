@@ -91,6 +91,25 @@ def test_a_plugin_that_cannot_be_inspected_is_named_and_skipped():
     assert "gaussian" in reg.names("input_kernel")
 
 
+@pytest.mark.parametrize("bad", ["", "   ", 7, None], ids=repr)
+def test_a_component_without_a_usable_name_is_named_and_skipped(bad):
+    """A name is what users type and saved models record: an empty or non-string one
+    (``7`` would have become ``"7"``) is skipped with a warning naming the plugin; the
+    plugin's other components count."""
+    class BadName:
+        @sprokr.hookimpl
+        def sprokr_input_kernels(self):
+            return {bad: sprokr.kernels.LinearKernel, "fine": sprokr.kernels.LinearKernel}
+
+    reg = Registry(entry_points=False)
+    with pytest.warns(PluginWarning, match=r"sprokr plugin 'badname': one of its input kernels was skipped: its name "
+                                           r"must be a non-empty string"):
+        assert reg.register(BadName(), name="badname") == "badname"
+    names = reg.names("input_kernel")
+    assert "fine" in names and "7" not in names and "" not in names and "   " not in names
+    assert any(p == "badname" and k == "input_kernel" for p, k, *_ in reg.skipped)
+
+
 def test_a_skipped_plugin_leaves_its_name_free_and_a_taken_name_is_said_in_one_line():
     class WrongSignature:
         @sprokr.hookimpl

@@ -207,6 +207,16 @@ def test_clone_shares_the_dask_client(client, name, given):
         assert type(b["executor"]) is DaskExecutor and b["executor"] is not ex
         assert b["executor"].get_params() == ex.get_params() and b["executor"].client is client
         assert copy.deepcopy(ex).client is client and copy.deepcopy(ex).get_params() == ex.get_params()
+    dup = copy.deepcopy(est)  # unfitted, then fitted: every attribute copied, the client shared
+    assert dup.get_params(deep=False).keys() == a.keys() and dup.executor is not None
+    assert (dup.executor is client) if given == "Client" else (dup.executor.client is client)
+    rng = np.random.default_rng(0)
+    X, Y = rng.standard_normal((120, 4)), rng.standard_normal((120, 3))
+    y = Y[:, 0] if name == "SketchedKernelMachine" else Y
+    est.fit(X, y)
+    dup = copy.deepcopy(est)
+    np.testing.assert_array_equal(dup.predict(X[:10]), est.predict(X[:10]))
+    assert (dup.executor is client) if given == "Client" else (dup.executor.client is client)
 
 
 def test_searches_ensembles_and_cross_validation_on_dask_equal_local(data, client):

@@ -140,7 +140,8 @@ class ExecutorParamsMixin:
     * ``sklearn.base.clone`` (model selection, ensembles, ``cross_val_score``) clones every
       parameter as scikit-learn does, except a Client, which the clone shares (a deep copy
       of it fails on its sockets); a :class:`~sprokr.numerics.DaskExecutor` parameter is
-      cloned by its own ``__sklearn_clone__``, sharing its client too;
+      cloned by its own ``__sklearn_clone__``, sharing its client too; ``copy.deepcopy``
+      likewise copies everything but the Client;
     * the safe model format (``save``) writes a Client parameter as ``"dask"`` and the
       fitted ``executor_`` of a distributed fit as a :class:`~sprokr.numerics.LocalExecutor`
       (the file holds the whole fitted state: the loaded model predicts in the process
@@ -167,6 +168,19 @@ class ExecutorParamsMixin:
         new = super(ExecutorParamsMixin, stand_in).__sklearn_clone__()  # type: ignore[misc]
         for name, client in clients.items():
             setattr(new, name, client)
+        return new
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Any:
+        """``copy.deepcopy(self)``: everything copied except a ``dask.distributed.Client``
+        parameter, which the copy shares (a connection: its sockets cannot be copied)."""
+        import copy
+
+        for v in self.__dict__.values():
+            if is_dask_client(v):
+                memo[id(v)] = v  # deepcopy then returns the client itself
+        new = object.__new__(type(self))
+        memo[id(self)] = new
+        new.__dict__.update(copy.deepcopy(self.__dict__, memo))
         return new
 
     def __sprokr_save__(self) -> Any:

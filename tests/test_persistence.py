@@ -6,6 +6,7 @@ import json
 import os
 import pickle
 import zipfile
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -928,3 +929,45 @@ def test_a_model_fitted_on_dask_is_saved_and_loaded_without_a_cluster(tmp_path):
     out = subprocess.run([sys.executable, "-c", _LOAD_WITHOUT_A_CLUSTER, str(tmp_path)], capture_output=True,
                          text=True, timeout=300)
     assert out.returncode == 0 and out.stdout.strip() == "ok", (out.stdout + out.stderr)[-3000:]
+
+
+PRE_DASK_SAVE = Path(__file__).resolve().parent / "data" / "pre_dask_save"
+
+
+@pytest.mark.parametrize("name, method, param", [("skm", "predict", "dask"), ("jqr", "predict", "DaskExecutor"),
+                                                 ("dsokr", "predict_scores", "dask")])
+def test_a_file_of_an_earlier_sprokr_fitted_on_dask_predicts_without_a_cluster(name, method, param, tmp_path,
+                                                                                monkeypatch):
+    """Files written before __sprokr_save__ (tests/data/pre_dask_save, by that code: commit
+    70267a0, on a LocalCluster) hold the fitted executor_ of a model fitted with
+    executor="dask" or a DaskExecutor as that DaskExecutor; loaded, SketchedKernelMachine and
+    JointQuantileRegressor predicted through Dask ('needs a running dask.distributed Client').
+    Loaded now, the executor_ is local and the model predicts the Dask model's predictions
+    (computed by the old code) without asking for any client; the parameter is kept; saved
+    again, it is a file of the current format."""
+    import distributed
+
+    from sprokr.numerics import DaskExecutor, LocalExecutor
+
+    def no_client(*args, **kwargs):
+        raise AssertionError("the loaded model asked for a Dask client")
+
+    # whatever default client this process has (another test's) is out of reach
+    monkeypatch.setattr(distributed, "default_client", no_client)
+    Xq = np.load(PRE_DASK_SAVE / "Xq.npy")
+    expected = json.loads((PRE_DASK_SAVE / "predictions.json").read_text())[name]
+    path = PRE_DASK_SAVE / f"{name}.sprokr"
+    saved = read_manifest(path)["root"]["state"]["executor_"]
+    assert saved.get("@") in ("component", "ref"), saved  # the file does hold the old executor_
+    model = sprokr.load(path)
+    assert type(model.executor_) is LocalExecutor
+    if param == "DaskExecutor":  # the same object as executor_ in the file: its settings kept
+        assert type(model.executor) is DaskExecutor and model.executor.client is None
+        assert model.executor.timeout == 30.0
+    else:
+        assert model.executor == "dask"
+    np.testing.assert_allclose(getattr(model, method)(Xq), expected, rtol=1e-10, atol=1e-12)
+    again = sprokr.load(model.save(tmp_path / f"{name}.sprokr"))
+    assert read_manifest(tmp_path / f"{name}.sprokr")["root"]["state"]["executor_"]["name"] == "local"
+    assert type(again.executor_) is LocalExecutor
+    np.testing.assert_allclose(getattr(again, method)(Xq), expected, rtol=1e-10, atol=1e-12)

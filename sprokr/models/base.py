@@ -189,9 +189,7 @@ class ExecutorParamsMixin:
         whose Client parameters are ``"dask"`` and whose ``executor_`` is local."""
         clients = [name for name, v in self.get_params(deep=False).items()  # type: ignore[attr-defined]
                    if is_dask_client(v)]
-        ex = self.__dict__.get("executor_")
-        # the file holds the fitted state itself (the index gathered): the loaded model predicts here
-        local = None if ex is None or ex.in_process else LocalExecutor(progress=ex.progress)
+        local = self._local_executor()
         if not clients and local is None:
             return self
         out = object.__new__(type(self))
@@ -200,6 +198,27 @@ class ExecutorParamsMixin:
         if local is not None:
             out.__dict__["executor_"] = local
         return out
+
+    def __sprokr_load__(self) -> None:
+        """Called by the safe model format on a loaded estimator: a fitted ``executor_``
+        that runs elsewhere is replaced by a :class:`~sprokr.numerics.LocalExecutor`, as
+        :meth:`__sprokr_save__` writes it.  Only files of an earlier sprokr, which wrote the
+        ``executor_`` of a model fitted with ``executor="dask"`` (or a ``DaskExecutor``) as
+        it was, have one: their model predicted through Dask, so it needed a client.  The
+        ``executor`` parameter is kept (a refit follows it)."""
+        local = self._local_executor()
+        if local is not None:
+            self.__dict__["executor_"] = local
+
+    def _local_executor(self) -> LocalExecutor | None:
+        """The ``executor_`` a saved or loaded model gets in place of a fitted executor that
+        does not run in this process (a cluster's), or None when it needs none: the file
+        holds the whole fitted state (a distributed index gathered), so the model predicts
+        where it is loaded, with the same settings (progress bars)."""
+        ex = self.__dict__.get("executor_")
+        if ex is None or getattr(ex, "in_process", True):  # unfitted, local, or not an executor
+            return None
+        return LocalExecutor(progress=getattr(ex, "progress", None))
 
 
 class OutputKernelModel(SaveMixin):

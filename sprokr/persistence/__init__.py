@@ -21,7 +21,11 @@ naming the plugin.  Anything the format cannot represent makes :func:`save` fail
 error naming the attribute and its type; state is never dropped silently.  An object whose
 class defines ``__sprokr_save__()`` is written as the object that method returns: its
 portable form (an estimator fitted on a Dask cluster without its client, a distributed
-candidate index gathered), so that a file never refers to a process or a cluster.
+candidate index gathered), so that a file never refers to a process or a cluster.  Its
+counterpart on loading, ``__sprokr_load__()``, is called on every rebuilt object whose class
+defines it, once the whole model is rebuilt: it brings, in place, state written by an
+earlier sprokr to that portable form (a file saved before an estimator fitted on Dask wrote
+its ``executor_`` as a local one loads with a local ``executor_``).
 
 >>> import tempfile, pathlib, numpy as np, sprokr
 >>> X = np.random.default_rng(0).standard_normal((30, 3)); Y = (X > 0).astype(int)
@@ -187,6 +191,7 @@ def load(path: PathLike, model: Any | None = None, mmap: bool = False) -> Any:
         try:
             with collect_renames() as renamed:  # old parameter names: one warning for the file
                 obj = reader.decode(manifest["root"], manifest.get("class") or "model")
+                reader.finish()  # the objects' __sprokr_load__ (files of an earlier sprokr)
         except ModelFormatError:
             raise
         except RecursionError:

@@ -76,6 +76,7 @@ class Reader:
         if not isinstance(self.table, dict):
             raise ModelFormatError(f"{path}: malformed array table")
         self.registry = None
+        self.to_finish = []  # objects whose class defines __sprokr_load__, in the order they were completed
 
     def decode(self, node, path):
         if node is None or isinstance(node, (bool, int, str, float)):
@@ -88,6 +89,25 @@ class Reader:
         if handler is None:
             raise ModelFormatError(f"{self.path}: unknown node type {node['@']!r} at {path}")
         return handler(node, path)
+
+    def finish(self):
+        """Calls ``obj.__sprokr_load__()`` on every rebuilt object whose class defines it, once
+        the whole tree is rebuilt (an object's state may refer to objects completed after it),
+        inner objects first.
+
+        The hook brings, in place, a state written by an earlier sprokr to what the current
+        ``__sprokr_save__`` would have written (e.g. a fitted ``executor_`` that was a
+        ``DaskExecutor`` before estimators wrote it as a local one), so that a file never
+        needs a process or a cluster to be used; the format itself knows no such class.
+        """
+        for obj in self.to_finish:
+            type(obj).__sprokr_load__(obj)  # looked up on the class, as dunders are
+
+    def _loaded(self, obj):
+        """``obj`` rebuilt with its whole state: its ``__sprokr_load__`` runs in :meth:`finish`."""
+        if getattr(type(obj), "__sprokr_load__", None) is not None:
+            self.to_finish.append(obj)
+        return obj
 
     def _remember(self, node, obj):
         k = node["id"]
@@ -324,7 +344,7 @@ class Reader:
         obj.__dict__.update(self._fields(node, "params", path))
         obj.__dict__.update(self._fields(node, "state", path))
         upgrade_state(obj)  # parameters saved under their former names (sprokr.deprecation)
-        return obj
+        return self._loaded(obj)
 
     def _d_component(self, node, path):
         from ..hookspecs import MODEL_KINDS
@@ -366,7 +386,7 @@ class Reader:
         self._remember(node, obj)
         obj.__dict__.update(self._fields(node, "state", path))
         upgrade_state(obj)
-        return obj
+        return self._loaded(obj)
 
 
 def _nbytes(meta):

@@ -7,6 +7,14 @@ Messages
     messages, e.g. ``logging.basicConfig(level=logging.INFO)`` or
     ``logging.getLogger("sprokr").setLevel(logging.DEBUG)`` plus a handler of your own.
 
+Accuracy warnings
+    A requested fast route whose measured error exceeds its tolerance (an explicit
+    ``solver="cholesky"`` / ``"eigh"`` of a sketched ridge; ``dtype="float32"`` failing its
+    check, then refitted in float64) is reported by :func:`warn_accuracy`: logged at
+    ``WARNING`` and issued as a :class:`scipy.linalg.LinAlgWarning`, the category scipy and
+    scikit-learn give an ill-conditioned solve, so that it is seen without any logging
+    set-up and can be filtered or caught like theirs.
+
 Phase timings
     :func:`timed_phase` (a context manager) logs ``"<phase> took <t> s"`` at ``INFO`` when
     the block ends; :func:`log_message` logs one message.  Both take ``verbose``: when it
@@ -56,6 +64,7 @@ __all__ = [
     "get_logger",
     "log_message",
     "log_estimator",
+    "warn_accuracy",
     "timed_phase",
     "PhaseTimer",
     "progress",
@@ -142,6 +151,36 @@ def log_estimator(estimator: Any, message: str, level: int = logging.INFO) -> No
     """
     log_message(message, verbose=bool(getattr(estimator, "verbose", False)), logger=type(estimator).__name__,
                 level=level)
+
+
+def warn_accuracy(message: str, estimator: Any = None, logger: Union[logging.Logger, str, None] = None) -> None:
+    """Report a requested fast route that is less accurate than its tolerance.
+
+    Logged at ``WARNING`` (on ``estimator``'s logger as :func:`log_estimator` does, else on
+    ``logger``) and issued as a :class:`scipy.linalg.LinAlgWarning` attributed to the first
+    caller outside sprokr and its plugins (the user's ``fit`` line, not sprokr's internals).
+
+    Parameters
+    ----------
+    message : str
+        What was requested, the measured estimate and what was done about it.
+    estimator : object, optional
+        The estimator fitting (its class names the logger; ``verbose`` forces the message).
+    logger : logging.Logger or str, optional
+        The logger when there is no estimator (a name is a child of ``"sprokr"``).
+    """
+    import warnings
+
+    from scipy.linalg import LinAlgWarning
+
+    if estimator is not None:
+        log_estimator(estimator, message, logging.WARNING)
+    else:
+        log_message(message, logger=logger, level=logging.WARNING)
+    frame, level = sys._getframe(1), 2  # level 2: warn_accuracy's caller
+    while frame is not None and str(frame.f_globals.get("__name__", "")).startswith("sprokr"):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(message, LinAlgWarning, stacklevel=level)
 
 
 def log_message(message: str, *, verbose: bool = False, logger: Union[logging.Logger, str, None] = None,

@@ -11,10 +11,12 @@ match the formula in 40-digit arithmetic.  Also: the pieces of the whitened rout
 The whole estimator x sketch-pair matrix is in ``tests/test_reference_matrix.py``.
 """
 import functools
+import warnings
 
 import mpmath
 import numpy as np
 import pytest
+from scipy.linalg import LinAlgWarning
 from sklearn.base import clone
 
 from sprokr import SIOKR, SISOKR
@@ -273,25 +275,34 @@ def test_default_within_1e_6_of_40_digits_in_the_bibtex_regime(kind, sketch):
 @pytest.mark.parametrize("kind", ["SISOKR", "SIOKR"])
 @pytest.mark.parametrize("route", [("cholesky", "float64"), ("eigh", "float64"), ("auto", "float32")])
 def test_fast_routes_meet_the_target_or_warn_with_their_estimate(kind, sketch, route, caplog):
-    """``solver="cholesky"`` / ``"eigh"`` meet 1e-6 or log a warning with their measured
-    estimate (``solver_error_estimate_``, within a factor 3 of the true error or above);
-    ``dtype="float32"`` meets 1e-4 or falls back to float64 kernel values, saying so."""
+    """``solver="cholesky"`` / ``"eigh"`` meet 1e-6 or warn with their measured estimate
+    (``solver_error_estimate_``, within a factor 3 of the true error or above);
+    ``dtype="float32"`` meets 1e-4 or falls back to float64 kernel values, saying so.  The
+    warning is logged and issued as a ``LinAlgWarning`` pointing at the caller's line."""
     solver, dtype = route
     _, _, Xq, C = _regime_data()
-    with caplog.at_level("WARNING"):
+    with caplog.at_level("WARNING"), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
         model = _regime_model(kind, sketch, solver=solver, dtype=dtype)
+    # logged, and issued as scipy's LinAlgWarning on the line that called fit (not sprokr's)
+    issued = [w for w in caught if issubclass(w.category, LinAlgWarning)]
+    assert all(w.filename == __file__ for w in issued), [(w.filename, w.lineno) for w in issued]
+    assert [str(w.message) for w in issued] == [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
     err = _centred_rel(model.predict_scores(Xq, candidates=C), _regime_reference(kind, sketch))
     est = model.solver_error_estimate_
     if dtype == "float32":
         assert err <= 1e-4, err
         if model.solver_precision_ == np.float64:
             assert "fitted and predicting with float64 kernel values" in caplog.text
+            assert len(issued) == 1
         return
     assert est is not None and est >= err / 3, (est, err)
     if err > 1e-6:
         assert f"solver={solver!r} changes this solution by about" in caplog.text
     if est > 1e-6:
-        assert f"{est:.2g}" in caplog.text
+        assert f"{est:.2g}" in caplog.text and len(issued) == 1
+    else:
+        assert not issued
 
 
 @pytest.mark.parametrize("width", [3, 40], ids=["four-solves", "L-F-product"])

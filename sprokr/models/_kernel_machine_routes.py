@@ -23,7 +23,6 @@ Cholesky of ``e K + n lam I``; other losses on the features ``L`` of ``K = L L^T
 """
 from __future__ import annotations
 
-import logging
 import time
 
 import numpy as np
@@ -43,7 +42,7 @@ from ..numerics import (
     upcast_samples,
     whitened_system,
 )
-from ..progress import log_estimator
+from ..progress import log_estimator, warn_accuracy
 from .base import set_n_features
 from .feature_problem import (
     float32_is_accurate,
@@ -83,7 +82,7 @@ class KernelMachineRoutesMixin:
 
     def _check_float32(self, parts, refit):
         """The measured error estimate of the float32 model (``solver_error_estimate_``); above
-        ``FLOAT32_TOL`` the model is refitted with float64 kernel values (and a warning)."""
+        ``FLOAT32_TOL`` the model is refitted with float64 kernel values (and a ``LinAlgWarning``)."""
         t = time.perf_counter()
         sample = self.executor_.take_rows(parts, spread_rows(self.n_train_), which="inputs")
         kernel64 = float64_kernel(self.kernel_)
@@ -144,7 +143,7 @@ class KernelMachineRoutesMixin:
             self.fit_times_.update({f"ridge_{k}": v for k, v in sol.times.items()})
             fallback = sol.fallback_message(dtype)
             if fallback:
-                log_estimator(self, fallback, logging.WARNING)
+                warn_accuracy(fallback, self)
         else:
             system = whitened_system(self.kernel_, R, support, parts, np.asarray, Y.shape[1], rcond, chunk, ex,
                                      ref_targets=ref)

@@ -16,7 +16,6 @@ module of a few hundred lines.
 """
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -42,6 +41,7 @@ from ..numerics import (
     resolve_executor,
     sketched_ridge,
 )
+from ..progress import warn_accuracy
 from ..sketches import resolve_sketch
 from ..utils import (
     NamedPrepare,
@@ -230,7 +230,7 @@ class SISOKRTraining:
             self._log(f"whitened normal equations rejected ({why}): solved by the stable QR route")
         fallback = sol.fallback_message(dtype)
         if fallback:  # float32 failed its check: the self is float64 from here on
-            self._log(fallback, logging.WARNING)
+            warn_accuracy(fallback, self)
             self.input_kernel_, self.dtype_ = sol.features.kernel, sol.precision
             support = self.input_kernel_.prepare_support(sol.support)
         self.X_support_ = support
@@ -276,7 +276,8 @@ class SISOKRTraining:
         checked (:func:`checked_exact_factor`) on the targets ``T`` -- exact IOKR: the scores
         of a few training outputs as candidates, centred per sample.  Above ``FLOAT32_TOL``, or
         when the float32 factorisation fails, the factor is recomputed with float64 kernel
-        values (a warning is logged, ``dtype_`` and ``solver_precision_`` say float64).
+        values (a ``LinAlgWarning``, also logged: :func:`sprokr.progress.warn_accuracy`; ``dtype_``
+        and ``solver_precision_`` say float64).
         Returns ``(Xp, factor)``."""
         products: Any = np.float32
         if T is None:  # IOKR multiplies its float32 kernel values in float64
@@ -288,7 +289,7 @@ class SISOKRTraining:
         self.solver_error_estimate_ = check.estimate
         self.fit_times_.update(check.times)
         if check.message is not None:
-            self._log(check.message, logging.WARNING)
+            warn_accuracy(check.message, self)
             self.input_kernel_, self.dtype_ = check.kernel, np.dtype(np.float64)
             self.solver_precision_ = np.dtype(np.float64)
         return check.Xp, check.factor

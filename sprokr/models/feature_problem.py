@@ -16,7 +16,6 @@ the problem (E1) of :mod:`sprokr.numerics` and its solvers are the same.
 from __future__ import annotations
 
 import inspect
-import logging
 import numbers
 import time
 import warnings
@@ -44,7 +43,7 @@ from ..numerics import (
     small_work_threads,
     upcast_samples,
 )
-from ..progress import log_estimator
+from ..progress import warn_accuracy
 from ..utils import check_positive, take
 
 __all__ = ["check_solver_params", "FeatureProblem", "FeatureProblemMixin", "SOLVERS", "ADAM_PARAMS", "float32_prediction_estimate", "float32_is_accurate",
@@ -276,7 +275,7 @@ def float32_is_accurate(model: Any, est: float, what: str, started: float) -> bo
     """Record the float32 check of a fitted model and say whether float32 is kept.
 
     Stores ``solver_error_estimate_ = est`` and ``fit_times_["float32_check"]`` (since
-    ``started``, a ``time.perf_counter()`` value); above ``FLOAT32_TOL`` it logs a warning
+    ``started``, a ``time.perf_counter()`` value); above ``FLOAT32_TOL`` it warns (:func:`~sprokr.progress.warn_accuracy`)
     naming ``what`` the model recomputes in float64 (e.g. "kernel values") and returns False.
     """
     model.solver_error_estimate_ = est
@@ -284,7 +283,7 @@ def float32_is_accurate(model: Any, est: float, what: str, started: float) -> bo
     message = float32_fallback_message(est, what)
     if message is None:
         return True
-    log_estimator(model, message, logging.WARNING)
+    warn_accuracy(message, model)
     return False
 
 

@@ -124,8 +124,8 @@ class SketchedKernelMachine(ExecutorParamsMixin, RenamedParametersMixin, SaveMix
         float32 is checked: the sketched closed form by the sketched ridge's check, the
         other routes by replaying the fitted model on 256 training rows with float64 kernel
         values; when the measured estimate (``solver_error_estimate_``) exceeds 1e-4 the
-        model is refitted with float64 kernel values (``dtype_`` then says float64, and a
-        warning goes through the ``sprokr.<class name>`` logger).
+        model is refitted with float64 kernel values (``dtype_`` then says float64; a
+        ``scipy.linalg.LinAlgWarning``, also logged on the ``sprokr.<class name>`` logger).
         An input kernel computing in float32 (``dtype="float32"`` in its parameters or
         instance) makes the model a float32 one, checked the same way
         (:func:`sprokr.kernels.model_dtype`).

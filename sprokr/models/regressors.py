@@ -28,7 +28,6 @@ are in :mod:`sprokr.models.training`.
 """
 from __future__ import annotations
 
-import logging
 import time
 from typing import TYPE_CHECKING, Any, Mapping, Self
 
@@ -49,7 +48,7 @@ from ..numerics import (
 )
 from ..deprecation import RenamedParametersMixin
 from ..persistence import SaveMixin
-from ..progress import log_estimator
+from ..progress import warn_accuracy
 from ..kernels import model_dtype, resolve_kernel
 from ..sketches import resolve_sketch
 from .base import check_n_features, set_n_features
@@ -111,8 +110,8 @@ class KernelRidgeRegressor(SaveMixin, R2ScoreMixin, RegressorMixin, BaseEstimato
         float64).  With a sketch, a float32 solution that fails the solver's accuracy check
         (:func:`sprokr.numerics.sketched_ridge`) is redone with float64 kernel values and the
         model then predicts in float64 (``dtype_``).  Exact: the fitted model is replayed on
-        256 training rows with float64 kernel values, and refitted with them (a warning is
-        logged) when its predictions change by more than 1e-4.
+        256 training rows with float64 kernel values, and refitted with them (a
+        ``scipy.linalg.LinAlgWarning``, also logged) when its predictions change by more than 1e-4.
         An input kernel computing in float32 (``dtype="float32"`` in its parameters or
         instance) makes the model a float32 one, checked the same way
         (:func:`sprokr.kernels.model_dtype`).
@@ -197,7 +196,7 @@ class KernelRidgeRegressor(SaveMixin, R2ScoreMixin, RegressorMixin, BaseEstimato
                 est, cho, support = check.estimate, check.factor, check.Xp
                 times.update(check.times)
                 if check.message is not None:
-                    log_estimator(self, check.message, logging.WARNING)
+                    warn_accuracy(check.message, self)
                     k, dtype = check.kernel, np.dtype(np.float64)
             else:
                 cho = exact_ridge_factor(k, parts, Xp, lam, chunk, ex)
@@ -212,7 +211,7 @@ class KernelRidgeRegressor(SaveMixin, R2ScoreMixin, RegressorMixin, BaseEstimato
             coef, route, est, times = sol.coef, sol.method, sol.error_estimate, dict(sol.times)
             fallback = sol.fallback_message(dtype)
             if fallback:  # float32 failed the solver's check: float64 kernel values from here on
-                log_estimator(self, fallback, logging.WARNING)
+                warn_accuracy(fallback, self)
                 k, dtype, support = sol.features.kernel, np.dtype(sol.precision), sol.support
         # ---- validated and solved: learned state
         self.kernel_, self.sketch_matrix_ = k, R

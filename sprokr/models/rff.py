@@ -64,7 +64,7 @@ class RFFKernelMachine(RenamedParametersMixin, SaveMixin, FeatureProblemMixin, R
     dtype : {"float64", "float32"}
         Precision of the random features (the solves are float64).  float32 is checked
         on 256 training rows against float64 features with the same weights; above 1e-4
-        (``solver_error_estimate_``) the model is refitted in float64 (``dtype_``).
+        (``solver_error_estimate_``) the model is refitted in float64 (``dtype_``; a ``scipy.linalg.LinAlgWarning``).
 
     Attributes
     ----------

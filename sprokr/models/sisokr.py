@@ -101,7 +101,7 @@ class SISOKR(ExecutorParamsMixin, OutputKernelModel, SISOKRTraining, BaseEstimat
         IOKR, ISOKR) the fitted model is replayed on 256 training rows with float64 kernel
         values (IOKR: its scores of 8 training outputs); when that changes them by more
         than 1e-4 (``solver_error_estimate_``, e.g. a flat kernel with a tiny ``lam``) the
-        factor is recomputed with float64 kernel values (a warning is logged; ``dtype_``
+        factor is recomputed with float64 kernel values (a ``LinAlgWarning``, also logged; ``dtype_``
         then says float64).
         An input kernel computing in float32 (``dtype="float32"`` in its parameters or
         instance) makes the model a float32 one, checked the same way
@@ -187,8 +187,8 @@ class SISOKR(ExecutorParamsMixin, OutputKernelModel, SISOKRTraining, BaseEstimat
         The relative error estimate of the input side's solution (in the predictions;
         compared with :func:`sprokr.numerics.tolerance`): measured after iterative
         refinement, bounded for the whitened normal equations, measured by a float64
-        residual for an explicitly requested ``"cholesky"`` / ``"eigh"`` (a warning is
-        logged when it exceeds the tolerance); without input sketch, the float32 check's
+        residual for an explicitly requested ``"cholesky"`` / ``"eigh"`` (a
+        ``scipy.linalg.LinAlgWarning``, also logged, when it exceeds the tolerance); without input sketch, the float32 check's
         measured estimate with ``dtype="float32"`` (kept after a float64 refit, which
         ``dtype_`` shows); None for the stable QR route and the exact input side in float64.
     solver_precision_ : numpy dtype

@@ -39,7 +39,7 @@ class RidgeSolution:
         :func:`float32_error_estimate` for float32); of the plain ones under ``"auto"`` the
         measured :meth:`~sprokr.numerics._ridge_plain.PlainRoutes._measured_plain`; under an explicit ``"cholesky"`` /
         ``"eigh"`` the measured float64 residual probe (:meth:`~sprokr.numerics._ridge_plain.PlainRoutes.probe_estimate`,
-        a warning is logged when it exceeds the tolerance); None for a ``"qr"`` solve
+        a ``LinAlgWarning``, also logged, when it exceeds the tolerance); None for a ``"qr"`` solve
         chosen directly.
     rank : int or None
         Numerical rank of ``R K R^T`` (whitened and stable routes).

@@ -20,6 +20,7 @@ from ._refine import prediction_rounding, sample_ratio
 from ._whiten import Whitening
 from ._ridge_common import PROBES, SAMPLE_ROWS, check_finite_sums, sandwich, spread
 from ._ridge_passes import CrossProductTask
+from ..progress import warn_accuracy
 from ..utils import take
 
 __all__ = ["PlainRoutes", "PlainSolution", "plain_promising", "PLAIN_FIRST_PIVOT_RATIO", "PLAIN_SAFETY"]
@@ -149,8 +150,9 @@ class PlainRoutes:
         self.checks.append((solver, est))
         tol = tolerance(dtype)
         if not est <= tol:
-            logger.warning("sketched ridge: solver=%r changes this solution by about %.2g (measured estimate, "
-                           "relative; more than %.0e): use solver='auto' for an accurate solution", solver, est, tol)
+            warn_accuracy(f"sketched ridge: solver={solver!r} changes this solution by about {est:.2g} (measured "
+                          f"estimate, relative; more than {tol:.0e}): use solver='auto' for an accurate solution",
+                          logger=logger)
         return self._solution(gamma, feats, solver, est)
 
     def refine_plain(self, sol, tol):

@@ -100,6 +100,128 @@ def test_grakel_graphs_without_features_and_non_finite_values():
             bad(G)
 
 
+def _graphs_labelled_from(n, seed, labels, vector=False):
+    """n random graphs (5-8 nodes) whose node labels are drawn from ``labels`` (vectors of
+    dimension 3 with ``vector``), with a 0/1 edge label."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(n):
+        G = nx.gnp_random_graph(int(rng.integers(5, 9)), 0.45, seed=int(rng.integers(1 << 30)))
+        labels_of = {v: (rng.normal(size=3) if vector else int(rng.choice(labels))) for v in G}
+        nx.set_node_attributes(G, labels_of, "label")
+        nx.set_edge_attributes(G, {e: int(rng.integers(2)) for e in G.edges}, "label")
+        out.append(G)
+    return out
+
+
+def _unequal_sets(seed, vector=False):
+    """4 and 9 graphs, each set with a node label the other lacks (3, 4 / 5)."""
+    return (_graphs_labelled_from(4, seed, [0, 1, 2, 3, 4], vector),
+            _graphs_labelled_from(9, 100 + seed, [0, 1, 2, 5], vector))
+
+
+def _union_reference(k, A, B):
+    """The normalised block read from GraKeL's Gram of the union, computed here from GraKeL."""
+    n = len(A)
+    K = np.asarray(k._make().fit_transform(k.prepare(A) + k.prepare(B)), dtype=np.float64)
+    d = np.diag(K)
+    return K[:n, n:] / np.sqrt(np.outer(d[:n], d[n:]))
+
+
+def _direct_formula(k, A, B):
+    """fit(B).transform(A) over per-graph self-similarities: right only for set-independent kernels."""
+    a, b = k.prepare(A), k.prepare(B)
+    K = np.asarray(k._make().fit(b).transform(a), dtype=np.float64)
+    da = np.array([k._make().fit_transform([g])[0, 0] for g in a])
+    db = np.array([k._make().fit_transform([g])[0, 0] for g in b])
+    return K / np.sqrt(np.outer(da, db))
+
+
+# every GraKeL class of sprokr_graphs.grakel_kernel.SET_INDEPENDENT (name, params, vector labels)
+SET_INDEPENDENT_CASES = [
+    ("VertexHistogram", {}, False), ("WeisfeilerLehman", {}, False),
+    ("WeisfeilerLehman", {"n_iter": 2, "base_graph_kernel": grakel.ShortestPath}, False),
+    ("WeisfeilerLehmanOptimalAssignment", {}, False), ("ShortestPath", {}, False),
+    ("ShortestPath", {"with_labels": False}, False), ("ShortestPathAttr", {}, True),
+    ("RandomWalk", {"lamda": 0.01}, False), ("RandomWalkLabeled", {"lamda": 0.01}, False),
+    ("SubgraphMatching", {}, False)]
+
+
+def test_grakel_every_set_independent_kernel_is_tested():
+    from sprokr_graphs.grakel_kernel import SET_INDEPENDENT
+
+    assert {name for name, _, _ in SET_INDEPENDENT_CASES} == SET_INDEPENDENT
+
+
+@pytest.mark.parametrize("name, params, vector", SET_INDEPENDENT_CASES,
+                         ids=[f"{n}{'-' + ','.join(p) if p else ''}" for n, p, _ in SET_INDEPENDENT_CASES])
+def test_grakel_set_independent_block_is_the_union_gram_block(name, params, vector):
+    """An allow-listed (set-independent) GraKeL kernel computes a block between two sets
+    directly (raw block over GraKeL's diagonal) and gives the union Gram's normalised block,
+    on sets of unequal sizes each with node labels the other lacks."""
+    from sprokr_graphs import GrakelKernel
+
+    k = GrakelKernel(kernel=name, params=params)
+    for seed in (0, 1):
+        A, B = _unequal_sets(seed, vector)
+        K = k(A, B)
+        assert K.shape == (4, 9)
+        np.testing.assert_allclose(K, _union_reference(k, A, B), rtol=1e-12, atol=1e-14)
+        np.testing.assert_allclose(k(B, A), K.T, rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("name, params", [
+    ("OddSth", {}), ("Propagation", {"random_state": 0}), ("HadamardCode", {}),
+    ("NeighborhoodHash", {"random_state": 0}), ("WeisfeilerLehman", {"base_graph_kernel": "OddSth"}),
+    ("WeisfeilerLehman", {"base_graph_kernel": ("NeighborhoodHash", {"random_state": 0})})])
+def test_grakel_set_dependent_block_stays_on_the_union_gram(name, params):
+    """A set-dependent GraKeL kernel (or WL over a set-dependent base, given as a class or as
+    GraKeL's (class, params) pair) is read from the union Gram: the direct formula differs on
+    these sets, so the direct path would fail here."""
+    import grakel.kernels as gk
+    from sprokr_graphs import GrakelKernel
+
+    base = params.get("base_graph_kernel")
+    if isinstance(base, str):
+        params = {"base_graph_kernel": getattr(gk, base)}
+    elif base is not None:
+        params = {"base_graph_kernel": (getattr(gk, base[0]), base[1])}
+    k = GrakelKernel(kernel=name, params=params)
+    A, B = _unequal_sets(0)
+    ref = _union_reference(k, A, B)
+    assert np.abs(_direct_formula(k, A, B) - ref).max() > 1e-3  # the sets tell the paths apart
+    np.testing.assert_allclose(k(A, B), ref, rtol=1e-12, atol=1e-14)
+
+
+def test_grakel_block_evaluations_direct_only_for_the_listed_class(monkeypatch):
+    """RandomWalkLabeled (listed) costs |A| |B| + |A| + |B| pair evaluations for a block;
+    a user's subclass of it, even of the same name, is not listed (it may change anything)
+    and costs the union's Gram, n (n + 1) / 2 with n = |A| + |B|.  Counted on GraKeL's own
+    pairwise_operation, which still computes every value."""
+    from grakel.kernels import RandomWalkLabeled
+    from sprokr_graphs import GrakelKernel
+
+    calls = []
+    real = RandomWalkLabeled.pairwise_operation
+
+    def counted(self, x, y):
+        calls.append(type(self))
+        return real(self, x, y)
+
+    monkeypatch.setattr(RandomWalkLabeled, "pairwise_operation", counted)
+    mine = type("RandomWalkLabeled", (RandomWalkLabeled,), {})  # a user's variant, same name
+
+    A, B = _unequal_sets(0)
+    listed = GrakelKernel(kernel="RandomWalkLabeled", params={"lamda": 0.01})
+    K = listed(A, B)
+    assert calls == [RandomWalkLabeled] * (4 * 9 + 4 + 9)
+    calls.clear()
+    user = GrakelKernel(kernel="RandomWalkLabeled", params={"lamda": 0.01})
+    user._make = lambda: mine(normalize=False, lamda=0.01)
+    np.testing.assert_allclose(user(A, B), K, rtol=1e-12)
+    assert calls == [mine] * (13 * 14 // 2)
+
+
 def test_wl_features_are_stable_across_calls(graphs):
     _, G = graphs
     k = WLKernel()

@@ -177,7 +177,8 @@ def warn_accuracy(message: str, estimator: Any = None, logger: Union[logging.Log
         log_estimator(estimator, message, logging.WARNING)
     else:
         log_message(message, logger=logger, level=logging.WARNING)
-    frame, level = sys._getframe(1), 2  # level 2: warn_accuracy's caller
+    frame: Any = sys._getframe(1)
+    level = 2  # warn_accuracy's caller
     while frame is not None and str(frame.f_globals.get("__name__", "")).startswith("sprokr"):
         frame, level = frame.f_back, level + 1
     warnings.warn(message, LinAlgWarning, stacklevel=level)

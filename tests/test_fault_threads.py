@@ -13,7 +13,7 @@ import pytest
 from sklearn.base import clone
 
 from sprokr import (
-    DSOKR, IOKR, SISOKR, DSOKREnsemble, JointQuantileRegressor, RFFKernelMachine, SketchedKernelMachine,
+    DSOKR, IOKR, SIOKR, SISOKR, DSOKREnsemble, JointQuantileRegressor, RFFKernelMachine, SketchedKernelMachine,
 )
 from sprokr.models.regressors import KernelRidgeRegressor, MLPSurrogate
 
@@ -226,3 +226,128 @@ def test_refit_publishes_a_new_state_object():
     model.fit(*_structured(2))
     assert model.__dict__ is not old_state and old_state["coef_"] is old_coef  # the old state untouched
     assert clone(model).get_params() == model.get_params()
+
+
+# ---------------------------------------------------------------------------------------
+# Several threads predicting with one fitted model at once (a web service, a thread pool):
+# prediction is read-only, as in scikit-learn, and the lazily built state (a candidate
+# index's folded form, the row-block pool, the BLAS limit, the fingerprint cache) is built
+# once and shared, whichever threads get there first.
+
+# the 64 label sets of 6 labels, shuffled: distinct candidates (no exact ties to break)
+CANDS = np.random.default_rng(11).permutation((np.arange(64)[:, None] >> np.arange(6) & 1).astype(np.int8))
+
+FIRST_CALLS = {
+    "SIOKR": lambda: SIOKR(lam=1e-3, m_x=40, random_state=0),  # exact outputs: the folded index
+    "IOKR": lambda: IOKR(lam=1e-3),
+    "SISOKR": CASES["SISOKR"][0],
+    "DSOKR": CASES["DSOKR"][0],
+    "DSOKREnsemble": CASES["DSOKREnsemble"][0],
+    "SketchedKernelMachine": CASES["SketchedKernelMachine"][0],
+    "RFFKernelMachine": CASES["RFFKernelMachine"][0],
+}
+
+
+def _reads(name):
+    """(key, read) pairs: each method the model has x batch sizes x kinds of candidates
+    (the training outputs, an index built beforehand, one built in the call, a raw set)."""
+    if name in ("SketchedKernelMachine", "RFFKernelMachine"):
+        return [(f"predict{n}", lambda m, index, n=n: m.predict(XQ4[:n])) for n in (1, 40)]
+    kinds = {"default": lambda m, index: None, "index": lambda m, index: index,
+             "new index": lambda m, index: m.make_candidate_index(CANDS), "raw": lambda m, index: CANDS.copy()}
+    methods = {"predict": lambda m, Xq, c: m.predict(Xq, candidates=c),
+               "topk": lambda m, Xq, c: m.predict_topk(Xq, k=3, candidates=c),
+               "scores": lambda m, Xq, c: m.predict_scores(Xq, candidates=c)}
+    return [(f"{meth}{n} {kind}", lambda m, index, f=f, n=n, c=c: f(m, XQ[:n], c(m, index)))
+            for meth, f in methods.items() for n in (1, 40) for kind, c in kinds.items()]
+
+
+def _equal(got, ref):
+    """Decoded outputs, indices and candidates exactly; scores and coordinates to 1e-10."""
+    if hasattr(ref, "indices"):
+        return np.array_equal(got.indices, ref.indices) and _equal(got.scores, ref.scores)
+    if isinstance(ref, list):
+        return isinstance(got, list) and got == ref
+    got, ref = np.asarray(got), np.asarray(ref)
+    if ref.dtype.kind != "f":
+        return got.shape == ref.shape and np.array_equal(got, ref)
+    return got.shape == ref.shape and np.allclose(got, ref, rtol=1e-10, atol=1e-10 * max(1.0, np.abs(ref).max()))
+
+
+def _first_calls_at_once(model, reads, index=None, n_threads=4):
+    """Every thread makes all ``reads`` on ``model`` (a shuffled order each), released at
+    once: the first calls of a fresh model run together.  Returns [(key, result or exception)]."""
+    start = threading.Barrier(n_threads)
+
+    def worker(seed):
+        start.wait()
+        out = []
+        for i in np.random.default_rng(seed).permutation(len(reads)):
+            key, read = reads[i]
+            try:
+                out.append((key, read(model, index)))
+            except Exception as exc:  # reported by the test
+                out.append((key, exc))
+        return out
+
+    from concurrent.futures import ThreadPoolExecutor
+
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1e-5)
+    try:
+        with ThreadPoolExecutor(n_threads) as pool:
+            return [r for f in [pool.submit(worker, s) for s in range(n_threads)] for r in f.result()]
+    finally:
+        sys.setswitchinterval(old)
+
+
+@pytest.mark.parametrize("name", sorted(FIRST_CALLS))
+def test_first_predictions_of_a_fresh_model_in_threads_equal_the_serial_ones(name):
+    make = FIRST_CALLS[name]
+    data = _vectors if name in ("SketchedKernelMachine", "RFFKernelMachine") else _structured
+    X, Y = data(1)
+    reads = _reads(name)
+    ref = {}
+    for key, read in reads:  # each on a fresh model and index: its first call, serially
+        m = make().fit(X, Y)
+        ref[key] = read(m, m.make_candidate_index(CANDS) if hasattr(m, "make_candidate_index") else None)
+    model = make().fit(X, Y)
+    index = model.make_candidate_index(CANDS) if hasattr(model, "make_candidate_index") else None
+    results = _first_calls_at_once(model, reads, index)
+    errors = [(k, r) for k, r in results if isinstance(r, Exception)]
+    assert not errors, errors[:3]
+    wrong = [k for k, r in results if not _equal(r, ref[k])]
+    assert not wrong, f"{len(wrong)} of {len(results)} concurrent predictions differ from the serial ones: {wrong[:5]}"
+    assert all(_equal(read(model, index), ref[k]) for k, read in reads)  # and the model predicts as before
+
+
+def test_first_predictions_of_a_fresh_retriever_in_threads_equal_the_serial_ones(retriever_case):
+    from sprokr.datasets import sample_path
+    from sprokr_chem import clear_fingerprint_cache
+    from sprokr_chem.datasets import load_qm9
+
+    make, data, _ = retriever_case
+    X, Y = data(1)
+    smiles, _, _ = load_qm9(sample_path("qm9_sample.csv"))
+    queries, extra = smiles[80:90], smiles[90:110]
+    reads = [(f"{meth}{n} {kind}", lambda m, _, f=f, n=n, c=c: f(m, queries[:n], None if c is None else list(c)))
+             for meth, f in {"predict": lambda m, q, c: m.predict(q, candidates=c),
+                             "topk": lambda m, q, c: m.predict_topk(q, k=3, candidates=c),
+                             "scores": lambda m, q, c: m.predict_scores(q, candidates=c)}.items()
+             for n in (1, 10) for kind, c in {"default": None, "raw": extra}.items()]
+    reference = make().fit(X, Y)
+    ref = {k: read(reference, None) for k, read in reads}
+    model = make().fit(X, Y)
+    clear_fingerprint_cache()  # the candidates' and queries' fingerprints computed in the threads
+    results = _first_calls_at_once(model, reads, n_threads=3)
+    errors = [(k, r) for k, r in results if isinstance(r, Exception)]
+    assert not errors, errors[:3]
+
+    def equal(got, want):
+        if hasattr(want, "smiles"):
+            return got.smiles == want.smiles and np.array_equal(got.indices, want.indices) and \
+                _equal(got.scores, want.scores)
+        return _equal(got, want)
+
+    wrong = [k for k, r in results if not equal(r, ref[k])]
+    assert not wrong, f"{len(wrong)} of {len(results)} concurrent predictions differ from the serial ones: {wrong[:5]}"

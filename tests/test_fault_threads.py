@@ -351,3 +351,36 @@ def test_first_predictions_of_a_fresh_retriever_in_threads_equal_the_serial_ones
 
     wrong = [k for k, r in results if not equal(r, ref[k])]
     assert not wrong, f"{len(wrong)} of {len(results)} concurrent predictions differ from the serial ones: {wrong[:5]}"
+
+
+def test_threads_predicting_at_once_fold_a_fresh_candidate_index_once(monkeypatch):
+    """Without output sketch, a candidate index is folded with the coefficients on first
+    use (``E C^T``: as large as the index) and cached on it.  Threads that predict at once
+    with a fresh index must build that form once and share it, not each build its own."""
+    import sprokr.models.sisokr as sisokr_module
+
+    X, Y = _structured(1)
+    model = SIOKR(lam=1e-3, m_x=40, random_state=0).fit(X, Y)
+    reference = model.predict_scores(XQ, candidates=model.make_candidate_index(CANDS))
+    index = model.make_candidate_index(CANDS)
+    n_threads, folds = 3, []
+    together = threading.Barrier(n_threads)
+    fold = sisokr_module.matmul  # (the fold's product: E C^T)
+
+    def folding(A, B):
+        folds.append(threading.get_ident())
+        try:  # every thread folding at the same time, or (one fold at a time) a time-out
+            together.wait(timeout=2.0)
+        except threading.BrokenBarrierError:
+            pass
+        return fold(A, B)
+
+    monkeypatch.setattr(sisokr_module, "matmul", folding)
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(n_threads) as pool:
+        results = [f.result() for f in [pool.submit(model.predict_scores, XQ, candidates=index)
+                                        for _ in range(n_threads)]]
+    assert len(folds) == 1, f"the index was folded {len(folds)} times by {n_threads} threads"
+    assert len(index.cache) == 1
+    assert all(_equal(r, reference) for r in results)

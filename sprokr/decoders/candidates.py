@@ -10,7 +10,8 @@ executor's workers) once, so that every later query batch costs a product and a 
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+import threading
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -39,6 +40,10 @@ if TYPE_CHECKING:  # imported for the annotations only
 __all__ = ["CandidateIndex", "Decoded"]
 
 logger = logging.getLogger("sprokr.decoders")
+
+#: serialises the builds of derived forms (:meth:`CandidateIndex.cached`): threads
+#: predicting at once with a fresh index build its folded form once, not once each
+_DERIVED_BUILD = threading.RLock()
 
 
 class CandidateIndex(SaveMixin):
@@ -76,7 +81,8 @@ class CandidateIndex(SaveMixin):
         As given.
     cache : dict
         Derived forms of the index computed by models (e.g. an index folded with a
-        model's coefficients), keyed by the model's token.
+        model's coefficients), keyed by the model's token; built through :meth:`cached`
+        (once, when threads search the index at once).
     screen : Screen or None
         The bounded screen of the embeddings (:meth:`build_screen`), which makes the
         exact search of a large local index cost a fraction of the full GEMM; None
@@ -127,9 +133,27 @@ class CandidateIndex(SaveMixin):
         """Derived forms of the index computed by models, keyed by the model's token
         (recomputed on demand: never shipped, pickled or saved)."""
         derived = self.__dict__.get("_derived")
-        if derived is None:
-            derived = self.__dict__["_derived"] = {}
+        if derived is None:  # setdefault: threads asking at once get the same dict
+            derived = self.__dict__.setdefault("_derived", {})
         return derived
+
+    def cached(self, key: Any, build: Callable[[], Any]) -> Any:
+        """``cache[key]``, built by ``build()`` on first use (not stored when it returns None).
+
+        Safe for threads searching the index at once: one of them builds the value, the
+        others wait for it and share it (a folded form costs a pass over the embeddings and
+        as much memory as they do: it must not be built once per thread).
+        """
+        value = self.cache.get(key)
+        if value is not None:
+            return value
+        with _DERIVED_BUILD:
+            value = self.cache.get(key)
+            if value is None:
+                value = build()
+                if value is not None:
+                    self.cache[key] = value
+        return value
 
     def __getstate__(self):
         state = dict(self.__dict__)

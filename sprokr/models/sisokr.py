@@ -348,14 +348,16 @@ class SISOKR(ExecutorParamsMixin, OutputKernelModel, SISOKRTraining, BaseEstimat
         # fold once + folded product  vs  product with C + product with E
         if m * d * n_c + n_q * m * n_c > n_q * m * d + n_q * d * n_c:
             return None
-        E = np.asarray(index.gather_embeddings(), dtype=WORK_DTYPE)
-        if self.coef_ is None:  # exact input: F^T = (K + n lam I)^-1 E^T
-            Fe = np.ascontiguousarray(sla.cho_solve(self._cho, E.T, check_finite=False).T)
-        else:
-            Fe = matmul(E, self.coef_.T)
-        F = CandidateIndex(index.candidates, Fe, index.offsets, owner=index.owner, kernel=index.kernel)
-        index.cache[self.index_token_] = F
-        return F
+
+        def fold():
+            E = np.asarray(index.gather_embeddings(), dtype=WORK_DTYPE)
+            if self.coef_ is None:  # exact input: F^T = (K + n lam I)^-1 E^T
+                Fe = np.ascontiguousarray(sla.cho_solve(self._cho, E.T, check_finite=False).T)
+            else:
+                Fe = matmul(E, self.coef_.T)
+            return CandidateIndex(index.candidates, Fe, index.offsets, owner=index.owner, kernel=index.kernel)
+
+        return index.cached(self.index_token_, fold)  # once, whichever threads predict at once
 
     @consistent_read
     def predict_weights(self, X: Samples, prepared: bool = False) -> np.ndarray:

@@ -384,3 +384,63 @@ def test_threads_predicting_at_once_fold_a_fresh_candidate_index_once(monkeypatc
     assert len(folds) == 1, f"the index was folded {len(folds)} times by {n_threads} threads"
     assert len(index.cache) == 1
     assert all(_equal(r, reference) for r in results)
+
+
+def test_overlapping_single_blas_thread_regions_restore_the_blas_limits(monkeypatch):
+    """The BLAS thread limit is process-wide.  Two threads inside ``single_blas_thread`` at
+    once (two fits, or predictions of a local-ridge regressor): BLAS must stay on one thread
+    until both have left, then get its limits back -- not be left on one thread for good
+    (each thread restoring the limit it found on entering: the second found 1).  threadpoolctl
+    is replaced by its semantics on one process-wide setting (OpenBLAS itself may ignore
+    settings made outside the main thread, which would hide the overlap)."""
+    from sprokr.numerics import _linalg, single_blas_thread
+
+    class Blas:
+        threads = 2
+
+        def limit(self, limits, user_api):
+            blas = self
+
+            class Limiter:  # as threadpoolctl's: applied at once, restores what it found
+                def __init__(self):
+                    self.original, blas.threads = blas.threads, limits
+
+                def restore_original_limits(self):
+                    blas.threads = self.original
+
+                def __enter__(self):
+                    return self
+
+                def __exit__(self, *exc):
+                    self.restore_original_limits()
+
+            return Limiter()
+
+    blas = Blas()
+    monkeypatch.setattr(_linalg, "_CONTROLLER", blas)
+    a_in, b_in, a_out = threading.Event(), threading.Event(), threading.Event()
+    seen = {}
+
+    def first():
+        with single_blas_thread():
+            a_in.set()
+            b_in.wait(5)
+        a_out.set()
+
+    def second():
+        a_in.wait(5)
+        with single_blas_thread():
+            b_in.set()
+            a_out.wait(5)
+            seen["while the second is inside"] = blas.threads
+
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    seen["after both"] = blas.threads
+    assert seen == {"while the second is inside": 1, "after both": 2}
+    with single_blas_thread():  # and one region alone, as before
+        assert blas.threads == 1
+    assert blas.threads == 2

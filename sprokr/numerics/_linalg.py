@@ -17,8 +17,9 @@ One place for the numerics the papers share:
 """
 from __future__ import annotations
 
-from contextlib import nullcontext
-from typing import Any, Callable
+import threading
+from contextlib import contextmanager, nullcontext
+from typing import Any, Callable, Iterator
 
 import numpy as np
 import scipy.linalg as sla
@@ -41,6 +42,13 @@ DEFAULT_RCOND = 1e-10
 #: one thread (the threaded one saves ~20 % at this size on a quiet machine)
 SINGLE_THREAD_MAX_ORDER = 3000
 _CONTROLLER: Any = None
+#: the BLAS limit is process-wide, so the threads inside :func:`single_blas_thread` share
+#: one: the first to enter applies it, the last to leave restores the original limits
+#: (each restoring what it found on entering would leave BLAS on one thread for good
+#: when two such regions overlap, or unlimit one still running)
+_LIMIT_LOCK = threading.Lock()
+_LIMIT_HOLDERS = 0
+_LIMIT: Any = None
 
 
 def factorisation_threads(order: int) -> Any:
@@ -73,7 +81,8 @@ def small_work_threads(work: float) -> Any:
 
 def single_blas_thread() -> Any:
     """Context limiting BLAS to one thread (threadpoolctl; a no-op without it): for work
-    that runs several BLAS calls at once in its own threads."""
+    that runs several BLAS calls at once in its own threads.  Threads inside it at once
+    share the limit: the original limits come back when the last of them leaves."""
     global _CONTROLLER
     if _CONTROLLER is None:
         try:
@@ -82,7 +91,25 @@ def single_blas_thread() -> Any:
             _CONTROLLER = False
         else:
             _CONTROLLER = ThreadpoolController()
-    return nullcontext() if _CONTROLLER is False else _CONTROLLER.limit(limits=1, user_api="blas")
+    return nullcontext() if _CONTROLLER is False else _shared_blas_limit(_CONTROLLER)
+
+
+@contextmanager
+def _shared_blas_limit(controller: Any) -> Iterator[None]:
+    """One BLAS thread while any thread is inside; the original limits restored by the last out."""
+    global _LIMIT_HOLDERS, _LIMIT
+    with _LIMIT_LOCK:
+        if _LIMIT_HOLDERS == 0:
+            _LIMIT = controller.limit(limits=1, user_api="blas")
+        _LIMIT_HOLDERS += 1
+    try:
+        yield
+    finally:
+        with _LIMIT_LOCK:
+            _LIMIT_HOLDERS -= 1
+            if _LIMIT_HOLDERS == 0:
+                limit, _LIMIT = _LIMIT, None
+                limit.restore_original_limits()
 
 
 def _as_blas_operand(X):

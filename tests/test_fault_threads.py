@@ -444,3 +444,41 @@ def test_overlapping_single_blas_thread_regions_restore_the_blas_limits(monkeypa
     with single_blas_thread():  # and one region alone, as before
         assert blas.threads == 1
     assert blas.threads == 2
+
+
+def test_threads_making_their_first_row_block_pass_at_once_share_one_pool(monkeypatch):
+    from concurrent.futures import ThreadPoolExecutor
+
+    from sprokr.numerics import _parallel
+
+    monkeypatch.setattr(_parallel, "_POOL", None)  # (the process's pool, if any, restored afterwards)
+    monkeypatch.setattr(_parallel, "n_workers", lambda: 2)
+    made = []
+    together = threading.Barrier(2)
+
+    class Pool(ThreadPoolExecutor):
+        def __init__(self, *args, **kwargs):
+            made.append(self)
+            try:  # both threads creating a pool at once, or (one creation) a time-out
+                together.wait(timeout=1.5)
+            except threading.BrokenBarrierError:
+                pass
+            super().__init__(*args, **kwargs)
+
+    monkeypatch.setattr(_parallel, "ThreadPoolExecutor", Pool)
+    rows = np.zeros(8)
+
+    def count(sl):
+        rows[sl] += 1
+
+    threads = [threading.Thread(target=_parallel.for_row_blocks, args=(count, 8)) for _ in range(2)]
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        for pool in made:
+            pool.shutdown()
+    assert len(made) == 1, f"{len(made)} row-block pools were created"
+    assert (rows == 2).all()

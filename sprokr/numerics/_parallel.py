@@ -18,15 +18,31 @@ import numpy as np
 __all__ = ["n_workers", "for_row_blocks", "fold_thread", "in_fold_thread"]
 
 _POOL = None
+#: guards the pool's creation: threads making their first pass at once share one pool
+_POOL_LOCK = threading.Lock()
 #: below this many elements a pass runs in the calling thread
 MIN_PARALLEL_SIZE = 1 << 18
 
 
 def _forget_pool():
     # a forked child inherits the pool object but none of its threads: submitting to it
-    # would wait forever, so the child starts its own pool on first use
-    global _POOL
+    # would wait forever, so the child starts its own pool on first use (and its own lock,
+    # which a thread of the parent may have held)
+    global _POOL, _POOL_LOCK
     _POOL = None
+    _POOL_LOCK = threading.Lock()
+
+
+def _pool(workers):
+    """The shared row-block pool, created on first use (once, whichever threads ask)."""
+    global _POOL
+    pool = _POOL
+    if pool is None:
+        with _POOL_LOCK:
+            if _POOL is None:
+                _POOL = ThreadPoolExecutor(workers, thread_name_prefix="sprokr")
+            pool = _POOL
+    return pool
 
 
 if hasattr(os, "register_at_fork"):
@@ -71,14 +87,12 @@ def for_row_blocks(fn: Callable[[slice], Any], n_rows: int, size: int | None = N
     ``fn`` must only touch the rows of its slice (blocks run concurrently).  ``size`` is
     the number of elements the pass touches (default: assume it is large).
     """
-    global _POOL
     workers = n_workers()
     if workers == 1 or n_rows < 2 * workers or (size is not None and size < MIN_PARALLEL_SIZE):
         fn(slice(0, n_rows))
         return
-    if _POOL is None:
-        _POOL = ThreadPoolExecutor(workers, thread_name_prefix="sprokr")
+    pool = _pool(workers)
     bounds = np.linspace(0, n_rows, workers + 1).astype(int)
-    futures = [_POOL.submit(fn, slice(bounds[i], bounds[i + 1])) for i in range(workers)]
+    futures = [pool.submit(fn, slice(bounds[i], bounds[i + 1])) for i in range(workers)]
     for f in futures:
         f.result()

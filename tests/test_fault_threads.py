@@ -482,3 +482,32 @@ def test_threads_making_their_first_row_block_pass_at_once_share_one_pool(monkey
             pool.shutdown()
     assert len(made) == 1, f"{len(made)} row-block pools were created"
     assert (rows == 2).all()
+
+
+def test_a_fingerprint_cache_hit_survives_an_eviction_by_another_thread(monkeypatch):
+    """sprokr_chem's fingerprint cache is process-wide and bounded: a hit (look-up, then
+    moved to the end) must not interleave with another thread evicting or clearing it."""
+    pytest.importorskip("sprokr_chem")
+    from collections import OrderedDict
+
+    from sprokr_chem import kernels as chem_kernels
+
+    key, fingerprint = ("CCO", 2, 2048, True), (np.array([1, 5], dtype=np.int32), np.array([1.0, 2.0]))
+    clearing = []
+
+    class Cache(OrderedDict):
+        def get(self, k, default=None):
+            hit = super().get(k, default)
+            if hit is not None and not clearing:  # another thread empties the cache meanwhile
+                t = threading.Thread(target=chem_kernels.clear_fingerprint_cache)
+                clearing.append(t)
+                t.start()
+                t.join(0.5)  # done at once, unless the hit holds the cache
+            return hit
+
+    cache = Cache({key: fingerprint})
+    monkeypatch.setattr(chem_kernels, "_CACHE", cache)
+    got = chem_kernels._fingerprint("CCO", 0, 2, 2048, True)
+    clearing[0].join()
+    assert got is fingerprint
+    assert not cache  # the clearing thread ran after the hit

@@ -9,9 +9,12 @@ rows (one sparse x dense product per block, no loop over pairs).
 Fingerprints are cached per molecule (keyed by the input SMILES, or the canonical SMILES
 of a molecule, and the fingerprint parameters) in a bounded process-wide cache, so the
 training set, the candidate set and the test set never fingerprint the same molecule twice.
+The cache is shared by threads (a model predicting in several threads at once): its
+look-ups, insertions and evictions run under one lock, the fingerprints outside it.
 """
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any, Sequence
 
@@ -45,12 +48,16 @@ __all__ = [
 
 _CACHE: "OrderedDict[tuple, tuple]" = OrderedDict()
 _CACHE_MAX = 200_000
+#: guards _CACHE: a hit's look-up and move to the end must not interleave with another
+#: thread's eviction (a KeyError), nor an insertion with another thread's
+_CACHE_LOCK = threading.Lock()
 _GENERATORS: dict[Any, Any] = {}
 
 
 def clear_fingerprint_cache() -> None:
     """Empty the per-molecule fingerprint cache."""
-    _CACHE.clear()
+    with _CACHE_LOCK:
+        _CACHE.clear()
 
 
 def _generator(radius, n_bits):
@@ -101,10 +108,11 @@ def _fingerprint(x, i, radius, n_bits, counts):
             to_mol(x, i)  # raises the documented error for other types
         key_mol = Chem.MolToSmiles(x)
     key = (key_mol, radius, n_bits, counts)
-    hit = _CACHE.get(key)
-    if hit is not None:
-        _CACHE.move_to_end(key)
-        return hit
+    with _CACHE_LOCK:
+        hit = _CACHE.get(key)
+        if hit is not None:
+            _CACHE.move_to_end(key)
+            return hit
     mol = to_mol(x, i)
     gen = _generator(radius, n_bits)
     if counts:
@@ -116,9 +124,10 @@ def _fingerprint(x, i, radius, n_bits, counts):
     else:
         idx = np.asarray(list(gen.GetFingerprint(mol).GetOnBits()), dtype=np.int32)
         out = (idx, np.ones(idx.size))
-    _CACHE[key] = out
-    if len(_CACHE) > _CACHE_MAX:
-        _CACHE.popitem(last=False)
+    with _CACHE_LOCK:
+        _CACHE[key] = out
+        if len(_CACHE) > _CACHE_MAX:
+            _CACHE.popitem(last=False)
     return out
 
 

@@ -65,6 +65,7 @@ __all__ = [
     "log_message",
     "log_estimator",
     "warn_accuracy",
+    "user_stacklevel",
     "timed_phase",
     "PhaseTimer",
     "progress",
@@ -151,6 +152,17 @@ def log_estimator(estimator: Any, message: str, level: int = logging.INFO) -> No
     """
     log_message(message, verbose=bool(getattr(estimator, "verbose", False)), logger=type(estimator).__name__,
                 level=level)
+
+
+def user_stacklevel() -> int:
+    """``stacklevel`` for a ``warnings.warn`` made by the function calling this one, that
+    attributes the warning to the first caller outside sprokr and its plugins (the user's
+    ``fit`` line, not sprokr's internals), as :func:`warn_accuracy` does."""
+    frame: Any = sys._getframe(2)  # the warning function's caller
+    level = 2
+    while frame is not None and str(frame.f_globals.get("__name__", "")).startswith("sprokr"):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def warn_accuracy(message: str, estimator: Any = None, logger: Union[logging.Logger, str, None] = None) -> None:

@@ -20,6 +20,9 @@ if TYPE_CHECKING:  # imported for the annotations only
     from .types import RandomStateLike, Samples
 
 __all__ = [
+    "frame_as_array",
+    "set_feature_names",
+    "check_feature_names",
     "num_samples",
     "check_paired",
     "check_strings",
@@ -31,6 +34,7 @@ __all__ = [
     "unique_inverse",
     "check_random_state",
     "check_finite",
+    "check_dense",
     "check_numeric_array",
     "check_positive",
     "check_fraction",
@@ -47,6 +51,48 @@ __all__ = [
     "atomic_fit",
     "consistent_read",
 ]
+
+
+def frame_as_array(data: Any) -> Any:
+    """A dataframe or a series (pandas, polars, ...) as a numpy array; anything else as is.
+
+    A dataframe-like is an object with ``columns`` (a DataFrame) or ``iloc`` (a pandas
+    Series) that converts to an array (``__array__``).  The estimators read collections of
+    samples by length, position and iteration, which a DataFrame does not follow (it
+    iterates over its column labels, and ``df[i]`` is a column): outputs ``Y`` and
+    candidates given as one are taken as ``np.asarray(data)``, as scikit-learn's
+    ``check_array`` does -- predictions are then arrays, without the frame's index.
+    """
+    if isinstance(data, (np.ndarray, list, tuple, str, bytes)) or sp.issparse(data):
+        return data
+    if (hasattr(data, "columns") or hasattr(data, "iloc")) and hasattr(data, "__array__"):
+        return np.asarray(data)
+    return data
+
+
+def _sklearn_feature_names(est: Any, X: Any, reset: bool) -> None:
+    """scikit-learn's own set / check of ``feature_names_in_`` (a function since 1.6, a
+    ``BaseEstimator`` method before)."""
+    try:  # (imported here: this module needs numpy and scipy only)
+        from sklearn.utils.validation import _check_feature_names
+    except ImportError:  # scikit-learn < 1.6
+        est._check_feature_names(X, reset=reset)
+    else:
+        _check_feature_names(est, X, reset=reset)
+
+
+def set_feature_names(est: Any, X: Any) -> None:
+    """Record ``feature_names_in_`` at fit, as scikit-learn does: the column names of a
+    dataframe ``X`` when they are all strings (an ndarray of objects); without them a
+    previous fit's names are removed.  Mixed string and non-string names are a TypeError."""
+    _sklearn_feature_names(est, X, reset=True)
+
+
+def check_feature_names(est: Any, X: Any) -> None:
+    """Check the column names of query inputs ``X`` against ``feature_names_in_``, as
+    scikit-learn does: a ``UserWarning`` when only one of the fit and ``X`` had names, a
+    ``ValueError`` listing them when they differ (another order included)."""
+    _sklearn_feature_names(est, X, reset=False)
 
 
 def num_samples(X: Samples, name: str = "X") -> int:
@@ -299,6 +345,20 @@ def check_finite(X: Any, name: str = "X") -> Any:
     return X
 
 
+def check_dense(X: Any, name: str = "X") -> Any:
+    """``X`` itself, or a TypeError naming ``name`` when it is a scipy sparse matrix or array.
+
+    For the arguments that take dense numbers only (regression targets, weights, the inputs
+    of the neural regressors): numpy would read a sparse matrix as a 0-D object array, and
+    the error then spoke of "dtype object" or "a sequence".  As scikit-learn's message
+    ("Sparse data was passed ..., but dense data is required"), with the conversion to use.
+    """
+    if sp.issparse(X):
+        raise TypeError(f"{name} must be a dense array: got a scipy sparse {type(X).__name__} of shape {X.shape}, "
+                        f"but dense data is required; use {name}.toarray() to convert it")
+    return X
+
+
 def check_numeric_array(X: Any, name: str = "X", dtype: DTypeLike = np.float64, owner: str | None = None,
                         ndim: int | None = 2) -> np.ndarray:
     """``X`` as a dense numeric array of ``dtype`` (a new array when converted), checked.
@@ -321,6 +381,7 @@ def check_numeric_array(X: Any, name: str = "X", dtype: DTypeLike = np.float64, 
         Required number of dimensions (None: any, at least 1).
     """
     shape_doc = "(n_samples, n_features)" if ndim == 2 else "(n_samples, ...)" if ndim is None else f"{ndim}-D"
+    check_dense(X, name)
     try:
         A = np.asarray(X)
     except (TypeError, ValueError):

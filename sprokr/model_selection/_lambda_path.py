@@ -11,7 +11,7 @@ from numpy.typing import ArrayLike
 from sklearn.base import clone
 
 from ..numerics import matmul
-from ..utils import check_positive, concat_samples, iter_chunks
+from ..utils import check_positive, concat_samples, frame_as_array, iter_chunks
 from ._adapters import adapter_for, exact_float64
 from ._scorers import kernel_loss_scorer, resolve_scoring, retrieval_value
 from ._systems import path_losses
@@ -80,6 +80,8 @@ class LambdaPath:
         if "lam" not in estimator.get_params(deep=False):
             raise ValueError(f"{type(estimator).__name__} has no 'lam' parameter: a lam path needs a "
                              f"ridge-regularised estimator")
+        # dataframes: arrays, as the searches' splits (the path gathers and concatenates rows)
+        X, Y = frame_as_array(X), frame_as_array(Y)
         self.estimator, self.X, self.Y = estimator, X, Y
         adapter = adapter_for(estimator)
         self.method = "refit" if adapter is None else method
@@ -145,6 +147,7 @@ class LambdaPath:
         name or a callable ``scorer(estimator, X, Y)`` applied to :meth:`estimator_at`.
         """
         scorer, name = resolve_scoring(scoring)
+        X_val, Y_val = frame_as_array(X_val), frame_as_array(Y_val)
         what = type(self.estimator).__name__
         if scorer is None:
             out = -self.losses(X_val, Y_val)

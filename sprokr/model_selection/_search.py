@@ -14,7 +14,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
 from ..deprecation import renamed_keywords
-from ..utils import atomic_fit, check_random_state, concat_samples, consistent_read, num_samples
+from ..utils import atomic_fit, check_random_state, concat_samples, consistent_read, frame_as_array, num_samples
 from ._cache import SampleView, SelectionCache
 from ._lambda_path import DEFAULT_LAMS, check_lams, lambda_path
 from ._scorers import kernel_loss_scorer, resolve_scoring
@@ -65,10 +65,14 @@ def _split(X, Y, validation_data, validation_fraction, rng):
     from ..models.dsokr import check_validation_fraction, validation_split
     from ..utils import check_paired
 
+    # dataframes: arrays (the searches gather, iterate and concatenate rows; a refit on all
+    # the data takes them as given, and records their feature names)
+    X, Y = frame_as_array(X), frame_as_array(Y)
     check_paired(X, Y)
     if validation_data is not None:
         if len(validation_data) != 2:
             raise ValueError("validation_data must be a pair (X_val, Y_val)")
+        validation_data = (frame_as_array(validation_data[0]), frame_as_array(validation_data[1]))
         check_paired(validation_data[0], validation_data[1], "X_val", "Y_val")
         _check_target_shapes(Y, validation_data[1])
         return (X, Y), tuple(validation_data)
@@ -227,6 +231,24 @@ class LambdaSearchCV(BaseEstimator):
         return self
 
     # ---- delegation to the best estimator
+    @property
+    def n_features_in_(self) -> int:
+        """``best_estimator_.n_features_in_`` (an AttributeError before ``fit``, or when the
+        estimator records none), as scikit-learn's searches."""
+        return self._best_attribute("n_features_in_")
+
+    @property
+    def feature_names_in_(self) -> np.ndarray:
+        """``best_estimator_.feature_names_in_``: the column names of a dataframe ``X`` (an
+        AttributeError before ``fit``, or when ``X`` had none), as scikit-learn's searches."""
+        return self._best_attribute("feature_names_in_")
+
+    def _best_attribute(self, name: str) -> Any:
+        best = self.__dict__.get("best_estimator_")
+        if best is None:
+            raise AttributeError(f"{type(self).__name__} is not fitted yet: it has no {name}")
+        return getattr(best, name)
+
     @available_if(_best_has("predict"))
     @consistent_read
     def predict(self, X: Samples, *args: Any, **kwargs: Any) -> Any:

@@ -13,7 +13,8 @@ from ..progress import progress as progress_bar
 from ..kernels import resolve_kernel
 from ..sketches import resolve_sketch
 from ..deprecation import renamed_keywords
-from ..utils import check_positive, check_random_state, iter_chunks, num_samples, take, take_slice, unique_indices
+from ..utils import check_positive, check_random_state, frame_as_array, iter_chunks, num_samples, take, take_slice, \
+    unique_indices
 from ._scorers import surrogate_error
 
 if TYPE_CHECKING:  # imported for the annotations only
@@ -103,6 +104,8 @@ def perfect_h_curve(Y_train: Samples, Y_val: Samples, output_kernel: str | Kerne
     """
     from ..models.base import OUTPUT_DTYPE
 
+    # outputs given as dataframes: arrays (sprokr.utils.frame_as_array)
+    Y_train, Y_val, candidates = frame_as_array(Y_train), frame_as_array(Y_val), frame_as_array(candidates)
     grid = [int(m) for m in m_grid]
     if not grid or any(b <= a for a, b in zip(grid, grid[1:])):
         raise ValueError("m_grid must be a non-empty increasing sequence of sketch sizes")

@@ -16,7 +16,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 from sklearn.utils.validation import check_is_fitted
 
-from ..utils import check_numeric_array, num_samples
+from ..utils import check_dense, check_numeric_array, num_samples
 
 __all__ = ["check_targets", "check_score_data", "R2ScoreMixin"]
 
@@ -29,6 +29,7 @@ def check_targets(y: ArrayLike, n: int, owner: str = "this estimator") -> tuple[
     """Targets as a float64 (n, d) copy and whether they were 1-D."""
     if y is None:
         raise ValueError(f"{owner} requires y to be passed, but the target y is None")
+    check_dense(y, "y")  # a sparse y: named, not "values of dtype object"
     try:
         y = np.asarray(y)
     except (TypeError, ValueError):  # rows of different lengths

@@ -30,7 +30,7 @@ from ..numerics import LocalExecutor, candidate_offsets, default_chunk_size, is_
 from ..persistence import SaveMixin
 from ..registry import get_registry
 from ..utils import (NamedPrepare, check_chunk_size, check_params_mapping, check_positive, consistent_read,
-                     iter_chunks, num_samples, take_slice)
+                     frame_as_array, iter_chunks, num_samples, take_slice)
 
 if TYPE_CHECKING:  # imported for the annotations only
     from ..types import Samples
@@ -252,6 +252,7 @@ class OutputKernelModel(SaveMixin):
         """
         check_is_fitted(self, "output_rank_")
         ky = self.output_kernel_
+        candidates = frame_as_array(candidates)
         n_c = num_samples(candidates, "candidates")
         if n_c == 0:
             raise ValueError("the candidate set is empty; expected at least one candidate")
@@ -311,6 +312,8 @@ class OutputKernelModel(SaveMixin):
         dt = None if dtype is None else np.dtype(dtype)
         if dt is not None and dt not in (np.float32, np.float64):
             raise ValueError(f"dtype must be 'float32' or 'float64', got {dt}")
+        # a dataframe of candidates (or labels) is an array: predictions take rows of it
+        candidates, labels = frame_as_array(candidates), frame_as_array(labels)
         n_c = num_samples(candidates, "candidates")
         if labels is not None and num_samples(labels, "labels") != n_c:
             raise ValueError(f"labels: one per candidate expected, got {num_samples(labels, 'labels')} for {n_c}")
@@ -465,6 +468,7 @@ class OutputKernelModel(SaveMixin):
         ``y``: the true outputs of ``X`` (anything the output kernel accepts).
         """
         check_is_fitted(self, "output_rank_")  # before the fitted output kernel is read
+        y = frame_as_array(y)
         n, n_y = num_samples(X, "X"), num_samples(y, "y")
         if n != n_y:  # checked first: a shorter y would otherwise score a prefix of X silently
             raise ValueError(f"X and y have different numbers of samples: {n} and {n_y}")

@@ -34,8 +34,9 @@ from ..kernels import VectorKernel, resolve_kernel
 from ..numerics import resolve_executor
 from ..sketches import resolve_sketch
 from ..progress import log_estimator
-from ..utils import NamedPrepare, atomic_fit, check_chunk_size, check_paired, check_positive, check_random_state, \
-    consistent_read, num_samples, resolve_dtype, take, unique_indices
+from ..utils import NamedPrepare, atomic_fit, check_chunk_size, check_feature_names, check_paired, check_positive, \
+    check_random_state, consistent_read, frame_as_array, num_samples, resolve_dtype, set_feature_names, take, \
+    unique_indices
 # apart from the estimators: the numeric check of the regressor's inputs, the search of the
 # ensemble's max aggregation, the output basis and targets and the validation split (both
 # re-exported here)
@@ -194,7 +195,11 @@ class DSOKR(ExecutorParamsMixin, OutputKernelModel, BaseEstimator):
         accepts.  Returns self.
         """
         t0 = time.perf_counter()
+        Y = frame_as_array(Y)  # outputs given as a dataframe: an array (see frame_as_array)
+        if validation_data is not None and isinstance(validation_data, (tuple, list)) and len(validation_data) == 2:
+            validation_data = (validation_data[0], frame_as_array(validation_data[1]))
         n = check_paired(X, Y)
+        set_feature_names(self, X)  # scikit-learn's feature_names_in_ (dataframe inputs)
         vf = check_validation_fraction(self.validation_fraction)
         rcond = DEFAULT_RCOND if self.rcond is None else check_positive(self.rcond, "rcond", strict=False)
         chunk = check_chunk_size(self.chunk_size)
@@ -262,8 +267,12 @@ class DSOKR(ExecutorParamsMixin, OutputKernelModel, BaseEstimator):
         # ---- validated: learned state starts here
         u = unique_indices(Y) if self.default_index else None
         shape = getattr(X, "shape", None)
-        if shape is not None and len(shape) == 2:  # array inputs: the feature count is checked at predict
-            self.n_features_in_ = int(shape[1])
+        # array inputs: their feature count, checked at predict; other inputs (lists of rows,
+        # strings) are the regressor's to read: its count, when it records one (as the
+        # estimators that prepare their inputs record the prepared inputs' count)
+        n_features = int(shape[1]) if shape is not None and len(shape) == 2 else getattr(reg, "n_features_in_", None)
+        if n_features is not None:
+            self.n_features_in_ = int(n_features)
         elif hasattr(self, "n_features_in_"):
             del self.n_features_in_
         self.output_kernel_, self.output_sketch_matrix_, self.output_features_ = ky, R, feats
@@ -303,6 +312,7 @@ class DSOKR(ExecutorParamsMixin, OutputKernelModel, BaseEstimator):
         checked as numbers for a regressor that takes numbers (``Ridge``)."""
         check_is_fitted(self, "regressor_")
         num_samples(X, "X")
+        check_feature_names(self, X)
         if takes_numeric_inputs(self.regressor_):
             X = check_regressor_inputs(X, self.regressor_)
         shape = getattr(X, "shape", None)
@@ -425,7 +435,9 @@ class DSOKREnsemble(RenamedParametersMixin, OutputKernelModel, BaseEstimator):
         """Fit every member on the same training pairs.  Returns self."""
         if self.aggregation not in ("mean", "max"):
             raise ValueError(f"aggregation must be 'mean' or 'max', got {self.aggregation!r}")
+        Y = frame_as_array(Y)  # (see DSOKR.fit)
         check_paired(X, Y)
+        set_feature_names(self, X)  # the members check the names of query inputs
         vf = check_validation_fraction(self.validation_fraction)
         rng = check_random_state(self.random_state)
         members = self._members(rng)
@@ -479,6 +491,7 @@ class DSOKREnsemble(RenamedParametersMixin, OutputKernelModel, BaseEstimator):
                              labels: Any = None) -> CandidateIndex:
         """Embed a candidate set once for every member (``path``, ``labels``: as
         :meth:`sprokr.SISOKR.make_candidate_index`; the embeddings are computed in memory)."""
+        candidates, labels = frame_as_array(candidates), frame_as_array(labels)
         E, offsets = self.embed_candidates(candidates, dtype)
         shown = candidates if labels is None else labels
         if labels is not None and num_samples(labels, "labels") != num_samples(candidates, "candidates"):

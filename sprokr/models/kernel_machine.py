@@ -38,10 +38,12 @@ from ..utils import (
     check_chunk_size,
     copy_with_coef,
     NamedPrepare,
+    check_feature_names,
     check_positive,
     check_random_state,
     num_samples,
     resolve_dtype,
+    set_feature_names,
 )
 from ..deprecation import RenamedParametersMixin
 from ..persistence import SaveMixin
@@ -252,6 +254,7 @@ class SketchedKernelMachine(ExecutorParamsMixin, RenamedParametersMixin, SaveMix
         n = num_samples(X, "X")
         if n < 1:
             raise ValueError("cannot fit on 0 samples: X is empty")
+        set_feature_names(self, X)  # scikit-learn's feature_names_in_ (dataframe inputs)
         loss, Y, scalar, M_spec = self._loss_and_targets(y, n)
         loss.validate(Y.shape[1], Y)  # on the targets as given (hinge: labels +-1)
         Y, y_mean, y_scale = self._normalised_targets(Y, loss)
@@ -302,6 +305,7 @@ class SketchedKernelMachine(ExecutorParamsMixin, RenamedParametersMixin, SaveMix
         """Predictions, shape (n_q,) for 1-D training targets, else (n_q, d)."""
         check_is_fitted(self, "coef_")
         num_samples(X, "X")  # None or a scalar: named here, not as the executor's "collection 0"
+        check_feature_names(self, X)
         # checked again: set_params(chunk_size=...) after fit is read here
         chunk = check_chunk_size(self.chunk_size) or default_chunk_size(num_samples(self.X_support_), self.dtype_)
         ex = self.executor_
@@ -434,13 +438,30 @@ class JointQuantileRegressor(SketchedKernelMachine):
         # levels" and "gamma" (a kernel's parameter, for the user)
         taus = _check_taus(self.taus)
         gamma_tau = _check_gamma_tau(self.gamma_tau)
-        y1, _ = check_targets(y, n, type(self).__name__)
+        y1, scalar = check_targets(y, n, type(self).__name__)
         if y1.shape[1] != 1:
             raise ValueError(f"y must hold scalar targets, shape (n_samples,): JointQuantileRegressor "
                              f"predicts their joint quantiles; got shape {np.shape(y)}")
+        if not scalar:  # a column vector (n, 1): used as (n,), with scikit-learn's warning
+            warn_column_vector(self)
         M = joint_quantile_matrix(taus, gamma_tau)
         # l_tau(f(x), y) = L_tau(f(x) - y 1_d): the target repeated once per level
         return PinballLoss(tau=taus), np.repeat(y1, taus.size, axis=1), False, M
+
+
+def warn_column_vector(estimator: Any) -> None:
+    """scikit-learn's ``DataConversionWarning`` for a column-vector ``y`` (n, 1) given to a
+    single-output estimator, which uses it as (n,) (``sklearn.utils.column_or_1d(y,
+    warn=True)``), attributed to the caller of ``fit``."""
+    import warnings
+
+    from sklearn.exceptions import DataConversionWarning
+
+    from ..progress import user_stacklevel
+
+    warnings.warn("A column-vector y was passed when a 1d array was expected. Please change the shape of y "
+                  f"to (n_samples, ), for example using ravel(). ({type(estimator).__name__} takes scalar "
+                  "targets)", DataConversionWarning, stacklevel=user_stacklevel())
 
 
 def _check_taus(taus):

@@ -34,8 +34,9 @@ from ..persistence import SaveMixin
 from ..progress import progress
 from ..kernels import resolve_kernel
 from ..numerics import single_blas_thread
-from ..utils import (atomic_fit, check_chunk_size, check_finite, check_numeric_array, check_positive,
-                     check_random_state, consistent_read, num_samples, resolve_dtype, take)
+from ..utils import (atomic_fit, check_chunk_size, check_feature_names, check_finite, check_numeric_array,
+                     check_positive, check_random_state, consistent_read, num_samples, resolve_dtype,
+                     set_feature_names, take)
 from ._targets import R2ScoreMixin
 from .base import check_n_features, set_n_features
 from .regressors import KernelRidgeRegressor
@@ -137,6 +138,7 @@ class LocalKernelRidgeRegressor(_LocalRidge):
         from sklearn.cluster import MiniBatchKMeans
 
         t0 = time.perf_counter()
+        set_feature_names(self, X)  # scikit-learn's feature_names_in_ (dataframe inputs)
         X = _vectors(X, "X")
         n = X.shape[0]
         if n < 1:
@@ -185,6 +187,7 @@ class LocalKernelRidgeRegressor(_LocalRidge):
     def predict(self, X: Any) -> np.ndarray:
         """Predicted targets, (n_q,) for 1-D training targets, else (n_q, p)."""
         check_is_fitted(self, "regions_")
+        check_feature_names(self, X)
         X = _vectors(X, "X")
         check_n_features(self, X)
         out = np.zeros((X.shape[0], self.n_outputs_))
@@ -243,6 +246,7 @@ class NeighbourKernelRidgeRegressor(_LocalRidge):
     @atomic_fit
     def fit(self, X: Any, y: Any) -> Self:
         """Store inputs ``X`` (n, d) and targets ``y`` (n,) or (n, p).  Returns self."""
+        set_feature_names(self, X)  # scikit-learn's feature_names_in_ (dataframe inputs)
         X = _vectors(X, "X")
         n = X.shape[0]
         if n < 1:
@@ -267,6 +271,7 @@ class NeighbourKernelRidgeRegressor(_LocalRidge):
         from sklearn.neighbors import NearestNeighbors
 
         check_is_fitted(self, "targets_")
+        check_feature_names(self, X)
         X = _vectors(X, "X")
         check_n_features(self, X)
         k, p = self.n_neighbors_, self.n_outputs_

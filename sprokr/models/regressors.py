@@ -67,9 +67,11 @@ from ..utils import (
     check_finite,
     check_numeric_array,
     check_positive,
+    check_feature_names,
     check_random_state,
     num_samples,
     resolve_dtype,
+    set_feature_names,
     take,
 )
 
@@ -171,6 +173,7 @@ class KernelRidgeRegressor(SaveMixin, R2ScoreMixin, RegressorMixin, BaseEstimato
         if n < 1:
             raise ValueError("cannot fit on 0 samples: X is empty")
         T64, scalar = check_targets(y, n, type(self).__name__)
+        set_feature_names(self, X)  # scikit-learn's feature_names_in_ (dataframe inputs)
         lam = check_positive(self.lam, "lam")
         dtype = resolve_dtype(self.dtype)
         if self.rcond is not None:
@@ -231,6 +234,7 @@ class KernelRidgeRegressor(SaveMixin, R2ScoreMixin, RegressorMixin, BaseEstimato
         """Predicted targets, (n_q,) for 1-D training targets, else (n_q, p)."""
         check_is_fitted(self, "coef_")
         num_samples(X, "X")  # None or a scalar: named here, not as the executor's "collection 0"
+        check_feature_names(self, X)
         ex = LocalExecutor()
         prepare = NamedPrepare(self.kernel_.prepare, "X")
 
@@ -355,6 +359,7 @@ class MLPSurrogate(RenamedParametersMixin, SaveMixin, RegressorMixin, BaseEstima
         # named here, before training (scikit-learn's "Input y contains NaN." named neither
         # T nor an infinite value)
         T = check_fit_targets(T, "T")
+        set_feature_names(self, X)  # scikit-learn's feature_names_in_ (dataframe inputs)
         X = _mlp_inputs(X)
         if X.shape[0] != T.shape[0]:
             raise ValueError(f"X and T have different numbers of samples: {X.shape[0]} and {T.shape[0]}")
@@ -385,6 +390,10 @@ class MLPSurrogate(RenamedParametersMixin, SaveMixin, RegressorMixin, BaseEstima
         for epoch in range(int(self.max_epochs)):
             loss = 0.0
             for Xb, Tb in epochs.blocks():
+                # one target as (n,): scikit-learn's MLP warns a DataConversionWarning for an
+                # (n, 1) column, at every block; predict reshapes its (n,) output
+                if Tb.shape[1] == 1:
+                    Tb = Tb[:, 0]
                 if fresh_optimizer:
                     # the first block after a learning-rate drop: fit() with warm_start keeps
                     # the weights and starts a new Adam with the smaller step (partial_fit would
@@ -426,6 +435,7 @@ class MLPSurrogate(RenamedParametersMixin, SaveMixin, RegressorMixin, BaseEstima
     def predict(self, X: Any) -> np.ndarray:
         """Predicted targets, (n_q, p)."""
         check_is_fitted(self, "model_")
+        check_feature_names(self, X)
         X = _mlp_inputs(X)
         check_n_features(self, X)  # (named MLPSurrogate, not the MLPRegressor inside)
         if X.shape[0] == 0:  # scikit-learn's MLP refuses an empty batch

@@ -19,7 +19,8 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
 from ..utils import (
-    NamedPrepare, atomic_fit, consistent_read, check_positive, check_random_state, num_samples, resolve_dtype,
+    NamedPrepare, atomic_fit, consistent_read, check_feature_names, check_positive, check_random_state, num_samples,
+    resolve_dtype, set_feature_names,
 )
 from ..kernels import resolve_kernel
 from ..kernels.vector import GaussianKernel
@@ -125,6 +126,7 @@ class RFFKernelMachine(RenamedParametersMixin, SaveMixin, FeatureProblemMixin, R
         t0 = time.perf_counter()
         dtype = resolve_dtype(self.dtype)
         kernel = _gaussian_kernel(self.kernel, self.kernel_params, dtype)
+        set_feature_names(self, X)  # scikit-learn's feature_names_in_ (dataframe inputs)
         Xp = NamedPrepare(kernel.prepare, "X")(X)
         n, p = Xp.shape
         if n < 1:
@@ -197,6 +199,7 @@ class RFFKernelMachine(RenamedParametersMixin, SaveMixin, FeatureProblemMixin, R
         """Random Fourier features ``z(x)``, shape (n, n_components), chunked over n."""
         check_is_fitted(self, "weights_")
         num_samples(X, "X")  # None or a scalar: a wrong type, not "a 0-D array"
+        check_feature_names(self, X)
         kernel = GaussianKernel(dtype=self.weights_.dtype.name)
         Xp = NamedPrepare(kernel.prepare, "X")(X)
         check_n_features(self, Xp)

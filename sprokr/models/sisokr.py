@@ -57,6 +57,9 @@ from ..utils import (
     copy_with_coef,
     num_samples,
     NamedPrepare,
+    check_feature_names,
+    frame_as_array,
+    set_feature_names,
 )
 from ._sisokr_fit import SISOKRTraining
 from ._sisokr_rows import all_rows
@@ -264,8 +267,10 @@ class SISOKR(ExecutorParamsMixin, OutputKernelModel, SISOKRTraining, BaseEstimat
     def fit(self, X: Any, Y: Any) -> Self:
         """Fit on ``n`` pairs.  ``X``, ``Y``: anything the kernels accept.  Returns self."""
         t0 = time.perf_counter()
-        # the validation and the training phases: SISOKRTraining (sprokr/models/_sisokr_fit.py)
-        setup = self._validate_fit(X, Y)
+        set_feature_names(self, X)  # scikit-learn's feature_names_in_ (dataframe inputs)
+        # the validation and the training phases: SISOKRTraining (sprokr/models/_sisokr_fit.py);
+        # outputs given as a dataframe are an array (predictions too): see frame_as_array
+        setup = self._validate_fit(X, frame_as_array(Y))
 
         # ---- validated: learned state starts here.  Any failure further on (a numerical
         # one, a worker's) restores the previous state before re-raising.
@@ -304,6 +309,7 @@ class SISOKR(ExecutorParamsMixin, OutputKernelModel, SISOKRTraining, BaseEstimat
     def prepare_inputs(self, X: Samples) -> Any:
         """Validate and prepare query inputs (the input kernel's ``prepare``)."""
         check_is_fitted(self, "output_rank_")
+        check_feature_names(self, X)
         Xp = NamedPrepare(self.input_kernel_.prepare, "X")(X)
         check_n_features(self, Xp)
         return Xp

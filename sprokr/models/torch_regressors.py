@@ -31,8 +31,8 @@ from sklearn.utils.validation import check_is_fitted
 from ..deprecation import RenamedParametersMixin
 from ..extras import install_hint
 from ..persistence import SaveMixin
-from ..utils import atomic_fit, check_numeric_array, check_paired, check_positive, check_random_state, \
-    check_strings, consistent_read, iter_chunks
+from ..utils import atomic_fit, check_feature_names, check_numeric_array, check_paired, check_positive, \
+    check_random_state, check_strings, consistent_read, iter_chunks, set_feature_names
 from .base import check_n_features, set_n_features
 from .training import EarlyStopping, check_eval_set, check_fit_targets, check_lr_schedule, check_monitor, \
     check_sample_offsets, self_retrieval_mrr, standardise, target_moments, warn_not_converged
@@ -264,6 +264,7 @@ class TorchRegressor(RenamedParametersMixin, SaveMixin, RegressorMixin, BaseEsti
         ev = check_eval_set(eval_set, T.shape[1])
         if check_monitor(self.monitor) == "mrr" and ev is None:
             raise ValueError("monitor='mrr' needs validation data (eval_set, or DSOKR's validation_fraction)")
+        set_feature_names(self, X)  # scikit-learn's feature_names_in_ (dataframe inputs)
         X = self._check_inputs(X, "X")
         Xv = None if ev is None else self._check_inputs(ev[0], "eval_set inputs")
         if Xv is not None and getattr(X, "dtype", None) == np.float32 and Xv.shape[1:] != X.shape[1:]:
@@ -395,6 +396,7 @@ class TorchRegressor(RenamedParametersMixin, SaveMixin, RegressorMixin, BaseEsti
         if self.num_threads:
             torch.set_num_threads(int(self.num_threads))
         try:
+            check_feature_names(self, X)
             X = self._check_inputs(X, "X")
             check_n_features(self, X)  # a clear error, not torch's "mat1 and mat2 shapes cannot be multiplied"
             return self._predict_tensor(self._tensor(X))

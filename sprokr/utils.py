@@ -21,6 +21,7 @@ if TYPE_CHECKING:  # imported for the annotations only
 
 __all__ = [
     "frame_as_array",
+    "frame_feature_names",
     "set_feature_names",
     "check_feature_names",
     "num_samples",
@@ -70,29 +71,65 @@ def frame_as_array(data: Any) -> Any:
     return data
 
 
-def _sklearn_feature_names(est: Any, X: Any, reset: bool) -> None:
-    """scikit-learn's own set / check of ``feature_names_in_`` (a function since 1.6, a
-    ``BaseEstimator`` method before)."""
-    try:  # (imported here: this module needs numpy and scipy only)
-        from sklearn.utils.validation import _check_feature_names
-    except ImportError:  # scikit-learn < 1.6
-        est._check_feature_names(X, reset=reset)
-    else:
-        _check_feature_names(est, X, reset=reset)
+def frame_feature_names(X: Any) -> np.ndarray | None:
+    """The column names of a dataframe ``X`` (an object ndarray) when they are all strings,
+    else None -- scikit-learn's rule for ``feature_names_in_``: numbers as names (a frame
+    built from an array) are no names; mixed string and non-string names are a TypeError."""
+    columns = getattr(X, "columns", None)
+    if columns is None or isinstance(X, np.ndarray) or sp.issparse(X):
+        return None
+    names = np.asarray(list(columns), dtype=object)
+    if names.ndim != 1 or names.size == 0:
+        return None
+    types = sorted({type(c).__name__ for c in names})
+    if all(isinstance(c, str) for c in names):
+        return names
+    if any(isinstance(c, str) for c in names):
+        raise TypeError(f"Feature names are only supported if all input features have string names, but the "
+                        f"input has {types} as feature name / column name types; convert them all to str "
+                        f"(X.columns = X.columns.astype(str)) to keep them")
+    return None
 
 
 def set_feature_names(est: Any, X: Any) -> None:
     """Record ``feature_names_in_`` at fit, as scikit-learn does: the column names of a
     dataframe ``X`` when they are all strings (an ndarray of objects); without them a
     previous fit's names are removed.  Mixed string and non-string names are a TypeError."""
-    _sklearn_feature_names(est, X, reset=True)
+    names = frame_feature_names(X)
+    if names is not None:
+        est.feature_names_in_ = names
+    else:
+        est.__dict__.pop("feature_names_in_", None)
 
 
 def check_feature_names(est: Any, X: Any) -> None:
     """Check the column names of query inputs ``X`` against ``feature_names_in_``, as
-    scikit-learn does: a ``UserWarning`` when only one of the fit and ``X`` had names, a
-    ``ValueError`` listing them when they differ (another order included)."""
-    _sklearn_feature_names(est, X, reset=False)
+    scikit-learn does (and with its messages): a ``UserWarning`` when only one of the fit
+    and ``X`` had names, a ``ValueError`` listing them when they differ (another order
+    included)."""
+    import warnings
+
+    fitted, names = getattr(est, "feature_names_in_", None), frame_feature_names(X)
+    cls = type(est).__name__
+    if fitted is None and names is None:
+        return
+    if names is not None and fitted is None:
+        warnings.warn(f"X has feature names, but {cls} was fitted without feature names", UserWarning,
+                      stacklevel=3)
+        return
+    if names is None:
+        warnings.warn(f"X does not have valid feature names, but {cls} was fitted with feature names",
+                      UserWarning, stacklevel=3)
+        return
+    if len(fitted) != len(names) or np.any(fitted != names):
+        unseen = [n for n in names if n not in set(fitted)]
+        missing = [n for n in fitted if n not in set(names)]
+        detail = "".join(f"\n{title}:\n" + "\n".join(f"- {n}" for n in items[:5]) + ("\n- ..." if len(items) > 5 else "")
+                         for title, items in (("Feature names unseen at fit time", unseen),
+                                              ("Feature names seen at fit time, yet now missing", missing)) if items)
+        if not detail:
+            detail = "\nFeature names must be in the same order as they were in fit."
+        raise ValueError(f"The feature names should match those that were passed during fit.{detail}\n")
 
 
 def num_samples(X: Samples, name: str = "X") -> int:

@@ -376,19 +376,8 @@ class Series:
 
 
 @pytest.fixture
-def frames(monkeypatch):
-    """scikit-learn reads the stand-in's column names as it reads a pandas DataFrame's."""
-    import sklearn.utils.validation as validation
-
-    original = validation._get_feature_names
-
-    def feature_names(X):
-        if isinstance(X, Frame):
-            names = np.asarray(X.columns, dtype=object)
-            return names if len(names) and all(isinstance(c, str) for c in names) else None
-        return original(X)
-
-    monkeypatch.setattr(validation, "_get_feature_names", feature_names)
+def frames():
+    """The stand-ins (their column names are read from ``columns``, as a pandas DataFrame's)."""
     return Frame, Series
 
 
@@ -481,6 +470,16 @@ def test_frame_as_array_converts_dataframes_and_series_only(frames):
     np.testing.assert_array_equal(frame_as_array(s), y)
     for other in (X, [1, 2], (1, 2), "abc", sp.csr_matrix(X), None, {"a": 1}):
         assert frame_as_array(other) is other
+
+
+def test_only_string_column_names_are_feature_names(frames):
+    """scikit-learn's rule: integer column names (a frame built from an array) are no names;
+    a mix of string and other names is refused, saying how to keep them."""
+    Frame, _ = frames
+    model = SketchedKernelMachine().fit(Frame(X, [0, 1, 2, 3]), y)
+    assert not hasattr(model, "feature_names_in_")
+    with pytest.raises(TypeError, match="only supported if all input features have string names"):
+        SketchedKernelMachine().fit(Frame(X, ["a", 1, "c", "d"]), y)
 
 
 @pytest.mark.parametrize("name", ["SISOKR", "IOKR", "SketchedKernelMachine", "KernelRidgeRegressor"])

@@ -117,8 +117,12 @@ def test_refit_uses_all_training_pairs_except_for_a_dsokr_network(fitted, qm9):
         assert d.model_.n_train_ == 200 and d.input_features_.features_.R.m == d.best_params_["m_x"]
     else:  # the network keeps the validation split for early stopping
         assert d.model_.n_train_ == 160
-    # the ridge alone (no network): always refitted on all pairs, with its chosen m_x
     X, _, _ = qm9
+    # (the fixture's choice is the ridge: a network chosen, its refit is checked here; the
+    # ridge crippled by a huge penalty, validation picks the network)
+    net = small("dsokr", dsokr_lams=[1e2]).fit(X, X)
+    assert net.best_params_["regressor"] == "mlp" and net.model_.n_train_ == 160
+    # the ridge alone (no network): always refitted on all pairs, with its chosen m_x
     r = small("dsokr", hidden_layer_sizes=[], output_kernel="morgan_count_tanimoto").fit(X, X)
     assert r.best_params_["regressor"] == "ridge" and r.model_.n_train_ == 200
     assert r.best_params_["m_x"] in (20, 40, 80) and r.best_params_["regressor_params"]["alpha"] in (1e-4, 1e-3, 1e-2, 1e-1)

@@ -81,6 +81,7 @@ def test_quantiles_choose_hyper_parameters_inside_each_training_part(monkeypatch
     monkeypatch.setattr(q, "cross_validate", record)
     monkeypatch.setattr(q, "methods", lambda n: {"20/n-SR s=50": ("psr", 50, {"p": 20.0 / n})})
     q.run(2, True, lambda *a: None)
+    assert len(seen) == 2  # one choice per split (an empty `seen` checked nothing below)
     X, y = load_diabetes(return_X_y=True)
     for split, Xcv in enumerate(seen):
         Xtr, Xte, _, _ = train_test_split(X, y, test_size=0.3, random_state=split)

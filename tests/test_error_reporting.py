@@ -173,6 +173,24 @@ WRONG = {
 }
 
 
+_VECTORS, _MOLECULES = {"numbers", "floats"}, {"smiles", "graphs"}
+# what each first-party output kernel takes among WRONG's kinds; a fit on any other kind is
+# refused (so that a kernel silently accepting a type it cannot take fails the test)
+TAKES = {
+    **dict.fromkeys(["cosine", "gaussian", "laplacian", "linear", "polynomial", "tanimoto"], _VECTORS),
+    "minmax": {"floats"},  # non-negative vectors only: "numbers" has negative entries
+    **dict.fromkeys(["core_wl", "grakel", "wl"], {"graphs"}),
+    **dict.fromkeys(["morgan_cosine", "morgan_count_tanimoto", "morgan_gaussian_tanimoto", "morgan_minmax",
+                     "morgan_tanimoto", "smiles_spectrum"], _MOLECULES),
+    "text": {"text", "smiles"},  # SMILES strings are texts too
+    "precomputed": set(),  # a Gram matrix, none of these
+}
+
+
+def test_every_first_party_kernel_says_what_it_takes():
+    assert set(_first_party_kernels()) == set(TAKES)
+
+
 @pytest.mark.parametrize("kernel", _first_party_kernels())
 @pytest.mark.parametrize("kind", sorted(WRONG))
 def test_kernels_say_which_types_they_take(X, kernel, kind):
@@ -180,13 +198,17 @@ def test_kernels_say_which_types_they_take(X, kernel, kind):
     try:
         IOKR(output_kernel=kernel).fit(X, Y)
     except MoleculeReadError as exc:  # a string that is not a molecule: the documented error
+        assert kind not in TAKES.get(kernel, ()), (kernel, kind)
         assert str(exc).startswith("Y: invalid molecule at record 0")
     except (TypeError, ValueError) as exc:
+        assert kind not in TAKES.get(kernel, ()), (kernel, kind, exc)
         msg = error_text(exc)
         says = ("takes", "take graphs", "non-negative", "Gram block", "square training Gram")
         assert (msg.startswith("Y") or "precomputed" in msg) and any(w in msg for w in says), msg
         for internal in ("inhomogeneous", "could not convert", "positional argument", "setting an array element"):
             assert internal not in msg, msg
+    else:  # accepted: only a kind the kernel takes
+        assert kind in TAKES.get(kernel, ()), f"{kernel} accepted {kind} outputs without a word"
 
 
 @pytest.mark.parametrize("kernel", ["morgan_tanimoto", "morgan_count_tanimoto", "morgan_minmax", "morgan_cosine",

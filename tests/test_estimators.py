@@ -72,7 +72,11 @@ def test_float32_kernel_blocks_close_to_float64(multilabel_data):
     a = SISOKR(dtype="float64", **kw).fit(Xtr, Ytr)
     b = SISOKR(dtype="float32", **kw).fit(Xtr, Ytr)
     assert b.input_kernel_.dtype == "float32" and a.input_kernel_.dtype == "float64"
-    np.testing.assert_allclose(b.predict_coordinates(Xte), a.predict_coordinates(Xte), atol=2e-3)
+    assert b.dtype_ == np.float32  # kept in float32 (well conditioned): the comparison is float32's
+    ref = a.predict_coordinates(Xte)
+    # float32's target (docs/architecture.md): 1e-4 of the scale (atol=2e-3 was ~3e-3 of it;
+    # the float32 fit is ~1e-6 off here)
+    np.testing.assert_allclose(b.predict_coordinates(Xte), ref, rtol=0, atol=1e-4 * np.abs(ref).max())
 
 
 def test_candidates_index_and_top_k(multilabel_data):

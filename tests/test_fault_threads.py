@@ -201,21 +201,63 @@ def test_torch_regressor_during_a_refit():
     assert len(results) >= 5 and all(r is True for r in results)
 
 
+class InjectedFailure(BaseException):
+    """Raised inside a refit by :func:`_fail_at_line` (a BaseException: no ``except
+    Exception`` of the library turns it into a fallback)."""
+
+
+def _fail_at_line(model, fit_args, at):
+    """Refit ``model``, raising :class:`InjectedFailure` at the ``at``-th line the refit
+    executes in the module that defines the estimator (``at=None``: no failure); returns
+    the number of lines executed there."""
+    import inspect
+
+    source = inspect.getfile(type(model))
+    count = [0]
+
+    def trace(frame, event, arg):
+        if event == "call":
+            return trace if frame.f_code.co_filename == source else None
+        if event == "line":
+            count[0] += 1
+            if count[0] == at:
+                raise InjectedFailure(at)
+        return trace
+
+    sys.settrace(trace)
+    try:
+        model.fit(*fit_args)
+    finally:
+        sys.settrace(None)
+    return count[0]
+
+
 def test_a_failed_refit_leaves_the_model_as_it_was():
-    """For every estimator: a refit that fails after validation (here a kernel overflow on
-    some rows) raises, and the model predicts exactly as before."""
+    """For every estimator: a refit that fails after validation raises, and the model
+    predicts exactly as before, its state untouched.
+
+    Infinite rows are refused by the input validation, before the refit touches anything
+    (with a fit that set its state in place, that alone passed): the refit is also made to
+    fail at a quarter, half, three quarters and at the very last line it executes in the
+    estimator's module, on other data."""
     for name, (make, data, read) in CASES.items():
-        X, Y = data(1)
+        (X, Y), (Xb, Yb) = data(1), data(2)
+        n_lines = _fail_at_line(make().fit(X, Y), (Xb, Yb), None)  # a refit that succeeds
+        assert n_lines >= 4, (name, n_lines)
         model = make().fit(X, Y)
         before = read(model)
         state = dict(model.__dict__)
         bad = np.array(X, dtype=float)
         bad[-5:] = np.inf
-        with pytest.raises(ValueError):
+        with pytest.raises(ValueError, match="NaN or infinite value"):
             model.fit(bad, Y)
-        assert _same(read(model), before), name
-        assert set(model.__dict__) == set(state), name
-        assert all(model.__dict__[k] is v for k, v in state.items()), name
+        for at in (None, n_lines // 4, n_lines // 2, 3 * n_lines // 4, n_lines):
+            if at is not None:
+                with pytest.raises(InjectedFailure):
+                    _fail_at_line(model, (Xb, Yb), at)
+            assert _same(read(model), before), (name, at)
+            assert set(model.__dict__) == set(state), (name, at)
+            assert all(model.__dict__[k] is v for k, v in state.items()), (name, at)
 
 
 def test_refit_publishes_a_new_state_object():

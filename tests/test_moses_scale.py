@@ -272,14 +272,17 @@ def test_array_entries_are_aligned_and_memory_mapped(tmp_path):
     E = rng.standard_normal((30_000, 16)).astype(np.float32)
     labels = [f"C{'O' * (i % 4)}N{i}é" for i in range(30_000)]  # a long list of (non-ASCII) strings
     path = CandidateIndex(labels, E, rng.standard_normal(30_000), owner="tok").save(tmp_path / "i.sprokr")
+    aligned = 0
     with zipfile.ZipFile(path) as zf, open(path, "rb") as fh:
         for info in zf.infolist():
             if info.filename.endswith(".npy"):
+                aligned += 1
                 fh.seek(info.header_offset + 26)
                 n, m = (int(v) for v in np.frombuffer(fh.read(4), dtype="<u2"))
                 fh.seek(info.header_offset + 30 + n + m + 8)
                 hlen = int(np.frombuffer(fh.read(2), dtype="<u2")[0])
                 assert (info.header_offset + 30 + n + m + 10 + hlen) % 64 == 0, info.filename
+    assert aligned >= 2  # the embeddings and the offsets at least (none found: nothing checked)
     mapped = sprokr.load(path, mmap=True)
     assert isinstance(mapped.embeddings, np.memmap) and not mapped.embeddings.flags.writeable
     assert np.array_equal(mapped.embeddings, E) and mapped.candidates == labels
@@ -392,6 +395,8 @@ def test_moses_benchmark_smoke_local_and_dask_agree(tmp_path):
             assert {"input_side", "output_side"} <= set(r["fit_times"])
     assert local["settings"]["output"] in ("morgan", "wl") and local["featurise"]["test"]["rows"] == 60
     dask = _bench(tmp_path, "--methods", "sisokr", "--executor", "dask")
+    # every local sisokr run has its Dask twin (no run: nothing compared below)
+    assert sorted(r["n"] for r in dask["runs"]) == sorted(n for n, m in runs if m == "sisokr")
     for r in dask["runs"]:
         ref = runs[(r["n"], "sisokr")]
         assert r["executor"] == "dask" and r["lam"] == ref["lam"]

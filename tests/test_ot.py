@@ -318,16 +318,22 @@ def test_fgw_decoder_with_search(data):
     Xq = smiles[200:210]
     H, index, alpha = m.predict_coordinates(Xq), m.default_index_, m.predict_weights(Xq)
     train = {graph_to_smiles(g) for g in G[:200]}
-    base = FGWBarycenterDecoder(n_neighbors=4, n_starts=1, search_steps=0, train_margin=0.0)
-    dec = FGWBarycenterDecoder(n_neighbors=4, n_starts=1, search_steps=3, search_beam=2, train_margin=np.inf)
+    # the best proposal (neighbours, i.e. training molecules, excluded by the margin), unsearched
+    base = FGWBarycenterDecoder(n_neighbors=4, n_starts=1, search_steps=0, train_margin=np.inf, random_state=0)
+    dec = FGWBarycenterDecoder(n_neighbors=4, n_starts=1, search_steps=3, search_beam=2, train_margin=np.inf,
+                               random_state=0)
     out0, out = base.decode(H, index, weights=alpha), dec.decode(H, index, weights=alpha)
     assert all(g.graph["smiles"] is not None for g in out)
     assert sum(dec.counts_.values()) == len(Xq) and dec.counts_["searched"] >= 1
     assert not any(g.graph["smiles"] in train for g in out)
     score = ModelScore(index.kernel, index.candidates, alpha)
+    compared = 0
     for q in range(len(Xq)):
         if out0[q].graph["smiles"] not in train:  # the search starts from it: it can only improve
+            compared += 1
             assert score(q, [out[q]])[0] >= score(q, [out0[q]])[0] - 1e-9
+    # (with train_margin=0 every unsearched answer was a training neighbour: nothing was compared)
+    assert compared >= 3, compared  # 5 of the 10 queries
     # the pool's canonical SMILES are cached with the index (never saved), not on the decoder
     assert not any(k.startswith("_") for k in vars(dec)) and any("fgw" in str(k) for k in index.cache)
     with pytest.raises(ValueError, match="search_beam"):

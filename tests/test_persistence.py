@@ -265,7 +265,7 @@ def test_unfitted_estimator_roundtrip(tmp_path):
     assert loaded.get_params() == model.get_params()
 
 
-def test_saving_is_deterministic_and_atomic(fitted_structured, tmp_path):
+def test_saving_is_deterministic_and_atomic(fitted_structured, tmp_path, monkeypatch):
     model = fitted_structured["SIOKR-subsample"]
     a, b = model.save(tmp_path / "a.sprokr"), model.save(tmp_path / "b.sprokr")
     assert a.read_bytes() == b.read_bytes()
@@ -274,6 +274,26 @@ def test_saving_is_deterministic_and_atomic(fitted_structured, tmp_path):
     bad.fit(ML[0], ML[1])
     with pytest.raises(UnsavableObjectError, match=r"SIOKR\.input_kernel .*_UserKernel"):
         bad.save(tmp_path / "bad.sprokr")
+    assert sorted(os.listdir(tmp_path)) == ["a.sprokr", "b.sprokr"]
+    # that failure comes before any byte is written: a save failing in the middle of the
+    # writing (the second array here) leaves the file it was replacing as it was, and no
+    # temporary file
+    import sprokr.persistence._container as container
+
+    written, real = [], container.write_array
+
+    def failing(zf, name, arr):
+        if written:
+            raise OSError(28, "No space left on device")
+        written.append(name)
+        return real(zf, name, arr)
+
+    monkeypatch.setattr(container, "write_array", failing)
+    old = a.read_bytes()
+    other = clone(model).set_params(lam=0.1).fit(ML[0], ML[1])
+    with pytest.raises(OSError, match="No space left"):
+        other.save(a)
+    assert written and a.read_bytes() == old
     assert sorted(os.listdir(tmp_path)) == ["a.sprokr", "b.sprokr"]
 
 

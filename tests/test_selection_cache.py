@@ -285,11 +285,16 @@ def test_cached_kernel_ridge_path(data):
     assert cache.kernel(big).handle is not cache.kernel(GaussianKernel(gamma=0.25)).handle
 
 
-def test_perfect_h_sketch_is_the_seeded_models_and_its_basis_is_reused():
+def test_perfect_h_sketch_is_the_seeded_models_and_its_basis_is_reused(monkeypatch):
     """With an integer seed each perfect-h size draws the sketch a DSOKR seeded alike draws,
     so the fit at the chosen size finds its output basis in the cache (no second factorisation)."""
+    import sprokr.numerics._features as features_module
     from sprokr import DSOKR
 
+    factorised = []  # the sizes of the bases factorised (psd_eigh of R K R^T)
+    eigh = features_module.psd_eigh
+    monkeypatch.setattr(features_module, "psd_eigh", lambda K, rcond: (factorised.append(K.shape[0]),
+                                                                       eigh(K, rcond))[1])
     rng = np.random.default_rng(4)
     X, Y = rng.standard_normal((120, 5)), rng.standard_normal((120, 3))
     k = GaussianKernel(gamma=0.4)
@@ -298,8 +303,12 @@ def test_perfect_h_sketch_is_the_seeded_models_and_its_basis_is_reused():
     tr, va = V.take(np.arange(90)), V.take(np.arange(90, 120))
     ph = perfect_h_curve(tr, va, ck, [10, 20], sketch="psg", sketch_params={"p": 0.1}, random_state=7)
     misses = cache.stats["memo_misses"]
+    assert factorised == [10, 20]  # one basis per point of the curve
     model = DSOKR(output_kernel=ck, output_sketch="psg", m_y=20, output_sketch_params={"p": 0.1},
                   regressor="ridge", random_state=7).fit(X[:90], tr, validation_data=(X[90:], va))
+    # the fit factorised nothing: its basis is the curve's (the memo counts below did not
+    # tell: a basis factorised again is one more miss among the few allowed)
+    assert factorised == [10, 20]
     R = resolve_sketch("psg", 20, {"p": 0.1}, 90, "output").draw(90, np.random.default_rng(7))
     np.testing.assert_array_equal(model.output_sketch_matrix_.indices, R.indices)
     assert ph["m"] == [10, 20]

@@ -101,14 +101,20 @@ def test_sketched_ridge_pass_is_threaded_only_with_thread_safe_kernels(monkeypat
     assert "CrossProductTask" not in seen
 
 
+def _blas_threads():
+    from threadpoolctl import threadpool_info
+
+    return max(i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas")
+
+
 def test_a_small_sketched_ridge_runs_on_one_blas_thread():
     """Below SINGLE_THREAD_MAX_WORK the sketched ridge limits BLAS to one thread (its short
     BLAS calls gain little from threads, whose idle spinning slows the kernel passes run in
     the library's own threads); above it BLAS keeps its threads."""
-    from threadpoolctl import threadpool_info
+    from threadpoolctl import threadpool_limits
 
     from sprokr.models import KernelRidgeRegressor
-    from sprokr.numerics import SINGLE_THREAD_MAX_WORK
+    from sprokr.numerics import SINGLE_THREAD_MAX_WORK, small_work_threads
     from sprokr.numerics._ridge import ridge_work
     from sprokr.sketches import PSR
 
@@ -116,13 +122,22 @@ def test_a_small_sketched_ridge_runs_on_one_blas_thread():
 
     class Recording(GaussianKernel):
         def pairwise(self, A, B):
-            seen.append(max(i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"))
+            seen.append(_blas_threads())
             return super().pairwise(A, B)
 
     rng = np.random.default_rng(0)
     X, T = rng.standard_normal((600, 5)), rng.standard_normal((600, 2))
-    KernelRidgeRegressor(kernel=Recording(gamma=0.2), lam=1e-3, input_sketch="psr", m_x=40,
-                         input_sketch_params={"p": 0.05}, random_state=0).fit(X, T)
+    # two BLAS threads whatever the environment (with one, as under OMP_NUM_THREADS=1 or on
+    # one core, the checks below held without any limit)
+    with threadpool_limits(limits=2, user_api="blas"):
+        assert _blas_threads() == 2
+        KernelRidgeRegressor(kernel=Recording(gamma=0.2), lam=1e-3, input_sketch="psr", m_x=40,
+                             input_sketch_params={"p": 0.05}, random_state=0).fit(X, T)
+        assert _blas_threads() == 2  # restored after the fit
+        with small_work_threads(SINGLE_THREAD_MAX_WORK):
+            assert _blas_threads() == 1
+        with small_work_threads(2 * SINGLE_THREAD_MAX_WORK):  # above it: BLAS keeps its threads
+            assert _blas_threads() == 2
     assert seen and set(seen) == {1}
     R = PSR(m=40, p=0.05).draw(600, 0)
     assert ridge_work(600, R, X[R.indices]) <= SINGLE_THREAD_MAX_WORK
@@ -135,7 +150,7 @@ def test_a_small_kernel_machine_solves_on_one_blas_thread(monkeypatch, optimizer
     steps are short BLAS calls between elementwise passes, and two threads (with numpy's and
     scipy's pools spinning beside each other) made them 7-15x slower (docs/benchmarks.md,
     "Robust regression")."""
-    from threadpoolctl import threadpool_info
+    from threadpoolctl import threadpool_limits
 
     import sprokr.models.feature_problem as fp
     from sprokr.models import SketchedKernelMachine
@@ -145,16 +160,18 @@ def test_a_small_kernel_machine_solves_on_one_blas_thread(monkeypatch, optimizer
         real = getattr(fp, name)
 
         def spy(*args, _real=real, _name=name, **kwargs):
-            seen.append((_name, max(i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas")))
+            seen.append((_name, _blas_threads()))
             return _real(*args, **kwargs)
 
         monkeypatch.setattr(fp, name, spy)
     rng = np.random.default_rng(0)
     X = rng.uniform(size=(600, 5))
     y = X.sum(axis=1) + 0.1 * rng.standard_normal(600)
-    model = SketchedKernelMachine(loss="epsilon_insensitive", loss_params={"epsilon": 0.1}, lam=1e-4, m_x=40,
-                                  input_sketch="psr", input_sketch_params={"p": 0.05}, optimizer=optimizer,
-                                  random_state=0).fit(X, y)
+    with threadpool_limits(limits=2, user_api="blas"):  # two BLAS threads whatever the environment
+        assert _blas_threads() == 2
+        model = SketchedKernelMachine(loss="epsilon_insensitive", loss_params={"epsilon": 0.1}, lam=1e-4, m_x=40,
+                                      input_sketch="psr", input_sketch_params={"p": 0.05}, optimizer=optimizer,
+                                      random_state=0).fit(X, y)
     assert model.converged_
     assert [t for _, t in seen] == [1]
     assert seen[0][0] == ("newton_solve" if optimizer == "auto" else "lbfgs_solve")

@@ -1,4 +1,6 @@
 """Sketched kernel machines: exactness, solvers, robustness, quantiles, output matrices, errors."""
+import warnings
+
 import networkx as nx
 import numpy as np
 import pytest
@@ -504,3 +506,25 @@ def test_exact_machine_nonsmooth_loss_on_a_numerically_singular_gram(monkeypatch
     m = SketchedKernelMachine(kernel_params={"gamma": 1e-2}, lam=1e-3, loss="huber", dtype="float32").fit(X, T[:, 0])
     assert ranks[0] < 80  # the float32 fit ran on eigen features
     assert m.converged_ and np.all(np.isfinite(m.predict(X)))
+
+
+def test_rff_refuses_inputs_whose_random_features_overflow():
+    """Finite but huge inputs overflow ``x^T w``, and ``cos(inf)`` made every prediction NaN
+    with only numpy's RuntimeWarnings (the other kernel models refuse them through their
+    kernel values): now a ValueError naming the rows, at fit and at predict, the previous
+    model intact."""
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((50, 3))
+    y = X.sum(axis=1)
+    model = RFFKernelMachine(n_components=20, random_state=0).fit(X, y)
+    before = model.predict(X[:5])
+    bad = X.copy()
+    bad[[4, 31]] = [[1e308, 0.0, 0.0], [0.0, -1e308, 1e308]]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # no overflow warning from numpy either
+        with pytest.raises(ValueError, match=r"random Fourier features of 2 row\(s\) are not finite \(rows \[4, 31\]\)"):
+            model.fit(bad, y)
+        with pytest.raises(ValueError, match=r"rows \[1\]\).*rescale the inputs"):
+            model.predict(bad[3:6])
+    np.testing.assert_array_equal(model.predict(X[:5]), before)
+    assert np.isfinite(RFFKernelMachine(n_components=20, random_state=0).fit(X * 1e200, y).predict(X[:3] * 1e200)).all()

@@ -208,8 +208,14 @@ class RFFKernelMachine(RenamedParametersMixin, SaveMixin, FeatureProblemMixin, R
     def _features(self, Xp):
         s = self.weights_.shape[1]
         ex = LocalExecutor()
-        return ex.map_rows(ex.partition(Xp), _CosineFeatures(self.weights_, self.offsets_),
-                           default_chunk_size(s, self.weights_.dtype), name="random features")
+        Z = ex.map_rows(ex.partition(Xp), _CosineFeatures(self.weights_, self.offsets_),
+                        default_chunk_size(s, self.weights_.dtype), name="random features")
+        bad = np.flatnonzero(~np.isfinite(Z).all(axis=1))
+        if bad.size:  # (the other kernel models refuse such inputs through their kernel values)
+            raise ValueError(f"X: the random Fourier features of {bad.size} row(s) are not finite (rows "
+                             f"{bad[:5].tolist()}{' ...' if bad.size > 5 else ''}): x^T w overflows "
+                             f"{Z.dtype.name} (inputs too large in magnitude); rescale the inputs")
+        return Z
 
     @consistent_read
     def predict(self, X: Any) -> np.ndarray:
@@ -236,8 +242,11 @@ class _CosineFeatures:
         self.weights, self.offsets = weights, offsets
 
     def __call__(self, X):
-        B = np.asarray(X @ self.weights, dtype=self.weights.dtype)
-        B += self.offsets
-        np.cos(B, out=B)
+        # finite but huge inputs overflow x^T w and cos(inf) is NaN: such rows come out NaN
+        # and are named by the caller (finite_features), not by numpy's warnings
+        with np.errstate(over="ignore", invalid="ignore"):
+            B = np.asarray(X @ self.weights, dtype=self.weights.dtype)
+            B += self.offsets
+            np.cos(B, out=B)
         B *= np.sqrt(2.0 / self.weights.shape[1])
         return B

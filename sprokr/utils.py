@@ -109,7 +109,8 @@ def check_feature_names(est: Any, X: Any) -> None:
     included)."""
     import warnings
 
-    fitted, names = getattr(est, "feature_names_in_", None), frame_feature_names(X)
+    fitted: Any = getattr(est, "feature_names_in_", None)
+    names = frame_feature_names(X)
     cls = type(est).__name__
     if fitted is None and names is None:
         return

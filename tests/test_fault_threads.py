@@ -113,6 +113,15 @@ def test_predict_during_a_refit_sees_the_old_or_the_new_model(name):
     assert mixed == 0, f"{mixed} of {reads} predictions were neither the old model's nor the new one's"
 
 
+def _fit_traced(model, fit_args, trace):
+    """``model.fit(*fit_args)`` under the tracer ``trace`` (``sys.settrace``), removed after."""
+    sys.settrace(trace)
+    try:
+        model.fit(*fit_args)
+    finally:
+        sys.settrace(None)
+
+
 def _read_at_every_line(model, fit_args, read, before, functions=None):
     """Refit ``model`` while reading it at every line the refit executes in the module
     that defines the estimator (optionally: in these functions only) -- a tracer; the
@@ -134,11 +143,7 @@ def _read_at_every_line(model, fit_args, read, before, functions=None):
                 results.append(exc)
         return trace
 
-    sys.settrace(trace)
-    try:
-        model.fit(*fit_args)
-    finally:
-        sys.settrace(None)
+    _fit_traced(model, fit_args, trace)
     return results
 
 
@@ -224,11 +229,7 @@ def _fail_at_line(model, fit_args, at):
                 raise InjectedFailure(at)
         return trace
 
-    sys.settrace(trace)
-    try:
-        model.fit(*fit_args)
-    finally:
-        sys.settrace(None)
+    _fit_traced(model, fit_args, trace)
     return count[0]
 
 

@@ -309,42 +309,9 @@ def test_dsokr_records_the_feature_count_of_list_inputs(regressor, container):
 
 
 # ------------------------------------------------------------------ dataframes (stand-in)
-class Frame:
-    """A pandas DataFrame's semantics, as far as the estimators can see them: rows by
-    position through ``take``, ``len`` the rows, iteration over the column labels, ``df[c]``
-    a column, ``np.asarray`` the values, and an index that is not ``0..n-1``."""
-
-    ndim = 2
-
-    def __init__(self, values, columns, index=None):
-        self._values, self.columns = np.asarray(values), list(columns)
-        self.index = np.arange(len(self._values)) * 10 + 7 if index is None else np.asarray(index)
-
-    def __array__(self, dtype=None, copy=None):
-        return self._values if dtype is None else self._values.astype(dtype)
-
-    def __len__(self):
-        return len(self._values)
-
-    def __iter__(self):
-        return iter(self.columns)
-
-    def __getitem__(self, column):
-        return self._values[:, self.columns.index(column)]
-
-    @property
-    def shape(self):
-        return self._values.shape
-
-    def take(self, indices):
-        indices = np.asarray(indices)
-        return Frame(self._values[indices], self.columns, self.index[indices])
-
-
-class Series:
-    """A pandas Series: ``s[label]`` by index label (not position), ``iloc``, ``take``."""
-
-    ndim = 1
+class _Labelled:
+    """What pandas' DataFrame and Series share here: ``np.asarray`` the values, ``len`` the
+    rows, an index that is not ``0..n-1``."""
 
     def __init__(self, values, index=None):
         self._values = np.asarray(values)
@@ -356,6 +323,37 @@ class Series:
     def __len__(self):
         return len(self._values)
 
+    @property
+    def shape(self):
+        return self._values.shape
+
+
+class Frame(_Labelled):
+    """A pandas DataFrame's semantics, as far as the estimators can see them: rows by
+    position through ``take``, iteration over the column labels, ``df[c]`` a column."""
+
+    ndim = 2
+
+    def __init__(self, values, columns, index=None):
+        super().__init__(values, index)
+        self.columns = list(columns)
+
+    def __iter__(self):
+        return iter(self.columns)
+
+    def __getitem__(self, column):
+        return self._values[:, self.columns.index(column)]
+
+    def take(self, indices):
+        indices = np.asarray(indices)
+        return Frame(self._values[indices], self.columns, self.index[indices])
+
+
+class Series(_Labelled):
+    """A pandas Series: ``s[label]`` by index label (not position), ``iloc``, ``take``."""
+
+    ndim = 1
+
     def __iter__(self):
         return iter(self._values)
 
@@ -365,10 +363,6 @@ class Series:
     @property
     def iloc(self):
         return self._values
-
-    @property
-    def shape(self):
-        return self._values.shape
 
     def take(self, indices):
         indices = np.asarray(indices)

@@ -277,8 +277,8 @@ class Registry:
         if not isinstance(comp.name, str) or not comp.name.strip():
             # a name is what users type (``kernel="wl"``) and what saved models record
             shown = repr(comp.name) if isinstance(comp.name, str) else f"{type(comp.name).__name__}"
-            self._warn(f"sprokr plugin {comp.plugin!r}: one of its {_PLURALS[comp.kind]} was skipped: its name must be a "
-                       f"non-empty string, got {shown}", (comp.plugin, comp.kind, None))
+            self._warn(f"sprokr plugin {comp.plugin!r}: one of its {_PLURALS[comp.kind]} was skipped: its name "
+                       f"must be a non-empty string, got {shown}", (comp.plugin, comp.kind, None))
             return
         if not callable(comp.factory):
             self._warn(f"sprokr plugin {comp.plugin!r}: the {comp.kind} {comp.name!r} was skipped: its "

@@ -30,8 +30,8 @@ from sklearn.utils.validation import check_is_fitted
 from ..numerics import DEFAULT_RCOND, SketchedFeatures, check_kernel_sample, default_chunk_size
 from ..deprecation import RenamedParametersMixin
 from ..persistence import SaveMixin
-from ..utils import atomic_fit, check_chunk_size, check_feature_names, consistent_read, check_positive, check_random_state, \
-    iter_chunks, num_samples, resolve_dtype, row_offset, set_feature_names, take, take_slice
+from ..utils import atomic_fit, check_chunk_size, check_feature_names, consistent_read, check_positive, \
+    check_random_state, iter_chunks, num_samples, resolve_dtype, row_offset, set_feature_names, take, take_slice
 from .base import fit_on_training_inputs
 
 __all__ = ["KernelFeatures"]

@@ -275,8 +275,9 @@ def float32_is_accurate(model: Any, est: float, what: str, started: float) -> bo
     """Record the float32 check of a fitted model and say whether float32 is kept.
 
     Stores ``solver_error_estimate_ = est`` and ``fit_times_["float32_check"]`` (since
-    ``started``, a ``time.perf_counter()`` value); above ``FLOAT32_TOL`` it warns (:func:`~sprokr.progress.warn_accuracy`)
-    naming ``what`` the model recomputes in float64 (e.g. "kernel values") and returns False.
+    ``started``, a ``time.perf_counter()`` value); above ``FLOAT32_TOL`` it warns
+    (:func:`~sprokr.progress.warn_accuracy`) naming ``what`` the model recomputes in float64
+    (e.g. "kernel values") and returns False.
     """
     model.solver_error_estimate_ = est
     model.fit_times_["float32_check"] = time.perf_counter() - started

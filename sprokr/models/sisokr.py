@@ -191,8 +191,8 @@ class SISOKR(ExecutorParamsMixin, OutputKernelModel, SISOKRTraining, BaseEstimat
         compared with :func:`sprokr.numerics.tolerance`): measured after iterative
         refinement, bounded for the whitened normal equations, measured by a float64
         residual for an explicitly requested ``"cholesky"`` / ``"eigh"`` (a
-        ``scipy.linalg.LinAlgWarning``, also logged, when it exceeds the tolerance); without input sketch, the float32 check's
-        measured estimate with ``dtype="float32"`` (kept after a float64 refit, which
+        ``scipy.linalg.LinAlgWarning``, also logged, when it exceeds the tolerance); without
+        input sketch, the float32 check's measured estimate with ``dtype="float32"`` (kept after a float64 refit, which
         ``dtype_`` shows); None for the stable QR route and the exact input side in float64.
     solver_precision_ : numpy dtype
         Precision of the input side's kernel values the model predicts with (``dtype``, or

@@ -554,3 +554,47 @@ def test_a_fingerprint_cache_hit_survives_an_eviction_by_another_thread(monkeypa
     clearing[0].join()
     assert got is fingerprint
     assert not cache  # the clearing thread ran after the hit
+
+
+def test_overlapping_torch_thread_settings_restore_the_thread_count():
+    """``TorchRegressor(num_threads=...)`` sets torch's process-wide thread count during a
+    fit or a prediction.  Two calls at once: the count must stay set until both have left,
+    then come back -- not stay at the value the second call found (each call restoring what
+    it found on entering).  A stand-in for torch's two functions keeps the count."""
+    from sprokr.models import torch_regressors
+
+    class Torch:
+        threads = 4
+
+        def get_num_threads(self):
+            return self.threads
+
+        def set_num_threads(self, n):
+            self.threads = n
+
+    torch = Torch()
+    a_in, b_in, a_out = threading.Event(), threading.Event(), threading.Event()
+    seen = {}
+
+    def first():
+        with torch_regressors._torch_threads(torch, 1):
+            a_in.set()
+            b_in.wait(5)
+        a_out.set()
+
+    def second():
+        a_in.wait(5)
+        with torch_regressors._torch_threads(torch, 1):
+            b_in.set()
+            a_out.wait(5)
+            seen["inside, after the first left"] = torch.threads
+
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    assert seen == {"inside, after the first left": 1}
+    assert torch.threads == 4  # the count found before either call
+    with torch_regressors._torch_threads(torch, None):  # no num_threads: untouched
+        assert torch.threads == 4

@@ -20,9 +20,11 @@ are rebuilt from their configuration; a user ``module=`` builder is code and ref
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Self
+from typing import Any, Callable, Iterator, Self
 
 import copy
+import threading
+from contextlib import contextmanager
 
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
@@ -57,6 +59,37 @@ def store_params(obj: Any, values: dict) -> None:
     for name, value in values.items():
         if name not in ("self", "__class__"):
             setattr(obj, name, value)
+
+
+#: torch's thread count is process-wide: the fits and predictions inside
+#: :func:`_torch_threads` at once share one setting, restored by the last to leave (each
+#: restoring what it found would leave another call's count in place for good)
+_THREADS_LOCK = threading.Lock()
+_THREADS_HOLDERS = 0
+_THREADS_SAVED: int | None = None
+
+
+@contextmanager
+def _torch_threads(torch: Any, num_threads: Any) -> Iterator[None]:
+    """``torch.set_num_threads(num_threads)`` while inside (a no-op for None / 0); the count
+    found by the first caller is restored when the last one leaves."""
+    global _THREADS_HOLDERS, _THREADS_SAVED
+    if not num_threads:
+        yield
+        return
+    with _THREADS_LOCK:
+        if _THREADS_HOLDERS == 0:
+            _THREADS_SAVED = torch.get_num_threads()
+            torch.set_num_threads(int(num_threads))
+        _THREADS_HOLDERS += 1
+    try:
+        yield
+    finally:
+        with _THREADS_LOCK:
+            _THREADS_HOLDERS -= 1
+            if _THREADS_HOLDERS == 0 and _THREADS_SAVED is not None:
+                torch.set_num_threads(_THREADS_SAVED)
+                _THREADS_SAVED = None
 
 
 def _import_torch():
@@ -167,7 +200,8 @@ class TorchRegressor(RenamedParametersMixin, SaveMixin, RegressorMixin, BaseEsti
         Early stopping on the validation kernel-induced loss or on the validation
         self-retrieval MRR (see :class:`MLPSurrogate`).
     num_threads : int, optional
-        ``torch.set_num_threads`` during fit/predict (restored afterwards).
+        ``torch.set_num_threads`` during fit/predict (restored afterwards; calls at once in
+        several threads share the setting, restored when the last one ends).
     random_state : None, int or numpy.random.Generator
     verbose : int
 
@@ -273,14 +307,12 @@ class TorchRegressor(RenamedParametersMixin, SaveMixin, RegressorMixin, BaseEsti
                              f"of shape {X.shape}: expected (n_val, {', '.join(map(str, X.shape[1:]))})")
         rng = check_random_state(self.random_state)
         seed = int(rng.integers(2**31 - 1))
-        threads = torch.get_num_threads()
-        if self.num_threads:
-            torch.set_num_threads(int(self.num_threads))
         # learned state starts here: a failure anywhere below (a bad ridge_init, inputs the
         # new vocabulary cannot encode, training) restores the previous model
         previous = dict(self.__dict__)
         try:
-            with torch.random.fork_rng(devices=[]):  # seeded init and dropout; global generator restored
+            with _torch_threads(torch, self.num_threads), torch.random.fork_rng(devices=[]):
+                # (seeded init and dropout; the global generator restored)
                 torch.manual_seed(seed)
                 self._fit_inputs(X)
                 Xt = self._tensor(X)
@@ -290,8 +322,6 @@ class TorchRegressor(RenamedParametersMixin, SaveMixin, RegressorMixin, BaseEsti
             self.__dict__.clear()
             self.__dict__.update(previous)
             raise
-        finally:
-            torch.set_num_threads(threads)
         # vectors only (scikit-learn's convention): token ids and strings have no feature count
         set_n_features(self, X if getattr(X, "dtype", None) == np.float32 and X.ndim == 2 else None)
         self.n_epochs_, self.best_epoch_, self.history_ = len(stop.history), stop.best_epoch, stop.history
@@ -392,16 +422,11 @@ class TorchRegressor(RenamedParametersMixin, SaveMixin, RegressorMixin, BaseEsti
         """Predicted targets, (n_q, p) float32."""
         check_is_fitted(self, "module_")
         torch = _import_torch()
-        threads = torch.get_num_threads()
-        if self.num_threads:
-            torch.set_num_threads(int(self.num_threads))
-        try:
+        with _torch_threads(torch, self.num_threads):
             check_feature_names(self, X)
             X = self._check_inputs(X, "X")
             check_n_features(self, X)  # a clear error, not torch's "mat1 and mat2 shapes cannot be multiplied"
             return self._predict_tensor(self._tensor(X))
-        finally:
-            torch.set_num_threads(threads)
 
 
 _ARCHITECTURES = ("cnn", "transformer")

@@ -248,6 +248,34 @@ def test_model_score_fast_path_equals_pairwise(data):
             assert np.allclose(ms(q, new), ref[:, q], rtol=1e-10, atol=1e-10)
 
 
+def test_model_score_takes_the_fast_path_for_a_batch_without_edges(data, monkeypatch):
+    """New graphs without any edge (single atoms) are prepared with the labelling
+    ``edges=?``, which compares with the molecules' ``edges=bond_order``: they are scored
+    by the explicit features too (the labelling strings differ, so they went through the
+    kernel's pairwise before), with the pairwise values."""
+    import networkx as nx
+    from sprokr_graphs import WLKernel
+    from sprokr_ot import ModelScore
+
+    _, G = data
+    coef = np.random.default_rng(1).normal(size=(2, 40))
+    atom = dict(G[0].nodes[next(iter(G[0].nodes))])  # a molecule graph's node attributes
+    atoms = []
+    for label in ("C", "N", "O"):
+        g = nx.Graph()
+        g.add_node(0, **{**atom, "label": label, "symbol": label})
+        atoms.append(g)
+    ky = WLKernel()
+    ms = ModelScore(ky, G[:40], coef)
+    assert ms.ref.get_labelling() != ky.prepare_outputs(atoms).get_labelling()  # edges=? against bond orders
+    ref = np.asarray(ky(atoms, G[:40])) @ coef.T
+    calls = []
+    monkeypatch.setattr(WLKernel, "pairwise", lambda self, A, B: calls.append(1) or pytest.fail("pairwise used"))
+    for q in range(2):
+        np.testing.assert_allclose(ms(q, atoms), ref[:, q], rtol=1e-10, atol=1e-12)
+    assert not calls
+
+
 def test_molecule_edits_are_single_valid_edits():
     from sprokr_chem import graph_to_smiles, smiles_to_graph
     from sprokr_ot import molecule_edits

@@ -100,6 +100,13 @@ class WLFeatures:
         """The labelling string (features saved by older versions: the plain WL labelling)."""
         return getattr(self, "labelling", LEGACY_LABELLING)
 
+    def compares_with(self, other: Any) -> bool:
+        """Whether these features and ``other``'s live in one feature space: the same
+        labelling, or one whose undetermined part (``edges=?``, ``nodes=?``: a batch without
+        edges, or without nodes) the other's determines -- as ``pairwise`` accepts them."""
+        get = getattr(other, "get_labelling", None)
+        return get is not None and _merge_labellings(self.get_labelling(), get()) is not None
+
     def __len__(self):
         return self.indptr.size - 1
 

@@ -60,7 +60,10 @@ class ModelScore:
     def __call__(self, q: int, graphs: Sequence[nx.Graph]) -> np.ndarray:
         """Scores, shape (len(graphs),)."""
         new = self.kernel.prepare_outputs(list(graphs))
-        same = getattr(new, "get_labelling", lambda: None)() == getattr(self.ref, "get_labelling", lambda: None)()
+        # one feature space (a batch without edges, edges=?, compares with either labelling)
+        compares = getattr(new, "compares_with", None)
+        same = compares(self.ref) if compares is not None else \
+            getattr(new, "get_labelling", lambda: None)() == getattr(self.ref, "get_labelling", lambda: None)()
         if self.explicit and same and all(hasattr(new, a) for a in ("indptr", "ids", "values")):
             w = self._query_vector(q)
             pos = np.minimum(np.searchsorted(self.columns, new.ids), self.columns.size - 1)

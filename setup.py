@@ -41,8 +41,9 @@ EXTRAS = {
     "docs": DOCS + PLOT,
     # everything the test suite needs besides the plugins (requirements.txt installs those,
     # editable): the figures, the Dask executor and the documentation build are tested;
-    # faiss-cpu is the baseline of the scale benchmark's decoding, which a smoke test runs.
-    "test": ["pytest>=7", "mypy>=1.5", "mpmath>=1.2", "faiss-cpu>=1.7"] + PLOT + DASK + DOCS,
+    # faiss-cpu is the baseline of the scale benchmark's decoding, which a smoke test runs;
+    # pandas: dataframe inputs (feature names, outputs as arrays) are tested on real ones.
+    "test": ["pytest>=7", "mypy>=1.5", "mpmath>=1.2", "faiss-cpu>=1.7", "pandas>=2"] + PLOT + DASK + DOCS,
 }
 # `all`: every plugin and optional library except torch, whose default Linux wheels pull
 # several GB of CUDA libraries -- ask for it explicitly: pip install ".[all,torch]"

@@ -524,3 +524,17 @@ def test_pandas_dataframes_and_series(name):
         model.predict(X)
     with pytest.raises(ValueError, match="feature names should match"):
         model.predict(Xf[COLUMNS[::-1]])
+
+
+def test_kernel_features_set_output_pandas():
+    """``KernelFeatures`` is a scikit-learn transformer: ``set_output(transform="pandas")``
+    gives a DataFrame of its features (named after the class, the input's index kept)."""
+    pd = pytest.importorskip("pandas")
+    Xf = pd.DataFrame(X, columns=COLUMNS, index=np.arange(N) * 2 + 5)
+    ref = KernelFeatures(input_sketch="subsample", m_x=10, random_state=0).fit_transform(X)
+    out = KernelFeatures(input_sketch="subsample", m_x=10, random_state=0).set_output(transform="pandas") \
+        .fit_transform(Xf)
+    assert isinstance(out, pd.DataFrame) and out.shape == ref.shape
+    assert list(out.columns) == [f"kernelfeatures{j}" for j in range(ref.shape[1])]
+    np.testing.assert_array_equal(out.index, Xf.index)
+    np.testing.assert_allclose(out.to_numpy(), ref, rtol=1e-12, atol=1e-12)

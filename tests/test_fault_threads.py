@@ -429,6 +429,34 @@ def test_threads_predicting_at_once_fold_a_fresh_candidate_index_once(monkeypatc
     assert all(_equal(r, reference) for r in results)
 
 
+def _overlapping(region, probe):
+    """Two threads in ``region()`` (a context) at once, the first leaving while the second
+    is still inside: returns ``probe()`` read by the second after the first has left."""
+    a_in, b_in, a_out = threading.Event(), threading.Event(), threading.Event()
+    seen = []
+
+    def first():
+        with region():
+            a_in.set()
+            b_in.wait(5)
+        a_out.set()
+
+    def second():
+        a_in.wait(5)
+        with region():
+            b_in.set()
+            a_out.wait(5)
+            seen.append(probe())
+
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    assert len(seen) == 1
+    return seen[0]
+
+
 def test_overlapping_single_blas_thread_regions_restore_the_blas_limits(monkeypatch):
     """The BLAS thread limit is process-wide.  Two threads inside ``single_blas_thread`` at
     once (two fits, or predictions of a local-ridge regressor): BLAS must stay on one thread
@@ -461,29 +489,8 @@ def test_overlapping_single_blas_thread_regions_restore_the_blas_limits(monkeypa
 
     blas = Blas()
     monkeypatch.setattr(_linalg, "_CONTROLLER", blas)
-    a_in, b_in, a_out = threading.Event(), threading.Event(), threading.Event()
-    seen = {}
-
-    def first():
-        with single_blas_thread():
-            a_in.set()
-            b_in.wait(5)
-        a_out.set()
-
-    def second():
-        a_in.wait(5)
-        with single_blas_thread():
-            b_in.set()
-            a_out.wait(5)
-            seen["while the second is inside"] = blas.threads
-
-    threads = [threading.Thread(target=first), threading.Thread(target=second)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    seen["after both"] = blas.threads
-    assert seen == {"while the second is inside": 1, "after both": 2}
+    inside = _overlapping(single_blas_thread, lambda: blas.threads)
+    assert (inside, blas.threads) == (1, 2)  # one thread until both left, then the limits back
     with single_blas_thread():  # and one region alone, as before
         assert blas.threads == 1
     assert blas.threads == 2
@@ -573,28 +580,7 @@ def test_overlapping_torch_thread_settings_restore_the_thread_count():
             self.threads = n
 
     torch = Torch()
-    a_in, b_in, a_out = threading.Event(), threading.Event(), threading.Event()
-    seen = {}
-
-    def first():
-        with torch_regressors._torch_threads(torch, 1):
-            a_in.set()
-            b_in.wait(5)
-        a_out.set()
-
-    def second():
-        a_in.wait(5)
-        with torch_regressors._torch_threads(torch, 1):
-            b_in.set()
-            a_out.wait(5)
-            seen["inside, after the first left"] = torch.threads
-
-    threads = [threading.Thread(target=first), threading.Thread(target=second)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(10)
-    assert seen == {"inside, after the first left": 1}
-    assert torch.threads == 4  # the count found before either call
+    inside = _overlapping(lambda: torch_regressors._torch_threads(torch, 1), lambda: torch.threads)
+    assert (inside, torch.threads) == (1, 4)  # set until both left, then the count found before
     with torch_regressors._torch_threads(torch, None):  # no num_threads: untouched
         assert torch.threads == 4

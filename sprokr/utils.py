@@ -123,8 +123,9 @@ def check_feature_names(est: Any, X: Any) -> None:
                       UserWarning, stacklevel=3)
         return
     if len(fitted) != len(names) or np.any(fitted != names):
-        unseen = [n for n in names if n not in set(fitted)]
-        missing = [n for n in fitted if n not in set(names)]
+        known, given = set(fitted), set(names)  # (once: a set per name made this quadratic)
+        unseen = [n for n in names if n not in known]
+        missing = [n for n in fitted if n not in given]
         detail = "".join(f"\n{title}:\n" + "\n".join(f"- {n}" for n in items[:5]) + ("\n- ..." if len(items) > 5 else "")
                          for title, items in (("Feature names unseen at fit time", unseen),
                                               ("Feature names seen at fit time, yet now missing", missing)) if items)

@@ -58,3 +58,40 @@ def test_metrics_refuse_empty_input_clearly(name):
         owner = {"hits_at_k": "top_k_accuracy", "arrmse": "rrmse"}.get(name, name.split()[0])  # (the callees)
         with pytest.raises(ValueError, match=f"^no samples: {what}; {owner} needs at least one"):
             call()
+
+
+NON_FINITE = {
+    "rrmse y_true": (lambda b: rrmse(b, np.ones((3, 2))), "y_true", 1),
+    "rrmse y_pred": (lambda b: rrmse(np.arange(6.0).reshape(3, 2), b), "y_pred", 1),
+    "arrmse y_pred": (lambda b: arrmse(np.arange(6.0).reshape(3, 2), b), "y_pred", 1),
+    "pinball y_true": (lambda b: pinball_loss(b[:, 0], np.ones((3, 2)), [0.2, 0.8]), "y_true", 1),
+    "pinball q_pred": (lambda b: pinball_loss(np.ones(3), b, [0.2, 0.8]), "q_pred", 1),
+    "crossing q_pred": (lambda b: crossing_loss(b), "q_pred", 1),
+}
+
+
+@pytest.mark.parametrize("value", [np.nan, np.inf, -np.inf])
+@pytest.mark.parametrize("name", NON_FINITE)
+def test_regression_metrics_name_a_non_finite_argument_and_its_row(name, value):
+    """A NaN / inf in the targets or predictions made the metric NaN (or inf), silently:
+    now a ValueError naming the argument and the first row, as scikit-learn's metrics refuse
+    them ("Input contains NaN")."""
+    call, arg, row = NON_FINITE[name]
+    bad = np.ones((3, 2))
+    bad[row, 0] = value
+    with pytest.raises(ValueError, match=f"^{arg} contains NaN or inf .*the first in row {row}"):
+        call(bad)
+
+
+def test_regression_metrics_take_sparse_and_listed_targets(rng):
+    """Sparse targets gave numpy's "setting an array element with a sequence": densified (a
+    few target columns); the value equals the dense one.  Non-numbers are named."""
+    Y, P = rng.standard_normal((6, 3)), rng.standard_normal((6, 3))
+    want = rrmse(Y, P)
+    np.testing.assert_allclose(rrmse(sp.csr_matrix(Y), P), want)
+    np.testing.assert_allclose(rrmse(Y, sp.csc_matrix(P)), want)
+    np.testing.assert_allclose(rrmse(Y.tolist(), P.tolist()), want)
+    with pytest.raises(ValueError, match="^y_true must be an array of numbers"):
+        rrmse([["a", 1.0]], [[1.0, 2.0]])
+    with pytest.raises(ValueError, match=r"^y_true must hold one scalar target per sample"):
+        pinball_loss(np.ones((3, 2)), np.ones((3, 2)), [0.2, 0.8])

@@ -1,11 +1,13 @@
 """Regression metrics: RRMSE / ARRMSE (multi-target), pinball and crossing losses (quantiles).
 
-All take ``(y_true, y_pred)`` in scikit-learn order, and refuse empty input (a mean over
-no sample is undefined; as scikit-learn's metrics).
+All take ``(y_true, y_pred)`` in scikit-learn order (arrays, lists, dataframes or sparse
+matrices), and refuse empty input (a mean over no sample is undefined; as scikit-learn's
+metrics) and NaN / inf values (named by argument and row, as scikit-learn's metrics do).
 """
 from __future__ import annotations
 
 import numpy as np
+import scipy.sparse as sp
 from numpy.typing import ArrayLike
 
 from ..utils import check_quantile_levels
@@ -14,11 +16,24 @@ __all__ = ["rrmse", "arrmse", "pinball_loss", "crossing_loss"]
 
 
 def _as_2d(a, name):
-    a = np.asarray(a, dtype=float)
+    """``a`` as a finite float (n, d) array (1-D: one column); a sparse matrix is densified
+    (regression targets are a few columns wide).  Non-numbers, NaN and inf are refused with
+    the argument named: a NaN would make the metric NaN without saying where it came from."""
+    if sp.issparse(a):
+        a = a.toarray()
+    try:
+        a = np.asarray(a, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{name} must be an array of numbers, got {type(a).__name__} ({exc})") from None
     if a.ndim == 1:
         a = a[:, None]
     if a.ndim != 2:
         raise ValueError(f"{name} must be 1-D or 2-D, got {a.ndim}-D")
+    bad = ~np.isfinite(a)
+    if bad.any():
+        row = int(np.argwhere(bad)[0, 0])
+        raise ValueError(f"{name} contains NaN or inf ({int(bad.sum())} value(s); the first in row {row}); "
+                         f"the metric needs finite values")
     return a
 
 
@@ -63,7 +78,9 @@ def pinball_loss(y_true: ArrayLike, q_pred: ArrayLike, taus: ArrayLike) -> float
     taus : (d,) levels in (0, 1)
     """
     t = check_quantile_levels(taus)
-    y = np.asarray(y_true, dtype=float).reshape(-1, 1)
+    y = _as_2d(y_true, "y_true")
+    if y.shape[1] != 1:
+        raise ValueError(f"y_true must hold one scalar target per sample (shape (n,) or (n, 1)), got shape {y.shape}")
     Q = _as_2d(q_pred, "q_pred")
     if Q.shape != (y.shape[0], t.size):
         raise ValueError(f"q_pred must have shape ({y.shape[0]}, {t.size}), got {Q.shape}")

@@ -55,8 +55,10 @@ SOLVERS = ("auto", "closed_form", "newton", "lbfgs", "adam")
 ADAM_PARAMS = ("learning_rate", "batch_size", "max_epochs", "n_iter_no_change")
 #: training rows the float32 check replays in float64, and its safety factor: over a sweep
 #: of exact machines (2 sizes x 4 kernel widths x 4 ridges, tests/test_kernel_machine.py)
-#: the measured change was within 0.26x to 3.2x of the true change of test predictions
-CHECK_ROWS, CHECK_SAFETY = 256, 4.0
+#: the measured change was within 0.26x to 3.2x of the true change of test predictions on
+#: the first development machine, 0.25x to 3.2x on an AMD EPYC (another BLAS kernel, other
+#: float32 roundings): 5 keeps the estimate above the true change with a 25 % margin on both
+CHECK_ROWS, CHECK_SAFETY = 256, 5.0
 
 
 def check_solver_params(est: Any, loss: Loss, d: int = 1) -> str:

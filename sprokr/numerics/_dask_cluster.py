@@ -33,10 +33,14 @@ logger = logging.getLogger("sprokr.numerics")
 
 #: a worker computing a pending task is progress (a partition may take longer than the
 #: timeout): its process above this CPU percent, its last heartbeat at most _BUSY_SEEN_S old
-#: (a stopped or unreachable worker's metrics are stale); looked at again every _BUSY_RECHECK_S
+#: (a stopped or unreachable worker's metrics are stale); looked at again every _BUSY_RECHECK_S.
+#: A worker found idle is looked at once more _IDLE_CONFIRM_S later, before the wait fails: its
+#: CPU figure is from its last heartbeat, which may predate the task's start (seen on a 2-core
+#: machine under load: a task computing for 6 s judged idle at 2 s)
 _BUSY_CPU = 25.0
 _BUSY_SEEN_S = 10.0
 _BUSY_RECHECK_S = 5.0
+_IDLE_CONFIRM_S = 2.0
 _SCATTER_ABOVE = 8 << 20  # bytes: larger task objects are scattered, smaller ones ride in the graph
 _IMPORTS_OK: dict[str, set[str]] = {}  # worker address -> modules it was found to import
 
@@ -107,6 +111,7 @@ class DaskClusterOps(DaskClient):
         pending = dict(futures) if isinstance(futures, dict) else dict(enumerate(futures))
         total = len(pending) if tasks is None else tasks
         last = time.monotonic()
+        idle_seen = False  # a look found no worker computing: confirmed by a second look
         while pending:
             try:
                 distributed.wait(list(pending.values()), timeout=POLL, return_when="FIRST_COMPLETED")
@@ -137,11 +142,14 @@ class DaskClusterOps(DaskClient):
                     which = f.key if tasks is None else i
                     raise Lost(f"task {which} was cancelled: its data or a dependency was lost")
             if moved:  # after the yields: the caller's time with the results is not the cluster's
-                last = time.monotonic()
+                last, idle_seen = time.monotonic(), False
             elif timeout is not None and time.monotonic() - last > timeout:
-                if not self._computing(client, pending):
+                if self._computing(client, pending):
+                    last, idle_seen = time.monotonic() - timeout + _BUSY_RECHECK_S, False  # look again soon
+                elif idle_seen:
                     raise self._no_progress(client, name, timeout, pending, total, tasks is not None)
-                last = time.monotonic() - timeout + _BUSY_RECHECK_S  # still working: look again soon
+                else:  # a heartbeat from before the task started? look once more
+                    last, idle_seen = time.monotonic() - timeout + _IDLE_CONFIRM_S, True
             if gone is not None and pending and gone():
                 raise Lost("a worker the tasks were bound to left the cluster")
 

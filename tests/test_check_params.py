@@ -269,12 +269,13 @@ def test_the_cli_checks_parameter_values_before_reading_the_training_file(tmp_pa
     assert not out.exists()
 
 
-def test_the_cli_skips_check_params_for_a_plugin_estimator_without_it(monkeypatch):
-    """A third-party estimator without check_params: built, not checked (its fit checks)."""
+def test_the_cli_calls_a_plugin_estimators_check_params_and_skips_it_when_absent(monkeypatch):
+    """A third-party estimator with check_params: called, its ValueError a ConfigError naming
+    the configuration file; without check_params: built, not checked (its fit checks)."""
     from sklearn.base import BaseEstimator
 
     from sprokr import registry
-    from sprokr.cli._tasks import build_estimator
+    from sprokr.cli._tasks import ConfigError, build_estimator
 
     class Plain(BaseEstimator):
         def __init__(self, lam=1.0):
@@ -289,13 +290,22 @@ def test_the_cli_skips_check_params_for_a_plugin_estimator_without_it(monkeypatc
         def save(self, path):
             pass
 
+    class Checked(Plain):
+        def check_params(self):
+            if self.lam < 0:
+                raise ValueError(f"lam must be >= 0, got {self.lam}")
+            return self
+
     class Plugin:
         @sprokr.hookimpl
         def sprokr_estimators(self):
-            return {"PlainEstimator": Plain}
+            return {"PlainEstimator": Plain, "CheckedEstimator": Checked}
 
     r = registry.Registry(entry_points=False)
     monkeypatch.setattr(registry, "_REGISTRY", r)
-    r.register(Plugin(), name="plain")
-    est = build_estimator({"estimator": "PlainEstimator", "params": {"lam": -1}}, "plain.toml")
+    r.register(Plugin(), name="thirdparty")
+    with pytest.raises(ConfigError, match=r"^plugin\.toml: .*lam must be >= 0, got -1$"):
+        build_estimator({"estimator": "CheckedEstimator", "params": {"lam": -1}}, "plugin.toml")
+    assert build_estimator({"estimator": "CheckedEstimator", "params": {"lam": 2}}, "plugin.toml").lam == 2
+    est = build_estimator({"estimator": "PlainEstimator", "params": {"lam": -1}}, "plugin.toml")
     assert isinstance(est, Plain) and est.lam == -1

@@ -10,7 +10,7 @@ import collections.abc
 import contextlib
 import functools
 import numbers
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence, cast
 
 import numpy as np
 from numpy.typing import ArrayLike, DTypeLike
@@ -363,7 +363,8 @@ def check_random_state(seed: RandomStateLike) -> np.random.Generator:
         return np.random.default_rng(seed)
     if isinstance(seed, np.random.Generator):
         return seed
-    return np.random.default_rng(int(seed.randint(2**31 - 1)))  # a RandomState
+    # a RandomState (checked: check_random_state_param)
+    return np.random.default_rng(int(cast(np.random.RandomState, seed).randint(2**31 - 1)))
 
 
 def check_random_state_param(seed: Any) -> None:

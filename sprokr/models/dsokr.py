@@ -35,8 +35,8 @@ from ..numerics import resolve_executor
 from ..sketches import check_sketch_for, make_sketch
 from ..progress import log_estimator
 from ..utils import NamedPrepare, atomic_fit, check_chunk_size, check_feature_names, check_paired, check_positive, \
-    check_random_state, check_random_state_param, consistent_read, frame_as_array, num_samples, resolve_dtype, set_feature_names, take, \
-    unique_indices
+    check_random_state, check_random_state_param, consistent_read, frame_as_array, num_samples, resolve_dtype, \
+    set_feature_names, take, unique_indices
 # apart from the estimators: the numeric check of the regressor's inputs, the search of the
 # ensemble's max aggregation, the output basis and targets and the validation split (both
 # re-exported here)
@@ -271,6 +271,7 @@ class DSOKR(ExecutorParamsMixin, OutputKernelModel, BaseEstimator):
             ):
                 raise ValueError("validation_data must be a pair (X_val, Y_val) of equal lengths")
         sy = check_sketch_for(ps["sy"], self.output_sketch, self.m_y, n, "output")
+        assert sy is not None  # (required: _checked_params)
         R = sy.draw(n, rng)  # the sketch is drawn first: same seed, same sketch as ISOKR
         reg = self._make_regressor(ps["reg"], rng)
         if takes_numeric_inputs(reg):  # numbers for Ridge & co: checked here, named (see _dsokr_inputs)

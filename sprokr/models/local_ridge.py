@@ -35,7 +35,7 @@ from ..progress import progress
 from ..kernels import resolve_kernel
 from ..numerics import single_blas_thread
 from ..utils import (atomic_fit, check_chunk_size, check_feature_names, check_finite, check_numeric_array,
-                     check_positive, check_random_state, check_random_state_param, consistent_read, num_samples, resolve_dtype,
+                     check_positive, check_random_state, check_random_state_param, consistent_read, num_samples,
                      set_feature_names, take)
 from ._targets import R2ScoreMixin
 from .base import check_n_features, set_n_features

@@ -19,8 +19,8 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
 from ..utils import (
-    NamedPrepare, atomic_fit, consistent_read, check_feature_names, check_positive, check_random_state, check_random_state_param, num_samples,
-    resolve_dtype, set_feature_names,
+    NamedPrepare, atomic_fit, consistent_read, check_feature_names, check_positive, check_random_state,
+    check_random_state_param, num_samples, resolve_dtype, set_feature_names,
 )
 from ..kernels import resolve_kernel
 from ..kernels.vector import GaussianKernel
@@ -31,7 +31,8 @@ from ..persistence import SaveMixin
 from ..registry import get_registry
 from .base import check_n_features
 from .feature_problem import (
-    CHECK_SAFETY, FeatureProblem, FeatureProblemMixin, check_optimizer_params, check_solver_params, float32_is_accurate, spread_rows,
+    CHECK_SAFETY, FeatureProblem, FeatureProblemMixin, check_optimizer_params, check_solver_params,
+    float32_is_accurate, spread_rows,
 )
 from ._targets import R2ScoreMixin, check_targets
 from .output_matrix import check_output_matrix
@@ -120,7 +121,7 @@ class RFFKernelMachine(RenamedParametersMixin, SaveMixin, FeatureProblemMixin, R
         tags.target_tags.single_output = True
         return tags
 
-    def _checked_params(self) -> tuple[np.dtype, GaussianKernel, Loss, float]:
+    def _checked_params(self) -> tuple[np.dtype, Any, Loss, float]:
         """The checks of :meth:`check_params` (nothing of ``self`` or of its parameters is
         changed): ``(dtype, kernel, loss, lam)`` the parameters resolve to."""
         dtype = resolve_dtype(self.dtype)

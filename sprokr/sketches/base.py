@@ -154,7 +154,7 @@ def check_sketch_for(sketch: Sketch | None, spec: str | Sketch | None, m: int | 
         return None
     letter = {"input": "x", "output": "y"}[side]
     try:
-        if m is not None and _uses_m(spec):
+        if m is not None and spec is not None and _uses_m(spec):
             _check_sketch_size(m, n, f"m_{letter}")
         sketch.validate(n)
     except ValueError as exc:

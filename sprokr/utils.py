@@ -10,7 +10,7 @@ import collections.abc
 import contextlib
 import functools
 import numbers
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence, cast
 
 import numpy as np
 from numpy.typing import ArrayLike, DTypeLike
@@ -34,6 +34,7 @@ __all__ = [
     "unique_indices",
     "unique_inverse",
     "check_random_state",
+    "check_random_state_param",
     "check_finite",
     "check_dense",
     "check_numeric_array",
@@ -357,21 +358,39 @@ def check_random_state(seed: RandomStateLike) -> np.random.Generator:
     A ``RandomState`` (scikit-learn's convention) is used as a source of entropy: one draw
     from it seeds the generator, so the same ``RandomState`` state gives the same result.
     """
+    check_random_state_param(seed)
+    if seed is None or isinstance(seed, (numbers.Integral, np.integer)):
+        return np.random.default_rng(seed)
+    if isinstance(seed, np.random.Generator):
+        return seed
+    # a RandomState (checked: check_random_state_param)
+    return np.random.default_rng(int(cast(np.random.RandomState, seed).randint(2**31 - 1)))
+
+
+def check_random_state_param(seed: Any) -> None:
+    """Check a ``random_state`` parameter without using it (nothing is drawn from a
+    generator or a ``RandomState``): None, an int >= 0, a ``numpy.random.Generator`` or a
+    ``numpy.random.RandomState``.
+
+    Raises
+    ------
+    TypeError
+        A bool, or another type.
+    ValueError
+        A negative int.
+    """
     if isinstance(seed, bool):
         raise TypeError("random_state must be None, an int, a numpy.random.Generator or a "
                         "numpy.random.RandomState; got a bool")
     if seed is None or isinstance(seed, (numbers.Integral, np.integer)):
         if seed is not None and seed < 0:
             raise ValueError(f"random_state must be a non-negative int, got {seed}")
-        return np.random.default_rng(seed)
-    if isinstance(seed, np.random.Generator):
-        return seed
-    if isinstance(seed, np.random.RandomState):
-        return np.random.default_rng(int(seed.randint(2**31 - 1)))
-    raise TypeError(
-        f"random_state must be None, an int, a numpy.random.Generator or a numpy.random.RandomState; "
-        f"got {type(seed).__name__}"
-    )
+        return
+    if not isinstance(seed, (np.random.Generator, np.random.RandomState)):
+        raise TypeError(
+            f"random_state must be None, an int, a numpy.random.Generator or a numpy.random.RandomState; "
+            f"got {type(seed).__name__}"
+        )
 
 
 def check_finite(X: Any, name: str = "X") -> Any:

@@ -29,7 +29,13 @@ A model is described by a TOML file::
 
 Every command checks, before reading data or fitting: the configuration's structure (each
 key's type, named), its output paths (:func:`sprokr.io.check_output_path`), and option
-combinations; every data file it reads must hold at least one sample.
+combinations; every data file it reads must hold at least one sample.  The estimator's
+parameters are checked then too (:func:`build_estimator`): their names, and their values
+through the estimator's ``check_params()`` (types, ranges, choices, component names known
+to the registry; a plugin's estimator without ``check_params`` has its values checked by
+its ``fit`` only), so that ``lam = -1`` is a one-line error naming the configuration file
+before a large training file is read.  Checks that need the data (a sketch size larger
+than the number of samples) are left to ``fit``.
 """
 from __future__ import annotations
 
@@ -44,6 +50,7 @@ import numpy as np
 
 from ..io import (ColumnSpec, DataFileError, OutputPathError, Table, check_output_path, describe_error,
                   read_table, write_csv, write_text)
+from ..utils import error_text
 from ._args import UsageError, open_fraction, positive_int
 
 __all__ = ["ConfigError", "load_config", "check_config", "build_estimator", "add_task_commands", "CLIError"]
@@ -114,7 +121,8 @@ def load_config(path: Any) -> Dict[str, Any]:
 
 def check_config(cfg: Dict[str, Any], where: str = "config") -> Dict[str, Any]:
     """Check a configuration dict: its keys, the type of each (named when wrong), the column
-    specs, the estimator's name and parameters; returns it."""
+    specs, the estimator's name, its parameters' names and, through its ``check_params()``
+    when it has one, their values (:func:`build_estimator`); returns it."""
     if not isinstance(cfg, dict):
         raise ConfigError(f"{where}: a configuration is a table of keys, got {_kind(cfg)}")
     unknown = set(cfg) - _TOP_KEYS
@@ -141,7 +149,7 @@ def check_config(cfg: Dict[str, Any], where: str = "config") -> Dict[str, Any]:
         ColumnSpec.from_config(cfg["output"], "output")
     except ValueError as exc:
         raise ConfigError(f"{where}: {exc}") from None
-    build_estimator(cfg, where)  # names and parameters checked now, not after reading data
+    build_estimator(cfg, where)  # names and parameter values checked now, not after reading data
     return cfg
 
 
@@ -152,6 +160,11 @@ _ESTIMATOR_METHODS = ("fit", "predict", "get_params", "save")
 
 def build_estimator(cfg: Dict[str, Any], where: str = "config") -> Any:
     """The unfitted estimator a configuration describes (unknown names/parameters named).
+
+    Its parameter values are then checked without data by its ``check_params()`` when it
+    has one (every estimator of :mod:`sprokr.models`, and a plugin's that offers it; one
+    without it is not checked here, but by its ``fit``): a ``ValueError`` or ``TypeError``
+    it raises becomes a :class:`ConfigError` naming the configuration file and the message.
 
     A plugin's estimator factory that returns something without ``fit``, ``predict``,
     ``get_params`` and ``save`` raises :class:`sprokr.registry.PluginComponentError` naming the plugin.
@@ -189,7 +202,14 @@ def build_estimator(cfg: Dict[str, Any], where: str = "config") -> Any:
     bad = sorted(set(params) - valid - set(getattr(type(proto), "renamed_parameters", None) or {}))
     if bad:
         raise ConfigError(f"{where}: {name} has no parameter(s) {bad}; its parameters: {', '.join(sorted(valid))}")
-    return cls(**params)
+    est = cls(**params)
+    check = getattr(est, "check_params", None)  # a plugin's estimator may have none: skipped
+    if callable(check):
+        try:
+            check()  # the parameter values, without data (the estimator's own messages)
+        except (ValueError, TypeError) as exc:
+            raise ConfigError(f"{where}: [params] of {name}: {error_text(exc)}") from None
+    return est
 
 
 def _current_names(est: Any, params: Dict[str, Any]) -> Dict[str, Any]:

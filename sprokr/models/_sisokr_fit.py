@@ -1,7 +1,9 @@
 """The training of SISOKR (:class:`sprokr.models.sisokr.SISOKR` and its named variants).
 
-:meth:`SISOKR.fit <sprokr.models.sisokr.SISOKR.fit>` runs ``_validate_fit`` (parameters
-and data checked, components resolved, sketches drawn, the training set partitioned into
+:meth:`SISOKR.fit <sprokr.models.sisokr.SISOKR.fit>` runs ``_validate_fit`` (the
+parameters checked first, without data, by ``_checked_params`` -- the checks of
+:meth:`SISOKR.check_params <sprokr.models.sisokr.SISOKR.check_params>` --, then the data
+checked, components resolved, sketches drawn, the training set partitioned into
 :data:`COLUMNS`: a :class:`FitSetup`), then ``_fit_validated``, which trains in three
 phases and sets the model's learned attributes: the output side (the feature map ``psi~``
 of the output sketch and the regression :class:`Targets`, once per distinct output when
@@ -42,13 +44,14 @@ from ..numerics import (
     sketched_ridge,
 )
 from ..progress import warn_accuracy
-from ..sketches import resolve_sketch
+from ..sketches import check_sketch_for, make_sketch
 from ..utils import (
     NamedPrepare,
     check_chunk_size,
     check_paired,
     check_positive,
     check_random_state,
+    check_random_state_param,
     resolve_dtype,
     take,
     unique_inverse,
@@ -61,9 +64,9 @@ if TYPE_CHECKING:  # imported for the annotations only
     from ..decoders.base import Decoder
     from ..kernels.base import Kernel
     from ..numerics import Executor, RowPartitions
-    from ..sketches.base import SketchMatrix
+    from ..sketches.base import Sketch, SketchMatrix
 
-__all__ = ["COLUMNS", "OUTPUT_IDS", "FitSetup", "SISOKRTraining", "Targets"]
+__all__ = ["COLUMNS", "OUTPUT_IDS", "FitSetup", "ParamSetup", "SISOKRTraining", "Targets"]
 
 #: the columns of the training partitions: prepared inputs, prepared outputs, raw outputs
 #: and, when outputs repeat in this process, the distinct-output id of each sample
@@ -71,6 +74,22 @@ COLUMNS = ("inputs", "outputs", "raw_outputs")
 OUTPUT_IDS = "output_ids"
 #: training outputs whose scores probe exact IOKR's float32 check (as candidates)
 EXACT_PROBES = 8
+
+
+@dataclass(frozen=True)
+class ParamSetup:
+    """The components the parameters of a SISOKR resolve to, checked without data."""
+
+    lam: float
+    dtype: np.dtype
+    rcond: float
+    chunk: int | None
+    input_kernel: Kernel
+    output_kernel: Kernel
+    input_sketch: Sketch | None
+    output_sketch: Sketch | None
+    decoder: Decoder
+    executor: Executor
 
 
 @dataclass(frozen=True)
@@ -115,10 +134,10 @@ class SISOKRTraining:
 
         def __getattr__(self, name: str) -> Any: ...
 
-    def _validate_fit(self, X: Any, Y: Any) -> FitSetup:
-        """Validate the parameters of ``self`` and the ``n`` pairs ``(X, Y)``: the resolved
-        components, the drawn sketches and the partitioned training set of a fit."""
-        n = check_paired(X, Y)
+    def _checked_params(self) -> ParamSetup:
+        """The checks of :meth:`SISOKR.check_params <sprokr.models.sisokr.SISOKR.check_params>`
+        (no data: nothing of ``self`` or of its parameters is changed): the components the
+        parameters resolve to."""
         lam = check_positive(self.lam, "lam")
         dtype = resolve_dtype(self.dtype)
         if self.solver not in SOLVERS:
@@ -128,11 +147,27 @@ class SISOKRTraining:
         kx = resolve_kernel(self.input_kernel, self.input_kernel_params, "input", dtype)
         dtype = model_dtype(kx, dtype)  # a float32 input kernel is a float32 request (checked)
         ky = resolve_kernel(self.output_kernel, self.output_kernel_params, "output", OUTPUT_DTYPE)
-        sx = resolve_sketch(self.input_sketch, self.m_x, self.input_sketch_params, n, "input")
-        sy = resolve_sketch(self.output_sketch, self.m_y, self.output_sketch_params, n, "output")
+        sx = make_sketch(self.input_sketch, self.m_x, self.input_sketch_params, "input")
+        sy = make_sketch(self.output_sketch, self.m_y, self.output_sketch_params, "output")
         decoder = make_decoder(self.decoder, self.decoder_params, self.max_memory_mb)
-        kx = fit_on_training_inputs(kx, X)  # data-dependent kernels (text idf): a fitted copy
         executor = resolve_executor(self.executor, self.executor_params)
+        check_random_state_param(self.random_state)
+        if not isinstance(self.default_index, (bool, np.bool_)):
+            raise ValueError(f"default_index must be True or False, got {self.default_index!r}")
+        return ParamSetup(lam=lam, dtype=dtype, rcond=rcond, chunk=chunk, input_kernel=kx, output_kernel=ky,
+                          input_sketch=sx, output_sketch=sy, decoder=decoder, executor=executor)
+
+    def _validate_fit(self, X: Any, Y: Any) -> FitSetup:
+        """Validate the parameters of ``self`` (:meth:`_checked_params`, first) and the ``n``
+        pairs ``(X, Y)``: the resolved components, the drawn sketches and the partitioned
+        training set of a fit."""
+        ps = self._checked_params()
+        n = check_paired(X, Y)
+        lam, dtype, rcond, chunk, ky, decoder, executor = (ps.lam, ps.dtype, ps.rcond, ps.chunk, ps.output_kernel,
+                                                            ps.decoder, ps.executor)
+        sx = check_sketch_for(ps.input_sketch, self.input_sketch, self.m_x, n, "input")
+        sy = check_sketch_for(ps.output_sketch, self.output_sketch, self.m_y, n, "output")
+        kx = fit_on_training_inputs(ps.input_kernel, X)  # data-dependent kernels (text idf): a fitted copy
         rng = check_random_state(self.random_state)
         Rx = sx.draw(n, rng) if sx is not None else None
         Ry = sy.draw(n, rng) if sy is not None else None
@@ -141,8 +176,6 @@ class SISOKRTraining:
         # and the chunks gather them by the distinct id of each sample (a 4th collection);
         # the same embeddings are the default candidate index, which this process holds
         # anyway: computed once for both, even when every output is distinct (QM9).
-        if not isinstance(self.default_index, (bool, np.bool_)):
-            raise ValueError(f"default_index must be True or False, got {self.default_index!r}")
         distinct = None
         if Ry is not None and executor.in_process and self.default_index:
             distinct = unique_inverse(Y)

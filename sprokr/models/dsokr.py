@@ -32,11 +32,11 @@ from ..numerics import DEFAULT_RCOND, candidate_offsets
 from ..registry import get_registry
 from ..kernels import VectorKernel, resolve_kernel
 from ..numerics import resolve_executor
-from ..sketches import resolve_sketch
+from ..sketches import check_sketch_for, make_sketch
 from ..progress import log_estimator
 from ..utils import NamedPrepare, atomic_fit, check_chunk_size, check_feature_names, check_paired, check_positive, \
-    check_random_state, consistent_read, frame_as_array, num_samples, resolve_dtype, set_feature_names, take, \
-    unique_indices
+    check_random_state, check_random_state_param, consistent_read, frame_as_array, num_samples, resolve_dtype, \
+    set_feature_names, take, unique_indices
 # apart from the estimators: the numeric check of the regressor's inputs, the search of the
 # ensemble's max aggregation, the output basis and targets and the validation split (both
 # re-exported here)
@@ -172,11 +172,17 @@ class DSOKR(ExecutorParamsMixin, OutputKernelModel, BaseEstimator):
     def _log(self, msg):
         log_estimator(self, msg)
 
-    def _make_regressor(self, rng):
+    def _regressor_component(self):
+        """The regressor the parameters give (created from its name, or the user's instance,
+        unchanged): checked to have ``fit`` and ``predict``."""
         # a plugin's factory returning something else is named (PluginComponentError)
         reg = get_registry().create("regressor", self.regressor, self.regressor_params, methods=("fit", "predict"))
         if not (hasattr(reg, "fit") and hasattr(reg, "predict")):  # an instance given by the user
             raise TypeError(f"regressor must have fit and predict methods; got {type(reg).__name__}")
+        return reg
+
+    def _make_regressor(self, reg, rng):
+        """The regressor to fit, from :meth:`_regressor_component`'s ``reg``."""
         if not isinstance(self.regressor, str):
             reg = clone(reg)  # never fit the user's instance
         if hasattr(reg, "get_params"):
@@ -187,26 +193,73 @@ class DSOKR(ExecutorParamsMixin, OutputKernelModel, BaseEstimator):
                 reg.set_params(verbose=self.verbose)
         return reg
 
-    @atomic_fit
-    def fit(self, X: Any, Y: Any, validation_data: Optional[Tuple[Any, Any]] = None) -> Self:
-        """Fit on ``n`` pairs; ``validation_data=(X_val, Y_val)`` enables early stopping.
-
-        ``X``: anything the regressor accepts (n samples); ``Y``: anything the output kernel
-        accepts.  Returns self.
-        """
-        t0 = time.perf_counter()
-        Y = frame_as_array(Y)  # outputs given as a dataframe: an array (see frame_as_array)
-        if validation_data is not None and isinstance(validation_data, (tuple, list)) and len(validation_data) == 2:
-            validation_data = (validation_data[0], frame_as_array(validation_data[1]))
-        n = check_paired(X, Y)
-        set_feature_names(self, X)  # scikit-learn's feature_names_in_ (dataframe inputs)
+    def _checked_params(self) -> dict[str, Any]:
+        """The checks of :meth:`check_params` (nothing of ``self`` or of its parameters is
+        changed): the components the parameters resolve to, by name."""
         vf = check_validation_fraction(self.validation_fraction)
         rcond = DEFAULT_RCOND if self.rcond is None else check_positive(self.rcond, "rcond", strict=False)
         chunk = check_chunk_size(self.chunk_size)
         if not isinstance(self.default_index, (bool, np.bool_)):
             raise ValueError(f"default_index must be True or False, got {self.default_index!r}")
-        rng = check_random_state(self.random_state)
+        check_random_state_param(self.random_state)
         ky = resolve_kernel(self.output_kernel, self.output_kernel_params, "output", OUTPUT_DTYPE)
+        sy = make_sketch(self.output_sketch, self.m_y, self.output_sketch_params, "output")
+        if sy is None:
+            raise ValueError("DSOKR needs an output sketch (output_sketch=None was given)")
+        decoder = make_decoder(self.decoder, self.decoder_params, self.max_memory_mb)
+        executor = resolve_executor(self.executor, self.executor_params)
+        reg = self._regressor_component()
+        # a regressor that trains in float32 gets float32 targets (half the n x p array)
+        tdtype = resolve_dtype(getattr(reg, "target_dtype", OUTPUT_DTYPE), f"{type(reg).__name__}.target_dtype")
+        return dict(vf=vf, rcond=rcond, chunk=chunk, ky=ky, sy=sy, decoder=decoder, executor=executor, reg=reg,
+                    tdtype=tdtype)
+
+    def check_params(self) -> Self:
+        """Validate the parameters without data (clear errors naming them).
+
+        Checks ``validation_fraction`` (None or in (0, 1)), ``rcond`` (>= 0),
+        ``chunk_size``, ``default_index``, ``random_state`` (its type; nothing is drawn),
+        the output kernel (registered name, ``output_kernel_params``, its own
+        ``check_params``), the output sketch (required; registered name,
+        ``output_sketch_params``, ``m_y`` an integer >= 1), the decoder (with
+        ``decoder_params`` and ``max_memory_mb``), the executor, and the regressor
+        (registered name and ``regressor_params``, or an instance with ``fit`` and
+        ``predict``; its ``target_dtype``).  ``fit`` runs the same checks first, with the
+        same messages; the checks that need the data (``m_y`` larger than the number of
+        samples, the sketch's ``validate(n)``, the regressor's own checks of its values at
+        its ``fit``) stay in ``fit``.  Nothing of the estimator or of its parameters (a
+        regressor instance) is changed.
+
+        Returns
+        -------
+        self
+
+        Raises
+        ------
+        ValueError, TypeError
+            A parameter value is invalid (the message names it).
+        """
+        self._checked_params()
+        return self
+
+    @atomic_fit
+    def fit(self, X: Any, Y: Any, validation_data: Optional[Tuple[Any, Any]] = None) -> Self:
+        """Fit on ``n`` pairs; ``validation_data=(X_val, Y_val)`` enables early stopping.
+
+        ``X``: anything the regressor accepts (n samples); ``Y``: anything the output kernel
+        accepts.  Returns self.  The parameters are checked first (:meth:`check_params`),
+        before the data.
+        """
+        t0 = time.perf_counter()
+        ps = self._checked_params()  # the parameters first (check_params), before the data
+        Y = frame_as_array(Y)  # outputs given as a dataframe: an array (see frame_as_array)
+        if validation_data is not None and isinstance(validation_data, (tuple, list)) and len(validation_data) == 2:
+            validation_data = (validation_data[0], frame_as_array(validation_data[1]))
+        n = check_paired(X, Y)
+        set_feature_names(self, X)  # scikit-learn's feature_names_in_ (dataframe inputs)
+        vf, rcond, chunk, ky, decoder, executor = ps["vf"], ps["rcond"], ps["chunk"], ps["ky"], ps["decoder"], \
+            ps["executor"]
+        rng = check_random_state(self.random_state)
         val_given = validation_data is not None
         val_name = "X_val" if val_given else "X"  # held-out rows of X: named X
         if validation_data is None and vf is not None:
@@ -217,13 +270,10 @@ class DSOKR(ExecutorParamsMixin, OutputKernelModel, BaseEstimator):
                 validation_data[1], "Y_val"
             ):
                 raise ValueError("validation_data must be a pair (X_val, Y_val) of equal lengths")
-        sy = resolve_sketch(self.output_sketch, self.m_y, self.output_sketch_params, n, "output")
-        if sy is None:
-            raise ValueError("DSOKR needs an output sketch (output_sketch=None was given)")
-        decoder = make_decoder(self.decoder, self.decoder_params, self.max_memory_mb)
-        executor = resolve_executor(self.executor, self.executor_params)
+        sy = check_sketch_for(ps["sy"], self.output_sketch, self.m_y, n, "output")
+        assert sy is not None  # (required: _checked_params)
         R = sy.draw(n, rng)  # the sketch is drawn first: same seed, same sketch as ISOKR
-        reg = self._make_regressor(rng)
+        reg = self._make_regressor(ps["reg"], rng)
         if takes_numeric_inputs(reg):  # numbers for Ridge & co: checked here, named (see _dsokr_inputs)
             X = check_regressor_inputs(X, reg)
             if validation_data is not None:
@@ -237,7 +287,7 @@ class DSOKR(ExecutorParamsMixin, OutputKernelModel, BaseEstimator):
         # input-feature size of one output kernel) share the basis and the n x p targets
         # instead of re-gathering them (1-2 s per fit at n = 8000, p = 7933)
         # a regressor that trains in float32 gets float32 targets (half the n x p array)
-        tdtype = resolve_dtype(getattr(reg, "target_dtype", OUTPUT_DTYPE), f"{type(reg).__name__}.target_dtype")
+        tdtype = ps["tdtype"]
         feats, Psi, r = ky.memo("sketched output targets", Y,
                                 lambda: sketched_output_targets(ky, R, Y, rcond, chunk, executor, dtype=tdtype),
                                 key=(R, float(rcond), tdtype.name))
@@ -413,39 +463,87 @@ class DSOKREnsemble(RenamedParametersMixin, OutputKernelModel, BaseEstimator):
         tags.target_tags.single_output = True
         return tags
 
-    def _members(self, rng):
+    def _member_templates(self) -> list[DSOKR]:
+        """The members the parameters give, not yet cloned: ``n_estimators`` times
+        ``estimator``, or the list ``estimator`` (checked)."""
         if isinstance(self.estimator, DSOKR):
             T = self.n_estimators
             if isinstance(T, bool) or not isinstance(T, (numbers.Integral, np.integer)) or T < 1:
                 raise ValueError(f"n_estimators must be a positive integer, got {T!r}")
-            members = [clone(self.estimator).set_params(random_state=int(rng.integers(2**31 - 1)))
-                       for _ in range(T)]
+            members = [self.estimator] * int(T)
         else:
             members = list(self.estimator) if isinstance(self.estimator, (list, tuple)) else []
             if not members or not all(isinstance(e, DSOKR) for e in members):
                 raise TypeError("estimator must be a DSOKR or a non-empty list of DSOKR")
-            members = [clone(e) for e in members]
         if any(e.validation_fraction is not None for e in members):
             raise ValueError("members must not set validation_fraction: set it on the ensemble, which "
                              "holds out one validation split for all members")
         return members
 
-    @atomic_fit
-    def fit(self, X: Any, Y: Any, validation_data: Optional[Tuple[Any, Any]] = None) -> Self:
-        """Fit every member on the same training pairs.  Returns self."""
+    def _members(self, templates, rng):
+        """Clones of the :meth:`_member_templates`, each seeded from ``rng`` when the ensemble
+        repeats one estimator."""
+        if isinstance(self.estimator, DSOKR):
+            return [clone(e).set_params(random_state=int(rng.integers(2**31 - 1))) for e in templates]
+        return [clone(e) for e in templates]
+
+    def _checked_params(self) -> dict[str, Any]:
+        """The checks of :meth:`check_params` (nothing of ``self`` or of its parameters is
+        changed): the member templates, the normalised-to-be weights and the decoder."""
         if self.aggregation not in ("mean", "max"):
             raise ValueError(f"aggregation must be 'mean' or 'max', got {self.aggregation!r}")
+        vf = check_validation_fraction(self.validation_fraction)
+        check_random_state_param(self.random_state)
+        templates = self._member_templates()
+        w = np.full(len(templates), 1.0 / len(templates)) if self.weights is None else np.asarray(
+            self.weights, dtype=float)
+        if w.shape != (len(templates),) or not np.isfinite(w).all() or (w < 0).any() or not w.sum() > 0:
+            raise ValueError(f"weights must be {len(templates)} non-negative numbers with a positive sum")
+        decoder = make_decoder("candidates", None, self.max_memory_mb)
+        if isinstance(self.estimator, DSOKR):  # the members' random_state is the ensemble's draw
+            clone(self.estimator).set_params(random_state=0).check_params()
+        else:
+            for e in templates:
+                e.check_params()
+        return dict(vf=vf, templates=templates, w=w, decoder=decoder)
+
+    def check_params(self) -> Self:
+        """Validate the parameters without data (clear errors naming them).
+
+        Checks ``aggregation`` ('mean' or 'max'), ``validation_fraction`` (None or in
+        (0, 1)), ``random_state`` (its type; nothing is drawn), ``estimator`` (a DSOKR with
+        ``n_estimators`` a positive integer, or a non-empty list of DSOKR; none setting
+        ``validation_fraction``), ``weights`` (one non-negative number per member, positive
+        sum), ``max_memory_mb``, and each member's parameters (:meth:`DSOKR.check_params`;
+        a repeated ``estimator`` without its ``random_state``, which the ensemble draws).
+        ``fit`` runs the same checks first, with the same messages; the checks that need
+        the data stay in ``fit`` (the members' own).  Nothing of the ensemble or of its
+        members is changed.
+
+        Returns
+        -------
+        self
+
+        Raises
+        ------
+        ValueError, TypeError
+            A parameter value is invalid (the message names it).
+        """
+        self._checked_params()
+        return self
+
+    @atomic_fit
+    def fit(self, X: Any, Y: Any, validation_data: Optional[Tuple[Any, Any]] = None) -> Self:
+        """Fit every member on the same training pairs.  Returns self.
+
+        The parameters are checked first (:meth:`check_params`), before the data."""
+        ps = self._checked_params()
         Y = frame_as_array(Y)  # (see DSOKR.fit)
         check_paired(X, Y)
         set_feature_names(self, X)  # the members check the names of query inputs
-        vf = check_validation_fraction(self.validation_fraction)
+        vf, w, decoder = ps["vf"], ps["w"], ps["decoder"]
         rng = check_random_state(self.random_state)
-        members = self._members(rng)
-        w = np.full(len(members), 1.0 / len(members)) if self.weights is None else np.asarray(
-            self.weights, dtype=float)
-        if w.shape != (len(members),) or not np.isfinite(w).all() or (w < 0).any() or not w.sum() > 0:
-            raise ValueError(f"weights must be {len(members)} non-negative numbers with a positive sum")
-        decoder = make_decoder("candidates", None, self.max_memory_mb)
+        members = self._members(ps["templates"], rng)
         if validation_data is None and vf is not None:
             (X, Y), validation_data = validation_split(X, Y, vf, rng)
         fitted = [e.fit(X, Y, validation_data=validation_data) for e in members]

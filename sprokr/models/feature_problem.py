@@ -8,6 +8,8 @@ the problem (E1) of :mod:`sprokr.numerics` and its solvers are the same.
 * :func:`check_solver_params` -- validates ``optimizer`` and the optimisation parameters,
   resolves ``"auto"`` (closed form for the square loss, else Newton when the loss has an
   entry-wise curvature, else L-BFGS -- finished by Newton where it cannot certify) and warns when Adam's parameters are given to another optimizer;
+  :func:`check_optimizer_params` -- its checks that need neither loss nor data (the
+  estimators' ``check_params``);
 * :class:`FeatureProblemMixin` -- runs the chosen solver, times its phases in
   ``fit_times_`` and records the certificate (``converged_``, ``objective_gap_``);
 * :func:`float32_prediction_estimate` -- the measured error estimate of a float32 model
@@ -46,7 +48,7 @@ from ..numerics import (
 from ..progress import warn_accuracy
 from ..utils import check_positive, take
 
-__all__ = ["check_solver_params", "FeatureProblem", "FeatureProblemMixin", "SOLVERS", "ADAM_PARAMS", "float32_prediction_estimate", "float32_is_accurate",
+__all__ = ["check_solver_params", "check_optimizer_params", "FeatureProblem", "FeatureProblemMixin", "SOLVERS", "ADAM_PARAMS", "float32_prediction_estimate", "float32_is_accurate",
            "ExactFloat32Check", "checked_exact_factor", "exact_ridge_float32_estimate", "float32_fallback_message", "spread_rows"]
 
 #: accepted values of ``optimizer``
@@ -74,28 +76,16 @@ def check_solver_params(est: Any, loss: Loss, d: int = 1) -> str:
     ``batch_size``, ``max_epochs``, ``n_iter_no_change``) set to other values than their
     defaults with another optimizer trigger a ``UserWarning``: they would be ignored.
     """
-    if est.optimizer not in SOLVERS:
-        raise ValueError(f"optimizer must be one of {', '.join(map(repr, SOLVERS))}, got {est.optimizer!r}")
+    check_optimizer_params(est)
     solver = est.optimizer
     if solver == "auto":
         solver = ("closed_form" if loss.closed_form else "newton" if curvature_kind(loss, d) == "entries"
                   else "lbfgs")
-    v = getattr(est, "max_iter", 1)
-    if isinstance(v, bool) or not isinstance(v, (numbers.Integral, np.integer)) or v < 1:
-        raise ValueError(f"max_iter must be an integer >= 1, got {v!r}")
     if solver == "closed_form" and not loss.closed_form:
         raise ValueError(f"optimizer='closed_form' needs the square loss, got {type(loss).__name__}")
     if solver == "newton" and not newton_applies(loss, d):
         raise ValueError(f"optimizer='newton' needs a loss with a curvature (Loss.curvature); {type(loss).__name__} "
                          f"with {d} outputs has none (use optimizer='lbfgs')")
-    check_positive(est.learning_rate, "learning_rate")
-    for name in ("batch_size", "max_epochs", "n_iter_no_change"):
-        v = getattr(est, name)
-        if isinstance(v, bool) or not isinstance(v, (numbers.Integral, np.integer)) or v < 1:
-            raise ValueError(f"{name} must be an integer >= 1, got {v!r}")
-    check_positive(est.tol, "tol", strict=False)
-    if est.init not in ("ridge", "zeros"):
-        raise ValueError(f"init must be 'ridge' or 'zeros', got {est.init!r}")
     if solver != "adam":
         defaults = inspect.signature(type(est).__init__).parameters
         given = [name for name in ADAM_PARAMS
@@ -104,6 +94,26 @@ def check_solver_params(est: Any, loss: Loss, d: int = 1) -> str:
             warnings.warn(f"{', '.join(given)} {'is' if len(given) == 1 else 'are'} used by optimizer='adam' only "
                           f"and ignored by optimizer={solver!r} (optimizer={est.optimizer!r})", UserWarning, stacklevel=3)
     return solver
+
+
+def check_optimizer_params(est: Any) -> None:
+    """The checks of :func:`check_solver_params` that need neither the loss nor the data:
+    ``optimizer`` (one of :data:`SOLVERS`), ``max_iter``, ``batch_size``, ``max_epochs``
+    and ``n_iter_no_change`` (integers >= 1), ``learning_rate`` (> 0), ``tol`` (>= 0) and
+    ``init`` ('ridge' or 'zeros'); a ``ValueError`` naming the parameter otherwise."""
+    if est.optimizer not in SOLVERS:
+        raise ValueError(f"optimizer must be one of {', '.join(map(repr, SOLVERS))}, got {est.optimizer!r}")
+    v = getattr(est, "max_iter", 1)
+    if isinstance(v, bool) or not isinstance(v, (numbers.Integral, np.integer)) or v < 1:
+        raise ValueError(f"max_iter must be an integer >= 1, got {v!r}")
+    check_positive(est.learning_rate, "learning_rate")
+    for name in ("batch_size", "max_epochs", "n_iter_no_change"):
+        v = getattr(est, name)
+        if isinstance(v, bool) or not isinstance(v, (numbers.Integral, np.integer)) or v < 1:
+            raise ValueError(f"{name} must be an integer >= 1, got {v!r}")
+    check_positive(est.tol, "tol", strict=False)
+    if est.init not in ("ridge", "zeros"):
+        raise ValueError(f"init must be 'ridge' or 'zeros', got {est.init!r}")
 
 
 @dataclass(frozen=True)
@@ -221,6 +231,11 @@ class FeatureProblemMixin:
         self.converged_, self.n_epochs_, self.objective_, self.objective_gap_ = True, 0, [], 0.0
         self.n_iter_, self.optimizer_ = 1, "closed_form"
 
+    def _check_normalize_y(self):
+        """``normalize_y`` is a bool (checked without data: ``check_params``)."""
+        if not isinstance(self.normalize_y, (bool, np.bool_)):
+            raise ValueError(f"normalize_y must be True or False, got {self.normalize_y!r}")
+
     def _normalised_targets(self, Y, loss):
         """``(Y', mean, scale)``: targets centred and scaled per column when ``normalize_y``.
 
@@ -228,8 +243,7 @@ class FeatureProblemMixin:
         around the mean, and unit scale makes ``learning_rate``, ``kappa`` and ``epsilon``
         independent of the target's units (they are then in standard deviations).
         """
-        if not isinstance(self.normalize_y, (bool, np.bool_)):
-            raise ValueError(f"normalize_y must be True or False, got {self.normalize_y!r}")
+        self._check_normalize_y()
         d = Y.shape[1]
         if not self.normalize_y:
             return Y, np.zeros(d), np.ones(d)

@@ -41,6 +41,7 @@ from ..utils import (
     check_feature_names,
     check_positive,
     check_random_state,
+    check_random_state_param,
     num_samples,
     resolve_dtype,
     set_feature_names,
@@ -51,9 +52,9 @@ from ..losses import Loss, PinballLoss, check_quantile_levels
 from ..registry import get_registry
 from ..kernels import model_dtype, resolve_kernel
 from ..numerics import resolve_executor
-from ..sketches import resolve_sketch
+from ..sketches import check_sketch_for, make_sketch
 from .output_matrix import check_output_matrix, joint_quantile_matrix
-from .feature_problem import FeatureProblem, FeatureProblemMixin, check_solver_params
+from .feature_problem import FeatureProblem, FeatureProblemMixin, check_optimizer_params, check_solver_params
 from .base import ExecutorParamsMixin, check_n_features
 from ._kernel_machine_routes import KernelMachineRoutesMixin
 from ._targets import R2ScoreMixin, check_score_data, check_targets
@@ -240,38 +241,87 @@ class SketchedKernelMachine(ExecutorParamsMixin, RenamedParametersMixin, SaveMix
         return tags
 
     # ------------------------------------------------------------------ hooks
-    def _loss_and_targets(self, y, n):
-        """(loss, Y (n, d), scalar?, output matrix spec) -- overridden by the quantile regressor."""
-        Y, scalar = check_targets(y, n, type(self).__name__)
+    def _loss_and_matrix(self):
+        """(loss, output matrix spec), checked without data -- overridden by the quantile
+        regressor."""
         loss = get_registry().create("loss", self.loss, self.loss_params, base=Loss)
-        return loss, Y, scalar, self.output_matrix
+        return loss, self.output_matrix
+
+    def _targets(self, y, n, loss):
+        """(Y (n, d), scalar?) for the checked ``loss`` -- overridden by the quantile regressor."""
+        return check_targets(y, n, type(self).__name__)
 
     # ------------------------------------------------------------------ fit
-    @atomic_fit
-    def fit(self, X: Any, y: Any) -> Self:
-        """Fit on ``n`` samples.  ``X``: what the kernel accepts; ``y``: (n,) or (n, d).  Returns self."""
-        t0 = time.perf_counter()
-        n = num_samples(X, "X")
-        if n < 1:
-            raise ValueError("cannot fit on 0 samples: X is empty")
-        set_feature_names(self, X)  # scikit-learn's feature_names_in_ (dataframe inputs)
-        loss, Y, scalar, M_spec = self._loss_and_targets(y, n)
-        loss.validate(Y.shape[1], Y)  # on the targets as given (hinge: labels +-1)
-        Y, y_mean, y_scale = self._normalised_targets(Y, loss)
-        d = Y.shape[1]
-        M, V, e = check_output_matrix(M_spec, d)
+    def _checked_params(self) -> dict[str, Any]:
+        """The checks of :meth:`check_params` (nothing of ``self`` or of its parameters is
+        changed): the components the parameters resolve to, by name."""
+        loss, M_spec = self._loss_and_matrix()
+        self._check_normalize_y()
         lam = check_positive(self.lam, "lam")
         dtype = resolve_dtype(self.dtype)
-        solver = check_solver_params(self, loss, d)
+        check_optimizer_params(self)
         chunk = check_chunk_size(self.chunk_size)
         rcond = self.rcond
         if rcond is not None:
             rcond = check_positive(rcond, "rcond", strict=False)
         kernel = resolve_kernel(self.kernel, self.kernel_params, "input", dtype, "kernel")
         dtype = model_dtype(kernel, dtype)  # a float32 kernel is a float32 request (checked)
-        kernel = fit_on_training_inputs(kernel, X)  # data-dependent kernels: a fitted copy
-        sketch = resolve_sketch(self.input_sketch, self.m_x, self.input_sketch_params, n, "input")
+        sketch = make_sketch(self.input_sketch, self.m_x, self.input_sketch_params, "input")
         executor = resolve_executor(self.executor, self.executor_params)
+        check_random_state_param(self.random_state)
+        return dict(loss=loss, M_spec=M_spec, lam=lam, dtype=dtype, chunk=chunk, rcond=rcond, kernel=kernel,
+                    sketch=sketch, executor=executor)
+
+    def check_params(self) -> Self:
+        """Validate the parameters without data (clear errors naming them).
+
+        Checks the loss (registered name and ``loss_params``; the quantile regressor:
+        ``taus``, ``gamma_tau``), ``normalize_y``, ``lam`` (> 0), ``dtype`` (float32 or
+        float64), the optimisation parameters (``optimizer``, ``max_iter``,
+        ``learning_rate``, ``batch_size``, ``max_epochs``, ``n_iter_no_change``, ``tol``,
+        ``init``), ``chunk_size``, ``rcond`` (>= 0), the kernel (registered name,
+        ``kernel_params``, its own ``check_params``), the input sketch (registered name,
+        ``input_sketch_params``, ``m_x`` an integer >= 1 given with a sketch), the executor
+        and ``random_state`` (its type; nothing is drawn).  ``fit`` runs the same checks
+        first, with the same messages; the checks that need the data stay in ``fit``: the
+        targets against the loss and ``output_matrix`` (their number of columns),
+        ``normalize_y=True`` with a loss on class labels, whether ``optimizer`` suits the
+        loss with that many outputs, ``m_x`` larger than the number of samples and the
+        sketch's ``validate(n)``.  Nothing of the estimator or of its parameters is changed.
+
+        Returns
+        -------
+        self
+
+        Raises
+        ------
+        ValueError, TypeError
+            A parameter value is invalid (the message names it).
+        """
+        self._checked_params()
+        return self
+
+    @atomic_fit
+    def fit(self, X: Any, y: Any) -> Self:
+        """Fit on ``n`` samples.  ``X``: what the kernel accepts; ``y``: (n,) or (n, d).  Returns self.
+
+        The parameters are checked first (:meth:`check_params`), before the data."""
+        t0 = time.perf_counter()
+        ps = self._checked_params()
+        loss, M_spec, lam, dtype, chunk, rcond, executor = (ps["loss"], ps["M_spec"], ps["lam"], ps["dtype"],
+                                                             ps["chunk"], ps["rcond"], ps["executor"])
+        n = num_samples(X, "X")
+        if n < 1:
+            raise ValueError("cannot fit on 0 samples: X is empty")
+        set_feature_names(self, X)  # scikit-learn's feature_names_in_ (dataframe inputs)
+        Y, scalar = self._targets(y, n, loss)
+        loss.validate(Y.shape[1], Y)  # on the targets as given (hinge: labels +-1)
+        Y, y_mean, y_scale = self._normalised_targets(Y, loss)
+        d = Y.shape[1]
+        M, V, e = check_output_matrix(M_spec, d)
+        solver = check_solver_params(self, loss, d)
+        kernel = fit_on_training_inputs(ps["kernel"], X)  # data-dependent kernels: a fitted copy
+        sketch = check_sketch_for(ps["sketch"], self.input_sketch, self.m_x, n, "input")
         rng = check_random_state(self.random_state)
         R = sketch.draw(n, rng) if sketch is not None else None
         parts = executor.partition(X, Y, prepare=(NamedPrepare(kernel.prepare, "X"), None), names=("inputs", "targets"))
@@ -433,20 +483,22 @@ class JointQuantileRegressor(SketchedKernelMachine):
         return float(np.mean([d2_pinball_score(Y[:, 0], P[:, j], alpha=t, sample_weight=w)
                               for j, t in enumerate(taus)]))
 
-    def _loss_and_targets(self, y, n):
+    def _loss_and_matrix(self):
         # checked here, by their names: joint_quantile_matrix would call them "quantile
         # levels" and "gamma" (a kernel's parameter, for the user)
         taus = _check_taus(self.taus)
         gamma_tau = _check_gamma_tau(self.gamma_tau)
+        return PinballLoss(tau=taus), joint_quantile_matrix(taus, gamma_tau)
+
+    def _targets(self, y, n, loss):
         y1, scalar = check_targets(y, n, type(self).__name__)
         if y1.shape[1] != 1:
             raise ValueError(f"y must hold scalar targets, shape (n_samples,): JointQuantileRegressor "
                              f"predicts their joint quantiles; got shape {np.shape(y)}")
         if not scalar:  # a column vector (n, 1): used as (n,), with scikit-learn's warning
             warn_column_vector(self)
-        M = joint_quantile_matrix(taus, gamma_tau)
         # l_tau(f(x), y) = L_tau(f(x) - y 1_d): the target repeated once per level
-        return PinballLoss(tau=taus), np.repeat(y1, taus.size, axis=1), False, M
+        return np.repeat(y1, check_quantile_levels(loss.tau).size, axis=1), False
 
 
 def warn_column_vector(estimator: Any) -> None:

@@ -35,7 +35,7 @@ from ..progress import progress
 from ..kernels import resolve_kernel
 from ..numerics import single_blas_thread
 from ..utils import (atomic_fit, check_chunk_size, check_feature_names, check_finite, check_numeric_array,
-                     check_positive, check_random_state, consistent_read, num_samples, resolve_dtype,
+                     check_positive, check_random_state, check_random_state_param, consistent_read, num_samples,
                      set_feature_names, take)
 from ._targets import R2ScoreMixin
 from .base import check_n_features, set_n_features
@@ -132,11 +132,44 @@ class LocalKernelRidgeRegressor(_LocalRidge):
             input_sketch_params=None if m_x is None else self.input_sketch_params, dtype=self.dtype, rcond=self.rcond,
             chunk_size=self.chunk_size, random_state=seed, solver=self.solver)
 
+    def check_params(self) -> Self:
+        """Validate the parameters without data (clear errors naming them).
+
+        Checks ``m_x`` (a positive integer with a sketch), ``random_state`` (its type;
+        nothing is drawn) and what every region's ridge checks without data
+        (:meth:`KernelRidgeRegressor.check_params`: ``lam``, ``dtype``, ``rcond``,
+        ``chunk_size``, ``solver``, the kernel).  ``fit`` runs the same checks first, with
+        the same messages; the checks that need the data stay in ``fit``: ``n_regions``
+        (between 1 and the number of samples) and the input sketch, which only regions
+        larger than ``m_x`` use (its name, parameters and sizes are checked by their
+        ridges).  Nothing of the estimator or of its parameters is changed.
+
+        Returns
+        -------
+        self
+
+        Raises
+        ------
+        ValueError, TypeError
+            A parameter value is invalid (the message names it).
+        """
+        m_x = self.m_x
+        if self.input_sketch is not None and (isinstance(m_x, bool) or not isinstance(m_x, (int, np.integer))
+                                              or m_x < 1):
+            raise ValueError(f"m_x (support points per region) must be a positive integer, got {m_x!r}")
+        # the components every region's ridge resolves, checked before the k-means
+        self._region(None, 0).check_params()
+        check_random_state_param(self.random_state)
+        return self
+
     @atomic_fit
     def fit(self, X: Any, y: Any) -> Self:
-        """Fit on inputs ``X`` (n, d) and targets ``y`` (n,) or (n, p).  Returns self."""
+        """Fit on inputs ``X`` (n, d) and targets ``y`` (n,) or (n, p).  Returns self.
+
+        The parameters are checked first (:meth:`check_params`), before the data."""
         from sklearn.cluster import MiniBatchKMeans
 
+        self.check_params()
         t0 = time.perf_counter()
         set_feature_names(self, X)  # scikit-learn's feature_names_in_ (dataframe inputs)
         X = _vectors(X, "X")
@@ -148,13 +181,6 @@ class LocalKernelRidgeRegressor(_LocalRidge):
         if isinstance(R, bool) or not isinstance(R, (int, np.integer)) or not 1 <= R <= n:
             raise ValueError(f"n_regions must be an integer between 1 and the number of samples ({n}), got {R!r}")
         m_x = self.m_x
-        if self.input_sketch is not None and (isinstance(m_x, bool) or not isinstance(m_x, (int, np.integer))
-                                              or m_x < 1):
-            raise ValueError(f"m_x (support points per region) must be a positive integer, got {m_x!r}")
-        # the components every region's ridge resolves, checked before the k-means (the
-        # ridges check the rest -- sketch parameters, solver -- on the first region)
-        check_positive(self.lam, "lam")
-        resolve_kernel(self.kernel, self.kernel_params, "input", resolve_dtype(self.dtype), "kernel")
         rng = check_random_state(self.random_state)
         fit_rows = np.sort(rng.choice(n, KMEANS_MAX_SAMPLES, replace=False)) if n > KMEANS_MAX_SAMPLES \
             else np.arange(n)
@@ -243,9 +269,40 @@ class NeighbourKernelRidgeRegressor(_LocalRidge):
         self.lam = lam
         self.chunk_size = chunk_size
 
+    def _checked_kernel(self) -> Kernel:
+        """The checks of :meth:`check_params` (nothing of ``self`` or of its parameters is
+        changed): the kernel the parameters resolve to."""
+        check_positive(self.lam, "lam")
+        check_chunk_size(self.chunk_size)
+        return resolve_kernel(self.kernel, self.kernel_params, "input", np.dtype(np.float64), "kernel")
+
+    def check_params(self) -> Self:
+        """Validate the parameters without data (clear errors naming them).
+
+        Checks ``lam`` (> 0), ``chunk_size`` and the kernel (registered name,
+        ``kernel_params``, its own ``check_params``).  ``fit`` runs the same checks first,
+        with the same messages; ``n_neighbors`` (between 1 and the number of samples) needs
+        the data and is checked by ``fit``.  Nothing of the estimator or of its parameters
+        is changed.
+
+        Returns
+        -------
+        self
+
+        Raises
+        ------
+        ValueError, TypeError
+            A parameter value is invalid (the message names it).
+        """
+        self._checked_kernel()
+        return self
+
     @atomic_fit
     def fit(self, X: Any, y: Any) -> Self:
-        """Store inputs ``X`` (n, d) and targets ``y`` (n,) or (n, p).  Returns self."""
+        """Store inputs ``X`` (n, d) and targets ``y`` (n,) or (n, p).  Returns self.
+
+        The parameters are checked first (:meth:`check_params`), before the data."""
+        kernel = self._checked_kernel()
         set_feature_names(self, X)  # scikit-learn's feature_names_in_ (dataframe inputs)
         X = _vectors(X, "X")
         n = X.shape[0]
@@ -255,9 +312,7 @@ class NeighbourKernelRidgeRegressor(_LocalRidge):
         k = self.n_neighbors
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= n:
             raise ValueError(f"n_neighbors must be an integer between 1 and the number of samples ({n}), got {k!r}")
-        check_positive(self.lam, "lam")
-        chunk = check_chunk_size(self.chunk_size)
-        kernel = resolve_kernel(self.kernel, self.kernel_params, "input", np.dtype(np.float64), "kernel")
+        chunk = check_chunk_size(self.chunk_size)  # (checked: check_params)
         # ---- fitted: learned state
         self.X_fit_, self.targets_, self.kernel_ = X, T, kernel
         self.n_neighbors_, self.lam_, self._chunk = int(k), float(self.lam), chunk

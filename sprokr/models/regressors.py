@@ -50,7 +50,7 @@ from ..deprecation import RenamedParametersMixin
 from ..persistence import SaveMixin
 from ..progress import warn_accuracy
 from ..kernels import model_dtype, resolve_kernel
-from ..sketches import resolve_sketch
+from ..sketches import check_sketch_for, make_sketch
 from .base import check_n_features, set_n_features
 from ._targets import R2ScoreMixin, check_targets
 from .feature_problem import checked_exact_factor
@@ -69,6 +69,7 @@ from ..utils import (
     check_positive,
     check_feature_names,
     check_random_state,
+    check_random_state_param,
     num_samples,
     resolve_dtype,
     set_feature_names,
@@ -166,14 +167,9 @@ class KernelRidgeRegressor(SaveMixin, R2ScoreMixin, RegressorMixin, BaseEstimato
         tags.target_tags.single_output = True
         return tags
 
-    @atomic_fit
-    def fit(self, X: Any, y: Any) -> Self:
-        """Fit on inputs ``X`` (n samples) and targets ``y`` (n,) or (n, p).  Returns self."""
-        n = num_samples(X, "X")
-        if n < 1:
-            raise ValueError("cannot fit on 0 samples: X is empty")
-        T64, scalar = check_targets(y, n, type(self).__name__)
-        set_feature_names(self, X)  # scikit-learn's feature_names_in_ (dataframe inputs)
+    def _checked_params(self) -> tuple[float, np.dtype, int | None, Kernel, Sketch | None]:
+        """The checks of :meth:`check_params` (nothing of ``self`` or of its parameters is
+        changed): ``(lam, dtype, chunk_size, kernel, sketch)`` the parameters resolve to."""
         lam = check_positive(self.lam, "lam")
         dtype = resolve_dtype(self.dtype)
         if self.rcond is not None:
@@ -182,11 +178,50 @@ class KernelRidgeRegressor(SaveMixin, R2ScoreMixin, RegressorMixin, BaseEstimato
         if self.solver not in SOLVERS:
             raise ValueError(f"solver must be one of {', '.join(map(repr, SOLVERS))}, got {self.solver!r}")
         # checked with or without a sketch to draw: a bad seed is refused, not ignored
-        rng = check_random_state(self.random_state)
-        t0 = time.perf_counter()
+        check_random_state_param(self.random_state)
         k = resolve_kernel(self.kernel, self.kernel_params, "input", dtype, "kernel")
         dtype = model_dtype(k, dtype)  # a float32 kernel is a float32 request (checked)
-        sk = resolve_sketch(self.input_sketch, self.m_x, self.input_sketch_params, n, "input")
+        sk = make_sketch(self.input_sketch, self.m_x, self.input_sketch_params, "input")
+        return lam, dtype, chunk, k, sk
+
+    def check_params(self) -> Self:
+        """Validate the parameters without data (clear errors naming them).
+
+        Checks ``lam`` (> 0), ``dtype`` (float32 or float64), ``rcond`` (>= 0),
+        ``chunk_size``, ``solver``, ``random_state`` (its type; nothing is drawn), the
+        kernel (registered name, ``kernel_params``, its own ``check_params``) and the input
+        sketch (registered name, ``input_sketch_params``, ``m_x`` an integer >= 1 given
+        with a sketch).  ``fit`` runs the same checks first, with the same messages; the
+        checks that need the data (``m_x`` larger than the number of samples, the sketch's
+        ``validate(n)``) stay in ``fit``.  Nothing of the estimator or of its parameters is
+        changed.
+
+        Returns
+        -------
+        self
+
+        Raises
+        ------
+        ValueError, TypeError
+            A parameter value is invalid (the message names it).
+        """
+        self._checked_params()
+        return self
+
+    @atomic_fit
+    def fit(self, X: Any, y: Any) -> Self:
+        """Fit on inputs ``X`` (n samples) and targets ``y`` (n,) or (n, p).  Returns self.
+
+        The parameters are checked first (:meth:`check_params`), before the data."""
+        lam, dtype, chunk, k, sk = self._checked_params()
+        n = num_samples(X, "X")
+        if n < 1:
+            raise ValueError("cannot fit on 0 samples: X is empty")
+        T64, scalar = check_targets(y, n, type(self).__name__)
+        set_feature_names(self, X)  # scikit-learn's feature_names_in_ (dataframe inputs)
+        rng = check_random_state(self.random_state)
+        t0 = time.perf_counter()
+        sk = check_sketch_for(sk, self.input_sketch, self.m_x, n, "input")
         ex = LocalExecutor()
         parts = ex.partition(X, T64, prepare=(NamedPrepare(k.prepare, "X"), None), names=("inputs", "targets"))
         Xp = parts.blocks[0][parts.column("inputs")]  # one local partition
@@ -344,18 +379,45 @@ class MLPSurrogate(RenamedParametersMixin, SaveMixin, RegressorMixin, BaseEstima
         self.random_state = random_state
         self.verbose = verbose
 
+    def check_params(self) -> Self:
+        """Validate the parameters without data (clear errors naming them).
+
+        Checks ``max_epochs`` (an integer >= 1), ``lr_drops`` (an integer >= 0),
+        ``lr_factor`` (> 1), ``monitor`` and ``random_state`` (its type; nothing is drawn).
+        ``fit`` runs the same checks first, with the same messages; ``monitor="mrr"``
+        without validation data is refused by ``fit``, and the values scikit-learn's
+        ``MLPRegressor`` takes (``hidden_layer_sizes``, ``activation``, ``lam``,
+        ``learning_rate``, ``batch_size``) are checked by it when ``fit`` trains.  Nothing
+        of the estimator is changed.
+
+        Returns
+        -------
+        self
+
+        Raises
+        ------
+        ValueError, TypeError
+            A parameter value is invalid (the message names it).
+        """
+        check_lr_schedule(self.max_epochs, self.lr_drops, self.lr_factor)
+        check_monitor(self.monitor)
+        check_random_state_param(self.random_state)
+        return self
+
     @atomic_fit
     def fit(self, X: Any, T: Any, sample_offsets: Any = None, eval_set: Any = None) -> Self:
         """Fit on ``X`` (n, d) and targets ``T`` (n, p).  Returns self.
 
-        NaN or infinite inputs, targets, offsets (``>= 0``, one per sample) or ``eval_set``
-        targets and offsets are refused with a ``ValueError`` naming them, before training.
+        The parameters are checked first (:meth:`check_params`).  NaN or infinite inputs,
+        targets, offsets (``>= 0``, one per sample) or ``eval_set`` targets and offsets are
+        then refused with a ``ValueError`` naming them, before training.
         """
         import warnings
 
         from sklearn.exceptions import ConvergenceWarning
         from sklearn.neural_network import MLPRegressor
 
+        self.check_params()
         # named here, before training (scikit-learn's "Input y contains NaN." named neither
         # T nor an infinite value)
         T = check_fit_targets(T, "T")
@@ -365,9 +427,8 @@ class MLPSurrogate(RenamedParametersMixin, SaveMixin, RegressorMixin, BaseEstima
             raise ValueError(f"X and T have different numbers of samples: {X.shape[0]} and {T.shape[0]}")
         # not used by the square loss (a constant per sample), checked as every network checks them
         check_sample_offsets(sample_offsets, X.shape[0])
-        check_lr_schedule(self.max_epochs, self.lr_drops, self.lr_factor)
         ev = check_eval_set(eval_set, T.shape[1])
-        mrr = check_monitor(self.monitor) == "mrr"
+        mrr = self.monitor == "mrr"  # (checked: check_params)
         if mrr and ev is None:
             raise ValueError("monitor='mrr' needs validation data (eval_set, or DSOKR's validation_fraction)")
         seed = int(check_random_state(self.random_state).integers(2**31 - 1))

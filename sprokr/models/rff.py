@@ -19,8 +19,8 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
 from ..utils import (
-    NamedPrepare, atomic_fit, consistent_read, check_feature_names, check_positive, check_random_state, num_samples,
-    resolve_dtype, set_feature_names,
+    NamedPrepare, atomic_fit, consistent_read, check_feature_names, check_positive, check_random_state,
+    check_random_state_param, num_samples, resolve_dtype, set_feature_names,
 )
 from ..kernels import resolve_kernel
 from ..kernels.vector import GaussianKernel
@@ -31,7 +31,8 @@ from ..persistence import SaveMixin
 from ..registry import get_registry
 from .base import check_n_features
 from .feature_problem import (
-    CHECK_SAFETY, FeatureProblem, FeatureProblemMixin, check_solver_params, float32_is_accurate, spread_rows,
+    CHECK_SAFETY, FeatureProblem, FeatureProblemMixin, check_optimizer_params, check_solver_params,
+    float32_is_accurate, spread_rows,
 )
 from ._targets import R2ScoreMixin, check_targets
 from .output_matrix import check_output_matrix
@@ -120,27 +121,66 @@ class RFFKernelMachine(RenamedParametersMixin, SaveMixin, FeatureProblemMixin, R
         tags.target_tags.single_output = True
         return tags
 
-    @atomic_fit
-    def fit(self, X: Any, y: Any) -> Self:
-        """Fit on ``X`` (n, p) (dense or sparse) and ``y`` (n,) or (n, d).  Returns self."""
-        t0 = time.perf_counter()
+    def _checked_params(self) -> tuple[np.dtype, Any, Loss, float]:
+        """The checks of :meth:`check_params` (nothing of ``self`` or of its parameters is
+        changed): ``(dtype, kernel, loss, lam)`` the parameters resolve to."""
         dtype = resolve_dtype(self.dtype)
         kernel = _gaussian_kernel(self.kernel, self.kernel_params, dtype)
+        loss = get_registry().create("loss", self.loss, self.loss_params, base=Loss)
+        self._check_normalize_y()
+        lam = check_positive(self.lam, "lam")
+        check_optimizer_params(self)
+        s = self.n_components
+        if isinstance(s, bool) or not isinstance(s, (numbers.Integral, np.integer)) or s < 1:
+            raise ValueError(f"n_components must be an integer >= 1, got {s!r}")
+        check_random_state_param(self.random_state)
+        return dtype, kernel, loss, lam
+
+    def check_params(self) -> Self:
+        """Validate the parameters without data (clear errors naming them).
+
+        Checks ``dtype`` (float32 or float64), the kernel (the Gaussian kernel, by name or
+        instance, with ``kernel_params``), the loss (registered name and ``loss_params``),
+        ``normalize_y``, ``lam`` (> 0), the optimisation parameters (``optimizer``,
+        ``max_iter``, ``learning_rate``, ``batch_size``, ``max_epochs``,
+        ``n_iter_no_change``, ``tol``, ``init``), ``n_components`` (an integer >= 1) and
+        ``random_state`` (its type; nothing is drawn).  ``fit`` runs the same checks first,
+        with the same messages; the checks that need the data stay in ``fit``: the targets
+        against the loss and ``output_matrix`` (their number of columns),
+        ``normalize_y=True`` with a loss on class labels and whether ``optimizer`` suits
+        the loss with that many outputs.  Nothing of the estimator or of its parameters is
+        changed.
+
+        Returns
+        -------
+        self
+
+        Raises
+        ------
+        ValueError, TypeError
+            A parameter value is invalid (the message names it).
+        """
+        self._checked_params()
+        return self
+
+    @atomic_fit
+    def fit(self, X: Any, y: Any) -> Self:
+        """Fit on ``X`` (n, p) (dense or sparse) and ``y`` (n,) or (n, d).  Returns self.
+
+        The parameters are checked first (:meth:`check_params`), before the data."""
+        t0 = time.perf_counter()
+        dtype, kernel, loss, lam = self._checked_params()
         set_feature_names(self, X)  # scikit-learn's feature_names_in_ (dataframe inputs)
         Xp = NamedPrepare(kernel.prepare, "X")(X)
         n, p = Xp.shape
         if n < 1:
             raise ValueError("cannot fit on 0 samples: X is empty")
         Y, scalar = check_targets(y, n, type(self).__name__)
-        loss = get_registry().create("loss", self.loss, self.loss_params, base=Loss)
         loss.validate(Y.shape[1], Y)  # on the targets as given (hinge: labels +-1)
         Y, y_mean, y_scale = self._normalised_targets(Y, loss)
         M, V, e = check_output_matrix(self.output_matrix, Y.shape[1])
-        lam = check_positive(self.lam, "lam")
         solver = check_solver_params(self, loss, Y.shape[1])
         s = self.n_components
-        if isinstance(s, bool) or not isinstance(s, (numbers.Integral, np.integer)) or s < 1:
-            raise ValueError(f"n_components must be an integer >= 1, got {s!r}")
         g = 1.0 / p if kernel.gamma is None and kernel.sigma2 is None else (
             float(kernel.gamma) if kernel.gamma is not None else 1.0 / (2.0 * float(kernel.sigma2)))
         rng = check_random_state(self.random_state)

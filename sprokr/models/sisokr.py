@@ -263,9 +263,36 @@ class SISOKR(ExecutorParamsMixin, OutputKernelModel, SISOKRTraining, BaseEstimat
         return tags
 
     # ------------------------------------------------------------------ fit
+    def check_params(self) -> Self:
+        """Validate the parameters without data (clear errors naming them).
+
+        Checks ``lam`` (> 0), ``dtype`` (float32 or float64), ``solver``, ``rcond`` (>= 0),
+        ``chunk_size``, the kernels (registered names, their ``*_params``, their own
+        ``check_params``), the sketches (registered names, ``*_sketch_params``, sizes
+        ``m_x`` / ``m_y`` integers >= 1 given with a sketch), the decoder (with
+        ``decoder_params`` and ``max_memory_mb``), the executor, ``random_state`` (its type;
+        nothing is drawn) and ``default_index``.  ``fit`` runs the same checks first, with
+        the same messages; the checks that need the data (a sketch size larger than the
+        number of samples, a sketch's ``validate(n)``, the kernels on the samples) stay in
+        ``fit``.  Nothing of the estimator or of its parameters is changed.
+
+        Returns
+        -------
+        self
+
+        Raises
+        ------
+        ValueError, TypeError
+            A parameter value is invalid (the message names it).
+        """
+        self._checked_params()
+        return self
+
     @atomic_fit
     def fit(self, X: Any, Y: Any) -> Self:
-        """Fit on ``n`` pairs.  ``X``, ``Y``: anything the kernels accept.  Returns self."""
+        """Fit on ``n`` pairs.  ``X``, ``Y``: anything the kernels accept.  Returns self.
+
+        The parameters are checked first (:meth:`check_params`), before the data."""
         t0 = time.perf_counter()
         set_feature_names(self, X)  # scikit-learn's feature_names_in_ (dataframe inputs)
         # the validation and the training phases: SISOKRTraining (sprokr/models/_sisokr_fit.py);

@@ -48,7 +48,22 @@ class _Tokenizer(TransformerMixin, BaseEstimator):
     def tokenize(self, text: str) -> list:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def _check(self):
+    def check_params(self) -> Self:
+        """Validate the parameters without data (clear errors naming them).
+
+        Checks ``max_length`` (None or > 0), ``min_count`` (an integer >= 1) and
+        ``max_vocabulary`` (None or an integer >= 1); ``fit`` runs the same checks first.
+        Nothing of the tokenizer is changed.
+
+        Returns
+        -------
+        self
+
+        Raises
+        ------
+        ValueError
+            A parameter value is invalid (the message names it).
+        """
         if self.max_length is not None:
             check_positive(self.max_length, "max_length")
         if isinstance(self.min_count, bool) or not isinstance(self.min_count, (int, np.integer)) or self.min_count < 1:
@@ -57,14 +72,16 @@ class _Tokenizer(TransformerMixin, BaseEstimator):
                 isinstance(self.max_vocabulary, bool) or not isinstance(self.max_vocabulary, (int, np.integer))
                 or self.max_vocabulary < 1):
             raise ValueError(f"max_vocabulary must be a positive integer or None, got {self.max_vocabulary!r}")
+        return self
 
     def fit(self, X: Any, y: Any = None) -> Self:
         """Vocabulary of the tokens seen ``min_count`` times or more in the training strings ``X``.
 
         Tokens are ordered by decreasing count (ties alphabetically), after the two reserved
-        entries ``<pad>`` (0) and ``<unk>`` (1).  Returns self.
+        entries ``<pad>`` (0) and ``<unk>`` (1).  The parameters are checked first
+        (:meth:`check_params`).  Returns self.
         """
-        self._check()
+        self.check_params()
         texts = check_strings(X, self.what)
         if not texts:
             raise ValueError("cannot fit a tokenizer on 0 strings: X is empty")

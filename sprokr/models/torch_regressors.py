@@ -34,7 +34,7 @@ from ..deprecation import RenamedParametersMixin
 from ..extras import install_hint
 from ..persistence import SaveMixin
 from ..utils import atomic_fit, check_feature_names, check_numeric_array, check_paired, check_positive, \
-    check_random_state, check_strings, consistent_read, iter_chunks, set_feature_names
+    check_random_state, check_random_state_param, check_strings, consistent_read, iter_chunks, set_feature_names
 from .base import check_n_features, set_n_features
 from .training import EarlyStopping, check_eval_set, check_fit_targets, check_lr_schedule, check_monitor, \
     check_sample_offsets, self_retrieval_mrr, standardise, target_moments, warn_not_converged
@@ -101,10 +101,17 @@ def _import_torch():
     return torch
 
 
+def _check_loss(loss):
+    """``loss``: a name of :data:`ROBUST_LOSSES` or a callable (checked without torch)."""
+    if not callable(loss) and loss not in ROBUST_LOSSES:
+        raise ValueError(f"unknown loss {loss!r}; use one of {sorted(ROBUST_LOSSES)} or a callable")
+
+
 def _loss_fn(loss, delta):
     """``c`` applied to per-sample squared kernel distances (a torch tensor)."""
     import torch
 
+    _check_loss(loss)
     d2 = float(delta) ** 2
     if callable(loss):
         return loss
@@ -114,7 +121,7 @@ def _loss_fn(loss, delta):
         return lambda t: torch.where(t <= d2, t, 2 * float(delta) * torch.sqrt(t.clamp_min(d2)) - d2)
     if loss == "cauchy":
         return lambda t: d2 * torch.log1p(t / d2)
-    raise ValueError(f"unknown loss {loss!r}; use one of {sorted(ROBUST_LOSSES)} or a callable")
+    raise AssertionError(loss)  # (checked: _check_loss)
 
 
 def _default_mlp(hidden, activation, dropout):
@@ -266,6 +273,35 @@ class TorchRegressor(RenamedParametersMixin, SaveMixin, RegressorMixin, BaseEsti
         return _default_mlp(tuple(self.hidden_layer_sizes), self.activation, self.dropout)(n_features, n_outputs)
 
     # -- training -------------------------------------------------------------------------
+    def check_params(self) -> Self:
+        """Validate the parameters without data (clear errors naming them); torch is not
+        needed.
+
+        Checks ``loss_delta`` (> 0), ``loss`` (a name of ``ROBUST_LOSSES`` or a callable),
+        ``max_epochs`` (an integer >= 1), ``lr_drops`` (an integer >= 0), ``lr_factor``
+        (> 1), ``monitor`` and ``random_state`` (its type; nothing is drawn); the sequence
+        regressors also ``architecture`` and their tokenizer's parameters (``max_length``,
+        ``min_count``).  ``fit`` runs the same checks first, with the same messages;
+        ``monitor="mrr"`` without validation data and ``ridge_init`` (which needs vector
+        inputs) are refused by ``fit``, and the network's sizes by torch when it is built.
+        Nothing of the estimator is changed.
+
+        Returns
+        -------
+        self
+
+        Raises
+        ------
+        ValueError, TypeError
+            A parameter value is invalid (the message names it).
+        """
+        check_positive(self.loss_delta, "loss_delta")
+        _check_loss(self.loss)
+        check_lr_schedule(self.max_epochs, self.lr_drops, self.lr_factor)
+        check_monitor(self.monitor)
+        check_random_state_param(self.random_state)
+        return self
+
     @atomic_fit
     def fit(self, X: Any, T: Any, sample_offsets: Any = None, eval_set: Any = None) -> Self:
         """Fit on ``X`` (n, ...) and targets ``T`` (n, p).  Returns self.
@@ -287,16 +323,17 @@ class TorchRegressor(RenamedParametersMixin, SaveMixin, RegressorMixin, BaseEsti
         ValueError
             NaN or infinite targets, offsets or (numeric) inputs, and eval_set inputs of
             another width than ``X``, naming the argument; raised before anything is
-            trained, so a refit keeps the previous model.
+            trained, so a refit keeps the previous model.  The parameters are checked first
+            (:meth:`check_params`).
         """
+        self.check_params()
         torch = _import_torch()
         T = check_fit_targets(T, "T")
         n = check_paired(X, T, "X", "T")
         r = check_sample_offsets(sample_offsets, n)
-        c = _loss_fn(self.loss, check_positive(self.loss_delta, "loss_delta"))
-        check_lr_schedule(self.max_epochs, self.lr_drops, self.lr_factor)
+        c = _loss_fn(self.loss, self.loss_delta)
         ev = check_eval_set(eval_set, T.shape[1])
-        if check_monitor(self.monitor) == "mrr" and ev is None:
+        if self.monitor == "mrr" and ev is None:
             raise ValueError("monitor='mrr' needs validation data (eval_set, or DSOKR's validation_fraction)")
         set_feature_names(self, X)  # scikit-learn's feature_names_in_ (dataframe inputs)
         X = self._check_inputs(X, "X")
@@ -474,9 +511,16 @@ class SequenceRegressor(TorchRegressor):
     def _make_tokenizer(self):  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def _fit_inputs(self, X):
+    def check_params(self) -> Self:
+        """Validate the parameters without data: :meth:`TorchRegressor.check_params`,
+        ``architecture`` and the tokenizer's parameters.  Returns self."""
+        super().check_params()
         if self.architecture not in _ARCHITECTURES:
             raise ValueError(f"architecture must be one of {_ARCHITECTURES}, got {self.architecture!r}")
+        self._make_tokenizer().check_params()
+        return self
+
+    def _fit_inputs(self, X):
         self.tokenizer_ = self._make_tokenizer().fit(X)
 
     def _check_inputs(self, X, name):

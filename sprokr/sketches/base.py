@@ -22,7 +22,7 @@ from ..utils import check_params_mapping, check_random_state, reword_error
 if TYPE_CHECKING:  # imported for the annotations only
     from ..types import RandomStateLike
 
-__all__ = ["Sketch", "SketchMatrix", "resolve_sketch"]
+__all__ = ["Sketch", "SketchMatrix", "resolve_sketch", "make_sketch", "check_sketch_for"]
 
 
 class Sketch(BaseEstimator):
@@ -70,17 +70,24 @@ def _check_sketch_size(m: Any, n: int, name: str) -> None:
     """Raise ``ValueError`` unless ``m`` is an integer in [1, n]; ``name`` is the argument that
     set it (``m`` of a sketch, or ``m_x`` / ``m_y`` of an estimator).  Floats are refused,
     10.0 too: a size is a count."""
+    _check_sketch_size_value(m, name)
+    if int(m) > n:
+        raise ValueError(f"sketch size {name}={m} is larger than the number of samples n_samples={n}")
+
+
+def _check_sketch_size_value(m: Any, name: str) -> None:
+    """The part of :func:`_check_sketch_size` that needs no ``n``: an integer >= 1."""
     if not isinstance(m, (numbers.Integral, np.integer)) or isinstance(m, bool):
         raise ValueError(f"sketch size {name} must be an integer, got {m!r}")
     if int(m) < 1:  # (int(): numbers.Integral does not declare comparisons)
         raise ValueError(f"sketch size {name} must be >= 1, got {m}")
-    if int(m) > n:
-        raise ValueError(f"sketch size {name}={m} is larger than the number of samples n_samples={n}")
 
 
 def resolve_sketch(spec: str | Sketch | None, m: int | None, params: Mapping[str, Any] | None, n: int,
                    side: str) -> Sketch | None:
     """Sketch instance validated for ``n`` samples, or None (no sketching).
+
+    :func:`make_sketch` (the checks that need no data), then :func:`check_sketch_for` ``n``.
 
     Parameters
     ----------
@@ -93,6 +100,26 @@ def resolve_sketch(spec: str | Sketch | None, m: int | None, params: Mapping[str
     side : {"input", "output"}
         Names the estimator parameter in error messages.
     """
+    return check_sketch_for(make_sketch(spec, m, params, side), spec, m, n, side)
+
+
+def _uses_m(spec: str | Sketch) -> bool:
+    """Whether the estimator's sketch size applies to ``spec`` (identity ignores it)."""
+    return spec != "identity" if isinstance(spec, str) else hasattr(spec, "m")
+
+
+def make_sketch(spec: str | Sketch | None, m: int | None, params: Mapping[str, Any] | None,
+                side: str) -> Sketch | None:
+    """The sketch of one side of an estimator, checked without data, or None (no sketching).
+
+    Checks what needs no number of samples: ``params`` is a mapping, ``m`` and ``params``
+    are not given without a sketch, a named sketch has a size ``m`` (an integer >= 1), the
+    name is registered and its factory accepts the parameters, an instance's ``m`` agrees
+    with ``m``.  Raises ``ValueError`` or ``TypeError`` naming the estimator's parameters
+    (``{side}_sketch``, ``m_x`` / ``m_y``, ``{side}_sketch_params``).  The sketch instance
+    given is returned unchanged (not copied, not modified); a named one is created.
+    Parameters as in :func:`resolve_sketch`, without ``n``.
+    """
     letter = {"input": "x", "output": "y"}[side]
     params = check_params_mapping(params, f"{side}_sketch_params")
     if spec is None:
@@ -101,7 +128,7 @@ def resolve_sketch(spec: str | Sketch | None, m: int | None, params: Mapping[str
         if params:  # ({} is as good as None: nothing would be ignored)
             raise ValueError(f"{side}_sketch_params={params!r} was given but {side}_sketch is None")
         return None
-    uses_m = spec != "identity" if isinstance(spec, str) else hasattr(spec, "m")  # identity ignores m
+    uses_m = _uses_m(spec)
     if isinstance(spec, str) and uses_m:
         if m is None:
             raise ValueError(f"{side}_sketch={spec!r} needs a sketch size m_{letter}")
@@ -109,13 +136,26 @@ def resolve_sketch(spec: str | Sketch | None, m: int | None, params: Mapping[str
     # the prefix says which sketch (SISOKR has two): the registry's messages say "sketch"
     try:
         if m is not None and uses_m:  # here, not in sketch.validate: the message says m_x / m_y
-            _check_sketch_size(m, n, f"m_{letter}")
+            _check_sketch_size_value(m, f"m_{letter}")
         sketch = get_registry().create("sketch", spec, params, base=Sketch)
     except (ValueError, TypeError) as exc:
         raise reword_error(exc, f"{side}_sketch: {exc}")
     if not isinstance(spec, str) and m is not None and getattr(sketch, "m", m) != m:
         raise ValueError(f"m_{letter}={m} differs from the sketch instance's m={sketch.m}")
+    return sketch
+
+
+def check_sketch_for(sketch: Sketch | None, spec: str | Sketch | None, m: int | None, n: int,
+                     side: str) -> Sketch | None:
+    """``sketch`` (from :func:`make_sketch` of ``spec`` and ``m``), checked for ``n`` samples:
+    the size ``m`` at most ``n`` and the sketch's own ``validate(n)``; ``ValueError``
+    naming the estimator's parameters otherwise.  Returns ``sketch``."""
+    if sketch is None:
+        return None
+    letter = {"input": "x", "output": "y"}[side]
     try:
+        if m is not None and spec is not None and _uses_m(spec):
+            _check_sketch_size(m, n, f"m_{letter}")
         sketch.validate(n)
     except ValueError as exc:
         raise reword_error(exc, f"{side}_sketch: {exc}")

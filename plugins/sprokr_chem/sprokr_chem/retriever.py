@@ -44,7 +44,8 @@ from sklearn.utils.validation import check_is_fitted
 from sprokr.deprecation import RenamedParametersMixin
 from sprokr.persistence import SaveMixin
 from sprokr.progress import log_estimator, progress
-from sprokr.utils import atomic_fit, check_numeric_array, check_paired, check_random_state, consistent_read, reword_error
+from sprokr.utils import atomic_fit, check_numeric_array, check_paired, check_random_state, check_random_state_param, \
+    consistent_read, reword_error
 
 from ._selection import (
     AUTO_OUTPUT_KERNELS,
@@ -264,10 +265,30 @@ class MoleculeRetriever(RenamedParametersMixin, SaveMixin, BaseEstimator):
         return tags
 
     # ------------------------------------------------------------------ checks
-    def _check_params(self):
+    def check_params(self) -> Self:
+        """Validate the parameters without data (clear errors naming them).
+
+        Checks ``method``, ``inputs``, ``validation_fraction`` (in (0, 1)), ``lams``, the
+        output kernels (``"auto"``, a registered name or a non-empty list of names), the
+        grids (``input_grid``, ``m_x_grid``, ``m_y_grid``), ``hidden_layer_sizes``,
+        ``dsokr_lams``, ``max_epochs`` (a positive integer), ``time_budget_s`` and
+        ``memory_budget_mb`` (finite, > 0) and ``random_state`` (its type; nothing is
+        drawn).  ``fit`` runs the same checks first, with the same messages; the checks
+        that need the data stay in ``fit`` (the inputs against ``inputs``, the
+        ``candidates`` molecules, at least 5 training pairs).  Nothing of the estimator is
+        changed.
+
+        Returns
+        -------
+        self
+
+        Raises
+        ------
+        ValueError, TypeError
+            A parameter value is invalid (the message names it).
+        """
         from sprokr.model_selection import check_lams
         from sprokr.models.dsokr import check_validation_fraction
-        from sprokr.registry import get_registry
 
         if self.method not in METHODS:
             raise ValueError(f"method must be one of {', '.join(map(repr, METHODS))}, got {self.method!r}")
@@ -276,20 +297,7 @@ class MoleculeRetriever(RenamedParametersMixin, SaveMixin, BaseEstimator):
         if self.validation_fraction is None or check_validation_fraction(self.validation_fraction) is None:
             raise ValueError(f"validation_fraction must lie in (0, 1), got {self.validation_fraction!r}")
         check_lams(DEFAULT_LAMS if self.lams is None else self.lams, "lams")
-        names = get_registry().names("output_kernel")
-        if isinstance(self.output_kernel, str) and self.output_kernel == "auto":
-            kernels = [k for k in AUTO_OUTPUT_KERNELS if k in names]
-        elif isinstance(self.output_kernel, str):
-            kernels = [self.output_kernel]
-        elif isinstance(self.output_kernel, (list, tuple)) and self.output_kernel:
-            kernels = list(self.output_kernel)
-        else:
-            raise ValueError(f"output_kernel must be 'auto', a registered output kernel name or a list of names, "
-                             f"got {self.output_kernel!r}")
-        for k in kernels:
-            if not isinstance(k, str):
-                raise ValueError(f"output_kernel: expected registered kernel names, got {k!r}")
-            get_registry().get("output_kernel", k)  # unknown names: the registry's error
+        self._output_kernel_names()
         if self.input_grid is not None:
             check_dict_list(self.input_grid, "input_grid")
         check_grid(self.m_x_grid, "m_x_grid")
@@ -307,6 +315,27 @@ class MoleculeRetriever(RenamedParametersMixin, SaveMixin, BaseEstimator):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, float, np.number)) or not (v > 0 and np.isfinite(v)):
                 raise ValueError(f"{name} must be a finite number > 0, got {v!r}")
+        check_random_state_param(self.random_state)
+        return self
+
+    def _output_kernel_names(self):
+        """The registered output kernels ``output_kernel`` names (checked)."""
+        from sprokr.registry import get_registry
+
+        names = get_registry().names("output_kernel")
+        if isinstance(self.output_kernel, str) and self.output_kernel == "auto":
+            kernels = [k for k in AUTO_OUTPUT_KERNELS if k in names]
+        elif isinstance(self.output_kernel, str):
+            kernels = [self.output_kernel]
+        elif isinstance(self.output_kernel, (list, tuple)) and self.output_kernel:
+            kernels = list(self.output_kernel)
+        else:
+            raise ValueError(f"output_kernel must be 'auto', a registered output kernel name or a list of names, "
+                             f"got {self.output_kernel!r}")
+        for k in kernels:
+            if not isinstance(k, str):
+                raise ValueError(f"output_kernel: expected registered kernel names, got {k!r}")
+            get_registry().get("output_kernel", k)  # unknown names: the registry's error
         return kernels
 
     def _resolve_inputs(self, X):
@@ -413,6 +442,8 @@ class MoleculeRetriever(RenamedParametersMixin, SaveMixin, BaseEstimator):
     def fit(self, X: Any, y: Any) -> Self:
         """Choose the settings on a validation split of ``(X, y)`` and fit.
 
+        The parameters are checked first (:meth:`check_params`), before the data.
+
         Parameters
         ----------
         X : sequence of str (n,)
@@ -425,7 +456,8 @@ class MoleculeRetriever(RenamedParametersMixin, SaveMixin, BaseEstimator):
         self
         """
         t0 = time.perf_counter()
-        kernels = self._check_params()
+        self.check_params()  # the parameters first, before the data
+        kernels = self._output_kernel_names()
         n = check_paired(X, y, "X", "y")
         kind = self._resolve_inputs(X)
         Xv = self._input_values(X, kind)

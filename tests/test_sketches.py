@@ -13,6 +13,7 @@ from sprokr.sketches import (
     CountSketch,
     GaussianSketch,
     IdentitySketch,
+    PSparsified,
     SubSample,
 )
 
@@ -229,3 +230,28 @@ def test_dense_times_sparse_sketch_in_row_blocks_is_the_dense_product():
     dense = KS @ R.toarray()[:, R.indices].T
     np.testing.assert_allclose(R.apply_right(KS), dense, rtol=1e-13, atol=1e-13)
     np.testing.assert_allclose(R.apply_right(KS[:5]), dense[:5], rtol=1e-13, atol=1e-13)
+
+
+@pytest.mark.parametrize("sketch,match", [
+    (PSG(m=5, p=2.0), "p must lie in"),
+    (PSparsified(m=5, distribution="cauchy"), "distribution must be"),
+    (Accumulation(m=5, m_acc=True), "m_acc must be an integer"),
+    (SubSample(m=5, probabilities=[0.0, 0.0]), "not all zero"),
+    (SubSample(m=5, probabilities=[[0.5, 0.5]]), "must be 1-D"),
+    (SubSample(m=2.5), "sketch size m must be an integer"),
+])
+def test_sketch_check_params_needs_no_number_of_samples(sketch, match):
+    """A sketch's own parameters are checked without ``n`` (what an estimator's
+    ``check_params`` and the command line run before reading data), and ``validate(n)``
+    still refuses them."""
+    with pytest.raises(ValueError, match=match):
+        sketch.check_params()
+    with pytest.raises(ValueError, match=match):
+        sketch.validate(10)
+
+
+def test_sketch_check_params_returns_the_sketch_unchanged():
+    s = PSG(m=5, p=0.5, random_state=0)
+    before = dict(s.__dict__)
+    assert s.check_params() is s and s.__dict__ == before
+    assert SubSample(m=3, probabilities=[1.0, 2.0, 3.0]).check_params().m == 3

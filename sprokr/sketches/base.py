@@ -20,6 +20,7 @@ from ..registry import get_registry
 from ..utils import check_params_mapping, check_random_state, reword_error
 
 if TYPE_CHECKING:  # imported for the annotations only
+    from typing import Self
     from ..types import RandomStateLike
 
 __all__ = ["Sketch", "SketchMatrix", "resolve_sketch", "make_sketch", "check_sketch_for"]
@@ -48,9 +49,25 @@ class Sketch(BaseEstimator):
         rs = self.random_state if random_state is None else random_state
         return self._draw(n, check_random_state(rs))
 
+    def check_params(self) -> Self:
+        """Validate the parameters that need no number of samples; returns self.
+
+        Base class: the size ``m`` (an integer >= 1) of a sketch that has one.  Subclasses
+        add their own parameters (``p``, ``distribution``, ``m_acc``, ``probabilities``) and
+        call this first.  Changes nothing.  Raises ``ValueError`` naming the parameter.
+        :func:`make_sketch` calls it when an estimator's parameters are checked, and
+        :meth:`validate` before the checks against ``n``.
+        """
+        if hasattr(self, "m"):
+            _check_sketch_size_value(self.m, "m")
+        return self
+
     def validate(self, n: int) -> None:
-        """Raise ``ValueError`` if this sketch cannot be drawn for ``n`` samples."""
-        _check_sketch_size(getattr(self, "m", None), _check_n_samples(n), "m")
+        """Raise ``ValueError`` if this sketch cannot be drawn for ``n`` samples
+        (:meth:`check_params`, then the size ``m`` at most ``n``)."""
+        n = _check_n_samples(n)
+        self.check_params()
+        _check_sketch_size(getattr(self, "m", None), n, "m")
 
     def _draw(self, n, rng):  # pragma: no cover - abstract
         raise NotImplementedError
@@ -138,6 +155,9 @@ def make_sketch(spec: str | Sketch | None, m: int | None, params: Mapping[str, A
         if m is not None and uses_m:  # here, not in sketch.validate: the message says m_x / m_y
             _check_sketch_size_value(m, f"m_{letter}")
         sketch = get_registry().create("sketch", spec, params, base=Sketch)
+        check = getattr(sketch, "check_params", None)  # (a third-party sketch may lack it)
+        if callable(check):
+            check()  # the sketch's own parameters (p, m_acc, ...), without data
     except (ValueError, TypeError) as exc:
         raise reword_error(exc, f"{side}_sketch: {exc}")
     if not isinstance(spec, str) and m is not None and getattr(sketch, "m", m) != m:

@@ -23,6 +23,7 @@ from ..numerics import SketchMatrix
 from .base import Sketch
 
 if TYPE_CHECKING:  # imported for the annotations only
+    from typing import Self
     from ..types import RandomStateLike
 
 __all__ = [
@@ -56,14 +57,27 @@ class SubSample(Sketch):
         self.probabilities = probabilities
         self.random_state = random_state
 
+    def check_params(self) -> Self:
+        """``m`` and, when given, ``probabilities``: a 1-D array of finite, non-negative
+        values, not all zero (its length is checked against ``n`` by :meth:`validate`)."""
+        super().check_params()
+        if self.probabilities is not None:
+            try:
+                p = np.asarray(self.probabilities, dtype=float)
+            except (TypeError, ValueError):
+                raise ValueError(f"probabilities must be an array of numbers, got {self.probabilities!r}") from None
+            if p.ndim != 1:
+                raise ValueError(f"probabilities must be 1-D (one per sample), got shape {p.shape}")
+            if not np.isfinite(p).all() or (p < 0).any() or p.sum() <= 0:
+                raise ValueError("probabilities must be finite, non-negative and not all zero")
+        return self
+
     def validate(self, n: int) -> None:
         super().validate(n)
         if self.probabilities is not None:
             p = np.asarray(self.probabilities, dtype=float)
             if p.shape != (n,):
                 raise ValueError(f"probabilities must have shape ({n},), got {p.shape}")
-            if not np.isfinite(p).all() or (p < 0).any() or p.sum() <= 0:
-                raise ValueError("probabilities must be finite, non-negative and not all zero")
 
     def _draw(self, n, rng):
         m = self.m
@@ -124,13 +138,15 @@ class PSparsified(Sketch):
         self.distribution = distribution
         self.random_state = random_state
 
-    def validate(self, n: int) -> None:
-        super().validate(n)
+    def check_params(self) -> Self:
+        """``m``, ``p`` (in (0, 1]) and ``distribution``."""
+        super().check_params()
         check_fraction(self.p, "p")
         if self.distribution not in ("rademacher", "gaussian"):
             raise ValueError(
                 f"distribution must be 'rademacher' or 'gaussian', got {self.distribution!r}"
             )
+        return self
 
     def _draw(self, n, rng):
         m, p = self.m, float(self.p)
@@ -180,11 +196,13 @@ class Accumulation(Sketch):
         self.m_acc = m_acc
         self.random_state = random_state
 
-    def validate(self, n: int) -> None:
-        super().validate(n)
+    def check_params(self) -> Self:
+        """``m`` and ``m_acc`` (an integer >= 1)."""
+        super().check_params()
         # bool is an int: m_acc=True would silently mean one sketch
         if isinstance(self.m_acc, bool) or not isinstance(self.m_acc, (int, np.integer)) or self.m_acc < 1:
             raise ValueError(f"m_acc must be an integer >= 1, got {self.m_acc!r}")
+        return self
 
     def _draw(self, n, rng):
         m, a = self.m, self.m_acc

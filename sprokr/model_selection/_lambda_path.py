@@ -273,7 +273,11 @@ class LambdaPath:
 
 def lambda_path(estimator: Any, X: Samples, Y: Samples, lams: ArrayLike = DEFAULT_LAMS,
                 method: str = "auto") -> LambdaPath:
-    """Fit ``estimator`` once and prepare the solutions for every ``lam`` of ``lams``.
+    """Fit ``estimator``'s state once and prepare the solutions for every ``lam`` of ``lams``.
+
+    On the fast routes the state is the estimator's ``fit_state`` (a fit without its ridge
+    solve) and the path makes one factorisation for the whole grid (``method="eigh"``; one
+    Cholesky per ``lam`` with ``"cholesky"``); the refit route fits once per ``lam``.
 
     Parameters
     ----------

@@ -112,6 +112,8 @@ class SISOKRTraining:
     if TYPE_CHECKING:  # the estimator's parameters and learned state, for the type checker
         default_index_: CandidateIndex | None
         output_features_: Any  # None without output sketch
+        solver_: str | None  # None after fit_state (no solve)
+        solver_error_estimate_: float | None
 
         def __getattr__(self, name: str) -> Any: ...
 

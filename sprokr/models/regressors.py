@@ -230,7 +230,8 @@ class KernelRidgeRegressor(SaveMixin, R2ScoreMixin, RegressorMixin, BaseEstimato
         if not solve:  # fit_state: the support alone (the sketch drawn as fit draws it)
             R = None if sk is None else sk.draw(n, rng)
             support = Xp if R is None else k.prepare_support(take(Xp, R.indices))
-            route, est, times = None, None, {}
+            route, est = None, None
+            times: dict[str, float] = {}
         elif sk is None:
             chunk = chunk or default_chunk_size(n, dtype)
             support, R, route, est, times = Xp, None, "cholesky", None, {}

@@ -516,8 +516,8 @@ def select_lam(est, X, Y, Xv, Yv, Yd, method="auto"):
     scores = path.scores(Xv, Yv, retrieval_scorer("mrr", extra_candidates=Yd))
     best = float(path.lams[int(np.argmax(scores))])
     model = path.estimator_at(best)
-    # the phases of the path's one fit (fit_times_: where the fit's time goes)
-    phases = {k: float(v) for k, v in getattr(path.estimator_, "fit_times_", {}).items()}
+    # the phases of the path's one state fit (fit_times_: where the fit's time goes)
+    phases = {k: float(v) for k, v in getattr(path.state_, "fit_times_", {}).items()}
     return (model, best, dict(zip(map(float, path.lams), map(float, scores))), fit_s,
             time.perf_counter() - t - fit_s, phases)
 

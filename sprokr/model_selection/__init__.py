@@ -17,8 +17,8 @@ coefficients, where nothing but the solve depends on ``lam``:
 * square-loss kernel machines (:class:`~sprokr.SketchedKernelMachine`): ``G0 = Z^T Z`` of
   the sketched features, ``Kt = I``, one ``lam / e_j`` per eigenvalue of the output matrix.
 
-A :class:`LambdaPath` computes these once (one fit for the model's state, one pass for
-the cross products) and then, for the whole grid,
+A :class:`LambdaPath` computes these once (one ``fit_state`` for the model's state -- a fit
+without its ridge solve --, one pass for the cross products) and then, for the whole grid,
 
 * ``method="eigh"``: one factorisation.  With ``Kt = I``, ``G0 = U diag(s) U^T`` and
   ``G(lam)^-1 = U diag(1 / (s + n lam)) U^T`` (the default route of the sketched models

@@ -59,14 +59,20 @@ class LambdaPath:
     ----------
     lams : ndarray
         The grid (in the order given).
+    state_ : estimator
+        The model's state (kernels, sketches, output basis, decoder, input support) from the
+        estimator's ``fit_state`` on the fast routes -- no ridge solve: the path solves for
+        every ``lam`` from its own pass, so a solve at one ``lam`` would be thrown away
+        (a path makes one factorisation) --; every :meth:`estimator_at` is a copy of it
+        with a solution (``with_coef``).  The ordinary fit at ``max(lams)`` on the refit route.
     estimator_ : fitted estimator
-        The fit at ``max(lams)`` that provides the model's state (kernels, sketches, output
-        basis, decoder); its coefficients are replaced in :meth:`estimator_at`.
+        The fitted estimator at ``max(lams)`` (:meth:`estimator_at`; made on first access).
     method : {"eigh", "cholesky", "refit"}
         The route (``"auto"`` is resolved when the path is first scored).
     times_ : dict
-        Seconds spent in ``fit`` (the state), ``pass`` (the cross products), ``factorize``
-        and ``score``.
+        Seconds spent in ``fit`` (the state: ``fit_state``, or the fit at ``max(lams)`` on
+        the refit route), ``pass`` (the cross products), ``factorize``, ``score`` and, once
+        a fitted copy needed it, ``default_index`` (the candidates of ``predict(X)``).
     """
 
     #: attribute types for the type checker (set in __init__ / fit)
@@ -94,14 +100,42 @@ class LambdaPath:
             logger.info("lam path of %s: float32 kernel values cannot resolve the small lams of an exact path; "
                         "computed, and its models predict, in float64", type(estimator).__name__)
             base = twin
-        self.estimator_ = clone(base).set_params(lam=lam_ref).fit(X, Y)
+        model = clone(base).set_params(lam=lam_ref)
+        self._estimator = None
+        if self.method == "refit":
+            self.state_ = self._estimator = model.fit(X, Y)
+        else:  # the state alone: the path's own factorisation solves every lam
+            self.state_ = model.fit_state(X, Y)
         self.times_["fit"] = time.perf_counter() - t0
         self.adapter = None
         if self.method != "refit":
             t0 = time.perf_counter()
-            self.adapter = adapter(self.estimator_, X, Y)
+            self.adapter = adapter(self.state_, X, Y)
             self.times_["pass"] = time.perf_counter() - t0
         self.system = None if self.adapter is None else self.adapter.system
+
+    @property
+    def estimator_(self) -> Any:
+        """The fitted estimator at ``max(lams)`` (on the fast routes a copy of ``state_`` with
+        the path's solution, made on first access)."""
+        if self._estimator is None:
+            self._estimator = self.estimator_at(float(self.lams.max()))
+        return self._estimator
+
+    def _with_default_index(self) -> Any:
+        """``state_`` with its default candidate index (``predict(X)`` without candidates).
+
+        Built here, on the first fitted copy, rather than by the state's fit: the path's
+        own scores never use it (the kernel loss needs no candidates, the retrieval scorer
+        ranks the validation outputs), so a path that is only scored -- a selection's many
+        paths -- never pays for it.  Built once on the state, every later copy shares it.
+        """
+        state = self.state_
+        if getattr(state, "default_index", False) and state.default_index_ is None:
+            t0 = time.perf_counter()
+            state.build_default_index(self.Y)
+            self.times_["default_index"] = time.perf_counter() - t0
+        return state
 
     def _resolve(self, n_val=0, quad=False):
         if self.method == "auto":
@@ -123,9 +157,10 @@ class LambdaPath:
         """The fitted estimator at ``lam`` (a lightweight copy, or a refit on the refit route)."""
         lam = check_positive(lam, "lam")
         if self.method != "refit":  # not cached: a copy is cheap, and may hold an m x n coef_
+            self._with_default_index()
             return self.adapter.fitted(self.coef(lam), lam)
-        if lam == self.estimator_.lam:
-            return self.estimator_
+        if lam == self.state_.lam:
+            return self.state_
         return clone(self.estimator).set_params(lam=lam).fit(self.X, self.Y)
 
     def losses(self, X_val: Samples, Y_val: Samples) -> np.ndarray:
@@ -180,7 +215,7 @@ class LambdaPath:
 
         t0 = time.perf_counter()
         pool = Y_val if spec["extra_candidates"] is None else concat_samples([Y_val, spec["extra_candidates"]])
-        index = self.estimator_.make_candidate_index(pool)
+        index = self.state_.make_candidate_index(pool)  # the output side only: no solution needed
         E = np.asarray(index.gather_embeddings(), dtype=np.float64)  # (n_c, p)
         offsets = None if index.offsets is None else np.asarray(index.offsets, dtype=np.float64)
         Q = self.adapter.query_block(X_val)
@@ -238,7 +273,11 @@ class LambdaPath:
 
 def lambda_path(estimator: Any, X: Samples, Y: Samples, lams: ArrayLike = DEFAULT_LAMS,
                 method: str = "auto") -> LambdaPath:
-    """Fit ``estimator`` once and prepare the solutions for every ``lam`` of ``lams``.
+    """Fit ``estimator``'s state once and prepare the solutions for every ``lam`` of ``lams``.
+
+    On the fast routes the state is the estimator's ``fit_state`` (a fit without its ridge
+    solve) and the path makes one factorisation for the whole grid (``method="eigh"``; one
+    Cholesky per ``lam`` with ``"cholesky"``); the refit route fits once per ``lam``.
 
     Parameters
     ----------

@@ -454,7 +454,7 @@ def select_model(estimator: Any, X: Samples, Y: Samples, lams: ArrayLike | None 
         res = {"params": dict(params), "lams": lams.tolist(), "scores": scores.tolist(),
                "best_lam": float(lams[b]), "best_score": float(scores[b]), "fit_s": t["fit"],
                "path_s": sum(v for k, v in t.items() if k != "fit"), "method": path.method}
-        drawn[id(res)] = getattr(path.estimator_, "output_sketch_matrix_", None)
+        drawn[id(res)] = getattr(path.state_, "output_sketch_matrix_", None)
         return res
 
     grid = []

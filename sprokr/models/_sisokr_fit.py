@@ -131,6 +131,8 @@ class SISOKRTraining:
     if TYPE_CHECKING:  # the estimator's parameters and learned state, for the type checker
         default_index_: CandidateIndex | None
         output_features_: Any  # None without output sketch
+        solver_: str | None  # None after fit_state (no solve)
+        solver_error_estimate_: float | None
 
         def __getattr__(self, name: str) -> Any: ...
 
@@ -192,8 +194,12 @@ class SISOKRTraining:
                         output_kernel=ky, decoder=decoder, executor=executor, Rx=Rx, Ry=Ry, distinct=distinct)
 
 
-    def _fit_validated(self, setup: FitSetup) -> None:
-        """The training proper, on validated inputs partitioned by the executor."""
+    def _fit_validated(self, setup: FitSetup, solve: bool = True) -> None:
+        """The training proper, on validated inputs partitioned by the executor.
+
+        ``solve=False`` (``fit_state``): the state only -- the output side, the support of
+        the input side (:meth:`_fit_input_state`), no ridge solve; the default index only
+        when its embeddings are the training targets computed anyway (``psi_u``)."""
         parts, executor, Rx, Ry, distinct = setup.parts, setup.executor, setup.Rx, setup.Ry, setup.distinct
         self.input_kernel_, self.output_kernel_, self.decoder_, self.executor_ = (
             setup.input_kernel, setup.output_kernel, setup.decoder, executor)
@@ -227,13 +233,18 @@ class SISOKRTraining:
         width_ky = self.output_features_.R.indices.size if Ry is not None and psi_u is None else 0
         chunk = setup.chunk or default_chunk_size(max(width_kx, width_ky), setup.dtype)
         t = time.perf_counter()
-        if Rx is not None:
+        if not solve:
+            self._fit_input_state(setup, Rx)
+        elif Rx is not None:
             self._fit_sketched_input(setup, Rx, targets, chunk)
         else:
             self._fit_exact_input(setup, targets, chunk)
         self.fit_times_["input_side"] = time.perf_counter() - t
         t = time.perf_counter()
-        if self.default_index:
+        # fit_state: the index of the distinct training outputs only when its embeddings
+        # are the targets psi~ computed above (a lam path's pass regresses them: the index
+        # then costs its offsets alone); else build_default_index builds it when needed
+        if self.default_index and (solve or psi_u is not None):
             self._build_default_index(parts, chunk, distinct, psi_u)
         else:
             self.default_index_ = None
@@ -241,6 +252,22 @@ class SISOKRTraining:
         self.fit_times_["default_index"] = time.perf_counter() - t
         self._log(", ".join(f"{k} {v:.3f} s" for k, v in self.fit_times_.items()))
 
+
+    def _fit_input_state(self, setup: FitSetup, Rx: SketchMatrix | None) -> None:
+        """The input side's state without its solve (``fit_state``): the prepared support
+        (the sketch's support rows, or every training input), no coefficients."""
+        ex, parts = self.executor_, setup.parts
+        if Rx is not None:  # the support operand of every kernel block, as _fit_sketched_input
+            self.X_support_ = self.input_kernel_.prepare_support(ex.take_rows(parts, Rx.indices, which="inputs"))
+            set_n_features(self, self.X_support_)
+        else:
+            Xp = all_rows(ex, parts, "inputs")
+            self.X_support_ = self.input_kernel_.prepare_support(Xp)
+            set_n_features(self, Xp)
+        self.coef_, self._cho, self._expansion = None, None, None
+        self.output_rank_ = setup.n if self.output_features_ is None else self.output_features_.rank
+        self.solver_, self.solver_error_estimate_ = None, None
+        self.solver_precision_, self.solver_refinement_steps_ = np.dtype(self.dtype_), 0
 
     def _fit_sketched_input(self, setup: FitSetup, Rx: SketchMatrix, targets: Targets, chunk: int) -> None:
         """Sketched ridge of the targets ``Psi~`` (or ``I_n``) with input sketch ``Rx``, one pass over the data."""

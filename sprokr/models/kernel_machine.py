@@ -52,10 +52,11 @@ from ..losses import Loss, PinballLoss, check_quantile_levels
 from ..registry import get_registry
 from ..kernels import model_dtype, resolve_kernel
 from ..numerics import resolve_executor
+from ._sisokr_rows import all_rows
 from ..sketches import check_sketch_for, make_sketch
 from .output_matrix import check_output_matrix, joint_quantile_matrix
 from .feature_problem import FeatureProblem, FeatureProblemMixin, check_optimizer_params, check_solver_params
-from .base import ExecutorParamsMixin, check_n_features
+from .base import ExecutorParamsMixin, check_n_features, set_n_features
 from ._kernel_machine_routes import KernelMachineRoutesMixin
 from ._targets import R2ScoreMixin, check_score_data, check_targets
 
@@ -306,6 +307,48 @@ class SketchedKernelMachine(ExecutorParamsMixin, RenamedParametersMixin, SaveMix
         """Fit on ``n`` samples.  ``X``: what the kernel accepts; ``y``: (n,) or (n, d).  Returns self.
 
         The parameters are checked first (:meth:`check_params`), before the data."""
+        return self._fit(X, y, solve=True)
+
+    @atomic_fit
+    def fit_state(self, X: Any, y: Any) -> Self:
+        """Fit the state of the square loss's closed form on ``n`` samples, without solving.
+
+        Runs the validation of :meth:`fit` and what does not depend on ``lam``: the resolved
+        kernel (fitted on ``X`` when data-dependent), the drawn sketch (same random stream
+        as ``fit``), the output matrix, the target normalisation and the support
+        ``X_support_`` (the sketch's support rows, or every training input); no Gram
+        factorisation, no sketched ridge and no float32 accuracy check (that needs a
+        solution).  A ``lam`` path (:func:`sprokr.model_selection.lambda_path`) solves for
+        its whole grid from this state and makes each solution a model with
+        :meth:`with_coef`.
+
+        State left: ``kernel_``, ``loss_``, ``sketch_matrix_``, ``executor_``,
+        ``output_matrix_``, ``y_mean_``, ``y_scale_``, ``dtype_`` (the requested precision),
+        ``X_support_``, ``n_train_``, ``n_features_in_``, ``fit_times_`` and the closed
+        form's solver attributes (``optimizer_`` ``"closed_form"``); ``rank_`` (known from
+        the solve's whitening) and ``solver_error_estimate_`` are None; no ``coef_``
+        (``predict`` raises ``NotFittedError``; :meth:`with_coef` gives a fitted copy).
+
+        Parameters
+        ----------
+        X : samples the kernel accepts (n)
+        y : array-like of shape (n,) or (n, d)
+
+        Returns
+        -------
+        self
+
+        Raises
+        ------
+        ValueError
+            As :meth:`fit`, for invalid parameters or data; and when the model is not
+            solved in closed form (a loss other than ``"square"``, or ``optimizer`` other
+            than ``"auto"`` / ``"closed_form"``): its solution is no function of a
+            ``lam``-independent state.
+        """
+        return self._fit(X, y, solve=False)
+
+    def _fit(self, X: Any, y: Any, solve: bool) -> Self:
         t0 = time.perf_counter()
         ps = self._checked_params()
         loss, M_spec, lam, dtype, chunk, rcond, executor = (ps["loss"], ps["M_spec"], ps["lam"], ps["dtype"],
@@ -320,6 +363,9 @@ class SketchedKernelMachine(ExecutorParamsMixin, RenamedParametersMixin, SaveMix
         d = Y.shape[1]
         M, V, e = check_output_matrix(M_spec, d)
         solver = check_solver_params(self, loss, d)
+        if not solve and solver != "closed_form":
+            raise ValueError(f"fit_state: the state of the square loss's closed form only; this "
+                             f"{type(self).__name__} is solved by {solver!r} (loss {self.loss!r})")
         kernel = fit_on_training_inputs(ps["kernel"], X)  # data-dependent kernels: a fitted copy
         sketch = check_sketch_for(ps["sketch"], self.input_sketch, self.m_x, n, "input")
         rng = check_random_state(self.random_state)
@@ -339,7 +385,16 @@ class SketchedKernelMachine(ExecutorParamsMixin, RenamedParametersMixin, SaveMix
                 rcond = DEFAULT_RCOND if dtype == np.float64 else 1e-6
             self.fit_times_: dict[str, float] = {}
             self.solver_error_estimate_: float | None = None
-            self._fit_route(parts, FeatureProblem(Y, lam, V, e, solver, loss, rng), R, rcond, chunk)
+            if solve:
+                self._fit_route(parts, FeatureProblem(Y, lam, V, e, solver, loss, rng), R, rcond, chunk)
+            else:  # fit_state: the support alone (as the closed-form routes take it)
+                self.X_support_ = (all_rows(executor, parts, "inputs") if R is None
+                                   else executor.take_rows(parts, R.indices, which="inputs"))
+                set_n_features(self, self.X_support_)
+                self.rank_ = None
+                self._closed_form_done()
+                self.__dict__.pop("coef_", None)  # no solution (and none of an earlier fit)
+                self.__dict__.pop("_expansion", None)
         except BaseException:
             self.__dict__.clear()
             self.__dict__.update(previous)
@@ -372,10 +427,11 @@ class SketchedKernelMachine(ExecutorParamsMixin, RenamedParametersMixin, SaveMix
     def with_coef(self, coef: ArrayLike, lam: float | None = None) -> Self:
         """A fitted copy with other coefficients on ``X_support_`` (kernel, sketch, target
         normalisation shared).  For model selection: the solutions of a ``lam`` path are
-        scored as models.  ``coef``: shape of ``coef_``; ``lam`` is recorded as the copy's
-        parameter."""
-        check_is_fitted(self, "coef_")
-        new, coef = copy_with_coef(self, coef, self.coef_.shape, lam)
+        scored as models.  ``coef``: shape (n_support, d) (``coef_``'s); ``lam`` is recorded
+        as the copy's parameter.  Works on a model fitted by :meth:`fit_state` too."""
+        check_is_fitted(self, "X_support_")
+        d = np.asarray(self.output_matrix_).shape[0]
+        new, coef = copy_with_coef(self, coef, (num_samples(self.X_support_), d), lam)
         new._set_coef(coef)
         return new
 

@@ -213,6 +213,42 @@ class KernelRidgeRegressor(SaveMixin, R2ScoreMixin, RegressorMixin, BaseEstimato
         """Fit on inputs ``X`` (n samples) and targets ``y`` (n,) or (n, p).  Returns self.
 
         The parameters are checked first (:meth:`check_params`), before the data."""
+        return self._fit(X, y, solve=True)
+
+    @atomic_fit
+    def fit_state(self, X: Any, y: Any) -> Self:
+        """Fit the model's state on inputs ``X`` (n samples) and targets ``y``, without
+        solving the ridge problem.
+
+        Runs the validation of :meth:`fit` and what does not depend on ``lam``: the resolved
+        kernel, the drawn sketch (same random stream as ``fit``) and the prepared support
+        ``X_support_``; no factorisation or solve and no float32 accuracy check (that needs
+        a solution).  A ``lam`` path (:func:`sprokr.model_selection.lambda_path`) solves
+        for its whole grid from this state and makes each solution a model with
+        :meth:`with_coef`.
+
+        State left: ``kernel_``, ``sketch_matrix_``, ``X_support_``, ``dtype_`` (the
+        requested precision), ``n_outputs_``, ``n_features_in_``, ``fit_times_``;
+        ``solver_`` and ``solver_error_estimate_`` are None; no ``coef_`` (``predict``
+        raises ``NotFittedError``; :meth:`with_coef` gives a fitted copy).
+
+        Parameters
+        ----------
+        X : inputs the kernel accepts (n samples)
+        y : array-like of shape (n,) or (n, p)
+
+        Returns
+        -------
+        self
+
+        Raises
+        ------
+        ValueError
+            As :meth:`fit`, for invalid parameters or data (checked identically).
+        """
+        return self._fit(X, y, solve=False)
+
+    def _fit(self, X: Any, y: Any, solve: bool) -> Self:
         lam, dtype, chunk, k, sk = self._checked_params()
         n = num_samples(X, "X")
         if n < 1:
@@ -225,7 +261,13 @@ class KernelRidgeRegressor(SaveMixin, R2ScoreMixin, RegressorMixin, BaseEstimato
         ex = LocalExecutor()
         parts = ex.partition(X, T64, prepare=(NamedPrepare(k.prepare, "X"), None), names=("inputs", "targets"))
         Xp = parts.blocks[0][parts.column("inputs")]  # one local partition
-        if sk is None:
+        coef: Any = None
+        if not solve:  # fit_state: the support alone (the sketch drawn as fit draws it)
+            R = None if sk is None else sk.draw(n, rng)
+            support = Xp if R is None else k.prepare_support(take(Xp, R.indices))
+            route, est = None, None
+            times: dict[str, float] = {}
+        elif sk is None:
             chunk = chunk or default_chunk_size(n, dtype)
             support, R, route, est, times = Xp, None, "cholesky", None, {}
             if dtype == np.float32 and float64_kernel(k) is not k:
@@ -255,8 +297,12 @@ class KernelRidgeRegressor(SaveMixin, R2ScoreMixin, RegressorMixin, BaseEstimato
         self.kernel_, self.sketch_matrix_ = k, R
         self.X_support_ = k.prepare_support(support)
         set_n_features(self, Xp)
-        self.coef_ = np.asarray(coef, dtype=np.float64)  # float64 whatever the dtype (one policy)
-        self._expansion = KernelExpansion(k, self.X_support_, self.coef_, dtype)
+        if solve:
+            self.coef_ = np.asarray(coef, dtype=np.float64)  # float64 whatever the dtype (one policy)
+            self._expansion = KernelExpansion(k, self.X_support_, self.coef_, dtype)
+        else:  # a state: no solution (and none of an earlier fit)
+            self.__dict__.pop("coef_", None)
+            self.__dict__.pop("_expansion", None)
         self.dtype_ = np.dtype(dtype)  # the precision the model predicts in (float64 after a fallback)
         self.solver_, self.solver_error_estimate_ = route, est
         self.fit_times_ = {**{k if k.startswith("float") else f"ridge_{k}": v for k, v in times.items()},
@@ -288,9 +334,10 @@ class KernelRidgeRegressor(SaveMixin, R2ScoreMixin, RegressorMixin, BaseEstimato
 
         For model selection: the solutions of a ``lam`` path are scored as models.
         ``coef``: shape (n_support, ``n_outputs_``); ``lam`` is recorded as the copy's parameter.
+        Works on a model fitted by :meth:`fit_state` too.
         """
-        check_is_fitted(self, "coef_")
-        new, coef = copy_with_coef(self, coef, self.coef_.shape, lam)
+        check_is_fitted(self, "X_support_")
+        new, coef = copy_with_coef(self, coef, (num_samples(self.X_support_), self.n_outputs_), lam)
         new.coef_ = coef
         new._expansion = KernelExpansion(self.kernel_, self.X_support_, coef, getattr(self, "dtype_", resolve_dtype(self.dtype)))
         return new

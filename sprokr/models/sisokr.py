@@ -37,6 +37,7 @@ from numpy.typing import ArrayLike, DTypeLike
 import scipy.linalg as sla
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator
+from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted
 
 from ..decoders.candidates import CandidateIndex
@@ -185,7 +186,8 @@ class SISOKR(ExecutorParamsMixin, OutputKernelModel, SISOKRTraining, BaseEstimat
     solver_ : {"whitened", "cholesky", "eigh", "qr"}
         The route the input side's solve took (``"auto"`` resolved: ``"cholesky"`` when the
         plain normal equations passed their check, else ``"whitened"`` or, when that check
-        failed too, ``"qr"``).
+        failed too, ``"qr"``); None after :meth:`fit_state` (no solve) and in its
+        :meth:`with_coef` copies.
     solver_error_estimate_ : float or None
         The relative error estimate of the input side's solution (in the predictions;
         compared with :func:`sprokr.numerics.tolerance`): measured after iterative
@@ -293,6 +295,48 @@ class SISOKR(ExecutorParamsMixin, OutputKernelModel, SISOKRTraining, BaseEstimat
         """Fit on ``n`` pairs.  ``X``, ``Y``: anything the kernels accept.  Returns self.
 
         The parameters are checked first (:meth:`check_params`), before the data."""
+        return self._fit(X, Y, solve=True)
+
+    @atomic_fit
+    def fit_state(self, X: Any, Y: Any) -> Self:
+        """Fit the model's state on ``n`` pairs, without solving the ridge problem.
+
+        Runs the validation and the parts of :meth:`fit` that do not depend on ``lam``:
+        the resolved kernels (a data-dependent input kernel fitted on ``X``), the drawn
+        sketches (same random stream as ``fit``), the output basis ``output_features_`` and
+        the prepared input support ``X_support_``.  It neither factorises nor solves (no
+        ``K_x + n lam I`` Cholesky, no sketched ridge) and makes no float32 accuracy check
+        (that needs a solution).  A ``lam`` path (:func:`sprokr.model_selection.lambda_path`)
+        computes its solutions from this state, for every ``lam`` of its grid, and makes
+        each a model with :meth:`with_coef`.
+
+        State left: every fitted attribute of :meth:`fit` (``input_kernel_``,
+        ``output_kernel_``, ``input_sketch_matrix_``, ``output_sketch_matrix_``,
+        ``output_features_``, ``Y_train_``, ``X_support_``, ``output_rank_``,
+        ``index_token_``, ``n_train_``, ``dtype_`` -- the requested precision --, ``fit_times_``)
+        except the solution: ``coef_`` is None, ``solver_`` and ``solver_error_estimate_``
+        are None.  ``default_index_`` is built only when it costs nothing more (an output
+        sketch with the outputs in this process: its embeddings are the training targets
+        this fit computes anyway), else None until :meth:`build_default_index`.
+        :meth:`make_candidate_index`, :meth:`embed_candidates` and :meth:`with_coef` work;
+        predicting does not.
+
+        Parameters
+        ----------
+        X, Y : the ``n`` training pairs (anything the kernels accept)
+
+        Returns
+        -------
+        self
+
+        Raises
+        ------
+        ValueError
+            As :meth:`fit`, for invalid parameters or data (checked identically).
+        """
+        return self._fit(X, Y, solve=False)
+
+    def _fit(self, X: Any, Y: Any, solve: bool) -> Self:
         t0 = time.perf_counter()
         set_feature_names(self, X)  # scikit-learn's feature_names_in_ (dataframe inputs)
         # the validation and the training phases: SISOKRTraining (sprokr/models/_sisokr_fit.py);
@@ -303,13 +347,57 @@ class SISOKR(ExecutorParamsMixin, OutputKernelModel, SISOKRTraining, BaseEstimat
         # one, a worker's) restores the previous state before re-raising.
         previous = dict(self.__dict__)
         try:
-            self._fit_validated(setup)
+            self._fit_validated(setup, solve=solve)
         except BaseException:
             self.__dict__.clear()
             self.__dict__.update(previous)
             raise
         self.fit_time_ = time.perf_counter() - t0
-        self._log(f"fit done in {self.fit_time_:.3f} s (n={setup.n}, output rank {self.output_rank_})")
+        self._log(f"{'fit' if solve else 'state fit'} done in {self.fit_time_:.3f} s (n={setup.n}, output rank {self.output_rank_})")
+        return self
+
+    @atomic_fit
+    def build_default_index(self, Y: Any) -> Self:
+        """Build ``default_index_``, the candidates of ``predict(X)`` without ``candidates``.
+
+        For a model fitted by :meth:`fit_state` (which builds the index only when it costs
+        nothing more) or with ``default_index=False``: the distinct training outputs
+        embedded in the output basis, as :meth:`fit` builds them (with the attributes that
+        go with them: ``n_distinct_outputs_``, and those :meth:`predict_weights` uses).
+        The embeddings depend on the output side only: copies made afterwards by
+        :meth:`with_coef` share the index.  A model that has an index already is returned
+        unchanged.
+
+        Parameters
+        ----------
+        Y : the ``n_train_`` training outputs the model was fitted on, in the same order
+
+        Returns
+        -------
+        self
+
+        Raises
+        ------
+        sklearn.exceptions.NotFittedError
+            When the model is not fitted (neither :meth:`fit` nor :meth:`fit_state`).
+        ValueError
+            When ``Y`` does not hold ``n_train_`` outputs.
+        """
+        check_is_fitted(self, "output_rank_")
+        Y = frame_as_array(Y)
+        n = num_samples(Y, "Y")
+        if n != self.n_train_:
+            raise ValueError(f"Y has {n} outputs but the model was fitted on {self.n_train_}")
+        if self.default_index_ is not None:
+            return self
+        ex, ky, fy = self.executor_, self.output_kernel_, self.output_features_
+        parts = ex.partition(Y, Y, prepare=(NamedPrepare(ky.prepare_outputs, "Y"), None),
+                             names=("outputs", "raw_outputs"))
+        if fy is not None:  # the raw outputs at the basis' support (merged duplicates: fy.R's)
+            self._support_outputs = (ex.take_rows(parts, fy.R.indices, which="raw_outputs"), fy.R.indices)
+        width = self.n_train_ if fy is None else fy.R.indices.size
+        chunk = check_chunk_size(self.chunk_size) or default_chunk_size(width, self.dtype_)
+        self._build_default_index(parts, chunk, None, None)
         return self
 
     def _set_coef(self, beta):
@@ -345,12 +433,18 @@ class SISOKR(ExecutorParamsMixin, OutputKernelModel, SISOKRTraining, BaseEstimat
     def predict_coordinates(self, X: Samples, prepared: bool = False) -> np.ndarray:
         """Coordinates ``H(x)`` of the predicted output in the output basis, (n_q, d)."""
         check_is_fitted(self, "output_rank_")
+        self._check_solved()
         Xp = X if prepared else self.prepare_inputs(X)
         if self.coef_ is None:
             Kq = check_gram_block(self.input_kernel_.pairwise(Xp, self.X_support_),
                                   (num_samples(Xp), self.n_train_), "input kernel")
             return sla.cho_solve(self._cho, np.asarray(Kq, dtype=WORK_DTYPE).T, check_finite=False).T
         return self._expansion(Xp)
+
+    def _check_solved(self):
+        if self.coef_ is None and getattr(self, "_cho", None) is None:
+            raise NotFittedError(f"this {type(self).__name__} holds the state of fit_state only (no ridge "
+                                 f"solution): fit it, or make a fitted copy with with_coef")
 
     @consistent_read
     def search_pair(self, Xp: Any, index: CandidateIndex) -> tuple[np.ndarray, CandidateIndex]:
@@ -363,6 +457,7 @@ class SISOKR(ExecutorParamsMixin, OutputKernelModel, SISOKRTraining, BaseEstimat
         product instead of ``n_q m n + n_q n n_c`` flops (Bibtex SIOKR: 12 instead of 53
         GFlop); it is done when it pays off already for this batch, or is cached.
         """
+        self._check_solved()
         if self.output_features_ is None:
             F = self._folded_index(index, num_samples(Xp))
             if F is not None:

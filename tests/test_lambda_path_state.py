@@ -159,8 +159,9 @@ def test_a_path_factorises_once(data, name, monkeypatch):
     path = lambda_path(est, Xtr, Ytr, LAMS, "eigh")
     path.losses(Xv, Yv)
     assert len(calls) == 1, calls
-    path.estimator_at(LAMS[1])  # a fitted copy: the path's solution, no factorisation
+    copy = path.estimator_at(LAMS[1])  # a fitted copy: the path's solution, no factorisation
     assert len(calls) == 1, calls
+    assert copy.solver_ == "lam path (eigh)"  # its route named (the state solved nothing)
 
 
 # ------------------------------------------------------------------ (c) the default index

@@ -154,11 +154,17 @@ class LambdaPath:
         return self.system.coef(check_positive(lam, "lam"))
 
     def estimator_at(self, lam: float) -> Any:
-        """The fitted estimator at ``lam`` (a lightweight copy, or a refit on the refit route)."""
+        """The fitted estimator at ``lam`` (a lightweight copy, or a refit on the refit route).
+
+        A copy's ``solver_`` names the path's route (``"lam path (eigh)"`` or ``"lam path
+        (cholesky)"``): its coefficients come from the path's system, not from a fit."""
         lam = check_positive(lam, "lam")
         if self.method != "refit":  # not cached: a copy is cheap, and may hold an m x n coef_
             self._with_default_index()
-            return self.adapter.fitted(self.coef(lam), lam)
+            model = self.adapter.fitted(self.coef(lam), lam)
+            # the solve is the path's (its state solved nothing): say which route, as a fit would
+            model.solver_ = f"lam path ({self.method})"
+            return model
         if lam == self.state_.lam:
             return self.state_
         return clone(self.estimator).set_params(lam=lam).fit(self.X, self.Y)

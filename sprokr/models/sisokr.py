@@ -187,7 +187,8 @@ class SISOKR(ExecutorParamsMixin, OutputKernelModel, SISOKRTraining, BaseEstimat
         The route the input side's solve took (``"auto"`` resolved: ``"cholesky"`` when the
         plain normal equations passed their check, else ``"whitened"`` or, when that check
         failed too, ``"qr"``); None after :meth:`fit_state` (no solve) and in its
-        :meth:`with_coef` copies.
+        :meth:`with_coef` copies -- a lam path's copies name the path's route instead
+        (``"lam path (eigh)"``, ``"lam path (cholesky)"``).
     solver_error_estimate_ : float or None
         The relative error estimate of the input side's solution (in the predictions;
         compared with :func:`sprokr.numerics.tolerance`): measured after iterative

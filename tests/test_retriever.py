@@ -328,3 +328,25 @@ def test_an_input_grid_point_the_kernel_refuses_is_named(qm9):
     X, _, _ = qm9
     with pytest.raises(TypeError, match=r"^input_grid\[1\]: invalid parameters .*unknown bogus"):
         MoleculeRetriever(method="iokr", input_grid=[{"n": 3}, {"bogus": 1}]).fit(X[:20], X[:20])
+
+
+def test_molecule_objects_with_explicit_hydrogens_or_kekulised_equal_their_smiles(fitted, qm9):
+    """An RDKit molecule is the molecule of its SMILES: with explicit hydrogens (``AddHs``, an
+    SDF read with ``removeHs=False``) or kekulised, as candidates, training outputs or
+    SMILES inputs, it gives what the SMILES string gives (it used to be written with its
+    ``[H]`` atoms or Kekule bonds: another candidate, other n-grams, never the true one)."""
+    from sprokr_chem import canonical_smiles
+
+    X, queries, pool = qm9
+    benzene = Chem.MolFromSmiles("c1ccccc1")
+    Chem.Kekulize(benzene, clearAromaticFlags=True)
+    assert canonical_smiles([Chem.AddHs(Chem.MolFromSmiles("OCC(N)=O")), benzene, "C(N)(=O)CO"]) == \
+        ["NC(=O)CO", "c1ccccc1", "NC(=O)CO"]
+    model = fitted["iokr"]
+    with_h = [Chem.AddHs(Chem.MolFromSmiles(s)) for s in pool]
+    assert model.predict(queries, candidates=with_h) == model.predict(queries, candidates=pool)
+    np.testing.assert_allclose(model.predict_scores(queries[:5], candidates=with_h),
+                               model.predict_scores(queries[:5], candidates=pool))
+    np.testing.assert_allclose(model.predict_scores([Chem.AddHs(Chem.MolFromSmiles(s)) for s in queries[:5]]),
+                               model.predict_scores(queries[:5]))
+    assert model.score(queries, with_h[:50], candidates=pool) == model.score(queries, queries, candidates=pool)

@@ -369,3 +369,20 @@ def test_duplicated_pairs_are_split_by_molecule(qm9):
         (3 * n_tr, n_val, 2 * n_val)
     with pytest.raises(ValueError, match=r"^y: need at least 4 distinct molecules .* got 3"):
         small("iokr").fit(X[:3] * 3, X[:3] * 3)
+
+
+def test_one_word_texts_read_as_smiles_say_how_to_pass_texts(qm9):
+    """``inputs="auto"`` reads X without whitespace as SMILES: when most of X is then invalid
+    (one-word names, e.g. "ethanol"), the error says to pass ``inputs="text"``; one invalid
+    SMILES among valid ones does not get the hint."""
+    names = ["ethanol", "methane", "benzene", "water", "propane", "acetone"]
+    mols = ["CCO", "C", "c1ccccc1", "O", "CCC", "CC(C)=O"]
+    with pytest.raises(MoleculeReadError, match=r"^X: invalid molecule at record 0: 'ethanol'") as info:
+        MoleculeRetriever().fit(names, mols)
+    assert any("pass inputs='text'" in n for n in info.value.__notes__)
+    X = list(qm9[0])
+    X[7] = "C1CC(("
+    with pytest.raises(MoleculeReadError) as info:
+        MoleculeRetriever().fit(X, qm9[0])
+    assert not getattr(info.value, "__notes__", None)
+    assert MoleculeRetriever(inputs="text", method="iokr", random_state=0).fit(names, mols).inputs_ == "text"

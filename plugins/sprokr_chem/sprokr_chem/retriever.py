@@ -59,6 +59,7 @@ from ._selection import (
     check_grid,
     molecules_for_kernel,
 )
+from .io import MoleculeReadError
 from .molecules import canonical_smiles, read_molecules
 
 __all__ = ["MoleculeRetriever", "RetrievedMolecules", "molecules_for_kernel", "METHODS", "DEFAULT_LAMS",
@@ -435,7 +436,13 @@ class MoleculeRetriever(RenamedParametersMixin, SaveMixin, BaseEstimator):
         kernels = self._check_params()
         n = check_paired(X, y, "X", "y")
         kind = self._resolve_inputs(X)
-        Xv = self._input_values(X, kind)
+        try:
+            Xv = self._input_values(X, kind)
+        except MoleculeReadError as exc:
+            if self.inputs == "auto" and 2 * (exc.n_others + 1) > n:  # most of X: texts of one word?
+                exc.add_note("inputs='auto' read X as SMILES (no element contains whitespace); if X holds "
+                             "texts, pass inputs='text'")
+            raise
         stats = {}
         if kind == "vectors":  # standardised with the training statistics (kept for the queries)
             sd = Xv.std(axis=0)

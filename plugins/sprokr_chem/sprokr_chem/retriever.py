@@ -459,7 +459,8 @@ class MoleculeRetriever(RenamedParametersMixin, SaveMixin, BaseEstimator):
         # both parts would validate on training molecules), and one pair per validation
         # molecule (twins in the validation pool tie with the truth); without duplicates,
         # the split of the pairs it always was
-        first, inverse = {}, np.empty(n, dtype=np.int64)
+        first: dict[str, int] = {}
+        inverse = np.empty(n, dtype=np.int64)
         for i, s in enumerate(Ys):
             inverse[i] = first.setdefault(s, len(first))
         n_mol = len(first)

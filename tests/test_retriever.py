@@ -386,22 +386,3 @@ def test_one_word_texts_read_as_smiles_say_how_to_pass_texts(qm9):
         MoleculeRetriever().fit(X, qm9[0])
     assert not getattr(info.value, "__notes__", None)
     assert MoleculeRetriever(inputs="text", method="iokr", random_state=0).fit(names, mols).inputs_ == "text"
-
-
-def test_dsokr_tries_every_ridge_penalty_at_every_number_of_features(qm9):
-    """The ridge penalty is chosen at the number of features it is used with: every penalty
-    at each ``m_x`` the growth evaluates, the best one kept.  It used to be fixed at the
-    smallest ``m_x``, where penalties tie, and kept while ``m_x`` grew (on QM9 the smallest
-    of the grid, an edge choice that under-regularised 800-1600 features)."""
-    lams = (1e-6, 1e-4, 1e-2, 1.0)
-    model = small("dsokr", hidden_layer_sizes=[], dsokr_lams=lams).fit(qm9[0], qm9[0])
-    p = model.best_params_
-    rec = next(t for t in model.selection_["tried"] if t["output_kernel"] == model.output_kernel_)
-    assert len(rec["m_x"]["m"]) > 1
-    for m_x in rec["m_x"]["m"]:
-        at = [r for r in rec["runs"] if r["m_x"] == m_x and r["input_kernel_params"] == p["input_kernel_params"]]
-        assert sorted(r["regressor_params"]["alpha"] for r in at) == list(lams), m_x
-    at = [r for r in rec["runs"] if r["m_x"] == p["m_x"] and r["input_kernel_params"] == p["input_kernel_params"]]
-    assert model.best_score_ == max(r["val_mrr"] for r in at)
-    assert p["regressor_params"]["alpha"] == max(r["regressor_params"]["alpha"] for r in at
-                                                 if r["val_mrr"] == model.best_score_)

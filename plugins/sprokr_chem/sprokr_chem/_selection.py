@@ -219,8 +219,7 @@ class RetrieverSearch:
     def _select_dsokr(self, kernel):
         """DSOKR by validation MRR: ``m_y`` from the perfect-h curve; per input-kernel point,
         the ridge penalty on Nystrom features of the smallest ``m_x``; ``m_x`` grown for the
-        best kernel point until the MRR stops improving, every penalty tried at each size (the
-        best scores the size; ties: the larger penalty); then the networks at those sizes."""
+        best pair until the MRR stops improving; then the networks at those sizes."""
         from sprokr.kernels import KernelFeatures
         from sprokr.model_selection import ProjectedTargets, grow_until_plateau, perfect_h_curve, retrieval_scorer
         from sprokr.models.dsokr import sketched_output_basis
@@ -281,20 +280,15 @@ class RetrieverSearch:
             for a in alphas:
                 run(params, m_x0, "ridge", {"alpha": a})
         first = max(runs, key=lambda r: r["val_mrr"])
-        params = first["input_kernel_params"]
+        params, alpha = first["input_kernel_params"], first["regressor_params"]["alpha"]
 
-        def ridges_at(m_x):
-            return [r for r in runs if r["m_x"] == m_x and r["regressor"] == "ridge"
-                    and r["input_kernel_params"] == params]
-
-        def evaluate(m_x):  # 2. m_x grown with that kernel point, every penalty at each size
-            # (error = -MRR): a penalty that ties at m_x0 features (the ridge barely needs
-            # one there) is not the one m_x0 x 8 features need
-            fit_s = 0.0
-            for a in alphas:
-                if not any(r["regressor_params"]["alpha"] == a for r in ridges_at(m_x)):
-                    fit_s += run(params, m_x, "ridge", {"alpha": a})[1]
-            return -max(r["val_mrr"] for r in ridges_at(m_x)), fit_s
+        def evaluate(m_x):  # 2. m_x grown with that pair (error = -MRR)
+            done = [r for r in runs if r["m_x"] == m_x and r["regressor"] == "ridge"
+                    and r["input_kernel_params"] == params and r["regressor_params"]["alpha"] == alpha]
+            if done:
+                return -done[0]["val_mrr"], 0.0
+            score, fit_s = run(params, m_x, "ridge", {"alpha": alpha})
+            return -score, fit_s
 
         growth = grow_until_plateau(self.m_x_grid, evaluate, rtol=0.005, name="m_x",
                                     max_size=self.n_tr if "m_x" in self.extend else None)
@@ -304,8 +298,7 @@ class RetrieverSearch:
                                      "max_epochs": int(owner.max_epochs), "lam": 1e-4, "lr_drops": 2,
                                      "monitor": "mrr"})
         at = [i for i, r in enumerate(runs) if r["m_x"] == m_x and r["input_kernel_params"] == params]
-        # ties: a ridge before a network, the larger penalty first (the more regularised)
-        best = max(at, key=lambda i: (runs[i]["val_mrr"], runs[i]["regressor_params"].get("alpha", -np.inf)))
+        best = max(at, key=lambda i: runs[i]["val_mrr"])
         b = runs[best]
         rec = {"output_kernel": kernel, "best_score": b["val_mrr"],
                "best_params": {"output_kernel": kernel, "input_kernel_params": dict(params), "m_x": m_x, "m_y": m_y,

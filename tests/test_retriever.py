@@ -352,21 +352,35 @@ def test_molecule_objects_with_explicit_hydrogens_or_kekulised_equal_their_smile
     assert model.score(queries, with_h[:50], candidates=pool) == model.score(queries, queries, candidates=pool)
 
 
-def test_duplicated_pairs_are_split_by_molecule(qm9):
+def test_duplicated_pairs_are_split_by_molecule(qm9, monkeypatch):
     """Each pair given three times: the split is by molecule (no validation molecule among the
     training pairs) and scores each validation molecule once (no twin in the validation pool
-    to tie with it), so the selection is that of the pairs given once (IOKR's mean loss is
-    unchanged by repeating every pair).  It used to split the pairs: on the first 200
-    molecules of the sample, validation MRR 0.917 -> 0.883 and another lam."""
+    to tie with it).  It used to split the pairs: on the first 200 molecules of the sample,
+    validation MRR 0.917 -> 0.883 and another lam.  Without duplicates, the split of the
+    pairs it always was."""
+    import sprokr_chem.retriever as mod
+
+    splits = []
+
+    class Spy(mod.RetrieverSearch):
+        def __init__(self, owner, kind, X, Ys, split, seed):
+            splits.append((Ys, split))
+            super().__init__(owner, kind, X, Ys, split, seed)
+
+    monkeypatch.setattr(mod, "RetrieverSearch", Spy)
     X = qm9[0][:120]
     one = small("iokr").fit(X, X)
     three = small("iokr").fit(X * 3, X * 3)
-    assert three.best_params_ == one.best_params_
-    assert three.best_score_ == pytest.approx(one.best_score_, abs=1e-9)
-    n_tr, n_val = one.selection_["n_train"], one.selection_["n_val"]
-    assert one.selection_["n_val_unscored"] == 0
+    rng = np.random.default_rng(0)
+    perm = rng.permutation(120)
+    assert np.array_equal(splits[0][1][1], np.sort(perm[:24])) and np.array_equal(splits[0][1][0], np.sort(perm[24:]))
+    Ys, (tr, va) = splits[1]
+    assert len({Ys[i] for i in va}) == va.size == 24
+    assert not {Ys[i] for i in va} & {Ys[i] for i in tr}
+    assert tr.size + va.size + three.selection_["n_val_unscored"] == 360
     assert (three.selection_["n_train"], three.selection_["n_val"], three.selection_["n_val_unscored"]) == \
-        (3 * n_tr, n_val, 2 * n_val)
+        (3 * 96, 24, 48)
+    assert one.selection_["n_val_unscored"] == 0
     with pytest.raises(ValueError, match=r"^y: need at least 4 distinct molecules .* got 3"):
         small("iokr").fit(X[:3] * 3, X[:3] * 3)
 

@@ -466,12 +466,13 @@ class MoleculeRetriever(RenamedParametersMixin, SaveMixin, BaseEstimator):
         n_mol = len(first)
         if n_mol < 4:
             raise ValueError(f"y: need at least 4 distinct molecules to hold some out for validation, got {n_mol}")
+        perm = rng.permutation(n)  # the molecules in the order of their first pair in it: a few
+        order = np.array(list(dict.fromkeys(inverse[perm].tolist())))  # duplicates barely move the split
         first_pair = np.unique(inverse, return_index=True)[1]
-        perm = rng.permutation(n_mol)
         n_val = min(n_mol - 2, max(2, int(round(self.validation_fraction * n_mol))))
         held = np.zeros(n_mol, dtype=bool)
-        held[perm[:n_val]] = True
-        split = (np.flatnonzero(~held[inverse]), np.sort(first_pair[perm[:n_val]]))
+        held[order[:n_val]] = True
+        split = (np.flatnonzero(~held[inverse]), np.sort(first_pair[order[:n_val]]))
         n_unscored = int(held[inverse].sum()) - n_val
         seed = int(rng.integers(2**31 - 1))
         ctx = RetrieverSearch(self, kind, Xv, Ys, split, seed)

@@ -11,13 +11,17 @@ from typing import Any
 
 from rdkit import Chem
 
-from .io import MoleculeReadError, is_molecule_graph, read_smiles, to_mol
+from .io import MoleculeReadError, is_molecule_graph, mol_from_smiles, read_smiles, to_mol
 
 __all__ = ["canonical_smiles", "read_molecules"]
 
 
 def canonical_smiles(molecules: Any, name: str = "molecules") -> list[str]:
     """RDKit canonical SMILES of SMILES strings, RDKit molecules or molecule graphs.
+
+    A molecule is written as its SMILES string would be: an RDKit molecule with explicit
+    hydrogens (``Chem.AddHs``, an SDF read with ``removeHs=False``) or kekulised without
+    aromatic flags gives the same string as its plain SMILES.
 
     Parameters
     ----------
@@ -46,7 +50,11 @@ def canonical_smiles(molecules: Any, name: str = "molecules") -> list[str]:
                 from .graphs import molecule_from_graph  # (networkx only when a graph is given)
 
                 m = molecule_from_graph(m, i)
-            out.append(Chem.MolToSmiles(to_mol(m, i)))
+            s = Chem.MolToSmiles(to_mol(m, i))
+            if not isinstance(m, str):  # a molecule object: read back as its SMILES would be (explicit
+                # hydrogens removed, aromaticity perceived), so that it gets the SMILES string's form
+                s = Chem.MolToSmiles(mol_from_smiles(s, i))
+            out.append(s)
         except MoleculeReadError as exc:
             skipped.append(exc.skipped_entry())
     if skipped:

@@ -18,7 +18,9 @@ by validation on the training data:
   labels and bond orders) and ``morgan_count_tanimoto`` (Morgan count fingerprints);
 * selection (:func:`sprokr.model_selection.select_model` with
   :func:`~sprokr.model_selection.retrieval_scorer`: the validation molecules rank
-  themselves, MRR) on ONE seeded split of the training pairs (``validation_fraction``),
+  themselves, MRR) on ONE seeded split of the training pairs by molecule
+  (``validation_fraction`` of the distinct molecules; all the pairs of a molecule on one
+  side, one pair per validation molecule scored),
   every fit sharing prepared samples, kernel columns and factorisations
   (:class:`sprokr.model_selection.SelectionCache`), sketch sizes grown while the
   validation improves (up to the training part), then a refit on all training pairs --
@@ -58,6 +60,7 @@ from ._selection import (
     check_grid,
     molecules_for_kernel,
 )
+from .io import MoleculeReadError
 from .molecules import canonical_smiles, read_molecules
 
 __all__ = ["MoleculeRetriever", "RetrievedMolecules", "molecules_for_kernel", "METHODS", "DEFAULT_LAMS",
@@ -141,7 +144,11 @@ class MoleculeRetriever(RenamedParametersMixin, SaveMixin, BaseEstimator):
         or a ``.smi`` / ``.sdf`` / ``.csv`` file with a ``smiles`` column), read and
         validated by ``fit``.  None: the distinct training molecules.
     validation_fraction : float in (0, 1)
-        Share of the training pairs held out (seeded) to choose the settings.
+        Share of the training molecules held out (seeded) to choose the settings: the split
+        is by molecule (the distinct canonical SMILES of ``y``), so that a duplicated
+        molecule is never in both parts; a validation molecule with several pairs is scored
+        once, on its first pair (the others are in neither part:
+        ``selection_["n_val_unscored"]``).  Without duplicates, a split of the pairs.
     lams : sequence of float > 0, optional
         Ridge grid of the lam paths (IOKR, SISOKR; default :data:`DEFAULT_LAMS`).
     input_grid : list of dict, optional
@@ -202,7 +209,8 @@ class MoleculeRetriever(RenamedParametersMixin, SaveMixin, BaseEstimator):
     selection_ : dict
         What was tried: ``tried`` (the chosen method's, one entry per output kernel, with
         the lam paths, the kernel grid, the ``m_x`` growth, the perfect-h curve or the
-        networks), ``n_train``, ``n_val``, ``scoring``, ``time_s``, ``refit_s``,
+        networks), ``n_train``, ``n_val`` (pairs of the two parts), ``n_val_unscored`` (further
+        pairs of the validation molecules, in neither part), ``scoring``, ``time_s``, ``refit_s``,
         ``cache`` (what the selection's fits shared: :attr:`SelectionCache.stats`) and,
         with ``method="auto"``, ``auto``: ``estimate`` (exact IOKR's estimated memory and
         time), ``budget``, ``iokr_fits``, ``compared`` (per method: validation MRR, chosen
@@ -460,7 +468,13 @@ class MoleculeRetriever(RenamedParametersMixin, SaveMixin, BaseEstimator):
         kernels = self._output_kernel_names()
         n = check_paired(X, y, "X", "y")
         kind = self._resolve_inputs(X)
-        Xv = self._input_values(X, kind)
+        try:
+            Xv = self._input_values(X, kind)
+        except MoleculeReadError as exc:
+            if self.inputs == "auto" and 2 * (exc.n_others + 1) > n:  # most of X: texts of one word?
+                exc.add_note("inputs='auto' read X as SMILES (no element contains whitespace); if X holds "
+                             "texts, pass inputs='text'")
+            raise
         stats = {}
         if kind == "vectors":  # standardised with the training statistics (kept for the queries)
             sd = Xv.std(axis=0)
@@ -473,12 +487,28 @@ class MoleculeRetriever(RenamedParametersMixin, SaveMixin, BaseEstimator):
         if n < 5:
             raise ValueError(f"X and y: need at least 5 training pairs to hold out a validation split, got {n}")
         rng = check_random_state(self.random_state)
-        perm = rng.permutation(n)
-        n_val = min(n - 2, max(2, int(round(self.validation_fraction * n))))
-        split = (np.sort(perm[n_val:]), np.sort(perm[:n_val]))
+        # split by molecule: every pair of a molecule on one side (a duplicated molecule in
+        # both parts would validate on training molecules), and one pair per validation
+        # molecule (twins in the validation pool tie with the truth); without duplicates,
+        # the split of the pairs it always was
+        first: dict[str, int] = {}
+        inverse = np.empty(n, dtype=np.int64)
+        for i, s in enumerate(Ys):
+            inverse[i] = first.setdefault(s, len(first))
+        n_mol = len(first)
+        if n_mol < 4:
+            raise ValueError(f"y: need at least 4 distinct molecules to hold some out for validation, got {n_mol}")
+        perm = rng.permutation(n)  # the molecules in the order of their first pair in it: a few
+        order = np.array(list(dict.fromkeys(inverse[perm].tolist())))  # duplicates barely move the split
+        first_pair = np.unique(inverse, return_index=True)[1]
+        n_val = min(n_mol - 2, max(2, int(round(self.validation_fraction * n_mol))))
+        held = np.zeros(n_mol, dtype=bool)
+        held[order[:n_val]] = True
+        split = (np.flatnonzero(~held[inverse]), np.sort(first_pair[order[:n_val]]))
+        n_unscored = int(held[inverse].sum()) - n_val
         seed = int(rng.integers(2**31 - 1))
         ctx = RetrieverSearch(self, kind, Xv, Ys, split, seed)
-        self._log(f"{self.method}: {n} pairs ({kind} inputs), {n - n_val} train / {n_val} validation; "
+        self._log(f"{self.method}: {n} pairs ({kind} inputs), {split[0].size} train / {n_val} validation; "
                   f"output kernels tried: {', '.join(kernels)}")
         auto = None
         if self.method == "auto":
@@ -509,7 +539,8 @@ class MoleculeRetriever(RenamedParametersMixin, SaveMixin, BaseEstimator):
         self.candidates_ = pool if pool is not None else list(dict.fromkeys(Ys))
         self.n_train_ = n
         self.selection_ = {"method": self.method, "inputs": kind, "scoring": "validation MRR",
-                           "n_train": int(n - n_val), "n_val": int(n_val), "tried": tried,
+                           "n_train": int(split[0].size), "n_val": int(n_val), "n_val_unscored": n_unscored,
+                           "tried": tried,
                            "chosen": self.output_kernel_, "refit_s": refit_s, "cache": cache_stats}
         if auto is not None:
             self.selection_["auto"] = auto

@@ -244,3 +244,16 @@ def test_kernel_machine_fit_state_needs_the_closed_form(data):
     Xtr, Ytr, _, _ = data
     with pytest.raises(ValueError, match="closed form"):
         SketchedKernelMachine(loss="huber").fit_state(Xtr, Ytr[:, 0])
+
+
+def test_lambda_search_without_refit_counts_the_default_index(data):
+    """``LambdaSearchCV(refit=False)``: ``best_estimator_`` is the path's fitted copy, which
+    builds the default index -- its seconds are in ``times_`` (they were left out: the
+    times were copied before the copy was made), and the copy predicts without candidates."""
+    from sprokr.model_selection import LambdaSearchCV
+
+    Xtr, Ytr, Xv, Yv = data
+    search = LambdaSearchCV(_output_models()["IOKR"], lams=LAMS, refit=False, random_state=0).fit(Xtr, Ytr)
+    assert "default_index" in search.times_ and search.times_["default_index"] >= 0
+    assert search.times_["total"] >= search.times_["default_index"]
+    assert search.best_estimator_.predict(Xv).shape == Yv.shape

@@ -183,7 +183,9 @@ class LambdaSearchCV(BaseEstimator):
     n_train_, n_val_ : int
         Sizes of the training and validation parts.
     times_ : dict
-        Seconds of each phase (``fit``, ``pass``, ``factorize``, ``score``, ``refit``, ``total``).
+        Seconds of each phase (``fit``, ``pass``, ``factorize``, ``score``, ``refit``, ``total``;
+        with ``refit=False``, ``default_index`` when the fitted copy at ``best_lam_`` built
+        the candidates of ``predict(X)``: see :class:`LambdaPath`).
     """
 
     def __init__(self, estimator: Any, lams: ArrayLike | None = None, scoring: str | Callable[..., float] | None = None,
@@ -227,6 +229,7 @@ class LambdaSearchCV(BaseEstimator):
             self.times_["refit"] = time.perf_counter() - t1
         else:
             self.best_estimator_ = path.estimator_at(self.best_lam_)
+            self.times_ = dict(path.times_)  # with the fitted copy's default index, when it built one
         self.times_["total"] = time.perf_counter() - t0
         return self
 

@@ -394,12 +394,22 @@ def check_random_state_param(seed: Any) -> None:
 
 
 def check_finite(X: Any, name: str = "X") -> Any:
-    """Raise ``ValueError`` when a numeric array (dense or sparse) holds NaN or inf."""
+    """Raise ``ValueError`` when a numeric array (dense or sparse) holds NaN or inf, naming
+    ``name``, the count and the row of the first (dense arrays and CSR matrices)."""
     data = X.data if sp.issparse(X) else X
     if isinstance(data, np.ndarray) and data.dtype.kind in "fc" and not np.isfinite(data).all():
-        bad = int(np.size(data) - np.count_nonzero(np.isfinite(data)))
+        finite = np.isfinite(data)
+        bad = int(np.size(data) - np.count_nonzero(finite))
+        first = int(np.argmin(finite.ravel()))  # the first non-finite value, in storage order
+        if not sp.issparse(X):
+            row: int | None = int(np.unravel_index(first, data.shape)[0]) if data.ndim else None
+        elif X.format == "csr":
+            row = int(np.searchsorted(X.indptr, first, side="right") - 1)
+        else:
+            row = None
+        where = "" if row is None else f" (the first in row {row})"
         verb = "contain" if name.endswith("s") and not name.endswith("ss") else "contains"
-        raise ValueError(f"{name} {verb} {bad} NaN or infinite value(s); expected finite numbers")
+        raise ValueError(f"{name} {verb} {bad} NaN or infinite value(s){where}; expected finite numbers")
     return X
 
 

@@ -79,7 +79,7 @@ def test_regression_metrics_name_a_non_finite_argument_and_its_row(name, value):
     call, arg, row = NON_FINITE[name]
     bad = np.ones((3, 2))
     bad[row, 0] = value
-    with pytest.raises(ValueError, match=f"^{arg} contains NaN or inf .*the first in row {row}"):
+    with pytest.raises(ValueError, match=rf"^{arg} contains 1 NaN or infinite value\(s\) \(the first in row {row}\)"):
         call(bad)
 
 
@@ -95,3 +95,18 @@ def test_regression_metrics_take_sparse_and_listed_targets(rng):
         rrmse([["a", 1.0]], [[1.0, 2.0]])
     with pytest.raises(ValueError, match=r"^y_true must hold one scalar target per sample"):
         pinball_loss(np.ones((3, 2)), np.ones((3, 2)), [0.2, 0.8])
+
+
+def test_check_finite_names_the_first_row_of_dense_and_csr_arrays():
+    """The shared finiteness check (every estimator's targets, the metrics) names the row of
+    the first NaN / inf for dense arrays and CSR matrices; other sparse formats give the count."""
+    from sprokr.utils import check_finite
+
+    A = np.ones((5, 3))
+    A[3, 1], A[4, 0] = np.nan, np.inf
+    for X in (A, sp.csr_matrix(A)):
+        with pytest.raises(ValueError, match=r"^T contains 2 NaN or infinite value\(s\) \(the first in row 3\); "):
+            check_finite(X, "T")
+    with pytest.raises(ValueError, match=r"^T contains 2 NaN or infinite value\(s\); expected finite numbers$"):
+        check_finite(sp.csc_matrix(A), "T")
+    assert check_finite(np.ones(3), "T") is not None

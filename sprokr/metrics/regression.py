@@ -10,7 +10,7 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import ArrayLike
 
-from ..utils import check_quantile_levels
+from ..utils import check_finite, check_quantile_levels
 
 __all__ = ["rrmse", "arrmse", "pinball_loss", "crossing_loss"]
 
@@ -29,12 +29,7 @@ def _as_2d(a, name):
         a = a[:, None]
     if a.ndim != 2:
         raise ValueError(f"{name} must be 1-D or 2-D, got {a.ndim}-D")
-    bad = ~np.isfinite(a)
-    if bad.any():
-        row = int(np.argwhere(bad)[0, 0])
-        raise ValueError(f"{name} contains NaN or inf ({int(bad.sum())} value(s); the first in row {row}); "
-                         f"the metric needs finite values")
-    return a
+    return check_finite(a, name)
 
 
 def rrmse(y_true: ArrayLike, y_pred: ArrayLike, y_train_mean: ArrayLike | None = None) -> np.ndarray:

@@ -161,6 +161,29 @@ def test_exact_float32_lam_path_is_computed_in_float64(rng, make):
         assert m.get_params()["lam"] == lam
 
 
+def test_float32_sketched_lam_path_models_predict_in_float64(rng):
+    """A sketched path is computed in float64; its models predicted with float32 kernel
+    values, unchecked (this flat Gaussian: up to 0.73 off at lam = 1e-8, 5e-4 at 1e-4, where
+    a float32 fit checks its predictions and falls back to float64).  They predict in
+    float64 now, as the float64 path's do."""
+    X = rng.standard_normal((400, 6))
+    T = np.c_[np.sin(X[:, 0]), X[:, 1] * X[:, 2]]
+    kw = dict(kernel_params={"gamma": 1e-4}, input_sketch="subsample", m_x=120, random_state=0)
+    lams = [1e-8, 1e-6, 1e-4]
+    p32 = lambda_path(SketchedKernelMachine(dtype="float32", **kw), X[:300], T[:300], lams)
+    p64 = lambda_path(SketchedKernelMachine(dtype="float64", **kw), X[:300], T[:300], lams)
+    for lam in lams:
+        m32, m64 = p32.estimator_at(lam), p64.estimator_at(lam)
+        assert m32.dtype_ == np.float64
+        P64 = m64.predict(X[300:])
+        scale = np.abs(P64 - P64.mean(axis=0)).max()
+        assert np.abs(m32.predict(X[300:]) - P64).max() <= 1e-9 * scale
+    # the explicit routes keep their refits' precision
+    Y = (X @ rng.standard_normal((6, 8)) > 0.7).astype(np.int8)
+    est = SISOKR(dtype="float32", solver="cholesky", input_sketch="subsample", m_x=60, random_state=0)
+    assert lambda_path(est, X[:300], Y[:300], lams).estimator_at(lams[0]).dtype_ == np.float32
+
+
 def test_search_picks_the_known_best_lam(rng):
     """Noisy targets: small lam overfits, large lam underfits; the brute-force refits give the
     reference choice, and LambdaSearchCV must pick the same on the same split."""

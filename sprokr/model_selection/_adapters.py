@@ -320,22 +320,29 @@ class _KernelMachine:
         return self.base.with_coef(self._to_support(gamma), lam=lam)
 
 
-def exact_float64(estimator):
-    """A float64 clone of an (unfitted) estimator whose exact ``lam`` path would use float32
-    kernel values (``dtype="float32"``, or a float32 input kernel), else None.
+def float64_twin(estimator):
+    """A float64 clone of an (unfitted) estimator whose ``lam`` path would make float32 models
+    (``dtype="float32"``, or a float32 input kernel), else None.
 
-    The exact path solves ``K + n lam I`` for every ``lam`` from one Gram: the rounding of
-    float32 kernel values is relative to ``|K|`` and swamps the small ``lam``s, where a
-    float32 refit is checked and falls back to float64 -- so the path is computed, and its
-    models predict, with float64 kernel values (a float32 Gram picked lam = 1e-6 for 1e-8 on
-    a flat kernel: tests/test_model_selection.py).  Sketched paths are float64 already
-    (:func:`~sprokr.numerics.whitened_system`) or follow their explicit routes.
+    * Exact paths solve ``K + n lam I`` for every ``lam`` from one Gram: the rounding of
+      float32 kernel values is relative to ``|K|`` and swamps the small ``lam``s, where a
+      float32 refit is checked and falls back to float64 (a float32 Gram picked lam = 1e-6
+      for 1e-8 on a flat kernel: tests/test_model_selection.py).
+    * Sketched paths on the default routes are computed in float64 already
+      (:func:`~sprokr.numerics.whitened_system`), but a fitted copy would predict with
+      float32 kernel values, unchecked: a float32 fit checks the rounding of its
+      predictions and falls back to float64 when it is above the tolerance (rf1,
+      sigma2 = 1e4: copies 1e-3 off, the fits 1e-6).  Their explicit routes
+      (``solver="cholesky"`` / ``"eigh"``) follow the refits' own precision (and warn with
+      their estimates there).
+
+    So such a path is computed, and its models predict, with float64 kernel values.
     """
     from ..kernels import model_dtype, resolve_kernel
     from ..utils import resolve_dtype
 
     p = estimator.get_params(deep=False)
-    if p.get("input_sketch") is not None or "dtype" not in p:
+    if "dtype" not in p or (p.get("input_sketch") is not None and p.get("solver") in PLAIN_SOLVERS):
         return None
     name = "input_kernel" if "input_kernel" in p else "kernel"
     pname = f"{name}_params"

@@ -12,7 +12,7 @@ from sklearn.base import clone
 
 from ..numerics import matmul
 from ..utils import check_positive, concat_samples, frame_as_array, iter_chunks
-from ._adapters import adapter_for, exact_float64
+from ._adapters import adapter_for, float64_twin
 from ._scorers import kernel_loss_scorer, resolve_scoring, retrieval_value
 from ._systems import path_losses
 
@@ -95,10 +95,10 @@ class LambdaPath:
         t0 = time.perf_counter()
         lam_ref = float(self.lams.max())  # the best-conditioned fit
         base = estimator
-        twin = None if self.method == "refit" else exact_float64(estimator)
-        if twin is not None:
-            logger.info("lam path of %s: float32 kernel values cannot resolve the small lams of an exact path; "
-                        "computed, and its models predict, in float64", type(estimator).__name__)
+        twin = None if self.method == "refit" else float64_twin(estimator)
+        if twin is not None:  # see float64_twin: float32 models of a path would go unchecked
+            logger.info("lam path of %s: computed, and its models predict, with float64 kernel values (its "
+                        "models are not checked one by one, as a float32 fit is)", type(estimator).__name__)
             base = twin
         model = clone(base).set_params(lam=lam_ref)
         self._estimator = None

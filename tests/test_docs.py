@@ -137,3 +137,27 @@ def test_documented_fragments_run_in_sequence(path, tmp_path, monkeypatch, capsy
         if "print(" in block:
             assert capsys.readouterr().out.split(), f"{path} example {i} prints its result"
     assert all(i < len(blocks) for p, i in NOT_RUN if p == path)
+
+
+def test_documented_commands_use_existing_options(capsys):
+    """Every ``sprokr <command> ...`` the pages write (code blocks and inline code) names a
+    command of the command line and only options of that command (its ``--help``)."""
+    from sprokr.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    commands = re.search(r"\{([\w,]+)\}", capsys.readouterr().out).group(1).split(",")
+    options = {}
+    for command in commands:
+        with pytest.raises(SystemExit):
+            main([command, "--help"])
+        options[command] = set(re.findall(r"(?<![\w-])(--?[a-zA-Z][\w-]*)", capsys.readouterr().out))
+    wrong = []
+    for page in ["README.md", *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "docs").glob("*.md"))]:
+        for line in (ROOT / page).read_text().splitlines():
+            for command, rest in re.findall(r"(?<![\w./-])sprokr ([a-z]+)((?: +(?:-[-\w]+|[\w./=-]+))*)", line):
+                if command not in options:
+                    continue  # prose ("sprokr is ..."): only the commands are checked
+                wrong += [f"{page}: sprokr {command} {option}" for option in re.findall(r"(?<![\w-])(--?[a-zA-Z][\w-]*)", rest)
+                          if option not in options[command] and option != "--traceback"]
+    assert not wrong, wrong

@@ -11,6 +11,8 @@ import scipy.sparse as sp
 from sprokr import IOKR
 from sprokr.models import LocalKernelRidgeRegressor, NeighbourKernelRidgeRegressor
 
+pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+
 
 @pytest.fixture(scope="module")
 def data():
@@ -39,3 +41,71 @@ def test_kernel_error_on_inputs_without_features_is_grammatical(data):
     _, Y = data
     with pytest.raises(ValueError, match=r"^X has 0 feature\(s\)"):
         IOKR().fit(np.zeros((Y.shape[0], 0)), Y)
+
+
+# the neural surrogates: their own parameter names, scikit-learn's score checks -------------
+def _mlp():
+    from sprokr.models import MLPSurrogate
+
+    return MLPSurrogate(hidden_layer_sizes=(4,), max_epochs=2, random_state=0)
+
+
+def _torch():
+    pytest.importorskip("torch")
+    from sprokr.models import TorchRegressor
+
+    return TorchRegressor(hidden_layer_sizes=(4,), max_epochs=2, random_state=0)
+
+
+NETWORKS = pytest.mark.parametrize("make", [_mlp, _torch], ids=["mlp", "torch"])
+
+
+@NETWORKS
+@pytest.mark.parametrize("param, value, expected", [
+    ("lam", -1.0, "lam must be >= 0"),
+    ("lam", float("nan"), "lam must be a finite real number"),
+    ("lam", "x", "lam must be a finite real number"),
+    ("learning_rate", 0.0, "learning_rate must be > 0"),
+    ("batch_size", 0, "batch_size must be an integer >= 1"),
+    ("batch_size", -1, "batch_size must be an integer >= 1"),
+    ("batch_size", 2.5, "batch_size must be an integer >= 1"),
+])
+def test_networks_name_their_bad_parameters(data, make, param, value, expected):
+    X, Y = data
+    est = make().set_params(**{param: value})
+    with pytest.raises(ValueError, match=f"^{expected}"):
+        est.check_params()
+    with pytest.raises(ValueError, match=f"^{expected}"):
+        est.fit(X, Y)
+
+
+@NETWORKS
+def test_networks_refuse_empty_and_featureless_inputs(data, make):
+    X, Y = data
+    with pytest.raises(ValueError, match="cannot fit on 0 samples: X is empty"):
+        make().fit(X[:0], Y[:0])
+    with pytest.raises(ValueError, match=r"^X has 0 feature\(s\)"):
+        make().fit(np.zeros((X.shape[0], 0)), Y)
+
+
+@NETWORKS
+@pytest.mark.parametrize("case, expected", [
+    ("empty", "cannot score on 0 samples: X is empty"),
+    ("short y", "X and y have different numbers of samples: 10 and 9"),
+    ("nan y", "y contains NaN or infinite values"),
+    ("wrong columns", r"y must have shape \(n_samples, 2\)"),
+])
+def test_networks_score_names_bad_y(data, make, case, expected):
+    X, Y = data
+    est = make().fit(X, Y)
+    Xs, Ys = X[:10], Y[:10].copy()
+    if case == "empty":
+        Xs, Ys = X[:0], Y[:0]
+    elif case == "short y":
+        Ys = Ys[:9]
+    elif case == "nan y":
+        Ys[2, 1] = np.nan
+    else:
+        Ys = Ys[:, :1]
+    with pytest.raises(ValueError, match=expected):
+        est.score(Xs, Ys)

@@ -109,3 +109,35 @@ def test_networks_score_names_bad_y(data, make, case, expected):
         Ys = Ys[:, :1]
     with pytest.raises(ValueError, match=expected):
         est.score(Xs, Ys)
+
+
+# metrics: no silent wrong answer ----------------------------------------------------------
+def test_f1_samples_reads_label_strings_as_numbers():
+    from sprokr.metrics import f1_samples
+
+    Y = np.array([[1, 0, 0], [0, 1, 1]])
+    P = np.array([[1, 1, 0], [0, 1, 0]])
+    # "0" != 0: every string entry counted as a label before
+    assert f1_samples(Y.astype(str), P) == pytest.approx(f1_samples(Y, P))
+    with pytest.raises(TypeError, match="Y_true must hold 0 / 1 label values"):
+        f1_samples(np.array([["a", "b", "c"], ["d", "e", "f"]]), P)
+
+
+@pytest.mark.parametrize("mean, expected", [
+    (np.array([0.0, np.nan]), "y_train_mean contains 1 NaN"),
+    ("a", "y_train_mean must be a number or an array of numbers"),
+])
+def test_rrmse_checks_y_train_mean(mean, expected):
+    from sprokr.metrics import arrmse, rrmse
+
+    Y = np.array([[1.0, 2.0], [3.0, 5.0], [4.0, 1.0]])
+    for metric in (rrmse, arrmse):
+        with pytest.raises(ValueError, match=expected):
+            metric(Y, Y + 0.1, mean)
+
+
+def test_mean_reciprocal_rank_refuses_lists_and_ranks_together():
+    from sprokr.metrics import mean_reciprocal_rank
+
+    with pytest.raises(ValueError, match="either .* or ranks=, not both"):
+        mean_reciprocal_rank([0, 1], [[1, 0], [1, 0]], ranks=[1, 1])

@@ -119,8 +119,10 @@ def mean_reciprocal_rank(y_true: Any, y_pred: Any = None,
     :func:`ranks_from_scores`, which covers the whole candidate set): 1-based ranks, each
     >= 1 (1 = best; fractional ranks of ties are fine) or ``inf`` for a truth absent from
     the ranking.  NaN is refused, and so is empty input (a mean over no query is undefined;
-    as scikit-learn's metrics).
+    as scikit-learn's metrics), and ``y_pred`` given with ``ranks`` (which to score?).
     """
+    if ranks is not None and y_pred is not None:  # which one to score? (ranks= won silently)
+        raise ValueError("mean_reciprocal_rank takes either (y_true, y_pred) ranked lists or ranks=, not both")
     if ranks is None:
         r = true_ranks(y_true, y_pred)
         if r.size == 0:

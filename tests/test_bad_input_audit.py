@@ -141,3 +141,54 @@ def test_mean_reciprocal_rank_refuses_lists_and_ranks_together():
 
     with pytest.raises(ValueError, match="either .* or ranks=, not both"):
         mean_reciprocal_rank([0, 1], [[1, 0], [1, 0]], ranks=[1, 1])
+
+
+# LambdaSearchCV: validation data and score named ------------------------------------------
+@pytest.fixture(scope="module")
+def labels():
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(30, 4))
+    Y = (rng.random((30, 6)) > 0.6).astype(float)
+    return X, Y
+
+
+@pytest.fixture(scope="module")
+def search(labels):
+    from sprokr.model_selection import LambdaSearchCV
+
+    return LambdaSearchCV(IOKR(), lams=[1e-3, 1e-1], random_state=0).fit(*labels)
+
+
+@pytest.mark.parametrize("case, expected", [
+    ("X_val nan", r"^X_val contains 1 NaN or infinite value\(s\) \(the first in row 2\)"),
+    ("Y_val nan", r"^Y_val contains 1 NaN or infinite value\(s\) \(the first in row 2\)"),
+    ("X_val width", r"^validation_data: X_val has shape \(8, 3\), the training X \(30, 4\)"),
+])
+def test_lambda_search_names_bad_validation_data(labels, search, case, expected):
+    X, Y = labels
+    Xv, Yv = X[:8].copy(), Y[:8].copy()
+    if case == "X_val nan":
+        Xv[2, 1] = np.nan
+    elif case == "Y_val nan":
+        Yv[2, 1] = np.nan
+    else:
+        Xv = Xv[:, :3]
+    before = search.predict(X[:5])
+    with pytest.raises(ValueError, match=expected):
+        search.fit(X, Y, validation_data=(Xv, Yv))
+    np.testing.assert_array_equal(search.predict(X[:5]), before)  # the failed refit kept the model
+
+
+@pytest.mark.parametrize("rows, expected", [
+    ((5, 4), "X and Y have different numbers of samples: 5 and 4"),
+    ((4, 5), "X and Y have different numbers of samples: 4 and 5"),
+    ((0, 0), "cannot score on 0 samples"),
+])
+def test_lambda_search_score_checks_pairs(labels, search, rows, expected):
+    from sprokr.model_selection import kernel_loss_scorer
+
+    X, Y = labels
+    with pytest.raises(ValueError, match=expected):
+        search.score(X[:rows[0]], Y[:rows[1]])
+    with pytest.raises(ValueError, match=expected):
+        kernel_loss_scorer(search.best_estimator_, X[:rows[0]], Y[:rows[1]])

@@ -192,3 +192,31 @@ def test_lambda_search_score_checks_pairs(labels, search, rows, expected):
         search.score(X[:rows[0]], Y[:rows[1]])
     with pytest.raises(ValueError, match=expected):
         kernel_loss_scorer(search.best_estimator_, X[:rows[0]], Y[:rows[1]])
+
+
+# data files of many columns: errors that stay readable -------------------------------------
+def _npz(tmp_path, arrays):
+    path = tmp_path / "data.npz"
+    np.savez(path, **arrays)
+    return path
+
+
+def test_npz_rows_mismatch_names_the_short_array(tmp_path):
+    from sprokr.io import DataFileError, read_table
+
+    arrays = {f"tag_{i:03d}": np.zeros(4) for i in range(150)}
+    arrays["tag_007"] = np.zeros(3)
+    with pytest.raises(DataFileError, match=r"3 rows: 'tag_007'(;|$)") as info:
+        read_table(_npz(tmp_path, arrays))
+    msg = str(info.value)
+    assert "4 rows: 'tag_000', 'tag_001', 'tag_002', 'tag_003', 'tag_004' and 144 more" in msg
+    assert len(msg) < 400  # every array's size was listed
+
+
+def test_missing_column_lists_a_bounded_number_of_columns(tmp_path):
+    from sprokr.io import DataFileError, read_table
+
+    table = read_table(_npz(tmp_path, {f"tag_{i:03d}": np.zeros(4) for i in range(150)}))
+    with pytest.raises(DataFileError, match="no column 'X'; available columns: 'tag_000'.* and 130 more$") as info:
+        table.column("X")
+    assert len(str(info.value)) < 400

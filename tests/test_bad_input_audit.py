@@ -220,3 +220,21 @@ def test_missing_column_lists_a_bounded_number_of_columns(tmp_path):
     with pytest.raises(DataFileError, match="no column 'X'; available columns: 'tag_000'.* and 130 more$") as info:
         table.column("X")
     assert len(str(info.value)) < 400
+
+
+# the torch architectures: named before torch builds the network ---------------------------
+@pytest.mark.parametrize("params, expected", [
+    ({"dropout": 2.0}, r"dropout must be a probability in \[0, 1\)"),
+    ({"dropout": -0.1}, r"dropout must be a probability in \[0, 1\)"),
+    ({"kernel_sizes": ()}, "kernel_sizes must be a non-empty sequence of integers >= 1"),
+    ({"kernel_sizes": (3, 0)}, "kernel_sizes must be a non-empty sequence of integers >= 1"),
+])
+def test_sequence_regressor_names_bad_architecture(params, expected):
+    pytest.importorskip("torch")
+    from sprokr.models import SmilesRegressor
+
+    est = SmilesRegressor(max_epochs=1, channels=4, embed_dim=4, hidden_layer_sizes=(4,), **params)
+    with pytest.raises(ValueError, match=expected):
+        est.check_params()
+    with pytest.raises(ValueError, match=expected):
+        est.fit(["CCO", "CCN", "CCC"], np.zeros((3, 2)))

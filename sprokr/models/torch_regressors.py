@@ -283,11 +283,11 @@ class TorchRegressor(RenamedParametersMixin, SaveMixin, R2ScoreMixin, RegressorM
         needed.
 
         Checks ``loss_delta`` (> 0), ``loss`` (a name of ``ROBUST_LOSSES`` or a callable),
-        ``lam`` (>= 0), ``learning_rate`` (> 0), ``batch_size`` and ``max_epochs``
-        (integers >= 1), ``lr_drops`` (an integer >= 0), ``lr_factor``
+        ``lam`` (>= 0), ``learning_rate`` (> 0), ``dropout`` (in [0, 1)), ``batch_size`` and
+        ``max_epochs`` (integers >= 1), ``lr_drops`` (an integer >= 0), ``lr_factor``
         (> 1), ``monitor`` and ``random_state`` (its type; nothing is drawn); the sequence
-        regressors also ``architecture`` and their tokenizer's parameters (``max_length``,
-        ``min_count``).  ``fit`` runs the same checks first, with the same messages;
+        regressors also ``architecture``, the CNN's ``kernel_sizes`` and their tokenizer's
+        parameters (``max_length``, ``min_count``).  ``fit`` runs the same checks first, with the same messages;
         ``monitor="mrr"`` without validation data and ``ridge_init`` (which needs vector
         inputs) are refused by ``fit``, and the network's sizes by torch when it is built.
         Nothing of the estimator is changed.
@@ -304,6 +304,9 @@ class TorchRegressor(RenamedParametersMixin, SaveMixin, R2ScoreMixin, RegressorM
         check_positive(self.loss_delta, "loss_delta")
         _check_loss(self.loss)
         check_optimiser_params(self.lam, self.learning_rate, self.batch_size)
+        d = self.dropout
+        if isinstance(d, (bool, np.bool_)) or not isinstance(d, (int, float, np.number)) or not 0 <= d < 1:
+            raise ValueError(f"dropout must be a probability in [0, 1), got {d!r}")
         check_lr_schedule(self.max_epochs, self.lr_drops, self.lr_factor)
         check_monitor(self.monitor)
         check_random_state_param(self.random_state)
@@ -520,10 +523,16 @@ class SequenceRegressor(TorchRegressor):
 
     def check_params(self) -> Self:
         """Validate the parameters without data: :meth:`TorchRegressor.check_params`,
-        ``architecture`` and the tokenizer's parameters.  Returns self."""
+        ``architecture``, ``kernel_sizes`` (CNN) and the tokenizer's parameters.  Returns self."""
         super().check_params()
         if self.architecture not in _ARCHITECTURES:
             raise ValueError(f"architecture must be one of {_ARCHITECTURES}, got {self.architecture!r}")
+        if self.architecture == "cnn":  # (an empty tuple failed in torch.cat, mid-fit)
+            ks = self.kernel_sizes
+            if isinstance(ks, (str, bytes)) or not isinstance(ks, (tuple, list)) or not ks or any(
+                    isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer)) or k < 1 for k in ks):
+                raise ValueError(f"kernel_sizes must be a non-empty sequence of integers >= 1 (the CNN's filter "
+                                 f"widths, in tokens), got {ks!r}")
         self._make_tokenizer().check_params()
         return self
 

@@ -238,3 +238,16 @@ def test_sequence_regressor_names_bad_architecture(params, expected):
         est.check_params()
     with pytest.raises(ValueError, match=expected):
         est.fit(["CCO", "CCN", "CCC"], np.zeros((3, 2)))
+
+
+def test_molecule_retriever_score_on_nothing_says_score():
+    pytest.importorskip("rdkit")
+    from sprokr_chem import MoleculeRetriever
+
+    rng = np.random.default_rng(0)
+    smiles = ["CCO", "CCCO", "CCN", "c1ccccc1", "CC(=O)O", "CCCl", "CCOC", "OCCO", "CCCC", "CC=O"]
+    X = rng.normal(size=(len(smiles), 3))
+    model = MoleculeRetriever(method="iokr", output_kernel="morgan_count_tanimoto", lams=[1e-2],
+                              random_state=0).fit(X, smiles)
+    with pytest.raises(ValueError, match="cannot score on 0 samples: X is empty"):
+        model.score(X[:0], [])

@@ -251,3 +251,11 @@ def test_molecule_retriever_score_on_nothing_says_score():
                               random_state=0).fit(X, smiles)
     with pytest.raises(ValueError, match="cannot score on 0 samples: X is empty"):
         model.score(X[:0], [])
+
+
+@pytest.mark.parametrize("metric", ["top_k_accuracy", "hits_at_k", "mean_reciprocal_rank"])
+def test_ranking_metrics_call_empty_lists_empty(metric):
+    import sprokr.metrics
+
+    with pytest.raises(ValueError, match="no samples: y_true and y_pred are empty"):
+        getattr(sprokr.metrics, metric)([], [])

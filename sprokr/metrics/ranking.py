@@ -29,7 +29,8 @@ def _check(y_true, y_pred):
         p = p[:, None]
     if t.ndim != 1 or p.ndim != 2 or t.shape[0] != p.shape[0]:
         raise ValueError(f"y_true must be (n,) and y_pred (n, k); got {t.shape} and {p.shape}")
-    if not (np.issubdtype(t.dtype, np.integer) and np.issubdtype(p.dtype, np.integer)):
+    # (empty lists are float arrays: the callers say "no samples" for them, not a wrong type)
+    if t.size and not (np.issubdtype(t.dtype, np.integer) and np.issubdtype(p.dtype, np.integer)):
         raise TypeError("y_true and y_pred must hold integer candidate positions")
     return t, p
 

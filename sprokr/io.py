@@ -71,8 +71,10 @@ class Table:
         """The column ``name``; a :class:`DataFileError` listing the available ones if absent
         (or if it is a single value, e.g. a 0-d array of an ``.npz`` file, not one per row)."""
         if name not in self.columns:
+            names = list(self.columns)  # the first 20 (a label file can have hundreds)
             raise DataFileError(f"{self.path}: no column {name!r}; available columns: "
-                                f"{', '.join(map(repr, self.columns)) or '(none)'}")
+                                f"{', '.join(map(repr, names[:20])) or '(none)'}"
+                                + (f" and {len(names) - 20} more" if len(names) > 20 else ""))
         col = self.columns[name]
         if getattr(col, "ndim", 1) == 0:
             raise DataFileError(f"{self.path}: column {name!r} is a single value (a 0-d array), not one value per row")

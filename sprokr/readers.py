@@ -149,8 +149,13 @@ class NPZReader(SuffixReader):
                     cols[key] = np.lib.format.read_array(fh, allow_pickle=False)
         sizes = {k: (v.shape[0] if v.ndim else None) for k, v in cols.items()}
         n = {s for s in sizes.values() if s is not None}
-        if len(n) > 1:
-            raise DataFileError(f"{p}: arrays with different numbers of rows: {sizes}")
+        if len(n) > 1:  # grouped by row count (a file of a few hundred label arrays gave one huge dict)
+            groups = {rows: [k for k, s in sizes.items() if s == rows] for rows in sorted(n, reverse=True)}
+            raise DataFileError(f"{p}: arrays with different numbers of rows (every array needs one row per "
+                                f"sample): " + "; ".join(
+                                    f"{rows} rows: {', '.join(map(repr, keys[:5]))}"
+                                    + (f" and {len(keys) - 5} more" if len(keys) > 5 else "")
+                                    for rows, keys in groups.items()))
         return Table(str(p), dict(cols), list(range(1, (n.pop() if n else 0) + 1)))
 
     def _check_entry(self, p: Path, zf: zipfile.ZipFile, info: zipfile.ZipInfo, key: str) -> None:

@@ -664,7 +664,7 @@ def row_offset(start: int) -> Iterator[None]:
 
 def name_error(msg, name):
     """``msg`` of a kernel or validation error, rewritten to name the argument ``name``."""
-    for generic, verb in (("the samples contain", "contains"), ("the samples", "")):
+    for generic, verb in (("the samples contain", "contains"), ("the samples have", "has"), ("the samples", "")):
         if msg.startswith(generic):
             return f"{name} {verb}{msg[len(generic):]}" if verb else f"{name}{msg[len(generic):]}"
     if msg.startswith(f"{name} ") or msg.startswith(f"{name}:"):

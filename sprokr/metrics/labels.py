@@ -26,6 +26,12 @@ def _binary_labels(Y: Any, name: str) -> Any:
     A = np.asarray(Y)
     if A.ndim != 2:
         raise ValueError(f"{name} must be a 2-D array (n_samples, n_labels), got shape {A.shape}")
+    if A.dtype.kind not in "biufc":  # strings ("0" != 0 would be a label everywhere), objects
+        try:
+            A = A.astype(np.float64)
+        except (TypeError, ValueError):
+            raise TypeError(f"{name} must hold 0 / 1 label values (numbers or booleans), "
+                            f"got values of dtype {A.dtype}") from None
     if A.dtype.kind in "fc" and np.isnan(A).any():
         raise ValueError(f"{name} contains NaN; label vectors hold 0 / 1")
     return A != 0

@@ -29,7 +29,8 @@ def _check(y_true, y_pred):
         p = p[:, None]
     if t.ndim != 1 or p.ndim != 2 or t.shape[0] != p.shape[0]:
         raise ValueError(f"y_true must be (n,) and y_pred (n, k); got {t.shape} and {p.shape}")
-    if not (np.issubdtype(t.dtype, np.integer) and np.issubdtype(p.dtype, np.integer)):
+    # (empty lists are float arrays: the callers say "no samples" for them, not a wrong type)
+    if t.size and not (np.issubdtype(t.dtype, np.integer) and np.issubdtype(p.dtype, np.integer)):
         raise TypeError("y_true and y_pred must hold integer candidate positions")
     return t, p
 
@@ -119,8 +120,10 @@ def mean_reciprocal_rank(y_true: Any, y_pred: Any = None,
     :func:`ranks_from_scores`, which covers the whole candidate set): 1-based ranks, each
     >= 1 (1 = best; fractional ranks of ties are fine) or ``inf`` for a truth absent from
     the ranking.  NaN is refused, and so is empty input (a mean over no query is undefined;
-    as scikit-learn's metrics).
+    as scikit-learn's metrics), and ``y_pred`` given with ``ranks`` (which to score?).
     """
+    if ranks is not None and y_pred is not None:  # which one to score? (ranks= won silently)
+        raise ValueError("mean_reciprocal_rank takes either (y_true, y_pred) ranked lists or ranks=, not both")
     if ranks is None:
         r = true_ranks(y_true, y_pred)
         if r.size == 0:

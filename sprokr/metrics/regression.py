@@ -48,7 +48,12 @@ def rrmse(y_true: ArrayLike, y_pred: ArrayLike, y_train_mean: ArrayLike | None =
     if y_train_mean is None:
         ybar = Y.mean(axis=0)
     else:
-        ybar = np.asarray(y_train_mean, dtype=float)
+        try:
+            ybar = np.asarray(y_train_mean, dtype=float)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"y_train_mean must be a number or an array of numbers (one mean per target), "
+                             f"got {type(y_train_mean).__name__} ({exc})") from None
+        check_finite(ybar, "y_train_mean")  # a NaN mean made that target's RRMSE NaN
         if ybar.ndim != 0 and ybar.shape != Y.shape[1:]:  # (not broadcast: a (1,) mean for d targets is a mistake)
             raise ValueError(f"y_train_mean must hold one mean per target: shape ({Y.shape[1]},) for the "
                              f"{Y.shape[1]} target(s) of y_true, got shape {ybar.shape}")

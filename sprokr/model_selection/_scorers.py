@@ -16,6 +16,16 @@ if TYPE_CHECKING:  # imported for the annotations only
 __all__ = ["kernel_loss_scorer", "retrieval_scorer", "surrogate_error"]
 
 
+def _check_scored_pairs(X: Samples, Y: Samples) -> int:
+    """Number of pairs ``n >= 1`` of ``(X, Y)`` a scorer compares (errors name X and Y)."""
+    n, ny = num_samples(X, "X"), num_samples(Y, "Y")
+    if n != ny:
+        raise ValueError(f"X and Y have different numbers of samples: {n} and {ny}")
+    if n < 1:
+        raise ValueError("cannot score on 0 samples: X is empty; expected at least one sample")
+    return n
+
+
 def kernel_loss_scorer(estimator: Any, X: Samples, Y: Samples) -> float:
     """Minus the kernel-induced loss on ``(X, Y)``: a scikit-learn scorer (greater is better).
 
@@ -25,6 +35,7 @@ def kernel_loss_scorer(estimator: Any, X: Samples, Y: Samples) -> float:
     :class:`LambdaSearchCV` is scored through its ``best_estimator_``.
     """
     est = getattr(estimator, "best_estimator_", estimator)
+    _check_scored_pairs(X, Y)  # before predicting (numpy's broadcast error; a NaN mean for none)
     if hasattr(est, "output_kernel_"):
         return -surrogate_error(est, X, Y)
     P = as_2d(est.predict(X))
@@ -66,7 +77,7 @@ def retrieval_scorer(metric: str = "mrr", k: int = 1, extra_candidates: Samples 
 
     def scorer(estimator, X, Y):
         est = getattr(estimator, "best_estimator_", estimator)
-        n = num_samples(Y, "Y")
+        n = _check_scored_pairs(X, Y)  # the truth of query i is candidate i: one output per input
         pool = Y if extra_candidates is None else concat_samples([Y, extra_candidates])
         index = est.make_candidate_index(pool)
         ranks = np.empty(n)
@@ -123,6 +134,7 @@ def surrogate_error(model: Any, X: Samples, Y: Samples, chunk_size: int | None =
     alpha^T k_y^y + k(y, y)``, accumulated over chunks of training outputs (O(n^2) output
     kernel evaluations, O(chunk x n) memory).
     """
+    _check_scored_pairs(X, Y)
     ky = model.output_kernel_
     H = np.asarray(model.predict_coordinates(X), dtype=np.float64)
     Yp = ky.prepare_outputs(Y)

@@ -14,7 +14,8 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
 from ..deprecation import renamed_keywords
-from ..utils import atomic_fit, check_random_state, concat_samples, consistent_read, frame_as_array, num_samples
+from ..utils import atomic_fit, check_finite, check_random_state, concat_samples, consistent_read, frame_as_array, \
+    num_samples
 from ._cache import SampleView, SelectionCache
 from ._lambda_path import DEFAULT_LAMS, check_lams, lambda_path
 from ._scorers import kernel_loss_scorer, resolve_scoring
@@ -56,9 +57,20 @@ def _check_target_shapes(Y, Y_val):
     def numeric(A):
         return hasattr(A, "shape") and hasattr(A, "dtype") and np.dtype(A.dtype).kind in "biuf"
 
+    check_finite(Y_val, "Y_val")  # (the output kernel said "the samples")
     if numeric(Y) and numeric(Y_val) and tuple(Y.shape[1:]) != tuple(Y_val.shape[1:]):
         raise ValueError(f"validation_data: Y_val has shape {tuple(Y_val.shape)}, the training Y "
                          f"{tuple(Y.shape)}: expected shape (n_val{''.join(f', {k}' for k in Y.shape[1:])})")
+
+
+def _check_input_shapes(X, X_val):
+    """Numeric inputs of validation_data, named: finite, with the training inputs' columns
+    (the kernels said "the samples" and "the two sample sets", naming neither X_val nor
+    validation_data).  Structured inputs (strings, graphs) are their kernels' to check."""
+    check_finite(X_val, "X_val")
+    if getattr(X, "ndim", None) == 2 and getattr(X_val, "ndim", None) == 2 and X.shape[1] != X_val.shape[1]:
+        raise ValueError(f"validation_data: X_val has shape {tuple(X_val.shape)}, the training X "
+                         f"{tuple(X.shape)}: expected shape (n_val, {X.shape[1]})")
 
 
 def _split(X, Y, validation_data, validation_fraction, rng):
@@ -74,6 +86,7 @@ def _split(X, Y, validation_data, validation_fraction, rng):
             raise ValueError("validation_data must be a pair (X_val, Y_val)")
         validation_data = (frame_as_array(validation_data[0]), frame_as_array(validation_data[1]))
         check_paired(validation_data[0], validation_data[1], "X_val", "Y_val")
+        _check_input_shapes(X, validation_data[0])
         _check_target_shapes(Y, validation_data[1])
         return (X, Y), tuple(validation_data)
     vf = check_validation_fraction(validation_fraction)

@@ -403,9 +403,14 @@ def _vectors(X: Any, name: str) -> Any:
         X = sp.csr_matrix(X)
         if X.dtype.kind not in "fiub":
             raise TypeError(f"{name} must hold numbers, got a sparse matrix of dtype {X.dtype}")
-        return check_finite(X if X.dtype.kind == "f" else X.astype(np.float64), name)
-    keep = isinstance(X, np.ndarray) and X.dtype.kind == "f"
-    return check_numeric_array(X, name, dtype=X.dtype if keep else np.float64)
+        X = check_finite(X if X.dtype.kind == "f" else X.astype(np.float64), name)
+    else:
+        keep = isinstance(X, np.ndarray) and X.dtype.kind == "f"
+        X = check_numeric_array(X, name, dtype=X.dtype if keep else np.float64)
+    if X.shape[1] == 0:  # no distances to measure: the neighbours (or k-means regions) would be arbitrary
+        raise ValueError(f"{name} has 0 feature(s) (shape={X.shape}) while a minimum of 1 is required; "
+                         f"expected an array of shape (n_samples, n_features) with n_features >= 1")
+    return X
 
 
 def _groups(labels: np.ndarray, n_groups: int) -> tuple[np.ndarray, np.ndarray]:

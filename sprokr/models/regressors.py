@@ -56,7 +56,7 @@ from ._targets import R2ScoreMixin, check_targets
 from .feature_problem import checked_exact_factor
 from .torch_regressors import ROBUST_LOSSES, TorchRegressor, token_cnn, torch_available
 from .training import EarlyStopping, as_targets, check_eval_set, check_fit_targets, check_lr_schedule, \
-    check_monitor, check_sample_offsets, kernel_induced_loss, self_retrieval_mrr, standardise, target_moments, \
+    check_monitor, check_optimiser_params, check_sample_offsets, kernel_induced_loss, self_retrieval_mrr, standardise, target_moments, \
     warn_not_converged, TARGET_BLOCK_ROWS
 from ..utils import (
     atomic_fit,
@@ -66,6 +66,7 @@ from ..utils import (
     NamedPrepare,
     check_finite,
     check_numeric_array,
+    check_paired,
     check_positive,
     check_feature_names,
     check_random_state,
@@ -344,7 +345,7 @@ class KernelRidgeRegressor(SaveMixin, R2ScoreMixin, RegressorMixin, BaseEstimato
 
 
 # --------------------------------------------------------------------------- sklearn MLP
-class MLPSurrogate(RenamedParametersMixin, SaveMixin, RegressorMixin, BaseEstimator):
+class MLPSurrogate(RenamedParametersMixin, SaveMixin, R2ScoreMixin, RegressorMixin, BaseEstimator):
     """scikit-learn ``MLPRegressor`` (Adam) with early stopping on the kernel-induced loss.
 
     Trained one epoch at a time (``partial_fit``); after each epoch the loss
@@ -429,13 +430,13 @@ class MLPSurrogate(RenamedParametersMixin, SaveMixin, RegressorMixin, BaseEstima
     def check_params(self) -> Self:
         """Validate the parameters without data (clear errors naming them).
 
-        Checks ``max_epochs`` (an integer >= 1), ``lr_drops`` (an integer >= 0),
-        ``lr_factor`` (> 1), ``monitor`` and ``random_state`` (its type; nothing is drawn).
-        ``fit`` runs the same checks first, with the same messages; ``monitor="mrr"``
-        without validation data is refused by ``fit``, and the values scikit-learn's
-        ``MLPRegressor`` takes (``hidden_layer_sizes``, ``activation``, ``lam``,
-        ``learning_rate``, ``batch_size``) are checked by it when ``fit`` trains.  Nothing
-        of the estimator is changed.
+        Checks ``lam`` (>= 0), ``learning_rate`` (> 0), ``batch_size``, ``max_epochs``
+        (integers >= 1), ``lr_drops`` (an integer >= 0), ``lr_factor`` (> 1), ``monitor``
+        and ``random_state`` (its type; nothing is drawn).  ``fit`` runs the same checks
+        first, with the same messages; ``monitor="mrr"`` without validation data is refused
+        by ``fit``, and the architecture scikit-learn's ``MLPRegressor`` takes
+        (``hidden_layer_sizes``, ``activation``) is checked by it when ``fit`` trains.
+        Nothing of the estimator is changed.
 
         Returns
         -------
@@ -446,6 +447,7 @@ class MLPSurrogate(RenamedParametersMixin, SaveMixin, RegressorMixin, BaseEstima
         ValueError, TypeError
             A parameter value is invalid (the message names it).
         """
+        check_optimiser_params(self.lam, self.learning_rate, self.batch_size)
         check_lr_schedule(self.max_epochs, self.lr_drops, self.lr_factor)
         check_monitor(self.monitor)
         check_random_state_param(self.random_state)
@@ -470,8 +472,7 @@ class MLPSurrogate(RenamedParametersMixin, SaveMixin, RegressorMixin, BaseEstima
         T = check_fit_targets(T, "T")
         set_feature_names(self, X)  # scikit-learn's feature_names_in_ (dataframe inputs)
         X = _mlp_inputs(X)
-        if X.shape[0] != T.shape[0]:
-            raise ValueError(f"X and T have different numbers of samples: {X.shape[0]} and {T.shape[0]}")
+        check_paired(X, T, "X", "T")  # also 0 samples (scikit-learn's MLP then named its batch_size)
         # not used by the square loss (a constant per sample), checked as every network checks them
         check_sample_offsets(sample_offsets, X.shape[0])
         ev = check_eval_set(eval_set, T.shape[1])

@@ -35,9 +35,10 @@ from ..extras import install_hint
 from ..persistence import SaveMixin
 from ..utils import atomic_fit, check_feature_names, check_numeric_array, check_paired, check_positive, \
     check_random_state, check_random_state_param, check_strings, consistent_read, iter_chunks, set_feature_names
+from ._targets import R2ScoreMixin
 from .base import check_n_features, set_n_features
 from .training import EarlyStopping, check_eval_set, check_fit_targets, check_lr_schedule, check_monitor, \
-    check_sample_offsets, self_retrieval_mrr, standardise, target_moments, warn_not_converged
+    check_optimiser_params, check_sample_offsets, self_retrieval_mrr, standardise, target_moments, warn_not_converged
 
 __all__ = ["TorchRegressor", "SequenceRegressor", "SmilesRegressor", "TextRegressor", "token_cnn",
            "torch_available", "ROBUST_LOSSES"]
@@ -162,7 +163,7 @@ def token_cnn(vocab_size: Any, embed_dim: Any = 64, channels: Any = 128, kernel_
     return build
 
 
-class TorchRegressor(RenamedParametersMixin, SaveMixin, RegressorMixin, BaseEstimator):
+class TorchRegressor(RenamedParametersMixin, SaveMixin, R2ScoreMixin, RegressorMixin, BaseEstimator):
     """A torch network trained on DSOKR targets with the loss ``c(|h(x) - psi(y)|^2_H)``.
 
     ``|h(x_i) - psi(y_i)|^2_H = |g(x_i) - psi~(y_i)|^2 + r_i`` (``r_i`` the sample offsets),
@@ -251,7 +252,11 @@ class TorchRegressor(RenamedParametersMixin, SaveMixin, RegressorMixin, BaseEsti
             A = None
         if A is not None and A.dtype.kind in "iu" and self.module is not None:  # token ids
             return A.astype(np.int64, copy=False)
-        return check_numeric_array(X, name, np.float32, type(self).__name__, ndim=2 if self.module is None else None)
+        A = check_numeric_array(X, name, np.float32, type(self).__name__, ndim=2 if self.module is None else None)
+        if A.ndim > 1 and 0 in A.shape[1:]:  # a network of no inputs would predict one constant
+            raise ValueError(f"{name} has 0 feature(s) (shape={A.shape}) while a minimum of 1 is required by "
+                             f"{type(self).__name__}")
+        return A
 
     def _fit_inputs(self, X):
         """Learn any input preprocessing from the (checked) training inputs (none for vectors)."""
@@ -278,10 +283,11 @@ class TorchRegressor(RenamedParametersMixin, SaveMixin, RegressorMixin, BaseEsti
         needed.
 
         Checks ``loss_delta`` (> 0), ``loss`` (a name of ``ROBUST_LOSSES`` or a callable),
-        ``max_epochs`` (an integer >= 1), ``lr_drops`` (an integer >= 0), ``lr_factor``
+        ``lam`` (>= 0), ``learning_rate`` (> 0), ``dropout`` (in [0, 1)), ``batch_size`` and
+        ``max_epochs`` (integers >= 1), ``lr_drops`` (an integer >= 0), ``lr_factor``
         (> 1), ``monitor`` and ``random_state`` (its type; nothing is drawn); the sequence
-        regressors also ``architecture`` and their tokenizer's parameters (``max_length``,
-        ``min_count``).  ``fit`` runs the same checks first, with the same messages;
+        regressors also ``architecture``, the CNN's ``kernel_sizes`` and their tokenizer's
+        parameters (``max_length``, ``min_count``).  ``fit`` runs the same checks first, with the same messages;
         ``monitor="mrr"`` without validation data and ``ridge_init`` (which needs vector
         inputs) are refused by ``fit``, and the network's sizes by torch when it is built.
         Nothing of the estimator is changed.
@@ -297,6 +303,10 @@ class TorchRegressor(RenamedParametersMixin, SaveMixin, RegressorMixin, BaseEsti
         """
         check_positive(self.loss_delta, "loss_delta")
         _check_loss(self.loss)
+        check_optimiser_params(self.lam, self.learning_rate, self.batch_size)
+        d = self.dropout
+        if isinstance(d, (bool, np.bool_)) or not isinstance(d, (int, float, np.number)) or not 0 <= d < 1:
+            raise ValueError(f"dropout must be a probability in [0, 1), got {d!r}")
         check_lr_schedule(self.max_epochs, self.lr_drops, self.lr_factor)
         check_monitor(self.monitor)
         check_random_state_param(self.random_state)
@@ -513,10 +523,16 @@ class SequenceRegressor(TorchRegressor):
 
     def check_params(self) -> Self:
         """Validate the parameters without data: :meth:`TorchRegressor.check_params`,
-        ``architecture`` and the tokenizer's parameters.  Returns self."""
+        ``architecture``, ``kernel_sizes`` (CNN) and the tokenizer's parameters.  Returns self."""
         super().check_params()
         if self.architecture not in _ARCHITECTURES:
             raise ValueError(f"architecture must be one of {_ARCHITECTURES}, got {self.architecture!r}")
+        if self.architecture == "cnn":  # (an empty tuple failed in torch.cat, mid-fit)
+            ks = self.kernel_sizes
+            if isinstance(ks, (str, bytes)) or not isinstance(ks, (tuple, list)) or not ks or any(
+                    isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer)) or k < 1 for k in ks):
+                raise ValueError(f"kernel_sizes must be a non-empty sequence of integers >= 1 (the CNN's filter "
+                                 f"widths, in tokens), got {ks!r}")
         self._make_tokenizer().check_params()
         return self
 

@@ -22,10 +22,10 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 from ..progress import log_message
-from ..utils import check_finite, check_numeric_array, iter_chunks, num_samples
+from ..utils import check_finite, check_numeric_array, check_positive, iter_chunks, num_samples
 
 __all__ = ["kernel_induced_loss", "self_retrieval_mrr", "check_monitor", "as_targets", "check_fit_targets",
-           "check_sample_offsets", "check_eval_set", "check_lr_schedule", "EarlyStopping",
+           "check_sample_offsets", "check_eval_set", "check_lr_schedule", "check_optimiser_params", "EarlyStopping",
            "warn_not_converged", "target_moments", "standardise", "TARGET_BLOCK_ROWS"]
 
 #: rows per block of :func:`target_moments` and of ``MLPSurrogate``'s epochs (bounds its float64 temporaries: 256 MB at
@@ -215,6 +215,26 @@ def check_lr_schedule(max_epochs: Any, lr_drops: Any, lr_factor: Any) -> None:
     if isinstance(lr_factor, bool) or not isinstance(lr_factor, (int, float, np.number)) \
             or not np.isfinite(lr_factor) or not lr_factor > 1:
         raise ValueError(f"lr_factor must be a number > 1, got {lr_factor!r}")
+
+
+def check_optimiser_params(lam: Any, learning_rate: Any, batch_size: Any) -> None:
+    """Clear errors for a network's ``lam`` (a finite number >= 0), ``learning_rate`` (> 0)
+    and ``batch_size`` (an integer >= 1), named as the estimator's parameters (not as
+    scikit-learn's ``alpha`` / ``learning_rate_init`` or torch's ``weight_decay``).
+
+    Parameters
+    ----------
+    lam, learning_rate, batch_size : the estimator's parameters.
+
+    Raises
+    ------
+    ValueError
+        A value is out of its range or not a number (the message names the parameter).
+    """
+    check_positive(lam, "lam", strict=False)
+    check_positive(learning_rate, "learning_rate")
+    if isinstance(batch_size, (bool, np.bool_)) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
+        raise ValueError(f"batch_size must be an integer >= 1, got {batch_size!r}")
 
 
 class EarlyStopping:

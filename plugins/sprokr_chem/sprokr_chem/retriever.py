@@ -47,7 +47,7 @@ from sprokr.deprecation import RenamedParametersMixin
 from sprokr.persistence import SaveMixin
 from sprokr.progress import log_estimator, progress
 from sprokr.utils import atomic_fit, check_numeric_array, check_paired, check_random_state, check_random_state_param, \
-    consistent_read, reword_error
+    consistent_read, num_samples, reword_error
 
 from ._selection import (
     AUTO_OUTPUT_KERNELS,
@@ -627,6 +627,8 @@ class MoleculeRetriever(RenamedParametersMixin, SaveMixin, BaseEstimator):
         """
         from sprokr.metrics import ranks_from_scores
 
+        if num_samples(X, "X") == 0 and num_samples(y, "y") == 0:  # (check_paired would say "cannot fit")
+            raise ValueError("cannot score on 0 samples: X is empty; expected at least one sample")
         check_paired(X, y, "X", "y")
         truth = canonical_smiles(y, "y")
         extra = [] if candidates is None else self._pool(candidates)

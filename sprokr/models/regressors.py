@@ -56,8 +56,8 @@ from ._targets import R2ScoreMixin, check_targets
 from .feature_problem import checked_exact_factor
 from .torch_regressors import ROBUST_LOSSES, TorchRegressor, token_cnn, torch_available
 from .training import EarlyStopping, as_targets, check_eval_set, check_fit_targets, check_lr_schedule, \
-    check_monitor, check_optimiser_params, check_sample_offsets, kernel_induced_loss, self_retrieval_mrr, standardise, target_moments, \
-    warn_not_converged, TARGET_BLOCK_ROWS
+    check_monitor, check_optimiser_params, check_sample_offsets, kernel_induced_loss, self_retrieval_mrr, \
+    standardise, target_moments, warn_not_converged, TARGET_BLOCK_ROWS
 from ..utils import (
     atomic_fit,
     consistent_read,

@@ -65,6 +65,7 @@ __all__ = [
     "log_message",
     "log_estimator",
     "warn_accuracy",
+    "grouped_accuracy_warnings",
     "user_stacklevel",
     "timed_phase",
     "PhaseTimer",
@@ -191,9 +192,56 @@ def warn_accuracy(message: str, estimator: Any = None, logger: Union[logging.Log
         log_message(message, logger=logger, level=logging.WARNING)
     frame: Any = sys._getframe(1)
     level = 2  # warn_accuracy's caller
-    while frame is not None and str(frame.f_globals.get("__name__", "")).startswith("sprokr"):
+    # (contextlib: a warning issued as a context manager of sprokr's exits)
+    while frame is not None and str(frame.f_globals.get("__name__", "")).startswith(("sprokr", "contextlib")):
         frame, level = frame.f_back, level + 1
     warnings.warn(message, LinAlgWarning, stacklevel=level)
+
+
+@contextmanager
+def grouped_accuracy_warnings(parts: str, total: int, estimator: Any = None) -> Iterator[None]:
+    """One accuracy warning per kind for the many sub-models a block fits.
+
+    The :class:`scipy.linalg.LinAlgWarning` s issued inside the block (e.g. each regional
+    ridge of a :class:`~sprokr.models.LocalKernelRidgeRegressor` failing its float32 check:
+    16 warnings for one fit) are collected; when the block ends, each kind -- the same
+    message up to its numbers -- is issued once by :func:`warn_accuracy`, with how many of
+    the ``total`` ``parts`` it concerns and the range of their estimates.  Other warnings
+    are issued as they were.  For a fit's own loop: the warnings module's filters are
+    process-wide, as for :class:`warnings.catch_warnings`.
+
+    Parameters
+    ----------
+    parts : str
+        What the sub-models are, plural (``"regional ridges"``).
+    total : int
+        How many there are.
+    estimator : object, optional
+        The estimator fitting them (its logger, as :func:`warn_accuracy`).
+    """
+    import re
+    import warnings
+
+    from scipy.linalg import LinAlgWarning
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        yield
+    kinds: dict = {}
+    for w in caught:
+        if issubclass(w.category, LinAlgWarning):
+            text = str(w.message)
+            kinds.setdefault(re.sub(r"\d+(\.\d*)?(e[-+]?\d+)?", "#", text), []).append(text)
+        else:  # through the caller's filters again
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno, source=w.source)
+    for texts in kinds.values():
+        if len(texts) == 1:
+            warn_accuracy(texts[0], estimator)
+            continue
+        est = [float(v) for t in texts for v in re.findall(r"estimate ([0-9.]+(?:e[-+]?[0-9]+)?)", t)]
+        spread = f" (estimates {min(est):.2g} to {max(est):.2g})" if est else ""
+        first = re.sub(r" \(estimate [^)]*\)", "", texts[0]) if est else texts[0]
+        warn_accuracy(f"{len(texts)} of the {total} {parts}{spread}: {first}", estimator)
 
 
 def log_message(message: str, *, verbose: bool = False, logger: Union[logging.Logger, str, None] = None,

@@ -1,5 +1,7 @@
 """LocalKernelRidgeRegressor (one ridge per k-means region of the inputs) and
 NeighbourKernelRidgeRegressor (one ridge per query's neighbourhood)."""
+import re
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -132,6 +134,43 @@ def _refit_fails_and_keeps_the_fit(m, data, params, Xbad, match):
     np.testing.assert_array_equal(m.predict(X[:5]), before)  # the previous fit is intact
     with pytest.raises(ValueError, match="features"):
         m.predict(np.zeros((2, 5)))
+
+
+def test_float32_checks_failing_in_many_regions_give_one_warning():
+    """A flat kernel fails the float32 check of every regional ridge: one LinAlgWarning for
+    the fit (it was one per region: 16), naming how many and the range of the estimates;
+    the predictions are the float64 fit's."""
+    from scipy.linalg import LinAlgWarning
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((300, 6))
+    T = np.c_[np.sin(X[:, 0]), X[:, 1] * X[:, 2]]
+    kw = dict(kernel_params={"gamma": 1e-4}, lam=1e-5, random_state=0)
+    with pytest.warns(LinAlgWarning) as rec:
+        m32 = LocalKernelRidgeRegressor(dtype="float32", **kw).fit(X, T)
+    msgs = [str(w.message) for w in rec if issubclass(w.category, LinAlgWarning)]
+    assert len(msgs) == 1 and re.match(r"\d+ of the 16 regional ridges \(estimates [0-9.e-]+ to [0-9.e-]+\): "
+                                       r"dtype='float32'", msgs[0]), msgs
+    assert rec[0].filename == __file__  # attributed to the fit line
+    P64 = LocalKernelRidgeRegressor(**kw).fit(X, T).predict(X)
+    np.testing.assert_allclose(m32.predict(X), P64, rtol=0, atol=1e-6 * np.abs(P64).max())
+
+
+def test_grouped_accuracy_warnings_pass_other_warnings_through():
+    import warnings
+
+    from scipy.linalg import LinAlgWarning
+
+    from sprokr.progress import grouped_accuracy_warnings
+
+    with pytest.warns(UserWarning, match="unrelated") as rec:
+        with grouped_accuracy_warnings("parts", 3):
+            warnings.warn("unrelated", UserWarning)
+            warnings.warn("slow route (estimate 0.5): kept", LinAlgWarning)
+            warnings.warn("slow route (estimate 0.25): kept", LinAlgWarning)
+            warnings.warn("another kind", LinAlgWarning)
+    lin = sorted(str(w.message) for w in rec if issubclass(w.category, LinAlgWarning))
+    assert lin == ["2 of the 3 parts (estimates 0.25 to 0.5): slow route: kept", "another kind"]
 
 
 def test_dsokr_with_regional_ridges_predicts_and_survives_saving(data, tmp_path):

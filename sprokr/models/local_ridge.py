@@ -31,7 +31,7 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
 from ..persistence import SaveMixin
-from ..progress import progress
+from ..progress import grouped_accuracy_warnings, progress
 from ..kernels import resolve_kernel
 from ..numerics import single_blas_thread
 from ..utils import (atomic_fit, check_chunk_size, check_feature_names, check_finite, check_numeric_array,
@@ -195,8 +195,10 @@ class LocalKernelRidgeRegressor(_LocalRidge):
         t1 = time.perf_counter()
         regions = []
         order, bounds = _groups(labels, centres.shape[0])
-        with progress(total=used.size, desc="regional ridges", unit="region",
-                      enabled=True if self.verbose else None) as bar:
+        # a float32 check failing in many regions: one warning, not one per region
+        with grouped_accuracy_warnings("regional ridges", int(used.size), self), \
+                progress(total=used.size, desc="regional ridges", unit="region",
+                         enabled=True if self.verbose else None) as bar:
             for r in used:
                 rows = order[bounds[r]:bounds[r + 1]]
                 reg = self._region(cap if cap is not None and rows.size > cap else None, int(seeds[r]))

@@ -265,6 +265,26 @@ def test_unfitted_estimator_roundtrip(tmp_path):
     assert loaded.get_params() == model.get_params()
 
 
+@pytest.mark.parametrize("refit", [True, False])
+def test_lambda_search_cv_roundtrip(refit, tmp_path):
+    """A fitted LambdaSearchCV is saved with its best estimator (refitted, or the path's copy)."""
+    from sprokr.model_selection import LambdaSearchCV
+
+    Xtr, Ytr, Xte, _ = ML
+    search = LambdaSearchCV(SISOKR(input_sketch="subsample", m_x=30, output_sketch="subsample", m_y=20),
+                            lams=[1e-4, 1e-3, 1e-2], refit=refit, random_state=0).fit(Xtr, Ytr)
+    loaded, _ = _roundtrip(search, tmp_path)
+    assert loaded.best_lam_ == search.best_lam_ and loaded.best_estimator_.solver_ == search.best_estimator_.solver_
+    _same_outputs(search.predict(Xte), loaded.predict(Xte))
+    _same_outputs(search.predict_topk(Xte, k=3), loaded.predict_topk(Xte, k=3))
+    assert loaded.fit(Xtr, Ytr).best_lam_ == search.best_lam_
+    from sprokr.metrics import f1_samples_scorer  # a scorer object is code: refused, named
+
+    search.set_params(scoring=f1_samples_scorer())
+    with pytest.raises(UnsavableObjectError, match=r"LambdaSearchCV\.scoring of type"):
+        search.save(tmp_path / "scorer.sprokr")
+
+
 def test_saving_is_deterministic_and_atomic(fitted_structured, tmp_path, monkeypatch):
     model = fitted_structured["SIOKR-subsample"]
     a, b = model.save(tmp_path / "a.sprokr"), model.save(tmp_path / "b.sprokr")

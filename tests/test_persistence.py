@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 from sklearn.base import clone
+from sklearn.exceptions import NotFittedError
 
 import sprokr
 from sprokr import (
@@ -19,7 +20,7 @@ from sprokr import (
     JointQuantileRegressor, RFFKernelMachine, SketchedKernelMachine,
 )
 from sprokr.kernels import GaussianKernel
-from sprokr.models import graph_laplacian_matrix
+from sprokr.models import LocalKernelRidgeRegressor, NeighbourKernelRidgeRegressor, graph_laplacian_matrix
 from sprokr.models.regressors import KernelRidgeRegressor, MLPSurrogate
 from sprokr.persistence import (
     FORMAT_VERSION, MissingPluginError, ModelFormatError, UnsavableObjectError, read_manifest, save,
@@ -265,6 +266,99 @@ def test_unfitted_estimator_roundtrip(tmp_path):
     assert loaded.get_params() == model.get_params()
 
 
+@pytest.mark.parametrize("refit", [True, False])
+def test_lambda_search_cv_roundtrip(refit, tmp_path):
+    """A fitted LambdaSearchCV is saved with its best estimator (refitted, or the path's copy)."""
+    from sprokr.model_selection import LambdaSearchCV
+
+    Xtr, Ytr, Xte, _ = ML
+    search = LambdaSearchCV(SISOKR(input_sketch="subsample", m_x=30, output_sketch="subsample", m_y=20),
+                            lams=[1e-4, 1e-3, 1e-2], refit=refit, random_state=0).fit(Xtr, Ytr)
+    loaded, _ = _roundtrip(search, tmp_path)
+    assert loaded.best_lam_ == search.best_lam_ and loaded.best_estimator_.solver_ == search.best_estimator_.solver_
+    _same_outputs(search.predict(Xte), loaded.predict(Xte))
+    _same_outputs(search.predict_topk(Xte, k=3), loaded.predict_topk(Xte, k=3))
+    assert loaded.fit(Xtr, Ytr).best_lam_ == search.best_lam_
+    from sprokr.metrics import f1_samples_scorer  # a scorer object is code: refused, named
+
+    search.set_params(scoring=f1_samples_scorer())
+    with pytest.raises(UnsavableObjectError, match=r"LambdaSearchCV\.scoring of type"):
+        search.save(tmp_path / "scorer.sprokr")
+
+
+def _path_copy(est, X, Y):
+    from sprokr.model_selection import lambda_path
+
+    return lambda_path(est, X, Y, [1e-4, 1e-3, 1e-2]).estimator_at(1e-3)
+
+
+def _best_without_refit(est, X, Y):
+    from sprokr.model_selection import LambdaSearchCV
+
+    return LambdaSearchCV(est, lams=[1e-4, 1e-3, 1e-2], refit=False, random_state=0).fit(X, Y).best_estimator_
+
+
+def _state_with_coef(est, X, Y):
+    state = clone(est).fit_state(X, Y)
+    return state.with_coef(np.random.default_rng(0).standard_normal(np.shape(clone(est).fit(X, Y).coef_)), lam=2e-3)
+
+
+_FLAT = {"gamma": 1e-4}  # a very flat kernel: the float32 check fails at lam=1e-8 (float64 fallback)
+_SKETCH = {"input_sketch": "subsample", "m_x": 30, "random_state": 0}
+_SISOKR = {**_SKETCH, "output_sketch": "subsample", "m_y": 20}
+# name: (model from (X, Y), regression targets?, dtype_ expected or None)
+LESS_COMMON = {
+    "path-SISOKR-sketched": (lambda X, Y: _path_copy(SISOKR(**_SISOKR), X, Y), False, None),
+    "path-SISOKR-exact": (lambda X, Y: _path_copy(SISOKR(output_sketch="subsample", m_y=20, random_state=0), X, Y),
+                          False, None),
+    "path-KRR-exact": (lambda X, y: _path_copy(KernelRidgeRegressor(), X, y), True, None),
+    "path-SKM-sketched": (lambda X, y: _path_copy(SketchedKernelMachine(**_SKETCH), X, y), True, None),
+    "search-no-refit-SISOKR": (lambda X, Y: _best_without_refit(SISOKR(**_SKETCH), X, Y), False, None),
+    "search-no-refit-SKM": (lambda X, y: _best_without_refit(SketchedKernelMachine(**_SKETCH), X, y), True, None),
+    "fit_state-SISOKR": (lambda X, Y: SISOKR(**_SISOKR).fit_state(X, Y), False, None),
+    "fit_state-KRR": (lambda X, y: KernelRidgeRegressor(**_SKETCH).fit_state(X, y), True, None),
+    "fit_state-SKM": (lambda X, y: SketchedKernelMachine().fit_state(X, y), True, None),
+    "with_coef-SISOKR": (lambda X, Y: _state_with_coef(SISOKR(**_SISOKR), X, Y), False, None),
+    "with_coef-KRR": (lambda X, y: _state_with_coef(KernelRidgeRegressor(), X, y), True, None),
+    "with_coef-SKM": (lambda X, y: _state_with_coef(SketchedKernelMachine(**_SKETCH), X, y), True, None),
+    "float32-fallback-KRR": (lambda X, y: KernelRidgeRegressor(kernel_params=_FLAT, lam=1e-8, dtype="float32").fit(X, y),
+                             True, np.float64),
+    "float32-fallback-SISOKR": (lambda X, Y: SISOKR(input_kernel_params=_FLAT, lam=1e-8, dtype="float32").fit(X, Y),
+                                False, np.float64),
+    "float32-kept-KRR": (lambda X, y: KernelRidgeRegressor(dtype="float32").fit(X, y), True, np.float32),
+    "float32-fallback-local": (lambda X, y: LocalKernelRidgeRegressor(
+        n_regions=3, m_x=20, kernel_params=_FLAT, lam=1e-8, dtype="float32", random_state=0).fit(X, y), True, None),
+    "neighbour": (lambda X, y: NeighbourKernelRidgeRegressor(n_neighbors=5).fit(X, y), True, None),
+}
+
+
+@pytest.mark.parametrize("name", list(LESS_COMMON))
+@pytest.mark.filterwarnings("ignore::scipy.linalg.LinAlgWarning")
+def test_less_common_fitted_states_roundtrip(name, tmp_path):
+    """lam-path copies, a search's unrefitted best estimator, fit_state (no solve) and its
+    with_coef copy, float32 fits that fell back to float64 or kept float32, the local ridges:
+    saved and loaded with their state, predicting bit-identically (a state alone: the same
+    NotFittedError), and refitted."""
+    make, regression, dtype = LESS_COMMON[name]
+    Xtr, Ytr, Xte, _ = ML
+    Y = Xtr @ np.arange(1.0, 7.0) if regression else Ytr
+    model = make(Xtr, Y)
+    loaded, _ = _roundtrip(model, tmp_path)
+    for attr in ("dtype_", "solver_", "lam"):
+        assert getattr(loaded, attr, None) == getattr(model, attr, None), attr
+    if dtype is not None:
+        assert loaded.dtype_ == dtype
+    if name.startswith("fit_state"):
+        for m in (model, loaded):
+            with pytest.raises(NotFittedError):
+                m.predict(Xte)
+    else:
+        _same_outputs(model.predict(Xte), loaded.predict(Xte))
+        if not regression:
+            _same_outputs(model.predict_topk(Xte, k=3), loaded.predict_topk(Xte, k=3))
+    loaded.fit(Xtr, Y).predict(Xte)
+
+
 def test_saving_is_deterministic_and_atomic(fitted_structured, tmp_path, monkeypatch):
     model = fitted_structured["SIOKR-subsample"]
     a, b = model.save(tmp_path / "a.sprokr"), model.save(tmp_path / "b.sprokr")
@@ -361,6 +455,25 @@ def test_plugin_kernels_roundtrip_on_qm9(qm9, tmp_path):
         assert all(manifest["plugins"][p]["version"] for p in used)
     comps = {(c["kind"], c["name"], c["plugin"]) for c in read_manifest(tmp_path / "graphs.sprokr")["components"]}
     assert ("output_kernel", "wl", "graphs") in comps
+
+
+@pytest.mark.parametrize("inputs", ["smiles", "vectors"])
+def test_molecule_retriever_roundtrip(qm9, inputs, tmp_path):
+    """MoleculeRetriever (method="auto": exact IOKR compared with DSOKR on a small grid)."""
+    from sprokr_chem import MoleculeRetriever
+
+    smiles, _, props = qm9
+    X = smiles if inputs == "smiles" else props
+    model = MoleculeRetriever(inputs=inputs, output_kernel="morgan_count_tanimoto", lams=[1e-3, 1e-2],
+                              input_grid=[{"n": 4}] if inputs == "smiles" else None, m_x_grid=[30], m_y_grid=[20],
+                              dsokr_lams=[1.0], random_state=0).fit(X[:90], smiles[:90])
+    loaded, _ = _roundtrip(model, tmp_path)
+    assert loaded.method_ == model.method_ and loaded.best_params_ == model.best_params_
+    assert loaded.predict(X[90:], candidates=smiles) == model.predict(X[90:], candidates=smiles)
+    a, b = model.predict_topk(X[90:], k=3), loaded.predict_topk(X[90:], k=3)
+    assert a.smiles == b.smiles
+    np.testing.assert_array_equal(a.scores, b.scores, strict=True)
+    assert loaded.fit(X[:90], smiles[:90]).best_params_ == model.best_params_
 
 
 def test_fgw_decoder_roundtrip(qm9, tmp_path):

@@ -14,6 +14,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
 from ..deprecation import renamed_keywords
+from ..persistence import SaveMixin
 from ..utils import atomic_fit, check_finite, check_random_state, concat_samples, consistent_read, frame_as_array, \
     num_samples
 from ._cache import SampleView, SelectionCache
@@ -151,7 +152,7 @@ def _best_has(attr):
     return check
 
 
-class LambdaSearchCV(BaseEstimator):
+class LambdaSearchCV(SaveMixin, BaseEstimator):
     """Choose ``lam`` on a validation split with the lam path (scikit-learn meta-estimator).
 
     Like scikit-learn's ``RidgeCV``, for the ridge parameter of sprokr's kernel models:

@@ -46,6 +46,7 @@ ALLOWED: dict[str, str | None] = {
         "IOKR", "SIOKR", "ISOKR", "SISOKR", "DSOKR", "DSOKREnsemble", "SketchedKernelMachine",
         "JointQuantileRegressor", "RFFKernelMachine")},
     "sprokr.models.regressors:KernelRidgeRegressor": None,
+    "sprokr.model_selection:LambdaSearchCV": None,  # the fitted search, with its best_estimator_
     "sprokr.models.local_ridge:LocalKernelRidgeRegressor": None,
     "sprokr.models.local_ridge:NeighbourKernelRidgeRegressor": None,
     "sprokr.models.regressors:MLPSurrogate": None,

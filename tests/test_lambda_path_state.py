@@ -257,3 +257,14 @@ def test_lambda_search_without_refit_counts_the_default_index(data):
     assert "default_index" in search.times_ and search.times_["default_index"] >= 0
     assert search.times_["total"] >= search.times_["default_index"]
     assert search.best_estimator_.predict(Xv).shape == Yv.shape
+
+
+def test_a_fit_state_model_without_candidates_is_not_called_default_index_false(data):
+    """A model from fit_state (default_index=True) has no index yet: predict without
+    candidates said "fitted with default_index=False", which it was not."""
+    X, Y = data[0], data[1]
+    state = IOKR().fit_state(X, Y)
+    with pytest.raises(ValueError, match="a model from fit_state builds none"):
+        state.predict(X)
+    with pytest.raises(ValueError, match="default_index=False"):
+        IOKR(default_index=False).fit(X, Y).predict(X)

@@ -331,6 +331,11 @@ class OutputKernelModel(SaveMixin):
     def resolve_index(self, candidates: Samples | CandidateIndex | None) -> CandidateIndex:
         """A :class:`CandidateIndex` from None (training outputs), an index or a collection."""
         if candidates is None:
+            if self.default_index_ is None and hasattr(self, "build_default_index") and \
+                    getattr(self, "default_index", False):  # asked for, not built: fit_state skips it
+                raise ValueError("candidates: this model holds no index of its training outputs (a model from "
+                                 "fit_state builds none: fit it; a with_coef copy of one: call "
+                                 "build_default_index(Y) first, or pass candidates)")
             if self.default_index_ is None:
                 raise ValueError("candidates: this model was fitted with default_index=False (no index of the "
                                  "training outputs); pass candidates, e.g. a CandidateIndex of your own")

@@ -1,6 +1,6 @@
-"""Reproducibility: every random draw comes from the estimator's ``random_state``, never
-from numpy's or Python's global state; the results do not depend on the chunk size nor
-on the row-block threads."""
+"""Reproducibility: every random draw comes from the estimator's ``random_state`` (or, left
+to None, from a sketch's own ``random_state``), never from numpy's or Python's global
+state; the results do not depend on the chunk size nor on the row-block threads."""
 import random
 
 import numpy as np
@@ -13,6 +13,7 @@ from sprokr.kernels import KernelFeatures
 from sprokr.model_selection import LambdaSearchCV, select_model
 from sprokr.models.local_ridge import LocalKernelRidgeRegressor
 from sprokr.models.regressors import KernelRidgeRegressor
+from sprokr.sketches import PSG, SubSample
 
 ML, REG, FEAT = "multilabel", "regression", "features"
 PSG_P = {"p": 0.1}
@@ -138,6 +139,37 @@ def test_row_block_threads_do_not_change_the_model(data, name, monkeypatch):
         return outputs(name, data, random_state=0, chunk_size=16)
 
     assert_close(run(1), run(4))
+
+
+# an estimator whose random_state is left to None draws its sketch with the sketch's own
+# random_state (given to an instance or in *_sketch_params): the fit is reproducible
+OWN_SEED = {
+    "SISOKR-instances": ("SISOKR", lambda s: {"input_sketch": SubSample(40, random_state=s), "m_x": None,
+                                              "output_sketch": PSG(30, p=0.1, random_state=s + 1), "m_y": None,
+                                              "output_sketch_params": None}),
+    "SISOKR-params": ("SISOKR", lambda s: {"input_sketch_params": {"random_state": s},
+                                           "output_sketch_params": {"p": 0.1, "random_state": s}}),
+    "SIOKR-params": ("SIOKR", lambda s: {"input_sketch_params": {"random_state": s}}),
+    "ISOKR-params": ("ISOKR", lambda s: {"output_sketch_params": {"p": 0.1, "random_state": s}}),
+    "DSOKR-instance": ("DSOKR-kernel-ridge", lambda s: {"output_sketch": SubSample(30, random_state=s), "m_y": None,
+                                                        "regressor": "ridge", "regressor_params": None}),
+    "KernelRidgeRegressor-instance": ("KernelRidgeRegressor", lambda s: {"input_sketch": SubSample(40, random_state=s),
+                                                                         "m_x": None}),
+    "SketchedKernelMachine-params": ("SketchedKernelMachine", lambda s: {"input_sketch_params": {"p": 0.1,
+                                                                                                 "random_state": s}}),
+    "JointQuantileRegressor-params": ("JointQuantileRegressor", lambda s: {"input_sketch_params": {"random_state": s}}),
+    "KernelFeatures-instance": ("KernelFeatures", lambda s: {"input_sketch": SubSample(30, random_state=s)}),
+}
+
+
+@pytest.mark.parametrize("case", sorted(OWN_SEED))
+def test_a_sketch_seed_is_used_when_the_estimator_has_none(data, case):
+    name, sketch = OWN_SEED[case]
+    ref = outputs(name, data, **sketch(3))
+    assert_same(outputs(name, data, **sketch(3)), ref)
+    assert differs(outputs(name, data, **sketch(4)), ref)
+    # the estimator's random_state, when set, draws the sketch (the sketch's seed is overridden)
+    assert_same(outputs(name, data, random_state=0, **sketch(3)), outputs(name, data, random_state=0, **sketch(4)))
 
 
 def test_searches_use_their_seed_only(data):

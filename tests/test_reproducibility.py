@@ -217,3 +217,20 @@ def test_molecule_retriever_same_seed_same_choices(method):
     np.random.seed(2)
     assert fit(0) == ref
     assert fit(np.random.default_rng(0)) == fit(np.random.default_rng(0))
+
+
+def test_torch_regressor_ignores_and_keeps_torch_global_seed(data):
+    torch = pytest.importorskip("torch")
+    Xtr, Ytr = data[ML]
+
+    def fit(torch_seed, rs=0):
+        torch.manual_seed(torch_seed)
+        state = torch.random.get_rng_state()
+        model = DSOKR(m_y=20, regressor="torch_mlp", regressor_params={"max_epochs": 2}, random_state=rs)
+        model.fit(Xtr, Ytr)
+        assert torch.equal(torch.random.get_rng_state(), state)  # torch's global generator left as it was
+        return model.predict_topk(data["test"], k=3).scores
+
+    ref = fit(1)
+    np.testing.assert_array_equal(fit(2), ref)
+    assert not np.array_equal(fit(1, rs=1), ref)

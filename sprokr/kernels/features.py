@@ -130,7 +130,7 @@ class KernelFeatures(RenamedParametersMixin, SaveMixin, TransformerMixin, BaseEs
         if sketch is None:
             raise ValueError("input_sketch must be a sketch (name or instance), got None")
         kernel = fit_on_training_inputs(kernel, X)
-        R = sketch.draw(n, check_random_state(self.random_state))
+        R = sketch.draw(n, None if self.random_state is None else check_random_state(self.random_state))
         support = kernel.prepare(take(X, R.indices))
         check_kernel_sample(kernel, take(support, np.arange(min(R.indices.size, 64))), "kernel")
         rcond = DEFAULT_RCOND if self.rcond is None else check_positive(self.rcond, "rcond", strict=False)

@@ -171,8 +171,9 @@ class SISOKRTraining:
         sy = check_sketch_for(ps.output_sketch, self.output_sketch, self.m_y, n, "output")
         kx = fit_on_training_inputs(ps.input_kernel, X)  # data-dependent kernels (text idf): a fitted copy
         rng = check_random_state(self.random_state)
-        Rx = sx.draw(n, rng) if sx is not None else None
-        Ry = sy.draw(n, rng) if sy is not None else None
+        drawn_by = None if self.random_state is None else rng  # None: a sketch's own random_state
+        Rx = sx.draw(n, drawn_by) if sx is not None else None
+        Ry = sy.draw(n, drawn_by) if sy is not None else None
         # Structured outputs repeat (Bibtex: 2058 distinct label sets among 4880 documents).
         # In this process the targets psi~(y) are then computed once per distinct output,
         # and the chunks gather them by the distinct id of each sample (a 4th collection);

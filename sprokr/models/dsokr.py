@@ -111,7 +111,8 @@ class DSOKR(ExecutorParamsMixin, OutputKernelModel, BaseEstimator):
         a ``dask.distributed.Client`` is shared, not copied, by ``sklearn.base.clone``).
     random_state : None, int, numpy.random.Generator or RandomState
         Seeds the output sketch, the validation split and (when it has a
-        ``random_state`` parameter left to None) the regressor.
+        ``random_state`` parameter left to None) the regressor.  None: the output sketch is
+        drawn with its own ``random_state`` (of a sketch instance or in ``output_sketch_params``), if any.
     verbose : int
         Print the training phases (and, passed to built-in regressors, their epochs).
     default_index : bool, default True
@@ -272,7 +273,8 @@ class DSOKR(ExecutorParamsMixin, OutputKernelModel, BaseEstimator):
                 raise ValueError("validation_data must be a pair (X_val, Y_val) of equal lengths")
         sy = check_sketch_for(ps["sy"], self.output_sketch, self.m_y, n, "output")
         assert sy is not None  # (required: _checked_params)
-        R = sy.draw(n, rng)  # the sketch is drawn first: same seed, same sketch as ISOKR
+        # the sketch is drawn first: same seed, same sketch as ISOKR (None: the sketch's own random_state)
+        R = sy.draw(n, None if self.random_state is None else rng)
         reg = self._make_regressor(ps["reg"], rng)
         if takes_numeric_inputs(reg):  # numbers for Ridge & co: checked here, named (see _dsokr_inputs)
             X = check_regressor_inputs(X, reg)

@@ -146,7 +146,8 @@ class SketchedKernelMachine(ExecutorParamsMixin, RenamedParametersMixin, SaveMix
     executor, executor_params : runs the chunked passes (``"local"`` default, ``"dask"``, a
         ``dask.distributed.Client``: shared, not copied, by ``sklearn.base.clone``).
     random_state : None, int, numpy.random.Generator or RandomState
-        Seeds the sketch, then Adam's mini-batch order.
+        Seeds the sketch, then Adam's mini-batch order.  None: the sketch is drawn with its
+        own ``random_state`` (of a sketch instance or in ``input_sketch_params``), if any.
     verbose : bool
 
     Attributes
@@ -369,7 +370,8 @@ class SketchedKernelMachine(ExecutorParamsMixin, RenamedParametersMixin, SaveMix
         kernel = fit_on_training_inputs(ps["kernel"], X)  # data-dependent kernels: a fitted copy
         sketch = check_sketch_for(ps["sketch"], self.input_sketch, self.m_x, n, "input")
         rng = check_random_state(self.random_state)
-        R = sketch.draw(n, rng) if sketch is not None else None
+        # an estimator's random_state left to None: a sketch's own random_state draws it
+        R = sketch.draw(n, None if self.random_state is None else rng) if sketch is not None else None
         parts = executor.partition(X, Y, prepare=(NamedPrepare(kernel.prepare, "X"), None), names=("inputs", "targets"))
         sample = np.arange(min(n, 64)) if R is None else R.indices[:64]
         check_kernel_sample(kernel, executor.take_rows(parts, sample, which="inputs"), "kernel")

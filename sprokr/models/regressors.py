@@ -256,7 +256,8 @@ class KernelRidgeRegressor(SaveMixin, R2ScoreMixin, RegressorMixin, BaseEstimato
             raise ValueError("cannot fit on 0 samples: X is empty")
         T64, scalar = check_targets(y, n, type(self).__name__)
         set_feature_names(self, X)  # scikit-learn's feature_names_in_ (dataframe inputs)
-        rng = check_random_state(self.random_state)
+        # an estimator's random_state left to None: a sketch's own random_state draws it
+        rng = None if self.random_state is None else check_random_state(self.random_state)
         t0 = time.perf_counter()
         sk = check_sketch_for(sk, self.input_sketch, self.m_x, n, "input")
         ex = LocalExecutor()

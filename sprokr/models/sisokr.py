@@ -151,7 +151,8 @@ class SISOKR(ExecutorParamsMixin, OutputKernelModel, SISOKRTraining, BaseEstimat
     executor_params : dict, optional
         Parameters of an executor given by name.
     random_state : None, int, numpy.random.Generator or RandomState
-        Seeds the sketches (input sketch drawn first).
+        Seeds the sketches (input sketch drawn first).  None: each sketch is drawn with its
+        own ``random_state`` (of a sketch instance or in ``*_sketch_params``), if any.
     verbose : bool
         Log the time of each training phase (logger ``sprokr.<class name>``) and show it on standard error.
     default_index : bool, default True

@@ -42,7 +42,8 @@ class Sketch(BaseEstimator):
         """Draw a sketch matrix for ``n`` samples (an integer >= 1).
 
         ``random_state`` (if given) overrides ``self.random_state``; an estimator passes
-        its own generator so that ``SISOKR(random_state=0)`` is reproducible.
+        its own generator so that ``SISOKR(random_state=0)`` is reproducible, and None when
+        its ``random_state`` is None (the sketch's own ``random_state`` then draws).
         """
         n = _check_n_samples(n)  # here, not (only) in validate: subclasses override validate
         self.validate(n)

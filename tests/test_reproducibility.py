@@ -172,6 +172,21 @@ def test_a_sketch_seed_is_used_when_the_estimator_has_none(data, case):
     assert_same(outputs(name, data, random_state=0, **sketch(3)), outputs(name, data, random_state=0, **sketch(4)))
 
 
+def test_perfect_h_curve_uses_a_sketch_seed_when_it_has_none(data):
+    """perfect_h_curve(random_state=None) drew from a fresh generator, overriding the
+    sketch's own seed (sketch_params={"random_state": s}): curves changed at every run."""
+    from sprokr.model_selection import perfect_h_curve
+
+    X, Y = data[ML]
+
+    def curve(s):
+        return perfect_h_curve(Y[:140], Y[140:], "gaussian", [10, 20], sketch="subsample",
+                               sketch_params={"random_state": s})["projection_error"]
+
+    np.testing.assert_array_equal(curve(3), curve(3))
+    assert not np.array_equal(curve(3), curve(4))
+
+
 def test_searches_use_their_seed_only(data):
     """LambdaSearchCV and select_model: fresh generators and RandomStates of the same seed
     reproduce the choices; numpy's global state does not matter."""

@@ -78,8 +78,9 @@ def perfect_h_curve(Y_train: Samples, Y_val: Samples, output_kernel: str | Kerne
         Plateau tolerance (see :func:`plateau_index`).
     random_state : None, int or Generator
         An integer: each size's sketch is drawn from a generator seeded with it (the sketch
-        a model with this ``random_state`` draws first); otherwise one generator for the
-        successive sketches.
+        a model with this ``random_state`` draws first); a generator: drawn in turn for the
+        successive sketches; None: each sketch draws with its own ``random_state`` (a seeded
+        sketch instance or ``sketch_params``), as the estimators do.
     plot : str or path, optional
         Save the figure of :func:`sprokr.plotting.plot_sketch_size_curve` there (PNG, PDF
         or SVG by extension).
@@ -141,7 +142,7 @@ def perfect_h_curve(Y_train: Samples, Y_val: Samples, output_kernel: str | Kerne
         t0 = time.perf_counter()
         # an integer seed: each size's sketch is the one a model seeded with it draws first
         # (DSOKR, ISOKR), so a selection's fit at the chosen size finds its basis in the cache
-        R = sk.draw(n, check_random_state(random_state) if seeded else rng)
+        R = sk.draw(n, check_random_state(random_state) if seeded else None if random_state is None else rng)
         drawn.append(R)
         # the basis needs the sketch's support points only: no pass over the n outputs
         feats = SketchedFeatures.from_support(ky, R, take(Y_train, R.indices), OUTPUT_DTYPE, rc,

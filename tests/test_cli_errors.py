@@ -204,6 +204,12 @@ def test_an_output_path_that_is_a_directory_is_one_line(d, tmp_path, capsys, com
     one_line_error(code, err, "adir.png", "is a directory")
 
 
+def test_a_config_path_that_is_a_directory_is_one_line(d, tmp_path, capsys):
+    code, _, err = run(["fit", "--config", str(tmp_path), "--train", str(d / "train.csv"),
+                        "-o", str(tmp_path / "m.sprokr")], capsys)
+    one_line_error(code, err, str(tmp_path), "a directory, not a configuration file")
+
+
 def unwritable_directory(tmp_path):
     """A directory where creating a file fails: a read-only one, or for root (who may write
     anywhere on a normal file system) sysfs, which refuses new files to everyone."""

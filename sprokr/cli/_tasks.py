@@ -110,6 +110,8 @@ def load_config(path: Any) -> Dict[str, Any]:
     import tomllib
 
     p = Path(path)
+    if p.is_dir():
+        raise ConfigError(f"{p}: a directory, not a configuration file (a TOML file, e.g. model.toml)")
     if not p.is_file():
         raise ConfigError(f"{p}: no such configuration file")
     try:

@@ -21,6 +21,7 @@ from ._crossprod import ShiftedCrossProducts
 from ._features import SketchedFeatures
 from ._linalg import cholesky_factor_solve, matmul
 from ._products import upcast_samples
+from ._refine import prediction_error
 
 __all__ = ["NORMAL_EQUATIONS_TOL", "FLOAT32_TOL", "tolerance", "normal_equations_error", "whitened_error_bound",
            "float32_error_estimate", "float64_probe_estimate", "Float64Features"]
@@ -88,9 +89,11 @@ def float32_error_estimate(acc: Any, A_rows: np.ndarray, A_rows64: np.ndarray, T
     ``sqrt(n / ns)`` (rounding errors of different rows are independent and add like a
     random walk), the difference is propagated to the solution, ``dw = (Z^T Z + n lam
     I)^-1 (d(Z^T T) - d(Z^T Z) w)``, and measured on the predictions at the sample rows,
-    ``max |Z_64 dw|``, plus the rounding of the float32 prediction itself,
-    ``eps_32 max_i (sum_j A_ij^2 gamma_j^2)^1/2`` (large when the coefficients cancel), over
-    ``max |Z_64 w|``, times a safety factor 4.  Calibrated on a 648-case sweep
+    ``max |Z_64 dw|``, plus the error of the float32 prediction itself,
+    ``eps_32 max_i (sum_j A_ij^2 gamma_j^2)^1/2`` (large when the coefficients cancel) plus the
+    float32 kernel values' measured ``|(A_32 - A_64) gamma|``
+    (:func:`~sprokr.numerics._refine.prediction_error`), over ``max |Z_64 w|``, times a
+    safety factor 4.  Calibrated on a 648-case sweep
     (``tests/test_float32_policy.py``): every solution accepted at 1e-4 was within 0.82 x
     1e-4 of the float64 QR route.  Cost O(ns r^2) (the sample's Gram).
 
@@ -133,10 +136,10 @@ def float32_error_estimate(acc: Any, A_rows: np.ndarray, A_rows64: np.ndarray, T
     # the model then predicts k(x, support) gamma with kernel values (and coefficients) in
     # the same precision: independent roundings of the terms A_ij gamma_j add up like a
     # random walk, eps_w (sum_j A_ij^2 gamma_j^2)^1/2 -- large when gamma's terms cancel
-    # (a smooth kernel resolved down to tiny pivots), negligible otherwise
-    A64 = np.asarray(A_rows64, dtype=np.float64)
+    # (a smooth kernel resolved down to tiny pivots), negligible otherwise -- and the
+    # kernel values' own error, measured at the sample rows (prediction_error)
     g = w if acc.whiten is None else acc.whiten.coefficients(w)
-    e_pred = float(np.finfo(acc.dtype).eps) * float(np.sqrt(matmul(A64 ** 2, g ** 2)).max(initial=0.0))
+    e_pred = prediction_error(A_rows64, g, acc.dtype, A_rows)
     return _SAFETY * (float(np.abs(matmul(Z64, dw)).max(initial=0.0)) + e_pred) / H
 
 

@@ -35,7 +35,7 @@ import numpy as np
 from ._executor import ChunkTask
 from ._linalg import matmul
 
-__all__ = ["KeptBlocks", "ResidualTask", "refine", "sample_ratio", "prediction_rounding",
+__all__ = ["KeptBlocks", "ResidualTask", "refine", "sample_ratio", "prediction_rounding", "prediction_error",
            "MAX_REFINEMENT_STEPS", "RATIO_SAFETY", "RHO_MAX", "KEEP_BLOCKS_MB"]
 
 #: at most this many refinement steps (each one residual pass)
@@ -124,15 +124,30 @@ def sample_ratio(S: np.ndarray, delta: np.ndarray, gamma: np.ndarray) -> float:
     return d / h if h > 0 else (0.0 if d == 0 else np.inf)
 
 
-def prediction_rounding(S: np.ndarray, gamma: np.ndarray, dtype: Any) -> float:
+def prediction_rounding(S: np.ndarray, gamma: np.ndarray, dtype: Any, S_w: np.ndarray | None = None) -> float:
     """Relative rounding of predictions ``k(x, support) gamma`` made in ``dtype`` at sample rows
-    ``S`` (float64): ``eps_w max_i (sum_j S_ij^2 gamma_j^2)^1/2 / max |S gamma|``, times 4
-    (independent roundings add like a random walk; large when ``gamma``'s terms cancel)."""
+    ``S`` (float64): :func:`prediction_error` over ``max |S gamma|``, times 4."""
     h = float(np.abs(matmul(S, gamma)).max(initial=0.0))
     if h == 0:
         return 0.0
-    e = float(np.sqrt(matmul(S ** 2, gamma ** 2)).max(initial=0.0))
-    return 4.0 * float(np.finfo(np.dtype(dtype)).eps) * e / h
+    return 4.0 * prediction_error(S, gamma, dtype, S_w) / h
+
+
+def prediction_error(S: np.ndarray, gamma: np.ndarray, dtype: Any, S_w: np.ndarray | None = None) -> float:
+    """Absolute error of predictions ``k(x, support) gamma`` made in ``dtype`` at sample rows ``S``
+    (float64 kernel values): ``max_i |((S_w - S) gamma)_i| + eps_w (sum_j S_ij^2 gamma_j^2)^1/2``.
+
+    The second term is the rounding of the terms ``S_ij gamma_j`` (independent roundings add
+    like a random walk; large when ``gamma``'s terms cancel).  The first is the kernel values'
+    own error, measured: ``S_w`` are the same rows computed in ``dtype``.  A kernel's float32
+    values can be far less accurate than ``eps_32``: the Gaussian's ``exp(2g a.b - g|a|^2 -
+    g|b|^2)`` loses ``eps_32 g |a|^2`` (1e-4 to 1e-3 on clustered data away from the origin
+    with a narrow kernel, where the solution itself is accurate to 1e-6)."""
+    S = np.asarray(S, dtype=np.float64)
+    e = float(np.finfo(np.dtype(dtype)).eps) * np.sqrt(matmul(S ** 2, gamma ** 2))
+    if S_w is not None and S_w is not S:
+        e = e + np.abs(matmul(np.asarray(S_w, dtype=np.float64) - S, gamma))
+    return float(e.max(initial=0.0))
 
 
 def refine(gamma: np.ndarray, residual: Callable[[np.ndarray], np.ndarray],

@@ -265,8 +265,8 @@ class RidgeJob(PlainRoutes):
                         "float64 pass", est)
             return None
         if f.dtype == np.float32:  # coefficients from float64 residuals: predict in float32 if it rounds little
-            _, _, S = self._sample()
-            e_pred = prediction_rounding(S, gamma, np.float32)
+            _, S32, S = self._sample()
+            e_pred = prediction_rounding(S, gamma, np.float32, S32)
             self.checks.append(("float32 predictions", est + e_pred))
             if est + e_pred > tol:
                 return self._solution(gamma, self.features64(), "whitened", est, wh.rank)

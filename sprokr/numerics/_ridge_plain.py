@@ -165,8 +165,8 @@ class PlainRoutes:
             return None
         f = self.feats
         if f.dtype == np.float32:
-            _, _, S = self._sample()
-            e_pred = prediction_rounding(S, gamma, np.float32)
+            _, S32, S = self._sample()
+            e_pred = prediction_rounding(S, gamma, np.float32, S32)
             self.checks.append(("float32 predictions", est + e_pred))
             if est + e_pred > tol:
                 return self._solution(gamma, self.features64(), "cholesky", est)

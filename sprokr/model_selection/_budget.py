@@ -39,7 +39,9 @@ EIGH_TIME_RATIO = 20.0
 class ExactCost:
     """The estimated cost of selecting and fitting exact IOKR.
 
-    Attributes
+    Made by :func:`exact_iokr_cost`; each parameter is kept as the attribute of the same name.
+
+    Parameters
     ----------
     memory_mb : float
         The ``n x n`` float64 Gram of the refit and its Cholesky factor (MB).
@@ -67,9 +69,22 @@ class ExactCost:
 
 def measured_flop_rate(size: int = 1024, repeats: int = 2) -> float:
     """The speed of a ``size x size`` matrix product on this machine now (flop/s, best of
-    ``repeats``): what the BLAS gives this process under the current load.  The default
-    size exceeds the caches (a 384 x 384 product runs 10x faster than the large
-    factorisations; at 1024 it ran at the speed of a 3000 x 3000 Cholesky factorisation)."""
+    ``repeats``): what the BLAS gives this process under the current load.
+
+    Parameters
+    ----------
+    size : int, default=1024
+        The order of the square float64 matrices multiplied.  The default exceeds the
+        caches (a 384 x 384 product runs 10x faster than the large factorisations; at 1024
+        it ran at the speed of a 3000 x 3000 Cholesky factorisation).
+    repeats : int, default=2
+        Products timed; the fastest counts.
+
+    Returns
+    -------
+    float
+        flop/s (``2 size^3`` flops per product).
+    """
     rng = np.random.default_rng(0)
     A = rng.standard_normal((size, size))
     best = np.inf

@@ -99,6 +99,14 @@ class SampleView:
 
     ``len(view)``, ``view[i]`` (the raw sample), iteration, ``view.take(idx)`` (another
     view) and ``SampleView.concat(views)`` -- what the estimators do with samples.
+    Made by :meth:`SelectionCache.samples`.
+
+    Parameters
+    ----------
+    master : registered collection
+        The cache's record of the whole collection of raw samples (internal).
+    idx : array-like of int
+        The positions of the view's samples in the collection (kept as an ``intp`` array).
     """
 
     __slots__ = ("master", "idx")
@@ -342,6 +350,12 @@ class CachedKernel(Kernel):
     prepares by taking rows of the prepared master, and its blocks between such prepared
     samples come from the cache's columns; on any other samples it is the wrapped kernel.
     Clones share the cache (its one parameter is a handle that copying returns unchanged).
+
+    Parameters
+    ----------
+    handle : cache handle, optional
+        The cache and the wrapped kernel (internal: made by :meth:`SelectionCache.kernel`,
+        shared by the clones).
     """
 
     learns_from_data = False

@@ -30,8 +30,23 @@ DEFAULT_LAMS = tuple(float(v) for v in np.logspace(-9, -1, 17))
 def check_lams(lams: ArrayLike, name: str = "lams") -> np.ndarray:
     """A grid of ridge parameters as a float64 array (order kept).
 
-    Raises ``ValueError`` for an empty grid, non-numbers, non-finite or non-positive values
-    and duplicates.
+    Parameters
+    ----------
+    lams : array-like of float
+        The ridge parameters: a non-empty sequence (or array, flattened) of distinct finite
+        real numbers > 0.
+    name : str, default="lams"
+        The argument's name in the error messages.
+
+    Returns
+    -------
+    ndarray of float64
+        ``lams`` in the order given.
+
+    Raises
+    ------
+    ValueError
+        For an empty grid, non-numbers, non-finite or non-positive values and duplicates.
     """
     if lams is None or isinstance(lams, (str, bytes)) or not np.iterable(lams):
         raise ValueError(f"{name} must be a non-empty sequence of positive numbers, got {lams!r}")
@@ -54,6 +69,22 @@ class LambdaPath:
     """The solutions of one estimator for a grid of ``lam``, from one fit and one pass.
 
     Build it with :func:`lambda_path`.
+
+    Parameters
+    ----------
+    estimator : unfitted estimator with a ``lam`` parameter (cloned, never modified)
+        Fast routes for the IOKR family (IOKR, SIOKR, ISOKR, SISOKR),
+        :class:`~sprokr.models.KernelRidgeRegressor` and square-loss
+        :class:`~sprokr.SketchedKernelMachine`; any other estimator is refitted per ``lam``.
+    X, Y : samples
+        The training inputs and outputs (dataframes are converted to arrays).
+    lams : array-like of float
+        The grid of ridge parameters, distinct and > 0 (see :func:`check_lams`).
+    method : {"auto", "eigh", "cholesky", "refit"}, default="auto"
+        The route: one eigendecomposition for the whole grid (``"eigh"``), one Cholesky
+        factorisation per ``lam`` (``"cholesky"``), or a refit per ``lam`` (``"refit"``, the
+        only route of an estimator without a fast route); ``"auto"`` picks the cheaper fast
+        route when the path is first scored.
 
     Attributes
     ----------
@@ -291,9 +322,12 @@ def lambda_path(estimator: Any, X: Samples, Y: Samples, lams: ArrayLike = DEFAUL
         Fast routes for the IOKR family (IOKR, SIOKR, ISOKR, SISOKR),
         :class:`~sprokr.models.KernelRidgeRegressor` and square-loss
         :class:`~sprokr.SketchedKernelMachine`; any other estimator is refitted per ``lam``.
-    X, Y : training data
-    lams : sequence of float > 0
-    method : {"auto", "eigh", "cholesky", "refit"}
+    X, Y : samples
+        The training inputs and outputs.
+    lams : sequence of float > 0, default=DEFAULT_LAMS
+        The grid of ridge parameters (``1e-9 ... 1e-1``, two values per decade, by default).
+    method : {"auto", "eigh", "cholesky", "refit"}, default="auto"
+        The route (see :class:`LambdaPath`).
 
     Returns
     -------

@@ -31,11 +31,26 @@ def approximate_leverage_scores(Z: Samples, kernel: str | Kernel, lam: float, m:
 
     Parameters
     ----------
-    Z : n samples accepted by the kernel
+    Z : samples
+        The ``n`` samples of the Gram, as accepted by the kernel.
     kernel : str or Kernel
+        Registered kernel name or kernel instance.
     lam : float > 0
+        The ridge parameter.
     m : int, optional
         Nystrom size (default ``min(n, 500)``).
+    kernel_params : dict, optional
+        Parameters of a kernel given by name.
+    random_state : None, int or Generator
+        Draws the ``m`` Nystrom points (uniformly, without replacement).
+    chunk_size : int, optional
+        Samples per chunk of the two passes (default: a ``chunk x m`` float64 block of about
+        64 MB, 128 to 8192 rows).
+    rcond : float, optional
+        Relative eigenvalue threshold of the Nystrom basis (default 1e-10).
+    executor : str, Executor or dask Client, optional
+        Where the chunked passes run (a registered name such as ``"local"`` or ``"dask"``,
+        an instance, or a ``dask.distributed.Client``; default: local).
 
     Returns
     -------

@@ -33,6 +33,20 @@ def kernel_loss_scorer(estimator: Any, X: Samples, Y: Samples) -> float:
     (:func:`surrogate_error`, no decoding).  For vector regressors:
     ``-mean_i |f(x_i) - y_i|^2`` (squared error summed over outputs).  A fitted
     :class:`LambdaSearchCV` is scored through its ``best_estimator_``.
+
+    Parameters
+    ----------
+    estimator : fitted estimator
+        A fitted model (or a fitted :class:`LambdaSearchCV`).
+    X : samples
+        The inputs.
+    Y : samples
+        Their true outputs (as many as ``X``, at least one).
+
+    Returns
+    -------
+    float
+        Minus the mean loss (greater is better).
     """
     est = getattr(estimator, "best_estimator_", estimator)
     _check_scored_pairs(X, Y)  # before predicting (numpy's broadcast error; a NaN mean for none)
@@ -133,6 +147,23 @@ def surrogate_error(model: Any, X: Samples, Y: Samples, chunk_size: int | None =
     SIOKR): ``h(x) = sum_i alpha_i(x) psi(y_i)``, so the error is ``alpha^T K_y alpha - 2
     alpha^T k_y^y + k(y, y)``, accumulated over chunks of training outputs (O(n^2) output
     kernel evaluations, O(chunk x n) memory).
+
+    Parameters
+    ----------
+    model : fitted estimator
+        A fitted model with an output kernel (``output_kernel_``, ``predict_coordinates``).
+    X : samples
+        The inputs.
+    Y : samples
+        Their true outputs (as many as ``X``, at least one).
+    chunk_size : int, optional
+        Training outputs per chunk, without an output sketch (default: a ``chunk x n``
+        float64 block of about 64 MB, 128 to 8192 rows).
+
+    Returns
+    -------
+    float
+        The mean surrogate error.
     """
     _check_scored_pairs(X, Y)
     ky = model.output_kernel_

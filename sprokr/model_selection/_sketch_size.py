@@ -33,6 +33,22 @@ def plateau_index(values: ArrayLike, greater_is_better: bool = False, rtol: floa
     ``values`` are ordered by increasing sketch size.  The tolerance is
     ``atol + rtol * (max(values) - min(values))``; the returned index ``k`` is the smallest
     one such that every ``values[j]``, ``j >= k``, is within it of the best value.
+
+    Parameters
+    ----------
+    values : array-like of float
+        The curve: a non-empty 1-D sequence of finite numbers, by increasing sketch size.
+    greater_is_better : bool, default=False
+        Whether the best value is the largest (else the smallest).
+    rtol : float, default=0.05
+        Tolerance relative to the curve's range ``max(values) - min(values)``.
+    atol : float, default=0.0
+        Absolute tolerance, added to the relative one.
+
+    Returns
+    -------
+    int
+        The index ``k`` of the plateau's first point.
     """
     v = np.asarray(values, dtype=float)
     if v.ndim != 1 or v.size == 0 or not np.isfinite(v).all():
@@ -66,16 +82,32 @@ def perfect_h_curve(Y_train: Samples, Y_val: Samples, output_kernel: str | Kerne
 
     Parameters
     ----------
-    Y_train : n training outputs;  Y_val : n_val validation outputs
+    Y_train : samples
+        The ``n`` training outputs.
+    Y_val : samples
+        The ``n_val`` validation outputs.
     output_kernel : str or Kernel
+        Registered kernel name or kernel instance.
     m_grid : increasing sequence of int (each <= n)
-    sketch, sketch_params : output sketch (name or Sketch; its ``m`` is set per point)
+        The output sketch sizes.
+    sketch : str or Sketch, default="subsample"
+        The output sketch (name or instance; its ``m`` is set per point).
+    sketch_params : dict, optional
+        Parameters of a sketch given by name.
+    output_kernel_params : dict, optional
+        Parameters of a kernel given by name.
     candidates : collection, optional
+        Candidate outputs of the decoding (default, when ``metric`` is given: the distinct
+        training outputs).
     metric : callable ``metric(Y_true, Y_pred) -> float``, optional
+        Score of the decoded outputs (default, when ``candidates`` is given: the mean
+        output-kernel loss).
     greater_is_better : bool, optional
         Direction of ``metric`` (default False; the projection error is always lower-better).
-    rtol : float
+    rtol : float, default=0.05
         Plateau tolerance (see :func:`plateau_index`).
+    rcond : float, optional
+        Relative eigenvalue threshold of the sketched output basis (default 1e-10).
     random_state : None, int or Generator
         An integer: each size's sketch is drawn from a generator seeded with it (the sketch
         a model with this ``random_state`` draws first); a generator: drawn in turn for the
@@ -307,16 +339,26 @@ def select_m_x(X: Samples, Y: Samples, X_val: Samples, Y_val: Samples, m_grid: S
 
     Parameters
     ----------
-    X, Y, X_val, Y_val : training and validation data
+    X, Y, X_val, Y_val : samples
+        Training and validation data.
     m_grid : increasing sequence of int
+        The input sketch sizes ``m_x``, tried in turn.
     budget_s : float
         Training-time budget of one fit (s).
+    rtol : float, default=0.01
+        Relative improvement of the error below which a size counts as no improvement, and
+        tolerance of the selection (see :func:`grow_until_plateau`).
+    n_iter_no_change : int, default=1
+        Sizes in a row without improvement before stopping (formerly ``patience``).
+    random_state : None, int or Generator
+        Seeds the fits: each one's ``random_state`` is drawn from a generator made from it.
     verbose : bool
         Show one line per size on standard error (always logged at INFO on the
         ``sprokr.selection`` logger).
     progress : bool, optional
         Progress bar over the sizes (default: :func:`sprokr.progress.progress_enabled`).
-    **siokr_params : passed to :class:`sprokr.SIOKR` (kernels, lam, input_sketch, ...); an
+    **siokr_params
+        Passed to :class:`sprokr.SIOKR` (kernels, lam, input_sketch, ...); an
         ``output_sketch`` here makes the models SISOKR.
 
     Returns

@@ -35,6 +35,21 @@ def gram_eigh(G: np.ndarray) -> tuple[np.ndarray, np.ndarray, bool]:
     factorisation is skipped when an evenly spaced principal submatrix of order
     ``k = LOW_RANK_FRACTION m + 1`` has full rank (then ``G``'s rank is at least ``k``):
     a ``k^3 / 3`` test, 1/8 of the factorisation it spares a full-rank Gram.
+
+    Parameters
+    ----------
+    G : ndarray of shape (m, m)
+        A symmetric positive semi-definite Gram matrix.
+
+    Returns
+    -------
+    s : ndarray of shape (r,)
+        The eigenvalues, ascending.
+    W : ndarray of shape (m, r)
+        The eigenvectors (orthonormal columns).
+    complete : bool
+        Whether ``W`` is square (``r = m``); when False the orthogonal complement of ``W``
+        is ``G``'s null space.
     """
     m = G.shape[0]
     k = int(LOW_RANK_FRACTION * m) + 1

@@ -165,8 +165,28 @@ def graph_edit_distance(G1: nx.Graph | None, G2: nx.Graph | None, edge_labels: b
     ``method="exact"``: :func:`exact_graph_edit_distance` with ``time_limit=timeout``;
     ``method="networkx"``: networkx's search, stopped after ``timeout`` seconds.
 
-    Returns ``(distance, timed_out)``: ``timed_out`` is True when the distance is only an
-    upper bound (not proved optimal).
+    Parameters
+    ----------
+    G1, G2 : networkx.Graph or None
+        The graphs; None (a missing prediction) costs the size of the other graph.
+    edge_labels : bool, default=True
+        Whether an edge substitution costs 1 when the edge labels differ.
+    node_label : str or None, default="label"
+        Attribute name of the node labels (None: nodes always match).
+    edge_label : str or None, default="label"
+        Attribute name of the edge labels.
+    timeout : float, default=5.0
+        Seconds per pair: the exact solver's ``time_limit``, or the networkx search's
+        ``timeout``; beyond it the best edit path found so far is returned.
+    method : {"exact", "networkx"}, default="exact"
+        :func:`exact_graph_edit_distance`, or networkx's ``graph_edit_distance`` search.
+
+    Returns
+    -------
+    distance : float
+        The edit distance.
+    timed_out : bool
+        True when the distance is only an upper bound (not proved optimal).
     """
     import networkx as nx
 
@@ -193,10 +213,33 @@ def mean_graph_edit_distance(y_true: Sequence[nx.Graph | None], y_pred: Sequence
                              edge_labels: bool = True, node_label: str | None = "label",
                              edge_label: str | None = "label", timeout: float = 5.0,
                              method: str = "exact") -> dict[str, Any]:
-    """Mean GED over pairs; returns ``{"mean", "n", "n_exact", "n_timeouts", "distances"}``.
+    """Mean GED over pairs (see :func:`graph_edit_distance`).
 
-    ``n_exact`` counts the pairs whose distance is proved exact, ``n_timeouts`` the others
-    (their distance is an upper bound, so ``mean`` is then an upper bound too).
+    Parameters
+    ----------
+    y_true : sequence of networkx.Graph or None
+        The true graphs.
+    y_pred : sequence of networkx.Graph or None
+        The predicted graphs, as many (None: a missing prediction, which costs the size of
+        the true graph).
+    edge_labels : bool, default=True
+        Whether an edge substitution costs 1 when the edge labels differ.
+    node_label : str or None, default="label"
+        Attribute name of the node labels (None: nodes always match).
+    edge_label : str or None, default="label"
+        Attribute name of the edge labels.
+    timeout : float, default=5.0
+        Seconds per pair: the exact solver's ``time_limit``, or the networkx search's
+        ``timeout``; beyond it the best edit path found so far is returned.
+    method : {"exact", "networkx"}, default="exact"
+        :func:`exact_graph_edit_distance`, or networkx's ``graph_edit_distance`` search.
+
+    Returns
+    -------
+    dict
+        ``{"mean", "n", "n_exact", "n_timeouts", "distances"}``: ``n_exact`` counts the
+        pairs whose distance is proved exact, ``n_timeouts`` the others (their distance is
+        an upper bound, so ``mean`` is then an upper bound too).
     """
     y_true, y_pred = list(y_true), list(y_pred)
     if len(y_true) != len(y_pred):

@@ -36,7 +36,20 @@ def _check(y_true, y_pred):
 
 
 def true_ranks(y_true: ArrayLike, y_pred: ArrayLike) -> np.ndarray:
-    """1-based rank of the truth within each ranked list; ``inf`` if absent."""
+    """1-based rank of the truth within each ranked list; ``inf`` if absent.
+
+    Parameters
+    ----------
+    y_true : array-like of int, shape (n,)
+        Position of each query's true output in its candidate list (``-1``: not among
+        the candidates).
+    y_pred : array-like of int, shape (n, k)
+        Ranked candidate positions of each query, best first (``-1`` entries are padding).
+
+    Returns
+    -------
+    ndarray of float, shape (n,)
+    """
     t, p = _check(y_true, y_pred)
     hit = (p == t[:, None]) & (t[:, None] >= 0)
     r = np.where(hit.any(axis=1), hit.argmax(axis=1) + 1.0, np.inf)
@@ -52,8 +65,10 @@ def ranks_from_scores(scores: ArrayLike, y_true: ArrayLike) -> np.ndarray:
 
     Parameters
     ----------
-    scores : array-like (n, n_candidates), each query's score of every candidate (no NaN)
-    y_true : int array (n,), the position of each query's truth among the candidates
+    scores : array-like of shape (n, n_candidates)
+        Each query's score of every candidate (no NaN).
+    y_true : array-like of int, shape (n,)
+        The position of each query's truth among the candidates.
 
     Returns
     -------
@@ -95,8 +110,22 @@ def ranks_from_scores(scores: ArrayLike, y_true: ArrayLike) -> np.ndarray:
 def top_k_accuracy(y_true: ArrayLike, y_pred: ArrayLike, k: int = 1) -> float:
     """Fraction of queries whose true output is among the first ``k`` predictions.
 
-    ``k`` is an integer >= 1 (a float such as 1.5 is refused, not read as ``k = 1``).
     Empty input is refused (a mean over no query is undefined; as scikit-learn's metrics).
+
+    Parameters
+    ----------
+    y_true : array-like of int, shape (n,)
+        Position of each query's true output in its candidate list (``-1``: not among
+        the candidates).
+    y_pred : array-like of int, shape (n, k)
+        Ranked candidate positions of each query, best first (``-1`` entries are padding).
+    k : int, default=1
+        The number of first predictions looked at, an integer >= 1 (a float such as 1.5 is
+        refused, not read as ``k = 1``).
+
+    Returns
+    -------
+    float
     """
     # bool is an Integral: k=True would silently mean k=1
     if isinstance(k, (bool, np.bool_)) or not isinstance(k, (numbers.Integral, np.integer)) or k < 1:
@@ -108,7 +137,22 @@ def top_k_accuracy(y_true: ArrayLike, y_pred: ArrayLike, k: int = 1) -> float:
 
 
 def hits_at_k(y_true: ArrayLike, y_pred: ArrayLike, k: int = 10) -> float:
-    """Hits@k (retrieval name of top-k accuracy with one relevant item per query)."""
+    """Hits@k (retrieval name of top-k accuracy with one relevant item per query).
+
+    Parameters
+    ----------
+    y_true : array-like of int, shape (n,)
+        Position of each query's true output in its candidate list (``-1``: not among
+        the candidates).
+    y_pred : array-like of int, shape (n, k)
+        Ranked candidate positions of each query, best first (``-1`` entries are padding).
+    k : int, default=10
+        The number of first predictions looked at (an integer >= 1).
+
+    Returns
+    -------
+    float
+    """
     return top_k_accuracy(y_true, y_pred, k)
 
 
@@ -121,6 +165,20 @@ def mean_reciprocal_rank(y_true: Any, y_pred: Any = None,
     >= 1 (1 = best; fractional ranks of ties are fine) or ``inf`` for a truth absent from
     the ranking.  NaN is refused, and so is empty input (a mean over no query is undefined;
     as scikit-learn's metrics), and ``y_pred`` given with ``ranks`` (which to score?).
+
+    Parameters
+    ----------
+    y_true : array-like of int, shape (n,)
+        Position of each query's true output in its candidate list (``-1``: not among
+        the candidates); ignored with ``ranks``.
+    y_pred : array-like of int, shape (n, k), optional
+        Ranked candidate positions of each query, best first (``-1`` entries are padding).
+    ranks : array-like of float, shape (n,), optional
+        1-based ranks of the truth instead of ``(y_true, y_pred)``.
+
+    Returns
+    -------
+    float
     """
     if ranks is not None and y_pred is not None:  # which one to score? (ranks= won silently)
         raise ValueError("mean_reciprocal_rank takes either (y_true, y_pred) ranked lists or ranks=, not both")

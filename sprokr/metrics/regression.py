@@ -39,6 +39,21 @@ def rrmse(y_true: ArrayLike, y_pred: ArrayLike, y_train_mean: ArrayLike | None =
     convention of the multi-target regression literature and of the p-sparsified paper),
     else the mean of ``y_true``: one value per target, shape (d,) (a scalar is taken for
     every target).
+
+    Parameters
+    ----------
+    y_true : array-like of shape (n,) or (n, d)
+        True targets.
+    y_pred : array-like of shape (n,) or (n, d)
+        Predicted targets (the shape of ``y_true``).
+    y_train_mean : float or array-like of shape (d,), optional
+        Mean of the training targets, one per target (a scalar is taken for every target);
+        None: the mean of ``y_true``.
+
+    Returns
+    -------
+    ndarray of shape (d,)
+        The RRMSE of each target.
     """
     Y, P = _as_2d(y_true, "y_true"), _as_2d(y_pred, "y_pred")
     if Y.shape != P.shape:
@@ -64,7 +79,21 @@ def rrmse(y_true: ArrayLike, y_pred: ArrayLike, y_train_mean: ArrayLike | None =
 
 
 def arrmse(y_true: ArrayLike, y_pred: ArrayLike, y_train_mean: ArrayLike | None = None) -> float:
-    """Average relative RMSE over the targets (see :func:`rrmse`)."""
+    """Average relative RMSE over the targets (see :func:`rrmse`).
+
+    Parameters
+    ----------
+    y_true : array-like of shape (n,) or (n, d)
+        True targets.
+    y_pred : array-like of shape (n,) or (n, d)
+        Predicted targets (the shape of ``y_true``).
+    y_train_mean : float or array-like of shape (d,), optional
+        Mean of the training targets (see :func:`rrmse`); None: the mean of ``y_true``.
+
+    Returns
+    -------
+    float
+    """
     return float(np.mean(rrmse(y_true, y_pred, y_train_mean)))
 
 
@@ -73,9 +102,16 @@ def pinball_loss(y_true: ArrayLike, q_pred: ArrayLike, taus: ArrayLike) -> float
 
     Parameters
     ----------
-    y_true : (n,) scalar targets
-    q_pred : (n, d) predicted quantiles, one column per level
-    taus : (d,) levels in (0, 1)
+    y_true : array-like of shape (n,) or (n, 1)
+        Scalar targets.
+    q_pred : array-like of shape (n, d)
+        Predicted quantiles, one column per level.
+    taus : array-like of shape (d,)
+        Quantile levels in (0, 1).
+
+    Returns
+    -------
+    float
     """
     t = check_quantile_levels(taus)
     y = _as_2d(y_true, "y_true")
@@ -94,7 +130,17 @@ def crossing_loss(q_pred: ArrayLike, taus: ArrayLike | None = None) -> float:
     """Mean over samples of ``sum_j max(0, q_j - q_{j+1})`` for increasing levels.
 
     Zero when the predicted quantiles are non-decreasing in the level (no crossing).
-    ``taus`` (optional) only checks that the columns are ordered by increasing level.
+
+    Parameters
+    ----------
+    q_pred : array-like of shape (n, d)
+        Predicted quantiles, one column per level, by increasing level.
+    taus : array-like of shape (d,), optional
+        The levels: only checks that the columns are ordered by increasing level.
+
+    Returns
+    -------
+    float
     """
     Q = _as_2d(q_pred, "q_pred")
     if taus is not None:

@@ -217,6 +217,18 @@ def fit_on_training_inputs(kernel: Kernel, X: Samples) -> Kernel:
     A kernel with ``learns_from_data`` that has not been fitted yet is cloned (the user's
     object is never modified) and fitted on ``X``; any other kernel, or one the user
     fitted already (on other data, on purpose), is returned as is.
+
+    Parameters
+    ----------
+    kernel : Kernel
+        The model's kernel (never modified).
+    X : samples
+        The training inputs.
+
+    Returns
+    -------
+    Kernel
+        ``kernel`` itself, or a fitted clone of it.
     """
     from sklearn.base import clone
     from sklearn.utils.validation import check_is_fitted
@@ -272,8 +284,22 @@ def resolve_kernel(spec: str | Kernel, params: Mapping[str, Any] | None, side: s
 def model_dtype(kernel: Kernel, dtype: Any) -> np.dtype:
     """The precision a model computes in: ``dtype`` (the model's parameter), or float32 when
     its input ``kernel`` computes in float32 (``dtype="float32"`` in the kernel's parameters
-    or instance).  Such a kernel is a float32 request like the model's own parameter: the
-    model checks it and falls back to float64 kernel values when it costs accuracy."""
+    or instance).
+
+    Such a kernel is a float32 request like the model's own parameter: the model checks it
+    and falls back to float64 kernel values when it costs accuracy.
+
+    Parameters
+    ----------
+    kernel : Kernel
+        The model's input kernel (its ``dtype`` attribute, if any, is read).
+    dtype : numpy dtype or str
+        The model's ``dtype`` parameter.
+
+    Returns
+    -------
+    numpy.dtype
+    """
     own = getattr(kernel, "dtype", None)
     try:
         if own is not None and np.dtype(own) == np.float32:

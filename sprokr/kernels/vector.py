@@ -85,7 +85,14 @@ def _resolve_gamma(gamma, sigma2, A):
 
 
 class LinearKernel(VectorKernel):
-    """``k(a, b) = a^T b``."""
+    """``k(a, b) = a^T b``.
+
+    Parameters
+    ----------
+    dtype : {"float64", "float32"}, default="float64"
+        Precision of the prepared samples and of the kernel values (float32 halves the
+        time and memory of the Gram product).
+    """
 
     name = "linear"
     thread_safe = True  # stateless: chunks may be folded in parallel threads
@@ -101,7 +108,20 @@ class LinearKernel(VectorKernel):
 
 
 class PolynomialKernel(VectorKernel):
-    """``k(a, b) = (gamma a^T b + coef0) ** degree`` (gamma defaults to 1 / n_features)."""
+    """``k(a, b) = (gamma a^T b + coef0) ** degree`` (gamma defaults to 1 / n_features).
+
+    Parameters
+    ----------
+    degree : int >= 1, default=3
+        The power.
+    gamma : float > 0, optional
+        Scale of the inner product; default ``1 / n_features``.
+    coef0 : float >= 0, default=1.0
+        The constant term (>= 0: a PSD kernel).
+    dtype : {"float64", "float32"}, default="float64"
+        Precision of the prepared samples and of the kernel values (float32 halves the
+        time and memory of the Gram product).
+    """
 
     name = "polynomial"
     thread_safe = True  # stateless: chunks may be folded in parallel threads
@@ -149,7 +169,9 @@ class GaussianKernel(VectorKernel):
         Inverse length scale; default ``1 / n_features`` (scikit-learn's default).
     sigma2 : float, optional
         Bandwidth sigma^2 as in the papers (``k = exp(-|a-b|^2 / (2 sigma^2))``).
-    dtype : {"float64", "float32"}
+    dtype : {"float64", "float32"}, default="float64"
+        Precision of the prepared samples and of the kernel values (float32 halves the
+        time and memory of the Gram product).
     """
 
     name = "gaussian"
@@ -187,7 +209,16 @@ class GaussianKernel(VectorKernel):
 
 
 class LaplacianKernel(VectorKernel):
-    """``k(a, b) = exp(-gamma |a - b|_1)`` (gamma defaults to 1 / n_features)."""
+    """``k(a, b) = exp(-gamma |a - b|_1)`` (gamma defaults to 1 / n_features).
+
+    Parameters
+    ----------
+    gamma : float > 0, optional
+        Scale of the L1 distance (inverse length scale); default ``1 / n_features``.
+    dtype : {"float64", "float32"}, default="float64"
+        Precision of the prepared samples and of the kernel values (float32 halves the
+        time and memory of the Gram product).
+    """
 
     name = "laplacian"
     thread_safe = True  # stateless: chunks may be folded in parallel threads
@@ -212,7 +243,14 @@ class LaplacianKernel(VectorKernel):
 
 
 class CosineKernel(VectorKernel):
-    """``k(a, b) = a^T b / (|a| |b|)``; a zero vector has similarity 0 to everything else."""
+    """``k(a, b) = a^T b / (|a| |b|)``; a zero vector has similarity 0 to everything else.
+
+    Parameters
+    ----------
+    dtype : {"float64", "float32"}, default="float64"
+        Precision of the prepared samples and of the kernel values (float32 halves the
+        time and memory of the Gram product).
+    """
 
     name = "cosine"
     thread_safe = True  # stateless: chunks may be folded in parallel threads
@@ -231,6 +269,12 @@ class TanimotoKernel(VectorKernel):
 
     On binary fingerprints this is the classical Tanimoto similarity; it is PSD on
     non-negative vectors.
+
+    Parameters
+    ----------
+    dtype : {"float64", "float32"}, default="float64"
+        Precision of the prepared samples and of the kernel values (float32 halves the
+        time and memory of the Gram product).
     """
 
     name = "tanimoto"
@@ -255,6 +299,12 @@ class MinMaxKernel(VectorKernel):
 
     Uses ``min + max = a + b`` and ``max - min = |a - b|``, so it costs one L1-distance
     block.  Equal to Tanimoto on binary vectors.
+
+    Parameters
+    ----------
+    dtype : {"float64", "float32"}, default="float64"
+        Precision of the prepared samples and of the kernel values (float32 halves the
+        time and memory of the Gram product).
     """
 
     name = "minmax"

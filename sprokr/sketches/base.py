@@ -110,9 +110,12 @@ def resolve_sketch(spec: str | Sketch | None, m: int | None, params: Mapping[str
     Parameters
     ----------
     spec : str, Sketch or None
+        Registered sketch name or sketch instance (``{side}_sketch`` of the estimator);
+        None: no sketching.
     m : int or None
         Sketch size for a sketch given by name (``m_x`` / ``m_y`` of the estimators).
     params : dict or None
+        Factory parameters of a sketch given by name (``{side}_sketch_params``).
     n : int
         Number of samples the sketch will be drawn for.
     side : {"input", "output"}
@@ -136,7 +139,22 @@ def make_sketch(spec: str | Sketch | None, m: int | None, params: Mapping[str, A
     with ``m``.  Raises ``ValueError`` or ``TypeError`` naming the estimator's parameters
     (``{side}_sketch``, ``m_x`` / ``m_y``, ``{side}_sketch_params``).  The sketch instance
     given is returned unchanged (not copied, not modified); a named one is created.
-    Parameters as in :func:`resolve_sketch`, without ``n``.
+
+    Parameters
+    ----------
+    spec : str, Sketch or None
+        Registered sketch name or sketch instance (``{side}_sketch`` of the estimator);
+        None: no sketching.
+    m : int or None
+        Sketch size for a sketch given by name (``m_x`` / ``m_y`` of the estimators).
+    params : dict or None
+        Factory parameters of a sketch given by name (``{side}_sketch_params``).
+    side : {"input", "output"}
+        Names the estimator parameter in error messages.
+
+    Returns
+    -------
+    Sketch or None
     """
     letter = {"input": "x", "output": "y"}[side]
     params = check_params_mapping(params, f"{side}_sketch_params")
@@ -170,7 +188,27 @@ def check_sketch_for(sketch: Sketch | None, spec: str | Sketch | None, m: int | 
                      side: str) -> Sketch | None:
     """``sketch`` (from :func:`make_sketch` of ``spec`` and ``m``), checked for ``n`` samples:
     the size ``m`` at most ``n`` and the sketch's own ``validate(n)``; ``ValueError``
-    naming the estimator's parameters otherwise.  Returns ``sketch``."""
+    naming the estimator's parameters otherwise.
+
+    Parameters
+    ----------
+    sketch : Sketch or None
+        The sketch made by :func:`make_sketch` (None: no sketching, returned as is).
+    spec : str, Sketch or None
+        What ``sketch`` was made from (``{side}_sketch`` of the estimator);
+        None: no sketching.
+    m : int or None
+        Sketch size for a sketch given by name (``m_x`` / ``m_y`` of the estimators).
+    n : int
+        Number of samples the sketch will be drawn for.
+    side : {"input", "output"}
+        Names the estimator parameter in error messages.
+
+    Returns
+    -------
+    Sketch or None
+        ``sketch``.
+    """
     if sketch is None:
         return None
     letter = {"input": "x", "output": "y"}[side]

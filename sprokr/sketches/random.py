@@ -47,6 +47,7 @@ class SubSample(Sketch):
         Sampling probabilities (e.g. approximate leverage scores); normalised to sum 1.
         Sampling is then with replacement and rows are ``e_i / sqrt(m p_i)``.
     random_state : None, int or numpy.random.Generator
+        Seed or generator of the draws (a ``random_state`` given to :meth:`draw` overrides it).
     """
 
     name = "subsample"
@@ -93,7 +94,15 @@ class SubSample(Sketch):
 
 
 class GaussianSketch(Sketch):
-    """Gaussian sketch ``R_ij ~ N(0, 1/m)`` (all n columns non-null: a baseline)."""
+    """Gaussian sketch ``R_ij ~ N(0, 1/m)`` (all n columns non-null: a baseline).
+
+    Parameters
+    ----------
+    m : int, default=100
+        Sketch size (number of rows, 1 <= m <= n).
+    random_state : None, int or numpy.random.Generator
+        Seed or generator of the draws (a ``random_state`` given to :meth:`draw` overrides it).
+    """
 
     name = "gaussian"
     dense_columns = True
@@ -110,16 +119,6 @@ class GaussianSketch(Sketch):
 class PSparsified(Sketch):
     """p-sparsified sketch (El Ahmad et al.): ``R_ij = B_ij G_ij / sqrt(m p)``.
 
-    Parameters
-    ----------
-    m : int
-        Sketch size.
-    p : float in (0, 1]
-        Probability that an entry is non-null (the papers use ``p = 20 / n`` ... ``1``).
-    distribution : {"rademacher", "gaussian"}
-        ``G`` Rademacher (p-SR) or standard normal (p-SG).
-    random_state : None, int or numpy.random.Generator
-
     Only the non-null columns are stored (decomposition trick): with ``E[m'] =
     n (1 - (1 - p)^m)`` selected points, ``K R^T`` needs ``n m'`` kernel values.
 
@@ -127,6 +126,17 @@ class PSparsified(Sketch):
     so ``E[R^T R] = I`` holds up to the probability ``(1 - p)^(m n)`` of an empty draw:
     negligible at the papers' ``p = 20 / n`` (``e^-20m``), but when ``m n p`` is about 1 the
     expectation is inflated (``m = 3, p = 0.02, n = 8``: mean diagonal 2.3).
+
+    Parameters
+    ----------
+    m : int, default=100
+        Sketch size.
+    p : float in (0, 1], default=0.01
+        Probability that an entry is non-null (the papers use ``p = 20 / n`` ... ``1``).
+    distribution : {"rademacher", "gaussian"}, default="rademacher"
+        ``G`` Rademacher (p-SR) or standard normal (p-SG).
+    random_state : None, int or numpy.random.Generator
+        Seed or generator of the draws (a ``random_state`` given to :meth:`draw` overrides it).
     """
 
     name = "psparsified"
@@ -165,7 +175,17 @@ class PSparsified(Sketch):
 
 
 class PSR(PSparsified):
-    """p-SR: p-sparsified sketch with Rademacher entries."""
+    """p-SR: p-sparsified sketch with Rademacher entries (see :class:`PSparsified`).
+
+    Parameters
+    ----------
+    m : int, default=100
+        Sketch size (number of rows, 1 <= m <= n).
+    p : float in (0, 1], default=0.01
+        Probability that an entry is non-null.
+    random_state : None, int or numpy.random.Generator
+        Seed or generator of the draws (a ``random_state`` given to :meth:`draw` overrides it).
+    """
 
     name = "psr"
 
@@ -174,7 +194,17 @@ class PSR(PSparsified):
 
 
 class PSG(PSparsified):
-    """p-SG: p-sparsified sketch with Gaussian entries."""
+    """p-SG: p-sparsified sketch with Gaussian entries (see :class:`PSparsified`).
+
+    Parameters
+    ----------
+    m : int, default=100
+        Sketch size (number of rows, 1 <= m <= n).
+    p : float in (0, 1], default=0.01
+        Probability that an entry is non-null.
+    random_state : None, int or numpy.random.Generator
+        Seed or generator of the draws (a ``random_state`` given to :meth:`draw` overrides it).
+    """
 
     name = "psg"
 
@@ -187,6 +217,15 @@ class Accumulation(Sketch):
 
     Each ``S_j`` picks, for every row, one column uniformly at random (scaled by
     ``sqrt(n/m)``) and ``D_j`` flips signs at random.
+
+    Parameters
+    ----------
+    m : int, default=100
+        Sketch size (number of rows, 1 <= m <= n).
+    m_acc : int >= 1, default=20
+        Number of accumulated sub-sampling sketches ``S_j``.
+    random_state : None, int or numpy.random.Generator
+        Seed or generator of the draws (a ``random_state`` given to :meth:`draw` overrides it).
     """
 
     name = "accumulation"
@@ -213,7 +252,15 @@ class Accumulation(Sketch):
 
 
 class CountSketch(Sketch):
-    """CountSketch: column j holds a single random sign at row ``h(j)`` (needs the full Gram)."""
+    """CountSketch: column j holds a single random sign at row ``h(j)`` (needs the full Gram).
+
+    Parameters
+    ----------
+    m : int, default=100
+        Sketch size (number of rows, 1 <= m <= n).
+    random_state : None, int or numpy.random.Generator
+        Seed or generator of the draws (a ``random_state`` given to :meth:`draw` overrides it).
+    """
 
     name = "countsketch"
     dense_columns = True
@@ -230,7 +277,13 @@ class CountSketch(Sketch):
 
 
 class IdentitySketch(Sketch):
-    """The identity ``R = I_n`` (``m`` is ignored and set to n): no sketching."""
+    """The identity ``R = I_n`` (``m`` is ignored and set to n): no sketching.
+
+    Parameters
+    ----------
+    random_state : None, int or numpy.random.Generator
+        Accepted as by every sketch; the identity draws nothing at random.
+    """
 
     name = "identity"
 

@@ -46,6 +46,12 @@ class CandidateSets:
     (query, candidate) pairs.  ``predict`` returns the best candidate of each set (a
     list); ``predict_topk`` a :data:`Decoded` whose indices are positions *within each
     query's own set* (``-1``, score ``-inf`` where a set has fewer than k members).
+
+    Parameters
+    ----------
+    sets : sequence of collections
+        One non-empty collection of raw candidates per query (the first form above; the
+        second is made by :meth:`from_pool`).
     """
 
     #: attribute types for the type checker (set in __init__ / fit)
@@ -119,7 +125,20 @@ class CandidateSets:
 
 
 def check_top_k(top_k: int | None, name: str = "top_k") -> int | None:
-    """``None`` or a positive int (clear error otherwise)."""
+    """``None`` or a positive int (clear error otherwise).
+
+    Parameters
+    ----------
+    top_k : int or None
+        The value to check: None, or an integer >= 1 (bools are refused).
+    name : str, default="top_k"
+        The argument's name in the error message.
+
+    Returns
+    -------
+    int or None
+        ``top_k`` as an int, or None.
+    """
     if top_k is None:
         return None
     if not isinstance(top_k, (numbers.Integral, np.integer)) or isinstance(top_k, bool) or top_k < 1:
@@ -231,8 +250,21 @@ def shared_sets(flat: np.ndarray, starts: np.ndarray, ends: np.ndarray,
                 max_ratio: float = 0.25) -> list[np.ndarray] | None:
     """Group queries by identical candidate set; None when sets rarely repeat.
 
-    Returns a list of query-index arrays (one per distinct set) if there are at most
-    ``max_ratio * n_queries`` distinct sets, else None.
+    Parameters
+    ----------
+    flat : ndarray of int
+        The candidate rows of all the sets, concatenated.
+    starts, ends : ndarray of int, shape (n_queries,)
+        Query ``q``'s set is ``flat[starts[q]:ends[q]]``.
+    max_ratio : float, default=0.25
+        The largest number of distinct sets, as a fraction of the number of queries, for
+        which the queries are grouped.
+
+    Returns
+    -------
+    list of ndarray or None
+        A list of query-index arrays (one per distinct set) if there are at most
+        ``max_ratio * n_queries`` distinct sets, else None.
     """
     n_q = starts.size
     keys: dict[Any, list[int]] = {}

@@ -143,8 +143,11 @@ class SketchedKernelMachine(ExecutorParamsMixin, RenamedParametersMixin, SaveMix
         Centre and scale each target column with its training mean and standard deviation
         before fitting (predictions are mapped back).  Recommended for targets far from
         zero or not of unit scale; ``False`` solves the paper's problem on the raw targets.
-    executor, executor_params : runs the chunked passes (``"local"`` default, ``"dask"``, a
+    executor : str, Executor or dask.distributed.Client, default "local"
+        Runs the chunked passes (``"local"`` default, ``"dask"``, a
         ``dask.distributed.Client``: shared, not copied, by ``sklearn.base.clone``).
+    executor_params : dict, optional
+        Parameters of an executor given by name.
     random_state : None, int, numpy.random.Generator or RandomState
         Seeds the sketch, then Adam's mini-batch order.  None: the sketch is drawn with its
         own ``random_state`` (of a sketch instance or in ``input_sketch_params``), if any.
@@ -459,13 +462,62 @@ class JointQuantileRegressor(SketchedKernelMachine):
     Sharing information across levels through ``M`` limits quantile crossing; it is not
     forbidden (see :func:`sprokr.metrics.crossing_loss`).
 
+    Other parameters: as :class:`SketchedKernelMachine` (the loss is fixed to pinball; the
+    default optimizer is Newton with an active-set finish, to a certified duality gap).
+
     Parameters
     ----------
     taus : sequence of float in (0, 1), default (0.1, 0.3, 0.5, 0.7, 0.9)
-    gamma_tau : float >= 0
+        The quantile levels, one output column each.
+    gamma_tau : float >= 0, default 10.0
         Coupling of the levels (0: all levels share one function up to the loss).
-    Other parameters: as :class:`SketchedKernelMachine` (the loss is fixed to pinball; the
-    default optimizer is Newton with an active-set finish, to a certified duality gap).
+    kernel : str or Kernel, default "gaussian"
+        Input kernel (registered name or instance).
+    kernel_params : dict, optional
+        Parameters of a kernel given by name, e.g. ``{"sigma2": 10.0}``.
+    lam : float > 0, default 1e-4
+        Regularisation: objective ``(1/n) sum l(f(x_i), y_i) + lam/2 |f|^2``.
+    input_sketch : str, Sketch or None, default None
+        ``None``: exact machine; else a registered sketch name or an instance.
+    m_x : int, optional
+        Sketch size when the sketch is given by name.
+    input_sketch_params : dict, optional
+        Parameters of a sketch given by name, e.g. ``{"p": 20 / n}`` for p-SR / p-SG.
+    optimizer : {"auto", "closed_form", "newton", "lbfgs", "adam"}, default "auto"
+        The training algorithm (``auto``: Newton with an active-set finish for the pinball loss).
+    learning_rate : float, default 1e-2
+        Adam's step size (``optimizer="adam"`` only).
+    batch_size : int, default 256
+        Adam's mini-batch size (``optimizer="adam"`` only).
+    max_epochs : int, default 100
+        Adam's epoch budget (``optimizer="adam"`` only).
+    max_iter : int, default 3000
+        Iterations in total of the Newton solver (steps and active-set iterations) or of L-BFGS.
+    tol : float, default 1e-4
+        Relative duality gap at which the solution is accepted (``converged_``, ``objective_gap_``).
+    n_iter_no_change : int, default 5
+        Adam's step-halving rule (``optimizer="adam"`` only).
+    init : {"ridge", "zeros"}, default "ridge"
+        The iterative solvers' starting point: the square-loss solution or zero.
+    dtype : {"float64", "float32"}, default "float64"
+        Precision of kernel blocks and features (float32 is checked, see :class:`SketchedKernelMachine`).
+    rcond : float, optional
+        Relative eigenvalue threshold of the iterative solvers' feature map (default 1e-10
+        in float64, 1e-6 in float32).
+    chunk_size : int, optional
+        Training rows per kernel block (default from a 64 MB budget).
+    normalize_y : bool, default False
+        Centre and scale the targets with their training mean and standard deviation before
+        fitting (predictions are mapped back).
+    executor : str, Executor or dask.distributed.Client, default "local"
+        Runs the chunked passes (``"local"``, ``"dask"`` or a client: shared, not copied, by
+        ``sklearn.base.clone``).
+    executor_params : dict, optional
+        Parameters of an executor given by name.
+    random_state : None, int, numpy.random.Generator or RandomState
+        Seeds the sketch, then Adam's mini-batch order.
+    verbose : bool, default False
+        Log the time of each training phase (logger ``sprokr.<class name>``) and show it on standard error.
     """
 
     # fixed by the model (not a constructor parameter)

@@ -49,6 +49,13 @@ def graph_laplacian_matrix(graph: nx.Graph | ArrayLike, mu: float = 0.5) -> np.n
     ``mu = 0`` gives independent tasks (``M = I``); ``mu = 1`` uses only the graph (then
     ``L`` is singular and ``mu`` must be < 1).  Solved by Cholesky, never inverted.
 
+    Parameters
+    ----------
+    graph : networkx.Graph or array-like of shape (d, d)
+        The task graph, or its (weighted) adjacency matrix; ``L`` is its Laplacian.
+    mu : float in [0, 1), default 0.5
+        Weight of the graph against independent tasks.
+
     Returns
     -------
     M : ndarray of shape (d, d), symmetric positive definite
@@ -66,6 +73,13 @@ def graph_laplacian_matrix(graph: nx.Graph | ArrayLike, mu: float = 0.5) -> np.n
 
 def joint_quantile_matrix(taus: ArrayLike, gamma: float = 1.0) -> np.ndarray:
     """``M_ij = exp(-gamma (tau_i - tau_j)^2)`` for quantile levels ``taus`` in (0, 1).
+
+    Parameters
+    ----------
+    taus : array-like of shape (d,)
+        The quantile levels, in (0, 1).
+    gamma : float >= 0, default 1.0
+        Coupling of the levels (0: ``M`` is all ones).
 
     Returns
     -------

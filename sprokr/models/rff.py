@@ -57,16 +57,44 @@ class RFFKernelMachine(RenamedParametersMixin, SaveMixin, FeatureProblemMixin, R
         ``{"gamma": g}`` (``exp(-g |a-b|^2)``) or ``{"sigma2": s}`` (``g = 1/(2 s)``), as
         for :class:`~sprokr.kernels.GaussianKernel`; default ``gamma = 1 / n_features``.
         (Formerly the parameters ``gamma`` and ``sigma2``.)
-    n_components : int
+    n_components : int, default 100
         Number ``s`` of random features.
-    loss, loss_params, lam, output_matrix, optimizer, learning_rate, batch_size, max_epochs,
-    tol, n_iter_no_change, init, normalize_y, random_state, verbose :
-        As :class:`sprokr.models.SketchedKernelMachine` (``optimizer`` formerly ``solver``; Adam's
-        parameters are used by ``optimizer="adam"`` only).
+    loss : str or Loss, default "square"
+        As :class:`sprokr.models.SketchedKernelMachine`: ``square``, ``huber``,
+        ``epsilon_insensitive``, ``pinball``, ``hinge`` or a plugin's.
+    loss_params : dict, optional
+        Parameters of a loss given by name, e.g. ``{"tau": 0.9}``.
+    lam : float > 0, default 1e-4
+        Regularisation: objective ``(1/n) sum l(f(x_i), y_i) + lam/2 |f|^2``.
+    output_matrix : None, "identity" or array (d, d)
+        ``M`` of the decomposable kernel (symmetric PSD), as for :class:`sprokr.models.SketchedKernelMachine`.
+    optimizer : {"auto", "closed_form", "newton", "lbfgs", "adam"}, default "auto"
+        The training algorithm, as for :class:`sprokr.models.SketchedKernelMachine` (formerly ``solver``).
+    learning_rate : float, default 1e-2
+        Adam's step size (``optimizer="adam"`` only).
+    batch_size : int, default 256
+        Adam's mini-batch size (``optimizer="adam"`` only).
+    max_epochs : int, default 100
+        Adam's epoch budget (``optimizer="adam"`` only).
+    max_iter : int, default 3000
+        Iterations in total of the Newton solver (steps and active-set iterations) or of L-BFGS.
+    tol : float, default 1e-4
+        Relative duality gap at which the solution is accepted (``converged_``, ``objective_gap_``).
+    n_iter_no_change : int, default 5
+        Adam's step-halving rule (``optimizer="adam"`` only).
+    init : {"ridge", "zeros"}, default "ridge"
+        The iterative solvers' starting point: the square-loss solution or zero.
     dtype : {"float64", "float32"}
         Precision of the random features (the solves are float64).  float32 is checked
         on 256 training rows against float64 features with the same weights; above 1e-4
         (``solver_error_estimate_``) the model is refitted in float64 (``dtype_``; a ``scipy.linalg.LinAlgWarning``).
+    normalize_y : bool, default False
+        Centre and scale the targets with their training mean and standard deviation before
+        fitting (predictions are mapped back).
+    random_state : None, int, numpy.random.Generator or RandomState
+        Seeds the random features, then Adam's mini-batch order.
+    verbose : bool, default False
+        Log the time of each training phase (logger ``sprokr.<class name>``) and show it on standard error.
 
     Attributes
     ----------

@@ -553,7 +553,50 @@ class SISOKR(ExecutorParamsMixin, OutputKernelModel, SISOKRTraining, BaseEstimat
 
 
 class IOKR(SISOKR):
-    """Exact input-output kernel regression (no sketch): Cholesky of ``K_x + n lam I``."""
+    """Exact input-output kernel regression (no sketch): Cholesky of ``K_x + n lam I``.
+
+    Parameters
+    ----------
+    input_kernel : str or Kernel, default "gaussian"
+        Input kernel: a registered name (see ``sprokr plugins``) or an instance.
+    output_kernel : str or Kernel, default "gaussian"
+        Output kernel: a registered name (see ``sprokr plugins``) or an instance.
+    lam : float, default 1e-5
+        Ridge parameter (the objective is ``1/n sum |h(x_i) - psi(y_i)|^2 + lam |h|^2``).
+    input_kernel_params : dict, optional
+        Parameters of an input kernel given by name (e.g. ``{"sigma2": 1e4}``).
+    output_kernel_params : dict, optional
+        Parameters of an output kernel given by name.
+    decoder : str or Decoder, default "candidates"
+        Decoder of the predicted output coordinates (a registered name or an instance).
+    decoder_params : dict, optional
+        Parameters of a decoder given by name.
+    dtype : {"float64", "float32"}, default "float64"
+        Precision of the input-kernel blocks and of the prediction products, kept only when a
+        check shows float32 accurate (see :class:`SISOKR`).
+    rcond : float, optional
+        Relative threshold of the output side's pseudo-inverse ``K~_y^+`` (default 1e-10).
+    chunk_size : int, optional
+        Rows of the training set processed at once (default: from a 64 MB budget).
+    max_memory_mb : float, optional
+        Budget of one score block while decoding, handed to the decoder (default: the
+        decoder's own, 256 MB).
+    executor : str, Executor or dask.distributed.Client, default "local"
+        Runs the chunked passes (``"local"``: this process; ``"dask"``: the workers of the
+        current ``dask.distributed`` client; see ``docs/scaling.md``).
+    executor_params : dict, optional
+        Parameters of an executor given by name.
+    verbose : bool, default False
+        Log the time of each training phase (logger ``sprokr.<class name>``) and show it on standard error.
+    default_index : bool, default True
+        Build ``default_index_`` at fit: the distinct training outputs embedded in the
+        output basis, the candidates of ``predict(X)`` without ``candidates`` (``False``
+        skips it; ``predict`` and ``predict_weights`` then need ``candidates``).
+
+    See Also
+    --------
+    SISOKR : The parameters in full, and the fitted attributes.
+    """
 
     def __init__(
         self,
@@ -583,7 +626,63 @@ class IOKR(SISOKR):
 
 
 class SIOKR(SISOKR):
-    """Sketched-input IOKR: ``SISOKR`` with an input sketch and exact outputs."""
+    """Sketched-input IOKR: ``SISOKR`` with an input sketch and exact outputs.
+
+    Parameters
+    ----------
+    input_kernel : str or Kernel, default "gaussian"
+        Input kernel: a registered name (see ``sprokr plugins``) or an instance.
+    output_kernel : str or Kernel, default "gaussian"
+        Output kernel: a registered name (see ``sprokr plugins``) or an instance.
+    lam : float, default 1e-5
+        Ridge parameter (the objective is ``1/n sum |h(x_i) - psi(y_i)|^2 + lam |h|^2``).
+    input_sketch : str, Sketch or None, default "subsample"
+        Sketch of the input side (None: exact), a registered name or an instance.
+    m_x : int or None, default 100
+        Input sketch size when the sketch is given by name.
+    input_kernel_params : dict, optional
+        Parameters of an input kernel given by name (e.g. ``{"sigma2": 1e4}``).
+    output_kernel_params : dict, optional
+        Parameters of an output kernel given by name.
+    input_sketch_params : dict, optional
+        Parameters of an input sketch given by name.
+    decoder : str or Decoder, default "candidates"
+        Decoder of the predicted output coordinates (a registered name or an instance).
+    decoder_params : dict, optional
+        Parameters of a decoder given by name.
+    dtype : {"float64", "float32"}, default "float64"
+        Precision of the input-kernel blocks and of the prediction products, kept only when a
+        check shows float32 accurate (see :class:`SISOKR`).
+    rcond : float, optional
+        Relative threshold of the output side's pseudo-inverse ``K~_y^+`` (default 1e-10)
+        and, when given, of the input side's (see :class:`SISOKR`).
+    solver : {"auto", "whitened", "mixed", "cholesky", "qr", "eigh"}, default "auto"
+        How the sketched ridge is solved (:func:`sprokr.numerics.sketched_ridge`; see
+        :class:`SISOKR`).
+    chunk_size : int, optional
+        Rows of the training set processed at once (default: from a 64 MB budget).
+    max_memory_mb : float, optional
+        Budget of one score block while decoding, handed to the decoder (default: the
+        decoder's own, 256 MB).
+    executor : str, Executor or dask.distributed.Client, default "local"
+        Runs the chunked passes (``"local"``: this process; ``"dask"``: the workers of the
+        current ``dask.distributed`` client; see ``docs/scaling.md``).
+    executor_params : dict, optional
+        Parameters of an executor given by name.
+    random_state : None, int, numpy.random.Generator or RandomState
+        Seeds the input sketch.  None: the sketch is drawn with its own ``random_state`` (of
+        a sketch instance or in ``input_sketch_params``), if any.
+    verbose : bool, default False
+        Log the time of each training phase (logger ``sprokr.<class name>``) and show it on standard error.
+    default_index : bool, default True
+        Build ``default_index_`` at fit: the distinct training outputs embedded in the
+        output basis, the candidates of ``predict(X)`` without ``candidates`` (``False``
+        skips it; ``predict`` and ``predict_weights`` then need ``candidates``).
+
+    See Also
+    --------
+    SISOKR : The parameters in full, and the fitted attributes.
+    """
 
     def __init__(
         self,
@@ -620,7 +719,59 @@ class SIOKR(SISOKR):
 
 
 class ISOKR(SISOKR):
-    """Sketched-output IOKR: ``SISOKR`` with an output sketch and an exact input side."""
+    """Sketched-output IOKR: ``SISOKR`` with an output sketch and an exact input side.
+
+    Parameters
+    ----------
+    input_kernel : str or Kernel, default "gaussian"
+        Input kernel: a registered name (see ``sprokr plugins``) or an instance.
+    output_kernel : str or Kernel, default "gaussian"
+        Output kernel: a registered name (see ``sprokr plugins``) or an instance.
+    lam : float, default 1e-5
+        Ridge parameter (the objective is ``1/n sum |h(x_i) - psi(y_i)|^2 + lam |h|^2``).
+    output_sketch : str, Sketch or None, default "psg"
+        Sketch of the output side (None: exact), a registered name or an instance.
+    m_y : int or None, default 100
+        Output sketch size when the sketch is given by name.
+    input_kernel_params : dict, optional
+        Parameters of an input kernel given by name (e.g. ``{"sigma2": 1e4}``).
+    output_kernel_params : dict, optional
+        Parameters of an output kernel given by name.
+    output_sketch_params : dict, optional
+        Parameters of an output sketch given by name (e.g. ``{"p": 0.004}``).
+    decoder : str or Decoder, default "candidates"
+        Decoder of the predicted output coordinates (a registered name or an instance).
+    decoder_params : dict, optional
+        Parameters of a decoder given by name.
+    dtype : {"float64", "float32"}, default "float64"
+        Precision of the input-kernel blocks and of the prediction products, kept only when a
+        check shows float32 accurate (see :class:`SISOKR`).
+    rcond : float, optional
+        Relative threshold of the output side's pseudo-inverse ``K~_y^+`` (default 1e-10).
+    chunk_size : int, optional
+        Rows of the training set processed at once (default: from a 64 MB budget).
+    max_memory_mb : float, optional
+        Budget of one score block while decoding, handed to the decoder (default: the
+        decoder's own, 256 MB).
+    executor : str, Executor or dask.distributed.Client, default "local"
+        Runs the chunked passes (``"local"``: this process; ``"dask"``: the workers of the
+        current ``dask.distributed`` client; see ``docs/scaling.md``).
+    executor_params : dict, optional
+        Parameters of an executor given by name.
+    random_state : None, int, numpy.random.Generator or RandomState
+        Seeds the output sketch.  None: the sketch is drawn with its own ``random_state`` (of
+        a sketch instance or in ``output_sketch_params``), if any.
+    verbose : bool, default False
+        Log the time of each training phase (logger ``sprokr.<class name>``) and show it on standard error.
+    default_index : bool, default True
+        Build ``default_index_`` at fit: the distinct training outputs embedded in the
+        output basis, the candidates of ``predict(X)`` without ``candidates`` (``False``
+        skips it; ``predict`` and ``predict_weights`` then need ``candidates``).
+
+    See Also
+    --------
+    SISOKR : The parameters in full, and the fitted attributes.
+    """
 
     def __init__(
         self,

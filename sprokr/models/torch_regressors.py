@@ -486,21 +486,59 @@ class SequenceRegressor(TorchRegressor):
 
     Parameters
     ----------
-    architecture : {"cnn", "transformer"}
+    architecture : {"cnn", "transformer"}, default "cnn"
         ``TokenCNN`` or
         ``TokenTransformer``.
-    embed_dim : int
+    embed_dim : int, default 64
         Token embedding width (the transformer's ``d_model``).
-    channels, kernel_sizes : CNN: filters per width and the widths (tokens).
-    n_heads, n_layers, ff_dim : transformer encoder.
-    hidden_layer_sizes, dropout : the MLP head after pooling.
+    channels : int, default 256
+        CNN: filters per width.
+    kernel_sizes : sequence of int, default (3, 5, 7)
+        CNN: the filter widths (tokens).
+    n_heads : int, default 4
+        Transformer encoder: attention heads.
+    n_layers : int, default 2
+        Transformer encoder: layers.
+    ff_dim : int, default 256
+        Transformer encoder: width of the feed-forward layers.
+    hidden_layer_sizes : sequence of int, default (512,)
+        The MLP head after pooling: its hidden layer widths.
+    dropout : float, default 0.1
+        The MLP head after pooling: its dropout rate.
     max_length : int, optional
         Longest token sequence (longer inputs are truncated); default: the longest
         training sequence (text: at most 256).
-    min_count : int
+    min_count : int, default 1
         Tokens seen fewer times in the training strings become ``<unk>``.
-    loss, loss_delta, learning_rate, lam, batch_size, max_epochs, n_iter_no_change, tol, lr_drops,
-    lr_factor, monitor, num_threads, random_state, verbose : as :class:`TorchRegressor`.
+    loss : {"square", "huber", "cauchy"} or callable on a tensor of squared distances, default "square"
+        As :class:`TorchRegressor`.
+    loss_delta : float, default 1.0
+        Scale ``d`` of the robust losses (in kernel-distance units).
+    learning_rate : float, default 1e-3
+        Adam's initial step size.
+    lam : float >= 0, default 1e-4
+        The penalty on the weights, as AdamW's decoupled weight decay (see :class:`TorchRegressor`).
+    batch_size : int, default 64
+        Mini-batch size.
+    max_epochs : int, default 200
+        Epoch budget of the early stopping on the validation kernel-induced loss.
+    n_iter_no_change : int, default 10
+        Epochs without a relative improvement of ``tol`` before a plateau.
+    tol : float, default 1e-4
+        Relative improvement that resets ``n_iter_no_change``.
+    lr_drops : int, default 2
+        Learning-rate drops on a plateau, resuming from the best weights (see :class:`MLPSurrogate`).
+    lr_factor : float > 1, default 10.0
+        The learning rate is divided by it at each drop.
+    monitor : {"loss", "mrr"}, default "loss"
+        Early stopping on the validation kernel-induced loss or on the validation
+        self-retrieval MRR (see :class:`MLPSurrogate`).
+    num_threads : int, optional
+        ``torch.set_num_threads`` during fit/predict (restored afterwards).
+    random_state : None, int or numpy.random.Generator
+        Seeds the training (torch's global generator is left as it was).
+    verbose : int, default 0
+        Verbosity of the training.
 
     Attributes
     ----------
@@ -566,6 +604,62 @@ class SmilesRegressor(SequenceRegressor):
     """:class:`SequenceRegressor` on SMILES strings (atom-level :class:`SmilesTokenizer`).
 
     Registered as ``"torch_smiles"``: ``DSOKR(regressor="torch_smiles")`` takes SMILES as ``X``.
+
+    Parameters
+    ----------
+    architecture : {"cnn", "transformer"}, default "cnn"
+        ``TokenCNN`` or
+        ``TokenTransformer``.
+    embed_dim : int, default 64
+        Token embedding width (the transformer's ``d_model``).
+    channels : int, default 256
+        CNN: filters per width.
+    kernel_sizes : sequence of int, default (3, 5, 7)
+        CNN: the filter widths (tokens).
+    n_heads : int, default 4
+        Transformer encoder: attention heads.
+    n_layers : int, default 2
+        Transformer encoder: layers.
+    ff_dim : int, default 256
+        Transformer encoder: width of the feed-forward layers.
+    hidden_layer_sizes : sequence of int, default (512,)
+        The MLP head after pooling: its hidden layer widths.
+    dropout : float, default 0.1
+        The MLP head after pooling: its dropout rate.
+    max_length : int, optional
+        Longest token sequence (longer inputs are truncated); default: the longest
+        training sequence.
+    min_count : int, default 1
+        Tokens seen fewer times in the training strings become ``<unk>``.
+    loss : {"square", "huber", "cauchy"} or callable on a tensor of squared distances, default "square"
+        As :class:`TorchRegressor`.
+    loss_delta : float, default 1.0
+        Scale ``d`` of the robust losses (in kernel-distance units).
+    learning_rate : float, default 1e-3
+        Adam's initial step size.
+    lam : float >= 0, default 1e-4
+        The penalty on the weights, as AdamW's decoupled weight decay (see :class:`TorchRegressor`).
+    batch_size : int, default 64
+        Mini-batch size.
+    max_epochs : int, default 200
+        Epoch budget of the early stopping on the validation kernel-induced loss.
+    n_iter_no_change : int, default 10
+        Epochs without a relative improvement of ``tol`` before a plateau.
+    tol : float, default 1e-4
+        Relative improvement that resets ``n_iter_no_change``.
+    lr_drops : int, default 2
+        Learning-rate drops on a plateau, resuming from the best weights (see :class:`MLPSurrogate`).
+    lr_factor : float > 1, default 10.0
+        The learning rate is divided by it at each drop.
+    monitor : {"loss", "mrr"}, default "loss"
+        Early stopping on the validation kernel-induced loss or on the validation
+        self-retrieval MRR (see :class:`MLPSurrogate`).
+    num_threads : int, optional
+        ``torch.set_num_threads`` during fit/predict (restored afterwards).
+    random_state : None, int or numpy.random.Generator
+        Seeds the training (torch's global generator is left as it was).
+    verbose : int, default 0
+        Verbosity of the training.
     """
 
     def _make_tokenizer(self):
@@ -578,6 +672,61 @@ class TextRegressor(SequenceRegressor):
     """:class:`SequenceRegressor` on texts (lowercased :class:`WordTokenizer`, max. 256 tokens by default).
 
     Registered as ``"torch_text"``: ``DSOKR(regressor="torch_text")`` takes descriptions as ``X``.
+
+    Parameters
+    ----------
+    architecture : {"cnn", "transformer"}, default "cnn"
+        ``TokenCNN`` or
+        ``TokenTransformer``.
+    embed_dim : int, default 128
+        Token embedding width (the transformer's ``d_model``).
+    channels : int, default 256
+        CNN: filters per width.
+    kernel_sizes : sequence of int, default (1, 2, 3)
+        CNN: the filter widths (tokens).
+    n_heads : int, default 4
+        Transformer encoder: attention heads.
+    n_layers : int, default 2
+        Transformer encoder: layers.
+    ff_dim : int, default 256
+        Transformer encoder: width of the feed-forward layers.
+    hidden_layer_sizes : sequence of int, default (512,)
+        The MLP head after pooling: its hidden layer widths.
+    dropout : float, default 0.1
+        The MLP head after pooling: its dropout rate.
+    max_length : int or None, default 256
+        Longest token sequence (longer inputs are truncated; None: the longest training sequence).
+    min_count : int, default 2
+        Tokens seen fewer times in the training strings become ``<unk>``.
+    loss : {"square", "huber", "cauchy"} or callable on a tensor of squared distances, default "square"
+        As :class:`TorchRegressor`.
+    loss_delta : float, default 1.0
+        Scale ``d`` of the robust losses (in kernel-distance units).
+    learning_rate : float, default 1e-3
+        Adam's initial step size.
+    lam : float >= 0, default 1e-4
+        The penalty on the weights, as AdamW's decoupled weight decay (see :class:`TorchRegressor`).
+    batch_size : int, default 64
+        Mini-batch size.
+    max_epochs : int, default 200
+        Epoch budget of the early stopping on the validation kernel-induced loss.
+    n_iter_no_change : int, default 10
+        Epochs without a relative improvement of ``tol`` before a plateau.
+    tol : float, default 1e-4
+        Relative improvement that resets ``n_iter_no_change``.
+    lr_drops : int, default 2
+        Learning-rate drops on a plateau, resuming from the best weights (see :class:`MLPSurrogate`).
+    lr_factor : float > 1, default 10.0
+        The learning rate is divided by it at each drop.
+    monitor : {"loss", "mrr"}, default "loss"
+        Early stopping on the validation kernel-induced loss or on the validation
+        self-retrieval MRR (see :class:`MLPSurrogate`).
+    num_threads : int, optional
+        ``torch.set_num_threads`` during fit/predict (restored afterwards).
+    random_state : None, int or numpy.random.Generator
+        Seeds the training (torch's global generator is left as it was).
+    verbose : int, default 0
+        Verbosity of the training.
     """
 
     def __init__(self, architecture: Any = "cnn", embed_dim: Any = 128, channels: Any = 256,

@@ -60,6 +60,17 @@ def _rows_in_parallel(product, n_rows, n_cols, dtype, work_per_row, block_rows=N
 class SketchMatrix:
     """A drawn sketch ``R = W S`` of shape (m, n).
 
+    Parameters
+    ----------
+    n : int
+        Number of columns (training samples).
+    indices : array-like of int, shape (m',)
+        Sorted indices of the non-null columns of R.
+    weights : ndarray or scipy.sparse matrix, shape (m, m')
+        The non-null columns, ``R[:, indices]`` (one column per index).
+    scale : float, optional
+        If not None, ``weights == scale * I`` (uniform sub-sampling): products are scalings.
+
     Attributes
     ----------
     n : int

@@ -26,6 +26,15 @@ __all__ = ["Decoded", "DEFAULT_MAX_MEMORY_MB", "topk_rows", "select_topk", "merg
 
 #: Result of a top-k decoding: ``indices`` and ``scores`` of shape (n_queries, k), best first.
 Decoded = namedtuple("Decoded", ["indices", "scores"])
+Decoded.__doc__ = """Result of a top-k decoding: ``indices`` and ``scores`` of shape (n_queries, k), best first.
+
+Parameters
+----------
+indices : ndarray of shape (n_queries, k)
+    Indices of the decoded candidates, best first.
+scores : ndarray of shape (n_queries, k)
+    Their scores.
+"""
 
 DEFAULT_MAX_MEMORY_MB = 256
 _EMPTY = np.iinfo(np.int64).max  # sorts after every real index

@@ -62,7 +62,13 @@ __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 
 def molecular_formula(mol: str | Mol) -> str:
-    """Molecular formula (Hill order, e.g. ``"C7H10O2"``) of a SMILES string or molecule."""
+    """Molecular formula (Hill order, e.g. ``"C7H10O2"``) of a SMILES string or molecule.
+
+    Parameters
+    ----------
+    mol : str or rdkit.Chem.Mol
+        The molecule, or its SMILES string.
+    """
     from rdkit.Chem.rdMolDescriptors import CalcMolFormula
 
     from .io import to_mol

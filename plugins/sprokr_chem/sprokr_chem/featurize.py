@@ -72,15 +72,26 @@ FEATURE_VERSION = 3
 class MoleculeFeaturizer:
     """Feature blocks of SMILES strings (see the module documentation).
 
+    Calling it on a list of SMILES returns a :class:`sprokr.persistence.FeatureChunk`.
+
     Parameters
     ----------
-    blocks : sequence of str
+    blocks : sequence of str, default ("morgan",)
         Any of :data:`BLOCKS`.
-    radius, n_bits : Morgan fingerprint radius and folded width.
-    spectrum_n, spectrum_min_n, spectrum_bits : n-gram lengths and hashed width of ``"spectrum"``.
-    wl_iter, wl_bits : WL rounds and folded width of ``"wl"``.
-
-    Calling it on a list of SMILES returns a :class:`sprokr.persistence.FeatureChunk`.
+    radius : int, default 2
+        Morgan fingerprint radius.
+    n_bits : int, default 2048
+        Morgan fingerprint folded width.
+    spectrum_n : int, default 4
+        Longest n-gram of ``"spectrum"``.
+    spectrum_min_n : int, default 1
+        Shortest n-gram of ``"spectrum"``.
+    spectrum_bits : int, default 2**16
+        Hashed width of ``"spectrum"``.
+    wl_iter : int, default 3
+        WL rounds of ``"wl"``.
+    wl_bits : int, default 2**20
+        Folded width of ``"wl"``.
     """
 
     name = "molecules"

@@ -78,7 +78,15 @@ def _parse_label(label):
 
 
 def mol_to_graph(mol: str | Mol, kekulize: bool = True) -> nx.Graph:
-    """Labelled graph of a molecule (RDKit ``Mol`` or SMILES string); see the module doc."""
+    """Labelled graph of a molecule (RDKit ``Mol`` or SMILES string); see the module doc.
+
+    Parameters
+    ----------
+    mol : str or rdkit.Chem.Mol
+        The molecule, or its SMILES string.
+    kekulize : bool, default True
+        Edge ``label``: Kekule bond orders (1, 2, 3); ``False``: aromatic bonds as ``1.5``.
+    """
     mol = to_mol(mol)
     # aromaticity and hydrogen counts are read before kekulisation clears the flags
     aromatic_order = {b.GetIdx(): _BOND_ORDER.get(b.GetBondType()) for b in mol.GetBonds()}
@@ -106,6 +114,10 @@ def graph_to_mol(G: nx.Graph, node_label: str = "label", edge_label: str = "labe
     Parameters
     ----------
     G : networkx.Graph with node labels like ``"C"``/``"N+"`` and bond-order edge labels
+    node_label : str, default "label"
+        Node attribute holding the element symbol and charge.
+    edge_label : str, default "label"
+        Edge attribute holding the bond order (1 when missing).
     errors : {"none", "raise"}
         What to do when the graph is not a valid molecule: return ``None`` or raise
         :class:`GraphConversionError`.
@@ -150,12 +162,31 @@ def graph_to_mol(G: nx.Graph, node_label: str = "label", edge_label: str = "labe
 
 
 def smiles_to_graph(smiles: str, kekulize: bool = True) -> nx.Graph:
-    """Labelled graph of a SMILES string (:class:`sprokr_chem.MoleculeReadError` if invalid)."""
+    """Labelled graph of a SMILES string (:class:`sprokr_chem.MoleculeReadError` if invalid).
+
+    Parameters
+    ----------
+    smiles : str
+        The SMILES string.
+    kekulize : bool, default True
+        Edge ``label``: Kekule bond orders (1, 2, 3); ``False``: aromatic bonds as ``1.5``.
+    """
     return mol_to_graph(to_mol(smiles), kekulize=kekulize)
 
 
 def graph_to_smiles(G: nx.Graph, errors: str = "none", **kw: Any) -> str | None:
-    """Canonical SMILES of a labelled graph, or ``None`` when it does not sanitise."""
+    """Canonical SMILES of a labelled graph, or ``None`` when it does not sanitise.
+
+    Parameters
+    ----------
+    G : networkx.Graph
+        A labelled molecule graph (see :func:`graph_to_mol`).
+    errors : {"none", "raise"}, default "none"
+        What to do when the graph is not a valid molecule: return ``None`` or raise
+        :class:`GraphConversionError`.
+    **kw
+        Passed to :func:`graph_to_mol` (``node_label``, ``edge_label``).
+    """
     mol = graph_to_mol(G, errors=errors, **kw)
     return None if mol is None else Chem.MolToSmiles(mol)
 

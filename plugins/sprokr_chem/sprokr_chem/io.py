@@ -33,6 +33,21 @@ class MoleculeReadError(RowError, ValueError):
     there are).  A :class:`sprokr.utils.RowError`: raised on a chunk of a larger input (a
     pass's chunk, a Dask partition, a task of a process pool), the executors renumber it
     so that ``index`` and the message name the record of the whole input.
+
+    Parameters
+    ----------
+    index : int
+        Position of the record.
+    record : object
+        The record (its text), shown shortened in the message.
+    reason : str
+        Why it is not a valid molecule.
+    where : str, optional
+        What holds the record: an argument name or a file.
+    others : sequence of int, default ()
+        Positions of up to five other invalid records.
+    n_others : int, optional
+        How many other invalid records there are (default: ``len(others)``).
     """
 
     def __init__(self, index: int, record: Any, reason: str, where: str | None = None,
@@ -74,7 +89,15 @@ class MoleculeReadError(RowError, ValueError):
 
 @dataclass
 class ReadReport:
-    """What a reader kept and skipped: ``kept`` indices and ``skipped`` (index, text, reason)."""
+    """What a reader kept and skipped: ``kept`` indices and ``skipped`` (index, text, reason).
+
+    Parameters
+    ----------
+    kept : list of int, default []
+        Indices of the records kept.
+    skipped : list of (int, str, str), default []
+        ``(index, text, reason)`` of each record skipped.
+    """
 
     kept: list = field(default_factory=list)
     skipped: list = field(default_factory=list)
@@ -96,7 +119,15 @@ def _short(text, n=80):
 
 
 def mol_from_smiles(smiles: str, index: int = 0) -> Mol:
-    """One sanitised RDKit molecule from a SMILES string; :class:`MoleculeReadError` if invalid."""
+    """One sanitised RDKit molecule from a SMILES string; :class:`MoleculeReadError` if invalid.
+
+    Parameters
+    ----------
+    smiles : str
+        The SMILES string.
+    index : int, default 0
+        Its position, named by the error.
+    """
     if not isinstance(smiles, str):
         raise MoleculeReadError(index, smiles, f"expected a SMILES string, got {type(smiles).__name__}")
     if not smiles.strip():
@@ -112,7 +143,15 @@ def mol_from_smiles(smiles: str, index: int = 0) -> Mol:
 
 
 def to_mol(x: str | Mol, index: int = 0) -> Mol:
-    """An RDKit molecule from a SMILES string or a molecule (returned unchanged)."""
+    """An RDKit molecule from a SMILES string or a molecule (returned unchanged).
+
+    Parameters
+    ----------
+    x : str or rdkit.Chem.Mol
+        A SMILES string or a molecule (with atoms).
+    index : int, default 0
+        Its position, named by :class:`MoleculeReadError`.
+    """
     if isinstance(x, Chem.Mol):
         if x.GetNumAtoms() == 0:
             raise MoleculeReadError(index, Chem.MolToSmiles(x), "molecule has no atoms")

@@ -139,6 +139,19 @@ def morgan_fingerprints(molecules: Sequence[str | Mol], radius: int = 2, n_bits:
     ``counts=False``: bit vectors (0/1); ``counts=True``: occurrence counts of each
     (folded) environment.  Invalid molecules raise
     :class:`sprokr_chem.MoleculeReadError` naming their index and SMILES.
+
+    Parameters
+    ----------
+    molecules : sequence of str, rdkit.Chem.Mol or networkx.Graph
+        SMILES strings, RDKit molecules or molecule graphs.
+    radius : int, default 2
+        Radius of the Morgan environments.
+    n_bits : int, default 2048
+        Length of the (folded) fingerprints.
+    counts : bool, default False
+        Occurrence counts instead of bits.
+    dtype : numpy dtype, default numpy.float64
+        Dtype of the matrix's values.
     """
     if isinstance(molecules, (str, Chem.Mol)):
         raise TypeError("expected a sequence of molecules (SMILES, RDKit Mol or molecule graph), not a single one")
@@ -168,6 +181,13 @@ def unary_counts(X: Any, n_bits: int | None = None) -> Any:
     (the expansion is idempotent), so already expanded rows can be passed again.
 
     Returns a CSR matrix of shape (n, n_bits * max count) with unit entries.
+
+    Parameters
+    ----------
+    X : sparse matrix of shape (n, n_bits)
+        Non-negative integer counts (CSR, or anything ``scipy.sparse.csr_matrix`` takes).
+    n_bits : int, optional
+        Width of a count block (default: the number of columns of ``X``).
     """
     X = sp.csr_matrix(X)
     n_bits = X.shape[1] if n_bits is None else int(n_bits)
@@ -233,6 +253,17 @@ class MorganTanimotoKernel(_FingerprintKernel):
     generalised Tanimoto ``a.b / (|a|^2 + |b|^2 - a.b)`` of count vectors (PSD on
     non-negative vectors); it separates molecules that differ only in how many times an
     environment occurs (e.g. chain lengths), which bit vectors cannot.
+
+    Parameters
+    ----------
+    radius : int, default 2
+        Radius of the Morgan environments.
+    n_bits : int, default 2048
+        Length of the (folded) fingerprints.
+    counts : bool, default False
+        Count fingerprints (the generalised Tanimoto) instead of bit vectors.
+    dtype : {"float64", "float32"}, default "float64"
+        Precision of the fingerprints and of the kernel values.
     """
 
     name = "morgan_tanimoto"
@@ -250,7 +281,19 @@ class MorganTanimotoKernel(_FingerprintKernel):
 
 
 class MorganCountTanimotoKernel(MorganTanimotoKernel):
-    """Tanimoto on Morgan **count** fingerprints (``MorganTanimotoKernel(counts=True)``)."""
+    """Tanimoto on Morgan **count** fingerprints (``MorganTanimotoKernel(counts=True)``).
+
+    Parameters
+    ----------
+    radius : int, default 2
+        Radius of the Morgan environments.
+    n_bits : int, default 2048
+        Length of the (folded) fingerprints.
+    counts : bool, default True
+        Count fingerprints (the generalised Tanimoto); ``False``: bit vectors.
+    dtype : {"float64", "float32"}, default "float64"
+        Precision of the fingerprints and of the kernel values.
+    """
 
     name = "morgan_count_tanimoto"
 
@@ -265,6 +308,15 @@ class MorganMinMaxKernel(_FingerprintKernel):
     binary unary expansions of their counts (:func:`unary_counts`), an explicit feature map
     on which MinMax is the Tanimoto kernel: a Gram block is one sparse-aware BLAS product
     (no dense L1-distance pass), and the kernel is PSD.
+
+    Parameters
+    ----------
+    radius : int, default 2
+        Radius of the Morgan environments.
+    n_bits : int, default 2048
+        Length of the (folded) fingerprints.
+    dtype : {"float64", "float32"}, default "float64"
+        Precision of the fingerprints and of the kernel values.
     """
 
     name = "morgan_minmax"
@@ -286,7 +338,19 @@ class MorganMinMaxKernel(_FingerprintKernel):
 
 
 class MorganCosineKernel(_FingerprintKernel):
-    """Cosine similarity of Morgan fingerprints (``counts=True`` by default)."""
+    """Cosine similarity of Morgan fingerprints (``counts=True`` by default).
+
+    Parameters
+    ----------
+    radius : int, default 2
+        Radius of the Morgan environments.
+    n_bits : int, default 2048
+        Length of the (folded) fingerprints.
+    counts : bool, default True
+        Count fingerprints; ``False``: bit vectors.
+    dtype : {"float64", "float32"}, default "float64"
+        Precision of the fingerprints and of the kernel values.
+    """
 
     name = "morgan_cosine"
 
@@ -308,6 +372,19 @@ class MorganGaussianTanimotoKernel(_FingerprintKernel):
     ``2 - 2 T`` is the squared distance between the Tanimoto feature maps, so this is a
     Gaussian kernel in the Tanimoto RKHS (positive definite, normalised).  ``gamma``
     controls how fast similarity decays (``gamma -> 0`` recovers an affine map of T).
+
+    Parameters
+    ----------
+    gamma : float > 0, default 1.0
+        Decay rate of the similarity with the Tanimoto feature-map distance.
+    radius : int, default 2
+        Radius of the Morgan environments.
+    n_bits : int, default 2048
+        Length of the (folded) fingerprints.
+    dtype : {"float64", "float32"}, default "float64"
+        Precision of the fingerprints and of the kernel values.
+    counts : bool, default False
+        Count fingerprints (the generalised Tanimoto) instead of bit vectors.
     """
 
     name = "morgan_gaussian_tanimoto"
@@ -349,6 +426,19 @@ class SmilesSpectrumKernel(Kernel):
     :class:`sprokr_chem.MoleculeReadError` (a ``ValueError``) naming its position and text.
     ``canonical=False`` compares the strings as given (the earlier default).  RDKit molecules
     and molecule graphs are written as canonical SMILES first.
+
+    Parameters
+    ----------
+    n : int, default 4
+        Longest n-gram (characters).
+    min_n : int, default 1
+        Shortest n-gram (characters), ``1 <= min_n <= n``.
+    canonical : bool, default True
+        Rewrite each SMILES as RDKit's canonical SMILES first.
+    n_features : int, default 2**20
+        Hashing buckets of the n-gram counts.
+    dtype : {"float64", "float32"}, default "float64"
+        Precision of the features and of the kernel values.
     """
 
     name = "smiles_spectrum"

@@ -78,6 +78,15 @@ class RetrievedMolecules(NamedTuple):
 
     ``smiles``: list (n_q) of lists (k') of canonical SMILES; ``scores``: ndarray (n_q, k');
     ``indices``: ndarray (n_q, k') into the candidate pool.  ``k' = min(k, n_candidates)``.
+
+    Parameters
+    ----------
+    smiles : list of list of str
+        Canonical SMILES of the candidates, n_q lists of k'.
+    scores : ndarray of shape (n_q, k')
+        Their scores.
+    indices : ndarray of shape (n_q, k')
+        Their indices into the candidate pool.
     """
 
     smiles: list

@@ -88,6 +88,17 @@ class WLFeatures:
     as ``"nodes=label,aromatic,num_hs;edges=bond_order"``; ``edges=?`` for a batch without
     edges, ``nodes=?`` for one without nodes: such features are the same under every
     labelling of that kind and compare, or concatenate, with either).
+
+    Parameters
+    ----------
+    indptr : array-like of int, shape (n_graphs + 1,)
+        Row pointers: graph ``i``'s entries are ``indptr[i]:indptr[i + 1]``.
+    ids : array-like of int
+        Hashed label id of each entry.
+    values : array-like of float
+        Value of each entry.
+    labelling : str, default "nodes=label;edges=-"
+        The node/edge labels the features were computed with (default: the plain WL labelling).
     """
 
     def __init__(self, indptr: ArrayLike, ids: ArrayLike, values: ArrayLike, labelling: str = LEGACY_LABELLING) -> None:
@@ -197,6 +208,15 @@ def resolve_labels(graphs: Sequence[nx.Graph], node_label: str | Sequence[str] =
     (node) labels, and :func:`wl_features` records that dimension as undetermined (``?``),
     comparable with any.  Returns ``(node_label, edge_label)``; a tuple of one name comes
     back as that name (the same labelling, read the same way).
+
+    Parameters
+    ----------
+    graphs : sequence of networkx.Graph
+        The graphs the labels are read on.
+    node_label : "auto" (default), str or sequence of str
+        Node attribute(s), or ``"auto"``.
+    edge_label : "auto" (default), str or None
+        Edge attribute, None (unlabelled edges) or ``"auto"``.
     """
     if isinstance(node_label, str) and node_label == "auto":
         ok = _every((d for G in graphs if isinstance(G, nx.Graph) for _, d in G.nodes(data=True)),
@@ -620,6 +640,22 @@ class CoreWLKernel(WLKernel):
     """Core variant of the WL kernel: WL summed over the i-cores, ``i > min_core``.
 
     Same parameters (and the same chemistry-aware labelling by default) as :class:`WLKernel`.
+
+    Parameters
+    ----------
+    n_iter : int, default 3
+        Number of relabelling rounds, as GraKeL's ``n_iter``.
+    node_label : "auto" (default), str or tuple of str
+        Node attribute(s) making the initial labels (``"auto"``: :data:`CHEM_NODE_LABELS`
+        when every node carries them, else ``"label"``).
+    normalize : bool, default True
+        Divide by the norms (a zero vector stays zero, see the notes).
+    min_core : int, default -1
+        The cores ``i > min_core`` are summed; an integer >= -1 (-1: all cores, the 0-core
+        being the whole graph).
+    edge_label : "auto" (default), str or None
+        Edge attribute labelling the edges (``"auto"``: :data:`CHEM_EDGE_LABEL` when every
+        edge carries it, else unlabelled edges).
 
     Notes
     -----

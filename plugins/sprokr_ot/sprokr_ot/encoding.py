@@ -118,6 +118,13 @@ def label_alphabet(graphs: Sequence[nx.Graph], node_label: str = "label") -> lis
     kept as they occur (the first occurrence stands for equal ones), so graphs decoded over
     the alphabet carry labels of the training graphs' type.  Numbers sort first, then
     strings.
+
+    Parameters
+    ----------
+    graphs : sequence of networkx.Graph
+        The labelled graphs (not a single graph).
+    node_label : str, default "label"
+        Node attribute holding the label.
     """
     if isinstance(graphs, nx.Graph):
         raise TypeError("label_alphabet expects a sequence of graphs, not a single graph")
@@ -156,6 +163,17 @@ def graph_to_fgw(G: nx.Graph, alphabet: Sequence[Any], node_label: str = "label"
     ``alphabet``: any sequence of labels (list, tuple, 1-D array), compared by value (see
     :func:`label_alphabet`).  Edges without ``edge_label`` (or every edge, when
     ``edge_label`` is None) weigh 1; edge labels must be finite numbers.
+
+    Parameters
+    ----------
+    G : networkx.Graph
+        An undirected labelled graph.
+    alphabet : sequence
+        The node labels, in the order of ``F``'s columns.
+    node_label : str, default "label"
+        Node attribute holding the label.
+    edge_label : str or None, default "label"
+        Edge attribute holding the edge weight (None: every edge weighs 1).
     """
     labels, pos = alphabet_index(alphabet)
     check_fgw_graph(G, "G", node_label, edge_label, (labels, pos))
@@ -165,7 +183,25 @@ def graph_to_fgw(G: nx.Graph, alphabet: Sequence[Any], node_label: str = "label"
 def fgw_to_graph(F: np.ndarray, C: np.ndarray, alphabet: Sequence[Any], node_label: str = "label",
                  edge_label: str = "label", orders: ArrayLike = (1.0, 1.5, 2.0, 3.0),
                  threshold: float = 0.5) -> nx.Graph:
-    """Graph from barycenter features and structure: argmax labels, nearest bond orders."""
+    """Graph from barycenter features and structure: argmax labels, nearest bond orders.
+
+    Parameters
+    ----------
+    F : ndarray of shape (n, len(alphabet))
+        Node features: each node takes the label of its largest entry.
+    C : ndarray of shape (n, n)
+        Structure matrix (symmetrised): an edge where it is at least ``threshold``.
+    alphabet : sequence
+        The node labels, in the order of ``F``'s columns.
+    node_label : str, default "label"
+        Node attribute set to the label.
+    edge_label : str, default "label"
+        Edge attribute set to the nearest of ``orders``.
+    orders : array-like of float, default (1.0, 1.5, 2.0, 3.0)
+        The edge weights (bond orders) an edge may take.
+    threshold : float, default 0.5
+        Smallest structure value making an edge.
+    """
     labels, _ = alphabet_index(alphabet)
     G = nx.Graph()
     lab = np.asarray(F).argmax(axis=1)

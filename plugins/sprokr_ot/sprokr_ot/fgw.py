@@ -129,6 +129,19 @@ def decode_edges(P: np.ndarray, orders: Sequence[float], caps: ArrayLike | None 
     weight >= ``threshold``, each only if both end points have a free valence (``caps``,
     None: unbounded).  Then each edge is raised to its most probable order, most confident
     first, as far as the valences allow.
+
+    Parameters
+    ----------
+    P : ndarray of shape (len(orders), N, N)
+        Edge-order weights of the ``N`` nodes (:func:`edge_order_weights`).
+    orders : sequence of float
+        The edge orders, ``P``'s first axis; the smallest is the order an edge is added with.
+    caps : array-like of shape (N,), optional
+        Largest total edge order (valence) of each node (None: unbounded).
+    threshold : float, default 0.5
+        Smallest total weight of an edge beyond the spanning forest.
+    connect : bool, default True
+        First join the components by a maximum spanning forest.
     """
     K, N, _ = P.shape
     caps = np.full(N, np.inf) if caps is None else np.asarray(caps, dtype=float)
@@ -183,7 +196,19 @@ def repair_molecule(G: nx.Graph, to_smiles: Callable[[nx.Graph], str | None],
                     caps: np.ndarray | Mapping[Any, float] | None,
                     edge_label: str = "label") -> nx.Graph | None:
     """A copy of ``G`` that sanitises, or None: bonds lowered/dropped at atoms over their
-    valence (weakest first), then the largest connected fragment kept."""
+    valence (weakest first), then the largest connected fragment kept.
+
+    Parameters
+    ----------
+    G : networkx.Graph
+        A molecule graph with bond-order edge labels (not modified).
+    to_smiles : callable
+        ``to_smiles(graph)``: its SMILES, or None when it does not sanitise.
+    caps : ndarray, mapping or None
+        Largest valence of each node, indexed by node (None: no valence repair).
+    edge_label : str, default "label"
+        Edge attribute holding the bond order (1 when missing).
+    """
     H = G.copy()
     if caps is not None:
         for v in H.nodes:

@@ -91,6 +91,28 @@ def molecule_edits(G: nx.Graph, labels: Sequence[str], orders: Sequence[float] =
     an atom relabelled.  With
     ``caps`` (largest valence per label) edits that overfill an atom are skipped; other
     chemistry (charges, aromaticity) is left to RDKit's sanitisation by the caller.
+
+    Parameters
+    ----------
+    G : networkx.Graph
+        A molecule graph with bond-order edge labels (not modified).
+    labels : sequence of str
+        The node labels of inserted, added and relabelled atoms.
+    orders : sequence of float, default (1, 2, 3)
+        The bond orders; the smallest is that of new bonds.
+    max_nodes : int, optional
+        No atom is inserted or added to a graph of ``max_nodes`` nodes (None: no limit).
+    caps : mapping of str to float, optional
+        Largest valence per node label (None: unbounded).
+    node_label : str, default "label"
+        Node attribute holding the label.
+    edge_label : str, default "label"
+        Edge attribute holding the bond order (1 when missing).
+
+    Yields
+    ------
+    networkx.Graph
+        Each graph one edit away from ``G`` (a new graph).
     """
     nodes = list(G.nodes)
     cap = {v: (np.inf if caps is None else caps.get(str(G.nodes[v][node_label]), np.inf)) for v in nodes}

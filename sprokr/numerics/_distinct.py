@@ -21,6 +21,11 @@ class DistinctTask(ChunkTask):
     The partial result is ``(first, samples)``: global row of the first occurrence of each
     distinct sample seen, and those samples.  Merging keeps the smaller first occurrence,
     so the result is the same in any order.  The collection is chunk number ``which``.
+
+    Parameters
+    ----------
+    which : int, default=0
+        Position of the collection among the chunks of a pass.
     """
 
     name = "distinct samples"
@@ -55,7 +60,19 @@ class DistinctTask(ChunkTask):
 
 def distinct_samples(executor: Executor, parts: RowPartitions, which: str | int,
                      chunk_size: int) -> tuple[np.ndarray, Samples]:
-    """``(first, samples)`` of column ``which`` (name or position) of ``parts``, in order of first occurrence."""
+    """``(first, samples)`` of column ``which`` (name or position) of ``parts``, in order of first occurrence.
+
+    Parameters
+    ----------
+    executor : Executor
+        The executor running the pass.
+    parts : RowPartitions
+        The partitioned collections.
+    which : str or int
+        The column whose distinct samples are taken: its name or its position.
+    chunk_size : int
+        Rows per chunk of the pass.
+    """
     which = parts.column(which)
     if parts.n_partitions == 1 and isinstance(parts.blocks[0], tuple):
         Y = parts.blocks[0][which]  # one local partition: one vectorised pass

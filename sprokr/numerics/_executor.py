@@ -81,6 +81,21 @@ class RowPartitions:
     (``executor.partition(X, Y, names=("inputs", "outputs"))``): passes and gathers name the
     column they read (``take_rows(parts, idx, which="outputs")``).
 
+    Parameters
+    ----------
+    n : int
+        Number of rows.
+    bounds : array-like of int, shape (n_partitions + 1,)
+        Partition ``j`` holds rows ``bounds[j]:bounds[j+1]``.
+    blocks : list
+        Per partition: a tuple of collections (local) or a handle the executor understands
+        (Dask futures).
+    executor : Executor
+        The executor that made them (and must run passes over them).
+    names : sequence of str, optional
+        The column names, in the order of the collections (None: unnamed columns, addressed
+        by position).
+
     Attributes
     ----------
     n : int
@@ -123,7 +138,15 @@ class RowPartitions:
 
 
 def tree_reduce(items: Sequence[Any], merge: Callable[[Any, Any], Any]) -> Any:
-    """Merge a list pairwise, in a fixed pattern (so that a fixed list order is reproducible)."""
+    """Merge a list pairwise, in a fixed pattern (so that a fixed list order is reproducible).
+
+    Parameters
+    ----------
+    items : sequence
+        The partial results to merge (at least one).
+    merge : callable
+        ``merge(a, b)`` returns the merge of two partial results.
+    """
     items = list(items)
     if not items:
         raise ValueError("nothing to reduce")

@@ -75,6 +75,11 @@ def small_work_threads(work: float) -> Any:
     m = 100; ~5e8 multiply-adds) took 56-72 ms (medians of 15 fits, alternating processes)
     with two BLAS threads and 43-45 ms with one; Bibtex SISOKR's (2.5e10) needs both
     threads (0.87 s vs 1.14 s).
+
+    Parameters
+    ----------
+    work : float
+        Number of multiply-adds of the computation.
     """
     return single_blas_thread() if work <= SINGLE_THREAD_MAX_WORK else nullcontext()
 
@@ -130,6 +135,13 @@ def matmul(A: np.ndarray, B: np.ndarray) -> np.ndarray:
     by a scipy LAPACK call (Cholesky, eigh) makes the two pools fight for the cores
     (a 200 x 200 eigh after a large numpy product: 80 ms instead of 9 ms).  The hot
     paths therefore use scipy's BLAS only (``syrk``, ``gemm``, ``potrf``, ``syevd``).
+
+    Parameters
+    ----------
+    A : ndarray of shape (m, k) or (k,)
+        Left operand.
+    B : ndarray of shape (k, n) or (k,)
+        Right operand.
     """
     dtype = np.result_type(A.dtype, B.dtype)
     if dtype not in (np.float32, np.float64) or in_fold_thread():
@@ -193,6 +205,14 @@ def cholesky_factor_inplace(A: np.ndarray, lower: bool = True) -> np.ndarray:
     ``numpy.linalg.LinAlgError`` if ``A`` is numerically indefinite.  ``lower=False``: a
     Fortran-ordered ``A``'s upper triangle is read and ``U`` with ``A = U^T U`` returned
     (for ``scipy.linalg.cho_solve((U, False), B)``).
+
+    Parameters
+    ----------
+    A : ndarray of shape (m, m), float32 or float64
+        Symmetric positive definite matrix, overwritten by its factor.
+    lower : bool, default=True
+        Return the lower factor ``L`` (``A = L L^T``); ``False``: the upper factor ``U`` of
+        a Fortran-ordered ``A``.
     """
     potrf = lapack.get_lapack_funcs("potrf", (A,))
     if not lower:
@@ -211,7 +231,15 @@ def cholesky_factor_inplace(A: np.ndarray, lower: bool = True) -> np.ndarray:
 
 
 def cholesky_factor_solve(L: np.ndarray, B: np.ndarray) -> np.ndarray:
-    """``(L L^T)^-1 B`` for a lower factor from :func:`cholesky_factor_inplace`."""
+    """``(L L^T)^-1 B`` for a lower factor from :func:`cholesky_factor_inplace`.
+
+    Parameters
+    ----------
+    L : ndarray of shape (m, m)
+        Lower Cholesky factor (Fortran-ordered, as :func:`cholesky_factor_inplace` returns it).
+    B : ndarray of shape (m, k) or (m,)
+        Right-hand sides.
+    """
     X, info = lapack.get_lapack_funcs("potrs", (L,))(L, B, lower=1)
     if info != 0:  # pragma: no cover - only for malformed arguments
         raise ValueError(f"LAPACK potrs failed (info={info})")
@@ -221,7 +249,17 @@ def cholesky_factor_solve(L: np.ndarray, B: np.ndarray) -> np.ndarray:
 def sym_norm1(G: np.ndarray, lower_only: bool = False, work: np.ndarray | None = None) -> float:
     """1-norm (max column sum of ``|G|``) of a symmetric matrix, from its lower triangle
     when ``lower_only`` (O(m^2), no copy of the triangle's complement is trusted).
-    ``work``: a C-ordered float array of G's shape to use as scratch (overwritten)."""
+
+    Parameters
+    ----------
+    G : ndarray of shape (m, m)
+        Symmetric matrix.
+    lower_only : bool, default=False
+        Read only the lower triangle of ``G``.
+    work : ndarray of shape (m, m), optional
+        A C-ordered float array of G's shape to use as scratch (overwritten); used only
+        with ``lower_only``, and ignored unless its shape, order and dtype match ``G``.
+    """
     G = np.asarray(G)
     if not lower_only:
         return float(np.abs(G).sum(axis=0).max(initial=0.0))
@@ -238,6 +276,13 @@ def cholesky_rcond(L: np.ndarray, anorm: float) -> float:
 
     LAPACK ``pocon`` (Higham's 1-norm estimator, O(m^2), usually within a factor 3 of the
     truth); ``anorm`` is ``|G|_1`` (:func:`sym_norm1`) of the matrix *before* factorising.
+
+    Parameters
+    ----------
+    L : ndarray of shape (m, m)
+        Lower Cholesky factor of ``G`` (:func:`cholesky_factor_inplace`).
+    anorm : float
+        ``|G|_1`` of the matrix before factorising (:func:`sym_norm1`).
     """
     if L.shape[0] == 0:
         return 1.0
@@ -254,6 +299,15 @@ def cholesky_solve(G: np.ndarray, B: np.ndarray, overwrite: bool = False) -> np.
     Nothing is added to ``G`` (no regularising shift).  ``overwrite=True`` lets a
     Fortran-ordered float64 ``G`` be factorised in place (saves an m x m copy).  Raises
     ``numpy.linalg.LinAlgError`` if ``G`` is numerically indefinite.
+
+    Parameters
+    ----------
+    G : ndarray of shape (m, m)
+        Symmetric positive definite matrix (lower triangle read).
+    B : ndarray of shape (m, k) or (m,)
+        Right-hand sides.
+    overwrite : bool, default=False
+        Let a Fortran-ordered float64 ``G`` be overwritten by its factor.
     """
     # LAPACK's layout, factorised in place; OpenBLAS potrf/potrs directly (scipy's
     # cho_factor copies C-ordered input once more and checks both triangles for nothing)
@@ -268,6 +322,15 @@ def cholesky_solver(G: np.ndarray, rcond: float = DEFAULT_RCOND,
     Cholesky of ``G`` as it is (no shift); if ``G`` is numerically indefinite, the
     eigendecomposition pseudo-inverse with relative threshold ``rcond``.  ``G`` is not
     modified; with ``lower_only=True`` only its lower triangle is read.
+
+    Parameters
+    ----------
+    G : ndarray of shape (m, m)
+        Symmetric PSD matrix.
+    rcond : float, default=DEFAULT_RCOND
+        Relative eigenvalue threshold of the pseudo-inverse fallback.
+    lower_only : bool, default=False
+        Only the lower triangle of ``G`` is meaningful (in the fallback).
     """
     G = np.asarray(G, dtype=np.float64)
     Gs = np.array(G, order="F")
@@ -286,6 +349,19 @@ def psd_solve(G: np.ndarray, B: np.ndarray, rcond: float = DEFAULT_RCOND, method
     ``method="cholesky"`` (default) uses :func:`cholesky_solver`; ``method="eigh"`` uses the
     eigendecomposition pseudo-inverse with relative threshold ``rcond``.  With
     ``lower_only=True`` only the lower triangle of ``G`` is read.
+
+    Parameters
+    ----------
+    G : ndarray of shape (m, m)
+        Symmetric PSD matrix.
+    B : ndarray of shape (m, k)
+        Right-hand sides.
+    rcond : float, default=DEFAULT_RCOND
+        Relative eigenvalue threshold of the pseudo-inverse.
+    method : {"cholesky", "eigh"}, default="cholesky"
+        Cholesky with an eigendecomposition fallback, or the eigendecomposition only.
+    lower_only : bool, default=False
+        Only the lower triangle of ``G`` is meaningful.
     """
     if method == "eigh":
         U, d = psd_eigh(G, rcond, lower_only=lower_only)

@@ -86,6 +86,15 @@ def for_row_blocks(fn: Callable[[slice], Any], n_rows: int, size: int | None = N
 
     ``fn`` must only touch the rows of its slice (blocks run concurrently).  ``size`` is
     the number of elements the pass touches (default: assume it is large).
+
+    Parameters
+    ----------
+    fn : callable
+        Called as ``fn(slice)`` on each row block.
+    n_rows : int
+        Number of rows to cover.
+    size : int, optional
+        Number of elements the pass touches; below ``MIN_PARALLEL_SIZE`` it runs inline.
     """
     workers = n_workers()
     if workers == 1 or n_rows < 2 * workers or (size is not None and size < MIN_PARALLEL_SIZE):

@@ -15,6 +15,11 @@ def is_dask_client(obj: Any) -> bool:
 
     A client is a connection to a cluster, not a value: estimators share it with their
     clones and save it as ``"dask"`` (see :func:`resolve_executor`).
+
+    Parameters
+    ----------
+    obj : object
+        Any object.
     """
     cls = type(obj)
     return cls.__name__ == "Client" and cls.__module__.startswith("distributed")
@@ -23,6 +28,14 @@ def is_dask_client(obj: Any) -> bool:
 def resolve_executor(spec: Any, params: Mapping[str, Any] | None = None) -> Executor:
     """Executor from a registered name (``"local"``, ``"dask"``), an instance, or a
     ``dask.distributed.Client`` (wrapped in the Dask executor).  ``None`` means ``"local"``.
+
+    Parameters
+    ----------
+    spec : str, Executor, dask.distributed.Client or None
+        Registered executor name (``"local"``, ``"dask"``), an executor instance, or a
+        Dask client; None means ``"local"``.
+    params : mapping, optional
+        Keyword arguments of the executor created from a name (not allowed with a client).
     """
     if spec is None:
         spec = "local"

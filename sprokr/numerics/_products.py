@@ -30,7 +30,19 @@ def check_gram_block(K: Any, shape: tuple[int, int], what: str = "kernel", finit
     """A Gram block as an ndarray, checked for shape and finiteness (clear errors).
 
     ``finite=False`` skips the finiteness pass, for a caller that checks a product of the
-    block instead (:func:`check_finite_product`)."""
+    block instead (:func:`check_finite_product`).
+
+    Parameters
+    ----------
+    K : array-like
+        The Gram block a kernel returned.
+    shape : tuple of int
+        Its expected shape ``(n_rows, n_cols)``.
+    what : str, default="kernel"
+        Name of the kernel in the error messages (e.g. ``"input kernel"``).
+    finite : bool, default=True
+        Check that its values are finite.
+    """
     K = np.asarray(K)
     if K.shape != tuple(shape):
         raise ValueError(f"the {what} returned a Gram block of shape {K.shape}, expected {tuple(shape)}")
@@ -47,7 +59,15 @@ def check_finite_product(P: np.ndarray, what: str = "kernel") -> np.ndarray:
     ``P`` is the block or its product with coefficients: a NaN or infinite kernel value
     makes every entry of its row of the product non-finite (``inf * 0`` is NaN), so a
     product of ``n_q x p`` entries is checked instead of the ``n_q x m`` block (Bibtex
-    SISOKR decode: 1.8 ms of ~70 ms saved)."""
+    SISOKR decode: 1.8 ms of ~70 ms saved).
+
+    Parameters
+    ----------
+    P : ndarray
+        The Gram block or its product with coefficients.
+    what : str, default="kernel"
+        Name of the kernel in the error message (an ``"output"`` one names the outputs).
+    """
     if not np.isfinite(P).all():
         side = "outputs' (Y, candidates)" if "output" in what else "inputs' (X)"
         raise ValueError(f"the {what} returned non-finite values (NaN, inf or overflow); check the "
@@ -64,6 +84,11 @@ def float64_kernel(kernel: Any) -> Any:
     any state it learned from the data (a deep copy, not a clone) -- with
     ``dtype="float64"``; the kernel itself when it has no ``dtype`` parameter or already
     computes in float64.
+
+    Parameters
+    ----------
+    kernel : Kernel
+        The kernel, fitted or not.
     """
     try:
         params = kernel.get_params(deep=False)
@@ -77,7 +102,13 @@ def float64_kernel(kernel: Any) -> Any:
 
 
 def upcast_samples(Z: Any) -> Any:
-    """float32 arrays or sparse matrices as float64 (other collections unchanged)."""
+    """float32 arrays or sparse matrices as float64 (other collections unchanged).
+
+    Parameters
+    ----------
+    Z : samples
+        A collection of samples (an ndarray, a sparse matrix or any other collection).
+    """
     if (isinstance(Z, np.ndarray) or sp.issparse(Z)) and Z.dtype == np.float32:
         return Z.astype(np.float64)
     return Z
@@ -93,6 +124,15 @@ def check_kernel_sample(kernel: Kernel, sample: Any, what: str = "kernel") -> No
     samples) before anything is reported: float32 rounding is not bounded by a few ulps of
     the values (a narrow Gaussian kernel rounds its exponent, ``|a|^2 / sigma^2`` of tens or
     hundreds, so ``k(a, b)`` and ``k(b, a)`` of two equal points can differ by 1e-5).
+
+    Parameters
+    ----------
+    kernel : Kernel
+        The kernel to check.
+    sample : samples
+        A few prepared samples (at most 64).
+    what : str, default="kernel"
+        Name of the kernel in the error messages (e.g. ``"input kernel"``).
     """
     n = num_samples(sample)
     if n == 0:
@@ -130,7 +170,8 @@ class KernelExpansion:
     Parameters
     ----------
     kernel : Kernel
-    support : prepared support samples (m rows)
+    support : samples
+        Prepared support samples (m rows).
     coef : ndarray of shape (m, p)
         Stored in float64.
     dtype : float32 or float64
@@ -178,7 +219,15 @@ class KernelExpansion:
 
 
 def candidate_offsets(kernel: Kernel, Cp: Any) -> np.ndarray | None:
-    """``-k(c, c)/2`` for prepared candidates (float64), or None for a normalised kernel."""
+    """``-k(c, c)/2`` for prepared candidates (float64), or None for a normalised kernel.
+
+    Parameters
+    ----------
+    kernel : Kernel
+        The output kernel.
+    Cp : samples
+        The prepared candidates.
+    """
     if kernel.normalized:
         return None
     diag = np.asarray(kernel.diag(Cp), dtype=np.float64)

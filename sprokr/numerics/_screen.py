@@ -108,6 +108,8 @@ def build_screen(E: np.ndarray, dim: int = SCREEN_DIM, offsets: np.ndarray | Non
         The index's score offsets (only their largest magnitude is used).
     out : ndarray of shape (n, dim + 1), float32, optional
         Where to write the projections (e.g. a memory-mapped file); default a new array.
+    chunk : int, default=65536
+        Rows of ``E`` read at once in each pass.
 
     Returns
     -------
@@ -150,6 +152,15 @@ class ScreenedTopKTask(ChunkTask):
     Chunks are ``(E_chunk, P_chunk)`` or ``(E_chunk, P_chunk, offsets_chunk)`` (``P`` the
     screen's projections); the partial result is ``(indices, scores)`` of shape
     (n_queries, k), scores in float64, ``-1`` / ``-inf`` for empty slots.
+
+    Parameters
+    ----------
+    H : ndarray of shape (n_queries, d)
+        Query embeddings (used in float64).
+    screen : Screen
+        The screen of the candidate embeddings (:func:`build_screen`).
+    k : int
+        Number of candidates kept per query.
     """
 
     name = "top-k search (screened)"

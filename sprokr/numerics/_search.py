@@ -56,19 +56,6 @@ def centred_screen_pays(H: np.ndarray, E: np.ndarray) -> bool:
 class CentredTopKTask(ChunkTask):
     """Top-k of float64 ``H E^T + offsets`` through the certified float32 screen (module doc).
 
-    Parameters
-    ----------
-    H : ndarray of shape (n_queries, d), float64
-    k : int
-    e_mean : ndarray of shape (d,)
-        Mean candidate row (any fixed vector is correct; the mean makes the screen tight).
-    e_radius : float
-        ``max_c |E_c - e_mean|`` over every candidate of the pass.
-    e_norm : float
-        ``max_c |E_c|``.
-    off_max : float
-        ``max_c |offsets_c|`` (0 without offsets).
-
     Partial results are ``(screen indices, screen scores, pool, exact)``: the running top-k
     of the screen (its k-th score bounds the final threshold from below), the pool of
     survivors ``(query, candidate, screen score, exact score)``, pruned as the threshold
@@ -77,6 +64,21 @@ class CentredTopKTask(ChunkTask):
     embeddings with no common part, where the rounding bound is wide).  After such a chunk
     the task scores the rest in float64 too (:attr:`plain`).  Partial results merge
     exactly, so the index may be split across chunks in any order.
+
+    Parameters
+    ----------
+    H : ndarray of shape (n_queries, d), float64
+        Query embeddings.
+    k : int
+        Number of candidates kept per query.
+    e_mean : ndarray of shape (d,)
+        Mean candidate row (any fixed vector is correct; the mean makes the screen tight).
+    e_radius : float
+        ``max_c |E_c - e_mean|`` over every candidate of the pass.
+    e_norm : float
+        ``max_c |E_c|``.
+    off_max : float
+        ``max_c |offsets_c|`` (0 without offsets).
     """
 
     name = "top-k search (float32 screen)"

@@ -41,7 +41,15 @@ _EMPTY = np.iinfo(np.int64).max  # sorts after every real index
 
 
 def topk_rows(S: np.ndarray, k: int) -> np.ndarray:
-    """Column indices of the k largest entries of each row of S (unordered, ties arbitrary)."""
+    """Column indices of the k largest entries of each row of S (unordered, ties arbitrary).
+
+    Parameters
+    ----------
+    S : ndarray of shape (n_rows, n_cols)
+        Score block.
+    k : int
+        Number of entries per row (all columns when ``k >= n_cols``).
+    """
     if k >= S.shape[1]:
         return np.broadcast_to(np.arange(S.shape[1]), S.shape).copy()
     if k == 1:
@@ -58,7 +66,16 @@ def _rank(idx, scores, k):
 
 def merge_topk(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray],
                k: int) -> tuple[np.ndarray, np.ndarray]:
-    """Merge two top-k lists ``(indices, scores)`` of disjoint candidates (exact, any order)."""
+    """Merge two top-k lists ``(indices, scores)`` of disjoint candidates (exact, any order).
+
+    Parameters
+    ----------
+    a, b : tuple of ndarray
+        Top-k lists ``(indices, scores)``, each of shape (n_queries, width); index ``-1``
+        marks an empty slot.
+    k : int
+        Length of the merged lists.
+    """
     return _rank(np.concatenate([a[0], b[0]], axis=1), np.concatenate([a[1], b[1]], axis=1), k)
 
 
@@ -66,6 +83,15 @@ def select_topk(S: np.ndarray, k: int, offset: int = 0) -> tuple[np.ndarray, np.
     """Top-k of each row of a score block, best first, ties by the smaller column.
 
     Returns ``(indices + offset, scores)`` of shape (n_rows, min(k, n_cols)).
+
+    Parameters
+    ----------
+    S : ndarray of shape (n_rows, n_cols)
+        Score block.
+    k : int
+        Number of entries per row.
+    offset : int, default=0
+        Added to the column indices (global index of the block's first column).
     """
     n, c = S.shape
     k = min(int(k), c)
@@ -115,7 +141,19 @@ def threshold_survivors(S: np.ndarray, thr: np.ndarray) -> tuple[np.ndarray, np.
 
 
 def score_block_size(n_queries: int, k: int, itemsize: int, max_memory_mb: float) -> int:
-    """Candidates per score block so that one (n_queries x block) block fits the budget."""
+    """Candidates per score block so that one (n_queries x block) block fits the budget.
+
+    Parameters
+    ----------
+    n_queries : int
+        Number of queries (rows of the block).
+    k : int
+        Number of candidates returned per query (the block is at least ``k`` wide, and 64).
+    itemsize : int
+        Bytes per score.
+    max_memory_mb : float
+        Memory budget of one score block, in MiB.
+    """
     return max(int(k), 64, int(max_memory_mb * 2**20 / (itemsize * max(n_queries, 1))))
 
 
@@ -125,6 +163,13 @@ class TopKTask(ChunkTask):
     Chunks are ``(E_chunk,)`` or ``(E_chunk, offsets_chunk)``; the partial result is a
     pair ``(indices, scores)`` of shape (n_queries, k) with ``-1`` / ``-inf`` for empty
     slots.  Scores are computed in the dtype of ``E`` (float32 candidates score in float32).
+
+    Parameters
+    ----------
+    H : ndarray of shape (n_queries, d)
+        Query embeddings.
+    k : int
+        Number of candidates kept per query.
     """
 
     name = "top-k search"
@@ -245,6 +290,16 @@ class RescoredTopKTask(TopKTask):
     unless more than ``extra`` candidates score within float32 rounding of the k-th best.
 
     Partial results are ``(indices, screen scores, exact scores)`` of width ``k + extra``.
+
+    Parameters
+    ----------
+    H : ndarray of shape (n_queries, d)
+        Query embeddings (used in float64 for the rescoring, cast to the candidates'
+        dtype for the screen).
+    k : int
+        Number of candidates returned per query.
+    extra : int, default=RESCORE_EXTRA
+        Candidates kept by the float32 screen beyond ``k``.
     """
 
     name = "top-k search (rescored)"
@@ -305,7 +360,19 @@ class RescoredTopKTask(TopKTask):
 
 def topk_task(H: np.ndarray, k: int, dtype: np.dtype, n_candidates: int) -> TopKTask:
     """The top-k task for embeddings of ``dtype``: float32 ones are screened in float32 and
-    rescored in float64 (:class:`RescoredTopKTask`), others scored as they are."""
+    rescored in float64 (:class:`RescoredTopKTask`), others scored as they are.
+
+    Parameters
+    ----------
+    H : ndarray of shape (n_queries, d)
+        Query embeddings.
+    k : int
+        Number of candidates kept per query.
+    dtype : dtype
+        Dtype of the candidate embeddings.
+    n_candidates : int
+        Number of candidates (a float32 screen needs more than ``k``).
+    """
     if np.dtype(dtype) == np.float32 and n_candidates > k:
         return RescoredTopKTask(H, k, min(RESCORE_EXTRA, n_candidates - k))
     return TopKTask(H, k)
@@ -318,6 +385,19 @@ def grouped_topk_search(H: np.ndarray, E: np.ndarray, group_sizes: ArrayLike, k:
     Query ``q`` is scored against rows ``E[starts[q]:starts[q] + group_sizes[q]]``, where the
     groups are consecutive.  All scores are computed in one vectorised pass (a row-wise
     dot product of ``H`` repeated per candidate with ``E``); no Python loop over pairs.
+
+    Parameters
+    ----------
+    H : ndarray of shape (n_queries, d)
+        Query embeddings.
+    E : ndarray of shape (sum(group_sizes), d)
+        Candidate embeddings, the groups consecutive in query order.
+    group_sizes : array-like of int, shape (n_queries,)
+        Number of candidates of each query.
+    k : int, default=1
+        Number of candidates kept per query.
+    offsets : ndarray of shape (sum(group_sizes),), optional
+        Added to the scores of the candidates.
 
     Returns
     -------

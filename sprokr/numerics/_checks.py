@@ -37,7 +37,14 @@ _SAFETY = 4.0
 
 
 def tolerance(dtype: DTypeLike) -> float:
-    """Error tolerance of the whitened route for products in ``dtype``."""
+    """Error tolerance of the whitened route for products in ``dtype``.
+
+    Parameters
+    ----------
+    dtype : dtype
+        Precision of the products (float32: :data:`FLOAT32_TOL`, else
+        :data:`NORMAL_EQUATIONS_TOL`).
+    """
     return FLOAT32_TOL if np.dtype(dtype) == np.float32 else NORMAL_EQUATIONS_TOL
 
 
@@ -50,6 +57,16 @@ def normal_equations_error(acc: Any, G_norm: float, rc: float) -> float:
     smallest eigenvalue of ``G`` -- ``rc |G|_1`` with ``rc`` LAPACK's estimate of
     ``1 / cond_1(G)`` from the Cholesky factor -- it is the relative perturbation that
     rounding causes in the worst direction of the solve.  O(m) given ``rc``.
+
+    Parameters
+    ----------
+    acc : ShiftedCrossProducts
+        The pass's accumulator (its centred sums ``AtA`` and its dtype).
+    G_norm : float
+        ``|G|_1``, the 1-norm of the formed matrix.
+    rc : float
+        LAPACK's estimate of ``1 / cond_1(G)`` from the Cholesky factor
+        (:func:`~sprokr.numerics.cholesky_rcond`).
     """
     if not rc > 0:
         return np.inf
@@ -69,6 +86,18 @@ def whitened_error_bound(zc2: float, z2: float, nlam: float, dtype: DTypeLike) -
     number (``|Z|_F^2 <= trace(K)``: the whitened features span a Nystrom approximation
     of ``K``).  Error terms the stable QR route shares (the kernel values, the
     whitening) are not counted: this is what forming the normal equations adds.
+
+    Parameters
+    ----------
+    zc2 : float
+        ``|Z_c|_F^2``, of the double-centred whitened blocks (0 when the products run in
+        float64).
+    z2 : float
+        ``|Z|_F^2`` (or its bound ``trace(K)``).
+    nlam : float
+        ``n lam``.
+    dtype : dtype
+        Precision of the per-chunk products.
     """
     eps64 = np.finfo(np.float64).eps
     return (np.finfo(dtype).eps * zc2 + eps64 * z2) / nlam + eps64
@@ -99,14 +128,21 @@ def float32_error_estimate(acc: Any, A_rows: np.ndarray, A_rows64: np.ndarray, T
 
     Parameters
     ----------
-    acc : ShiftedCrossProducts of the pass (whitened or plain), for its shifts, whitening and dtype
-    A_rows, A_rows64 : ndarray (ns, m)
+    acc : ShiftedCrossProducts
+        The accumulator of the pass (whitened or plain), for its shifts, whitening and dtype.
+    A_rows, A_rows64 : ndarray of shape (ns, m)
         Sample rows of ``A`` as the pass computed them, and in float64.
-    T_rows : ndarray (ns, k), the sample's targets (or random probes of them)
-    factor : lower Cholesky factor of ``Z^T Z + n lam I``
-    w : ndarray (r, k), the solution for ``T_rows``'s columns
-    n : int, training rows;  nlam : float, ``n lam``
-    unit_targets : bool
+    T_rows : ndarray of shape (ns, k)
+        The sample's targets (or random probes of them).
+    factor : ndarray of shape (r, r)
+        Lower Cholesky factor of ``Z^T Z + n lam I``.
+    w : ndarray of shape (r, k)
+        The solution for ``T_rows``'s columns.
+    n : int
+        Number of training rows.
+    nlam : float
+        ``n lam``.
+    unit_targets : bool, default=False
         ``T_rows`` are columns ``e_j`` of identity targets: ``Z^T e_j = z_j`` carries one
         row's error, not a sum over the n rows (whose contribution is scaled like the matrix).
     """
@@ -151,10 +187,22 @@ def float64_probe_estimate(factor: np.ndarray, A_rows64: np.ndarray, w: np.ndarr
     ~ ``scale`` (``eps_64`` times the norms summed); ``dw = -G^-1 dG w`` is probed with
     ``dG w`` a random vector of norm ``scale |w_j|`` per column and measured on the
     predictions at the sample rows ``A_rows64`` (ns x m): ``max |A dw| / max |A w|``, times
-    2.  ``factor``: the lower Cholesky factor of ``G``; ``w``: (m, k) solution columns.
-    Where ``G`` squares an ill-conditioned kernel (flat kernels, tiny ``lam``) the probe
+    2.  Where ``G`` squares an ill-conditioned kernel (flat kernels, tiny ``lam``) the probe
     falls on its small eigen-directions and the estimate is large -- the plain normal
     equations are then rejected.
+
+    Parameters
+    ----------
+    factor : ndarray of shape (m, m)
+        The lower Cholesky factor of ``G``.
+    A_rows64 : ndarray of shape (ns, m)
+        The sample rows, in float64.
+    w : ndarray of shape (m, k) or (m,)
+        Solution columns.
+    scale : float
+        Norm of the perturbation ``dG`` (``eps_64`` times the norms summed).
+    seed : int, default=0
+        Seed of the random probes.
     """
     w = np.asarray(w, dtype=np.float64)
     if w.ndim == 1:

@@ -29,6 +29,13 @@ def column_shift(A_ref: np.ndarray | None, dtype: DTypeLike) -> np.ndarray:
     one (column means of the rows at the sketch's support points) keeps float32 accurate.
     It is rounded to the block's dtype so that the identity uses exactly the values that
     are subtracted.
+
+    Parameters
+    ----------
+    A_ref : ndarray of shape (n_ref, m)
+        Reference rows of ``A`` (no rows: a zero shift).
+    dtype : float32 or float64
+        Dtype of the blocks the shift is subtracted from.
     """
     A_ref = np.asarray(A_ref)
     if A_ref.shape[0] == 0:

@@ -53,12 +53,32 @@ BASIS_ROUTES = ("auto", "eigh", "cholesky")
 
 
 def default_chunk_size(width: int, dtype: DTypeLike, budget_mb: float = 64) -> int:
-    """Rows per chunk so that a (chunk x width) block fits in ``budget_mb``."""
+    """Rows per chunk so that a (chunk x width) block fits in ``budget_mb``.
+
+    Parameters
+    ----------
+    width : int
+        Columns of the block.
+    dtype : dtype
+        Dtype of the block.
+    budget_mb : float, default=64
+        Memory budget of one block, in MiB (the result is clipped to 128 .. 8192 rows).
+    """
     return int(max(128, min(8192, budget_mb * 2**20 // (max(width, 1) * np.dtype(dtype).itemsize))))
 
 
 class KernelRows:
-    """``Zq -> k(Zq, Z)`` as an array of ``dtype``: the rows of a Gram block, for a chunked pass."""
+    """``Zq -> k(Zq, Z)`` as an array of ``dtype``: the rows of a Gram block, for a chunked pass.
+
+    Parameters
+    ----------
+    kernel : Kernel
+        The kernel.
+    Z : samples
+        The samples of the block's columns.
+    dtype : dtype, default=numpy.float64
+        Dtype of the returned rows.
+    """
 
     def __init__(self, kernel: Kernel, Z: Any, dtype: DTypeLike = np.float64) -> None:
         self.kernel, self.Z, self.dtype = kernel, Z, np.dtype(dtype)
@@ -74,12 +94,16 @@ class SketchedFeatures:
     Parameters
     ----------
     kernel : Kernel
-    R : SketchMatrix (m, n)
-    support : prepared collection of the m' support samples ``Z[R.indices]``
-    dtype : numpy dtype of the kernel blocks and products
-    rcond : relative threshold of the feature map (on the eigenvalues of ``K~``, or on the
-        pivots of its Cholesky factorisation, relative to the largest one / to ``max diag K~``)
-    basis : {"auto", "eigh", "cholesky"}
+    R : SketchMatrix of shape (m, n)
+        The sketch.
+    support : samples
+        Prepared collection of the m' support samples ``Z[R.indices]``.
+    dtype : dtype
+        Dtype of the kernel blocks and products.
+    rcond : float
+        Relative threshold of the feature map (on the eigenvalues of ``K~``, or on the
+        pivots of its Cholesky factorisation, relative to the largest one / to ``max diag K~``).
+    basis : {"auto", "eigh", "cholesky"}, default="auto"
         The whitening basis of ``K~`` (see the module doc; "auto": eigenvectors up to
         :data:`EIGH_BASIS_MAX_M` rows, pivoted Cholesky above).
 

@@ -43,6 +43,15 @@ def stacked_qr(top: np.ndarray, bottom: np.ndarray, l: int) -> tuple[np.ndarray,
 
     ``l`` is the number of rows of ``bottom`` that are upper trapezoidal (0: ``bottom`` is
     full; k: ``bottom`` is upper triangular).  ``top`` and ``bottom`` are overwritten.
+
+    Parameters
+    ----------
+    top : ndarray of shape (k, k)
+        Upper triangular block, overwritten.
+    bottom : ndarray of shape (p, k)
+        The rows stacked below it, overwritten.
+    l : int
+        Rows of ``bottom`` that are upper trapezoidal (0 to ``min(p, k)``).
     """
     k = top.shape[0]
     nb = max(1, min(_NB, k))
@@ -53,7 +62,21 @@ def stacked_qr(top: np.ndarray, bottom: np.ndarray, l: int) -> tuple[np.ndarray,
 
 
 def stacked_qr_apply_t(l: int, V: np.ndarray, T: np.ndarray, top: np.ndarray, bottom: np.ndarray) -> np.ndarray:
-    """Apply ``Q^T`` of :func:`stacked_qr` to ``[top; bottom]`` (overwritten); returns ``top``."""
+    """Apply ``Q^T`` of :func:`stacked_qr` to ``[top; bottom]`` (overwritten); returns ``top``.
+
+    Parameters
+    ----------
+    l : int
+        The ``l`` of the :func:`stacked_qr` call.
+    V : ndarray of shape (p, k)
+        Householder vectors returned by :func:`stacked_qr`.
+    T : ndarray
+        Block reflector factors returned by :func:`stacked_qr`.
+    top : ndarray of shape (k, width)
+        Rows matching the triangular block, overwritten.
+    bottom : ndarray of shape (p, width)
+        Rows matching ``bottom`` of the factorisation, overwritten.
+    """
     if top.shape[1] == 0:
         return top
     top, bottom, info = lapack.dtpmqrt(l, V, T, top, bottom, side="L", trans="T",

@@ -57,6 +57,15 @@ class KeptBlocks:
     """The float64 rows of ``A`` and ``T`` (n x m, n x p), filled by the pass in this process.
 
     The refinement's residuals then need no kernel pass (Bibtex: 4880 x 2250, 88 MB).
+
+    Parameters
+    ----------
+    n : int
+        Rows of ``A`` and ``T``.
+    m : int
+        Columns of ``A``.
+    width : int
+        Columns of ``T`` (``p``).
     """
 
     def __init__(self, n: int, m: int, width: int) -> None:
@@ -80,9 +89,20 @@ class KeptBlocks:
 class ResidualTask(ChunkTask):
     """``A^T (T - A gamma)`` summed over row chunks, float64 kernel values (a pass).
 
-    ``features``: float64 sketched features (``block(X) = K R^T`` rows); ``targets(chunk)``
-    gives ``T``'s rows from collection ``which``; ``probes`` (n x k), if given, are the
-    targets instead (identity targets ``T = I_n`` probed by ``T omega = omega``).
+    Parameters
+    ----------
+    features : SketchedFeatures
+        Float64 sketched features (``block(X) = K R^T`` rows).
+    targets : callable or None
+        ``targets(chunk)`` gives ``T``'s rows from collection ``which`` (None: ``probes``
+        are given).
+    gamma : ndarray of shape (m, p)
+        The coefficients whose residual is summed.
+    which : int, default=1
+        Position of the targets' collection among the chunks of the pass.
+    probes : ndarray of shape (n, k), optional
+        If given, the targets instead (identity targets ``T = I_n`` probed by
+        ``T omega = omega``).
     """
 
     name = "ridge residual"
@@ -159,27 +179,37 @@ def refine(gamma: np.ndarray, residual: Callable[[np.ndarray], np.ndarray],
 
     Parameters
     ----------
-    gamma : ndarray (m, p), the cheap solution
-    residual : ``gamma -> A^T (T - A gamma) - n lam K~ gamma`` (float64)
-    precond : ``r -> M^-1 r`` (the cheap matrix's solve)
-    S : ndarray (ns, m), float64 sample rows of ``A`` (where errors are measured)
+    gamma : ndarray of shape (m, p)
+        The cheap solution.
+    residual : callable
+        ``gamma -> A^T (T - A gamma) - n lam K~ gamma`` (float64).
+    precond : callable
+        ``r -> M^-1 r`` (the cheap matrix's solve).
+    S : ndarray of shape (ns, m)
+        Float64 sample rows of ``A`` (where errors are measured).
     tol : float
+        Target relative error of the predictions.
     rho_bound : float, optional
         A bound of the contraction known from the formed matrix's rounding: a lower limit
         of the measured contraction (float32 products; it does not cover float32
         triangular solves or kernel values, hence the measurement).
-    on_step : callable ``(step, d_k, estimate)``, optional (logging)
-    max_first : float
+    max_steps : int, default=MAX_REFINEMENT_STEPS
+        Most refinement steps.
+    on_step : callable, optional
+        Called as ``on_step(step, d_k, estimate)`` after each step (logging).
+    max_first : float, default=inf
         Give up after the first step when its relative correction exceeds this (the cheap
         solution is too poor for refinement to pay).
 
     Returns
     -------
-    gamma : ndarray (m, p), the refined solution (the last iterate)
+    gamma : ndarray of shape (m, p)
+        The refined solution (the last iterate).
     estimate : float
         Its estimated relative error in the predictions (inf when the contraction was
         estimated above :data:`RHO_MAX`: the preconditioner is too poor).
     steps : int
+        Steps taken.
     """
     prev = None
     est = np.inf

@@ -33,6 +33,13 @@ def pivot_tolerance(Kt: np.ndarray, rcond: float | None) -> float:
 
     ``rcond=None``: LAPACK's default, ``m eps max(diag K~)`` -- the rounding level of
     ``K~``: pivots below it carry no information.  Otherwise ``rcond max(diag K~)``.
+
+    Parameters
+    ----------
+    Kt : ndarray of shape (m, m)
+        ``K~ = R K R^T`` (its diagonal is read).
+    rcond : float or None
+        Relative pivot threshold; None: LAPACK's default.
     """
     dmax = float(np.max(np.diag(Kt), initial=0.0))
     rel = Kt.shape[0] * np.finfo(np.float64).eps if rcond is None else float(rcond)

@@ -61,8 +61,21 @@ def exact_ridge_factor(kernel: Kernel, parts: RowPartitions, Xp: Any, lam: float
     """Cholesky factor of ``K + n lam I`` (n x n), for ``scipy.linalg.cho_solve``;
     :class:`NotPositiveDefiniteError` (a ``ValueError``) when the factorisation fails.
 
-    ``parts``: row partitions with the prepared inputs as column ``"inputs"`` (the Gram
-    rows are computed by the executor); ``Xp``: all prepared inputs (the columns).
+    Parameters
+    ----------
+    kernel : Kernel
+        The input kernel.
+    parts : RowPartitions
+        Row partitions with the prepared inputs as column ``"inputs"`` (the Gram rows are
+        computed by the executor).
+    Xp : samples
+        All prepared inputs (the columns).
+    lam : float
+        Ridge parameter.
+    chunk : int
+        Rows per chunk.
+    executor : Executor
+        The executor computing the Gram rows.
     """
     n = parts.n
     K = np.zeros((n, n), dtype=WORK_DTYPE)  # the untouched triangle stays 0 (saved models are deterministic)
@@ -143,12 +156,18 @@ def sketched_ridge(kernel: Kernel, R: SketchMatrix, support: Any, parts: RowPart
     Parameters
     ----------
     kernel : Kernel
-    R : SketchMatrix (m, n)
-    support : prepared support samples ``X[R.indices]``
-    parts : RowPartitions with an ``"inputs"`` column (the prepared ``X``)
+        The input kernel.
+    R : SketchMatrix of shape (m, n)
+        The sketch.
+    support : samples
+        Prepared support samples ``X[R.indices]``.
+    parts : RowPartitions
+        Row partitions with an ``"inputs"`` column (the prepared ``X``).
     lam : float
-    targets : callable ``chunk -> T_chunk`` (rows, width) applied to column ``which`` of
-        ``parts`` (its name, default ``"targets"``), or None for ``T = I_n``
+        Ridge parameter.
+    targets : callable or None
+        ``chunk -> T_chunk`` (rows, width) applied to column ``which`` of ``parts``, or None
+        for ``T = I_n``.
     width : int
         Number of target columns (``n`` for ``T = I_n``).
     rcond : float or None
@@ -156,13 +175,19 @@ def sketched_ridge(kernel: Kernel, R: SketchMatrix, support: Any, parts: RowPart
         level, :func:`pivot_tolerance`) and threshold of the pseudo-inverse of ``G``
         (``"eigh"``, the indefinite fallback and the jitter of ``"cholesky"``; None:
         :data:`DEFAULT_RCOND`).
-    chunk : rows per chunk
+    chunk : int
+        Rows per chunk.
     executor : Executor
-    solver : {"auto", "whitened", "mixed", "cholesky", "qr", "eigh"}
-    dtype : dtype of the O(n m^2) products (on double-centred blocks); sums, solves and
-        the stable route are float64
-    ref_targets : ndarray (m', width), optional
+        The executor running the passes over ``parts``.
+    solver : {"auto", "whitened", "mixed", "cholesky", "qr", "eigh"}, default="auto"
+        The route (see above).
+    dtype : dtype, default=WORK_DTYPE
+        Dtype of the O(n m^2) products (on double-centred blocks); sums, solves and
+        the stable route are float64.
+    ref_targets : ndarray of shape (m', width), optional
         Targets at the support points; their column means centre ``T``.
+    which : str or int, default="targets"
+        The column of ``parts`` the targets are read from: its name or its position.
 
     Returns
     -------
@@ -212,6 +237,17 @@ class WhitenedSystem:
     ``"auto"``); built by :func:`whitened_system` from one pass in float64 (kernel values
     and products: the path's small-``lam`` end is where float32 would drift).
 
+    Parameters
+    ----------
+    G : ndarray of shape (r, r)
+        ``Z^T Z`` (symmetric).
+    B : ndarray of shape (r, width)
+        ``Z^T T``.
+    whitening : Whitening
+        The whitening of ``K~``.
+    features : SketchedFeatures
+        The float64 features of the support.
+
     Attributes
     ----------
     G : ndarray (r, r)
@@ -238,6 +274,35 @@ def whitened_system(kernel: Kernel, R: SketchMatrix, support: Any, parts: RowPar
 
     Always float64 kernel values: a kernel with ``dtype="float32"`` is used through its
     float64 copy, float32 samples are upcast (:class:`Float64Features`).
+
+    Parameters
+    ----------
+    kernel : Kernel
+        The input kernel.
+    R : SketchMatrix of shape (m, n)
+        The sketch.
+    support : samples
+        Prepared support samples ``X[R.indices]``.
+    parts : RowPartitions
+        Row partitions with an ``"inputs"`` column (the prepared ``X``).
+    targets : callable or None
+        ``chunk -> T_chunk`` (rows, width) applied to column ``which`` of ``parts``, or None
+        for ``T = I_n``.
+    width : int
+        Number of target columns (``n`` for ``T = I_n``).
+    rcond : float or None
+        Relative pivot threshold of ``K~`` (whitened and stable routes; None: the rounding
+        level, :func:`pivot_tolerance`) and threshold of the pseudo-inverse of ``G``
+        (``"eigh"``, the indefinite fallback and the jitter of ``"cholesky"``; None:
+        :data:`DEFAULT_RCOND`).
+    chunk : int
+        Rows per chunk.
+    executor : Executor
+        The executor running the passes over ``parts``.
+    ref_targets : ndarray of shape (m', width), optional
+        Targets at the support points; their column means centre ``T``.
+    which : str or int, default="targets"
+        The column of ``parts`` the targets are read from: its name or its position.
     """
     feats = Float64Features(float64_kernel(kernel), R.unscaled(), upcast_samples(support), np.float64,
                             DEFAULT_RCOND if rcond is None else rcond)
@@ -261,6 +326,37 @@ def plain_system(kernel: Kernel, R: SketchMatrix, support: Any, parts: RowPartit
     routes (``solver="cholesky"`` / ``"eigh"``) make: a ``lam`` path of those routes.
 
     Same arguments as :func:`sketched_ridge`; ``dtype``: of the kernel values and products.
+
+    Parameters
+    ----------
+    kernel : Kernel
+        The input kernel.
+    R : SketchMatrix of shape (m, n)
+        The sketch.
+    support : samples
+        Prepared support samples ``X[R.indices]``.
+    parts : RowPartitions
+        Row partitions with an ``"inputs"`` column (the prepared ``X``).
+    targets : callable or None
+        ``chunk -> T_chunk`` (rows, width) applied to column ``which`` of ``parts``, or None
+        for ``T = I_n``.
+    width : int
+        Number of target columns (``n`` for ``T = I_n``).
+    rcond : float or None
+        Relative pivot threshold of ``K~`` (whitened and stable routes; None: the rounding
+        level, :func:`pivot_tolerance`) and threshold of the pseudo-inverse of ``G``
+        (``"eigh"``, the indefinite fallback and the jitter of ``"cholesky"``; None:
+        :data:`DEFAULT_RCOND`).
+    chunk : int
+        Rows per chunk.
+    executor : Executor
+        The executor running the passes over ``parts``.
+    dtype : dtype, default=numpy.float64
+        Dtype of the kernel values and products.
+    ref_targets : ndarray of shape (m', width), optional
+        Targets at the support points; their column means centre ``T``.
+    which : str or int, default="targets"
+        The column of ``parts`` the targets are read from: its name or its position.
     """
     feats = SketchedFeatures(kernel, R, support, dtype, DEFAULT_RCOND if rcond is None else rcond)
     job = RidgeJob(feats, parts, 0.0, targets, width, chunk, executor, which, time.perf_counter(), rcond)

@@ -24,6 +24,31 @@ __all__ = ["RidgeSolution", "SOLVERS", "SAMPLE_ROWS", "PROBES", "EARLY_FLOAT32_M
 class RidgeSolution:
     """Result of :func:`sprokr.numerics.sketched_ridge`.
 
+    Parameters
+    ----------
+    coef : ndarray of shape (m', width)
+        Coefficients on ``support``: ``g(x) = k(x, support) coef``.
+    support : samples
+        The support samples.
+    features : SketchedFeatures
+        The features whose kernel computed the solution.
+    times : dict of str to float
+        Seconds of each phase.
+    method : {"whitened", "cholesky", "eigh", "qr"}
+        The route that produced ``coef``.
+    error_estimate : float, optional
+        The relative error estimate of the solution (in the predictions; see the
+        attribute).
+    rank : int, optional
+        Numerical rank of ``R K R^T`` (whitened and stable routes).
+    precision : str or dtype, optional
+        Precision of the kernel values and O(n m^2) products of the route taken (None:
+        float64).
+    checks : iterable of (str, float), default=()
+        Every checked solve tried, ``(precision name, error estimate)``, in order.
+    refinement_steps : int, default=0
+        Iterative refinement steps applied to ``coef``.
+
     Attributes
     ----------
     coef : ndarray (m', width)
@@ -105,6 +130,8 @@ def stable_ridge_solve(RA: np.ndarray, rhs: np.ndarray, Kt: np.ndarray, nlam: fl
         ``n lam``.
     rcond : float or None
         Relative pivot threshold for the range of ``K~`` (:func:`pivot_tolerance`).
+    semi_normal : bool, default=False
+        ``rhs`` is ``A^T T`` (targets ``I_n``): the semi-normal equations are solved.
 
     Returns
     -------

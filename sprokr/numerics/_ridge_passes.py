@@ -25,7 +25,13 @@ __all__ = ["TargetRows", "CrossProductTask", "QRTask"]
 class TargetRows:
     """``ids -> table[ids]``: a pass's targets gathered by the distinct id of each sample
     (outputs repeat: their targets are computed once per distinct output).  A read-only
-    gather, so a pass may fold its chunks in several threads (``thread_safe``)."""
+    gather, so a pass may fold its chunks in several threads (``thread_safe``).
+
+    Parameters
+    ----------
+    table : ndarray of shape (n_distinct, width)
+        The targets of each distinct id, one row per id.
+    """
 
     thread_safe = True
 
@@ -51,6 +57,36 @@ class CrossProductTask(ChunkTask):
     computing a kernel value twice.  The partial result is ``(ShiftedCrossProducts,
     gathered rows or None)``; gathered rows of disjoint chunks are disjoint, so they merge
     by addition too.
+
+    Parameters
+    ----------
+    features : SketchedFeatures
+        The sketched features giving ``A = K R^T`` from ``X_chunk``.
+    targets : callable or None
+        ``targets(chunks[which])`` gives the chunk's rows of ``T`` (None with
+        ``identity_targets``).
+    width : int
+        Columns of ``T`` (``n`` with ``identity_targets``).
+    c : ndarray of shape (m,)
+        Column shift of the blocks (:func:`column_shift`).
+    d : ndarray of shape (width,) or None
+        Target shift (None: 0); ignored with ``identity_targets``.
+    identity_targets : bool
+        ``T = I_n``.
+    gather : array-like of int, optional
+        Sorted row numbers whose rows of ``A`` are collected (e.g. the sketch's support);
+        not combined with ``skip``.
+    which : int, default=1
+        Position of the targets' column in the chunks.
+    whiten : Whitening, optional
+        Sum the whitened ``Z = A P_r L_11^-T`` instead of ``A``.
+    dtype : dtype, optional
+        Precision of the products (default: the features' dtype).
+    skip : array-like of int, optional
+        Sorted row numbers left out of the sums.
+    keep : KeptBlocks, optional
+        Where the float64 rows of ``A`` and ``T`` are kept (in this process only; never
+        shipped).
     """
 
     #: attribute types for the type checker (set in __init__ / fit)
@@ -154,6 +190,22 @@ class QRTask(ChunkTask):
     Same chunks, targets and gathered support rows as :class:`CrossProductTask`; the
     partial result is ``(TallSkinnyQR, gathered rows or None)``, merged by re-factorising
     the two triangles (:class:`sprokr.numerics.TallSkinnyQR`).  All in float64.
+
+    Parameters
+    ----------
+    features : SketchedFeatures
+        The sketched features giving ``A = K R^T`` from ``X_chunk``.
+    targets : callable or None
+        ``targets(chunks[which])`` gives the chunk's rows of ``T`` (None with
+        ``identity_targets``).
+    width : int
+        Columns of ``T`` (``n`` with ``identity_targets``).
+    identity_targets : bool
+        ``T = I_n``.
+    gather : array-like of int, optional
+        Sorted row numbers whose rows of ``A`` are collected (e.g. the sketch's support).
+    which : int, default=1
+        Position of the targets' column in the chunks.
     """
 
     #: attribute types for the type checker (set in __init__ / fit)

@@ -99,7 +99,15 @@ _GAMMA = 0.8
 def curvature_kind(loss: Loss, d: int) -> str | None:
     """``"entries"`` or ``"blocks"``: the form of the curvature Newton uses for ``loss`` with
     ``d`` outputs -- that of the loss (if ``loss.smooth``) or of its Moreau envelope, entry-wise
-    (n, d) or per-sample blocks (n, d, d) -- or None when the loss gives none."""
+    (n, d) or per-sample blocks (n, d, d) -- or None when the loss gives none.
+
+    Parameters
+    ----------
+    loss : sprokr.losses.Loss
+        The loss.
+    d : int
+        Number of outputs.
+    """
     f = loss if getattr(loss, "smooth", False) else loss.smoothed(1.0)
     if f is None:
         return None
@@ -109,7 +117,15 @@ def curvature_kind(loss: Loss, d: int) -> str | None:
 
 def newton_applies(loss: Loss, d: int) -> bool:
     """Whether :func:`newton_solve` can minimise ``loss`` with ``d`` outputs: the loss or its
-    Moreau envelope has a ``curvature`` (:func:`curvature_kind`; every built-in loss)."""
+    Moreau envelope has a ``curvature`` (:func:`curvature_kind`; every built-in loss).
+
+    Parameters
+    ----------
+    loss : sprokr.losses.Loss
+        The loss.
+    d : int
+        Number of outputs.
+    """
     return curvature_kind(loss, d) is not None
 
 
@@ -395,17 +411,24 @@ def newton_solve(Z: np.ndarray, Y: np.ndarray, loss: Loss, lam: float, V: np.nda
 
     Parameters
     ----------
-    Z : ndarray (n, r), features (float32 features are copied to float64 up to 512 MB)
-    Y : ndarray (n, d), float64 targets
-    loss : sprokr.losses.Loss, with :func:`newton_applies` true
-    lam : float > 0
-    V, e : eigenpairs of the output matrix ``M``
-    coef0 : ndarray (r, d), optional
+    Z : ndarray of shape (n, r)
+        Features (float32 features are copied to float64 up to 512 MB).
+    Y : ndarray of shape (n, d)
+        Float64 targets.
+    loss : sprokr.losses.Loss
+        The loss, with :func:`newton_applies` true.
+    lam : float
+        Regularisation (> 0).
+    V, e : ndarray of shape (d, d) and (d,)
+        Eigenpairs of the output matrix ``M``.
+    coef0 : ndarray of shape (r, d), optional
         Initial output coefficients ``C = Omega M^1/2`` (default zeros).
-    tol : float
+    tol : float, default=1e-4
         Relative duality gap at which the solution is accepted.
-    max_iter : int
+    max_iter : int, default=3000
         Newton steps and active-set iterations in total.
+    verbose : bool, default=False
+        Log each stage.
 
     Returns
     -------

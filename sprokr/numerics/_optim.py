@@ -65,11 +65,19 @@ def ridge_by_eigengroups(G: np.ndarray, H: np.ndarray, n: int, lam: float, V: np
 
     Parameters
     ----------
-    G : ndarray (r, r), symmetric PSD (``Z^T Z``, or ``K`` for the exact machine), float32/64
-    H : ndarray (r, d) (``Z^T Y``, or ``Y``)
-    n : int, number of training samples
-    lam : float > 0
-    V, e : eigenvectors (d, d) and eigenvalues (d,) of the output matrix ``M``
+    G : ndarray of shape (r, r)
+        Symmetric PSD (``Z^T Z``, or ``K`` for the exact machine), float32 or float64.
+    H : ndarray of shape (r, d)
+        ``Z^T Y``, or ``Y``.
+    n : int
+        Number of training samples.
+    lam : float
+        Regularisation (> 0).
+    V, e : ndarray of shape (d, d) and (d,)
+        Eigenvectors and eigenvalues of the output matrix ``M``.
+    overwrite_g : bool, default=False
+        Let ``G`` be overwritten when one Cholesky factorisation serves every output
+        (then no eigendecomposition fallback is left: the ``LinAlgError`` is raised).
     """
     G = np.asarray(G)
     if G.dtype not in (np.float32, np.float64):
@@ -106,9 +114,21 @@ def ridge_by_eigengroups(G: np.ndarray, H: np.ndarray, n: int, lam: float, V: np
 
 
 class SolverResult:
-    """Outcome of a solver: ``coef`` (r, d), ``converged``, ``n_epochs`` (passes or
-    iterations), ``objective`` (history), ``gap`` (relative duality gap, None when the loss
-    has no conjugate)."""
+    """Outcome of a solver.
+
+    Parameters
+    ----------
+    coef : ndarray of shape (r, d)
+        The output coefficients.
+    converged : bool
+        Whether the solver's stopping criterion was met.
+    n_epochs : int
+        Passes or iterations.
+    objective : sequence of float
+        History of the objective.
+    gap : float, optional
+        Relative duality gap (None when the loss has no conjugate).
+    """
 
     def __init__(self, coef: np.ndarray, converged: bool, n_epochs: int, objective: Sequence[float],
                  gap: float | None = None) -> None:
@@ -157,6 +177,23 @@ def duality_gap(Z: np.ndarray, Y: np.ndarray, loss: Loss, lam: float, S: np.ndar
     """``(P(Omega), D(A), gap)`` of (E1); ``A`` defaults to the loss gradient at ``Omega``.
 
     Returns None for the dual when the loss has no conjugate (or ``A`` leaves its domain).
+
+    Parameters
+    ----------
+    Z : ndarray of shape (n, r)
+        Features.
+    Y : ndarray of shape (n, d)
+        Targets.
+    loss : sprokr.losses.Loss
+        The loss.
+    lam : float
+        Regularisation (> 0).
+    S : ndarray of shape (d, d)
+        ``M^1/2``, the square root of the output matrix.
+    Omega : ndarray of shape (r, d)
+        The primal point (predictions ``Z Omega M^1/2``).
+    A : ndarray of shape (n, d), optional
+        The dual point (default: the loss gradient at ``Omega``).
     """
     n = Z.shape[0]
     P = feature_predict(Z, Omega @ S)
@@ -249,16 +286,24 @@ def lbfgs_solve(Z: np.ndarray, Y: np.ndarray, loss: Loss, lam: float, V: np.ndar
 
     Parameters
     ----------
-    Z : ndarray (n, r), features;  Y : ndarray (n, d), float64 targets
+    Z : ndarray of shape (n, r)
+        Features.
+    Y : ndarray of shape (n, d)
+        Float64 targets.
     loss : sprokr.losses.Loss
-    lam : float > 0
-    V, e : eigenpairs of the output matrix M
-    coef0 : ndarray (r, d), optional
+        The loss.
+    lam : float
+        Regularisation (> 0).
+    V, e : ndarray of shape (d, d) and (d,)
+        Eigenpairs of the output matrix ``M``.
+    coef0 : ndarray of shape (r, d), optional
         Initial output coefficients ``C = Omega M^1/2`` (default zeros).
-    tol : float
+    tol : float, default=1e-4
         Relative duality gap at which the solution is accepted.
-    max_iter : int
+    max_iter : int, default=3000
         L-BFGS iterations in total (over all smoothing stages).
+    verbose : bool, default=False
+        Log each smoothing stage.
 
     Returns
     -------
@@ -366,19 +411,6 @@ def adam_solve(Z: np.ndarray, Y: np.ndarray, loss: Loss, lam: float, V: np.ndarr
                rng: np.random.Generator | None = None, verbose: bool = False) -> SolverResult:
     """Minimise (E1) with Adam on mini-batch sub-gradients.
 
-    Parameters
-    ----------
-    Z : ndarray (n, r), features (float32 or float64)
-    Y : ndarray (n, d), float64 targets
-    loss : sprokr.losses.Loss
-    lam : float > 0
-    V, e : eigenpairs of the output matrix M (``M^1/2 = V diag(sqrt e) V^T``)
-    coef0 : ndarray (r, d), optional
-        Initial output coefficients ``C = Omega M^1/2`` (default zeros).
-    learning_rate, batch_size : Adam step size and mini-batch size
-    max_epochs, tol, n_iter_no_change : stopping rule (below)
-    rng : numpy.random.Generator (shuffles the mini-batches)
-
     Stopping rule.  After every epoch the full objective ``F`` of (E1) is evaluated.  An
     epoch *improves* when ``F < F_best - tol * |F_best|``; otherwise the step size is
     halved (the sub-gradients of non-smooth losses do not vanish at the optimum, so a
@@ -386,6 +418,35 @@ def adam_solve(Z: np.ndarray, Y: np.ndarray, loss: Loss, lam: float, V: np.ndarr
     ``n_iter_no_change`` epochs in a row without improvement; after ``max_epochs`` it
     stops with ``converged = False`` and a ``ConvergenceWarning``.  The best iterate is
     returned.
+
+    Parameters
+    ----------
+    Z : ndarray of shape (n, r)
+        Features (float32 or float64).
+    Y : ndarray of shape (n, d)
+        Float64 targets.
+    loss : sprokr.losses.Loss
+        The loss.
+    lam : float
+        Regularisation (> 0).
+    V, e : ndarray of shape (d, d) and (d,)
+        Eigenpairs of the output matrix ``M`` (``M^1/2 = V diag(sqrt e) V^T``).
+    coef0 : ndarray of shape (r, d), optional
+        Initial output coefficients ``C = Omega M^1/2`` (default zeros).
+    learning_rate : float, default=1e-2
+        Adam step size (halved after each epoch without improvement).
+    batch_size : int, default=256
+        Mini-batch size.
+    max_epochs : int, default=100
+        Most epochs (stopping rule above).
+    tol : float, default=1e-4
+        Relative improvement of the objective that counts (stopping rule above).
+    n_iter_no_change : int, default=5
+        Epochs in a row without improvement after which the solver stops.
+    rng : numpy.random.Generator
+        Shuffles the mini-batches (the callers always give one).
+    verbose : bool, default=False
+        Log the objective after each epoch.
 
     Returns
     -------

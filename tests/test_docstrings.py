@@ -13,7 +13,8 @@ numpydoc_validate = pytest.importorskip("numpydoc.validate")
 
 # modules whose __all__ is checked (more can be added)
 MODULES = ["sprokr", "sprokr.models", "sprokr.model_selection", "sprokr.metrics", "sprokr.kernels",
-           "sprokr.sketches", "sprokr.decoders", "sprokr_chem", "sprokr_graphs", "sprokr_ot"]
+           "sprokr.sketches", "sprokr.decoders", "sprokr.numerics", "sprokr_chem", "sprokr_graphs",
+           "sprokr_ot"]
 # numpydoc codes checked
 CODES = ("PR01", "PR02")
 # (module, name) pairs not checked here, and why (none at present)

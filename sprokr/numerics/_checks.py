@@ -187,7 +187,7 @@ def float64_probe_estimate(factor: np.ndarray, A_rows64: np.ndarray, w: np.ndarr
     ~ ``scale`` (``eps_64`` times the norms summed); ``dw = -G^-1 dG w`` is probed with
     ``dG w`` a random vector of norm ``scale |w_j|`` per column and measured on the
     predictions at the sample rows ``A_rows64`` (ns x m): ``max |A dw| / max |A w|``, times
-    2.  Where ``G`` squares an ill-conditioned kernel (flat kernels, tiny ``lam``) the probe
+    4 (the checks' common safety factor).  Where ``G`` squares an ill-conditioned kernel (flat kernels, tiny ``lam``) the probe
     falls on its small eigen-directions and the estimate is large -- the plain normal
     equations are then rejected.
 

@@ -56,7 +56,7 @@ from ._targets import R2ScoreMixin, check_targets
 from .feature_problem import checked_exact_factor
 from .torch_regressors import ROBUST_LOSSES, TorchRegressor, token_cnn, torch_available
 from .training import EarlyStopping, as_targets, check_eval_set, check_fit_targets, check_lr_schedule, \
-    check_monitor, check_optimiser_params, check_sample_offsets, kernel_induced_loss, self_retrieval_mrr, \
+    check_mlp_architecture, check_monitor, check_optimiser_params, check_sample_offsets, kernel_induced_loss, self_retrieval_mrr, \
     standardise, target_moments, warn_not_converged, TARGET_BLOCK_ROWS
 from ..utils import (
     atomic_fit,
@@ -431,13 +431,12 @@ class MLPSurrogate(RenamedParametersMixin, SaveMixin, R2ScoreMixin, RegressorMix
     def check_params(self) -> Self:
         """Validate the parameters without data (clear errors naming them).
 
-        Checks ``lam`` (>= 0), ``learning_rate`` (> 0), ``batch_size``, ``max_epochs``
-        (integers >= 1), ``lr_drops`` (an integer >= 0), ``lr_factor`` (> 1), ``monitor``
-        and ``random_state`` (its type; nothing is drawn).  ``fit`` runs the same checks
-        first, with the same messages; ``monitor="mrr"`` without validation data is refused
-        by ``fit``, and the architecture scikit-learn's ``MLPRegressor`` takes
-        (``hidden_layer_sizes``, ``activation``) is checked by it when ``fit`` trains.
-        Nothing of the estimator is changed.
+        Checks ``hidden_layer_sizes`` (integers >= 1), ``activation`` (one of
+        scikit-learn's), ``lam`` (>= 0), ``learning_rate`` (> 0), ``batch_size``,
+        ``max_epochs`` (integers >= 1), ``lr_drops`` (an integer >= 0), ``lr_factor`` (> 1),
+        ``monitor`` and ``random_state`` (its type; nothing is drawn).  ``fit`` runs the same
+        checks first, with the same messages; ``monitor="mrr"`` without validation data is
+        refused by ``fit``.  Nothing of the estimator is changed.
 
         Returns
         -------
@@ -448,6 +447,7 @@ class MLPSurrogate(RenamedParametersMixin, SaveMixin, R2ScoreMixin, RegressorMix
         ValueError, TypeError
             A parameter value is invalid (the message names it).
         """
+        check_mlp_architecture(self.hidden_layer_sizes, self.activation)
         check_optimiser_params(self.lam, self.learning_rate, self.batch_size)
         check_lr_schedule(self.max_epochs, self.lr_drops, self.lr_factor)
         check_monitor(self.monitor)

@@ -25,7 +25,8 @@ from ..progress import log_message
 from ..utils import check_finite, check_numeric_array, check_positive, iter_chunks, num_samples
 
 __all__ = ["kernel_induced_loss", "self_retrieval_mrr", "check_monitor", "as_targets", "check_fit_targets",
-           "check_sample_offsets", "check_eval_set", "check_lr_schedule", "check_optimiser_params", "EarlyStopping",
+           "check_sample_offsets", "check_eval_set", "check_lr_schedule", "check_optimiser_params", "check_mlp_architecture",
+           "MLP_ACTIVATIONS", "EarlyStopping",
            "warn_not_converged", "target_moments", "standardise", "TARGET_BLOCK_ROWS"]
 
 #: rows per block of :func:`target_moments` and of ``MLPSurrogate``'s epochs (bounds its float64 temporaries: 256 MB at
@@ -235,6 +236,36 @@ def check_optimiser_params(lam: Any, learning_rate: Any, batch_size: Any) -> Non
     check_positive(learning_rate, "learning_rate")
     if isinstance(batch_size, (bool, np.bool_)) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
         raise ValueError(f"batch_size must be an integer >= 1, got {batch_size!r}")
+
+
+#: the activations of scikit-learn's ``MLPRegressor``
+MLP_ACTIVATIONS = ("identity", "logistic", "tanh", "relu")
+
+
+def check_mlp_architecture(hidden_layer_sizes: Any, activation: Any) -> None:
+    """Clear errors for scikit-learn ``MLPRegressor``'s architecture, before any data (it
+    checks them only when it trains): ``hidden_layer_sizes`` an integer >= 1 or a sequence
+    of them (empty: no hidden layer, a linear model), ``activation`` one of
+    :data:`MLP_ACTIVATIONS`.
+
+    Parameters
+    ----------
+    hidden_layer_sizes, activation : the estimator's parameters.
+
+    Raises
+    ------
+    ValueError
+        A value is not one the network can be built with (the message names the parameter).
+    """
+    sizes = [hidden_layer_sizes] if isinstance(hidden_layer_sizes, (int, np.integer)) else hidden_layer_sizes
+    ok = not isinstance(sizes, (str, bytes)) and np.iterable(sizes)
+    ok = ok and all(isinstance(u, (int, np.integer)) and not isinstance(u, (bool, np.bool_)) and u >= 1
+                    for u in sizes)
+    if not ok:
+        raise ValueError(f"hidden_layer_sizes must be an integer >= 1 or a sequence of them (units per hidden "
+                         f"layer), got {hidden_layer_sizes!r}")
+    if not isinstance(activation, str) or activation not in MLP_ACTIVATIONS:
+        raise ValueError(f"activation must be one of {MLP_ACTIVATIONS}, got {activation!r}")
 
 
 class EarlyStopping:

@@ -31,7 +31,7 @@ from ..numerics import DEFAULT_RCOND, SketchedFeatures, check_kernel_sample, def
 from ..deprecation import RenamedParametersMixin
 from ..persistence import SaveMixin
 from ..utils import atomic_fit, check_chunk_size, check_feature_names, consistent_read, check_positive, \
-    check_random_state, iter_chunks, num_samples, resolve_dtype, row_offset, set_feature_names, take, take_slice
+    iter_chunks, num_samples, resolve_dtype, row_offset, set_feature_names, take, take_slice
 from .base import fit_on_training_inputs
 
 __all__ = ["KernelFeatures"]
@@ -116,7 +116,7 @@ class KernelFeatures(RenamedParametersMixin, SaveMixin, TransformerMixin, BaseEs
 
     def _fit(self, X):
         """The fit; returns the training features when ``standardize`` computed them, else None."""
-        from ..sketches import resolve_sketch
+        from ..sketches import drawing_state, resolve_sketch
         from .base import resolve_kernel
 
         n = num_samples(X, "X")
@@ -130,7 +130,7 @@ class KernelFeatures(RenamedParametersMixin, SaveMixin, TransformerMixin, BaseEs
         if sketch is None:
             raise ValueError("input_sketch must be a sketch (name or instance), got None")
         kernel = fit_on_training_inputs(kernel, X)
-        R = sketch.draw(n, None if self.random_state is None else check_random_state(self.random_state))
+        R = sketch.draw(n, drawing_state(self.random_state))
         support = kernel.prepare(take(X, R.indices))
         check_kernel_sample(kernel, take(support, np.arange(min(R.indices.size, 64))), "kernel")
         rcond = DEFAULT_RCOND if self.rcond is None else check_positive(self.rcond, "rcond", strict=False)

@@ -11,7 +11,7 @@ from ..numerics import DEFAULT_RCOND, SketchedFeatures, topk_search
 from ..progress import get_logger, log_message
 from ..progress import progress as progress_bar
 from ..kernels import resolve_kernel
-from ..sketches import resolve_sketch
+from ..sketches import drawing_state, resolve_sketch
 from ..deprecation import renamed_keywords
 from ..utils import check_positive, check_random_state, frame_as_array, iter_chunks, num_samples, take, take_slice, \
     unique_indices
@@ -174,7 +174,7 @@ def perfect_h_curve(Y_train: Samples, Y_val: Samples, output_kernel: str | Kerne
         t0 = time.perf_counter()
         # an integer seed: each size's sketch is the one a model seeded with it draws first
         # (DSOKR, ISOKR), so a selection's fit at the chosen size finds its basis in the cache
-        R = sk.draw(n, check_random_state(random_state) if seeded else None if random_state is None else rng)
+        R = sk.draw(n, check_random_state(random_state) if seeded else drawing_state(random_state, rng))
         drawn.append(R)
         # the basis needs the sketch's support points only: no pass over the n outputs
         feats = SketchedFeatures.from_support(ky, R, take(Y_train, R.indices), OUTPUT_DTYPE, rc,

@@ -44,7 +44,7 @@ from ..numerics import (
     sketched_ridge,
 )
 from ..progress import warn_accuracy
-from ..sketches import check_sketch_for, make_sketch
+from ..sketches import check_sketch_for, drawing_state, make_sketch
 from ..utils import (
     NamedPrepare,
     check_chunk_size,
@@ -171,7 +171,7 @@ class SISOKRTraining:
         sy = check_sketch_for(ps.output_sketch, self.output_sketch, self.m_y, n, "output")
         kx = fit_on_training_inputs(ps.input_kernel, X)  # data-dependent kernels (text idf): a fitted copy
         rng = check_random_state(self.random_state)
-        drawn_by = None if self.random_state is None else rng  # None: a sketch's own random_state
+        drawn_by = drawing_state(self.random_state, rng)
         Rx = sx.draw(n, drawn_by) if sx is not None else None
         Ry = sy.draw(n, drawn_by) if sy is not None else None
         # Structured outputs repeat (Bibtex: 2058 distinct label sets among 4880 documents).

@@ -32,7 +32,7 @@ from ..numerics import DEFAULT_RCOND, candidate_offsets
 from ..registry import get_registry
 from ..kernels import VectorKernel, resolve_kernel
 from ..numerics import resolve_executor
-from ..sketches import check_sketch_for, make_sketch
+from ..sketches import check_sketch_for, drawing_state, make_sketch
 from ..progress import log_estimator
 from ..utils import NamedPrepare, atomic_fit, check_chunk_size, check_feature_names, check_paired, check_positive, \
     check_random_state, check_random_state_param, consistent_read, frame_as_array, num_samples, resolve_dtype, \
@@ -274,7 +274,7 @@ class DSOKR(ExecutorParamsMixin, OutputKernelModel, BaseEstimator):
         sy = check_sketch_for(ps["sy"], self.output_sketch, self.m_y, n, "output")
         assert sy is not None  # (required: _checked_params)
         # the sketch is drawn first: same seed, same sketch as ISOKR (None: the sketch's own random_state)
-        R = sy.draw(n, None if self.random_state is None else rng)
+        R = sy.draw(n, drawing_state(self.random_state, rng))
         reg = self._make_regressor(ps["reg"], rng)
         if takes_numeric_inputs(reg):  # numbers for Ridge & co: checked here, named (see _dsokr_inputs)
             X = check_regressor_inputs(X, reg)

@@ -53,7 +53,7 @@ from ..registry import get_registry
 from ..kernels import model_dtype, resolve_kernel
 from ..numerics import resolve_executor
 from ._sisokr_rows import all_rows
-from ..sketches import check_sketch_for, make_sketch
+from ..sketches import check_sketch_for, drawing_state, make_sketch
 from .output_matrix import check_output_matrix, joint_quantile_matrix
 from .feature_problem import FeatureProblem, FeatureProblemMixin, check_optimizer_params, check_solver_params
 from .base import ExecutorParamsMixin, check_n_features, set_n_features
@@ -374,7 +374,7 @@ class SketchedKernelMachine(ExecutorParamsMixin, RenamedParametersMixin, SaveMix
         sketch = check_sketch_for(ps["sketch"], self.input_sketch, self.m_x, n, "input")
         rng = check_random_state(self.random_state)
         # an estimator's random_state left to None: a sketch's own random_state draws it
-        R = sketch.draw(n, None if self.random_state is None else rng) if sketch is not None else None
+        R = sketch.draw(n, drawing_state(self.random_state, rng)) if sketch is not None else None
         parts = executor.partition(X, Y, prepare=(NamedPrepare(kernel.prepare, "X"), None), names=("inputs", "targets"))
         sample = np.arange(min(n, 64)) if R is None else R.indices[:64]
         check_kernel_sample(kernel, executor.take_rows(parts, sample, which="inputs"), "kernel")

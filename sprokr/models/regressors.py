@@ -50,7 +50,7 @@ from ..deprecation import RenamedParametersMixin
 from ..persistence import SaveMixin
 from ..progress import warn_accuracy
 from ..kernels import model_dtype, resolve_kernel
-from ..sketches import check_sketch_for, make_sketch
+from ..sketches import check_sketch_for, drawing_state, make_sketch
 from .base import check_n_features, set_n_features
 from ._targets import R2ScoreMixin, check_targets
 from .feature_problem import checked_exact_factor
@@ -257,7 +257,7 @@ class KernelRidgeRegressor(SaveMixin, R2ScoreMixin, RegressorMixin, BaseEstimato
         T64, scalar = check_targets(y, n, type(self).__name__)
         set_feature_names(self, X)  # scikit-learn's feature_names_in_ (dataframe inputs)
         # an estimator's random_state left to None: a sketch's own random_state draws it
-        rng = None if self.random_state is None else check_random_state(self.random_state)
+        rng = drawing_state(self.random_state)
         t0 = time.perf_counter()
         sk = check_sketch_for(sk, self.input_sketch, self.m_x, n, "input")
         ex = LocalExecutor()

@@ -2,7 +2,7 @@
 
 :class:`SketchMatrix` (the drawn ``R``) is defined in :mod:`sprokr.numerics` and re-exported here.
 """
-from .base import Sketch, SketchMatrix, check_sketch_for, make_sketch, resolve_sketch
+from .base import Sketch, SketchMatrix, check_sketch_for, drawing_state, make_sketch, resolve_sketch
 from .random import (
     PSG,
     PSR,
@@ -20,5 +20,5 @@ BUILTIN_SKETCHES = {
 }
 BUILTIN_SKETCHES["nystrom"] = SubSample
 
-__all__ = ["Sketch", "SketchMatrix", "resolve_sketch", "make_sketch", "check_sketch_for", "BUILTIN_SKETCHES", "SubSample", "GaussianSketch", "PSparsified",
+__all__ = ["Sketch", "SketchMatrix", "resolve_sketch", "make_sketch", "check_sketch_for", "drawing_state", "BUILTIN_SKETCHES", "SubSample", "GaussianSketch", "PSparsified",
            "PSR", "PSG", "Accumulation", "CountSketch", "IdentitySketch"]

@@ -23,7 +23,26 @@ if TYPE_CHECKING:  # imported for the annotations only
     from typing import Self
     from ..types import RandomStateLike
 
-__all__ = ["Sketch", "SketchMatrix", "resolve_sketch", "make_sketch", "check_sketch_for"]
+__all__ = ["Sketch", "SketchMatrix", "resolve_sketch", "make_sketch", "check_sketch_for", "drawing_state"]
+
+
+def drawing_state(random_state: RandomStateLike, rng: Any = None) -> Any:
+    """What an estimator passes to :meth:`Sketch.draw`: its generator ``rng`` (made from its
+    ``random_state`` when not given), or None when its ``random_state`` is None -- then a
+    sketch's own ``random_state`` (a seeded instance, or ``*_sketch_params``) draws it, and
+    an estimator seed, when given, overrides the sketch's.
+
+    Parameters
+    ----------
+    random_state : None, int, numpy.random.Generator or RandomState
+        The estimator's ``random_state`` parameter.
+    rng : numpy.random.Generator, optional
+        The estimator's generator made from it, when it draws other things from the same
+        stream (its sketches in turn, a validation split): passed on as it is.
+    """
+    if random_state is None:
+        return None
+    return check_random_state(random_state) if rng is None else rng
 
 
 class Sketch(BaseEstimator):
@@ -42,8 +61,9 @@ class Sketch(BaseEstimator):
         """Draw a sketch matrix for ``n`` samples (an integer >= 1).
 
         ``random_state`` (if given) overrides ``self.random_state``; an estimator passes
-        its own generator so that ``SISOKR(random_state=0)`` is reproducible, and None when
-        its ``random_state`` is None (the sketch's own ``random_state`` then draws).
+        :func:`drawing_state` of its own: its generator, so that ``SISOKR(random_state=0)``
+        is reproducible, or None when its ``random_state`` is None (the sketch's own
+        ``random_state`` then draws).
         """
         n = _check_n_samples(n)  # here, not (only) in validate: subclasses override validate
         self.validate(n)

@@ -319,3 +319,28 @@ def test_support_rows_computed_once_per_precision_when_float32_is_refused_early(
     assert calls.count("float64") == 1 and calls.count("float32") == 1, calls
     m64 = KernelRidgeRegressor(**kw).fit(X, T)
     assert _rel(m32.predict(X), m64.predict(X)) <= 1e-6  # (the inputs were rounded to float32)
+
+
+def test_float32_estimate_parts_add_up():
+    """``parts=True`` splits the estimate for the plain route, whose conditioning factor
+    (PLAIN_SAFETY) scales the error propagated through its solve, not the error of predictions made from the solution (their float32
+    rounding and kernel values), which G's conditioning does not amplify; scaling both made
+    the scale benchmark's float32 solution (true error 1.1e-5, estimate 1.07e-4) refine for
+    nothing at n = 1e5 (refinement cannot change how predictions round)."""
+    from sprokr.numerics import ShiftedCrossProducts, column_shift, float32_error_estimate
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((300, 5)) + 3.0  # away from the origin: float32 kernel values lose eps_32 g|x|^2
+    S = X[rng.choice(300, 40, replace=False)]
+    k = GaussianKernel(gamma=2.0)
+    A64, A32 = k(X, S), k(X.astype(np.float32), S.astype(np.float32))
+    T = np.sin(X[:, :2])
+    acc = ShiftedCrossProducts(40, 2, np.float32, column_shift(A64, np.float32), T.mean(axis=0), False)
+    acc.add(np.arange(300), np.array(A32), T)
+    G, AtT = acc.result()
+    G = G + 300 * 1e-3 * k(S, S)
+    L = np.linalg.cholesky(G)
+    w = np.linalg.solve(G, AtT)
+    total = float32_error_estimate(acc, A32[::3], A64[::3], T[::3], L, w, 300, 0.3)
+    sol, pred = float32_error_estimate(acc, A32[::3], A64[::3], T[::3], L, w, 300, 0.3, parts=True)
+    assert sol > 0 and pred > 0 and np.isclose(sol + pred, total)

@@ -104,7 +104,8 @@ def whitened_error_bound(zc2: float, z2: float, nlam: float, dtype: DTypeLike) -
 
 
 def float32_error_estimate(acc: Any, A_rows: np.ndarray, A_rows64: np.ndarray, T_rows: np.ndarray, factor: np.ndarray,
-                           w: np.ndarray, n: int, nlam: float, unit_targets: bool = False) -> float:
+                           w: np.ndarray, n: int, nlam: float, unit_targets: bool = False,
+                           parts: bool = False) -> Any:
     """Measured estimate of what float32 kernel values and products change in a solution
     of the whitened (or, ``acc`` unwhitened, the plain) normal equations.
 
@@ -145,10 +146,15 @@ def float32_error_estimate(acc: Any, A_rows: np.ndarray, A_rows64: np.ndarray, T
     unit_targets : bool, default=False
         ``T_rows`` are columns ``e_j`` of identity targets: ``Z^T e_j = z_j`` carries one
         row's error, not a sum over the n rows (whose contribution is scaled like the matrix).
+    parts : bool, default=False
+        Return ``(solution, predictions)``: the part propagated through the solve and the
+        part of the predictions made from the solution (rounding and kernel values), each
+        with the safety factor, instead of their sum.  The plain route scales only the first
+        by its conditioning factor: ``G``'s conditioning does not amplify the second.
     """
     ns = A_rows.shape[0]
     if ns == 0:
-        return 0.0
+        return (0.0, 0.0) if parts else 0.0
     twin = ShiftedCrossProducts(acc.c.size, 1, np.float64, acc.c, whiten=acc.whiten)
     Zc32, r32 = acc.centred(np.array(A_rows))
     Zc64, r64 = twin.centred(np.array(A_rows64, dtype=np.float64))
@@ -168,15 +174,17 @@ def float32_error_estimate(acc: Any, A_rows: np.ndarray, A_rows64: np.ndarray, T
     dw = cholesky_factor_solve(factor, db * (1.0 if unit_targets else np.sqrt(n / ns)) - dGw * np.sqrt(n / ns))
     H = float(np.abs(matmul(Z64, w)).max(initial=0.0))
     if not (H > 0 and np.isfinite(dw).all()):
-        return 0.0 if H == 0 else np.inf
+        bad = 0.0 if H == 0 else np.inf
+        return (bad, bad) if parts else bad
     # the model then predicts k(x, support) gamma with kernel values (and coefficients) in
     # the same precision: independent roundings of the terms A_ij gamma_j add up like a
     # random walk, eps_w (sum_j A_ij^2 gamma_j^2)^1/2 -- large when gamma's terms cancel
     # (a smooth kernel resolved down to tiny pivots), negligible otherwise -- and the
     # kernel values' own error, measured at the sample rows (prediction_error)
     g = w if acc.whiten is None else acc.whiten.coefficients(w)
-    e_pred = prediction_error(A_rows64, g, acc.dtype, A_rows)
-    return _SAFETY * (float(np.abs(matmul(Z64, dw)).max(initial=0.0)) + e_pred) / H
+    e_sol = _SAFETY * float(np.abs(matmul(Z64, dw)).max(initial=0.0)) / H
+    e_pred = _SAFETY * prediction_error(A_rows64, g, acc.dtype, A_rows) / H
+    return (e_sol, e_pred) if parts else e_sol + e_pred
 
 
 def float64_probe_estimate(factor: np.ndarray, A_rows64: np.ndarray, w: np.ndarray, scale: float,

@@ -412,19 +412,20 @@ class RidgeJob(PlainRoutes):
         if self.identity:
             return idx[spread(idx.size, PROBES)]
         return np.arange(min(self.width, PROBES))
-    def _measured(self, acc, sol):
-        """:func:`float32_error_estimate` on the sample rows (:meth:`_sample`) and a few target columns."""
+    def _measured(self, acc, sol, parts=False):
+        """:func:`float32_error_estimate` on the sample rows (:meth:`_sample`) and a few target columns
+        (``parts``: its two parts, solution and predictions)."""
         idx, A32, A64 = self._sample()
         n = self.parts.n
         if self.identity:  # T = I_n: the columns of a few sample rows, e_j (Z^T e_j = z_j: one row's error)
             probe = spread(idx.size, PROBES)
             T_rows = np.eye(idx.size)[:, probe]
             return float32_error_estimate(acc, A32, A64, T_rows, sol.F, sol.w(idx[probe]),
-                                          n, self.nlam, unit_targets=True)
+                                          n, self.nlam, unit_targets=True, parts=parts)
         T = np.asarray(self.targets(self.executor.take_rows(self.parts, idx, which=self.which)), dtype=np.float64)
         rng = np.random.default_rng(0)
         Om = np.eye(self.width) if self.width <= PROBES else rng.standard_normal((self.width, PROBES))
-        return float32_error_estimate(acc, A32, A64, T @ Om, sol.F, sol.w(Om), n, self.nlam)
+        return float32_error_estimate(acc, A32, A64, T @ Om, sol.F, sol.w(Om), n, self.nlam, parts=parts)
 
     # ---- the plain normal equations (opt-in)
 

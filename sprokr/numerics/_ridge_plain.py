@@ -44,11 +44,16 @@ class PlainRoutes:
         """Error estimate of a plain normal-equations solution ``G gamma = A^T T``: the measured
         float32 part (:meth:`_measured`, float32 products only) plus the float64 rounding of
         the formed ``G`` probed at random (:func:`float64_probe_estimate`, scale
-        ``eps_64 (|A_c|_F^2 + |G|_1)``), times :data:`PLAIN_SAFETY`."""
-        est = self._measured(acc, PlainSolution(L, gamma)) if acc.dtype == np.float32 else 0.0
+        ``eps_64 (|A_c|_F^2 + |G|_1)``), times :data:`PLAIN_SAFETY`; plus the error of the
+        float32 predictions made from the solution (their rounding and the float32 kernel
+        values', measured), which ``G``'s conditioning does not amplify."""
+        # G's conditioning amplifies the solution's error, not that of the predictions made from
+        # it (their rounding, float32 kernel values): PLAIN_SAFETY scales the first only
+        est, e_pred = self._measured(acc, PlainSolution(L, gamma), parts=True) if acc.dtype == np.float32 \
+            else (0.0, 0.0)
         idx, _, A64 = self._sample()
         scale = np.finfo(np.float64).eps * (float(np.trace(acc.AtA)) + G_norm)
-        return PLAIN_SAFETY * (est + float64_probe_estimate(L, A64, gamma[:, self._probe_columns(idx)], scale))
+        return PLAIN_SAFETY * (est + float64_probe_estimate(L, A64, gamma[:, self._probe_columns(idx)], scale)) + e_pred
 
     def plain_sums(self, feats, ref_targets, keep=None):
         """``(acc, K~, kept)``: the plain sums ``A^T A``, ``A^T T`` of features ``feats`` in one

@@ -100,12 +100,61 @@ def test_flat_kernel_tiny_ridge_matches_40_digit_arithmetic(sketch, params):
 
 def test_ridge_below_the_whitened_bound_takes_the_stable_route():
     """lam = 1e-10 on a kernel with k(x, x) = 1: eps (1 + trace K / (n lam)) = 2e-6 > 1e-6,
-    known before the pass: the QR route is taken directly (no wasted pass)."""
+    known before the pass: the QR route is taken directly (no wasted pass).  The formula
+    itself is then determined by float64 kernel values only to ~1e-5: the estimate says
+    so (``rounding_sensitivity``), with a warning, and it is right within a factor 3."""
     X, Y, Xq = _data(n=80, d=4, seed=1)
     kw = dict(input_sketch="subsample", m_x=25, lam=1e-10, input_kernel_params={"gamma": 1e-4}, random_state=0)
-    auto, qr = SIOKR(**kw).fit(X, Y), SIOKR(**kw, solver="qr").fit(X, Y)
-    assert auto.solver_ == "qr" and auto.solver_error_estimate_ is None
+    with pytest.warns(LinAlgWarning, match="moves by its float64 rounding"):
+        auto = SIOKR(**kw).fit(X, Y)
+    with pytest.warns(LinAlgWarning, match="moves by its float64 rounding"):
+        qr = SIOKR(**kw, solver="qr").fit(X, Y)
+    assert auto.solver_ == "qr" and not any(k.startswith("ridge_pass") for k in auto.fit_times_)
     np.testing.assert_array_equal(auto.predict_coordinates(Xq), qr.predict_coordinates(Xq))
+    k = GaussianKernel(gamma=1e-4)
+    ref = _mp_reference(k(X), k(Xq, X), auto.input_sketch_matrix_.toarray(), 1e-10)
+    err = _rel(auto.predict_coordinates(Xq), ref)
+    assert 1e-6 < err and err / 3 <= auto.solver_error_estimate_ <= 3 * err, (err, auto.solver_error_estimate_)
+
+
+def _outlying_rows(seed, n=67, scale=11.0):
+    """Two-dimensional rows, three of them ``scale`` times further out: with a flat kernel
+    the pivots of ``R K R^T`` fall near its float64 rounding."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 2))
+    X[:3] *= scale
+    return X, rng.normal(size=(n, 3)), np.vstack([rng.normal(size=(5, 2)), X[:3]])
+
+
+@pytest.mark.parametrize("lam,seed", [(1e-8, 1), (1e-6, 1), (1e-8, 3)])
+def test_rounding_sensitivity_estimates_the_formula_s_own_rounding(lam, seed):
+    """Well-determined problems: the estimate (``rounding_sensitivity`` plus the solve's
+    bound) is at least a third of the error against 40 digits and at most 10x above it, and
+    no warning."""
+    X, Y, Xq = _data(n=80 + 20 * (seed > 1), d=4, seed=seed)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", LinAlgWarning)
+        model = SIOKR(input_sketch="subsample", m_x=25, lam=lam, input_kernel_params={"gamma": 1e-4},
+                      random_state=0).fit(X, Y)
+    k = GaussianKernel(gamma=1e-4)
+    err = _rel(model.predict_coordinates(Xq), _mp_reference(k(X), k(Xq, X), model.input_sketch_matrix_.toarray(), lam))
+    est = model.solver_error_estimate_
+    assert err / 3 <= est <= 10 * err + 1e-9, (err, est)
+
+
+@pytest.mark.parametrize("seed", [3, 4, 5, 6])
+def test_outlying_rows_warn_that_float64_does_not_determine_the_formula(seed):
+    """Outlying rows and a flat kernel (lam = 2.5e-3, K~ of full numerical rank): the default
+    is 1.5e-6 to 2e-4 off the formula in 40 digits -- as is every float64 evaluation -- and
+    warns with an estimate within a factor 5 of that error."""
+    X, Y, Q = _outlying_rows(seed)
+    with pytest.warns(LinAlgWarning, match="moves by its float64 rounding"):
+        model = KernelRidgeRegressor(kernel_params={"gamma": 0.022}, lam=2.5e-3, input_sketch="subsample", m_x=30,
+                                     random_state=seed).fit(X, Y)
+    k = GaussianKernel(gamma=0.022)
+    ref = _mp_reference(k(X), k(Q, X), model.sketch_matrix_.toarray(), 2.5e-3) @ Y
+    err = _rel(model.predict(Q), ref)
+    assert err > 1e-6 and err / 5 <= model.solver_error_estimate_ <= 5 * err, (err, model.solver_error_estimate_)
 
 
 # ---------------------------------------------------------------- the whitened pieces

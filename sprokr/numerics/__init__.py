@@ -98,6 +98,7 @@ from ._checks import (
     float32_error_estimate,
     float64_probe_estimate,
     normal_equations_error,
+    rounding_sensitivity,
     tolerance,
     whitened_error_bound,
 )
@@ -139,7 +140,7 @@ __all__ = [
     "NotPositiveDefiniteError", "exact_ridge_factor", "sketched_ridge", "CrossProductTask", "TargetRows", "QRTask",
     "RidgeSolution",
     "stable_ridge_solve", "normal_equations_error", "pivot_tolerance", "NORMAL_EQUATIONS_TOL", "SOLVERS",
-    "Whitening", "whitened_error_bound", "float32_error_estimate", "float64_probe_estimate", "float64_kernel", "tolerance", "FLOAT32_TOL",
+    "Whitening", "whitened_error_bound", "float32_error_estimate", "float64_probe_estimate", "rounding_sensitivity", "float64_kernel", "tolerance", "FLOAT32_TOL",
     "whitened_system", "WhitenedSystem", "plain_system", "refine", "ResidualTask", "KeptBlocks",
     "ridge_by_eigengroups", "adam_solve", "lbfgs_solve", "newton_solve", "newton_applies", "curvature_kind", "BLOCK_NEWTON_MAX", "duality_gap", "SolverResult",
     # top-k search

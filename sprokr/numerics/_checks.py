@@ -5,6 +5,9 @@
 * :func:`float32_error_estimate` -- what float32 kernel values and products change in a
   whitened solution, measured on a sample of rows replayed in float64;
 * :func:`normal_equations_error` -- the plain normal equations' estimate (``"cholesky"``);
+* :func:`rounding_sensitivity` -- how far the formula itself moves when ``K~ = R K R^T`` moves
+  by its float64 rounding: no float64 route computes it more closely (nearly singular
+  ``K~``: flat kernels, outlying rows, a small ridge);
 * ``Float64Features`` -- sketched features with float64 values (of
   :func:`~sprokr.numerics.float64_kernel`), for the checks and the fallback.
 
@@ -15,7 +18,9 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import scipy.linalg as sla
 from numpy.typing import DTypeLike
+from scipy.linalg import get_blas_funcs
 
 from ._crossprod import ShiftedCrossProducts
 from ._features import SketchedFeatures
@@ -24,7 +29,8 @@ from ._products import upcast_samples
 from ._refine import prediction_error
 
 __all__ = ["NORMAL_EQUATIONS_TOL", "FLOAT32_TOL", "tolerance", "normal_equations_error", "whitened_error_bound",
-           "float32_error_estimate", "float64_probe_estimate", "Float64Features"]
+           "float32_error_estimate", "float64_probe_estimate", "rounding_sensitivity", "SENSITIVITY_ROUNDING",
+           "Float64Features"]
 
 #: the whitened normal equations are accepted in float64 when their error estimate
 #: (:func:`whitened_error_bound`) is below this (the issue's target against the formula)
@@ -34,6 +40,10 @@ FLOAT32_TOL = 1e-4
 
 #: safety factor of the measured float32 estimate (it is an estimate, not a bound)
 _SAFETY = 4.0
+#: size of the perturbation of ``K~`` that :func:`rounding_sensitivity` propagates, relative
+#: to ``K~``'s largest diagonal entry: the rounding of its float64 kernel values and the
+#: backward error of its pivoted Cholesky factorisation
+SENSITIVITY_ROUNDING = np.finfo(np.float64).eps
 
 
 def tolerance(dtype: DTypeLike) -> float:
@@ -223,6 +233,62 @@ def float64_probe_estimate(factor: np.ndarray, A_rows64: np.ndarray, w: np.ndarr
     if not (H > 0 and np.isfinite(dw).all()):
         return 0.0 if H == 0 else np.inf
     return _SAFETY * float(np.abs(matmul(A_rows64, dw)).max(initial=0.0)) / H
+
+
+def rounding_sensitivity(wh: Any, factor: np.ndarray, gamma: np.ndarray, nlam: float, probes: int = 4,
+                         seed: int = 0) -> float:
+    """Relative change of the fitted values when ``K~ = R K R^T`` moves by its float64 rounding.
+
+    The sketched ridge's ``gamma`` solves ``(A^T A + n lam K~) gamma = A^T T``; a perturbation
+    ``E`` of ``K~`` (its kernel values are rounded, its factorisation has a backward error)
+    moves it by ``-(A^T A + n lam K~)^-1 n lam E gamma``.  In the whitened basis
+    (``A^T A + n lam K~ = P L (Z^T Z + n lam I) L^T P^T`` with ``F F^T = Z^T Z + n lam I``)
+    that is ``du = F^-T F^-1 L^-1 (n lam E gamma)`` and the fitted values move by ``Z du``.
+    ``E gamma`` is probed as a random vector of the size a symmetric ``E`` with independent
+    entries of :data:`SENSITIVITY_ROUNDING` ``max diag K~`` gives it, on ``probes``
+    random combinations of the target columns.  Returns ``max_j |Z du_j| / |Z w_j|``
+    (``|Z x|^2 = |F^T x|^2 - n lam |x|^2``: no pass over the rows).  O(r^2 probes).
+
+    When ``K~`` is nearly singular (a flat kernel, rows far from the others, a small ridge)
+    the formula in exact arithmetic depends on its smallest pivots, which float64 kernel
+    values determine only roughly: no float64 route -- QR included -- evaluates it more
+    closely than this.  Directions that the pivoted Cholesky factorisation dropped (rank
+    below ``m``) are not counted.
+
+    Parameters
+    ----------
+    wh : Whitening
+        The pivoted Cholesky factorisation of ``K~`` (rank r).
+    factor : ndarray of shape (r, r)
+        ``F``, read in its lower triangle.
+    gamma : ndarray of shape (m, p)
+        The solution (zero off the pivot columns ``wh.sel``).
+    nlam : float
+        ``n lam``.
+    probes : int, default=4
+        Random combinations of the p target columns probed.
+    seed : int, default=0
+        Seed of the random probes (the estimate is reproducible).
+    """
+    r = wh.rank
+    gamma = np.asarray(gamma, dtype=np.float64)
+    if r == 0 or gamma.size == 0:
+        return 0.0
+    rng = np.random.default_rng(seed)
+    g = matmul(gamma, rng.standard_normal((gamma.shape[1], probes)))[wh.sel]  # r x k, pivoted
+    trmm = get_blas_funcs("trmm", dtype=np.float64)
+    w = trmm(1.0, wh.L, np.asfortranarray(g), side=0, lower=1, trans_a=1)  # L^T g: whitened
+    Eg = rng.standard_normal(g.shape) * (SENSITIVITY_ROUNDING * float(wh.L[0, 0]) ** 2 * np.linalg.norm(g, axis=0))
+    y = sla.solve_triangular(factor, sla.solve_triangular(wh.L, nlam * Eg, lower=True, check_finite=False),
+                             lower=True, check_finite=False)  # F^-1 L^-1 (n lam E g) = F^T du
+    du = sla.solve_triangular(factor, y, lower=True, trans="T", check_finite=False)
+    fw = trmm(1.0, factor, np.asfortranarray(w), side=0, lower=1, trans_a=1)  # F^T w
+    num = np.maximum(np.sum(y * y, axis=0) - nlam * np.sum(du * du, axis=0), 0.0)
+    den = np.sum(fw * fw, axis=0) - nlam * np.sum(w * w, axis=0)
+    if not np.isfinite(num).all():
+        return np.inf
+    ok = den > 0
+    return float(np.sqrt(num[ok] / den[ok]).max(initial=0.0))
 
 
 class Float64Features(SketchedFeatures):

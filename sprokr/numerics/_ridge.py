@@ -26,10 +26,11 @@ from numpy.typing import DTypeLike
 
 from ._features import KernelRows, SketchedFeatures
 from ._linalg import DEFAULT_RCOND, cholesky_factor_inplace, small_work_threads
-from ._checks import Float64Features
+from ._checks import Float64Features, tolerance
 from ._products import float64_kernel, upcast_samples
 from ._ridge_common import SOLVERS, RidgeSolution, check_finite_sums
 from ._ridge_job import RidgeJob
+from ..progress import warn_accuracy
 from ..utils import iter_chunks, take_slice
 
 if TYPE_CHECKING:  # imported for the annotations only
@@ -206,9 +207,13 @@ def sketched_ridge(kernel: Kernel, R: SketchMatrix, support: Any, parts: RowPart
     with ridge_threads(parts.n, R, support):
         if solver in ("cholesky", "eigh"):
             return job.normal_equations(solver, ref_targets)
-        if solver == "qr":
-            return job.stable()
-        return job.whitened(ref_targets)
+        sol = job.stable() if solver == "qr" else job.whitened(ref_targets)
+    if sol.sensitivity is not None and sol.sensitivity > tolerance(dtype):
+        warn_accuracy(f"sketched ridge: the formula's solution moves by about {sol.sensitivity:.2g} when "
+                      "R K R^T moves by its float64 rounding (its smallest pivots are near that rounding: "
+                      "a flat kernel, rows far from the others or a small lam); no float64 route evaluates "
+                      "it more closely. A larger lam, a smaller sketch or a narrower kernel determines it.")
+    return sol
 
 
 def ridge_threads(n: int, R: SketchMatrix, support: Any) -> Any:

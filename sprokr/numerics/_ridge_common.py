@@ -48,6 +48,9 @@ class RidgeSolution:
         Every checked solve tried, ``(precision name, error estimate)``, in order.
     refinement_steps : int, default=0
         Iterative refinement steps applied to ``coef``.
+    sensitivity : float, optional
+        The formula's :func:`~sprokr.numerics.rounding_sensitivity` (whitened and stable
+        routes), included in ``error_estimate``.
 
     Attributes
     ----------
@@ -75,16 +78,21 @@ class RidgeSolution:
         ...), in order (the rejected ones first).
     refinement_steps : int
         Iterative refinement steps applied to ``coef`` (float64 residuals; 0: none).
+    sensitivity : float or None
+        How far the formula itself moves when ``K~`` moves by its float64 rounding
+        (:func:`~sprokr.numerics.rounding_sensitivity`; whitened and stable routes, else None):
+        no float64 route evaluates it more closely.  It is part of ``error_estimate``.
     """
 
     def __init__(self, coef: np.ndarray, support: Any, features: Any, times: dict[str, float], method: str,
                  error_estimate: float | None = None, rank: int | None = None, precision: str | None = None,
-                 checks: Any = (), refinement_steps: int = 0) -> None:
+                 checks: Any = (), refinement_steps: int = 0, sensitivity: float | None = None) -> None:
         self.coef, self.support, self.features, self.times = coef, support, features, times
         self.method, self.error_estimate, self.rank = method, error_estimate, rank
         self.precision = np.dtype(np.float64 if precision is None else precision)
         self.checks = list(checks)
         self.refinement_steps = int(refinement_steps)
+        self.sensitivity = sensitivity
 
     def fallback_message(self, dtype: DTypeLike) -> str | None:
         """The warning an estimator logs when ``dtype`` was asked for but the solution needed
@@ -115,7 +123,7 @@ MIXED_MAX_FIRST_ERROR = 1e-2
 
 
 def stable_ridge_solve(RA: np.ndarray, rhs: np.ndarray, Kt: np.ndarray, nlam: float, rcond: float | None = None,
-                       semi_normal: bool = False) -> tuple[np.ndarray, int]:
+                       semi_normal: bool = False, return_factors: bool = False) -> tuple[Any, ...]:
     """``gamma`` minimising ``|A gamma - T|^2 + nlam gamma^T K~ gamma``, never forming ``A^T A``.
 
     Parameters
@@ -132,12 +140,17 @@ def stable_ridge_solve(RA: np.ndarray, rhs: np.ndarray, Kt: np.ndarray, nlam: fl
         Relative pivot threshold for the range of ``K~`` (:func:`pivot_tolerance`).
     semi_normal : bool, default=False
         ``rhs`` is ``A^T T`` (targets ``I_n``): the semi-normal equations are solved.
+    return_factors : bool, default=False
+        Also return ``(whitening, F)``: the :class:`Whitening` of ``K~`` and the lower
+        triangular ``F`` (r x r) with ``F F^T = Z^T Z + nlam I`` (None when the rank is 0),
+        for :func:`~sprokr.numerics.rounding_sensitivity`.
 
     Returns
     -------
     gamma : ndarray (m, p)
     rank : int
         Numerical rank of ``K~`` (the dimension of the function space solved in).
+    factors : tuple, only with ``return_factors``
 
     Notes
     -----
@@ -152,7 +165,7 @@ def stable_ridge_solve(RA: np.ndarray, rhs: np.ndarray, Kt: np.ndarray, nlam: fl
     wh = Whitening(Kt, rcond)
     r, p = wh.rank, rhs.shape[1]
     if r == 0:
-        return np.zeros((wh.m, p)), 0
+        return (np.zeros((wh.m, p)), 0) + ((None,) if return_factors else ())
     Zt = wh.apply_inverse(RA.T)  # Z^T = L11^-1 (R_A P_r)^T   (r x m)
     top = np.asfortranarray(np.sqrt(nlam) * np.eye(r))
     Rs, V, Tq = stacked_qr(top, np.asfortranarray(Zt.T), 0)
@@ -163,7 +176,8 @@ def stable_ridge_solve(RA: np.ndarray, rhs: np.ndarray, Kt: np.ndarray, nlam: fl
     else:
         y = stacked_qr_apply_t(0, V, Tq, np.zeros((r, p), order="F"), np.array(rhs, dtype=np.float64, order="F"))
     w = sla.solve_triangular(Rs, y, check_finite=False)
-    return wh.coefficients(w), int(r)
+    out = (wh.coefficients(w), int(r))
+    return out + ((wh, np.asfortranarray(Rs.T)),) if return_factors else out
 
 
 def spread(size, k):

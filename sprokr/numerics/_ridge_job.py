@@ -19,6 +19,7 @@ from scipy.linalg import get_blas_funcs
 from ._checks import (
     Float64Features,
     float32_error_estimate,
+    rounding_sensitivity,
     tolerance,
     whitened_error_bound,
 )
@@ -134,10 +135,19 @@ class RidgeJob(PlainRoutes):
                 self._f64 = Float64Features(float64_kernel(f.kernel), f.R, upcast_samples(f.Z_sel), np.float64, f.rcond)
         return self._f64
 
-    def _solution(self, gamma, feats, method, est=None, rank=None):
+    def _solution(self, gamma, feats, method, est=None, rank=None, factors=None):
+        """The :class:`RidgeSolution`; with ``factors = (whitening, F)`` its estimate adds the
+        formula's :func:`rounding_sensitivity` (recorded as the check ``"rounding of K~"``)."""
+        sens = None
+        if factors is not None:
+            t = time.perf_counter()
+            sens = rounding_sensitivity(factors[0], factors[1], gamma, self.nlam)
+            self.checks.append(("rounding of K~", sens))
+            est = sens if est is None else est + sens
+            self.times["sensitivity"] = time.perf_counter() - t
         coef = feats.R.apply_left_transpose(gamma)
         return RidgeSolution(coef, feats.Z_sel, feats, self.times, method, est, rank, feats.dtype, self.checks,
-                             self.steps)
+                             self.steps, sensitivity=sens)
 
     # ---- iterative refinement (float64 residuals of the un-squared problem, _refine.py)
     def mixed_ok(self):
@@ -254,7 +264,7 @@ class RidgeJob(PlainRoutes):
             e32 = whitened_error_bound(0.0, z2, self.nlam, np.float64) + self._measured(acc, sol)
             self.checks.append(("float32", e32))
             if e32 <= tol:
-                return self._solution(gamma, f, "whitened", e32, wh.rank)
+                return self._solution(gamma, f, "whitened", e32, wh.rank, (wh, sol.F))
         else:  # float64 kernel values: the formed matrix's float32 rounding bounds the contraction
             rho_b = whitened_error_bound(zc2, z2, self.nlam, np.float32)
 
@@ -269,9 +279,9 @@ class RidgeJob(PlainRoutes):
             e_pred = prediction_rounding(S, gamma, np.float32, S32)
             self.checks.append(("float32 predictions", est + e_pred))
             if est + e_pred > tol:
-                return self._solution(gamma, self.features64(), "whitened", est, wh.rank)
+                return self._solution(gamma, self.features64(), "whitened", est, wh.rank, (wh, sol.F))
             est += e_pred
-        return self._solution(gamma, f, "whitened", est, wh.rank)
+        return self._solution(gamma, f, "whitened", est, wh.rank, (wh, sol.F))
 
     def plain_first(self, ref_targets, tol):
         """``"auto"``'s first try: the plain normal equations, refined when rejected (instead of
@@ -352,7 +362,7 @@ class RidgeJob(PlainRoutes):
             gamma = sol.coefficients() if est <= tol else None
             self.times.update({f"pass_{name}": t3 - t1, f"solve_{name}": time.perf_counter() - t3})
             if gamma is not None:
-                return self._solution(gamma, f, "whitened", est, wh.rank)
+                return self._solution(gamma, f, "whitened", est, wh.rank, (wh, sol.F))
             logger.info("sketched ridge: whitened normal equations with %s kernel values and products: error "
                         "estimate %.2g > %.0e", name, est, tol)
         return self.stable(est)
@@ -456,10 +466,10 @@ class RidgeJob(PlainRoutes):
         t3 = time.perf_counter()
         rhs = acc.AtT if self.identity else acc.QtT
         check_finite_sums(acc.R, rhs)
-        gamma, rank = stable_ridge_solve(acc.R, rhs, sandwich(f, A_sel), self.nlam, self.rcond,
-                                         semi_normal=self.identity)
+        gamma, rank, factors = stable_ridge_solve(acc.R, rhs, sandwich(f, A_sel), self.nlam, self.rcond,
+                                                  semi_normal=self.identity, return_factors=True)
         self.times.update({"qr_pass": t3 - t2, "qr_solve": time.perf_counter() - t3})
-        return self._solution(gamma, f, "qr", est, rank)
+        return self._solution(gamma, f, "qr", est, rank, factors if rank else None)
 
 
 class Combined:

@@ -236,7 +236,7 @@ def float64_probe_estimate(factor: np.ndarray, A_rows64: np.ndarray, w: np.ndarr
 
 
 def rounding_sensitivity(wh: Any, factor: np.ndarray, gamma: np.ndarray, nlam: float, probes: int = 4,
-                         seed: int = 0) -> float:
+                         seed: int = 0, rows: tuple[np.ndarray, Any, int] | None = None) -> float:
     """Relative change of the fitted values when ``K~ = R K R^T`` moves by its float64 rounding.
 
     The sketched ridge's ``gamma`` solves ``(A^T A + n lam K~) gamma = A^T T``; a perturbation
@@ -252,8 +252,16 @@ def rounding_sensitivity(wh: Any, factor: np.ndarray, gamma: np.ndarray, nlam: f
     When ``K~`` is nearly singular (a flat kernel, rows far from the others, a small ridge)
     the formula in exact arithmetic depends on its smallest pivots, which float64 kernel
     values determine only roughly: no float64 route -- QR included -- evaluates it more
-    closely than this.  Directions that the pivoted Cholesky factorisation dropped (rank
-    below ``m``) are not counted.
+    closely than this.
+
+    The directions the pivoted Cholesky factorisation dropped (rank below ``m``, pivots
+    under ``wh.tol``) are in the formula too, with pivots that rounding decides.  With
+    ``rows`` (sample rows of ``A`` and of the targets) each dropped column's part outside
+    the function space, ``e_d = A[:, D_d] - A[:, sel] M_d^T`` (:meth:`Whitening.dropped`),
+    could absorb the residual ``T - A gamma`` along it, ``|e_d^T r| / |e_d|``, damped by
+    ``min(1, |e_d|^2 / (n lam tol))`` (a pivot of at most ``tol`` penalises it at least that
+    much); sums over the sample scaled to the ``n`` rows.  Without ``rows`` they are not
+    counted.
 
     Parameters
     ----------
@@ -269,13 +277,19 @@ def rounding_sensitivity(wh: Any, factor: np.ndarray, gamma: np.ndarray, nlam: f
         Random combinations of the p target columns probed.
     seed : int, default=0
         Seed of the random probes (the estimate is reproducible).
+    rows : tuple ``(A_rows, T_rows, n)``, optional
+        Sample rows of ``A`` (s x m, float64) and of the targets (s x p, an array or a
+        sparse matrix), and the number ``n`` of training rows they stand for: the dropped
+        directions' part (only used when ``wh.rank < m``).
     """
     r = wh.rank
     gamma = np.asarray(gamma, dtype=np.float64)
     if r == 0 or gamma.size == 0:
         return 0.0
     rng = np.random.default_rng(seed)
-    g = matmul(gamma, rng.standard_normal((gamma.shape[1], probes)))[wh.sel]  # r x k, pivoted
+    Om = rng.standard_normal((gamma.shape[1], probes))
+    g_all = matmul(gamma, Om)  # m x k
+    g = g_all[wh.sel]  # r x k, pivoted
     trmm = get_blas_funcs("trmm", dtype=np.float64)
     w = trmm(1.0, wh.L, np.asfortranarray(g), side=0, lower=1, trans_a=1)  # L^T g: whitened
     Eg = rng.standard_normal(g.shape) * (SENSITIVITY_ROUNDING * float(wh.L[0, 0]) ** 2 * np.linalg.norm(g, axis=0))
@@ -287,8 +301,27 @@ def rounding_sensitivity(wh: Any, factor: np.ndarray, gamma: np.ndarray, nlam: f
     den = np.sum(fw * fw, axis=0) - nlam * np.sum(w * w, axis=0)
     if not np.isfinite(num).all():
         return np.inf
+    moved = np.sqrt(num)
+    if rows is not None and r < wh.m:
+        moved = moved + _dropped_part(wh, g_all, Om, nlam, *rows)
     ok = den > 0
-    return float(np.sqrt(num[ok] / den[ok]).max(initial=0.0))
+    return float((moved[ok] / np.sqrt(den[ok])).max(initial=0.0))
+
+
+def _dropped_part(wh: Any, g_all: np.ndarray, Om: np.ndarray, nlam: float, A_rows: np.ndarray, T_rows: Any,
+                  n: int) -> np.ndarray:
+    """What the dropped directions could absorb of the residual, per probe (see
+    :func:`rounding_sensitivity`), in the fitted values' 2-norm over the ``n`` rows."""
+    D, M = wh.dropped()
+    A_rows = np.asarray(A_rows, dtype=np.float64)
+    E = A_rows[:, D] - matmul(A_rows[:, wh.sel], M.T)  # s x (m - r)
+    res = np.asarray(T_rows @ Om, dtype=np.float64) - matmul(A_rows, g_all)  # s x k
+    c = n / max(A_rows.shape[0], 1)  # sample sums -> sums over the n rows
+    e2 = np.einsum("ij,ij->j", E, E)
+    norm = np.sqrt(np.maximum(e2, np.finfo(np.float64).tiny))
+    damp = np.minimum(1.0, c * e2 / (nlam * wh.tol)) if wh.tol > 0 else np.ones_like(e2)
+    proj = np.sqrt(c) * np.abs(matmul(E.T, res)) / norm[:, None]  # (m - r) x k
+    return (damp[:, None] * proj).sum(axis=0)
 
 
 class Float64Features(SketchedFeatures):

@@ -14,6 +14,7 @@ import time
 
 import numpy as np
 import scipy.linalg as sla
+import scipy.sparse as sp
 from scipy.linalg import get_blas_funcs
 
 from ._checks import (
@@ -141,13 +142,27 @@ class RidgeJob(PlainRoutes):
         sens = None
         if factors is not None:
             t = time.perf_counter()
-            sens = rounding_sensitivity(factors[0], factors[1], gamma, self.nlam)
+            sens = rounding_sensitivity(factors[0], factors[1], gamma, self.nlam, rows=self._sensitivity_rows(factors[0]))
             self.checks.append(("rounding of K~", sens))
             est = sens if est is None else est + sens
             self.times["sensitivity"] = time.perf_counter() - t
         coef = feats.R.apply_left_transpose(gamma)
         return RidgeSolution(coef, feats.Z_sel, feats, self.times, method, est, rank, feats.dtype, self.checks,
                              self.steps, sensitivity=sens)
+
+    def _sensitivity_rows(self, wh):
+        """``(A_rows, T_rows, n)`` on the sample rows (:meth:`_sample`) for the dropped
+        directions' part of :func:`rounding_sensitivity`; None when ``K~`` has full rank."""
+        if wh.rank == wh.m or wh.rank == 0:
+            return None
+        idx, _, A64 = self._sample()
+        n = self.parts.n
+        if self.identity:  # T = I_n: the sample rows of the identity
+            T_rows = sp.csr_matrix((np.ones(idx.size), (np.arange(idx.size), idx)), shape=(idx.size, n))
+        else:
+            T_rows = np.asarray(self.targets(self.executor.take_rows(self.parts, idx, which=self.which)),
+                                dtype=np.float64)
+        return A64, T_rows, n
 
     # ---- iterative refinement (float64 residuals of the un-squared problem, _refine.py)
     def mixed_ok(self):

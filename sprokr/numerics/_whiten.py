@@ -62,6 +62,8 @@ class Whitening:
         Columns of ``A`` (the sketch size).
     rank : int
         ``r``, the numerical rank of ``K~``.
+    tol : float
+        The absolute pivot tolerance the factorisation stopped at (:func:`pivot_tolerance`).
     sel : ndarray (r,) of int
         The pivot columns ``P_r`` (positions among the m columns of ``A``).
     L : ndarray (r, r), float64, Fortran order
@@ -73,8 +75,9 @@ class Whitening:
         # pstrf reads the lower triangle only: one Fortran copy, no symmetrised temporaries
         Ks = np.array(Kt, dtype=np.float64, order="F")
         self.m = Ks.shape[0]
+        self.tol = pivot_tolerance(Ks, rcond)
         with factorisation_threads(self.m):
-            c, piv, r, info = lapack.dpstrf(Ks, tol=pivot_tolerance(Ks, rcond), lower=1, overwrite_a=1)
+            c, piv, r, info = lapack.dpstrf(Ks, tol=self.tol, lower=1, overwrite_a=1)
         if info < 0:  # pragma: no cover - malformed arguments
             raise ValueError(f"LAPACK pstrf failed (info={info})")
         self.rank = int(r) if self.m else 0
@@ -136,6 +139,21 @@ class Whitening:
         """``B = P_r L_11^-T`` (m x r, float64), the whitening basis: ``B^T K~ B = I_r``
         (:func:`triangular_basis`)."""
         return triangular_basis(self.sel, self.L, self.m)
+
+    def dropped(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(D, M)``: the m - r columns the factorisation dropped and ``M = F_D L_11^-1``
+        ((m - r) x r), with ``K~[:, D] = K~[:, sel] M^T`` up to the pivot tolerance.
+
+        A block's dropped columns are then ``A[:, D] - A[:, sel] M^T`` away from the function
+        space solved in: what :func:`~sprokr.numerics.rounding_sensitivity` measures on a
+        sample of rows.
+        """
+        D = self.perm[self.rank:]
+        if D.size == 0 or self.rank == 0:
+            return D, np.zeros((D.size, self.rank))
+        F_D = self._full_factor()[self.rank:, : self.rank]
+        M = sla.solve_triangular(self.L, np.array(F_D.T), lower=True, trans="T", check_finite=False).T
+        return D, M
 
     def own_rows(self) -> np.ndarray:
         """``Z`` of the rows of ``K~`` itself (m x r, float64): ``K~ P_r L_11^-T = P F``.

@@ -17,6 +17,7 @@ routes (:mod:`._ridge_job`).
 """
 from __future__ import annotations
 
+import logging
 import time
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -32,6 +33,8 @@ from ._ridge_common import SOLVERS, RidgeSolution, check_finite_sums
 from ._ridge_job import RidgeJob
 from ..progress import warn_accuracy
 from ..utils import iter_chunks, take_slice
+
+_logger = logging.getLogger("sprokr.numerics")
 
 if TYPE_CHECKING:  # imported for the annotations only
     from ..types import KernelLike as Kernel
@@ -212,7 +215,8 @@ def sketched_ridge(kernel: Kernel, R: SketchMatrix, support: Any, parts: RowPart
         warn_accuracy(f"sketched ridge: the formula's solution moves by about {sol.sensitivity:.2g} when "
                       "R K R^T moves by its float64 rounding (its smallest pivots are near that rounding: "
                       "a flat kernel, rows far from the others or a small lam); no float64 route evaluates "
-                      "it more closely. A larger lam, a smaller sketch or a narrower kernel determines it.")
+                      "it more closely. A larger lam, a smaller sketch or a narrower kernel determines it.",
+                      logger=_logger)
     return sol
 
 

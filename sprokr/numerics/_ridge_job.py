@@ -150,6 +150,14 @@ class RidgeJob(PlainRoutes):
         return RidgeSolution(coef, feats.Z_sel, feats, self.times, method, est, rank, feats.dtype, self.checks,
                              self.steps, sensitivity=sens)
 
+    @staticmethod
+    def _factors(f, wh, sol):
+        """``(whitening, F)`` for :func:`rounding_sensitivity` when ``K~`` came from float64
+        kernel values; None for a float32 ``K~`` (its rounding is the float32 check's, and
+        the dropped directions' part would measure float32 noise against a float64
+        tolerance)."""
+        return (wh, sol.F) if f.dtype == np.float64 else None
+
     def _sensitivity_rows(self, wh):
         """``(A_rows, T_rows, n)`` on the sample rows (:meth:`_sample`) for the dropped
         directions' part of :func:`rounding_sensitivity`; None when ``K~`` has full rank."""
@@ -279,7 +287,7 @@ class RidgeJob(PlainRoutes):
             e32 = whitened_error_bound(0.0, z2, self.nlam, np.float64) + self._measured(acc, sol)
             self.checks.append(("float32", e32))
             if e32 <= tol:
-                return self._solution(gamma, f, "whitened", e32, wh.rank, (wh, sol.F))
+                return self._solution(gamma, f, "whitened", e32, wh.rank, self._factors(f, wh, sol))
         else:  # float64 kernel values: the formed matrix's float32 rounding bounds the contraction
             rho_b = whitened_error_bound(zc2, z2, self.nlam, np.float32)
 
@@ -294,9 +302,9 @@ class RidgeJob(PlainRoutes):
             e_pred = prediction_rounding(S, gamma, np.float32, S32)
             self.checks.append(("float32 predictions", est + e_pred))
             if est + e_pred > tol:
-                return self._solution(gamma, self.features64(), "whitened", est, wh.rank, (wh, sol.F))
+                return self._solution(gamma, self.features64(), "whitened", est, wh.rank, self._factors(f, wh, sol))
             est += e_pred
-        return self._solution(gamma, f, "whitened", est, wh.rank, (wh, sol.F))
+        return self._solution(gamma, f, "whitened", est, wh.rank, self._factors(f, wh, sol))
 
     def plain_first(self, ref_targets, tol):
         """``"auto"``'s first try: the plain normal equations, refined when rejected (instead of
@@ -377,10 +385,10 @@ class RidgeJob(PlainRoutes):
             gamma = sol.coefficients() if est <= tol else None
             self.times.update({f"pass_{name}": t3 - t1, f"solve_{name}": time.perf_counter() - t3})
             if gamma is not None:
-                return self._solution(gamma, f, "whitened", est, wh.rank, (wh, sol.F))
+                return self._solution(gamma, f, "whitened", est, wh.rank, self._factors(f, wh, sol))
             logger.info("sketched ridge: whitened normal equations with %s kernel values and products: error "
                         "estimate %.2g > %.0e", name, est, tol)
-        return self.stable(est)
+        return self.stable()
 
     def sums(self, f, ref_targets, pre=None, dtype=None, keep=None):
         """``(acc, whitening, A_sup)``: the whitened sums of features ``f`` in one pass.
@@ -472,8 +480,10 @@ class RidgeJob(PlainRoutes):
         W = sla.solve_triangular(wh.L, matmul(D, W), lower=True, check_finite=False)
         return float((np.linalg.norm(W, axis=0) / np.linalg.norm(V, axis=0)).max())
 
-    def stable(self, est=None):
-        """Tall-skinny QR over row chunks (float64 kernel values) and :func:`stable_ridge_solve`."""
+    def stable(self):
+        """Tall-skinny QR over row chunks (float64 kernel values) and :func:`stable_ridge_solve`;
+        its estimate is the formula's :func:`rounding_sensitivity` (the QR solve is stable:
+        a rejected whitened estimate before it is in ``checks``, not in this one's)."""
         t2 = time.perf_counter()
         f = self.features64()
         task = QRTask(f, self.targets, self.width, self.identity, gather=f.R.indices, which=self.which)
@@ -484,7 +494,7 @@ class RidgeJob(PlainRoutes):
         gamma, rank, factors = stable_ridge_solve(acc.R, rhs, sandwich(f, A_sel), self.nlam, self.rcond,
                                                   semi_normal=self.identity, return_factors=True)
         self.times.update({"qr_pass": t3 - t2, "qr_solve": time.perf_counter() - t3})
-        return self._solution(gamma, f, "qr", est, rank, factors if rank else None)
+        return self._solution(gamma, f, "qr", None, rank, factors if rank else None)
 
 
 class Combined:

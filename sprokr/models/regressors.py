@@ -141,7 +141,7 @@ class KernelRidgeRegressor(SaveMixin, R2ScoreMixin, RegressorMixin, BaseEstimato
     solver_error_estimate_ : float or None
         Its relative error estimate (None for the exact ridge in float64; for the exact ridge
         in float32, the float32 check's, kept after a float64 refit).  The whitened and QR
-        routes include :func:`sprokr.numerics.rounding_sensitivity`, how far the formula
+        routes with float64 kernel values include :func:`sprokr.numerics.rounding_sensitivity`, how far the formula
         itself moves with the float64 rounding of ``R K R^T`` (a ``LinAlgWarning`` above the
         tolerance).
     fit_times_ : dict of phase -> seconds

@@ -198,7 +198,7 @@ class SISOKR(ExecutorParamsMixin, OutputKernelModel, SISOKRTraining, BaseEstimat
         ``scipy.linalg.LinAlgWarning``, also logged, when it exceeds the tolerance); without
         input sketch, the float32 check's measured estimate with ``dtype="float32"`` (kept after a float64 refit, which
         ``dtype_`` shows); None for the exact input side in float64.  The whitened and QR
-        routes add how far the formula itself moves when ``R K R^T`` moves by its float64
+        routes with float64 kernel values add how far the formula itself moves when ``R K R^T`` moves by its float64
         rounding (:func:`sprokr.numerics.rounding_sensitivity`: no float64 route evaluates
         it more closely; a ``LinAlgWarning`` above the tolerance).
     solver_precision_ : numpy dtype

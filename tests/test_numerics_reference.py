@@ -118,6 +118,23 @@ def test_ridge_below_the_whitened_bound_takes_the_stable_route(caplog):
     assert 1e-6 < err and err / 3 <= auto.solver_error_estimate_ <= 3 * err, (err, auto.solver_error_estimate_)
 
 
+@pytest.mark.parametrize("seed", [1, 2, 7])
+def test_siokr_identity_targets_dropped_directions_estimate(seed):
+    """SIOKR with exact outputs regresses ``T = I_n`` (the sample's targets are rows of the
+    identity, a sparse matrix); ``K~`` of rank 27-28 of 30 on these draws: the coordinates
+    are 8e-4 to 1.4e-2 off the 40-digit formula, the estimate within [err / 10, 5 err], and
+    a warning."""
+    X, Yr, Q = _outlying_rows(seed)
+    with pytest.warns(LinAlgWarning, match="moves by its float64 rounding"):
+        model = SIOKR(input_sketch="subsample", m_x=30, lam=2.5e-3, input_kernel_params={"gamma": 0.022},
+                      random_state=seed).fit(X, (Yr > 0).astype(float))
+    k = GaussianKernel(gamma=0.022)
+    R = model.input_sketch_matrix_.toarray()
+    assert Whitening(R @ k(X) @ R.T).rank < 30
+    err = _rel(model.predict_coordinates(Q), _mp_reference(k(X), k(Q, X), R, 2.5e-3))
+    assert err / 10 <= model.solver_error_estimate_ <= 5 * err, (err, model.solver_error_estimate_)
+
+
 def test_float32_whitening_does_not_count_its_rounding_as_the_formula_s():
     """A float32 request whose ``K~`` drops duplicated support points: the float32 check
     measures its rounding (kept, within 1e-4); the formula's sensitivity is a float64

@@ -67,8 +67,9 @@ class RidgeSolution:
         :func:`float32_error_estimate` for float32); of the plain ones under ``"auto"`` the
         measured :meth:`~sprokr.numerics._ridge_plain.PlainRoutes._measured_plain`; under an explicit ``"cholesky"`` /
         ``"eigh"`` the measured float64 residual probe (:meth:`~sprokr.numerics._ridge_plain.PlainRoutes.probe_estimate`,
-        a ``LinAlgWarning``, also logged, when it exceeds the tolerance); None for a ``"qr"`` solve
-        chosen directly.
+        a ``LinAlgWarning``, also logged, when it exceeds the tolerance).  The whitened and
+        ``"qr"`` routes from float64 kernel values add (the ``"qr"`` route: is) the formula's
+        :func:`~sprokr.numerics.rounding_sensitivity` (``sensitivity``).
     rank : int or None
         Numerical rank of ``R K R^T`` (whitened and stable routes).
     precision : numpy dtype

@@ -286,8 +286,7 @@ class SISOKRTraining:
         self.solver_precision_ = sol.precision
         self.solver_refinement_steps_ = sol.refinement_steps
         if sol.method == "qr" and self.solver == "auto":
-            tried = [e for name, e in sol.checks if name != "rounding of K~"]
-            why = f"error estimate {tried[-1]:.2g}" if tried else "lam too small for them"
+            why = f"error estimate {sol.checks[-1][1]:.2g}" if sol.checks else "lam too small for them"
             self._log(f"whitened normal equations rejected ({why}): solved by the stable QR route")
         fallback = sol.fallback_message(dtype)
         if fallback:  # float32 failed its check: the self is float64 from here on

@@ -138,12 +138,12 @@ class RidgeJob(PlainRoutes):
 
     def _solution(self, gamma, feats, method, est=None, rank=None, factors=None):
         """The :class:`RidgeSolution`; with ``factors = (whitening, F)`` its estimate adds the
-        formula's :func:`rounding_sensitivity` (recorded as the check ``"rounding of K~"``)."""
+        formula's :func:`rounding_sensitivity` (kept apart as ``RidgeSolution.sensitivity``: not
+        a check of the route, which ``checks`` lists)."""
         sens = None
         if factors is not None:
             t = time.perf_counter()
             sens = rounding_sensitivity(factors[0], factors[1], gamma, self.nlam, rows=self._sensitivity_rows(factors[0]))
-            self.checks.append(("rounding of K~", sens))
             est = sens if est is None else est + sens
             self.times["sensitivity"] = time.perf_counter() - t
         coef = feats.R.apply_left_transpose(gamma)

@@ -227,3 +227,18 @@ def test_a_shipped_whitening_says_it_has_no_factor():
     for use in (wh.own_rows, wh.own_gram, lambda: wh.own_products(np.ones((30, 1)))):
         with pytest.raises(ValueError, match="without its pivoted factor"):
             use()
+
+
+@pytest.mark.parametrize("lower", [True, False])
+def test_triangular_gram_reads_one_triangle(lower):
+    from sprokr.numerics import triangular_gram
+
+    r = np.random.default_rng(5)
+    M = r.standard_normal((37, 37))
+    T = np.tril(M) if lower else np.triu(M)
+    want = T.T @ T if lower else T @ T.T
+    got = triangular_gram(M, lower=lower)  # the other triangle of M is not read
+    tri = np.tril if lower else np.triu
+    np.testing.assert_allclose(tri(got), tri(want), rtol=1e-13, atol=1e-13)
+    assert got.flags.f_contiguous and not np.shares_memory(got, M)
+    assert triangular_gram(np.zeros((0, 0))).shape == (0, 0)

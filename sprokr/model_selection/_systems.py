@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import scipy.linalg as sla
 
-from ..numerics import DEFAULT_RCOND, Whitening, cholesky_factor_inplace, cholesky_solver, matmul, psd_eigh
+from ..numerics import (DEFAULT_RCOND, Whitening, cholesky_factor_inplace, cholesky_solver, matmul, psd_eigh,
+                        triangular_gram)
 
 __all__ = ["EIGH_COST", "LOW_RANK_FRACTION", "gram_eigh"]
 
@@ -59,7 +60,7 @@ def gram_eigh(G: np.ndarray) -> tuple[np.ndarray, np.ndarray, bool]:
             w = Whitening(G)
             if 0 < w.rank <= LOW_RANK_FRACTION * m:
                 Qz, Rz = sla.qr(w.own_rows(), mode="economic", overwrite_a=True, check_finite=False)
-                s, V = sla.eigh(matmul(Rz, Rz.T), driver="evd", check_finite=False)
+                s, V = sla.eigh(triangular_gram(Rz, lower=False), lower=False, driver="evd", check_finite=False)
                 return s, matmul(Qz, V), False
     s, U = sla.eigh(G, driver="evd", check_finite=False)
     return s, U, True

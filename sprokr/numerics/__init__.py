@@ -49,6 +49,7 @@ from ._linalg import (
     psd_eigh,
     psd_solve,
     sym_norm1,
+    triangular_gram,
 )
 from ._executor import ChunkError, ChunkTask, Executor, LocalExecutor, RowPartitions, tree_reduce
 from ._dask import DEFAULT_TIMEOUT, DaskExecutor
@@ -128,7 +129,7 @@ __all__ = [
     "DEFAULT_TIMEOUT",
     # dense linear algebra
     "matmul", "psd_eigh", "psd_solve", "cholesky_solve", "cholesky_solver",
-    "cholesky_factor_inplace", "cholesky_factor_solve", "cholesky_rcond", "sym_norm1", "DEFAULT_RCOND",
+    "cholesky_factor_inplace", "cholesky_factor_solve", "cholesky_rcond", "sym_norm1", "triangular_gram", "DEFAULT_RCOND",
     "WORK_DTYPE", "TallSkinnyQR", "stacked_qr", "stacked_qr_apply_t",
     # parallel passes
     "for_row_blocks", "in_fold_thread", "n_workers", "single_blas_thread", "small_work_threads", "SINGLE_THREAD_MAX_WORK",

@@ -29,7 +29,7 @@ from ._parallel import in_fold_thread
 
 
 __all__ = ["matmul", "psd_eigh", "psd_solve", "cholesky_solve", "cholesky_solver",
-           "cholesky_factor_inplace", "cholesky_factor_solve", "cholesky_rcond", "sym_norm1",
+           "cholesky_factor_inplace", "cholesky_factor_solve", "cholesky_rcond", "sym_norm1", "triangular_gram",
            "DEFAULT_RCOND", "factorisation_threads", "single_blas_thread", "SINGLE_THREAD_MAX_ORDER",
            "small_work_threads", "SINGLE_THREAD_MAX_WORK"]
 
@@ -228,6 +228,33 @@ def cholesky_factor_inplace(A: np.ndarray, lower: bool = True) -> np.ndarray:
     if info != 0:
         raise np.linalg.LinAlgError(f"matrix not positive definite (leading minor {info})")
     return L
+
+
+def triangular_gram(T: np.ndarray, lower: bool = True) -> np.ndarray:
+    """``L^T L`` of a lower triangular ``L``, or ``U U^T`` of an upper triangular ``U``.
+
+    LAPACK ``lauum``: ``r^3 / 3`` flops against a GEMM's ``2 r^3``, which ignores the
+    zeros (5436 x 5436: 1.2 s against 3.1 s).  Only ``T``'s triangle is read; the product
+    comes back in the same triangle of a new Fortran-ordered float64 array (the other
+    strict triangle holds ``T``'s entries there: not meaningful).  One thread up to
+    :data:`SINGLE_THREAD_MAX_ORDER`, like the factorisations (its threaded OpenBLAS version
+    busy-waits on a loaded machine: 2250 x 2250, 0.5-4.7 s against 0.23-0.29 s on one
+    thread with six busy processes beside it).
+
+    Parameters
+    ----------
+    T : ndarray of shape (r, r)
+        Triangular factor (only its ``lower`` / upper triangle is read).
+    lower : bool, default=True
+        ``T`` is lower triangular (``L^T L``); False: upper (``U U^T``).
+    """
+    G = np.array(T, dtype=np.float64, order="F")
+    if G.shape[0]:
+        with factorisation_threads(G.shape[0]):
+            G, info = lapack.dlauum(G, lower=int(lower), overwrite_c=1)
+        if info != 0:  # pragma: no cover - malformed arguments
+            raise ValueError(f"LAPACK lauum failed (info={info})")
+    return G
 
 
 def cholesky_factor_solve(L: np.ndarray, B: np.ndarray) -> np.ndarray:

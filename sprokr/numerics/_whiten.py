@@ -23,7 +23,7 @@ import numpy as np
 import scipy.linalg as sla
 from scipy.linalg import get_blas_funcs, lapack
 
-from ._linalg import factorisation_threads, matmul
+from ._linalg import factorisation_threads, matmul, triangular_gram
 
 __all__ = ["Whitening", "pivot_tolerance", "solve_lower_rows", "triangular_basis"]
 
@@ -182,21 +182,14 @@ class Whitening:
         """``Z^T Z`` of the rows of ``K~`` itself (r x r, float64, Fortran order, lower
         triangle; the strict upper one is zero): ``F^T F = L_11^T L_11 + L_21^T L_21``.
 
-        LAPACK ``lauum`` forms ``L_11^T L_11`` in ``r^3 / 6`` multiply-adds, a third of the
-        ``syrk`` of the m x r rows of :meth:`own_rows` (which it never forms); one thread up
-        to :data:`~sprokr.numerics.SINGLE_THREAD_MAX_ORDER`, like the factorisations (its
-        threaded OpenBLAS version busy-waits on a loaded machine: 2250 x 2250, 0.5-4.7 s
-        against 0.23-0.29 s on one thread with six busy processes beside it).
+        :func:`~sprokr.numerics.triangular_gram` (LAPACK ``lauum``) forms ``L_11^T L_11`` in
+        ``r^3 / 6`` multiply-adds, a third of the ``syrk`` of the m x r rows of
+        :meth:`own_rows` (which it never forms).
         """
         r = self.rank
-        G = np.array(self.L, dtype=np.float64, order="F")
-        if r:
-            with factorisation_threads(r):
-                G, info = lapack.dlauum(G, lower=1, overwrite_c=1)
-            if info != 0:  # pragma: no cover - malformed arguments
-                raise ValueError(f"LAPACK lauum failed (info={info})")
-            for j in range(1, r):  # L's strict upper triangle held K~'s entries
-                G[:j, j] = 0.0
+        G = triangular_gram(self.L, lower=True)
+        for j in range(1, r):  # L's strict upper triangle held K~'s entries
+            G[:j, j] = 0.0
         if r < self.m:  # the rows beyond the rank: L_21 (m - r) x r
             syrk = get_blas_funcs("syrk", dtype=np.float64)
             res = syrk(1.0, self._full_factor()[r:, :r], trans=1, beta=1.0, c=G, lower=1, overwrite_c=1)

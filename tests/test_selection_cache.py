@@ -372,3 +372,18 @@ def test_selection_fits_take_the_perfect_h_sketch_and_its_basis(data, monkeypatc
     assert len(seen) >= 3
     for R in seen:
         np.testing.assert_array_equal(R.toarray(), seen[0].toarray())
+
+
+@pytest.mark.parametrize("output_sketch", ["subsample", "psg"])
+def test_a_sketched_fit_computes_only_its_sketches_columns(data, output_sketch):
+    """The kernels' sample checks at fit take the sketches' own support points: through a
+    cache, a SISOKR fit computes the kernel columns of its two supports and no other."""
+    Xtr, Ytr, _, _ = data
+    cache = SelectionCache()
+    X, Y = cache.samples(Xtr), cache.samples(Ytr)
+    est = SISOKR(input_kernel=cache.kernel(GaussianKernel(gamma=0.3)),
+                 output_kernel=cache.kernel(GaussianKernel(gamma=0.5)), input_sketch="subsample", m_x=20,
+                 output_sketch=output_sketch, m_y=15, output_sketch_params={"p": 0.1} if output_sketch == "psg" else None,
+                 random_state=0).fit(X, Y)
+    support = np.unique(est.input_sketch_matrix_.indices).size + np.unique(est.output_sketch_matrix_.indices).size
+    assert cache.stats["columns_computed"] == support < 2 * len(X)

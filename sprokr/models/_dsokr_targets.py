@@ -103,8 +103,9 @@ def sketched_output_basis(kernel: Kernel, R: SketchMatrix, Y: Samples, rcond: fl
 
 
 def _output_basis(kernel, R, Y, rcond, ex, parts, prepared):
-    # the kernel on a few training outputs: finite, symmetric, PSD (clear errors early)
-    check_kernel_sample(kernel, ex.take_rows(parts, np.arange(min(parts.n, 64)), which="outputs"), "output kernel")
+    # the kernel on a few training outputs: finite, symmetric, PSD (clear errors early); the
+    # sketch's own support points, whose kernel columns the basis computes anyway
+    check_kernel_sample(kernel, ex.take_rows(parts, R.indices[:64], which="outputs"), "output kernel")
     raw_sel = ex.take_rows(parts, R.indices, which="outputs")
     if prepared:
         return SketchedFeatures(kernel, R, raw_sel, OUTPUT_DTYPE, rcond).fit_basis()

@@ -187,10 +187,13 @@ class SISOKRTraining:
         prepare = (NamedPrepare(kx.prepare, "X"), NamedPrepare(ky.prepare_outputs, "Y"), None) + (None,) * len(extra)
         parts = executor.partition(X, Y, Y, *extra, prepare=prepare, names=COLUMNS + (OUTPUT_IDS,) * len(extra))
 
-        # the kernels on a few training samples: finite, symmetric, PSD (clear errors early)
+        # the kernels on a few training samples: finite, symmetric, PSD (clear errors early);
+        # a sketch's own support points, whose kernel columns the fit computes anyway (a
+        # selection's cache then computes no column for the check alone)
         sample = np.arange(min(n, 64)) if Rx is None else Rx.indices[:64]
         check_kernel_sample(kx, executor.take_rows(parts, sample, which="inputs"), "input kernel")
-        check_kernel_sample(ky, executor.take_rows(parts, np.arange(min(n, 64)), which="outputs"), "output kernel")
+        sample = np.arange(min(n, 64)) if Ry is None else Ry.indices[:64]
+        check_kernel_sample(ky, executor.take_rows(parts, sample, which="outputs"), "output kernel")
         return FitSetup(parts=parts, n=n, lam=lam, dtype=dtype, rcond=rcond, chunk=chunk, input_kernel=kx,
                         output_kernel=ky, decoder=decoder, executor=executor, Rx=Rx, Ry=Ry, distinct=distinct)
 

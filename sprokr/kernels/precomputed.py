@@ -38,7 +38,7 @@ Examples
 >>> model = SISOKR(input_kernel="precomputed", output_kernel="gaussian", input_sketch="subsample",
 ...                m_x=20, random_state=0).fit(k(X), Y)
 >>> S = required_columns(model)["input"]            # training indices of the support points
->>> top = model.predict(GramBlock(k(Xq, X[S]), columns=S), top_k=1)   # a 5 x m' block only
+>>> top = model.predict_topk(GramBlock(k(Xq, X[S]), columns=S), k=1)   # a 5 x m' block only
 """
 from __future__ import annotations
 

@@ -4,7 +4,7 @@ El Ahmad et al. (2024).  With an output sketch ``R_y`` (m_y x n) and the eigenpa
 ``(U, D)`` of ``K~_y = R_y K_y R_y^T`` (rank p), the sketched output basis
 ``e~_j = sum_i [R_y^T U D^-1/2]_ij psi(y_i)`` is orthonormal in the output RKHS, and the
 coordinates of ``psi(y)`` on it are ``psi~(y) = D^-1/2 U^T R_y k_y^y`` (p,) -- the
-:class:`~sprokr.models.SketchedFeatures` of the output kernel.  Any regressor
+:class:`~sprokr.numerics.SketchedFeatures` of the output kernel.  Any regressor
 ``g_W: X -> R^p`` then defines ``h(x) = sum_j g_W(x)_j e~_j`` and::
 
     |h(x) - psi(y)|^2_H = |g_W(x) - psi~(y)|^2 + r(y),    r(y) = k(y, y) - |psi~(y)|^2 >= 0,

@@ -212,7 +212,8 @@ class MoleculeRetriever(RenamedParametersMixin, SaveMixin, BaseEstimator):
         The chosen output kernel.
     best_params_ : dict
         The chosen settings (``output_kernel``, ``input_kernel_params``, ``lam``, ``m_x``,
-        ``m_y``, ``hidden_layer_sizes`` as applicable).
+        ``m_y`` as applicable; DSOKR: ``regressor`` and ``regressor_params`` -- the ridge's
+        ``alpha`` or the network's ``hidden_layer_sizes`` -- instead of ``lam``).
     best_score_ : float
         Validation MRR of the chosen settings.
     selection_ : dict

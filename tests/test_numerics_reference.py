@@ -380,11 +380,13 @@ def test_default_within_1e_6_of_40_digits_in_the_bibtex_regime(kind, sketch):
 
 @pytest.mark.parametrize("sketch", list(REGIME_SKETCHES))
 @pytest.mark.parametrize("kind", ["SISOKR", "SIOKR"])
-@pytest.mark.parametrize("route", [("cholesky", "float64"), ("eigh", "float64"), ("auto", "float32")])
+@pytest.mark.parametrize("route", [("cholesky", "float64"), ("eigh", "float64"), ("auto", "float32"),
+                                   ("cholesky", "float32"), ("eigh", "float32")])
 def test_fast_routes_meet_the_target_or_warn_with_their_estimate(kind, sketch, route, caplog):
     """``solver="cholesky"`` / ``"eigh"`` meet 1e-6 or warn with their measured estimate
     (``solver_error_estimate_``, within a factor 3 of the true error or above);
-    ``dtype="float32"`` meets 1e-4 or falls back to float64 kernel values, saying so.  The
+    ``dtype="float32"`` meets 1e-4 or falls back to float64 kernel values, saying so -- with
+    an explicit route too (the same route in float64, which then meets 1e-4 or warns).  The
     warning is logged and issued as a ``LinAlgWarning`` pointing at the caller's line."""
     solver, dtype = route
     _, _, Xq, C = _regime_data()
@@ -397,6 +399,15 @@ def test_fast_routes_meet_the_target_or_warn_with_their_estimate(kind, sketch, r
     assert [str(w.message) for w in issued] == [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
     err = _centred_rel(model.predict_scores(Xq, candidates=C), _regime_reference(kind, sketch))
     est = model.solver_error_estimate_
+    if dtype == "float32" and solver != "auto":
+        # float32 is kept only when its own check passes, else the route is redone in float64
+        assert est is not None and est >= err / 3, (est, err)
+        assert model.solver_precision_ == np.float64 or est <= 1e-4, (model.solver_precision_, est)
+        if model.solver_precision_ == np.float64:
+            assert "fitted and predicting with float64 kernel values" in caplog.text
+        if est > 1e-4:
+            assert f"solver={solver!r} changes this solution by about {est:.2g}" in caplog.text
+        return
     if dtype == "float32":
         assert err <= 1e-4, err
         if model.solver_precision_ == np.float64:

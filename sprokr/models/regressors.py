@@ -114,7 +114,8 @@ class KernelRidgeRegressor(SaveMixin, R2ScoreMixin, RegressorMixin, BaseEstimato
         float64).  With a sketch, a float32 solution that fails the solver's accuracy check
         (:func:`sprokr.numerics.sketched_ridge`) is redone with float64 kernel values and the
         model then predicts in float64 (``dtype_``; an explicit ``solver="cholesky"`` /
-        ``"eigh"`` keeps its float32 solution and warns).  Exact: the fitted model is replayed on
+        ``"eigh"`` is redone by the same route, which warns if its estimate still exceeds
+        1e-4).  Exact: the fitted model is replayed on
         256 training rows with float64 kernel values, and refitted with them (a
         ``scipy.linalg.LinAlgWarning``, also logged) when its predictions change by more than 1e-4.
         An input kernel computing in float32 (``dtype="float32"`` in its parameters or

@@ -100,7 +100,8 @@ class SISOKR(ExecutorParamsMixin, OutputKernelModel, SISOKRTraining, BaseEstimat
         products of the sketched ridge -- formed on double-centred blocks
         (:class:`sprokr.numerics.ShiftedCrossProducts`) and kept only when a check shows
         that they change the solution by at most 1e-4 (else redone in float64; an explicit
-        ``solver="cholesky"`` / ``"eigh"`` keeps its float32 solution and warns) -- and of
+        ``solver="cholesky"`` / ``"eigh"`` by the same route, which warns if its estimate
+        still exceeds 1e-4) -- and of
         the prediction products (centred, :class:`sprokr.numerics.KernelExpansion`).  Sums,
         solves, coefficients and the output side are float64.  Without input sketch (exact
         IOKR, ISOKR) the fitted model is replayed on 256 training rows with float64 kernel

@@ -153,7 +153,11 @@ def sketched_ridge(kernel: Kernel, R: SketchMatrix, support: Any, parts: RowPart
       ``A``'s condition number: not accurate on flat kernels with a small ridge (Bibtex
       SIOKR: 4e-3 relative).  If ``G`` is numerically indefinite, its eigendecomposition
       pseudo-inverse with threshold ``rcond`` is used (logged);
-    * ``"eigh"``: the same plain normal equations, solved by that pseudo-inverse;
+    * ``"eigh"``: the same plain normal equations, solved by that pseudo-inverse.  Both
+      explicit routes report their measured estimate and warn above :func:`tolerance`; a
+      float32 solution above it is redone by the same route with float64 kernel values and
+      products (``RidgeSolution.precision`` says so), which warns above the float32 request's
+      tolerance;
     * ``"qr"``: the stable route: tall-skinny QR of ``A`` over row chunks
       (:class:`QRTask`, float64) and the least-squares solve of :func:`stable_ridge_solve`.
 

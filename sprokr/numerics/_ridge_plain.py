@@ -90,10 +90,13 @@ class PlainRoutes:
             Kt = sandwich(feats, A_sel)
         return acc, Kt, known
 
-    def normal_equations(self, solver, ref_targets, measured=False):
+    def normal_equations(self, solver, ref_targets, measured=False, tol=None):
         """The plain normal equations (``"cholesky"`` / ``"eigh"``).  ``measured`` ("auto"
         trying them first): no jitter, a Cholesky failure returns None, and the error
-        estimate is measured (:meth:`_measured_plain`) instead of bounded."""
+        estimate is measured (:meth:`_measured_plain`) instead of bounded.  Explicit routes:
+        a float32 solution whose estimate exceeds the tolerance is redone with float64 kernel
+        values and products (the same route), which warns above ``tol`` (default: the
+        tolerance of the features' dtype; the redo keeps the float32 request's)."""
         feats, dtype = self.feats, self.feats.dtype
         keep = self._keeper(feats) if measured and self.refine_ok() else None
         t1 = time.perf_counter()
@@ -152,8 +155,22 @@ class PlainRoutes:
         # that matrix cannot resolve: its own rounding, amplified by its conditioning)
         est = self.probe_estimate(gamma, precond)
         self.times["check"] = time.perf_counter() - t3
+        tol = tolerance(dtype) if tol is None else tol
+        if not est <= tol and feats is not self.features64():
+            # float32 falls back to float64 when its check fails, whatever the route: the same
+            # route again with float64 kernel values and products, judged at the float32
+            # request's tolerance (its remaining error is the route's own, warned about there)
+            name = np.dtype(dtype).name
+            self.checks.append((name, est))
+            logger.info("sketched ridge: solver=%r with %s kernel values and products: error estimate %.2g > %.0e; "
+                        "float64 kernel values and products", solver, name, est, tol)
+            for k in ("support", "pass", "solve", "check"):
+                if k in self.times:
+                    self.times[f"{k}_{name}"] = self.times.pop(k)
+            self.t0 = time.perf_counter()
+            self.feats = self.features64()
+            return self.normal_equations(solver, ref_targets, tol=tol)
         self.checks.append((solver, est))
-        tol = tolerance(dtype)
         if not est <= tol:
             warn_accuracy(f"sketched ridge: solver={solver!r} changes this solution by about {est:.2g} (measured "
                           f"estimate, relative; more than {tol:.0e}): use solver='auto' for an accurate solution",

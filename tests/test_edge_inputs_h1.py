@@ -99,3 +99,22 @@ def test_torch_regressor_refuses_empty_eval_set():
     X, T = rng.normal(size=(30, 3)).astype(np.float32), rng.normal(size=(30, 2))
     with pytest.raises(ValueError, match="eval_set is empty"):
         TorchRegressor(max_epochs=2, num_threads=1, random_state=0).fit(X, T, eval_set=(X[:0], T[:0]))
+
+
+@pytest.mark.parametrize("kernel", ["precomputed", "text", "smiles_spectrum"])
+def test_neighbour_ridge_refuses_kernels_not_on_vectors(kernel):
+    """The neighbour ridge evaluates its kernel on the numeric input vectors (documented: a
+    vector kernel).  Another kernel was accepted by ``fit`` and every ``predict`` then failed
+    with the kernel's internals ("call prepare first", an AttributeError on ``toarray``)."""
+    from sprokr.models import NeighbourKernelRidgeRegressor
+
+    if kernel == "smiles_spectrum":
+        pytest.importorskip("sprokr_chem")
+    rng = np.random.default_rng(0)
+    X, y = rng.random((20, 4)), rng.normal(size=20)
+    model = NeighbourKernelRidgeRegressor(n_neighbors=3, kernel=kernel)
+    with pytest.raises(ValueError, match=f"kernel must be a vector kernel.*got '{kernel}'"):
+        model.check_params()
+    with pytest.raises(ValueError, match="kernel must be a vector kernel"):
+        model.fit(X, y)
+    assert not hasattr(model, "targets_")

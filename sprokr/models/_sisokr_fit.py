@@ -247,7 +247,10 @@ class SISOKRTraining:
         t = time.perf_counter()
         # fit_state: the index of the distinct training outputs only when its embeddings
         # are the targets psi~ computed above (a lam path's pass regresses them: the index
-        # then costs its offsets alone); else build_default_index builds it when needed
+        # then costs its offsets alone); else build_default_index builds it when needed.
+        # The attributes that go with an index: none of a previous fit's is kept
+        for name in ("n_distinct_outputs_", "output_groups_", "_support_groups"):
+            self.__dict__.pop(name, None)
         if self.default_index and (solve or psi_u is not None):
             self._build_default_index(parts, chunk, distinct, psi_u)
         else:

@@ -271,6 +271,9 @@ class DSOKR(ExecutorParamsMixin, OutputKernelModel, BaseEstimator):
                 validation_data[1], "Y_val"
             ):
                 raise ValueError("validation_data must be a pair (X_val, Y_val) of equal lengths")
+            if num_samples(validation_data[0], "X_val") < 1:
+                raise ValueError("validation_data is empty: give at least one pair (X_val, Y_val), or "
+                                 "validation_data=None")
         sy = check_sketch_for(ps["sy"], self.output_sketch, self.m_y, n, "output")
         assert sy is not None  # (required: _checked_params)
         # the sketch is drawn first: same seed, same sketch as ISOKR (None: the sketch's own random_state)
@@ -294,6 +297,11 @@ class DSOKR(ExecutorParamsMixin, OutputKernelModel, BaseEstimator):
                                 lambda: sketched_output_targets(ky, R, Y, rcond, chunk, executor, dtype=tdtype),
                                 key=(R, float(rcond), tdtype.name))
         p = Psi.shape[1]
+        if p == 0:  # no regressor fits 0 targets (scikit-learn's: "Found array with 0 feature(s)")
+            raise ValueError(f"the output basis is empty: R_y K_y R_y^T has rank 0 on the m_y={R.m} sketched "
+                             f"outputs (each of zero norm under the output kernel, e.g. empty label sets with "
+                             f"a linear kernel); draw more outputs (a larger m_y) or use an output kernel "
+                             f"with k(y, y) > 0")
         self._log(f"output basis: m_y={R.m}, rank p={p}, mean residual r={r.mean():.4g} "
                   f"({time.perf_counter() - t0:.2f} s)")
         ev = None

@@ -32,7 +32,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..persistence import SaveMixin
 from ..progress import grouped_accuracy_warnings, progress
-from ..kernels import resolve_kernel
+from ..kernels import VectorKernel, resolve_kernel
 from ..numerics import single_blas_thread
 from ..utils import (atomic_fit, check_chunk_size, check_feature_names, check_finite, check_numeric_array,
                      check_positive, check_random_state, check_random_state_param, consistent_read, num_samples,
@@ -276,13 +276,19 @@ class NeighbourKernelRidgeRegressor(_LocalRidge):
         changed): the kernel the parameters resolve to."""
         check_positive(self.lam, "lam")
         check_chunk_size(self.chunk_size)
-        return resolve_kernel(self.kernel, self.kernel_params, "input", np.dtype(np.float64), "kernel")
+        kernel = resolve_kernel(self.kernel, self.kernel_params, "input", np.dtype(np.float64), "kernel")
+        if not isinstance(kernel, VectorKernel):  # evaluated on the numeric input vectors themselves
+            name = self.kernel if isinstance(self.kernel, str) else type(self.kernel).__name__
+            raise ValueError(f"kernel must be a vector kernel (e.g. 'gaussian', 'laplacian', 'linear', 'tanimoto'; "
+                             f"a VectorKernel instance): NeighbourKernelRidgeRegressor evaluates it on the numeric "
+                             f"input vectors, got {name!r}")
+        return kernel
 
     def check_params(self) -> Self:
         """Validate the parameters without data (clear errors naming them).
 
         Checks ``lam`` (> 0), ``chunk_size`` and the kernel (registered name,
-        ``kernel_params``, its own ``check_params``).  ``fit`` runs the same checks first,
+        ``kernel_params``, its own ``check_params``; a vector kernel).  ``fit`` runs the same checks first,
         with the same messages; ``n_neighbors`` (between 1 and the number of samples) needs
         the data and is checked by ``fit``.  Nothing of the estimator or of its parameters
         is changed.

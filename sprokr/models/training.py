@@ -204,6 +204,8 @@ def check_eval_set(eval_set: Any, p: int) -> Optional[tuple]:
         raise ValueError(f"eval_set targets have {Tv.shape[1]} columns, training targets have {p}")
     if num_samples(Xv, "X_val") != Tv.shape[0]:
         raise ValueError("eval_set inputs and targets have different numbers of samples")
+    if Tv.shape[0] == 0:  # every validation loss would be NaN (MLPSurrogate: no prediction of 0 rows yet)
+        raise ValueError("eval_set is empty: give at least one validation sample, or eval_set=None")
     return Xv, Tv, check_sample_offsets(rv, Tv.shape[0], "eval_set offsets")
 
 

@@ -114,7 +114,26 @@ def test_neighbour_ridge_refuses_kernels_not_on_vectors(kernel):
     X, y = rng.random((20, 4)), rng.normal(size=20)
     model = NeighbourKernelRidgeRegressor(n_neighbors=3, kernel=kernel)
     with pytest.raises(ValueError, match=f"kernel must be a vector kernel.*got '{kernel}'"):
-        model.check_params()
-    with pytest.raises(ValueError, match="kernel must be a vector kernel"):
         model.fit(X, y)
     assert not hasattr(model, "targets_")
+
+
+def test_neighbour_ridge_takes_any_kernel_that_works_on_vectors():
+    """The check is the kernel on the vectors, not its class: a third party's vector kernel
+    that does not subclass VectorKernel is accepted and predicts as the built-in one."""
+    from sprokr.kernels import GaussianKernel
+    from sprokr.kernels.base import Kernel
+    from sprokr.models import NeighbourKernelRidgeRegressor
+
+    class Plain(Kernel):  # a kernel of the base class only, on numeric vectors
+        def pairwise(self, A, B):
+            return GaussianKernel(gamma=0.5).pairwise(np.asarray(A, float), np.asarray(B, float))
+
+        def diag(self, A):
+            return np.ones(len(A))
+
+    rng = np.random.default_rng(0)
+    X, y = rng.random((20, 4)), rng.normal(size=20)
+    got = NeighbourKernelRidgeRegressor(n_neighbors=5, kernel=Plain()).fit(X, y).predict(X[:6])
+    want = NeighbourKernelRidgeRegressor(n_neighbors=5, kernel_params={"gamma": 0.5}).fit(X, y).predict(X[:6])
+    np.testing.assert_allclose(got, want, rtol=1e-12)

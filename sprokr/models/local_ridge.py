@@ -32,8 +32,8 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..persistence import SaveMixin
 from ..progress import grouped_accuracy_warnings, progress
-from ..kernels import VectorKernel, resolve_kernel
-from ..numerics import single_blas_thread
+from ..kernels import resolve_kernel
+from ..numerics import check_kernel_sample, single_blas_thread
 from ..utils import (atomic_fit, check_chunk_size, check_feature_names, check_finite, check_numeric_array,
                      check_positive, check_random_state, check_random_state_param, consistent_read, num_samples,
                      set_feature_names, take)
@@ -276,21 +276,31 @@ class NeighbourKernelRidgeRegressor(_LocalRidge):
         changed): the kernel the parameters resolve to."""
         check_positive(self.lam, "lam")
         check_chunk_size(self.chunk_size)
-        kernel = resolve_kernel(self.kernel, self.kernel_params, "input", np.dtype(np.float64), "kernel")
-        if not isinstance(kernel, VectorKernel):  # evaluated on the numeric input vectors themselves
+        return resolve_kernel(self.kernel, self.kernel_params, "input", np.dtype(np.float64), "kernel")
+
+    def _check_kernel_on(self, kernel: Kernel, X: Any) -> None:
+        """The kernel on a few of the numeric input vectors, as ``predict`` calls it (no
+        ``prepare``): a kernel that does not take them (precomputed, text, SMILES, graphs)
+        is refused by ``fit``, naming ``kernel``, instead of failing in every ``predict``.
+        Any kernel that does take them is accepted (a third party's too, whatever its class)."""
+        try:
+            check_kernel_sample(kernel, X[: min(X.shape[0], 8)], "kernel")
+        except Exception as exc:
+            if isinstance(exc, ValueError) and "kernel is not" in str(exc):  # asymmetric / indefinite: as is
+                raise
             name = self.kernel if isinstance(self.kernel, str) else type(self.kernel).__name__
-            raise ValueError(f"kernel must be a vector kernel (e.g. 'gaussian', 'laplacian', 'linear', 'tanimoto'; "
-                             f"a VectorKernel instance): NeighbourKernelRidgeRegressor evaluates it on the numeric "
-                             f"input vectors, got {name!r}")
-        return kernel
+            raise ValueError(f"kernel must be a vector kernel, evaluated on the numeric input vectors themselves "
+                             f"(e.g. 'gaussian', 'laplacian', 'linear', 'tanimoto'), got {name!r}, which failed on "
+                             f"them: {type(exc).__name__}: {exc}") from exc
 
     def check_params(self) -> Self:
         """Validate the parameters without data (clear errors naming them).
 
         Checks ``lam`` (> 0), ``chunk_size`` and the kernel (registered name,
-        ``kernel_params``, its own ``check_params``; a vector kernel).  ``fit`` runs the same checks first,
-        with the same messages; ``n_neighbors`` (between 1 and the number of samples) needs
-        the data and is checked by ``fit``.  Nothing of the estimator or of its parameters
+        ``kernel_params``, its own ``check_params``).  ``fit`` runs the same checks first,
+        with the same messages; ``n_neighbors`` (between 1 and the number of samples) and
+        the kernel on the input vectors (a vector kernel) need the data and are checked by
+        ``fit``.  Nothing of the estimator or of its parameters
         is changed.
 
         Returns
@@ -320,6 +330,7 @@ class NeighbourKernelRidgeRegressor(_LocalRidge):
         k = self.n_neighbors
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= n:
             raise ValueError(f"n_neighbors must be an integer between 1 and the number of samples ({n}), got {k!r}")
+        self._check_kernel_on(kernel, X)
         chunk = check_chunk_size(self.chunk_size)  # (checked: check_params)
         # ---- fitted: learned state
         self.X_fit_, self.targets_, self.kernel_ = X, T, kernel

@@ -137,3 +137,20 @@ def test_neighbour_ridge_takes_any_kernel_that_works_on_vectors():
     got = NeighbourKernelRidgeRegressor(n_neighbors=5, kernel=Plain()).fit(X, y).predict(X[:6])
     want = NeighbourKernelRidgeRegressor(n_neighbors=5, kernel_params={"gamma": 0.5}).fit(X, y).predict(X[:6])
     np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+@pytest.mark.parametrize("sketch", [None, "subsample"])
+def test_bad_input_met_inside_a_pass_is_a_value_error(sketch):
+    """A precomputed query block with the wrong columns is found while the prediction pass
+    prepares its chunks: the error names the rows (a ChunkError) and is a ValueError, as the
+    same mistake is for IOKR, whose queries are prepared before any pass."""
+    from sprokr.models import KernelRidgeRegressor
+    from sprokr.numerics import ChunkError
+
+    rng = np.random.default_rng(0)
+    X = rng.random((40, 3))
+    model = KernelRidgeRegressor(kernel="precomputed", input_sketch=sketch, m_x=10 if sketch else None,
+                                 random_state=0).fit(X @ X.T, rng.normal(size=40))
+    with pytest.raises(ValueError, match="one column per training sample") as info:
+        model.predict(rng.random((5, 20)))
+    assert isinstance(info.value, ChunkError)

@@ -19,7 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from ._executor import ChunkError, fold_chunks, map_chunks
+from ._executor import fold_chunks, map_chunks
+from ._pool import chunk_error
 from ._pool import chunk_rows
 
 __all__ = ["GivenRows", "MappedRows", "LoadedRows", "is_delayed", "dask_row_bounds", "dask_row_pieces", "identity", "prepare_block",
@@ -73,7 +74,7 @@ def load_block(loader, start, stop):
     try:
         return tuple(loader(start, stop))
     except Exception as exc:
-        raise ChunkError(f"loading rows {start}-{stop} failed: {type(exc).__name__}: {exc}") from exc
+        raise chunk_error(f"loading rows {start}-{stop} failed: {type(exc).__name__}: {exc}", exc) from exc
 
 
 # ----------------------------------------------------------------------------- sources

@@ -25,8 +25,8 @@ from typing import Any, Callable, Iterator, Sequence
 
 from ..utils import RowError, row_offset
 
-__all__ = ["process_map", "usable_cores", "check_processes", "START_METHODS", "ChunkError", "chunk_rows",
-           "task_error", "check_task_rows"]
+__all__ = ["process_map", "usable_cores", "check_processes", "START_METHODS", "ChunkError", "ChunkValueError",
+           "ChunkTypeError", "chunk_error", "chunk_rows", "task_error", "check_task_rows"]
 
 #: process start methods accepted by :func:`process_map`
 START_METHODS = ("spawn", "forkserver", "fork")
@@ -55,6 +55,26 @@ class ChunkError(RuntimeError):
     """A chunked pass failed on some rows; names the rows and the original error."""
 
 
+class ChunkValueError(ChunkError, ValueError):
+    """A :class:`ChunkError` caused by a ``ValueError`` (bad input met in a chunk, e.g. a
+    precomputed query block with the wrong columns): caught as either, so that bad input is
+    a ``ValueError`` whether or not it was found inside a pass."""
+
+
+class ChunkTypeError(ChunkError, TypeError):
+    """A :class:`ChunkError` caused by a ``TypeError``: caught as either."""
+
+
+def chunk_error(message: str, cause: BaseException) -> ChunkError:
+    """The :class:`ChunkError` of ``message`` for an error ``cause``, of the subclass that is
+    also ``cause``'s kind (``ValueError``, ``TypeError``) when it is one."""
+    if isinstance(cause, ValueError):
+        return ChunkValueError(message)
+    if isinstance(cause, TypeError):
+        return ChunkTypeError(message)
+    return ChunkError(message)
+
+
 @contextlib.contextmanager
 def chunk_rows(what: str, start: int, stop: int) -> Iterator[None]:
     """Context of ``what`` (a pass's name) run on the global rows ``start:stop``.
@@ -70,7 +90,7 @@ def chunk_rows(what: str, start: int, stop: int) -> Iterator[None]:
     except (ChunkError, RowError):
         raise
     except Exception as exc:
-        raise ChunkError(f"{what} failed on rows {start}-{stop}: {type(exc).__name__}: {exc}") from exc
+        raise chunk_error(f"{what} failed on rows {start}-{stop}: {type(exc).__name__}: {exc}", exc) from exc
 
 
 def task_error(name: str, i: int, exc: BaseException,
@@ -85,11 +105,11 @@ def task_error(name: str, i: int, exc: BaseException,
     if isinstance(exc, ChunkError):
         return exc
     if rows is None:
-        return ChunkError(f"{name} failed on task {i}: {type(exc).__name__}: {exc}")
+        return chunk_error(f"{name} failed on task {i}: {type(exc).__name__}: {exc}", exc)
     start, stop = (int(r) for r in rows[i])
     if isinstance(exc, RowError):
         return exc.add_row_offset(start)
-    return ChunkError(f"{name} failed on rows {start}-{stop} (task {i}): {type(exc).__name__}: {exc}")
+    return chunk_error(f"{name} failed on rows {start}-{stop} (task {i}): {type(exc).__name__}: {exc}", exc)
 
 
 def check_task_rows(rows: Sequence[Sequence[int]] | None, n_tasks: int) -> list[tuple[int, int]] | None:

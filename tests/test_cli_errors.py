@@ -289,6 +289,28 @@ def test_predictions_are_written_into_a_pipe_and_through_a_symbolic_link(d, tmp_
     assert len((tmp_path / "real.csv").read_text().splitlines()) == 21
 
 
+def test_predictions_to_dev_stdout_go_to_standard_output_whatever_it_is(d, tmp_path):
+    # stdout an anonymous pipe: /dev/stdout -> /proc/self/fd/1 -> 'pipe:[...]', which realpath cannot
+    # name ("cannot be written: No such file or directory"); stdout a file opened by `>> log`: replaced
+    # by a new file (the log lost), and --json's summary would share standard output with the predictions
+    argv = [sys.executable, "-m", "sprokr", "predict", str(d / "m.sprokr"), "--input", str(d / "test.csv"),
+            "-o", "/dev/stdout"]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    res = subprocess.run(argv, capture_output=True, text=True, env=env)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.splitlines()[0] == "query,prediction" and len(res.stdout.splitlines()) == 22, res.stdout
+    log = tmp_path / "log.txt"
+    log.write_text("earlier line\n")
+    with open(log, "a") as fh:
+        res = subprocess.run(argv, stdout=fh, stderr=subprocess.PIPE, text=True, env=env)
+    assert res.returncode == 0, res.stderr
+    lines = log.read_text().splitlines()
+    assert lines[0] == "earlier line" and lines[1] == "query,prediction" and len(lines) == 23, lines
+    with open(tmp_path / "out.txt", "w") as fh:
+        res = subprocess.run(argv + ["--json"], stdout=fh, stderr=subprocess.PIPE, text=True, env=env)
+    one_line_error(res.returncode, res.stderr, "--json", "-o /dev/stdout is standard output too")
+
+
 def test_samples_export_to_an_existing_file_is_one_line(tmp_path, capsys):
     (tmp_path / "afile").write_text("keep me")
     code, _, err = run(["samples", "--export", tmp_path / "afile"], capsys)

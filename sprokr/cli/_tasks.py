@@ -49,7 +49,7 @@ from typing import Any, Dict, Iterator, List, Tuple
 import numpy as np
 
 from ..io import (ColumnSpec, DataFileError, OutputPathError, Table, check_output_path, describe_error,
-                  read_table, write_csv, write_text)
+                  is_standard_output, read_table, write_csv, write_text)
 from ..utils import error_text
 from ._args import UsageError, open_fraction, positive_int
 
@@ -346,6 +346,9 @@ def cmd_predict(args: Any) -> int:
     if args.json and str(args.output) == "-":
         raise UsageError("--json prints a JSON summary on standard output, where the predictions would go "
                          "without -o: add -o FILE for the predictions")
+    if args.json and is_standard_output(args.output):
+        raise UsageError(f"--json prints a JSON summary on standard output, and -o {args.output} is standard "
+                         "output too: give -o a file of its own for the predictions")
     _check_candidate_column(args)
     if str(args.output) != "-":
         check_output_path(args.output, "-o/--output", inputs=[args.model, args.input, args.candidates],
@@ -495,6 +498,9 @@ def cmd_select(args: Any) -> int:
     from ..model_selection import select_model
 
     out = _out(args)
+    if args.json and is_standard_output(args.output):
+        raise UsageError(f"--json prints a JSON summary on standard output, and -o {args.output} is standard "
+                         "output too: give -o a file of its own for the configuration")
     check_output_path(args.output, "-o/--output", inputs=[args.config, args.train], special_files=True)
     if args.figure:
         check_output_path(args.figure, "--figure", inputs=[args.config, args.train],

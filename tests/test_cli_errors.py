@@ -460,7 +460,10 @@ def test_a_model_file_holding_another_object_says_what_it_holds(d, tmp_path, cap
 
 def test_a_directory_as_data_or_model_file_is_one_line(d, tmp_path, capsys):
     code, _, err = run(["predict", tmp_path, "--input", d / "test.csv"], capsys)
-    one_line_error(code, err, "is a directory")
+    one_line_error(code, err, f"error: {tmp_path}: is a directory, not a model file")
+    # the path and the reason, as for data files (was "error: FileNotFoundError: <path>: ...")
+    code, _, err = run(["evaluate", tmp_path / "nope.sprokr", "--test", d / "test.csv"], capsys)
+    one_line_error(code, err, f"error: {tmp_path / 'nope.sprokr'}: no such model file")
     (tmp_path / "x.csv").mkdir()
     code, _, err = run(["predict", d / "m.sprokr", "--input", tmp_path / "x.csv"], capsys)
     one_line_error(code, err, "x.csv", "is a directory")

@@ -40,6 +40,7 @@ than the number of samples) are left to ``fit``.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import sys
 import time
@@ -278,10 +279,11 @@ def _out(args: Any):
 def _model_and_config(path: str) -> Tuple[Any, Dict[str, Any]]:
     from ..persistence import load, read_manifest
 
+    # errno and file name given, so that the one line is "<path>: <reason>" (describe_error), without the type
     if Path(path).is_dir():
-        raise FileNotFoundError(f"{path}: is a directory, not a model file")
+        raise IsADirectoryError(errno.EISDIR, "is a directory, not a model file", str(path))
     if not Path(path).is_file():
-        raise FileNotFoundError(f"{path}: no such model file")
+        raise FileNotFoundError(errno.ENOENT, "no such model file", str(path))
     meta = read_manifest(path).get("metadata") or {}
     if not isinstance(meta, dict) or "config" not in meta:
         raise ConfigError(f"{path}: this model was not saved by `sprokr fit` (no configuration stored); "

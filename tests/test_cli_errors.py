@@ -490,6 +490,13 @@ def test_a_directory_as_data_or_model_file_is_one_line(d, tmp_path, capsys):
     (("lams = [1e-3, 1e-1]", "m_x_grid = [0, 10]"), "[select] m_x_grid must be a list of integers >= 1"),
     (("lams = [1e-3, 1e-1]", "param_grid = 3"), "[select] param_grid must be a table of lists"),
     (("lams = [1e-3, 1e-1]", "nope = 1"), "[select] has unknown keys ['nope']"),
+    # were accepted: 'columns' read, 'column' ignored; a feature or label read twice
+    (('columns = ["f0", "f1", "f2", "f3"]', 'columns = ["f0", "f1", "f2", "f3"]\ncolumn = "f3"'),
+     "[input] has both 'column' ('f3') and 'columns' (['f0', 'f1', 'f2', 'f3']); give one of them"),
+    (('columns = ["f0", "f1", "f2", "f3"]', 'columns = ["f0", "f1", "f1", "f2"]'),
+     "[input] names the column(s) ['f1'] more than once"),
+    (('columns = ["sports", "music", "science"]', 'columns = ["sports", "music", "sports"]'),
+     "[output] names the column(s) ['sports'] more than once"),
 ])
 def test_configuration_structure_errors_name_the_key(d, tmp_path, capsys, change, message):
     text = MULTI

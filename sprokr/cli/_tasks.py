@@ -148,10 +148,17 @@ def check_config(cfg: Dict[str, Any], where: str = "config") -> Dict[str, Any]:
                               f"(e.g. {key} = {{sigma2 = 1.0}}), got {_kind(v)}")
     _check_select(cfg.get("select", {}), where)
     try:
-        ColumnSpec.from_config(cfg["input"], "input")
-        ColumnSpec.from_config(cfg["output"], "output")
+        specs = ColumnSpec.from_config(cfg["input"], "input"), ColumnSpec.from_config(cfg["output"], "output")
     except ValueError as exc:
         raise ConfigError(f"{where}: {exc}") from None
+    for what, spec in zip(("input", "output"), specs):
+        given = cfg[what]
+        if "column" in given and "columns" in given and [given["column"]] != list(spec.columns):
+            raise ConfigError(f"{where}: [{what}] has both 'column' ({given['column']!r}) and 'columns' "
+                              f"({given['columns']!r}); give one of them")
+        twice = sorted({c for c in spec.columns if spec.columns.count(c) > 1})
+        if twice:
+            raise ConfigError(f"{where}: [{what}] names the column(s) {twice} more than once")
     build_estimator(cfg, where)  # names and parameter values checked now, not after reading data
     return cfg
 

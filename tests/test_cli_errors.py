@@ -419,6 +419,24 @@ def test_csv_header_byte_order_mark_and_duplicate_columns(d, tmp_path, capsys):
     one_line_error(code, err, "dup.csv line 1", "'f0' more than once")
 
 
+def test_blank_lines_before_the_header_and_a_configuration_byte_order_mark(d, tmp_path, capsys):
+    # were "empty file (expected a header line)" for a file of 20 rows (blank lines between rows are
+    # skipped), and "not valid TOML: Invalid statement (at line 1, column 1)" for a model file that
+    # Notepad saved with a byte-order mark (accepted in CSV files)
+    text = (d / "test.csv").read_text()
+    (tmp_path / "blank.csv").write_text("\n \n" + text)
+    code, _, err = run(["predict", d / "m.sprokr", "--input", tmp_path / "blank.csv", "-o", tmp_path / "p.csv"],
+                       capsys)
+    assert code == 0 and len((tmp_path / "p.csv").read_text().splitlines()) == 21, err
+    (tmp_path / "blank_only.csv").write_text("\n\n")
+    code, _, err = run(["predict", d / "m.sprokr", "--input", tmp_path / "blank_only.csv"], capsys)
+    one_line_error(code, err, "blank_only.csv: only blank lines (expected a header line)")
+    (tmp_path / "bom.toml").write_bytes(b"\xef\xbb\xbf" + MULTI.encode())
+    code, _, err = run(["fit", "--config", tmp_path / "bom.toml", "--train", d / "train.csv", "-o",
+                        tmp_path / "m.sprokr"], capsys)
+    assert code == 0 and (tmp_path / "m.sprokr").is_file(), err
+
+
 def test_a_model_error_names_the_step_and_the_file(tmp_path, capsys):
     # an array column: the query file's X has 3 features, the training file's 4
     rng = np.random.default_rng(0)

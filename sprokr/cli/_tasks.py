@@ -116,7 +116,7 @@ def load_config(path: Any) -> Dict[str, Any]:
     if not p.is_file():
         raise ConfigError(f"{p}: no such configuration file")
     try:
-        cfg = tomllib.loads(p.read_text(encoding="utf-8"))
+        cfg = tomllib.loads(p.read_text(encoding="utf-8-sig"))  # a byte-order mark (Notepad) is not TOML
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{p}: not valid TOML: {exc}") from exc
     return check_config(cfg, str(p))

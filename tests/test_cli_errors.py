@@ -528,6 +528,23 @@ def test_configuration_structure_errors_name_the_key(d, tmp_path, capsys, change
     one_line_error(code, err, "bad.toml", message)
 
 
+@pytest.mark.parametrize("estimator, message", [
+    # was "TypeError: DSOKREnsemble.__init__() missing 1 required positional argument: 'estimator' (run again
+    # with --traceback ...)", not naming the configuration
+    ("DSOKREnsemble", "DSOKREnsemble cannot be built from a configuration file (DSOKREnsemble.__init__() missing 1 "
+                      "required positional argument: 'estimator'); use it from Python"),
+    # was "NotImplementedError: NotImplementedError (run again with --traceback ...)"
+    ("SequenceRegressor", "SequenceRegressor is the base class of SmilesRegressor and TextRegressor, without a "
+                          "tokenizer: use one of them"),
+])
+def test_an_estimator_a_configuration_cannot_build_is_named_before_reading_data(d, tmp_path, capsys, estimator,
+                                                                                  message):
+    (tmp_path / "e.toml").write_text(RIDGE.replace("KernelRidgeRegressor", estimator).replace("lam = 1e-3", ""))
+    code, _, err = run(["fit", "--config", tmp_path / "e.toml", "--train", tmp_path / "none.csv", "-o",
+                        tmp_path / "m.sprokr"], capsys)
+    one_line_error(code, err, "e.toml: ", message)
+
+
 def test_standardize_in_output_is_a_configuration_error_before_reading_data(d, tmp_path, capsys):
     # it passed the check, then fit failed with "[input] standardize = true but no training statistics"
     (tmp_path / "r.toml").write_text(RIDGE.replace('column = "f3"', 'column = "f3"\nstandardize = true'))

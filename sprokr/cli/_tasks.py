@@ -206,7 +206,11 @@ def build_estimator(cfg: Dict[str, Any], where: str = "config") -> Any:
     params = dict(cfg.get("params", {}))
     if "random_state" in cfg:
         params.setdefault("random_state", cfg["random_state"])
-    proto = cls()
+    try:
+        proto = cls()
+    except TypeError as exc:  # a required argument no configuration can give (DSOKREnsemble's estimator objects)
+        raise ConfigError(f"{where}: {name} cannot be built from a configuration file ({error_text(exc)}); "
+                          "use it from Python") from None
     valid = set(proto.get_params())
     # former parameter names still work (a FutureWarning names the new one: sprokr.deprecation)
     bad = sorted(set(params) - valid - set(getattr(type(proto), "renamed_parameters", None) or {}))

@@ -40,7 +40,7 @@ import numpy as np
 from .utils import error_text
 
 __all__ = ["DataFileError", "OutputPathError", "Table", "read_table", "find_reader", "ColumnSpec", "write_csv",
-           "write_text", "check_output_path", "check_output_dir", "describe_error"]
+           "write_text", "is_standard_output", "check_output_path", "check_output_dir", "describe_error"]
 
 
 class DataFileError(ValueError):
@@ -570,17 +570,41 @@ def _probe_writable(directory: Path, what: str) -> None:
     os.unlink(name)
 
 
+def is_standard_output(path: Any) -> bool:
+    """Whether ``path`` names the file this process's standard output goes to (``/dev/stdout``,
+    ``/dev/fd/1``, or the file it is redirected to); ``-`` is left to the caller."""
+    import sys
+
+    try:
+        return os.path.samestat(os.stat(path), os.fstat(sys.stdout.fileno()))
+    except (OSError, ValueError, AttributeError):  # no such file; a standard output without a descriptor
+        return False
+
+
 def _write_replacing(path: Any, write: Callable[[Any], None]) -> None:
     """Write through ``write(fh)`` to a temporary file beside ``path``, then move it into
-    place: a failure leaves no partial file.  ``OSError`` -> :class:`OutputPathError`."""
-    p = Path(os.path.realpath(path))  # through a symbolic link: replace its target, not the link
-    if p.exists() and not p.is_file():  # a device or a pipe: written in place (never replaced)
+    place: a failure leaves no partial file.  ``OSError`` -> :class:`OutputPathError`.
+
+    Standard output (``-o /dev/stdout``) is written through ``sys.stdout``: neither replaced
+    (``>> log`` would lose the log, and what is printed after would go to the replaced file)
+    nor reopened (truncated).
+    """
+    import sys
+
+    if is_standard_output(path):
+        write(sys.stdout)
+        sys.stdout.flush()
+        return
+    # a device or a pipe, through symbolic links (stat follows them: /dev/stdout -> /proc/self/fd/1 ->
+    # 'pipe:[...]', which realpath cannot name): written in place (never replaced)
+    if Path(path).exists() and not Path(path).is_file():
         try:
-            with open(p, "w", newline="", encoding="utf-8") as fh:
+            with open(path, "w", newline="", encoding="utf-8") as fh:
                 write(fh)
         except OSError as exc:
             raise OutputPathError(f"{path}: cannot be written: {exc.strerror or exc}") from exc
         return
+    p = Path(os.path.realpath(path))  # through a symbolic link: replace its target, not the link
     tmp = p.with_name(f".{p.name}.{uuid.uuid4().hex}.tmp")
     try:
         try:

@@ -50,10 +50,13 @@ class CSVReader(SuffixReader):
             reader = csv.reader(fh, delimiter=self.delimiter)
             try:
                 header = next(reader, None)
+                while header is not None and all(not c.strip() for c in header):  # blank lines, as between rows
+                    header = next(reader, None)
             except csv.Error as exc:
                 raise DataFileError(f"{p} line {reader.line_num}: {exc}") from None
             if not header:
-                raise DataFileError(f"{p}: empty file (expected a header line)")
+                raise DataFileError(f"{p}: empty file (expected a header line)" if reader.line_num == 0 else
+                                    f"{p}: only blank lines (expected a header line)")
             header = [h.strip() for h in header]
             twice = sorted({h for h in header if header.count(h) > 1})
             if twice:  # one would silently hide the other

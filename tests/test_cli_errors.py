@@ -289,6 +289,28 @@ def test_predictions_are_written_into_a_pipe_and_through_a_symbolic_link(d, tmp_
     assert len((tmp_path / "real.csv").read_text().splitlines()) == 21
 
 
+def test_predictions_to_dev_stdout_go_to_standard_output_whatever_it_is(d, tmp_path):
+    # stdout an anonymous pipe: /dev/stdout -> /proc/self/fd/1 -> 'pipe:[...]', which realpath cannot
+    # name ("cannot be written: No such file or directory"); stdout a file opened by `>> log`: replaced
+    # by a new file (the log lost), and --json's summary would share standard output with the predictions
+    argv = [sys.executable, "-m", "sprokr", "predict", str(d / "m.sprokr"), "--input", str(d / "test.csv"),
+            "-o", "/dev/stdout"]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    res = subprocess.run(argv, capture_output=True, text=True, env=env)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.splitlines()[0] == "query,prediction" and len(res.stdout.splitlines()) == 22, res.stdout
+    log = tmp_path / "log.txt"
+    log.write_text("earlier line\n")
+    with open(log, "a") as fh:
+        res = subprocess.run(argv, stdout=fh, stderr=subprocess.PIPE, text=True, env=env)
+    assert res.returncode == 0, res.stderr
+    lines = log.read_text().splitlines()
+    assert lines[0] == "earlier line" and lines[1] == "query,prediction" and len(lines) == 23, lines
+    with open(tmp_path / "out.txt", "w") as fh:
+        res = subprocess.run(argv + ["--json"], stdout=fh, stderr=subprocess.PIPE, text=True, env=env)
+    one_line_error(res.returncode, res.stderr, "--json", "-o /dev/stdout is standard output too")
+
+
 def test_samples_export_to_an_existing_file_is_one_line(tmp_path, capsys):
     (tmp_path / "afile").write_text("keep me")
     code, _, err = run(["samples", "--export", tmp_path / "afile"], capsys)
@@ -397,6 +419,24 @@ def test_csv_header_byte_order_mark_and_duplicate_columns(d, tmp_path, capsys):
     one_line_error(code, err, "dup.csv line 1", "'f0' more than once")
 
 
+def test_blank_lines_before_the_header_and_a_configuration_byte_order_mark(d, tmp_path, capsys):
+    # were "empty file (expected a header line)" for a file of 20 rows (blank lines between rows are
+    # skipped), and "not valid TOML: Invalid statement (at line 1, column 1)" for a model file that
+    # Notepad saved with a byte-order mark (accepted in CSV files)
+    text = (d / "test.csv").read_text()
+    (tmp_path / "blank.csv").write_text("\n \n" + text)
+    code, _, err = run(["predict", d / "m.sprokr", "--input", tmp_path / "blank.csv", "-o", tmp_path / "p.csv"],
+                       capsys)
+    assert code == 0 and len((tmp_path / "p.csv").read_text().splitlines()) == 21, err
+    (tmp_path / "blank_only.csv").write_text("\n\n")
+    code, _, err = run(["predict", d / "m.sprokr", "--input", tmp_path / "blank_only.csv"], capsys)
+    one_line_error(code, err, "blank_only.csv: only blank lines (expected a header line)")
+    (tmp_path / "bom.toml").write_bytes(b"\xef\xbb\xbf" + MULTI.encode())
+    code, _, err = run(["fit", "--config", tmp_path / "bom.toml", "--train", d / "train.csv", "-o",
+                        tmp_path / "m.sprokr"], capsys)
+    assert code == 0 and (tmp_path / "m.sprokr").is_file(), err
+
+
 def test_a_model_error_names_the_step_and_the_file(tmp_path, capsys):
     # an array column: the query file's X has 3 features, the training file's 4
     rng = np.random.default_rng(0)
@@ -438,7 +478,10 @@ def test_a_model_file_holding_another_object_says_what_it_holds(d, tmp_path, cap
 
 def test_a_directory_as_data_or_model_file_is_one_line(d, tmp_path, capsys):
     code, _, err = run(["predict", tmp_path, "--input", d / "test.csv"], capsys)
-    one_line_error(code, err, "is a directory")
+    one_line_error(code, err, f"error: {tmp_path}: is a directory, not a model file")
+    # the path and the reason, as for data files (was "error: FileNotFoundError: <path>: ...")
+    code, _, err = run(["evaluate", tmp_path / "nope.sprokr", "--test", d / "test.csv"], capsys)
+    one_line_error(code, err, f"error: {tmp_path / 'nope.sprokr'}: no such model file")
     (tmp_path / "x.csv").mkdir()
     code, _, err = run(["predict", d / "m.sprokr", "--input", tmp_path / "x.csv"], capsys)
     one_line_error(code, err, "x.csv", "is a directory")
@@ -465,6 +508,13 @@ def test_a_directory_as_data_or_model_file_is_one_line(d, tmp_path, capsys):
     (("lams = [1e-3, 1e-1]", "m_x_grid = [0, 10]"), "[select] m_x_grid must be a list of integers >= 1"),
     (("lams = [1e-3, 1e-1]", "param_grid = 3"), "[select] param_grid must be a table of lists"),
     (("lams = [1e-3, 1e-1]", "nope = 1"), "[select] has unknown keys ['nope']"),
+    # were accepted: 'columns' read, 'column' ignored; a feature or label read twice
+    (('columns = ["f0", "f1", "f2", "f3"]', 'columns = ["f0", "f1", "f2", "f3"]\ncolumn = "f3"'),
+     "[input] has both 'column' ('f3') and 'columns' (['f0', 'f1', 'f2', 'f3']); give one of them"),
+    (('columns = ["f0", "f1", "f2", "f3"]', 'columns = ["f0", "f1", "f1", "f2"]'),
+     "[input] names the column(s) ['f1'] more than once"),
+    (('columns = ["sports", "music", "science"]', 'columns = ["sports", "music", "sports"]'),
+     "[output] names the column(s) ['sports'] more than once"),
 ])
 def test_configuration_structure_errors_name_the_key(d, tmp_path, capsys, change, message):
     text = MULTI
@@ -476,6 +526,23 @@ def test_configuration_structure_errors_name_the_key(d, tmp_path, capsys, change
     code, _, err = run(["fit", "--config", tmp_path / "bad.toml", "--train", tmp_path / "none.csv",
                         "-o", tmp_path / "m.sprokr"], capsys)
     one_line_error(code, err, "bad.toml", message)
+
+
+@pytest.mark.parametrize("estimator, message", [
+    # was "TypeError: DSOKREnsemble.__init__() missing 1 required positional argument: 'estimator' (run again
+    # with --traceback ...)", not naming the configuration
+    ("DSOKREnsemble", "DSOKREnsemble cannot be built from a configuration file (DSOKREnsemble.__init__() missing 1 "
+                      "required positional argument: 'estimator'); use it from Python"),
+    # was "NotImplementedError: NotImplementedError (run again with --traceback ...)"
+    ("SequenceRegressor", "SequenceRegressor is the base class of SmilesRegressor and TextRegressor, without a "
+                          "tokenizer: use one of them"),
+])
+def test_an_estimator_a_configuration_cannot_build_is_named_before_reading_data(d, tmp_path, capsys, estimator,
+                                                                                  message):
+    (tmp_path / "e.toml").write_text(RIDGE.replace("KernelRidgeRegressor", estimator).replace("lam = 1e-3", ""))
+    code, _, err = run(["fit", "--config", tmp_path / "e.toml", "--train", tmp_path / "none.csv", "-o",
+                        tmp_path / "m.sprokr"], capsys)
+    one_line_error(code, err, "e.toml: ", message)
 
 
 def test_standardize_in_output_is_a_configuration_error_before_reading_data(d, tmp_path, capsys):

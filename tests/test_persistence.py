@@ -391,6 +391,16 @@ def test_saving_is_deterministic_and_atomic(fitted_structured, tmp_path, monkeyp
     assert sorted(os.listdir(tmp_path)) == ["a.sprokr", "b.sprokr"]
 
 
+def test_saving_to_a_directory_is_refused_before_writing(fitted_structured, tmp_path):
+    # was found by os.replace once the whole file was written: "[Errno 21] Is a directory:
+    # '<parent>/.<dir>.<hex>.tmp' -> '<dir>'"
+    target = tmp_path / "models"
+    target.mkdir()
+    with pytest.raises(IsADirectoryError, match=f"cannot save to {target}: a directory; give a file path"):
+        fitted_structured["SIOKR-subsample"].save(target)
+    assert sorted(os.listdir(tmp_path)) == ["models"] and not os.listdir(target)
+
+
 class _UserKernel(GaussianKernel):
     """A kernel class that is not registered: its code cannot be rebuilt by name."""
 

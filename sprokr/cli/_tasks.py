@@ -40,6 +40,7 @@ than the number of samples) are left to ``fit``.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import sys
 import time
@@ -49,7 +50,7 @@ from typing import Any, Dict, Iterator, List, Tuple
 import numpy as np
 
 from ..io import (ColumnSpec, DataFileError, OutputPathError, Table, check_output_path, describe_error,
-                  read_table, write_csv, write_text)
+                  is_standard_output, read_table, write_csv, write_text)
 from ..utils import error_text
 from ._args import UsageError, open_fraction, positive_int
 
@@ -115,7 +116,7 @@ def load_config(path: Any) -> Dict[str, Any]:
     if not p.is_file():
         raise ConfigError(f"{p}: no such configuration file")
     try:
-        cfg = tomllib.loads(p.read_text(encoding="utf-8"))
+        cfg = tomllib.loads(p.read_text(encoding="utf-8-sig"))  # a byte-order mark (Notepad) is not TOML
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{p}: not valid TOML: {exc}") from exc
     return check_config(cfg, str(p))
@@ -147,10 +148,17 @@ def check_config(cfg: Dict[str, Any], where: str = "config") -> Dict[str, Any]:
                               f"(e.g. {key} = {{sigma2 = 1.0}}), got {_kind(v)}")
     _check_select(cfg.get("select", {}), where)
     try:
-        ColumnSpec.from_config(cfg["input"], "input")
-        ColumnSpec.from_config(cfg["output"], "output")
+        specs = ColumnSpec.from_config(cfg["input"], "input"), ColumnSpec.from_config(cfg["output"], "output")
     except ValueError as exc:
         raise ConfigError(f"{where}: {exc}") from None
+    for what, spec in zip(("input", "output"), specs):
+        given = cfg[what]
+        if "column" in given and "columns" in given and [given["column"]] != list(spec.columns):
+            raise ConfigError(f"{where}: [{what}] has both 'column' ({given['column']!r}) and 'columns' "
+                              f"({given['columns']!r}); give one of them")
+        twice = sorted({c for c in spec.columns if spec.columns.count(c) > 1})
+        if twice:
+            raise ConfigError(f"{where}: [{what}] names the column(s) {twice} more than once")
     build_estimator(cfg, where)  # names and parameter values checked now, not after reading data
     return cfg
 
@@ -198,7 +206,11 @@ def build_estimator(cfg: Dict[str, Any], where: str = "config") -> Any:
     params = dict(cfg.get("params", {}))
     if "random_state" in cfg:
         params.setdefault("random_state", cfg["random_state"])
-    proto = cls()
+    try:
+        proto = cls()
+    except TypeError as exc:  # a required argument no configuration can give (DSOKREnsemble's estimator objects)
+        raise ConfigError(f"{where}: {name} cannot be built from a configuration file ({error_text(exc)}); "
+                          "use it from Python") from None
     valid = set(proto.get_params())
     # former parameter names still work (a FutureWarning names the new one: sprokr.deprecation)
     bad = sorted(set(params) - valid - set(getattr(type(proto), "renamed_parameters", None) or {}))
@@ -278,10 +290,11 @@ def _out(args: Any):
 def _model_and_config(path: str) -> Tuple[Any, Dict[str, Any]]:
     from ..persistence import load, read_manifest
 
+    # errno and file name given, so that the one line is "<path>: <reason>" (describe_error), without the type
     if Path(path).is_dir():
-        raise FileNotFoundError(f"{path}: is a directory, not a model file")
+        raise IsADirectoryError(errno.EISDIR, "is a directory, not a model file", str(path))
     if not Path(path).is_file():
-        raise FileNotFoundError(f"{path}: no such model file")
+        raise FileNotFoundError(errno.ENOENT, "no such model file", str(path))
     meta = read_manifest(path).get("metadata") or {}
     if not isinstance(meta, dict) or "config" not in meta:
         raise ConfigError(f"{path}: this model was not saved by `sprokr fit` (no configuration stored); "
@@ -346,6 +359,9 @@ def cmd_predict(args: Any) -> int:
     if args.json and str(args.output) == "-":
         raise UsageError("--json prints a JSON summary on standard output, where the predictions would go "
                          "without -o: add -o FILE for the predictions")
+    if args.json and is_standard_output(args.output):
+        raise UsageError(f"--json prints a JSON summary on standard output, and -o {args.output} is standard "
+                         "output too: give -o a file of its own for the predictions")
     _check_candidate_column(args)
     if str(args.output) != "-":
         check_output_path(args.output, "-o/--output", inputs=[args.model, args.input, args.candidates],
@@ -495,6 +511,9 @@ def cmd_select(args: Any) -> int:
     from ..model_selection import select_model
 
     out = _out(args)
+    if args.json and is_standard_output(args.output):
+        raise UsageError(f"--json prints a JSON summary on standard output, and -o {args.output} is standard "
+                         "output too: give -o a file of its own for the configuration")
     check_output_path(args.output, "-o/--output", inputs=[args.config, args.train], special_files=True)
     if args.figure:
         check_output_path(args.figure, "--figure", inputs=[args.config, args.train],

@@ -556,8 +556,9 @@ class SequenceRegressor(TorchRegressor):
                  num_threads: Any = None, random_state: Any = None, verbose: Any = 0) -> None:
         store_params(self, locals())
 
-    def _make_tokenizer(self):  # pragma: no cover - abstract
-        raise NotImplementedError
+    def _make_tokenizer(self):  # abstract: TypeError, as for an abstract class (check_params says it without data)
+        raise TypeError(f"{type(self).__name__} is the base class of SmilesRegressor and TextRegressor, without a "
+                        "tokenizer: use one of them")
 
     def check_params(self) -> Self:
         """Validate the parameters without data: :meth:`TorchRegressor.check_params`,

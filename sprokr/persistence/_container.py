@@ -26,6 +26,8 @@ def write_model(path, arrays, manifest):
     partial model at ``path``.
     """
     path = Path(path)
+    if path.is_dir():  # else found by os.replace, after the whole file was written, naming the temporary file
+        raise IsADirectoryError(f"cannot save to {path}: a directory; give a file path, e.g. {path / 'model.sprokr'}")
     if not path.parent.is_dir():
         raise FileNotFoundError(f"cannot save to {path}: directory {path.parent} does not exist")
     # a fresh name beside the target (same file system: os.replace is atomic); "x" mode

@@ -206,8 +206,12 @@ def build_estimator(cfg: Dict[str, Any], where: str = "config") -> Any:
     params = dict(cfg.get("params", {}))
     if "random_state" in cfg:
         params.setdefault("random_state", cfg["random_state"])
+    from ..registry import PluginComponentError
+
     try:
         proto = cls()
+    except PluginComponentError:  # a broken plugin is named as such (a TypeError too)
+        raise
     except TypeError as exc:  # a required argument no configuration can give (DSOKREnsemble's estimator objects)
         raise ConfigError(f"{where}: {name} cannot be built from a configuration file ({error_text(exc)}); "
                           "use it from Python") from None

@@ -47,6 +47,28 @@ def test_kernels_on_known_molecules():
     assert s[0, 1] == pytest.approx(1.0) and s[0, 2] < 1.0 and s[0, 3] < s[0, 2]
 
 
+@pytest.mark.parametrize("name, params, what", [
+    ("smiles_spectrum", {"n_features": 0}, "n_features must be an integer >= 1, got 0"),
+    ("smiles_spectrum", {"n": 2.5}, "n must be an integer >= 1, got 2.5"),
+    ("smiles_spectrum", {"min_n": 3, "n": 2}, "need 1 <= min_n <= n"),
+    ("morgan_tanimoto", {"n_bits": 0}, "n_bits must be an integer >= 1, got 0"),
+    ("morgan_minmax", {"radius": "2"}, "radius must be an integer >= 0, got '2'"),
+    ("morgan_gaussian_tanimoto", {"gamma": np.inf}, "gamma must be a finite number > 0, got inf"),
+])
+def test_molecule_kernel_parameters_are_checked(name, params, what):
+    """The molecule kernels had no check_params: SmilesSpectrumKernel(n_features=0) ended the
+    whole process with SIGFPE (scikit-learn's hashing modulo 0), gamma=inf gave NaN on the
+    diagonal (inf * 0), radius='2' a TypeError from a comparison; the model now refuses them
+    when it resolves the kernel, and prepare does too."""
+    from sprokr.kernels import resolve_kernel
+
+    with pytest.raises(ValueError, match=f"input_kernel '{name}': {what}"):
+        resolve_kernel(name, params, "input", np.dtype("float64"))
+    k = get_registry().create("input_kernel", name, params)
+    with pytest.raises(ValueError, match=what):
+        k(["CCO", "C"])
+
+
 def test_fingerprint_kernels_psd(qm9):
     smiles, _ = qm9
     for k in (MorganTanimotoKernel(), MorganMinMaxKernel(), SmilesSpectrumKernel()):

@@ -30,6 +30,7 @@ from sprokr.kernels.vector import CosineKernel, MinMaxKernel, TanimotoKernel
 from .io import MoleculeReadError, is_molecule_graph, to_mol
 
 if TYPE_CHECKING:  # imported for the annotations only
+    from typing import Self
     from rdkit.Chem import Mol
     from sprokr.types import Samples
 
@@ -211,6 +212,12 @@ def unary_counts(X: Any, n_bits: int | None = None) -> Any:
     return out
 
 
+def _check_int(name, value, low):
+    """``value`` must be an integer >= ``low`` (bools and floats refused: ``ValueError`` naming it)."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
+        raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+
+
 def _same_width(A, B):
     """The two CSR matrices with as many columns (zero columns appended to the narrower)."""
     w = max(A.shape[1], B.shape[1])
@@ -235,7 +242,14 @@ class _FingerprintKernel(Kernel):
     def _vector_kernel(self):  # pragma: no cover - abstract
         raise NotImplementedError
 
+    def check_params(self) -> Self:
+        """``radius`` (an integer >= 0) and ``n_bits`` (an integer >= 1); returns self."""
+        _check_int("radius", self.radius, 0)
+        _check_int("n_bits", self.n_bits, 1)
+        return self
+
     def prepare(self, X: Samples) -> Any:
+        self.check_params()
         if sp.issparse(X):  # already fingerprints
             return self._vector_kernel().prepare(X)
         X = check_molecules(X, self.name)
@@ -326,6 +340,7 @@ class MorganMinMaxKernel(_FingerprintKernel):
         return TanimotoKernel(dtype=self.dtype)
 
     def prepare(self, X: Samples) -> Any:
+        self.check_params()
         if sp.issparse(X):  # count fingerprints or their expansion
             X = MinMaxKernel(dtype=self.dtype).prepare(X)
         else:
@@ -366,6 +381,12 @@ class MorganCosineKernel(_FingerprintKernel):
         return CosineKernel(dtype=self.dtype)
 
 
+def _check_gamma(gamma):
+    if isinstance(gamma, bool) or not isinstance(gamma, (int, float, np.integer, np.floating)) \
+            or not np.isfinite(gamma) or gamma <= 0:
+        raise ValueError(f"gamma must be a finite number > 0, got {gamma!r}")
+
+
 class MorganGaussianTanimotoKernel(_FingerprintKernel):
     """Gaussian-Tanimoto ``exp(-gamma (2 - 2 T(a, b)))`` on Morgan bit fingerprints.
 
@@ -402,9 +423,15 @@ class MorganGaussianTanimotoKernel(_FingerprintKernel):
     def _vector_kernel(self):
         return TanimotoKernel(dtype=self.dtype)
 
+    def check_params(self) -> Self:
+        """``radius``, ``n_bits`` and ``gamma`` (a finite number > 0: ``gamma=inf`` gave
+        ``inf * 0 = NaN`` on the diagonal); returns self."""
+        super().check_params()
+        _check_gamma(self.gamma)
+        return self
+
     def pairwise(self, A: Any, B: Any) -> np.ndarray:
-        if not self.gamma > 0:
-            raise ValueError(f"gamma must be > 0, got {self.gamma!r}")
+        _check_gamma(self.gamma)
         K = self._vector_kernel().pairwise(A, B)
         K -= 1.0
         K *= 2.0 * self.gamma
@@ -452,16 +479,25 @@ class SmilesSpectrumKernel(Kernel):
         self.n_features = n_features
         self.dtype = dtype
 
+    def check_params(self) -> Self:
+        """``n``, ``min_n`` (integers, ``1 <= min_n <= n``) and ``n_features`` (an integer >= 1:
+        scikit-learn's hashing divided by 0 and ended the process with SIGFPE); returns self."""
+        _check_int("n", self.n, 1)
+        _check_int("min_n", self.min_n, 1)
+        if self.min_n > self.n:
+            raise ValueError(f"need 1 <= min_n <= n, got min_n={self.min_n}, n={self.n}")
+        _check_int("n_features", self.n_features, 1)
+        return self
+
     def prepare(self, X: Samples) -> Any:
         from sklearn.feature_extraction.text import HashingVectorizer
 
+        self.check_params()
         if sp.issparse(X):
             X = CosineKernel(dtype=self.dtype).prepare(X)
             norms = np.sqrt(np.asarray(X.multiply(X).sum(axis=1)).ravel())
             norms[norms == 0] = 1.0
             return sp.csr_matrix(sp.diags(1.0 / norms) @ X, dtype=X.dtype)
-        if not (1 <= self.min_n <= self.n):
-            raise ValueError(f"need 1 <= min_n <= n, got min_n={self.min_n}, n={self.n}")
         texts = []
         for i, s in enumerate(check_molecules(X, self.name)):
             if is_molecule_graph(s):

@@ -66,6 +66,21 @@ def test_tanimoto_and_minmax_known_values():
         MinMaxKernel()(-C)
 
 
+@pytest.mark.parametrize("sparse", [False, True])
+def test_cosine_zero_vectors_and_zero_rows(sparse):
+    """The cosine kernel is normalized (diag gives 1), but k(0, 0) was 0: the Gram's diagonal
+    disagreed with diag for a zero vector; and a block with 0 rows (zero queries) failed in
+    scikit-learn's normalize ('Found array with 0 sample(s)')."""
+    A = np.array([[0.0, 0.0], [1.0, 2.0], [0.0, 0.0]])
+    A = sp.csr_matrix(A) if sparse else A
+    k = CosineKernel()
+    K = k(A)
+    np.testing.assert_allclose(np.diag(K), k.diag(k.prepare(A)))
+    np.testing.assert_allclose(K, [[1, 0, 1], [0, 1, 0], [1, 0, 1]])
+    assert np.linalg.eigvalsh(K).min() > -1e-12
+    assert k(A[:0], A).shape == (0, 3) and k(A, A[:0]).shape == (3, 0)
+
+
 def test_kernel_rejects_nan_and_bad_shapes():
     with pytest.raises(ValueError, match="NaN"):
         GaussianKernel()(np.array([[0.0, np.nan]]))

@@ -37,6 +37,8 @@ def _unit_rows(A):
     """Rows scaled to unit Euclidean norm (zero rows stay zero); a copy, dense or CSR."""
     from sklearn.preprocessing import normalize
 
+    if A.shape[0] == 0:  # scikit-learn refuses 0 samples (e.g. zero queries)
+        return A.copy()
     return normalize(A, norm="l2", copy=True)
 
 
@@ -243,7 +245,9 @@ class LaplacianKernel(VectorKernel):
 
 
 class CosineKernel(VectorKernel):
-    """``k(a, b) = a^T b / (|a| |b|)``; a zero vector has similarity 0 to everything else.
+    """``k(a, b) = a^T b / (|a| |b|)``; a zero vector has similarity 0 to every non-zero
+    vector and 1 to a zero vector, so that ``k(x, x) = 1`` for every ``x`` (``normalized``,
+    as ``diag`` says; like :class:`TanimotoKernel`'s two zero vectors).
 
     Parameters
     ----------
@@ -261,7 +265,11 @@ class CosineKernel(VectorKernel):
 
     def pairwise(self, A: Any, B: Any) -> np.ndarray:
         # normalise the rows first: O((n_a + n_b) d) instead of two passes over the block
-        return gram(_unit_rows(A), _unit_rows(B))
+        K = gram(_unit_rows(A), _unit_rows(B))
+        zero_a, zero_b = sq_norms(A) == 0, sq_norms(B) == 0
+        if zero_a.any() and zero_b.any():  # k(0, 0) = 1 = diag (the product gave 0)
+            K[np.ix_(zero_a, zero_b)] = 1.0
+        return K
 
 
 class TanimotoKernel(VectorKernel):

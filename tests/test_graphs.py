@@ -100,6 +100,33 @@ def test_grakel_graphs_without_features_and_non_finite_values():
             bad(G)
 
 
+@pytest.mark.parametrize("kernel", ["WeisfeilerLehman", "ShortestPath", "VertexHistogram", "OddSth"])
+@pytest.mark.parametrize("normalize", [True, False])
+def test_grakel_graph_without_nodes(kernel, normalize):
+    """A graph without nodes (a candidate, as for the WL kernels) failed in GraKeL ('Graph does
+    not have any labels for vertices', 'cannot unpack non-iterable NoneType', ZeroDivisionError):
+    it has no feature, so a raw value 0 with every graph and, normalised, the reserved feature
+    (1 with itself and the featureless graphs, 0 with the others)."""
+    from sprokr_graphs import GrakelKernel
+
+    G = _random_labelled_graphs(3)
+    E = nx.Graph()
+    k = GrakelKernel(kernel=kernel, normalize=normalize)
+    K = k([E] + G + [E])
+    full = k(G)
+    np.testing.assert_allclose(K[1:-1, 1:-1], full)
+    d = k.diag(k.prepare([E] + G + [E]))  # (OddSth's raw diag is set-dependent: the ends only)
+    np.testing.assert_allclose(np.diag(K)[[0, -1]], d[[0, -1]])
+    np.testing.assert_allclose(K[[0, -1]][:, 1:-1], 0.0)
+    np.testing.assert_allclose(K[[0, 0, -1, -1], [0, -1, 0, -1]], 1.0 if normalize else 0.0)
+    np.testing.assert_allclose(k([E], G), K[:1, 1:-1])
+    cross = k(G[:2], [E, G[2]])
+    np.testing.assert_allclose(cross[:, 0], 0.0)
+    if normalize or kernel != "OddSth":  # (OddSth's raw values depend on the fitted set)
+        np.testing.assert_allclose(cross, K[1:3, [0, 3]])
+    assert k([E], [E]).tolist() == [[1.0 if normalize else 0.0]]
+
+
 def _graphs_labelled_from(n, seed, labels, vector=False):
     """n random graphs (5-8 nodes) whose node labels are drawn from ``labels`` (vectors of
     dimension 3 with ``vector``), with a 0/1 edge label."""

@@ -94,8 +94,9 @@ class GrakelKernel(Kernel):
 
     A graph without any feature (self-similarity 0, e.g. ``ShortestPath`` on a graph
     without edges: no path) gets, as the empty graph of the WL kernels, one reserved
-    feature: similarity 1 to such graphs, 0 to the others.  Non-finite values, or a
-    negative self-similarity, are an error naming the kernel.
+    feature: similarity 1 to such graphs, 0 to the others; so does a graph without nodes
+    (which GraKeL refuses: it is not passed to GraKeL, its raw values are 0).  Non-finite
+    values, or a negative self-similarity, are an error naming the kernel.
     """
 
     name = "grakel"
@@ -120,9 +121,12 @@ class GrakelKernel(Kernel):
         for i, G in enumerate(X):
             check_graph(G, i, self.node_label)
         has_edges = all(self.edge_label in d for G in X for _, _, d in G.edges(data=True))
-        return list(grakel.graph_from_networkx(
-            X, node_labels_tag=self.node_label,
-            edge_labels_tag=self.edge_label if has_edges else None))
+        # a graph without nodes, which GraKeL refuses, is None: it has no feature (see Notes)
+        full = [G for G in X if G.number_of_nodes()]
+        prepared = iter(grakel.graph_from_networkx(
+            full, node_labels_tag=self.node_label,
+            edge_labels_tag=self.edge_label if has_edges else None)) if full else iter(())
+        return [next(prepared) if G.number_of_nodes() else None for G in X]
 
     def _make(self):
         import grakel.kernels as gk
@@ -134,30 +138,54 @@ class GrakelKernel(Kernel):
         return cls(normalize=False, **(self.params or {}))
 
     def pairwise(self, A: Any, B: Any) -> np.ndarray:
-        if len(A) == 0 or len(B) == 0:  # GraKeL refuses an empty set
-            return np.zeros((len(A), len(B)))
+        # graphs without nodes (None) have no feature: a raw value 0 with every graph, then
+        # the reserved feature of the normalisation (GraKeL is given the others only)
+        same = A is B
+        full_a = np.array([g is not None for g in A], dtype=bool)
+        full_b = full_a if same else np.array([g is not None for g in B], dtype=bool)
+        A1 = [g for g in A if g is not None]
+        B1 = A1 if same else [g for g in B if g is not None]
+        K = np.zeros((len(A), len(B)))
+        dA, dB = np.zeros(len(A)), np.zeros(len(B))
+        if A1 and B1:
+            K1, dA1, dB1 = self._raw_block(A1, B1, same)
+            K[np.ix_(full_a, full_b)] = K1
+            if self.normalize:
+                dA[full_a], dB[full_b] = dA1, dB1
+        elif self.normalize:  # only one side has graphs with nodes: their own diagonal
+            for X1, d, full in ((A1, dA, full_a), (B1, dB, full_b)):
+                if X1:
+                    d[full] = np.diag(self._finite(self._make().fit_transform(X1)))
+        if not self.normalize:
+            return K
+        K = self._normalised(K, dA, dA if same else dB)
+        if same:
+            np.fill_diagonal(K, 1.0)
+        return K
+
+    def _raw_block(self, A, B, same):
+        """GraKeL's raw block between two non-empty lists of graphs with nodes, and (with
+        ``normalize``) the raw self-similarities of their graphs: ``(K, dA, dB)``."""
         k = self._make()
         if not self.normalize:
             k.fit(B)
-            return self._finite(k.transform(A))
-        if A is B:
+            return self._finite(k.transform(A)), None, None
+        if same:
             K = self._finite(k.fit_transform(A))
             d = np.diag(K)
-            K = self._normalised(K, d, d)
-            np.fill_diagonal(K, 1.0)
-            return K
+            return K, d, d
         if _set_independent(type(k), self.params or {}):
             # k(a, b) does not depend on the set: the raw block and the self-similarities GraKeL
             # computes in the same fit (|A| |B| + |A| + |B| evaluations) are the union's values
             K = self._finite(k.fit(B).transform(A))
             dB, dA = k.diagonal()  # (fitted, transformed); ShortestPath's first is a column
-            return self._normalised(K, self._finite(dA).ravel(), self._finite(dB).ravel())
+            return K, self._finite(dA).ravel(), self._finite(dB).ravel()
         # Any other kernel: one Gram matrix and its own diagonal.  A block of fit(B).transform(A)
         # divided by diagonals of other fits had k(x, x) != 1 for set-dependent kernels (e.g.
         # OddSth), so a block between two sets is read from the Gram of their union
         K = self._finite(k.fit_transform(list(A) + list(B)))
         d, n = np.diag(K), len(A)
-        return self._normalised(K[:n, n:], d[:n], d[n:])
+        return K[:n, n:], d[:n], d[n:]
 
     def _normalised(self, K, dA, dB):
         """``K / sqrt(dA dB')`` (the one normalisation of every path): ``dA``, ``dB`` the raw
@@ -181,7 +209,7 @@ class GrakelKernel(Kernel):
         return K
 
     def _raw_diag(self, A):
-        return self._finite([self._make().fit_transform([g])[0, 0] for g in A])
+        return self._finite([0.0 if g is None else self._make().fit_transform([g])[0, 0] for g in A])
 
     def diag(self, A: Any) -> np.ndarray:
         if self.normalize:

@@ -12,8 +12,10 @@ from sprokr.metrics import (
     hits_at_k,
     mean_reciprocal_rank,
     pinball_loss,
+    ranks_from_scores,
     rrmse,
     top_k_accuracy,
+    true_ranks,
 )
 
 
@@ -110,3 +112,31 @@ def test_check_finite_names_the_first_row_of_dense_and_csr_arrays():
     with pytest.raises(ValueError, match=r"^T contains 2 NaN or infinite value\(s\); expected finite numbers$"):
         check_finite(sp.csc_matrix(A), "T")
     assert check_finite(np.ones(3), "T") is not None
+
+
+def test_ranked_lists_without_columns_and_empty_rank_inputs():
+    """(n, 0) ranked lists (no prediction) failed in numpy's argmax ('attempt to get argmax of
+    an empty sequence'): the truth is never hit; ranks_from_scores of 0 queries refused y_true=[]
+    as a float array while the (0, n_c) scores were fine."""
+    none = np.zeros((2, 0), dtype=np.int64)
+    assert true_ranks([0, 1], none).tolist() == [np.inf, np.inf]
+    assert top_k_accuracy([0, 1], none, k=3) == 0.0
+    assert mean_reciprocal_rank([0, 1], none) == 0.0
+    assert ranks_from_scores(np.zeros((0, 3)), []).shape == (0,)
+
+
+def test_graph_edit_distance_names_its_timeout():
+    """A timeout <= 0 was reported as the exact solver's 'time_limit must be ...' (an argument
+    the caller did not pass), and by networkx's own NetworkXError with method='networkx'."""
+    import networkx as nx
+
+    from sprokr.metrics import graph_edit_distance, mean_graph_edit_distance
+
+    G = nx.path_graph(2)
+    for method in ("exact", "networkx"):
+        for bad in (0, -1.0, float("nan"), "5", True):
+            with pytest.raises(ValueError, match="timeout must be a positive number of seconds"):
+                graph_edit_distance(G, G, timeout=bad, method=method)
+    with pytest.raises(ValueError, match="timeout must be"):
+        mean_graph_edit_distance([G], [G], timeout=0)
+    assert graph_edit_distance(G, G, timeout=5)[0] == 0.0

@@ -192,6 +192,10 @@ def graph_edit_distance(G1: nx.Graph | None, G2: nx.Graph | None, edge_labels: b
 
     if method not in ("exact", "networkx"):
         raise ValueError(f"method must be 'exact' or 'networkx', got {method!r}")
+    # (checked here: the exact solver's message names its time_limit, networkx's is its own)
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float, np.integer, np.floating)) \
+            or not timeout > 0:
+        raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
     if G1 is None or G2 is None:
         G = G2 if G1 is None else G1
         return float(_size(G)), False

@@ -51,6 +51,8 @@ def true_ranks(y_true: ArrayLike, y_pred: ArrayLike) -> np.ndarray:
     ndarray of float, shape (n,)
     """
     t, p = _check(y_true, y_pred)
+    if p.shape[1] == 0:  # empty ranked lists (argmax refuses an empty axis): never a hit
+        return np.full(t.shape[0], np.inf)
     hit = (p == t[:, None]) & (t[:, None] >= 0)
     r = np.where(hit.any(axis=1), hit.argmax(axis=1) + 1.0, np.inf)
     return r
@@ -86,7 +88,8 @@ def ranks_from_scores(scores: ArrayLike, y_true: ArrayLike) -> np.ndarray:
     t = np.asarray(y_true)
     if S.ndim != 2 or t.shape != (S.shape[0],):
         raise ValueError(f"scores must be (n, n_candidates) and y_true (n,); got {S.shape}, {t.shape}")
-    if not np.issubdtype(t.dtype, np.integer):
+    # (an empty list is a float array: no query, as 0 score rows)
+    if t.size and not np.issubdtype(t.dtype, np.integer):
         raise TypeError(f"y_true must hold integer candidate positions, got dtype {t.dtype}")
     n, n_c = S.shape
     if t.size and (t.min() < 0 or t.max() >= n_c):

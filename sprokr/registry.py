@@ -141,7 +141,11 @@ def _lacks(obj: Any, methods: tuple[str, ...]) -> list[str]:
 
 
 def _suggest(word, choices):
-    close = difflib.get_close_matches(word, list(choices), n=3, cutoff=0.6)
+    # compared without case: "GAUSSIAN" or "SubSample" is the known lower-case name
+    by_lower: dict[str, str] = {}
+    for c in choices:
+        by_lower.setdefault(str(c).lower(), c)
+    close = [by_lower[c] for c in difflib.get_close_matches(str(word).lower(), list(by_lower), n=3, cutoff=0.6)]
     return f" (did you mean {' or '.join(repr(c) for c in close)}?)" if close else ""
 
 

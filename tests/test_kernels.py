@@ -258,3 +258,15 @@ def test_single_kernel_estimators_name_kernel_for_an_unknown_name(rng):
         KernelRidgeRegressor(kernel="nope").fit(X, X[:, 0])
     with pytest.raises(TypeError, match="^kernel: input_kernel must be a registered name"):
         KernelRidgeRegressor(kernel=123).fit(X, X[:, 0])
+
+
+def test_unknown_name_in_another_case_suggests_the_known_name():
+    """'Gaussian' got "did you mean 'gaussian'?" but 'GAUSSIAN' (and 'SUBSAMPLE') nothing: the
+    suggestion compared names case-sensitively."""
+    from sprokr.kernels import resolve_kernel
+    from sprokr.sketches import resolve_sketch
+
+    with pytest.raises(ValueError, match=r"unknown input_kernel 'GAUSSIAN' \(did you mean 'gaussian'\?\); known"):
+        resolve_kernel("GAUSSIAN", None, "input", np.dtype(np.float64))
+    with pytest.raises(ValueError, match=r"unknown sketch 'SUBSAMPLE' \(did you mean 'subsample'\?\)"):
+        resolve_sketch("SUBSAMPLE", 3, None, 10, "input")

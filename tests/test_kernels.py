@@ -229,7 +229,8 @@ def test_gaussian_on_sparse_data_with_dense_columns(rng):
 
 
 def test_feature_count_mismatch_is_named(rng):
-    for kernel in (GaussianKernel(), LinearKernel(), PolynomialKernel()):
+    # (the L1 kernels, Laplacian and MinMax, said scipy's "XA and XB must have the same number of columns")
+    for kernel in (GaussianKernel(), LinearKernel(), PolynomialKernel(), LaplacianKernel(), MinMaxKernel()):
         with pytest.raises(ValueError, match=r"same number of features.*\(3, 4\).*\(2, 5\)"):
             kernel.pairwise(rng.random((3, 4)), rng.random((2, 5)))
     with pytest.raises(ValueError, match="same number of features"):

@@ -49,6 +49,9 @@ def _row_sums(A):
 def _l1_distances(A, B, dtype, finish=None):
     """L1 distances ``|a - b|_1`` of shape (len(A), len(B)) in ``dtype``, then ``finish``
     applied in place; row blocks run in parallel (scipy's ``cdist`` releases the GIL)."""
+    if A.shape[1] != B.shape[1]:  # (scipy's cdist: "XA and XB must have the same number of columns")
+        raise ValueError(f"the two sample sets must have the same number of features: got shapes "
+                         f"{A.shape} and {B.shape} (expected (n_a, d) and (n_b, d))")
     A = A.toarray() if sp.issparse(A) else A
     B = B.toarray() if sp.issparse(B) else B
     A, B = np.asarray(A, dtype=np.float64), np.asarray(B, dtype=np.float64)

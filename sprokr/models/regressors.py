@@ -55,8 +55,8 @@ from .base import check_n_features, set_n_features
 from ._targets import R2ScoreMixin, check_targets
 from .feature_problem import checked_exact_factor
 from .torch_regressors import ROBUST_LOSSES, TorchRegressor, token_cnn, torch_available
-from .training import EarlyStopping, as_targets, check_eval_set, check_fit_targets, check_lr_schedule, \
-    check_mlp_architecture, check_monitor, check_optimiser_params, check_sample_offsets, kernel_induced_loss, self_retrieval_mrr, \
+from .training import EarlyStopping, as_targets, check_early_stopping, check_eval_set, check_fit_targets, \
+    check_lr_schedule, check_mlp_architecture, check_monitor, check_optimiser_params, check_sample_offsets, kernel_induced_loss, self_retrieval_mrr, \
     standardise, target_moments, warn_not_converged, TARGET_BLOCK_ROWS
 from ..utils import (
     atomic_fit,
@@ -438,10 +438,10 @@ class MLPSurrogate(RenamedParametersMixin, SaveMixin, R2ScoreMixin, RegressorMix
 
         Checks ``hidden_layer_sizes`` (integers >= 1), ``activation`` (one of
         scikit-learn's), ``lam`` (>= 0), ``learning_rate`` (> 0), ``batch_size``,
-        ``max_epochs`` (integers >= 1), ``lr_drops`` (an integer >= 0), ``lr_factor`` (> 1),
-        ``monitor`` and ``random_state`` (its type; nothing is drawn).  ``fit`` runs the same
-        checks first, with the same messages; ``monitor="mrr"`` without validation data is
-        refused by ``fit``.  Nothing of the estimator is changed.
+        ``max_epochs``, ``n_iter_no_change`` (integers >= 1), ``tol`` (>= 0), ``lr_drops`` (an
+        integer >= 0), ``lr_factor`` (> 1), ``monitor`` and ``random_state`` (its type; nothing
+        is drawn).  ``fit`` runs the same checks first, with the same messages;
+        ``monitor="mrr"`` without validation data is refused by ``fit``.  Nothing of the estimator is changed.
 
         Returns
         -------
@@ -455,6 +455,7 @@ class MLPSurrogate(RenamedParametersMixin, SaveMixin, R2ScoreMixin, RegressorMix
         check_mlp_architecture(self.hidden_layer_sizes, self.activation)
         check_optimiser_params(self.lam, self.learning_rate, self.batch_size)
         check_lr_schedule(self.max_epochs, self.lr_drops, self.lr_factor)
+        check_early_stopping(self.n_iter_no_change, self.tol)
         check_monitor(self.monitor)
         check_random_state_param(self.random_state)
         return self

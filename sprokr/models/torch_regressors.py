@@ -37,8 +37,8 @@ from ..utils import atomic_fit, check_feature_names, check_numeric_array, check_
     check_random_state, check_random_state_param, check_strings, consistent_read, iter_chunks, set_feature_names
 from ._targets import R2ScoreMixin
 from .base import check_n_features, set_n_features
-from .training import EarlyStopping, check_eval_set, check_fit_targets, check_lr_schedule, check_monitor, \
-    check_optimiser_params, check_sample_offsets, self_retrieval_mrr, standardise, target_moments, warn_not_converged
+from .training import EarlyStopping, check_early_stopping, check_eval_set, check_fit_targets, check_lr_schedule, \
+    check_monitor, check_optimiser_params, check_sample_offsets, self_retrieval_mrr, standardise, target_moments, warn_not_converged
 
 __all__ = ["TorchRegressor", "SequenceRegressor", "SmilesRegressor", "TextRegressor", "token_cnn",
            "torch_available", "ROBUST_LOSSES"]
@@ -284,8 +284,8 @@ class TorchRegressor(RenamedParametersMixin, SaveMixin, R2ScoreMixin, RegressorM
 
         Checks ``loss_delta`` (> 0), ``loss`` (a name of ``ROBUST_LOSSES`` or a callable),
         ``lam`` (>= 0), ``learning_rate`` (> 0), ``dropout`` (in [0, 1)), ``batch_size`` and
-        ``max_epochs`` (integers >= 1), ``lr_drops`` (an integer >= 0), ``lr_factor``
-        (> 1), ``monitor`` and ``random_state`` (its type; nothing is drawn); the sequence
+        ``max_epochs``, ``n_iter_no_change`` (integers >= 1), ``tol`` (>= 0), ``lr_drops`` (an
+        integer >= 0), ``lr_factor`` (> 1), ``monitor`` and ``random_state`` (its type; nothing is drawn); the sequence
         regressors also ``architecture``, the CNN's ``kernel_sizes`` and their tokenizer's
         parameters (``max_length``, ``min_count``).  ``fit`` runs the same checks first, with the same messages;
         ``monitor="mrr"`` without validation data and ``ridge_init`` (which needs vector
@@ -308,6 +308,7 @@ class TorchRegressor(RenamedParametersMixin, SaveMixin, R2ScoreMixin, RegressorM
         if isinstance(d, (bool, np.bool_)) or not isinstance(d, (int, float, np.number)) or not 0 <= d < 1:
             raise ValueError(f"dropout must be a probability in [0, 1), got {d!r}")
         check_lr_schedule(self.max_epochs, self.lr_drops, self.lr_factor)
+        check_early_stopping(self.n_iter_no_change, self.tol)
         check_monitor(self.monitor)
         check_random_state_param(self.random_state)
         return self

@@ -25,7 +25,7 @@ from ..progress import log_message
 from ..utils import check_finite, check_numeric_array, check_positive, iter_chunks, num_samples
 
 __all__ = ["kernel_induced_loss", "self_retrieval_mrr", "check_monitor", "as_targets", "check_fit_targets",
-           "check_sample_offsets", "check_eval_set", "check_lr_schedule", "check_optimiser_params", "check_mlp_architecture",
+           "check_sample_offsets", "check_eval_set", "check_lr_schedule", "check_early_stopping", "check_optimiser_params", "check_mlp_architecture",
            "MLP_ACTIVATIONS", "EarlyStopping",
            "warn_not_converged", "target_moments", "standardise", "TARGET_BLOCK_ROWS"]
 
@@ -218,6 +218,17 @@ def check_lr_schedule(max_epochs: Any, lr_drops: Any, lr_factor: Any) -> None:
     if isinstance(lr_factor, bool) or not isinstance(lr_factor, (int, float, np.number)) \
             or not np.isfinite(lr_factor) or not lr_factor > 1:
         raise ValueError(f"lr_factor must be a number > 1, got {lr_factor!r}")
+
+
+def check_early_stopping(n_iter_no_change: Any, tol: Any) -> None:
+    """Clear errors for a network's ``n_iter_no_change`` (an integer >= 1) and ``tol`` (a
+    finite number >= 0), before training: :class:`EarlyStopping` compares them as they are
+    (``n_iter_no_change=0`` never reached a plateau, a negative one stopped after the first
+    epoch as converged, and a NaN ``tol`` never counted an improvement)."""
+    v = n_iter_no_change
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)) or v < 1:
+        raise ValueError(f"n_iter_no_change must be an integer >= 1, got {v!r}")
+    check_positive(tol, "tol", strict=False)
 
 
 def check_optimiser_params(lam: Any, learning_rate: Any, batch_size: Any) -> None:

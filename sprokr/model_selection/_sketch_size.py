@@ -1,6 +1,7 @@
 """Sketch sizes: the "perfect h" curve of ``m_y``, the growth of ``m_x`` until a plateau."""
 from __future__ import annotations
 
+import numbers
 import time
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
@@ -58,6 +59,25 @@ def plateau_index(values: ArrayLike, greater_is_better: bool = False, rtol: floa
     ok = np.abs(v - best) <= tol
     bad = np.flatnonzero(~ok)
     return int(bad[-1] + 1) if bad.size else 0
+
+
+def check_sizes(grid: Any, name: str) -> list[int]:
+    """A grid of sketch sizes as a list of int, or a ValueError naming ``name``: a non-empty,
+    increasing sequence of positive integers.  Integral floats (``4.0``, e.g. from
+    ``np.linspace``) are sizes; ``2.5``, a bool or a string is refused, not truncated."""
+    items = list(grid) if np.iterable(grid) and not isinstance(grid, (str, bytes)) else []
+    sizes = []
+    for v in items:
+        if isinstance(v, (bool, np.bool_)):
+            continue
+        if isinstance(v, (numbers.Integral, np.integer)):
+            sizes.append(int(v))
+        elif isinstance(v, (numbers.Real, np.floating)) and float(v).is_integer():  # (nan, inf: not)
+            sizes.append(int(v))
+    if not items or len(sizes) != len(items) or any(v < 1 for v in sizes) or \
+            any(b <= a for a, b in zip(sizes, sizes[1:])):
+        raise ValueError(f"{name} must be a non-empty increasing sequence of positive integers, got {grid!r}")
+    return sizes
 
 
 def perfect_h_curve(Y_train: Samples, Y_val: Samples, output_kernel: str | Kernel, m_grid: Sequence[int],
@@ -139,9 +159,7 @@ def perfect_h_curve(Y_train: Samples, Y_val: Samples, output_kernel: str | Kerne
 
     # outputs given as dataframes: arrays (sprokr.utils.frame_as_array)
     Y_train, Y_val, candidates = frame_as_array(Y_train), frame_as_array(Y_val), frame_as_array(candidates)
-    grid = [int(m) for m in m_grid]
-    if not grid or any(b <= a for a, b in zip(grid, grid[1:])):
-        raise ValueError("m_grid must be a non-empty increasing sequence of sketch sizes")
+    grid = check_sizes(m_grid, "m_grid")
     n = num_samples(Y_train, "Y_train")
     if max_m is not None and (isinstance(max_m, bool) or not isinstance(max_m, (int, np.integer)) or
                               not 1 <= max_m <= n):
@@ -280,9 +298,7 @@ def grow_until_plateau(grid: Sequence[int], evaluate: Callable[[int], tuple[floa
     if isinstance(n_iter_no_change, bool) or not isinstance(n_iter_no_change, (int, np.integer)) \
             or n_iter_no_change < 1:
         raise ValueError(f"n_iter_no_change must be an integer >= 1, got {n_iter_no_change!r}")
-    grid = [int(m) for m in grid]
-    if not grid or any(b <= a for a, b in zip(grid, grid[1:])):
-        raise ValueError(f"the grid of {name} must be a non-empty increasing sequence of sizes, got {grid}")
+    grid = check_sizes(grid, f"the grid of {name}")
     if max_size is not None:
         if isinstance(max_size, bool) or not isinstance(max_size, (int, np.integer)) or max_size < 1:
             raise ValueError(f"max_size must be a positive integer or None, got {max_size!r}")

@@ -45,3 +45,13 @@ def test_select_model_names_m_x_budget_s(tiny):
     for bad in (0, -1.0, float("nan")):
         with pytest.raises(ValueError, match="^m_x_budget_s must be"):
             select_model(_sisokr(), X, Y, lams=[1e-2], m_x_grid=[2, 4], m_x_budget_s=bad, random_state=0)
+
+
+@pytest.mark.parametrize("grid", [[], ()])
+def test_select_model_refuses_an_empty_param_grid(tiny, grid):
+    """param_grid=[] (no point at all) failed after the split as 'every lam scored NaN or -inf
+    on the validation data', which no lam had."""
+    X, Y = tiny
+    with pytest.raises(ValueError, match="^param_grid holds no parameter point"):
+        select_model(_sisokr(), X, Y, lams=[1e-2], param_grid=grid, random_state=0)
+    assert select_model(_sisokr(), X, Y, lams=[1e-2], param_grid=[{}], random_state=0)["best_params"] == {"lam": 1e-2}

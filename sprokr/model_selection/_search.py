@@ -424,6 +424,10 @@ def select_model(estimator: Any, X: Samples, Y: Samples, lams: ArrayLike | None 
     m_x_grid = None if m_x_grid is None else check_sizes(m_x_grid, "m_x_grid")
     if m_x_budget_s is not None:
         check_positive(m_x_budget_s, "m_x_budget_s")
+    points = list(ParameterGrid(param_grid if param_grid is not None else {}))
+    if not points:  # (param_grid=[]: "every lam scored NaN" once the data were split and fitted)
+        raise ValueError(f"param_grid holds no parameter point, got {param_grid!r}: give a dict, a non-empty "
+                         f"list of dicts, or None (the estimator's own parameters)")
     rng = check_random_state(random_state)
     (Xtr, Ytr), (Xv, Yv) = _split(X, Y, validation_data, validation_fraction, rng)
     n_train = num_samples(Ytr, "Y")
@@ -480,7 +484,7 @@ def select_model(estimator: Any, X: Samples, Y: Samples, lams: ArrayLike | None 
         return res
 
     grid = []
-    for params in ParameterGrid(param_grid if param_grid is not None else {}):
+    for params in points:
         res = run_path({**chosen, **params})
         grid.append(res)
         logger.info("[select_model] %s: best lam=%.3g, %s %.6g", params, res["best_lam"], scoring_name,

@@ -2,8 +2,9 @@
 import numpy as np
 import pytest
 
-from sprokr import SISOKR
-from sprokr.model_selection import grow_until_plateau, perfect_h_curve, select_model
+from sprokr import IOKR, SISOKR
+from sprokr.model_selection import grow_until_plateau, lambda_path, perfect_h_curve, retrieval_scorer, select_model
+from sprokr.models import KernelRidgeRegressor
 
 
 @pytest.fixture
@@ -55,3 +56,31 @@ def test_select_model_refuses_an_empty_param_grid(tiny, grid):
     with pytest.raises(ValueError, match="^param_grid holds no parameter point"):
         select_model(_sisokr(), X, Y, lams=[1e-2], param_grid=grid, random_state=0)
     assert select_model(_sisokr(), X, Y, lams=[1e-2], param_grid=[{}], random_state=0)["best_params"] == {"lam": 1e-2}
+
+
+@pytest.mark.parametrize("method", ["eigh", "cholesky", "refit"])
+@pytest.mark.parametrize("scoring", [None, "retrieval"])
+def test_lambda_path_scores_name_bad_validation_pairs(tiny, method, scoring):
+    """The fast routes scored 0 validation pairs as [nan] (numpy warnings) and met 3 inputs
+    with 2 outputs as numpy's 'operands could not be broadcast' (the retrieval scores as
+    'y_true holds positions outside the candidate set'); the refit route named them."""
+    X, Y = tiny
+    scorer = retrieval_scorer() if scoring else None
+    path = lambda_path(IOKR(), X[:9], Y[:9], [1e-3, 1e-1], method)
+    with pytest.raises(ValueError, match="^cannot score on 0 samples: X_val is empty"):
+        path.scores(X[9:9], Y[9:9], scorer)
+    with pytest.raises(ValueError, match="^X_val and Y_val have different numbers of samples: 3 and 2"):
+        path.scores(X[9:], Y[9:11], scorer)
+    with pytest.raises(ValueError, match="^X_val and Y_val have different numbers of samples"):
+        path.losses(X[9:], Y[9:11])
+    assert np.isfinite(path.scores(X[9:], Y[9:], scorer)).all()
+
+
+@pytest.mark.parametrize("method", ["eigh", "cholesky"])
+def test_lambda_path_losses_name_targets_of_other_columns(tiny, method):
+    """Kernel ridge targets of 2 columns against validation targets of 1: numpy's broadcast
+    error on the fast routes (LambdaSearchCV's split names it as validation_data)."""
+    X, Y = tiny
+    path = lambda_path(KernelRidgeRegressor(), X[:9], Y[:9], [1e-3, 1e-1], method)
+    with pytest.raises(ValueError, match=r"^Y_val has shape \(3, 1\), the training Y \(9, 2\): expected shape \(n_val, 2\)"):
+        path.losses(X[9:], Y[9:, :1])

@@ -16,13 +16,13 @@ if TYPE_CHECKING:  # imported for the annotations only
 __all__ = ["kernel_loss_scorer", "retrieval_scorer", "surrogate_error"]
 
 
-def _check_scored_pairs(X: Samples, Y: Samples) -> int:
+def _check_scored_pairs(X: Samples, Y: Samples, x_name: str = "X", y_name: str = "Y") -> int:
     """Number of pairs ``n >= 1`` of ``(X, Y)`` a scorer compares (errors name X and Y)."""
-    n, ny = num_samples(X, "X"), num_samples(Y, "Y")
+    n, ny = num_samples(X, x_name), num_samples(Y, y_name)
     if n != ny:
-        raise ValueError(f"X and Y have different numbers of samples: {n} and {ny}")
+        raise ValueError(f"{x_name} and {y_name} have different numbers of samples: {n} and {ny}")
     if n < 1:
-        raise ValueError("cannot score on 0 samples: X is empty; expected at least one sample")
+        raise ValueError(f"cannot score on 0 samples: {x_name} is empty; expected at least one sample")
     return n
 
 

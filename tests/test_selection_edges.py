@@ -84,3 +84,21 @@ def test_lambda_path_losses_name_targets_of_other_columns(tiny, method):
     path = lambda_path(KernelRidgeRegressor(), X[:9], Y[:9], [1e-3, 1e-1], method)
     with pytest.raises(ValueError, match=r"^Y_val has shape \(3, 1\), the training Y \(9, 2\): expected shape \(n_val, 2\)"):
         path.losses(X[9:], Y[9:, :1])
+
+
+def test_perfect_h_curve_names_bad_arguments(tiny):
+    """A negative rtol gave an IndexError ('list index out of range': plateau_index returned
+    the index past the end), empty candidates an IndexError, an empty Y_val a NaN curve refused
+    as 'values must be ... finite numbers', a metric returning NaN the same."""
+    _, Y = tiny
+    with pytest.raises(ValueError, match="^rtol must be >= 0"):
+        perfect_h_curve(Y[:8], Y[8:], "gaussian", [2, 4], rtol=-0.1)
+    with pytest.raises(ValueError, match="^rtol must be >= 0"):
+        from sprokr.model_selection import plateau_index
+        plateau_index([3.0, 2.0, 1.0], rtol=-0.1)
+    with pytest.raises(ValueError, match="^Y_val is empty"):
+        perfect_h_curve(Y[:8], Y[8:8], "gaussian", [2, 4])
+    with pytest.raises(ValueError, match="^candidates is empty"):
+        perfect_h_curve(Y[:8], Y[8:], "gaussian", [2, 4], candidates=Y[:0])
+    with pytest.raises(ValueError, match="^metric returned nan at m=2"):
+        perfect_h_curve(Y[:8], Y[8:], "gaussian", [2, 4], metric=lambda a, b: float("nan"))

@@ -54,6 +54,8 @@ def plateau_index(values: ArrayLike, greater_is_better: bool = False, rtol: floa
     v = np.asarray(values, dtype=float)
     if v.ndim != 1 or v.size == 0 or not np.isfinite(v).all():
         raise ValueError("values must be a non-empty 1-D sequence of finite numbers")
+    # (a negative tolerance excluded the best value itself: the index past the end)
+    rtol, atol = check_positive(rtol, "rtol", strict=False), check_positive(atol, "atol", strict=False)
     best = v.max() if greater_is_better else v.min()
     tol = atol + rtol * (v.max() - v.min())
     ok = np.abs(v - best) <= tol
@@ -160,7 +162,12 @@ def perfect_h_curve(Y_train: Samples, Y_val: Samples, output_kernel: str | Kerne
     # outputs given as dataframes: arrays (sprokr.utils.frame_as_array)
     Y_train, Y_val, candidates = frame_as_array(Y_train), frame_as_array(Y_val), frame_as_array(candidates)
     grid = check_sizes(m_grid, "m_grid")
+    rtol = check_positive(rtol, "rtol", strict=False)  # (else found by plateau_index after every size)
     n = num_samples(Y_train, "Y_train")
+    if num_samples(Y_val, "Y_val") < 1:  # (a NaN curve, refused by plateau_index as "values")
+        raise ValueError("Y_val is empty; expected at least one validation output")
+    if candidates is not None and num_samples(candidates, "candidates") < 1:
+        raise ValueError("candidates is empty; expected at least one candidate output (or None)")
     if max_m is not None and (isinstance(max_m, bool) or not isinstance(max_m, (int, np.integer)) or
                               not 1 <= max_m <= n):
         raise ValueError(f"max_m must be an integer in [1, n_train={n}] or None, got {max_m!r}")
@@ -203,6 +210,8 @@ def perfect_h_curve(Y_train: Samples, Y_val: Samples, output_kernel: str | Kerne
         if decode:
             idx = topk_search(Hv, feats.transform(Cp), 1, off).indices[:, 0]
             met.append(float(metric(Y_val, take(C, idx))))  # (set when decode)
+            if not np.isfinite(met[-1]):
+                raise ValueError(f"metric returned {met[-1]!r} at m={m}; expected a finite number")
         times.append(time.perf_counter() - t0)
         extra = f", metric {met[-1]:.5g}" if decode else ""
         bar.update(1)

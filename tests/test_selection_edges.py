@@ -102,3 +102,25 @@ def test_perfect_h_curve_names_bad_arguments(tiny):
         perfect_h_curve(Y[:8], Y[8:], "gaussian", [2, 4], candidates=Y[:0])
     with pytest.raises(ValueError, match="^metric returned nan at m=2"):
         perfect_h_curve(Y[:8], Y[8:], "gaussian", [2, 4], metric=lambda a, b: float("nan"))
+
+
+@pytest.mark.parametrize("bad", [0, -1, 2.5, True])
+def test_retrieval_scorer_refuses_a_bad_query_batch(bad):
+    """query_batch=0, -1 or 2.5 was accepted (iter_chunks made it 1, or truncated it)."""
+    with pytest.raises(ValueError, match="^query_batch must be an integer >= 1"):
+        retrieval_scorer("mrr", query_batch=bad)
+
+
+def test_exact_iokr_cost_names_bad_arguments():
+    """rate=0 was a ZeroDivisionError, a negative rate an estimate of negative seconds that
+    fits every budget, a negative count a smaller estimate."""
+    from sprokr.model_selection import exact_iokr_cost
+
+    for bad in (0, -1e9, float("nan")):
+        with pytest.raises(ValueError, match="^rate must be"):
+            exact_iokr_cost(100, 80, 20, rate=bad)
+    with pytest.raises(ValueError, match="^n_lams must be an integer >= 0, got -5"):
+        exact_iokr_cost(100, 80, 20, n_lams=-5)
+    with pytest.raises(ValueError, match="^n_fit must be an integer >= 0"):
+        exact_iokr_cost(100.5, 80, 20)
+    assert exact_iokr_cost(100, 80, 20).seconds > 0

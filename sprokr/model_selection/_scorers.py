@@ -88,6 +88,8 @@ def retrieval_scorer(metric: str = "mrr", k: int = 1, extra_candidates: Samples 
         raise ValueError(f"metric must be 'mrr' or 'top_k', got {metric!r}")
     if isinstance(k, bool) or not isinstance(k, (numbers.Integral, np.integer)) or k < 1:
         raise ValueError(f"k must be an integer >= 1, got {k!r}")
+    if isinstance(query_batch, bool) or not isinstance(query_batch, (numbers.Integral, np.integer)) or query_batch < 1:
+        raise ValueError(f"query_batch must be an integer >= 1, got {query_batch!r}")
 
     def scorer(estimator, X, Y):
         est = getattr(estimator, "best_estimator_", estimator)

@@ -82,7 +82,8 @@ def test_lambda_path_losses_name_targets_of_other_columns(tiny, method):
     error on the fast routes (LambdaSearchCV's split names it as validation_data)."""
     X, Y = tiny
     path = lambda_path(KernelRidgeRegressor(), X[:9], Y[:9], [1e-3, 1e-1], method)
-    with pytest.raises(ValueError, match=r"^Y_val has shape \(3, 1\), the training Y \(9, 2\): expected shape \(n_val, 2\)"):
+    with pytest.raises(ValueError, match=r"^Y_val has shape \(3, 1\), the training Y \(9, 2\): expected shape "
+                                         r"\(n_val, 2\)"):
         path.losses(X[9:], Y[9:, :1])
 
 

@@ -13,7 +13,7 @@ from sklearn.base import clone
 from ..numerics import matmul
 from ..utils import check_positive, concat_samples, frame_as_array, iter_chunks
 from ._adapters import adapter_for, float64_twin
-from ._scorers import _check_scored_pairs, kernel_loss_scorer, resolve_scoring, retrieval_value
+from ._scorers import check_scored_pairs, kernel_loss_scorer, resolve_scoring, retrieval_value
 from ._systems import path_losses
 
 if TYPE_CHECKING:  # imported for the annotations only
@@ -204,7 +204,7 @@ class LambdaPath:
         """The validation pairs, named: as many ``X_val`` as ``Y_val``, at least one, and numeric
         targets with the training targets' columns (the fast routes met them as numpy's
         broadcast errors, or returned NaN losses for no pair, where a refit's scorer names them)."""
-        _check_scored_pairs(X_val, Y_val, "X_val", "Y_val")
+        check_scored_pairs(X_val, Y_val, "X_val", "Y_val")
         Y = self.Y
 
         def numeric(A):

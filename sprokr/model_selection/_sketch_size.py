@@ -75,7 +75,7 @@ def check_sizes(grid: Any, name: str) -> list[int]:
         if isinstance(v, (numbers.Integral, np.integer)):
             sizes.append(int(v))
         elif isinstance(v, (numbers.Real, np.floating)) and float(v).is_integer():  # (nan, inf: not)
-            sizes.append(int(v))
+            sizes.append(int(float(v)))
     if not items or len(sizes) != len(items) or any(v < 1 for v in sizes) or \
             any(b <= a for a, b in zip(sizes, sizes[1:])):
         raise ValueError(f"{name} must be a non-empty increasing sequence of positive integers, got {grid!r}")

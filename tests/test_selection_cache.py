@@ -264,6 +264,11 @@ def test_auto_falls_back_to_a_sketched_model_over_budget(qm9_small, budget):
     assert model.method_ == "dsokr" and not auto["iokr_fits"] and list(auto["compared"]) == ["dsokr"]
     assert "does not fit" in auto["reason"]
     assert ("s >" in auto["reason"]) == ("time_budget_s" in budget)
+    # the estimate that exceeds the budget is shown as such (it read 'estimated 0 s > 1e-09 s')
+    import re
+
+    over = re.search(r"([0-9.e+-]+) (s|MB) > ([0-9.e+-]+) (s|MB)", auto["reason"])
+    assert over and float(over.group(1)) > float(over.group(3)) > 0
     assert len(model.predict(qm9_small[:5])) == 5
     with pytest.raises(ValueError, match="time_budget_s must be a finite number > 0"):
         clone(model).set_params(time_budget_s=0).fit(qm9_small, qm9_small)

@@ -9,6 +9,7 @@ estimator can choose before fitting.
 """
 from __future__ import annotations
 
+import numbers
 import time
 from dataclasses import dataclass
 
@@ -124,7 +125,14 @@ def exact_iokr_cost(n_fit: int, n_train: int, n_val: int, n_points: int = 1, n_o
     -------
     ExactCost
     """
-    rate = ASSUMED_FLOP_RATE if rate is None else float(rate)
+    from ..utils import check_positive
+
+    counts = {"n_fit": n_fit, "n_train": n_train, "n_val": n_val, "n_points": n_points, "n_outputs": n_outputs,
+              "n_lams": n_lams}
+    for name, v in counts.items():
+        if isinstance(v, bool) or not isinstance(v, (numbers.Integral, np.integer)) or v < 0:
+            raise ValueError(f"{name} must be an integer >= 0, got {v!r}")
+    rate = ASSUMED_FLOP_RATE if rate is None else check_positive(rate, "rate")  # (0: ZeroDivisionError)
     nt, nv, nf = float(n_train), float(n_val), float(n_fit)
     flops = n_points * (EIGH_TIME_RATIO + 1) * nt**3 / 3
     flops += n_points * n_outputs * (4 * nv * nt**2 + n_lams * 2 * nv**2 * nt)

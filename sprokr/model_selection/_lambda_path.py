@@ -13,7 +13,7 @@ from sklearn.base import clone
 from ..numerics import matmul
 from ..utils import check_positive, concat_samples, frame_as_array, iter_chunks
 from ._adapters import adapter_for, float64_twin
-from ._scorers import kernel_loss_scorer, resolve_scoring, retrieval_value
+from ._scorers import check_scored_pairs, kernel_loss_scorer, resolve_scoring, retrieval_value
 from ._systems import path_losses
 
 if TYPE_CHECKING:  # imported for the annotations only
@@ -200,8 +200,23 @@ class LambdaPath:
             return self.state_
         return clone(self.estimator).set_params(lam=lam).fit(self.X, self.Y)
 
+    def _check_validation(self, X_val: Samples, Y_val: Samples) -> None:
+        """The validation pairs, named: as many ``X_val`` as ``Y_val``, at least one, and numeric
+        targets with the training targets' columns (the fast routes met them as numpy's
+        broadcast errors, or returned NaN losses for no pair, where a refit's scorer names them)."""
+        check_scored_pairs(X_val, Y_val, "X_val", "Y_val")
+        Y = self.Y
+
+        def numeric(A):
+            return hasattr(A, "shape") and hasattr(A, "dtype") and np.dtype(A.dtype).kind in "biuf"
+
+        if numeric(Y) and numeric(Y_val) and tuple(Y.shape[1:]) != tuple(Y_val.shape[1:]):
+            raise ValueError(f"Y_val has shape {tuple(Y_val.shape)}, the training Y {tuple(Y.shape)}: expected "
+                             f"shape (n_val{''.join(f', {k}' for k in Y.shape[1:])})")
+
     def losses(self, X_val: Samples, Y_val: Samples) -> np.ndarray:
         """Mean validation kernel-induced loss of every ``lam`` (see :func:`kernel_loss_scorer`)."""
+        self._check_validation(X_val, Y_val)
         t0 = time.perf_counter()
         if self.method == "refit":
             out = np.array([-kernel_loss_scorer(self.estimator_at(lam), X_val, Y_val) for lam in self.lams])
@@ -220,6 +235,7 @@ class LambdaPath:
         """
         scorer, name = resolve_scoring(scoring)
         X_val, Y_val = frame_as_array(X_val), frame_as_array(Y_val)
+        self._check_validation(X_val, Y_val)
         what = type(self.estimator).__name__
         if scorer is None:
             out = -self.losses(X_val, Y_val)

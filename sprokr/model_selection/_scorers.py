@@ -16,13 +16,13 @@ if TYPE_CHECKING:  # imported for the annotations only
 __all__ = ["kernel_loss_scorer", "retrieval_scorer", "surrogate_error"]
 
 
-def _check_scored_pairs(X: Samples, Y: Samples) -> int:
+def check_scored_pairs(X: Samples, Y: Samples, x_name: str = "X", y_name: str = "Y") -> int:
     """Number of pairs ``n >= 1`` of ``(X, Y)`` a scorer compares (errors name X and Y)."""
-    n, ny = num_samples(X, "X"), num_samples(Y, "Y")
+    n, ny = num_samples(X, x_name), num_samples(Y, y_name)
     if n != ny:
-        raise ValueError(f"X and Y have different numbers of samples: {n} and {ny}")
+        raise ValueError(f"{x_name} and {y_name} have different numbers of samples: {n} and {ny}")
     if n < 1:
-        raise ValueError("cannot score on 0 samples: X is empty; expected at least one sample")
+        raise ValueError(f"cannot score on 0 samples: {x_name} is empty; expected at least one sample")
     return n
 
 
@@ -49,7 +49,7 @@ def kernel_loss_scorer(estimator: Any, X: Samples, Y: Samples) -> float:
         Minus the mean loss (greater is better).
     """
     est = getattr(estimator, "best_estimator_", estimator)
-    _check_scored_pairs(X, Y)  # before predicting (numpy's broadcast error; a NaN mean for none)
+    check_scored_pairs(X, Y)  # before predicting (numpy's broadcast error; a NaN mean for none)
     if hasattr(est, "output_kernel_"):
         return -surrogate_error(est, X, Y)
     P = as_2d(est.predict(X))
@@ -88,10 +88,12 @@ def retrieval_scorer(metric: str = "mrr", k: int = 1, extra_candidates: Samples 
         raise ValueError(f"metric must be 'mrr' or 'top_k', got {metric!r}")
     if isinstance(k, bool) or not isinstance(k, (numbers.Integral, np.integer)) or k < 1:
         raise ValueError(f"k must be an integer >= 1, got {k!r}")
+    if isinstance(query_batch, bool) or not isinstance(query_batch, (numbers.Integral, np.integer)) or query_batch < 1:
+        raise ValueError(f"query_batch must be an integer >= 1, got {query_batch!r}")
 
     def scorer(estimator, X, Y):
         est = getattr(estimator, "best_estimator_", estimator)
-        n = _check_scored_pairs(X, Y)  # the truth of query i is candidate i: one output per input
+        n = check_scored_pairs(X, Y)  # the truth of query i is candidate i: one output per input
         pool = Y if extra_candidates is None else concat_samples([Y, extra_candidates])
         index = est.make_candidate_index(pool)
         ranks = np.empty(n)
@@ -165,7 +167,7 @@ def surrogate_error(model: Any, X: Samples, Y: Samples, chunk_size: int | None =
     float
         The mean surrogate error.
     """
-    _check_scored_pairs(X, Y)
+    check_scored_pairs(X, Y)
     ky = model.output_kernel_
     H = np.asarray(model.predict_coordinates(X), dtype=np.float64)
     Yp = ky.prepare_outputs(Y)

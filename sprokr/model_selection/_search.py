@@ -15,12 +15,12 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..deprecation import renamed_keywords
 from ..persistence import SaveMixin
-from ..utils import atomic_fit, check_finite, check_random_state, concat_samples, consistent_read, frame_as_array, \
-    num_samples
+from ..utils import atomic_fit, check_finite, check_positive, check_random_state, concat_samples, consistent_read, \
+    frame_as_array, num_samples
 from ._cache import SampleView, SelectionCache
 from ._lambda_path import DEFAULT_LAMS, check_lams, lambda_path
 from ._scorers import kernel_loss_scorer, resolve_scoring
-from ._sketch_size import grow_until_plateau, perfect_h_curve
+from ._sketch_size import check_sizes, grow_until_plateau, perfect_h_curve
 
 from ..sketches import Sketch
 
@@ -419,6 +419,15 @@ def select_model(estimator: Any, X: Samples, Y: Samples, lams: ArrayLike | None 
     _, scoring_name = resolve_scoring(scoring)
     if "lam" not in estimator.get_params(deep=False):
         raise ValueError(f"estimator must have a 'lam' parameter, got {type(estimator).__name__}")
+    # the grids named before any fit (the m_x growth comes after the whole param_grid)
+    m_y_grid = None if m_y_grid is None else check_sizes(m_y_grid, "m_y_grid")
+    m_x_grid = None if m_x_grid is None else check_sizes(m_x_grid, "m_x_grid")
+    if m_x_budget_s is not None:
+        check_positive(m_x_budget_s, "m_x_budget_s")
+    points = list(ParameterGrid(param_grid if param_grid is not None else {}))
+    if not points:  # (param_grid=[]: "every lam scored NaN" once the data were split and fitted)
+        raise ValueError(f"param_grid holds no parameter point, got {param_grid!r}: give a dict, a non-empty "
+                         f"list of dicts, or None (the estimator's own parameters)")
     rng = check_random_state(random_state)
     (Xtr, Ytr), (Xv, Yv) = _split(X, Y, validation_data, validation_fraction, rng)
     n_train = num_samples(Ytr, "Y")
@@ -475,7 +484,7 @@ def select_model(estimator: Any, X: Samples, Y: Samples, lams: ArrayLike | None 
         return res
 
     grid = []
-    for params in ParameterGrid(param_grid if param_grid is not None else {}):
+    for params in points:
         res = run_path({**chosen, **params})
         grid.append(res)
         logger.info("[select_model] %s: best lam=%.3g, %s %.6g", params, res["best_lam"], scoring_name,

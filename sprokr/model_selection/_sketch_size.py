@@ -1,6 +1,7 @@
 """Sketch sizes: the "perfect h" curve of ``m_y``, the growth of ``m_x`` until a plateau."""
 from __future__ import annotations
 
+import numbers
 import time
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
@@ -53,11 +54,32 @@ def plateau_index(values: ArrayLike, greater_is_better: bool = False, rtol: floa
     v = np.asarray(values, dtype=float)
     if v.ndim != 1 or v.size == 0 or not np.isfinite(v).all():
         raise ValueError("values must be a non-empty 1-D sequence of finite numbers")
+    # (a negative tolerance excluded the best value itself: the index past the end)
+    rtol, atol = check_positive(rtol, "rtol", strict=False), check_positive(atol, "atol", strict=False)
     best = v.max() if greater_is_better else v.min()
     tol = atol + rtol * (v.max() - v.min())
     ok = np.abs(v - best) <= tol
     bad = np.flatnonzero(~ok)
     return int(bad[-1] + 1) if bad.size else 0
+
+
+def check_sizes(grid: Any, name: str) -> list[int]:
+    """A grid of sketch sizes as a list of int, or a ValueError naming ``name``: a non-empty,
+    increasing sequence of positive integers.  Integral floats (``4.0``, e.g. from
+    ``np.linspace``) are sizes; ``2.5``, a bool or a string is refused, not truncated."""
+    items = list(grid) if np.iterable(grid) and not isinstance(grid, (str, bytes)) else []
+    sizes = []
+    for v in items:
+        if isinstance(v, (bool, np.bool_)):
+            continue
+        if isinstance(v, (numbers.Integral, np.integer)):
+            sizes.append(int(v))
+        elif isinstance(v, (numbers.Real, np.floating)) and float(v).is_integer():  # (nan, inf: not)
+            sizes.append(int(float(v)))
+    if not items or len(sizes) != len(items) or any(v < 1 for v in sizes) or \
+            any(b <= a for a, b in zip(sizes, sizes[1:])):
+        raise ValueError(f"{name} must be a non-empty increasing sequence of positive integers, got {grid!r}")
+    return sizes
 
 
 def perfect_h_curve(Y_train: Samples, Y_val: Samples, output_kernel: str | Kernel, m_grid: Sequence[int],
@@ -139,10 +161,13 @@ def perfect_h_curve(Y_train: Samples, Y_val: Samples, output_kernel: str | Kerne
 
     # outputs given as dataframes: arrays (sprokr.utils.frame_as_array)
     Y_train, Y_val, candidates = frame_as_array(Y_train), frame_as_array(Y_val), frame_as_array(candidates)
-    grid = [int(m) for m in m_grid]
-    if not grid or any(b <= a for a, b in zip(grid, grid[1:])):
-        raise ValueError("m_grid must be a non-empty increasing sequence of sketch sizes")
+    grid = check_sizes(m_grid, "m_grid")
+    rtol = check_positive(rtol, "rtol", strict=False)  # (else found by plateau_index after every size)
     n = num_samples(Y_train, "Y_train")
+    if num_samples(Y_val, "Y_val") < 1:  # (a NaN curve, refused by plateau_index as "values")
+        raise ValueError("Y_val is empty; expected at least one validation output")
+    if candidates is not None and num_samples(candidates, "candidates") < 1:
+        raise ValueError("candidates is empty; expected at least one candidate output (or None)")
     if max_m is not None and (isinstance(max_m, bool) or not isinstance(max_m, (int, np.integer)) or
                               not 1 <= max_m <= n):
         raise ValueError(f"max_m must be an integer in [1, n_train={n}] or None, got {max_m!r}")
@@ -185,6 +210,8 @@ def perfect_h_curve(Y_train: Samples, Y_val: Samples, output_kernel: str | Kerne
         if decode:
             idx = topk_search(Hv, feats.transform(Cp), 1, off).indices[:, 0]
             met.append(float(metric(Y_val, take(C, idx))))  # (set when decode)
+            if not np.isfinite(met[-1]):
+                raise ValueError(f"metric returned {met[-1]!r} at m={m}; expected a finite number")
         times.append(time.perf_counter() - t0)
         extra = f", metric {met[-1]:.5g}" if decode else ""
         bar.update(1)
@@ -280,9 +307,7 @@ def grow_until_plateau(grid: Sequence[int], evaluate: Callable[[int], tuple[floa
     if isinstance(n_iter_no_change, bool) or not isinstance(n_iter_no_change, (int, np.integer)) \
             or n_iter_no_change < 1:
         raise ValueError(f"n_iter_no_change must be an integer >= 1, got {n_iter_no_change!r}")
-    grid = [int(m) for m in grid]
-    if not grid or any(b <= a for a, b in zip(grid, grid[1:])):
-        raise ValueError(f"the grid of {name} must be a non-empty increasing sequence of sizes, got {grid}")
+    grid = check_sizes(grid, f"the grid of {name}")
     if max_size is not None:
         if isinstance(max_size, bool) or not isinstance(max_size, (int, np.integer)) or max_size < 1:
             raise ValueError(f"max_size must be a positive integer or None, got {max_size!r}")

@@ -94,6 +94,12 @@ class RetrievedMolecules(NamedTuple):
     indices: np.ndarray
 
 
+def _amount(v):
+    """An estimate in a message: whole seconds / MB, small ones in two digits ('0 s > 1e-09 s'
+    read as an estimate within the budget)."""
+    return f"{v:.0f}" if v >= 10 else f"{v:.2g}"
+
+
 def _is_numeric(X):
     """Whether ``X`` holds numbers (an array or nested sequences of numbers), not strings."""
     try:
@@ -424,7 +430,7 @@ class MoleculeRetriever(RenamedParametersMixin, SaveMixin, BaseEstimator):
         report = {"estimate": cost.as_dict(), "iokr_fits": bool(fits),
                   "budget": {"time_s": float(self.time_budget_s), "memory_mb": float(self.memory_budget_mb)},
                   "compared": {}}
-        self._log(f"auto: exact IOKR estimated {cost.seconds:.0f} s, {cost.memory_mb:.0f} MB (budget "
+        self._log(f"auto: exact IOKR estimated {_amount(cost.seconds)} s, {_amount(cost.memory_mb)} MB (budget "
                   f"{self.time_budget_s:g} s, {self.memory_budget_mb:g} MB): "
                   f"{'compared with' if fits else 'replaced by'} {AUTO_SKETCHED}")
         results = {}
@@ -439,16 +445,17 @@ class MoleculeRetriever(RenamedParametersMixin, SaveMixin, BaseEstimator):
         if fits:
             a, b = results["iokr"][1]["best_score"], results[AUTO_SKETCHED][1]["best_score"]
             chosen = "iokr" if a >= b else AUTO_SKETCHED
-            report["reason"] = (f"exact IOKR fits the budgets (estimated {cost.seconds:.0f} s <= "
-                                f"{self.time_budget_s:g} s, {cost.memory_mb:.0f} MB <= {self.memory_budget_mb:g} MB) "
-                                f"and its validation MRR {a:.4f} is {'>=' if a >= b else '<'} {AUTO_SKETCHED}'s {b:.4f}")
+            report["reason"] = (f"exact IOKR fits the budgets (estimated {_amount(cost.seconds)} s <= "
+                                f"{self.time_budget_s:g} s, {_amount(cost.memory_mb)} MB <= "
+                                f"{self.memory_budget_mb:g} MB) and its validation MRR {a:.4f} is "
+                                f"{'>=' if a >= b else '<'} {AUTO_SKETCHED}'s {b:.4f}")
         else:
             chosen = AUTO_SKETCHED
             why = []
             if cost.seconds > self.time_budget_s:
-                why.append(f"estimated {cost.seconds:.0f} s > {self.time_budget_s:g} s")
+                why.append(f"estimated {_amount(cost.seconds)} s > {self.time_budget_s:g} s")
             if cost.memory_mb > self.memory_budget_mb:
-                why.append(f"{cost.memory_mb:.0f} MB > {self.memory_budget_mb:g} MB")
+                why.append(f"{_amount(cost.memory_mb)} MB > {self.memory_budget_mb:g} MB")
             report["reason"] = f"exact IOKR does not fit the budgets ({', '.join(why)}): {AUTO_SKETCHED}"
         report["chosen"] = ctx.method = chosen
         self._log(f"auto: {report['reason']} -> {chosen}")

@@ -1,0 +1,127 @@
+"""Model selection on tiny data and unusual arguments: each test is a bug an audit found."""
+import numpy as np
+import pytest
+
+from sprokr import IOKR, SISOKR
+from sprokr.model_selection import grow_until_plateau, lambda_path, perfect_h_curve, retrieval_scorer, select_model
+from sprokr.models import KernelRidgeRegressor
+
+
+@pytest.fixture
+def tiny():
+    rng = np.random.default_rng(0)
+    return rng.standard_normal((12, 3)), rng.standard_normal((12, 2))
+
+
+def _sisokr():
+    return SISOKR(input_sketch="subsample", m_x=3, output_sketch="subsample", m_y=3, random_state=0)
+
+
+@pytest.mark.parametrize("bad", [[2.5], [2, 3.9], [True, 3], ["2", "4"], [float("nan")]])
+def test_sketch_size_grids_are_refused_not_truncated(tiny, bad):
+    """m_x_grid=[2.5] ran at m_x=2 (int() truncated it), and [True, 3] at 1, 3; the grids are
+    named before any fit, as the chemistry plugin's check_grid does."""
+    X, Y = tiny
+    for name in ("m_x_grid", "m_y_grid"):
+        with pytest.raises(ValueError, match=f"^{name} must be a non-empty increasing sequence of positive integers"):
+            select_model(_sisokr(), X, Y, lams=[1e-2], random_state=0, **{name: bad})
+    with pytest.raises(ValueError, match="^m_grid must be"):
+        perfect_h_curve(Y[:8], Y[8:], "gaussian", bad)
+    with pytest.raises(ValueError, match="^the grid of m must be"):
+        grow_until_plateau(bad, lambda m: (1.0 / m, 0.0))
+
+
+def test_integral_float_sizes_are_sizes(tiny):
+    X, Y = tiny
+    res = select_model(_sisokr(), X, Y, lams=[1e-2], m_x_grid=np.array([2.0, 4.0]), m_y_grid=[3.0],
+                       random_state=0)
+    assert res["m_x"]["m"][0] == 2 and isinstance(res["best_params"]["m_x"], int)
+    assert res["best_params"]["m_y"] == 3 and isinstance(res["best_params"]["m_y"], int)
+
+
+def test_select_model_names_m_x_budget_s(tiny):
+    """A bad m_x_budget_s was refused as 'budget_s' (grow_until_plateau's argument), after the
+    perfect-h curve and every grid point had been fitted."""
+    X, Y = tiny
+    for bad in (0, -1.0, float("nan")):
+        with pytest.raises(ValueError, match="^m_x_budget_s must be"):
+            select_model(_sisokr(), X, Y, lams=[1e-2], m_x_grid=[2, 4], m_x_budget_s=bad, random_state=0)
+
+
+@pytest.mark.parametrize("grid", [[], ()])
+def test_select_model_refuses_an_empty_param_grid(tiny, grid):
+    """param_grid=[] (no point at all) failed after the split as 'every lam scored NaN or -inf
+    on the validation data', which no lam had."""
+    X, Y = tiny
+    with pytest.raises(ValueError, match="^param_grid holds no parameter point"):
+        select_model(_sisokr(), X, Y, lams=[1e-2], param_grid=grid, random_state=0)
+    assert select_model(_sisokr(), X, Y, lams=[1e-2], param_grid=[{}], random_state=0)["best_params"] == {"lam": 1e-2}
+
+
+@pytest.mark.parametrize("method", ["eigh", "cholesky", "refit"])
+@pytest.mark.parametrize("scoring", [None, "retrieval"])
+def test_lambda_path_scores_name_bad_validation_pairs(tiny, method, scoring):
+    """The fast routes scored 0 validation pairs as [nan] (numpy warnings) and met 3 inputs
+    with 2 outputs as numpy's 'operands could not be broadcast' (the retrieval scores as
+    'y_true holds positions outside the candidate set'); the refit route named them."""
+    X, Y = tiny
+    scorer = retrieval_scorer() if scoring else None
+    path = lambda_path(IOKR(), X[:9], Y[:9], [1e-3, 1e-1], method)
+    with pytest.raises(ValueError, match="^cannot score on 0 samples: X_val is empty"):
+        path.scores(X[9:9], Y[9:9], scorer)
+    with pytest.raises(ValueError, match="^X_val and Y_val have different numbers of samples: 3 and 2"):
+        path.scores(X[9:], Y[9:11], scorer)
+    with pytest.raises(ValueError, match="^X_val and Y_val have different numbers of samples"):
+        path.losses(X[9:], Y[9:11])
+    assert np.isfinite(path.scores(X[9:], Y[9:], scorer)).all()
+
+
+@pytest.mark.parametrize("method", ["eigh", "cholesky"])
+def test_lambda_path_losses_name_targets_of_other_columns(tiny, method):
+    """Kernel ridge targets of 2 columns against validation targets of 1: numpy's broadcast
+    error on the fast routes (LambdaSearchCV's split names it as validation_data)."""
+    X, Y = tiny
+    path = lambda_path(KernelRidgeRegressor(), X[:9], Y[:9], [1e-3, 1e-1], method)
+    with pytest.raises(ValueError, match=r"^Y_val has shape \(3, 1\), the training Y \(9, 2\): expected shape "
+                                         r"\(n_val, 2\)"):
+        path.losses(X[9:], Y[9:, :1])
+
+
+def test_perfect_h_curve_names_bad_arguments(tiny):
+    """A negative rtol gave an IndexError ('list index out of range': plateau_index returned
+    the index past the end), empty candidates an IndexError, an empty Y_val a NaN curve refused
+    as 'values must be ... finite numbers', a metric returning NaN the same."""
+    _, Y = tiny
+    with pytest.raises(ValueError, match="^rtol must be >= 0"):
+        perfect_h_curve(Y[:8], Y[8:], "gaussian", [2, 4], rtol=-0.1)
+    with pytest.raises(ValueError, match="^rtol must be >= 0"):
+        from sprokr.model_selection import plateau_index
+        plateau_index([3.0, 2.0, 1.0], rtol=-0.1)
+    with pytest.raises(ValueError, match="^Y_val is empty"):
+        perfect_h_curve(Y[:8], Y[8:8], "gaussian", [2, 4])
+    with pytest.raises(ValueError, match="^candidates is empty"):
+        perfect_h_curve(Y[:8], Y[8:], "gaussian", [2, 4], candidates=Y[:0])
+    with pytest.raises(ValueError, match="^metric returned nan at m=2"):
+        perfect_h_curve(Y[:8], Y[8:], "gaussian", [2, 4], metric=lambda a, b: float("nan"))
+
+
+@pytest.mark.parametrize("bad", [0, -1, 2.5, True])
+def test_retrieval_scorer_refuses_a_bad_query_batch(bad):
+    """query_batch=0, -1 or 2.5 was accepted (iter_chunks made it 1, or truncated it)."""
+    with pytest.raises(ValueError, match="^query_batch must be an integer >= 1"):
+        retrieval_scorer("mrr", query_batch=bad)
+
+
+def test_exact_iokr_cost_names_bad_arguments():
+    """rate=0 was a ZeroDivisionError, a negative rate an estimate of negative seconds that
+    fits every budget, a negative count a smaller estimate."""
+    from sprokr.model_selection import exact_iokr_cost
+
+    for bad in (0, -1e9, float("nan")):
+        with pytest.raises(ValueError, match="^rate must be"):
+            exact_iokr_cost(100, 80, 20, rate=bad)
+    with pytest.raises(ValueError, match="^n_lams must be an integer >= 0, got -5"):
+        exact_iokr_cost(100, 80, 20, n_lams=-5)
+    with pytest.raises(ValueError, match="^n_fit must be an integer >= 0"):
+        exact_iokr_cost(100.5, 80, 20)
+    assert exact_iokr_cost(100, 80, 20).seconds > 0

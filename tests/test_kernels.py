@@ -271,3 +271,12 @@ def test_unknown_name_in_another_case_suggests_the_known_name():
         resolve_kernel("GAUSSIAN", None, "input", np.dtype(np.float64))
     with pytest.raises(ValueError, match=r"unknown sketch 'SUBSAMPLE' \(did you mean 'subsample'\?\)"):
         resolve_sketch("SUBSAMPLE", 3, None, 10, "input")
+
+
+@pytest.mark.parametrize("kernel", [GaussianKernel(gamma=-1.0), GaussianKernel(gamma=np.inf),
+                                    LaplacianKernel(gamma=-1.0)])
+def test_a_kernel_called_directly_checks_its_parameters(kernel):
+    """``kernel(X)`` checks the parameters as a model resolving the kernel does (a Gram of
+    NaN, or of a non-PSD kernel, was returned)."""
+    with pytest.raises(ValueError, match="gamma"):
+        kernel(np.random.default_rng(0).random((4, 3)))

@@ -112,7 +112,11 @@ class Kernel(BaseEstimator):
         return out
 
     def __call__(self, X: Samples, Y: Samples | None = None) -> np.ndarray:
-        """Gram matrix between raw samples ``X`` and ``Y`` (``Y=None``: ``X`` with itself)."""
+        """Gram matrix between raw samples ``X`` and ``Y`` (``Y=None``: ``X`` with itself).
+
+        The parameters are checked first (:meth:`check_params`), as a model resolving the
+        kernel checks them: ``GaussianKernel(gamma=-1)(X)`` is refused, not a Gram of NaN."""
+        self.check_params()
         A = self.prepare(X)
         B = A if Y is None else self.prepare(Y)
         return self.pairwise(A, B)

@@ -134,8 +134,9 @@ class SketchedKernelMachine(ExecutorParamsMixin, RenamedParametersMixin, SaveMix
         instance) makes the model a float32 one, checked the same way
         (:func:`sprokr.kernels.model_dtype`).
     rcond : float, optional
-        Relative eigenvalue threshold of the iterative solvers' feature map (default 1e-10
-        in float64, 1e-6 in float32); the sketched closed form's relative pivot threshold of
+        Relative eigenvalue threshold of the iterative solvers' sketched feature map (default
+        1e-10 in float64, 1e-6 in float32; the exact machine's features stop at ``K``'s
+        rounding level instead); the sketched closed form's relative pivot threshold of
         ``R K R^T`` (default: its rounding level; :func:`sprokr.numerics.sketched_ridge`).
     chunk_size : int, optional
         Training rows per kernel block (default from a 64 MB budget).
@@ -502,8 +503,9 @@ class JointQuantileRegressor(SketchedKernelMachine):
     dtype : {"float64", "float32"}, default "float64"
         Precision of kernel blocks and features (float32 is checked, see :class:`SketchedKernelMachine`).
     rcond : float, optional
-        Relative eigenvalue threshold of the iterative solvers' feature map (default 1e-10
-        in float64, 1e-6 in float32).
+        Relative eigenvalue threshold of the iterative solvers' sketched feature map (default
+        1e-10 in float64, 1e-6 in float32; the exact machine's features stop at ``K``'s
+        rounding level instead).
     chunk_size : int, optional
         Training rows per kernel block (default from a 64 MB budget).
     normalize_y : bool, default False

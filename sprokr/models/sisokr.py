@@ -135,7 +135,9 @@ class SISOKR(ExecutorParamsMixin, OutputKernelModel, SISOKRTraining, BaseEstimat
         ``"cholesky"`` the plain normal equations (one ``syrk`` pass, Cholesky with an
         explicit relative jitter ``rcond * mean(diag)``; fastest, but they square the
         condition number: 4e-3 relative error on Bibtex SIOKR; their error is measured by a
-        float64 residual and a warning logged above 1e-6); ``"qr"`` the stable route
+        float64 residual and a warning logged above 1e-6; with ``dtype="float32"`` a
+        solution above 1e-4 is redone by the same route in float64, which warns above 1e-4);
+        ``"qr"`` the stable route
         (tall-skinny QR of ``A`` over row chunks in float64, never forming a Gram; several
         times slower); ``"eigh"`` the plain normal equations' eigendecomposition
         pseudo-inverse.  Ignored without input sketch (Cholesky of ``K_x + n lam I``, well

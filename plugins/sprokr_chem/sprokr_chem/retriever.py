@@ -184,7 +184,7 @@ class MoleculeRetriever(RenamedParametersMixin, SaveMixin, BaseEstimator):
     hidden_layer_sizes : list of tuple of int
         DSOKR networks (:class:`sprokr.models.regressors.MLPSurrogate`) tried besides the
         ridge, at the ridge's chosen sizes, early-stopped on the validation MRR; default
-        none (``[]``; e.g. ``[(256,)]``).
+        none (``()``; e.g. ``[(256,)]``).
     max_epochs : int
         DSOKR network epochs at most.
     time_budget_s : float > 0

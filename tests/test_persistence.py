@@ -1114,3 +1114,13 @@ def test_a_file_of_an_earlier_sprokr_fitted_on_dask_predicts_without_a_cluster(n
     assert read_manifest(tmp_path / f"{name}.sprokr")["root"]["state"]["executor_"]["name"] == "local"
     assert type(again.executor_) is LocalExecutor
     np.testing.assert_allclose(getattr(again, method)(Xq), expected, rtol=1e-10, atol=1e-12)
+
+
+def test_metadata_must_be_a_dict(tmp_path):
+    """``save(..., metadata=...)`` takes a dict (documented; a command-line model's
+    configuration lives there): a plain-JSON list was stored and read back as the metadata."""
+    from sprokr.persistence import save
+
+    with pytest.raises(ValueError, match="metadata must be a dict"):
+        save(np.arange(3.0), tmp_path / "m.sprokr", metadata=[1])
+    assert not (tmp_path / "m.sprokr").exists()

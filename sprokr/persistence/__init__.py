@@ -120,6 +120,9 @@ def save(obj: Any, path: PathLike, metadata: Mapping[str, Any] | None = None) ->
     error (or a crash) never leaves a half-written model at ``path``.
     """
     path = Path(path)
+    if metadata is not None and type(metadata) is not dict:  # (a plain-JSON list passed check_metadata)
+        raise ValueError(f"metadata must be a dict (str keys, plain JSON values) or None, got "
+                         f"{type(metadata).__name__}")
     check_metadata(metadata)
     writer = Writer()
     try:

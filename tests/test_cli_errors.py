@@ -688,3 +688,15 @@ def test_plugin_warnings_are_printed_once_one_line_each(d, tmp_path):
         assert len(warnings_) == 4 and len(set(warnings_)) == 4, res.stderr  # 4 warnings, each once
         assert all(line.startswith("warning: sprokr plugin 'badplug'") for line in warnings_), res.stderr
         assert "registry.py" not in res.stderr and "PluginWarning" not in res.stderr, res.stderr
+
+
+@pytest.mark.parametrize("command", [
+    ["fit", "--config", "{d}/model.toml", "--train", "{d}/train.csv", "-o", "-"],
+    ["select", "--config", "{d}/model.toml", "--train", "{d}/train.csv", "-o", "-"],
+])
+def test_dash_is_not_a_file_name_for_fit_and_select(d, tmp_path, capsys, monkeypatch, command):
+    """``-o -`` wrote a file named '-' (predict's '-' is standard output): refused, naming it."""
+    monkeypatch.chdir(tmp_path)
+    code, _, err = run([c.format(d=d) for c in command], capsys)
+    one_line_error(code, err, "-o -")
+    assert not (tmp_path / "-").exists()

@@ -329,6 +329,8 @@ def _save_model(est: Any, path: Any, metadata: Dict[str, Any]) -> None:
 def cmd_fit(args: Any) -> int:
     """``sprokr fit --config C --train T -o M``."""
     out = _out(args)
+    if str(args.output) == "-":  # (a file named '-' was written, where predict's '-' is standard output)
+        raise UsageError("-o -: `sprokr fit` writes a model file, not standard output; give -o a file path")
     check_output_path(args.output, "-o/--output", inputs=[args.config, args.train])
     cfg, table, X, Y = _training_data(args)
     est = build_estimator(cfg, args.config)
@@ -515,6 +517,8 @@ def cmd_select(args: Any) -> int:
     from ..model_selection import select_model
 
     out = _out(args)
+    if str(args.output) == "-":  # (a file named '-' was written, where predict's '-' is standard output)
+        raise UsageError("-o -: give -o a file path for the chosen configuration (or -o /dev/stdout to print it)")
     if args.json and is_standard_output(args.output):
         raise UsageError(f"--json prints a JSON summary on standard output, and -o {args.output} is standard "
                          "output too: give -o a file of its own for the configuration")

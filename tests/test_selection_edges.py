@@ -125,3 +125,16 @@ def test_exact_iokr_cost_names_bad_arguments():
     with pytest.raises(ValueError, match="^n_fit must be an integer >= 0"):
         exact_iokr_cost(100.5, 80, 20)
     assert exact_iokr_cost(100, 80, 20).seconds > 0
+
+
+def test_an_invalid_validation_fraction_is_named_with_validation_data_too():
+    """``validation_fraction`` is unused when ``validation_data`` is given, but a value that
+    is not a fraction is still a mistake, named (it was silently ignored)."""
+    from sprokr.model_selection import LambdaSearchCV
+    from sprokr.models import KernelRidgeRegressor
+
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(30, 3)), rng.normal(size=30)
+    search = LambdaSearchCV(KernelRidgeRegressor(), lams=[1e-3, 1e-1], validation_fraction=1.5)
+    with pytest.raises(ValueError, match="validation_fraction"):
+        search.fit(X[:20], y[:20], validation_data=(X[20:], y[20:]))

@@ -82,6 +82,7 @@ def _split(X, Y, validation_data, validation_fraction, rng):
     # the data takes them as given, and records their feature names)
     X, Y = frame_as_array(X), frame_as_array(Y)
     check_paired(X, Y)
+    vf = check_validation_fraction(validation_fraction)  # named even when validation_data makes it unused
     if validation_data is not None:
         if len(validation_data) != 2:
             raise ValueError("validation_data must be a pair (X_val, Y_val)")
@@ -90,7 +91,6 @@ def _split(X, Y, validation_data, validation_fraction, rng):
         _check_input_shapes(X, validation_data[0])
         _check_target_shapes(Y, validation_data[1])
         return (X, Y), tuple(validation_data)
-    vf = check_validation_fraction(validation_fraction)
     if vf is None:
         raise ValueError("give validation_fraction in (0, 1) or validation_data=(X_val, Y_val)")
     return validation_split(X, Y, vf, rng)

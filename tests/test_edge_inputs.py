@@ -154,3 +154,14 @@ def test_bad_input_met_inside_a_pass_is_a_value_error(sketch):
     with pytest.raises(ValueError, match="one column per training sample") as info:
         model.predict(rng.random((5, 20)))
     assert isinstance(info.value, ChunkError)
+
+
+def test_an_ensemble_names_itself_for_inputs_of_the_wrong_width():
+    """DSOKREnsemble refused X of another width in the words of its first member ('DSOKR is
+    expecting 3 features')."""
+    rng = np.random.default_rng(0)
+    X, Y = rng.normal(size=(40, 3)), (rng.random((40, 4)) > 0.5).astype(int)
+    members = [DSOKR(output_sketch="subsample", m_y=10, regressor="ridge", random_state=s) for s in range(2)]
+    model = DSOKREnsemble(members).fit(X, Y)
+    with pytest.raises(ValueError, match="X has 5 features, but DSOKREnsemble is expecting 3"):
+        model.predict(rng.normal(size=(2, 5)))

@@ -375,11 +375,7 @@ class DSOKR(ExecutorParamsMixin, OutputKernelModel, BaseEstimator):
         check_feature_names(self, X)
         if takes_numeric_inputs(self.regressor_):
             X = check_regressor_inputs(X, self.regressor_)
-        shape = getattr(X, "shape", None)
-        if getattr(self, "n_features_in_", None) is not None and shape is not None and len(shape) == 2 \
-                and shape[1] != self.n_features_in_:
-            raise ValueError(f"X has {shape[1]} features, but {type(self).__name__} is expecting "
-                             f"{self.n_features_in_} features as input")
+        _check_width(self, X)
         return X
 
     @consistent_read
@@ -411,6 +407,16 @@ class DSOKR(ExecutorParamsMixin, OutputKernelModel, BaseEstimator):
     def predict_features(self, X: Samples, feature_map: Callable[[Any], ArrayLike] | None = None) -> np.ndarray:
         """``h(x)`` as explicit output feature vectors (n_q, D) (linear kernel by default)."""
         return self.predict_coordinates(X) @ self.output_basis_vectors(feature_map)
+
+
+def _check_width(model, X):
+    """Refuse 2-D inputs ``X`` whose number of columns is not the fitted ``n_features_in_``
+    (a ``ValueError`` naming ``model``'s class, as scikit-learn's estimators word it)."""
+    shape = getattr(X, "shape", None)
+    if getattr(model, "n_features_in_", None) is not None and shape is not None and len(shape) == 2 \
+            and shape[1] != model.n_features_in_:
+        raise ValueError(f"X has {shape[1]} features, but {type(model).__name__} is expecting "
+                         f"{model.n_features_in_} features as input")
 
 
 class DSOKREnsemble(RenamedParametersMixin, OutputKernelModel, BaseEstimator):
@@ -615,6 +621,7 @@ class DSOKREnsemble(RenamedParametersMixin, OutputKernelModel, BaseEstimator):
     @consistent_read
     def prepare_inputs(self, X: Samples) -> Any:
         check_is_fitted(self, "estimators_")
+        _check_width(self, X)  # named as the ensemble (the member's check would name DSOKR)
         return self.estimators_[0].prepare_inputs(X)
 
     @consistent_read

@@ -39,6 +39,7 @@ __all__ = [
     "check_dense",
     "check_numeric_array",
     "check_positive",
+    "check_integer",
     "check_fraction",
     "check_params_mapping",
     "check_quantile_levels",
@@ -491,6 +492,14 @@ def check_positive(value: float, name: str, strict: bool = True) -> float:
     if (strict and value <= 0) or (not strict and value < 0):
         raise ValueError(f"{name} must be {'>' if strict else '>='} 0, got {value!r}")
     return float(value)
+
+
+def check_integer(value: Any, name: str, low: int = 1) -> int:
+    """Check ``value`` is an integer >= ``low`` (bools and floats refused, as sizes and
+    counts are everywhere): a ``ValueError`` naming ``name``."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (numbers.Integral, np.integer)) or value < low:
+        raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+    return int(value)
 
 
 def check_fraction(p: float, name: str = "p") -> float:

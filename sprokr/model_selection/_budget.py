@@ -9,7 +9,6 @@ estimator can choose before fitting.
 """
 from __future__ import annotations
 
-import numbers
 import time
 from dataclasses import dataclass
 
@@ -125,13 +124,12 @@ def exact_iokr_cost(n_fit: int, n_train: int, n_val: int, n_points: int = 1, n_o
     -------
     ExactCost
     """
-    from ..utils import check_positive
+    from ..utils import check_integer, check_positive
 
     counts = {"n_fit": n_fit, "n_train": n_train, "n_val": n_val, "n_points": n_points, "n_outputs": n_outputs,
               "n_lams": n_lams}
     for name, v in counts.items():
-        if isinstance(v, bool) or not isinstance(v, (numbers.Integral, np.integer)) or v < 0:
-            raise ValueError(f"{name} must be an integer >= 0, got {v!r}")
+        check_integer(v, name, 0)
     rate = ASSUMED_FLOP_RATE if rate is None else check_positive(rate, "rate")  # (0: ZeroDivisionError)
     nt, nv, nf = float(n_train), float(n_val), float(n_fit)
     flops = n_points * (EIGH_TIME_RATIO + 1) * nt**3 / 3

@@ -235,13 +235,13 @@ class LambdaPath:
         """
         scorer, name = resolve_scoring(scoring)
         X_val, Y_val = frame_as_array(X_val), frame_as_array(Y_val)
-        self._check_validation(X_val, Y_val)
         what = type(self.estimator).__name__
-        if scorer is None:
+        if scorer is None:  # (losses checks the validation pairs)
             out = -self.losses(X_val, Y_val)
             for lam, s in zip(self.lams, out):
                 logger.info("[%s] lam=%.3g: %s %.6g", what, lam, name, s)
             return out
+        self._check_validation(X_val, Y_val)
         spec = getattr(scorer, "retrieval", None)
         if spec is not None and self.method != "refit" and hasattr(self.adapter, "query_block"):
             return self._retrieval_scores(X_val, Y_val, spec, name)

@@ -1,14 +1,13 @@
 """Validation scores of a fitted model: the kernel-induced loss, retrieval ranks, scorer names."""
 from __future__ import annotations
 
-import numbers
 from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 import scipy.sparse as sp
 
 from ..numerics import ChunkTask, LocalExecutor, default_chunk_size
-from ..utils import concat_samples, iter_chunks, num_samples, row_offset, take_slice
+from ..utils import check_integer, concat_samples, iter_chunks, num_samples, row_offset, take_slice
 
 if TYPE_CHECKING:  # imported for the annotations only
     from ..types import Samples
@@ -86,10 +85,8 @@ def retrieval_scorer(metric: str = "mrr", k: int = 1, extra_candidates: Samples 
 
     if metric not in ("mrr", "top_k"):
         raise ValueError(f"metric must be 'mrr' or 'top_k', got {metric!r}")
-    if isinstance(k, bool) or not isinstance(k, (numbers.Integral, np.integer)) or k < 1:
-        raise ValueError(f"k must be an integer >= 1, got {k!r}")
-    if isinstance(query_batch, bool) or not isinstance(query_batch, (numbers.Integral, np.integer)) or query_batch < 1:
-        raise ValueError(f"query_batch must be an integer >= 1, got {query_batch!r}")
+    check_integer(k, "k")
+    check_integer(query_batch, "query_batch")
 
     def scorer(estimator, X, Y):
         est = getattr(estimator, "best_estimator_", estimator)
@@ -106,7 +103,7 @@ def retrieval_scorer(metric: str = "mrr", k: int = 1, extra_candidates: Samples 
     scorer.__name__ = f"retrieval_{metric}" + (f"@{k}" if metric == "top_k" else "")
     # what the scorer computes, so that a lam path can score every lam from one
     # factorisation instead of one fitted copy per lam (LambdaPath.scores)
-    scorer.retrieval = {"metric": metric, "k": int(k), "extra_candidates": extra_candidates,
+    scorer.retrieval = {"metric": metric, "k": int(k), "extra_candidates": extra_candidates,  # type: ignore[attr-defined]
                         "query_batch": int(query_batch)}
     return scorer
 

@@ -22,7 +22,7 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 from ..progress import log_message
-from ..utils import check_finite, check_numeric_array, check_positive, iter_chunks, num_samples
+from ..utils import check_finite, check_integer, check_numeric_array, check_positive, iter_chunks, num_samples
 
 __all__ = ["kernel_induced_loss", "self_retrieval_mrr", "check_monitor", "as_targets", "check_fit_targets",
            "check_sample_offsets", "check_eval_set", "check_lr_schedule", "check_early_stopping", "check_optimiser_params", "check_mlp_architecture",
@@ -225,9 +225,7 @@ def check_early_stopping(n_iter_no_change: Any, tol: Any) -> None:
     finite number >= 0), before training: :class:`EarlyStopping` compares them as they are
     (``n_iter_no_change=0`` never reached a plateau, a negative one stopped after the first
     epoch as converged, and a NaN ``tol`` never counted an improvement)."""
-    v = n_iter_no_change
-    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)) or v < 1:
-        raise ValueError(f"n_iter_no_change must be an integer >= 1, got {v!r}")
+    check_integer(n_iter_no_change, "n_iter_no_change")
     check_positive(tol, "tol", strict=False)
 
 

@@ -26,6 +26,7 @@ from rdkit.Chem import rdFingerprintGenerator
 
 from sprokr.kernels.base import Kernel
 from sprokr.kernels.vector import CosineKernel, MinMaxKernel, TanimotoKernel
+from sprokr.utils import check_integer
 
 from .io import MoleculeReadError, is_molecule_graph, to_mol
 
@@ -212,12 +213,6 @@ def unary_counts(X: Any, n_bits: int | None = None) -> Any:
     return out
 
 
-def _check_int(name, value, low):
-    """``value`` must be an integer >= ``low`` (bools and floats refused: ``ValueError`` naming it)."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
-        raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
-
-
 def _same_width(A, B):
     """The two CSR matrices with as many columns (zero columns appended to the narrower)."""
     w = max(A.shape[1], B.shape[1])
@@ -244,8 +239,8 @@ class _FingerprintKernel(Kernel):
 
     def check_params(self) -> Self:
         """``radius`` (an integer >= 0) and ``n_bits`` (an integer >= 1); returns self."""
-        _check_int("radius", self.radius, 0)
-        _check_int("n_bits", self.n_bits, 1)
+        check_integer(self.radius, "radius", 0)
+        check_integer(self.n_bits, "n_bits")
         return self
 
     def prepare(self, X: Samples) -> Any:
@@ -482,11 +477,11 @@ class SmilesSpectrumKernel(Kernel):
     def check_params(self) -> Self:
         """``n``, ``min_n`` (integers, ``1 <= min_n <= n``) and ``n_features`` (an integer >= 1:
         scikit-learn's hashing divided by 0 and ended the process with SIGFPE); returns self."""
-        _check_int("n", self.n, 1)
-        _check_int("min_n", self.min_n, 1)
+        check_integer(self.n, "n")
+        check_integer(self.min_n, "min_n")
         if self.min_n > self.n:
             raise ValueError(f"need 1 <= min_n <= n, got min_n={self.min_n}, n={self.n}")
-        _check_int("n_features", self.n_features, 1)
+        check_integer(self.n_features, "n_features")
         return self
 
     def prepare(self, X: Samples) -> Any:

@@ -661,8 +661,16 @@ def row_offset(start: int) -> Iterator[None]:
     raised inside is renumbered for the whole input (``add_row_offset(start)``) and
     propagates, the same object; any other error passes unchanged.
 
-    >>> with row_offset(sl.start):          # doctest: +SKIP
-    ...     out[sl] = kernel.prepare(take_slice(X, sl))
+    >>> class BadRow(RowError):
+    ...     def __init__(self, index):
+    ...         self.index = index
+    ...         super().__init__(f"no value at row {index}")
+    >>> try:
+    ...     with row_offset(100):      # working on the rows 100: of the input
+    ...         raise BadRow(3)        # the chunk's row 3
+    ... except BadRow as exc:
+    ...     print(exc)
+    no value at row 103
     """
     try:
         yield

@@ -140,3 +140,24 @@ def test_graph_edit_distance_names_its_timeout():
     with pytest.raises(ValueError, match="timeout must be"):
         mean_graph_edit_distance([G], [G], timeout=0)
     assert graph_edit_distance(G, G, timeout=5)[0] == 0.0
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_f1_samples_refuses_labels_other_than_zero_and_one(sparse):
+    """Any non-zero value was counted as a label: a -1 / +1 label matrix scored F1 1.0 against
+    any prediction, and continuous scores were all labels; now refused, naming the argument."""
+    Y = np.array([[1, 0, 0], [0, 1, 1]])
+    P = np.array([[1, 1, 0], [0, 1, 0]])
+    want = f1_samples(Y, P)
+    wrap = sp.csr_matrix if sparse else np.asarray
+    for other in (Y.astype(bool), Y.astype(np.float32), Y.astype(float)):  # decoded 0. / 1. floats
+        assert f1_samples(wrap(other), P) == pytest.approx(want)
+    pm = 2 * Y - 1  # the -1 / +1 form of Y
+    with pytest.raises(ValueError, match=r"^Y_true must hold 0 / 1 label values \(a binary indicator matrix\), "
+                                         r"got 3 other value\(s\), e.g. -1$"):
+        f1_samples(wrap(pm), P)
+    with pytest.raises(ValueError, match=r"^Y_pred must hold 0 / 1 label values .*, got 1 other value\(s\), "
+                                         r"e.g. 0.7$"):
+        f1_samples(Y, wrap(np.where(P == 1, 1.0, [[0, 0, 0.7], [0, 0, 0]])))
+    with pytest.raises(ValueError, match=r"^Y_pred must hold 0 / 1 label values .*, e.g. 2$"):
+        f1_samples(Y, wrap(2 * P))

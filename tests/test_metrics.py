@@ -10,6 +10,7 @@ from sprokr.metrics import (
     crossing_loss,
     f1_samples,
     hits_at_k,
+    mean_graph_edit_distance,
     mean_reciprocal_rank,
     pinball_loss,
     ranks_from_scores,
@@ -47,6 +48,7 @@ EMPTY = {
     "arrmse": (lambda: arrmse(np.zeros((0, 2)), np.zeros((0, 2)), np.zeros(2)), "y_true and y_pred are empty"),
     "pinball_loss": (lambda: pinball_loss(np.zeros(0), np.zeros((0, 2)), [0.2, 0.8]), "y_true and q_pred are empty"),
     "crossing_loss": (lambda: crossing_loss(np.zeros((0, 2))), "q_pred is empty"),
+    "mean_graph_edit_distance": (lambda: mean_graph_edit_distance([], []), "y_true and y_pred are empty"),
 }
 
 

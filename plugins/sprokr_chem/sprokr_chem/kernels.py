@@ -26,7 +26,7 @@ from rdkit.Chem import rdFingerprintGenerator
 
 from sprokr.kernels.base import Kernel
 from sprokr.kernels.vector import CosineKernel, MinMaxKernel, TanimotoKernel
-from sprokr.utils import check_integer
+from sprokr.utils import check_integer, is_real
 
 from .io import MoleculeReadError, is_molecule_graph, to_mol
 
@@ -377,8 +377,7 @@ class MorganCosineKernel(_FingerprintKernel):
 
 
 def _check_gamma(gamma):
-    if isinstance(gamma, bool) or not isinstance(gamma, (int, float, np.integer, np.floating)) \
-            or not np.isfinite(gamma) or gamma <= 0:
+    if not is_real(gamma) or not np.isfinite(gamma) or gamma <= 0:
         raise ValueError(f"gamma must be a finite number > 0, got {gamma!r}")
 
 

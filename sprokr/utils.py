@@ -39,6 +39,7 @@ __all__ = [
     "check_dense",
     "check_numeric_array",
     "is_real",
+    "check_bool",
     "check_positive",
     "check_integer",
     "check_fraction",
@@ -489,6 +490,14 @@ def is_real(value: Any) -> bool:
     ``coef0=True`` or ``p=True`` would silently be 1.0.  The numeric parameter checks of the
     kernels and sketches test it."""
     return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
+
+
+def check_bool(value: Any, name: str) -> bool:
+    """Check a flag parameter is a bool (or a numpy bool): anything else (``"no"``, 0, None)
+    is a ``ValueError`` naming ``name``, not read by its truth value (``"no"`` is true)."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
 
 
 def check_positive(value: float, name: str, strict: bool = True) -> float:

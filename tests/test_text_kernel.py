@@ -75,6 +75,7 @@ def test_text_kernel_errors():
     for params, what in [({"k1": True}, "k1 must be a finite number >= 0, got True"),
                          ({"b": np.True_}, "b must be a finite number >= 0, got np.True_"),
                          ({"char_weight": np.True_}, "char_weight must be a number in [0, 1], got np.True_"),
+                         ({"lowercase": "no"}, "lowercase must be True or False, got 'no'"),
                          ({"word_ngrams": (True, True)}, "word_ngrams must be a pair of ints with 1 <= min_n "
                                                          "<= max_n, got (True, True)")]:
         with pytest.raises(ValueError, match=f"^{re.escape(what)}$"):

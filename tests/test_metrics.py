@@ -163,3 +163,14 @@ def test_f1_samples_refuses_labels_other_than_zero_and_one(sparse):
         f1_samples(Y, wrap(np.where(P == 1, 1.0, [[0, 0, 0.7], [0, 0, 0]])))
     with pytest.raises(ValueError, match=r"^Y_pred must hold 0 / 1 label values .*, e.g. 2$"):
         f1_samples(Y, wrap(2 * P))
+
+
+def test_f1_samples_leaves_a_sparse_argument_unchanged():
+    """A CSR argument's explicit zeros were eliminated in place (its data, indices and indptr
+    rewritten): the caller's matrix was modified."""
+    Y = sp.csr_matrix((np.array([1.0, 0.0, 1.0]), np.array([0, 1, 2]), np.array([0, 3])), shape=(1, 3))
+    before = [Y.data.copy(), Y.indices.copy(), Y.indptr.copy()]
+    assert f1_samples(Y, sp.csr_matrix([[1, 1, 1]])) == pytest.approx(0.8)
+    assert f1_samples(Y, Y) == 1.0
+    for a, b in zip(before, (Y.data, Y.indices, Y.indptr)):
+        np.testing.assert_array_equal(a, b)

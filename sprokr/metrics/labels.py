@@ -20,8 +20,7 @@ def _binary_labels(Y: Any, name: str) -> Any:
     any other value (-1 / +1 label matrices, continuous scores) are refused, as ``!= 0``
     would count them as labels."""
     if sp.issparse(Y):
-        A = sp.csr_matrix(Y)
-        A.eliminate_zeros()
+        A = sp.csr_matrix(Y)  # (shares a CSR Y's arrays: nothing here changes A in place)
         if A.dtype.kind in "fc" and np.isnan(A.data).any():
             raise ValueError(f"{name} contains NaN; label vectors hold 0 / 1")
         _check_zero_one(A.data, name)

@@ -38,6 +38,8 @@ __all__ = [
     "check_finite",
     "check_dense",
     "check_numeric_array",
+    "is_real",
+    "check_bool",
     "check_positive",
     "check_integer",
     "check_fraction",
@@ -482,6 +484,22 @@ def check_numeric_array(X: Any, name: str = "X", dtype: DTypeLike = np.float64, 
     return np.asarray(A, dtype=dt)
 
 
+def is_real(value: Any) -> bool:
+    """True for a real number (a Python or numpy int or float), False for anything else,
+    bools included: ``bool`` is an ``int`` (and a :class:`numbers.Real`), so without this
+    ``coef0=True`` or ``p=True`` would silently be 1.0.  The numeric parameter checks of the
+    kernels and sketches test it."""
+    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
+
+
+def check_bool(value: Any, name: str) -> bool:
+    """Check a flag parameter is a bool (or a numpy bool): anything else (``"no"``, 0, None)
+    is a ``ValueError`` naming ``name``, not read by its truth value (``"no"`` is true)."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
+
+
 def check_positive(value: float, name: str, strict: bool = True) -> float:
     """Check a real number is > 0 (or >= 0 when ``strict`` is False)."""
     # bool is a numbers.Real: without this, lam=True would silently become 1.0
@@ -503,8 +521,10 @@ def check_integer(value: Any, name: str, low: int = 1) -> int:
 
 
 def check_fraction(p: float, name: str = "p") -> float:
-    """Check ``p`` lies in (0, 1]."""
-    if not isinstance(p, (numbers.Real, np.floating)) or not (0 < p <= 1):
+    """Check ``p`` is a real number in (0, 1] (a bool is refused: True is not 1.0)."""
+    if not is_real(p):
+        raise ValueError(f"{name} must be a real number in (0, 1], got {p!r}")
+    if not (0 < p <= 1):
         raise ValueError(f"{name} must lie in (0, 1], got {p!r}")
     return float(p)
 

@@ -66,6 +66,9 @@ BAD = [
     (SISOKR, dict(default_index="yes"), "pairs", "default_index"),
     # a sketch's own parameters (Sketch.check_params): were found by fit's draw only
     (SISOKR, dict(output_sketch="psg", m_y=5, output_sketch_params={"p": 2.0}), "pairs", "p"),
+    # a bool is not a number (p=True was p = 1, coef0=True was coef0 = 1)
+    (SISOKR, dict(output_sketch="psg", m_y=5, output_sketch_params={"p": True}), "pairs", "p"),
+    (SISOKR, dict(input_kernel="polynomial", input_kernel_params={"coef0": True}), "pairs", "coef0"),
     (SISOKR, dict(input_sketch="psparsified", m_x=5, input_sketch_params={"distribution": "cauchy"}), "pairs",
      "distribution"),
     (SISOKR, dict(input_sketch="accumulation", m_x=5, input_sketch_params={"m_acc": 0}), "pairs", "m_acc"),

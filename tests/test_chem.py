@@ -54,6 +54,12 @@ def test_kernels_on_known_molecules():
     ("morgan_tanimoto", {"n_bits": 0}, "n_bits must be an integer >= 1, got 0"),
     ("morgan_minmax", {"radius": "2"}, "radius must be an integer >= 0, got '2'"),
     ("morgan_gaussian_tanimoto", {"gamma": np.inf}, "gamma must be a finite number > 0, got inf"),
+    # flags are bools: counts="no" was true (count fingerprints), canonical=0 was false
+    ("morgan_cosine", {"counts": "no"}, "counts must be True or False, got 'no'"),
+    ("morgan_tanimoto", {"counts": 1}, "counts must be True or False, got 1"),
+    ("morgan_count_tanimoto", {"counts": "false"}, "counts must be True or False, got 'false'"),
+    ("morgan_gaussian_tanimoto", {"counts": None}, "counts must be True or False, got None"),
+    ("smiles_spectrum", {"canonical": 0}, "canonical must be True or False, got 0"),
 ])
 def test_molecule_kernel_parameters_are_checked(name, params, what):
     """The molecule kernels had no check_params: SmilesSpectrumKernel(n_features=0) ended the

@@ -281,6 +281,13 @@ def test_wl_errors():
         WLKernel().prepare([G])
     with pytest.raises(ValueError, match="n_iter"):
         WLKernel(n_iter=-1).prepare([])
+    # normalize="no" was true (normalised values, and ``normalized`` declared)
+    for cls in (WLKernel, CoreWLKernel):
+        with pytest.raises(ValueError, match="^normalize must be True or False, got 'no'$"):
+            cls(normalize="no").prepare([G])
+    with pytest.raises(ValueError, match="^normalize must be True or False, got 0$"):
+        get_registry().create("output_kernel", "grakel", {"normalize": 0}).check_params()
+    assert WLKernel(normalize=np.False_).check_params().normalized is False
 
 
 def test_ged_self_is_zero_and_counts_edits(graphs):

@@ -280,3 +280,19 @@ def test_a_kernel_called_directly_checks_its_parameters(kernel):
     NaN, or of a non-PSD kernel, was returned)."""
     with pytest.raises(ValueError, match="gamma"):
         kernel(np.random.default_rng(0).random((4, 3)))
+
+
+@pytest.mark.parametrize("kernel, what", [
+    (PolynomialKernel(coef0=True), "coef0 must be a finite number >= 0 (a PSD kernel), got True"),
+    (PolynomialKernel(coef0=np.True_), "coef0 must be a finite number >= 0 (a PSD kernel), got np.True_"),
+    (PolynomialKernel(gamma=np.True_), "gamma must be a finite number > 0, got np.True_"),
+    (GaussianKernel(sigma2=True), "sigma2 must be a finite number > 0, got True"),
+])
+def test_a_bool_is_not_a_numeric_kernel_parameter(kernel, what):
+    """bool is a number to Python: PolynomialKernel(coef0=True) was the kernel with coef0 = 1."""
+    import re
+
+    with pytest.raises(ValueError, match=f"^{re.escape(what)}$"):
+        kernel.check_params()
+    with pytest.raises(ValueError, match=f"^{re.escape(what)}$"):
+        kernel(np.ones((2, 3)))

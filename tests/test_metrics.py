@@ -10,6 +10,7 @@ from sprokr.metrics import (
     crossing_loss,
     f1_samples,
     hits_at_k,
+    mean_graph_edit_distance,
     mean_reciprocal_rank,
     pinball_loss,
     ranks_from_scores,
@@ -47,6 +48,7 @@ EMPTY = {
     "arrmse": (lambda: arrmse(np.zeros((0, 2)), np.zeros((0, 2)), np.zeros(2)), "y_true and y_pred are empty"),
     "pinball_loss": (lambda: pinball_loss(np.zeros(0), np.zeros((0, 2)), [0.2, 0.8]), "y_true and q_pred are empty"),
     "crossing_loss": (lambda: crossing_loss(np.zeros((0, 2))), "q_pred is empty"),
+    "mean_graph_edit_distance": (lambda: mean_graph_edit_distance([], []), "y_true and y_pred are empty"),
 }
 
 
@@ -140,3 +142,35 @@ def test_graph_edit_distance_names_its_timeout():
     with pytest.raises(ValueError, match="timeout must be"):
         mean_graph_edit_distance([G], [G], timeout=0)
     assert graph_edit_distance(G, G, timeout=5)[0] == 0.0
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_f1_samples_refuses_labels_other_than_zero_and_one(sparse):
+    """Any non-zero value was counted as a label: a -1 / +1 label matrix scored F1 1.0 against
+    any prediction, and continuous scores were all labels; now refused, naming the argument."""
+    Y = np.array([[1, 0, 0], [0, 1, 1]])
+    P = np.array([[1, 1, 0], [0, 1, 0]])
+    want = f1_samples(Y, P)
+    wrap = sp.csr_matrix if sparse else np.asarray
+    for other in (Y.astype(bool), Y.astype(np.float32), Y.astype(float)):  # decoded 0. / 1. floats
+        assert f1_samples(wrap(other), P) == pytest.approx(want)
+    pm = 2 * Y - 1  # the -1 / +1 form of Y
+    with pytest.raises(ValueError, match=r"^Y_true must hold 0 / 1 label values \(a binary indicator matrix\), "
+                                         r"got 3 other value\(s\), e.g. -1$"):
+        f1_samples(wrap(pm), P)
+    with pytest.raises(ValueError, match=r"^Y_pred must hold 0 / 1 label values .*, got 1 other value\(s\), "
+                                         r"e.g. 0.7$"):
+        f1_samples(Y, wrap(np.where(P == 1, 1.0, [[0, 0, 0.7], [0, 0, 0]])))
+    with pytest.raises(ValueError, match=r"^Y_pred must hold 0 / 1 label values .*, e.g. 2$"):
+        f1_samples(Y, wrap(2 * P))
+
+
+def test_f1_samples_leaves_a_sparse_argument_unchanged():
+    """A CSR argument's explicit zeros were eliminated in place (its data, indices and indptr
+    rewritten): the caller's matrix was modified."""
+    Y = sp.csr_matrix((np.array([1.0, 0.0, 1.0]), np.array([0, 1, 2]), np.array([0, 3])), shape=(1, 3))
+    before = [Y.data.copy(), Y.indices.copy(), Y.indptr.copy()]
+    assert f1_samples(Y, sp.csr_matrix([[1, 1, 1]])) == pytest.approx(0.8)
+    assert f1_samples(Y, Y) == 1.0
+    for a, b in zip(before, (Y.data, Y.indices, Y.indptr)):
+        np.testing.assert_array_equal(a, b)

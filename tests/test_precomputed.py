@@ -166,3 +166,15 @@ def test_a_prepared_support_is_prepared_once():
     S = kernel.prepare_support(GramBlock(K[rows], rows=rows))
     np.testing.assert_array_equal(S.values, K[np.ix_(rows, rows)])
     assert kernel.prepare_support(S) is S
+
+
+def test_normalized_must_be_a_bool(multilabel_data):
+    """normalized="no" was true: decoding then skipped the candidates' k(c, c) of a kernel
+    that is not normalised; refused naming it, when the model resolves the kernel."""
+    X = multilabel_data[0][:20]
+    K = GaussianKernel(gamma=0.1)(X)
+    with pytest.raises(ValueError, match="^normalized must be True or False, got 'no'$"):
+        PrecomputedKernel(normalized="no").check_params()
+    with pytest.raises(ValueError, match="output_kernel 'precomputed': normalized must be True or False, got 'no'"):
+        IOKR(output_kernel="precomputed", output_kernel_params={"normalized": "no"}).fit(X, K)
+    assert PrecomputedKernel(normalized=np.True_).check_params().normalized

@@ -234,6 +234,10 @@ def test_dense_times_sparse_sketch_in_row_blocks_is_the_dense_product():
 
 @pytest.mark.parametrize("sketch,match", [
     (PSG(m=5, p=2.0), "p must lie in"),
+    # bool is a numbers.Real: p=True was taken as p = 1 (a dense sketch)
+    (PSG(m=5, p=True), r"^p must be a real number in \(0, 1\], got True$"),
+    (PSparsified(m=5, p=np.True_), r"^p must be a real number in \(0, 1\], got np.True_$"),
+    (PSR(m=5, p="0.5"), r"^p must be a real number in \(0, 1\], got '0.5'$"),
     (PSparsified(m=5, distribution="cauchy"), "distribution must be"),
     (Accumulation(m=5, m_acc=True), "m_acc must be an integer"),
     (SubSample(m=5, probabilities=[0.0, 0.0]), "not all zero"),

@@ -1,5 +1,7 @@
 """The ``text`` input kernel: values against scikit-learn's TfidfVectorizer and a direct
 BM25 computation, PSD, registration, errors."""
+import re
+
 import numpy as np
 import pytest
 from sklearn.feature_extraction.text import CountVectorizer, TfidfVectorizer
@@ -69,6 +71,15 @@ def test_text_kernel_errors():
         TextKernel(char_weight=1.5).check_params()
     with pytest.raises(ValueError, match="word_ngrams"):
         TextKernel(word_ngrams=(2, 1)).check_params()
+    # bools are not numbers here (k1=True was k1 = 1, word_ngrams=(True, True) was (1, 1))
+    for params, what in [({"k1": True}, "k1 must be a finite number >= 0, got True"),
+                         ({"b": np.True_}, "b must be a finite number >= 0, got np.True_"),
+                         ({"char_weight": np.True_}, "char_weight must be a number in [0, 1], got np.True_"),
+                         ({"lowercase": "no"}, "lowercase must be True or False, got 'no'"),
+                         ({"word_ngrams": (True, True)}, "word_ngrams must be a pair of ints with 1 <= min_n "
+                                                         "<= max_n, got (True, True)")]:
+        with pytest.raises(ValueError, match=f"^{re.escape(what)}$"):
+            TextKernel(**params).check_params()
     with pytest.raises(ValueError, match="refit"):
         k = TextKernel(n_features=2**10).fit(DOCS)
         k.set_params(n_features=2**11).prepare(DOCS)

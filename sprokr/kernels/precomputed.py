@@ -47,7 +47,7 @@ from typing import Any, Dict, Iterator, Optional
 import numpy as np
 import scipy.sparse as sp
 
-from ..utils import check_finite, resolve_dtype
+from ..utils import check_bool, check_finite, resolve_dtype
 from .base import Kernel, describe_samples
 
 __all__ = ["PrecomputedKernel", "GramBlock", "GramRow", "required_columns"]
@@ -310,6 +310,11 @@ class PrecomputedKernel(Kernel):
     def __init__(self, normalized: bool = False, dtype: str = "float64") -> None:
         self.normalized = normalized
         self.dtype = dtype
+
+    def check_params(self) -> PrecomputedKernel:
+        """``normalized`` (True or False: ``normalized="no"`` was true); returns self."""
+        check_bool(self.normalized, "normalized")
+        return self
 
     def prepare(self, X: Any) -> GramBlock:
         """Wrap a Gram block (validated: dense, 2-D, finite) into a :class:`GramBlock`."""

@@ -38,7 +38,7 @@ import numpy as np
 from numpy.typing import DTypeLike
 import scipy.sparse as sp
 
-from ..utils import check_strings
+from ..utils import check_bool, check_strings, is_real
 from .base import Kernel
 
 if TYPE_CHECKING:  # imported for the annotations only
@@ -55,7 +55,9 @@ def _check_range(name, r):
         lo, hi = r
     except (TypeError, ValueError):
         raise ValueError(f"{name} must be a pair (min_n, max_n), got {r!r}") from None
-    if not (isinstance(lo, (int, np.integer)) and isinstance(hi, (int, np.integer)) and 1 <= lo <= hi):
+    # (bool is an int: (True, True) would silently be (1, 1))
+    if not all(isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)) for v in (lo, hi)) \
+            or not 1 <= lo <= hi:
         raise ValueError(f"{name} must be a pair of ints with 1 <= min_n <= max_n, got {r!r}")
     return int(lo), int(hi)
 
@@ -110,7 +112,7 @@ class TextKernel(Kernel):
         if self.char_ngrams is not None:
             _check_range("char_ngrams", self.char_ngrams)
         w = self.char_weight
-        if isinstance(w, bool) or not isinstance(w, (int, float, np.integer, np.floating)) or not 0 <= w <= 1:
+        if not is_real(w) or not 0 <= w <= 1:
             raise ValueError(f"char_weight must be a number in [0, 1], got {w!r}")
         if self.char_ngrams is None and w > 0:
             raise ValueError("char_weight must be 0 when char_ngrams is None")
@@ -118,10 +120,11 @@ class TextKernel(Kernel):
             raise ValueError(f"weighting must be one of {', '.join(_WEIGHTINGS)}, got {self.weighting!r}")
         for name in ("k1", "b"):
             v = getattr(self, name)
-            if not isinstance(v, (int, float, np.integer, np.floating)) or not np.isfinite(v) or v < 0:
+            if not is_real(v) or not np.isfinite(v) or v < 0:
                 raise ValueError(f"{name} must be a finite number >= 0, got {v!r}")
         if self.b > 1:
             raise ValueError(f"b must be in [0, 1], got {self.b!r}")
+        check_bool(self.lowercase, "lowercase")
         n = self.n_features
         if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
             raise ValueError(f"n_features must be a positive int, got {n!r}")

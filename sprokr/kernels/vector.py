@@ -15,6 +15,7 @@ import scipy.sparse as sp
 from scipy.spatial.distance import cdist
 
 from ..numerics import for_row_blocks
+from ..utils import is_real
 from ._gram import gram, sq_norms
 from .base import VectorKernel
 
@@ -70,8 +71,7 @@ def _l1_distances(A, B, dtype, finish=None):
 def _check_scale(name, value, optional=True):
     if value is None and optional:
         return
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) \
-            or not np.isfinite(value) or value <= 0:
+    if not is_real(value) or not np.isfinite(value) or value <= 0:
         raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
 
 
@@ -143,8 +143,8 @@ class PolynomialKernel(VectorKernel):
         d = self.degree
         if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 1:
             raise ValueError(f"degree must be an integer >= 1, got {d!r}")
-        if not isinstance(self.coef0, (int, float, np.integer, np.floating)) or not np.isfinite(self.coef0) \
-                or self.coef0 < 0:
+        # (a bool is refused: coef0=True would silently be 1.0)
+        if not is_real(self.coef0) or not np.isfinite(self.coef0) or self.coef0 < 0:
             raise ValueError(f"coef0 must be a finite number >= 0 (a PSD kernel), got {self.coef0!r}")
         return self
 

@@ -243,14 +243,17 @@ def mean_graph_edit_distance(y_true: Sequence[nx.Graph | None], y_pred: Sequence
     dict
         ``{"mean", "n", "n_exact", "n_timeouts", "distances"}``: ``n_exact`` counts the
         pairs whose distance is proved exact, ``n_timeouts`` the others (their distance is
-        an upper bound, so ``mean`` is then an upper bound too).
+        an upper bound, so ``mean`` is then an upper bound too).  Empty input is refused
+        (a mean over no pair is undefined; as scikit-learn's metrics).
     """
     y_true, y_pred = list(y_true), list(y_pred)
     if len(y_true) != len(y_pred):
         raise ValueError(f"y_true and y_pred have different lengths: {len(y_true)} and {len(y_pred)}")
+    if not y_true:  # a mean over no pair is undefined (it was NaN)
+        raise ValueError("no samples: y_true and y_pred are empty; mean_graph_edit_distance needs at least one pair")
     out = [graph_edit_distance(t, p, edge_labels, node_label, edge_label, timeout, method)
            for t, p in zip(y_true, y_pred)]
     d = np.array([o[0] for o in out])
     n_to = int(sum(o[1] for o in out))
-    return {"mean": float(d.mean()) if d.size else float("nan"), "n": int(d.size),
+    return {"mean": float(d.mean()), "n": int(d.size),
             "n_exact": int(d.size) - n_to, "n_timeouts": n_to, "distances": d}

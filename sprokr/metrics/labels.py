@@ -15,13 +15,15 @@ __all__ = ["f1_samples", "f1_samples_scorer"]
 
 
 def _binary_labels(Y: Any, name: str) -> Any:
-    """``Y != 0``: a boolean (n, n_labels) array, or a sparse matrix for a sparse ``Y`` (never
-    densified: label sets can be wide).  NaN is refused (``!= 0`` would count it as a label)."""
+    """``Y`` as a boolean (n, n_labels) array, or a sparse matrix for a sparse ``Y`` (never
+    densified: label sets can be wide).  Only 0 / 1 values (or booleans) are taken: NaN and
+    any other value (-1 / +1 label matrices, continuous scores) are refused, as ``!= 0``
+    would count them as labels."""
     if sp.issparse(Y):
-        A = sp.csr_matrix(Y)
-        A.eliminate_zeros()
+        A = sp.csr_matrix(Y)  # (shares a CSR Y's arrays: nothing here changes A in place)
         if A.dtype.kind in "fc" and np.isnan(A.data).any():
             raise ValueError(f"{name} contains NaN; label vectors hold 0 / 1")
+        _check_zero_one(A.data, name)
         return A.astype(bool)
     A = np.asarray(Y)
     if A.ndim != 2:
@@ -34,7 +36,18 @@ def _binary_labels(Y: Any, name: str) -> Any:
                             f"got values of dtype {A.dtype}") from None
     if A.dtype.kind in "fc" and np.isnan(A).any():
         raise ValueError(f"{name} contains NaN; label vectors hold 0 / 1")
+    if A.dtype.kind != "b":
+        _check_zero_one(A, name)
     return A != 0
+
+
+def _check_zero_one(values: np.ndarray, name: str) -> None:
+    """Refuse any value of ``values`` other than 0 and 1, naming ``name`` and one of them."""
+    bad = (values != 0) & (values != 1)
+    if bad.any():
+        v = values[bad].flat[0].item()
+        raise ValueError(f"{name} must hold 0 / 1 label values (a binary indicator matrix), got "
+                         f"{int(np.count_nonzero(bad))} other value(s), e.g. {v!r}")
 
 
 def f1_samples(Y_true: ArrayLike, Y_pred: ArrayLike) -> float:
@@ -42,7 +55,10 @@ def f1_samples(Y_true: ArrayLike, Y_pred: ArrayLike) -> float:
 
     Parameters
     ----------
-    Y_true, Y_pred : array-like of shape (n_samples, n_labels), values in {0, 1}
+    Y_true, Y_pred : array-like or sparse matrix of shape (n_samples, n_labels)
+        Binary indicator matrices: values in {0, 1} (any numeric dtype, e.g. decoded 0. / 1.
+        floats) or booleans.  Any other value is refused (-1 / +1 label matrices, continuous
+        scores: threshold them first), and so is NaN.
 
     Returns
     -------

@@ -26,7 +26,7 @@ from rdkit.Chem import rdFingerprintGenerator
 
 from sprokr.kernels.base import Kernel
 from sprokr.kernels.vector import CosineKernel, MinMaxKernel, TanimotoKernel
-from sprokr.utils import check_integer
+from sprokr.utils import check_bool, check_integer, is_real
 
 from .io import MoleculeReadError, is_molecule_graph, to_mol
 
@@ -238,9 +238,12 @@ class _FingerprintKernel(Kernel):
         raise NotImplementedError
 
     def check_params(self) -> Self:
-        """``radius`` (an integer >= 0) and ``n_bits`` (an integer >= 1); returns self."""
+        """``radius`` (an integer >= 0), ``n_bits`` (an integer >= 1) and, for the kernels that
+        have it, ``counts`` (True or False: ``counts="no"`` was true); returns self."""
         check_integer(self.radius, "radius", 0)
         check_integer(self.n_bits, "n_bits")
+        if "counts" in self.get_params(deep=False):
+            check_bool(self.counts, "counts")
         return self
 
     def prepare(self, X: Samples) -> Any:
@@ -370,15 +373,14 @@ class MorganCosineKernel(_FingerprintKernel):
 
     @property
     def _counts(self):
-        return self.counts
+        return bool(self.counts)
 
     def _vector_kernel(self):
         return CosineKernel(dtype=self.dtype)
 
 
 def _check_gamma(gamma):
-    if isinstance(gamma, bool) or not isinstance(gamma, (int, float, np.integer, np.floating)) \
-            or not np.isfinite(gamma) or gamma <= 0:
+    if not is_real(gamma) or not np.isfinite(gamma) or gamma <= 0:
         raise ValueError(f"gamma must be a finite number > 0, got {gamma!r}")
 
 
@@ -475,12 +477,14 @@ class SmilesSpectrumKernel(Kernel):
         self.dtype = dtype
 
     def check_params(self) -> Self:
-        """``n``, ``min_n`` (integers, ``1 <= min_n <= n``) and ``n_features`` (an integer >= 1:
-        scikit-learn's hashing divided by 0 and ended the process with SIGFPE); returns self."""
+        """``n``, ``min_n`` (integers, ``1 <= min_n <= n``), ``canonical`` (True or False) and
+        ``n_features`` (an integer >= 1: scikit-learn's hashing divided by 0 and ended the
+        process with SIGFPE); returns self."""
         check_integer(self.n, "n")
         check_integer(self.min_n, "min_n")
         if self.min_n > self.n:
             raise ValueError(f"need 1 <= min_n <= n, got min_n={self.min_n}, n={self.n}")
+        check_bool(self.canonical, "canonical")
         check_integer(self.n_features, "n_features")
         return self
 

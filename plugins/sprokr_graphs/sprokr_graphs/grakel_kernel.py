@@ -6,10 +6,12 @@ from typing import TYPE_CHECKING, Any, Mapping
 import numpy as np
 
 from sprokr.kernels.base import Kernel
+from sprokr.utils import check_bool
 
 from .checks import check_graph, check_graph_sequence
 
 if TYPE_CHECKING:  # imported for the annotations only
+    from typing import Self
     from sprokr.types import Samples
 
 __all__ = ["SET_INDEPENDENT", "GrakelKernel"]
@@ -112,6 +114,11 @@ class GrakelKernel(Kernel):
     @property
     def normalized(self) -> bool:  # type: ignore[override]  # a class attribute in Kernel
         return bool(self.normalize)
+
+    def check_params(self) -> Self:
+        """``normalize`` (True or False: ``normalize="no"`` was true); returns self."""
+        check_bool(self.normalize, "normalize")
+        return self
 
     def prepare(self, X: Samples) -> Any:
         import grakel

@@ -53,6 +53,7 @@ from numpy.typing import ArrayLike
 import scipy.sparse as sp
 
 from sprokr.kernels.base import Kernel
+from sprokr.utils import check_bool
 
 from .checks import check_graph, check_graph_sequence
 
@@ -605,6 +606,7 @@ class WLKernel(Kernel):
     def check_params(self) -> Self:
         _check_n_iter(self.n_iter)
         _check_min_core(self.min_core)
+        check_bool(self.normalize, "normalize")
         return self
 
     def prepare(self, X: Samples) -> Any:

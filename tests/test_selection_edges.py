@@ -138,3 +138,14 @@ def test_an_invalid_validation_fraction_is_named_with_validation_data_too():
     search = LambdaSearchCV(KernelRidgeRegressor(), lams=[1e-3, 1e-1], validation_fraction=1.5)
     with pytest.raises(ValueError, match="validation_fraction"):
         search.fit(X[:20], y[:20], validation_data=(X[20:], y[20:]))
+
+
+@pytest.mark.parametrize("grid", [{"lam": [5.0, 0.5]}, [{"rcond": [1e-10]}, {"lam": np.array([5.0])}]])
+def test_select_model_refuses_lam_in_param_grid(tiny, grid):
+    """param_grid={"lam": [5.0]} was recorded as the point's params and silently replaced by the
+    best lam of lams; the grid of ridge values is lams, named before any fit."""
+    X, Y = tiny
+    with pytest.raises(ValueError, match=r"^param_grid holds 'lam' \(\[5\.0.*pass the ridge values as lams="):
+        select_model(_sisokr(), X, Y, lams=[1e-2], param_grid=grid, random_state=0)
+    res = select_model(_sisokr(), X, Y, lams=[5.0, 0.5], param_grid={"rcond": [1e-10]}, random_state=0)
+    assert res["best_params"]["lam"] in (5.0, 0.5) and res["grid"][0]["params"] == {"rcond": 1e-10}

@@ -378,7 +378,8 @@ def select_model(estimator: Any, X: Samples, Y: Samples, lams: ArrayLike | None 
     X, Y : training data (never the test split)
     lams : sequence of float > 0, optional (default :data:`DEFAULT_LAMS`)
     param_grid : dict or list of dicts, optional
-        Estimator parameters to try (``sklearn.model_selection.ParameterGrid``).
+        Estimator parameters to try (``sklearn.model_selection.ParameterGrid``), other than
+        ``lam``: every point is scored at every value of ``lams`` (a ``lam`` here is refused).
     m_y_grid, m_x_grid : increasing sequences of int, optional
     scoring : as :class:`LambdaSearchCV`
     validation_fraction : float in (0, 1)
@@ -424,7 +425,13 @@ def select_model(estimator: Any, X: Samples, Y: Samples, lams: ArrayLike | None 
     m_x_grid = None if m_x_grid is None else check_sizes(m_x_grid, "m_x_grid")
     if m_x_budget_s is not None:
         check_positive(m_x_budget_s, "m_x_budget_s")
-    points = list(ParameterGrid(param_grid if param_grid is not None else {}))
+    pgrid = ParameterGrid(param_grid if param_grid is not None else {})
+    given = [v.tolist() if isinstance(v, np.ndarray) else list(v) for g in pgrid.param_grid
+             for k, v in g.items() if k == "lam"]
+    if given:  # (each point's lam path set lam from lams: these values were recorded, then overridden)
+        raise ValueError(f"param_grid holds 'lam' ({', '.join(map(repr, given))}), but every point is scored at each "
+                         f"value of lams: pass the ridge values as lams=... instead")
+    points = list(pgrid)
     if not points:  # (param_grid=[]: "every lam scored NaN" once the data were split and fitted)
         raise ValueError(f"param_grid holds no parameter point, got {param_grid!r}: give a dict, a non-empty "
                          f"list of dicts, or None (the estimator's own parameters)")
@@ -498,7 +505,7 @@ def select_model(estimator: Any, X: Samples, Y: Samples, lams: ArrayLike | None 
         name = _sketch_size_param(base)
         runs = {}
         size0 = base.get_params(deep=False)[name]
-        if size0 is not None and "lam" not in best["params"] and name not in best["params"]:
+        if size0 is not None and name not in best["params"]:
             runs[int(size0)] = best  # the grid's best point was fitted at this size: the same path
 
         # the growth's fits share the grid's best fit's output sketch (see _FixedSketch)

@@ -149,3 +149,65 @@ def test_select_model_refuses_lam_in_param_grid(tiny, grid):
         select_model(_sisokr(), X, Y, lams=[1e-2], param_grid=grid, random_state=0)
     res = select_model(_sisokr(), X, Y, lams=[5.0, 0.5], param_grid={"rcond": [1e-10]}, random_state=0)
     assert res["best_params"]["lam"] in (5.0, 0.5) and res["grid"][0]["params"] == {"rcond": 1e-10}
+
+
+def _nan_at(gamma):
+    """The kernel loss, NaN at every lam for the input kernel's ``gamma`` (a degenerate setting)."""
+    from sprokr.model_selection import kernel_loss_scorer
+
+    def scorer(est, X, Y):
+        return float("nan") if est.input_kernel_params == {"gamma": gamma} else kernel_loss_scorer(est, X, Y)
+
+    return scorer
+
+
+def test_select_model_skips_a_grid_point_that_scores_nan_at_every_lam(tiny):
+    """One grid point scoring NaN at every lam aborted the whole selection ('every lam scored NaN
+    or -inf'); it is skipped with a warning naming it and recorded with a NaN best, as
+    GridSearchCV does, and the selection fails only when every point does."""
+    X, Y = tiny
+    grid = {"input_kernel_params": [{"gamma": 2.0}, {"gamma": 0.5}]}
+    with pytest.warns(UserWarning, match=r"the param_grid point \{'input_kernel_params': \{'gamma': 2\.0\}\} "
+                                         r"scored NaN or an infinite value at every lam"):
+        res = select_model(_sisokr(), X, Y, lams=[1e-2, 1e-1], param_grid=grid, scoring=_nan_at(2.0),
+                           random_state=0)
+    skipped, kept = res["grid"]
+    assert skipped["params"] == {"input_kernel_params": {"gamma": 2.0}} and np.isnan(skipped["scores"]).all()
+    assert np.isnan(skipped["best_score"]) and np.isnan(skipped["best_lam"])
+    assert res["best_params"]["input_kernel_params"] == {"gamma": 0.5} and np.isfinite(res["best_score"])
+    assert res["best_score"] == kept["best_score"] and res["best_params"]["lam"] == kept["best_lam"]
+    with pytest.warns(UserWarning), pytest.raises(
+            ValueError, match="^every point of param_grid, at every lam, scored NaN or an infinite value"):
+        select_model(_sisokr(), X, Y, lams=[1e-2], param_grid={"input_kernel_params": [{"gamma": 2.0}] * 2},
+                     scoring=_nan_at(2.0), random_state=0)
+
+
+def test_nan_and_infinite_scores_are_never_the_best(tiny):
+    """A lam scoring +inf was chosen over the finite ones (only NaN was set aside)."""
+    from sprokr.model_selection import LambdaSearchCV
+
+    X, Y = tiny
+    lams = [1e-2, 1e-1]
+
+    def scorer(est, X, Y):
+        return float("inf") if est.lam == 1e-2 else -1.0
+
+    s = LambdaSearchCV(_sisokr(), lams=lams, scoring=scorer, refit=False, random_state=0).fit(X, Y)
+    assert s.best_lam_ == 1e-1 and s.best_score_ == -1.0
+    with pytest.raises(ValueError, match="^every lam scored NaN or an infinite value"):
+        LambdaSearchCV(_sisokr(), lams=lams, scoring=lambda e, X, Y: float("nan"), random_state=0).fit(X, Y)
+
+
+def test_select_model_names_the_m_x_size_that_scores_nan_at_every_lam(tiny):
+    """A size of the m_x growth with no finite score has no error to compare: refused, named."""
+    from sprokr.model_selection import kernel_loss_scorer
+
+    X, Y = tiny
+
+    def scorer(est, X, Y):
+        return float("nan") if est.m_x == 4 else kernel_loss_scorer(est, X, Y)
+
+    with pytest.raises(ValueError, match=r"^every lam scored NaN or an infinite value on the validation data at "
+                                         r"m_x=4 \(m_x_grid\)"):
+        select_model(_sisokr(), X, Y, lams=[1e-2], m_x_grid=[2, 4], n_iter_no_change=3, scoring=scorer,
+                     random_state=0)

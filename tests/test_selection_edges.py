@@ -211,3 +211,65 @@ def test_select_model_names_the_m_x_size_that_scores_nan_at_every_lam(tiny):
                                          r"m_x=4 \(m_x_grid\)"):
         select_model(_sisokr(), X, Y, lams=[1e-2], m_x_grid=[2, 4], n_iter_no_change=3, scoring=scorer,
                      random_state=0)
+
+
+def _spy():
+    """A kernel-loss scorer recording its calls (a selection that fitted and scored something)."""
+    from sprokr.model_selection import kernel_loss_scorer
+
+    calls = []
+
+    def scorer(est, X, Y):
+        calls.append(est.get_params()["m_x"] if "m_x" in est.get_params() else None)
+        return kernel_loss_scorer(est, X, Y)
+
+    return scorer, calls
+
+
+@pytest.mark.parametrize("validation_data", [False, True])
+def test_sketch_sizes_beyond_the_training_part_are_refused_before_any_fit(tiny, validation_data):
+    """m_x_grid=[2, 4, 50] on 10 training pairs fitted the grid and the sizes 2 and 4, then failed
+    at 50 as 'input_sketch: sketch size m_x=50 is larger than the number of samples' (and went
+    through when the growth stopped before 50); m_y_grid named m_y, not m_y_grid."""
+    X, Y = tiny
+    kw = dict(validation_data=(X[9:], Y[9:])) if validation_data else dict(validation_fraction=3 / 12)
+    Xf, Yf = (X[:9], Y[:9]) if validation_data else (X, Y)
+    part = "the training data X, Y" if validation_data else r"the training part of X, Y \(validation_fraction"
+    scorer, calls = _spy()
+    for name in ("m_x_grid", "m_y_grid"):
+        with pytest.raises(ValueError, match=f"^{name} holds the size 50, but {part}.* has 9 samples: .*at most 9"):
+            select_model(_sisokr(), Xf, Yf, lams=[1e-2], scoring=scorer, n_iter_no_change=5, random_state=0,
+                         **{name: [2, 4, 50]}, **kw)
+    assert calls == []
+    res = select_model(_sisokr(), Xf, Yf, lams=[1e-2], m_x_grid=[2, 9], m_y_grid=[2, 9], n_iter_no_change=5,
+                       random_state=0, **kw)
+    assert res["n_train"] == 9 and res["m_x"]["m"] == [2, 9]
+
+
+def test_per_region_sizes_and_sketchless_grids(tiny):
+    """m_x per region (LocalKernelRidgeRegressor: a region no larger is fitted exactly) may exceed
+    the training part; an estimator without m_x is named before any fit, not after the grid."""
+    from sprokr.models import LocalKernelRidgeRegressor
+
+    X, Y = tiny
+    est = LocalKernelRidgeRegressor(n_regions=2, m_x=3, random_state=0)
+    res = select_model(est, X, Y, lams=[1e-2], m_x_grid=[2, 50], n_iter_no_change=5, random_state=0)
+    assert res["m_x"]["m"] == [2, 50]
+    scorer, calls = _spy()
+    with pytest.raises(ValueError, match="^m_x_grid needs an estimator with an input sketch size m_x; IOKR has none"):
+        select_model(IOKR(), X, Y, lams=[1e-2], m_x_grid=[2], scoring=scorer, random_state=0)
+    assert calls == []
+
+
+def test_sketch_size_helpers_refuse_sizes_beyond_the_samples_before_any_fit(tiny):
+    """select_m_x fitted m_x=2 and 4 before its fit at 50 failed; perfect_h_curve named m_y, not m_grid."""
+    from sprokr.model_selection import select_m_x
+
+    X, Y = tiny
+    with pytest.raises(ValueError, match="^m_grid holds the size 50, but X has 8 samples"):
+        select_m_x(X[:8], Y[:8], X[8:], Y[8:], [2, 4, 50], budget_s=100, n_iter_no_change=5, rtol=0,
+                   progress=False, output_sketch="subsample", m_y=3)
+    with pytest.raises(ValueError, match="^m_grid holds the size 50, but Y_train has 8 samples"):
+        perfect_h_curve(Y[:8], Y[8:], "gaussian", [2, 50])
+    assert select_m_x(X[:8], Y[:8], X[8:], Y[8:], [2, 8], budget_s=100, n_iter_no_change=5, progress=False,
+                      output_sketch="subsample", m_y=3)["m"] == [2, 8]

@@ -328,6 +328,15 @@ def _sketch_size_param(estimator):
                      f"{type(estimator).__name__} has none")
 
 
+def _sketches_training_inputs(estimator, points):
+    """Whether ``m_x`` is the size of an input sketch drawn on all the training inputs (at most
+    one column per sample) at some point of the grid: not without an input sketch, nor for
+    a model fitted by regions (``n_regions``: ``m_x`` points per region, a region no larger
+    fitted exactly, as :class:`~sprokr.models.LocalKernelRidgeRegressor`)."""
+    params = estimator.get_params(deep=False)
+    return "n_regions" not in params and any({**params, **p}.get("input_sketch") is not None for p in points)
+
+
 class _FixedSketch(Sketch):
     """The output sketch of the grid's best fit, drawn again as is by the ``m_x`` growth's fits.
 
@@ -393,6 +402,8 @@ def select_model(estimator: Any, X: Samples, Y: Samples, lams: ArrayLike | None 
         Estimator parameters to try (``sklearn.model_selection.ParameterGrid``), other than
         ``lam``: every point is scored at every value of ``lams`` (a ``lam`` here is refused).
     m_y_grid, m_x_grid : increasing sequences of int, optional
+        Sketch sizes drawn on the training part, each at most its number of pairs (checked before any fit;
+        the sizes ``extend_grids`` adds stop there).
     scoring : as :class:`LambdaSearchCV`
     validation_fraction : float in (0, 1)
     validation_data : (X_val, Y_val), optional
@@ -438,6 +449,8 @@ def select_model(estimator: Any, X: Samples, Y: Samples, lams: ArrayLike | None 
     # the grids named before any fit (the m_x growth comes after the whole param_grid)
     m_y_grid = None if m_y_grid is None else check_sizes(m_y_grid, "m_y_grid")
     m_x_grid = None if m_x_grid is None else check_sizes(m_x_grid, "m_x_grid")
+    if m_x_grid is not None:
+        _sketch_size_param(estimator)  # (else refused once the whole param_grid was fitted)
     if m_x_budget_s is not None:
         check_positive(m_x_budget_s, "m_x_budget_s")
     pgrid = ParameterGrid(param_grid if param_grid is not None else {})
@@ -453,6 +466,14 @@ def select_model(estimator: Any, X: Samples, Y: Samples, lams: ArrayLike | None 
     rng = check_random_state(random_state)
     (Xtr, Ytr), (Xv, Yv) = _split(X, Y, validation_data, validation_fraction, rng)
     n_train = num_samples(Ytr, "Y")
+    # sizes larger than the training part, named before any fit (the m_x growth refused
+    # one only when it reached it, after fitting the smaller sizes)
+    part = "the training part of X, Y (validation_fraction holds out the rest)" if validation_data is None \
+        else "the training data X, Y"
+    if m_y_grid is not None:
+        check_sizes(m_y_grid, "m_y_grid", n_train, part)
+    if m_x_grid is not None and _sketches_training_inputs(estimator, points):
+        check_sizes(m_x_grid, "m_x_grid", n_train, part)
     extend = _check_extend(extend_grids)
     if cache is not None:
         if not isinstance(cache, SelectionCache):

@@ -324,7 +324,8 @@ def plot_model_selection(result: Mapping[str, Any], *, title: Optional[str] = No
 def _lam_panel(result: Mapping[str, Any], ax: "Axes", ylabel: str) -> None:
     """Validation score against ``lam``: one line per ``m_x`` tried, or the best grid point."""
     growth, grid = result.get("m_x"), result["grid"]
-    best = max(grid, key=lambda g: g["best_score"])
+    # (points skipped for scoring no finite value have best_score NaN: never the best)
+    best = max(grid, key=lambda g: g["best_score"] if np.isfinite(g["best_score"]) else -np.inf)
     lams = np.asarray(best["lams"], dtype=float)
     if growth is not None:
         lines = [(f"{growth['param']}={m}", sc) for m, sc in zip(growth["m"], growth["scores"])]

@@ -231,3 +231,14 @@ def test_moses_figure_merges_the_runs_of_one_task(tmp_path):
     lines = {ln.get_label(): ln for ln in axes[0, 0].get_lines()}
     assert list(lines["DSOKR"].get_ydata()) == [0.6]  # the later file's point
     assert "DSOKR, regional ridges" in {ln.get_label() for ln in axes[1, 0].get_lines()}
+
+
+def test_model_selection_figure_ignores_a_skipped_grid_point(bibtex_selection):
+    """A grid point skipped for scoring NaN at every lam (best_score NaN) was the 'best' line of
+    the lam panel when it came first (max over NaN)."""
+    kept = bibtex_selection["grid"][0]
+    skipped = {**kept, "params": {"rcond": 1.0}, "scores": [float("nan")] * len(kept["scores"]),
+               "best_lam": float("nan"), "best_score": float("nan")}
+    res = {**bibtex_selection, "perfect_h": None, "m_x": None, "grid": [skipped, kept]}
+    (ax,) = plotting.plot_model_selection(res).axes
+    np.testing.assert_allclose(ax.lines[0].get_ydata(), kept["scores"])

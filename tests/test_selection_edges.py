@@ -138,3 +138,138 @@ def test_an_invalid_validation_fraction_is_named_with_validation_data_too():
     search = LambdaSearchCV(KernelRidgeRegressor(), lams=[1e-3, 1e-1], validation_fraction=1.5)
     with pytest.raises(ValueError, match="validation_fraction"):
         search.fit(X[:20], y[:20], validation_data=(X[20:], y[20:]))
+
+
+@pytest.mark.parametrize("grid", [{"lam": [5.0, 0.5]}, [{"rcond": [1e-10]}, {"lam": np.array([5.0])}]])
+def test_select_model_refuses_lam_in_param_grid(tiny, grid):
+    """param_grid={"lam": [5.0]} was recorded as the point's params and silently replaced by the
+    best lam of lams; the grid of ridge values is lams, named before any fit."""
+    X, Y = tiny
+    with pytest.raises(ValueError, match=r"^param_grid holds 'lam' \(\[5\.0.*pass the ridge values as lams="):
+        select_model(_sisokr(), X, Y, lams=[1e-2], param_grid=grid, random_state=0)
+    res = select_model(_sisokr(), X, Y, lams=[5.0, 0.5], param_grid={"rcond": [1e-10]}, random_state=0)
+    assert res["best_params"]["lam"] in (5.0, 0.5) and res["grid"][0]["params"] == {"rcond": 1e-10}
+
+
+def _nan_at(gamma):
+    """The kernel loss, NaN at every lam for the input kernel's ``gamma`` (a degenerate setting)."""
+    from sprokr.model_selection import kernel_loss_scorer
+
+    def scorer(est, X, Y):
+        return float("nan") if est.input_kernel_params == {"gamma": gamma} else kernel_loss_scorer(est, X, Y)
+
+    return scorer
+
+
+def test_select_model_skips_a_grid_point_that_scores_nan_at_every_lam(tiny):
+    """One grid point scoring NaN at every lam aborted the whole selection ('every lam scored NaN
+    or -inf'); it is skipped with a warning naming it and recorded with a NaN best, as
+    GridSearchCV does, and the selection fails only when every point does."""
+    X, Y = tiny
+    grid = {"input_kernel_params": [{"gamma": 2.0}, {"gamma": 0.5}]}
+    with pytest.warns(UserWarning, match=r"the param_grid point \{'input_kernel_params': \{'gamma': 2\.0\}\} "
+                                         r"scored NaN or an infinite value at every lam"):
+        res = select_model(_sisokr(), X, Y, lams=[1e-2, 1e-1], param_grid=grid, scoring=_nan_at(2.0),
+                           random_state=0)
+    skipped, kept = res["grid"]
+    assert skipped["params"] == {"input_kernel_params": {"gamma": 2.0}} and np.isnan(skipped["scores"]).all()
+    assert np.isnan(skipped["best_score"]) and np.isnan(skipped["best_lam"])
+    assert res["best_params"]["input_kernel_params"] == {"gamma": 0.5} and np.isfinite(res["best_score"])
+    assert res["best_score"] == kept["best_score"] and res["best_params"]["lam"] == kept["best_lam"]
+    with pytest.warns(UserWarning), pytest.raises(
+            ValueError, match="^every point of param_grid, at every lam, scored NaN or an infinite value"):
+        select_model(_sisokr(), X, Y, lams=[1e-2], param_grid={"input_kernel_params": [{"gamma": 2.0}] * 2},
+                     scoring=_nan_at(2.0), random_state=0)
+
+
+def test_nan_and_infinite_scores_are_never_the_best(tiny):
+    """A lam scoring +inf was chosen over the finite ones (only NaN was set aside)."""
+    from sprokr.model_selection import LambdaSearchCV
+
+    X, Y = tiny
+    lams = [1e-2, 1e-1]
+
+    def scorer(est, X, Y):
+        return float("inf") if est.lam == 1e-2 else -1.0
+
+    s = LambdaSearchCV(_sisokr(), lams=lams, scoring=scorer, refit=False, random_state=0).fit(X, Y)
+    assert s.best_lam_ == 1e-1 and s.best_score_ == -1.0
+    with pytest.raises(ValueError, match="^every lam scored NaN or an infinite value"):
+        LambdaSearchCV(_sisokr(), lams=lams, scoring=lambda e, X, Y: float("nan"), random_state=0).fit(X, Y)
+
+
+def test_select_model_names_the_m_x_size_that_scores_nan_at_every_lam(tiny):
+    """A size of the m_x growth with no finite score has no error to compare: refused, named."""
+    from sprokr.model_selection import kernel_loss_scorer
+
+    X, Y = tiny
+
+    def scorer(est, X, Y):
+        return float("nan") if est.m_x == 4 else kernel_loss_scorer(est, X, Y)
+
+    with pytest.raises(ValueError, match=r"^every lam scored NaN or an infinite value on the validation data at "
+                                         r"m_x=4 \(m_x_grid\)"):
+        select_model(_sisokr(), X, Y, lams=[1e-2], m_x_grid=[2, 4], n_iter_no_change=3, scoring=scorer,
+                     random_state=0)
+
+
+def _spy():
+    """A kernel-loss scorer recording its calls (a selection that fitted and scored something)."""
+    from sprokr.model_selection import kernel_loss_scorer
+
+    calls = []
+
+    def scorer(est, X, Y):
+        calls.append(est.get_params()["m_x"] if "m_x" in est.get_params() else None)
+        return kernel_loss_scorer(est, X, Y)
+
+    return scorer, calls
+
+
+@pytest.mark.parametrize("validation_data", [False, True])
+def test_sketch_sizes_beyond_the_training_part_are_refused_before_any_fit(tiny, validation_data):
+    """m_x_grid=[2, 4, 50] on 10 training pairs fitted the grid and the sizes 2 and 4, then failed
+    at 50 as 'input_sketch: sketch size m_x=50 is larger than the number of samples' (and went
+    through when the growth stopped before 50); m_y_grid named m_y, not m_y_grid."""
+    X, Y = tiny
+    kw = dict(validation_data=(X[9:], Y[9:])) if validation_data else dict(validation_fraction=3 / 12)
+    Xf, Yf = (X[:9], Y[:9]) if validation_data else (X, Y)
+    part = "the training data X, Y" if validation_data else r"the training part of X, Y \(validation_fraction"
+    scorer, calls = _spy()
+    for name in ("m_x_grid", "m_y_grid"):
+        with pytest.raises(ValueError, match=f"^{name} holds the size 50, but {part}.* has 9 samples: .*at most 9"):
+            select_model(_sisokr(), Xf, Yf, lams=[1e-2], scoring=scorer, n_iter_no_change=5, random_state=0,
+                         **{name: [2, 4, 50]}, **kw)
+    assert calls == []
+    res = select_model(_sisokr(), Xf, Yf, lams=[1e-2], m_x_grid=[2, 9], m_y_grid=[2, 9], n_iter_no_change=5,
+                       random_state=0, **kw)
+    assert res["n_train"] == 9 and res["m_x"]["m"] == [2, 9]
+
+
+def test_per_region_sizes_and_sketchless_grids(tiny):
+    """m_x per region (LocalKernelRidgeRegressor: a region no larger is fitted exactly) may exceed
+    the training part; an estimator without m_x is named before any fit, not after the grid."""
+    from sprokr.models import LocalKernelRidgeRegressor
+
+    X, Y = tiny
+    est = LocalKernelRidgeRegressor(n_regions=2, m_x=3, random_state=0)
+    res = select_model(est, X, Y, lams=[1e-2], m_x_grid=[2, 50], n_iter_no_change=5, random_state=0)
+    assert res["m_x"]["m"] == [2, 50]
+    scorer, calls = _spy()
+    with pytest.raises(ValueError, match="^m_x_grid needs an estimator with an input sketch size m_x; IOKR has none"):
+        select_model(IOKR(), X, Y, lams=[1e-2], m_x_grid=[2], scoring=scorer, random_state=0)
+    assert calls == []
+
+
+def test_sketch_size_helpers_refuse_sizes_beyond_the_samples_before_any_fit(tiny):
+    """select_m_x fitted m_x=2 and 4 before its fit at 50 failed; perfect_h_curve named m_y, not m_grid."""
+    from sprokr.model_selection import select_m_x
+
+    X, Y = tiny
+    with pytest.raises(ValueError, match="^m_grid holds the size 50, but X has 8 samples"):
+        select_m_x(X[:8], Y[:8], X[8:], Y[8:], [2, 4, 50], budget_s=100, n_iter_no_change=5, rtol=0,
+                   progress=False, output_sketch="subsample", m_y=3)
+    with pytest.raises(ValueError, match="^m_grid holds the size 50, but Y_train has 8 samples"):
+        perfect_h_curve(Y[:8], Y[8:], "gaussian", [2, 50])
+    assert select_m_x(X[:8], Y[:8], X[8:], Y[8:], [2, 8], budget_s=100, n_iter_no_change=5, progress=False,
+                      output_sketch="subsample", m_y=3)["m"] == [2, 8]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
+import warnings
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 import numpy as np
@@ -15,6 +16,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..deprecation import renamed_keywords
 from ..persistence import SaveMixin
+from ..progress import user_stacklevel
 from ..utils import atomic_fit, check_finite, check_positive, check_random_state, concat_samples, consistent_read, \
     frame_as_array, num_samples
 from ._cache import SampleView, SelectionCache
@@ -35,11 +37,20 @@ __all__ = ["LambdaSearchCV", "select_model"]
 logger = logging.getLogger("sprokr.model_selection")
 
 
-def _first_best(scores):
-    s = np.where(np.isnan(scores), -np.inf, scores)
-    if not np.isfinite(s).any():
-        raise ValueError("every lam scored NaN or -inf on the validation data")
-    return int(np.argmax(s))  # the first best, in the grid's order (as GridSearchCV)
+def _best_finite(scores):
+    """Index of the first best finite score, in the grid's order (as GridSearchCV); NaN and
+    infinite scores are never chosen.  None when no score is finite."""
+    scores = np.asarray(scores, dtype=float)
+    finite = np.isfinite(scores)
+    return int(np.argmax(np.where(finite, scores, -np.inf))) if finite.any() else None
+
+
+def _first_best(scores, what="every lam"):
+    """:func:`_best_finite`, or a ValueError when no score is finite (``what`` names the candidates)."""
+    best = _best_finite(scores)
+    if best is None:
+        raise ValueError(f"{what} scored NaN or an infinite value on the validation data")
+    return best
 
 
 def _seeded(estimator, rng):
@@ -167,7 +178,8 @@ class LambdaSearchCV(SaveMixin, BaseEstimator):
         ``random_state`` (so the search is reproducible).
     lams : sequence of float > 0, optional
         The grid (default :data:`DEFAULT_LAMS`, 1e-9 ... 1e-1).  Ties go to the first best
-        value in the grid's order (as in ``GridSearchCV``).
+        value in the grid's order (as in ``GridSearchCV``); a NaN or infinite score is never
+        the best (a ValueError when every ``lam`` has one).
     scoring : None, "kernel_loss", str or callable
         None: minus the validation kernel-induced loss (:func:`kernel_loss_scorer`, computed
         from the path).  A scikit-learn scorer name or ``scorer(estimator, X, Y)`` (greater
@@ -316,6 +328,15 @@ def _sketch_size_param(estimator):
                      f"{type(estimator).__name__} has none")
 
 
+def _sketches_training_inputs(estimator, points):
+    """Whether ``m_x`` is the size of an input sketch drawn on all the training inputs (at most
+    one column per sample) at some point of the grid: not without an input sketch, nor for
+    a model fitted by regions (``n_regions``: ``m_x`` points per region, a region no larger
+    fitted exactly, as :class:`~sprokr.models.LocalKernelRidgeRegressor`)."""
+    params = estimator.get_params(deep=False)
+    return "n_regions" not in params and any({**params, **p}.get("input_sketch") is not None for p in points)
+
+
 class _FixedSketch(Sketch):
     """The output sketch of the grid's best fit, drawn again as is by the ``m_x`` growth's fits.
 
@@ -378,8 +399,11 @@ def select_model(estimator: Any, X: Samples, Y: Samples, lams: ArrayLike | None 
     X, Y : training data (never the test split)
     lams : sequence of float > 0, optional (default :data:`DEFAULT_LAMS`)
     param_grid : dict or list of dicts, optional
-        Estimator parameters to try (``sklearn.model_selection.ParameterGrid``).
+        Estimator parameters to try (``sklearn.model_selection.ParameterGrid``), other than
+        ``lam``: every point is scored at every value of ``lams`` (a ``lam`` here is refused).
     m_y_grid, m_x_grid : increasing sequences of int, optional
+        Sketch sizes drawn on the training part, each at most its number of pairs (checked before any fit;
+        the sizes ``extend_grids`` adds stop there).
     scoring : as :class:`LambdaSearchCV`
     validation_fraction : float in (0, 1)
     validation_data : (X_val, Y_val), optional
@@ -409,7 +433,10 @@ def select_model(estimator: Any, X: Samples, Y: Samples, lams: ArrayLike | None 
         (refit on all the training data afterwards); ``best_score``; ``scoring``;
         ``perfect_h`` (the :func:`perfect_h_curve` result, or None); ``grid``: one entry per
         parameter point with ``params``, ``lams``, ``scores``, ``best_lam``, ``best_score``,
-        ``fit_s`` (one fit), ``path_s`` (pass, factorisation and scoring of the whole grid);
+        ``fit_s`` (one fit), ``path_s`` (pass, factorisation and scoring of the whole grid) --
+        a point without a finite score at any lam (e.g. a degenerate kernel setting) is
+        skipped with a ``UserWarning`` and recorded with ``best_lam`` and ``best_score`` NaN
+        (a ValueError when every point is);
         ``m_x``: the growth (``m``, ``best_scores``, ``best_lams``, ``scores`` (per size, per
         lam), ``fit_times``, ``selected_m``, ``stopped``, ``extended``) or None; ``n_train``,
         ``n_val``, ``time_s``.
@@ -422,15 +449,31 @@ def select_model(estimator: Any, X: Samples, Y: Samples, lams: ArrayLike | None 
     # the grids named before any fit (the m_x growth comes after the whole param_grid)
     m_y_grid = None if m_y_grid is None else check_sizes(m_y_grid, "m_y_grid")
     m_x_grid = None if m_x_grid is None else check_sizes(m_x_grid, "m_x_grid")
+    if m_x_grid is not None:
+        _sketch_size_param(estimator)  # (else refused once the whole param_grid was fitted)
     if m_x_budget_s is not None:
         check_positive(m_x_budget_s, "m_x_budget_s")
-    points = list(ParameterGrid(param_grid if param_grid is not None else {}))
+    pgrid = ParameterGrid(param_grid if param_grid is not None else {})
+    given = [v.tolist() if isinstance(v, np.ndarray) else list(v) for g in pgrid.param_grid
+             for k, v in g.items() if k == "lam"]
+    if given:  # (each point's lam path set lam from lams: these values were recorded, then overridden)
+        raise ValueError(f"param_grid holds 'lam' ({', '.join(map(repr, given))}), but every point is scored at each "
+                         f"value of lams: pass the ridge values as lams=... instead")
+    points = list(pgrid)
     if not points:  # (param_grid=[]: "every lam scored NaN" once the data were split and fitted)
         raise ValueError(f"param_grid holds no parameter point, got {param_grid!r}: give a dict, a non-empty "
                          f"list of dicts, or None (the estimator's own parameters)")
     rng = check_random_state(random_state)
     (Xtr, Ytr), (Xv, Yv) = _split(X, Y, validation_data, validation_fraction, rng)
     n_train = num_samples(Ytr, "Y")
+    # sizes larger than the training part, named before any fit (the m_x growth refused
+    # one only when it reached it, after fitting the smaller sizes)
+    part = "the training part of X, Y (validation_fraction holds out the rest)" if validation_data is None \
+        else "the training data X, Y"
+    if m_y_grid is not None:
+        check_sizes(m_y_grid, "m_y_grid", n_train, part)
+    if m_x_grid is not None and _sketches_training_inputs(estimator, points):
+        check_sizes(m_x_grid, "m_x_grid", n_train, part)
     extend = _check_extend(extend_grids)
     if cache is not None:
         if not isinstance(cache, SelectionCache):
@@ -475,10 +518,12 @@ def select_model(estimator: Any, X: Samples, Y: Samples, lams: ArrayLike | None 
             est.set_params(output_sketch=_FixedSketch(fixed), output_sketch_params=None)
         path = lambda_path(est, Xtr, Ytr, lams, method)
         scores = path.scores(Xv, Yv, scoring)
-        b = _first_best(scores)
+        # no finite score at any lam (e.g. a degenerate kernel setting): recorded with a NaN best
+        b = _best_finite(scores)
         t = path.times_
         res = {"params": dict(params), "lams": lams.tolist(), "scores": scores.tolist(),
-               "best_lam": float(lams[b]), "best_score": float(scores[b]), "fit_s": t["fit"],
+               "best_lam": np.nan if b is None else float(lams[b]),
+               "best_score": np.nan if b is None else float(scores[b]), "fit_s": t["fit"],
                "path_s": sum(v for k, v in t.items() if k != "fit"), "method": path.method}
         drawn[id(res)] = getattr(path.state_, "output_sketch_matrix_", None)
         return res
@@ -489,7 +534,12 @@ def select_model(estimator: Any, X: Samples, Y: Samples, lams: ArrayLike | None 
         grid.append(res)
         logger.info("[select_model] %s: best lam=%.3g, %s %.6g", params, res["best_lam"], scoring_name,
                     res["best_score"])
-    best = grid[_first_best(np.array([g["best_score"] for g in grid]))]
+        if np.isnan(res["best_score"]) and len(points) > 1:  # skipped, as GridSearchCV does
+            warnings.warn(f"select_model: the param_grid point {params} scored NaN or an infinite value at every "
+                          f"lam on the validation data; it is skipped (recorded in 'grid' with best_score nan)",
+                          UserWarning, stacklevel=user_stacklevel())
+    best = grid[_first_best([g["best_score"] for g in grid],
+                            "every lam" if len(points) == 1 else "every point of param_grid, at every lam,")]
     chosen.update(best["params"])
     chosen["lam"], best_score = best["best_lam"], best["best_score"]
 
@@ -498,7 +548,7 @@ def select_model(estimator: Any, X: Samples, Y: Samples, lams: ArrayLike | None 
         name = _sketch_size_param(base)
         runs = {}
         size0 = base.get_params(deep=False)[name]
-        if size0 is not None and "lam" not in best["params"] and name not in best["params"]:
+        if size0 is not None and name not in best["params"]:
             runs[int(size0)] = best  # the grid's best point was fitted at this size: the same path
 
         # the growth's fits share the grid's best fit's output sketch (see _FixedSketch)
@@ -507,6 +557,9 @@ def select_model(estimator: Any, X: Samples, Y: Samples, lams: ArrayLike | None 
         def evaluate(m):
             if m not in runs:
                 runs[m] = run_path({**chosen, name: int(m)}, fixed)
+                if np.isnan(runs[m]["best_score"]):  # (no error to compare with the other sizes')
+                    raise ValueError(f"every lam scored NaN or an infinite value on the validation data at "
+                                     f"{name}={m} (m_x_grid)")
             return -runs[m]["best_score"], runs[m]["fit_s"]
 
         log = lambda msg: logger.info("[select_model] %s", msg)  # noqa: E731

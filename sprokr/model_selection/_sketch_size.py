@@ -63,10 +63,27 @@ def plateau_index(values: ArrayLike, greater_is_better: bool = False, rtol: floa
     return int(bad[-1] + 1) if bad.size else 0
 
 
-def check_sizes(grid: Any, name: str) -> list[int]:
-    """A grid of sketch sizes as a list of int, or a ValueError naming ``name``: a non-empty,
-    increasing sequence of positive integers.  Integral floats (``4.0``, e.g. from
-    ``np.linspace``) are sizes; ``2.5``, a bool or a string is refused, not truncated."""
+def check_sizes(grid: Any, name: str, upper: int | None = None, part: str = "the training data") -> list[int]:
+    """A grid of sketch sizes as a list of int, or a ValueError naming ``name``.
+
+    Parameters
+    ----------
+    grid : sequence of int
+        A non-empty, increasing sequence of positive integers.  Integral floats (``4.0``,
+        e.g. from ``np.linspace``) are sizes; ``2.5``, a bool or a string is refused, not
+        truncated.
+    name : str
+        The argument's name in the error messages.
+    upper : int, optional
+        The number of samples the sketches are drawn on: a larger size is refused (a sketch
+        draws at most one column per sample), before any of the grid's fits.
+    part : str, default="the training data"
+        What holds those ``upper`` samples, in the error message.
+
+    Returns
+    -------
+    list of int
+    """
     items = list(grid) if np.iterable(grid) and not isinstance(grid, (str, bytes)) else []
     sizes = []
     for v in items:
@@ -79,6 +96,9 @@ def check_sizes(grid: Any, name: str) -> list[int]:
     if not items or len(sizes) != len(items) or any(v < 1 for v in sizes) or \
             any(b <= a for a, b in zip(sizes, sizes[1:])):
         raise ValueError(f"{name} must be a non-empty increasing sequence of positive integers, got {grid!r}")
+    if upper is not None and sizes[-1] > upper:
+        raise ValueError(f"{name} holds the size {sizes[-1]}, but {part} has {upper} samples: a sketch draws at "
+                         f"most one column per sample, so the sizes must be at most {upper}")
     return sizes
 
 
@@ -111,7 +131,7 @@ def perfect_h_curve(Y_train: Samples, Y_val: Samples, output_kernel: str | Kerne
     output_kernel : str or Kernel
         Registered kernel name or kernel instance.
     m_grid : increasing sequence of int (each <= n)
-        The output sketch sizes.
+        The output sketch sizes (checked against ``n`` before any work).
     sketch : str or Sketch, default="subsample"
         The output sketch (name or instance; its ``m`` is set per point).
     sketch_params : dict, optional
@@ -161,9 +181,9 @@ def perfect_h_curve(Y_train: Samples, Y_val: Samples, output_kernel: str | Kerne
 
     # outputs given as dataframes: arrays (sprokr.utils.frame_as_array)
     Y_train, Y_val, candidates = frame_as_array(Y_train), frame_as_array(Y_val), frame_as_array(candidates)
-    grid = check_sizes(m_grid, "m_grid")
-    rtol = check_positive(rtol, "rtol", strict=False)  # (else found by plateau_index after every size)
     n = num_samples(Y_train, "Y_train")
+    grid = check_sizes(m_grid, "m_grid", n, "Y_train")
+    rtol = check_positive(rtol, "rtol", strict=False)  # (else found by plateau_index after every size)
     if num_samples(Y_val, "Y_val") < 1:  # (a NaN curve, refused by plateau_index as "values")
         raise ValueError("Y_val is empty; expected at least one validation output")
     if candidates is not None and num_samples(candidates, "candidates") < 1:
@@ -367,7 +387,8 @@ def select_m_x(X: Samples, Y: Samples, X_val: Samples, Y_val: Samples, m_grid: S
     X, Y, X_val, Y_val : samples
         Training and validation data.
     m_grid : increasing sequence of int
-        The input sketch sizes ``m_x``, tried in turn.
+        The input sketch sizes ``m_x``, tried in turn: each at most the number of samples
+        of ``X`` (checked before any fit).
     budget_s : float
         Training-time budget of one fit (s).
     rtol : float, default=0.01
@@ -394,9 +415,10 @@ def select_m_x(X: Samples, Y: Samples, X_val: Samples, Y_val: Samples, m_grid: S
     from ..models.sisokr import SISOKR
 
     budget_s = check_positive(budget_s, "budget_s")
-    rng = check_random_state(random_state)
     params = {"input_sketch": "subsample", **siokr_params}
-    m_grid = list(m_grid)
+    # every size before the first fit (a size larger than X was refused by its fit, after the smaller ones)
+    m_grid = check_sizes(m_grid, "m_grid", None if params["input_sketch"] is None else num_samples(X, "X"), "X")
+    rng = check_random_state(random_state)
     bar = progress_bar(total=len(m_grid), desc="select m_x", unit="sizes", enabled=progress)
 
     def evaluate(m):

@@ -312,8 +312,8 @@ def _model_and_config(path: str) -> Tuple[Any, Dict[str, Any]]:
         raise ConfigError(f"{path}: the configuration stored in this model is invalid: {exc}") from None
     model = load(path)
     if not callable(getattr(model, "predict", None)):  # a saved CandidateIndex, kernel ... given a configuration
-        raise ConfigError(f"{path}: holds a {type(model).__name__}, not a model (predict and evaluate take a model "
-                          "written by `sprokr fit`)")
+        raise ConfigError(f"{path}: holds an object of type {type(model).__name__}, not a model (predict and evaluate "
+                          "take a model written by `sprokr fit`)")
     return model, cfg
 
 
@@ -410,7 +410,7 @@ def _check_ranks(model: Any, *options: Tuple[str, Any]) -> None:
     """Refuse each given option of ``(option, value)`` when ``model`` does not rank candidates."""
     for option, given in options:
         if given is not None and not hasattr(model, "predict_topk"):
-            raise ConfigError(f"{option}: a {type(model).__name__} predicts values, it does not rank candidates")
+            raise ConfigError(f"{option}: {type(model).__name__} predicts values, it does not rank candidates")
 
 
 def cmd_evaluate(args: Any) -> int:

@@ -383,9 +383,15 @@ def cmd_predict(args: Any) -> int:
     with _step(f"predicting {args.input} with {args.model}"):
         if args.top_k is not None:
             D = model.predict_topk(X, k=args.top_k, candidates=C)
-            pool = C if C is not None else getattr(model, "candidates_", None) or model.default_index_.candidates
-            rows = [[q, r + 1, spec_out.write(pool[int(j)]), f"{s:.8g}"]
-                    for q in range(len(queries)) for r, (j, s) in enumerate(zip(D.indices[q], D.scores[q]))]
+            # the ranked candidates as the model gives them, as `predict` does below: a decoded
+            # result carrying its own (`outputs`, e.g. a MoleculeRetriever's canonical SMILES),
+            # else the pool's by index
+            ranked = getattr(D, "outputs", None)
+            if ranked is None:
+                pool = C if C is not None else getattr(model, "candidates_", None) or model.default_index_.candidates
+                ranked = [[pool[int(j)] for j in row] for row in D.indices]
+            rows = [[q, r + 1, spec_out.write(c), f"{s:.8g}"]
+                    for q in range(len(queries)) for r, (c, s) in enumerate(zip(ranked[q], D.scores[q]))]
             header = ["query", "rank", "prediction", "score"]
         else:
             P = model.predict(X, candidates=C) if structured else model.predict(X)

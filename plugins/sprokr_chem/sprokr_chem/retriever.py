@@ -93,6 +93,12 @@ class RetrievedMolecules(NamedTuple):
     scores: np.ndarray
     indices: np.ndarray
 
+    @property
+    def outputs(self) -> list:
+        """The ranked molecules as :meth:`MoleculeRetriever.predict` gives them: ``smiles``
+        (the command line writes a decoded result's ``outputs``, docs/plugins.md)."""
+        return self.smiles
+
 
 def _amount(v):
     """An estimate in a message: whole seconds / MB, small ones in two digits ('0 s > 1e-09 s'

@@ -151,7 +151,10 @@ def sprokr_estimators():
     ``factory(**params)`` returns an unfitted scikit-learn style estimator (``fit``,
     ``predict``, ``get_params``, ``save``).  The command line builds them by name
     (``estimator = "MoleculeRetriever"`` in a model file, ``docs/cli.md``), and the safe
-    model format saves and rebuilds them by registered name like every component.
+    model format saves and rebuilds them by registered name like every component.  One
+    that ranks candidates (``predict_topk``) may return a result with ``outputs``: each
+    query's ranked candidates as its ``predict`` gives them, which ``sprokr predict
+    --top-k`` writes (else the pool's candidates at the result's ``indices``).
     """
 
 

@@ -432,7 +432,8 @@ class Registry:
                                            f"(report it to its authors)") from exc
             if base is not None and not isinstance(obj, base):
                 raise PluginComponentError(
-                    f"{where}: its factory returned a {type(obj).__name__}, not a {base.__name__}; "
+                    f"{where}: its factory returned an object of type {type(obj).__name__}, not an instance of "
+                    f"{base.__name__}; "
                     f"the plugin is broken (report it to its authors)")
             missing = _lacks(obj, methods)
             if missing:

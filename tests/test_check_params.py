@@ -97,6 +97,9 @@ BAD = [
     (DSOKREnsemble, dict(estimator=DSOKR(m_y=5, validation_fraction=0.5)), "pairs", "validation_fraction"),
     (DSOKREnsemble, dict(estimator=DSOKR(m_y=5, rcond=-1.0)), "pairs", "rcond"),
     (DSOKREnsemble, dict(estimator=[DSOKR(m_y=5), DSOKR(m_y=5, regressor="nope")]), "pairs", "regressor"),
+    # members of different output kernels: refused with the parameters (it was after fitting them all)
+    (DSOKREnsemble, dict(estimator=[DSOKR(m_y=5), DSOKR(m_y=5, output_kernel="linear")]), "pairs",
+     "estimator: all ensemble members must use the same output kernel"),
     (KernelRidgeRegressor, dict(lam=-1), "scalar", "lam"),
     (KernelRidgeRegressor, dict(kernel="nope"), "scalar", "kernel"),
     (KernelRidgeRegressor, dict(solver="x"), "scalar", "solver"),

@@ -75,6 +75,14 @@ def test_molecule_kernel_parameters_are_checked(name, params, what):
         k(["CCO", "C"])
 
 
+@pytest.mark.parametrize("kernel", [MorganTanimotoKernel(), SmilesSpectrumKernel()], ids=["morgan", "spectrum"])
+def test_a_sample_that_is_not_a_molecule_is_named_by_its_type(kernel):
+    """The type was given after a fixed article: "sample 1 is a int"."""
+    for sample, kind in ((3, "int"), (1.5, "float"), ({"a": 1}, "dict")):
+        with pytest.raises(TypeError, match=f"must be molecules: .*; sample 1 is of type {kind}$"):
+            kernel.prepare(["CCO", sample])
+
+
 def test_fingerprint_kernels_psd(qm9):
     smiles, _ = qm9
     for k in (MorganTanimotoKernel(), MorganMinMaxKernel(), SmilesSpectrumKernel()):

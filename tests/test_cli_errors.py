@@ -130,7 +130,7 @@ def test_ranking_options_are_refused_for_a_model_that_predicts_values(d, tmp_pat
 @pytest.mark.parametrize("command, message", [
     # rc 0 before, the file never read
     (["evaluate", "{d}/r.sprokr", "--test", "{none}", "--candidates", "{none}"],
-     "--candidates: a KernelRidgeRegressor predicts values, it does not rank candidates"),
+     "--candidates: KernelRidgeRegressor predicts values, it does not rank candidates"),
     (["evaluate", "{tmp}/s.sprokr", "--test", "{none}", "--candidates", "{d}/test.csv"],
      "--candidates: {tmp}/s.sprokr predicts 'numeric' outputs, evaluated by MSE and R^2 without a candidate pool"),
     (["evaluate", "{d}/m.sprokr", "--test", "{none}", "--top-k", "3"],
@@ -472,7 +472,7 @@ def test_a_model_file_holding_another_object_says_what_it_holds(d, tmp_path, cap
     index.save(tmp_path / "index.sprokr", metadata=read_manifest(d / "m.sprokr")["metadata"])
     data = ["--input", d / "test.csv", "-o", tmp_path / "p.csv"] if command == "predict" else ["--test", d / "test.csv"]
     code, _, err = run([command, tmp_path / "index.sprokr", *data], capsys)
-    one_line_error(code, err, f"{tmp_path / 'index.sprokr'}: holds a CandidateIndex, not a model")
+    one_line_error(code, err, f"{tmp_path / 'index.sprokr'}: holds an object of type CandidateIndex, not a model")
     assert not (tmp_path / "p.csv").exists()
 
 

@@ -125,6 +125,27 @@ def test_ensemble_mean_and_max_scores(multilabel_data):
         DSOKREnsemble(base, n_estimators=2, weights=[1, -1]).fit(Xtr, Ytr)
 
 
+def test_ensemble_members_of_different_output_kernels_are_refused_before_any_fit(multilabel_data, monkeypatch):
+    """The members' output kernels were compared after fitting every member: the work was
+    wasted and the members (a list: the ensemble's own clones) fitted for nothing.  The
+    check is made with the parameters, before any member's fit, and the previous fit of the
+    ensemble is intact."""
+    Xtr, Ytr, Xte, _ = multilabel_data
+    kw = dict(output_sketch="subsample", m_y=10, regressor="kernel_ridge", regressor_params={"lam": 1e-3},
+              random_state=0)
+    ens = DSOKREnsemble([DSOKR(output_kernel="gaussian", **kw), DSOKR(output_kernel="gaussian", **kw)]).fit(Xtr, Ytr)
+    S = ens.predict_scores(Xte)
+    fits = []
+    monkeypatch.setattr(DSOKR, "fit", lambda self, *a, **k: fits.append(self) or self)
+    ens.set_params(estimator=[DSOKR(output_kernel="gaussian", **kw),
+                              DSOKR(output_kernel="gaussian", output_kernel_params={"gamma": 2.0}, **kw)])
+    with pytest.raises(ValueError, match=r"estimator: all ensemble members must use the same output kernel, "
+                                         r"got member 0: GaussianKernel.*; member 1: GaussianKernel.*'gamma': 2\.0"):
+        ens.fit(Xtr, Ytr)
+    assert fits == []  # no member was fitted
+    np.testing.assert_array_equal(ens.predict_scores(Xte), S)
+
+
 class WrongWidth(BaseEstimator):
     def fit(self, X, T):
         self.p_ = T.shape[1]

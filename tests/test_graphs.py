@@ -603,6 +603,14 @@ def test_self_loops_are_dropped_by_both_wl_kernels(cls):
 
 
 @pytest.mark.parametrize("k", [WLKernel(), CoreWLKernel()], ids=["wl", "core_wl"])
+def test_a_sample_that_is_not_a_graph_is_named_by_its_type(k):
+    """The type was given after a fixed article: "sample 0 is a ndarray", "a int"."""
+    for sample, kind in ((np.zeros(3), "ndarray"), (3, "int"), ("CCO", "str")):
+        with pytest.raises(TypeError, match=f"must be networkx graphs .*: sample 0 is of type {kind}"):
+            k.prepare([sample])
+
+
+@pytest.mark.parametrize("k", [WLKernel(), CoreWLKernel()], ids=["wl", "core_wl"])
 def test_a_single_graph_instead_of_a_list_is_named(k):
     from sprokr_graphs import GrakelKernel
 

@@ -136,6 +136,41 @@ def _refit_fails_and_keeps_the_fit(m, data, params, Xbad, match):
         m.predict(np.zeros((2, 5)))
 
 
+@pytest.mark.parametrize("kernel", ["precomputed", "text", "smiles_spectrum", "core_wl"])
+def test_regional_ridge_refuses_kernels_not_on_vectors_before_the_k_means(data, kernel, monkeypatch):
+    """The regions' ridges evaluate the kernel on (prepared) rows of the numeric inputs.
+    Another kernel failed after the k-means, inside a region's ridge, with the kernel's
+    internals (a precomputed kernel: "the right-hand samples must be training samples ...
+    a (21, 3) block"); it is refused at fit, naming ``kernel`` and the kind it must be, and
+    the previous fit is intact."""
+    import sklearn.cluster
+
+    if kernel == "smiles_spectrum":
+        pytest.importorskip("sprokr_chem")
+    if kernel == "core_wl":
+        pytest.importorskip("sprokr_graphs")
+    X, T, _ = data
+    m = LocalKernelRidgeRegressor(n_regions=3, random_state=0).fit(X, T)
+    before = m.predict(X[:5])
+
+    def no_kmeans(*args, **kwargs):
+        raise AssertionError("the k-means ran before the kernel was checked")
+
+    monkeypatch.setattr(sklearn.cluster, "MiniBatchKMeans", no_kmeans)
+    with pytest.raises(ValueError, match=f"kernel must be a vector kernel.*got '{kernel}'"):
+        m.set_params(kernel=kernel).fit(X, T)
+    np.testing.assert_array_equal(m.predict(X[:5]), before)
+
+
+@pytest.mark.parametrize("n", [40, 6])
+def test_regional_ridge_refuses_a_precomputed_gram(data, n):
+    """A training Gram as ``X`` with the precomputed kernel is refused too, even one small
+    enough to be the whole probe (the regions would take blocks of its rows)."""
+    X, T, _ = data
+    with pytest.raises(ValueError, match="kernel must be a vector kernel.*got 'precomputed'"):
+        LocalKernelRidgeRegressor(n_regions=2, kernel="precomputed", random_state=0).fit(X[:n] @ X[:n].T, T[:n])
+
+
 def test_float32_checks_failing_in_many_regions_give_one_warning():
     """A flat kernel fails the float32 check of every regional ridge: one LinAlgWarning for
     the fit (it was one per region: 16), naming how many and the range of the estimates;

@@ -10,6 +10,7 @@ from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV, PredefinedSplit
 
 from sprokr import DSOKR, IOKR, ISOKR, SIOKR, SISOKR, SketchedKernelMachine
+from sprokr.kernels import GaussianKernel, PrecomputedKernel
 from sprokr.metrics import f1_samples_scorer, ranks_from_scores
 from sprokr.model_selection import (
     LambdaSearchCV,
@@ -434,3 +435,46 @@ def test_validation_targets_of_another_width_are_refused(estimator):
             search.fit(X, Y, validation_data=(X[:10], Yv))
         assert not hasattr(search, "best_lam_")
     select_model(estimator, X, Y, lams=[1e-3, 1e-1], validation_data=(X[:10], Y[:10]))
+
+
+@pytest.mark.parametrize("estimator, name", [
+    (KernelRidgeRegressor(kernel="precomputed"), "kernel"),
+    (IOKR(input_kernel=PrecomputedKernel()), "input_kernel"),
+    (IOKR(output_kernel="precomputed"), "output_kernel"),
+], ids=["krr", "iokr-instance", "iokr-output"])
+def test_lambda_search_refuses_to_split_a_precomputed_gram(estimator, name, monkeypatch):
+    """A validation split takes rows of the Gram: blocks against all the samples, not a
+    square training Gram.  It failed inside the path's first kernel block ("Gram rows failed
+    on rows 0-48 ... it is a (48, 60) block"); it is refused before any work, naming
+    validation_fraction and the estimator's kernel, and a previous search is intact."""
+    import sprokr.model_selection._search as search_module
+
+    r = np.random.default_rng(0)
+    X, Y = r.normal(size=(60, 3)), r.normal(size=(60, 2))
+    search = LambdaSearchCV(KernelRidgeRegressor(), lams=[1e-3, 1e-1], random_state=0).fit(X, Y)
+    before = search.predict(X[:5])
+    G = X @ X.T
+    Xg, Yg = (X, G) if name == "output_kernel" else (G, Y)
+
+    def no_path(*args, **kwargs):
+        raise AssertionError("the lam path ran before the kernel was checked")
+
+    monkeypatch.setattr(search_module, "lambda_path", no_path)
+    with pytest.raises(ValueError, match=f"validation_fraction: .*the estimator's {name} is 'precomputed'.*"
+                                         f"give validation_data"):
+        search.set_params(estimator=estimator).fit(Xg, Yg)
+    np.testing.assert_array_equal(search.predict(X[:5]), before)
+
+
+def test_lambda_search_on_a_precomputed_gram_with_validation_data():
+    """The route the refusal above points to: the training Gram and the validation block
+    against the training samples search as the kernel itself does on the vectors."""
+    r = np.random.default_rng(0)
+    X, y = r.normal(size=(60, 3)), r.normal(size=60)
+    tr, va = np.arange(45), np.arange(45, 60)
+    k = GaussianKernel(gamma=0.5)
+    pre = LambdaSearchCV(KernelRidgeRegressor(kernel="precomputed"), lams=LAMS).fit(
+        k.pairwise(X[tr], X[tr]), y[tr], validation_data=(k.pairwise(X[va], X[tr]), y[va]))
+    vec = LambdaSearchCV(KernelRidgeRegressor(kernel=k), lams=LAMS).fit(X[tr], y[tr], validation_data=(X[va], y[va]))
+    assert pre.best_lam_ == vec.best_lam_
+    np.testing.assert_allclose(pre.scores_, vec.scores_, rtol=1e-8)

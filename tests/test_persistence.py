@@ -797,7 +797,7 @@ def test_loading_an_index_with_the_wrong_model_is_refused(fitted_structured, tmp
     assert isinstance(CandidateIndex.load(path, model=a), CandidateIndex)
     with pytest.raises(ValueError, match="built by another model"):
         sprokr.load(path, model=b)
-    with pytest.raises(TypeError, match="holds a CandidateIndex, not a SIOKR"):
+    with pytest.raises(TypeError, match="holds an object of type CandidateIndex, not of type SIOKR"):
         SIOKR.load(path)
 
 

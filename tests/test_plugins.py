@@ -176,7 +176,8 @@ def test_broken_factories_are_named(site):
     with pytest.warns(PluginWarning, match=r"plugin 'bad'.*'notcallable' was skipped.*not callable"):
         reg.register(Bad(), name="bad")
     assert "notcallable" not in reg.names("input_kernel")
-    with pytest.raises(PluginComponentError, match=r"'wrongtype' \(plugin 'bad'\).*returned a dict, not a Kernel"):
+    with pytest.raises(PluginComponentError,
+                       match=r"'wrongtype' \(plugin 'bad'\).*returned an object of type dict, not an instance of Kernel"):
         reg.create("input_kernel", "wrongtype", base=sprokr.Kernel)
     with pytest.raises(ImportError, match=r"'lazymissing' of plugin 'bad'.*nonexistent_mod"):
         reg.create("input_kernel", "lazymissing")

@@ -309,6 +309,46 @@ type = "smiles"
     assert "lambdas" in capsys.readouterr().err
 
 
+def test_command_line_writes_canonical_smiles_with_and_without_top_k(qm9, tmp_path):
+    """docs/cli.md: a MoleculeRetriever's predictions are written as canonical SMILES.  With
+    --top-k and a --candidates pool they were the pool's SMILES as given (written another
+    way than predict wrote them); both are now the retriever's own canonical SMILES."""
+    from sprokr.cli import main
+
+    X, queries, pool = qm9
+    # the pool as another program may write it: the same molecules, SMILES rooted at their last atom
+    written = [Chem.MolToSmiles(m, rootedAtAtom=m.GetNumAtoms() - 1) for m in map(Chem.MolFromSmiles, pool)]
+    assert sum(w != c for w, c in zip(written, canon(pool))) > len(pool) // 2
+    for name, rows in (("train.csv", X), ("test.csv", queries)):
+        with open(tmp_path / name, "w", newline="") as fh:
+            csv.writer(fh).writerows([["query", "target"]] + [[s, s] for s in rows])
+    (tmp_path / "pool.smi").write_text("".join(f"{s}\n" for s in written))
+    (tmp_path / "m.toml").write_text('''estimator = "MoleculeRetriever"
+random_state = 0
+[params]
+method = "iokr"
+output_kernel = "morgan_count_tanimoto"
+lams = [1e-2, 1e-4]
+input_grid = [{n = 4}]
+[input]
+column = "query"
+type = "smiles"
+[output]
+column = "target"
+type = "smiles"
+''')
+    assert main([str(a) for a in ("fit", "--config", tmp_path / "m.toml", "--train", tmp_path / "train.csv",
+                                  "-o", tmp_path / "m.sprokr")]) == 0
+    common = ("predict", tmp_path / "m.sprokr", "--input", tmp_path / "test.csv", "--candidates", tmp_path / "pool.smi")
+    assert main([str(a) for a in (*common, "-o", tmp_path / "best.csv")]) == 0
+    assert main([str(a) for a in (*common, "--top-k", "3", "-o", tmp_path / "top.csv")]) == 0
+    best = [r["prediction"] for r in csv.DictReader(open(tmp_path / "best.csv"))]
+    top = list(csv.DictReader(open(tmp_path / "top.csv")))
+    assert len(top) == 3 * len(queries) and {r["prediction"] for r in top} <= set(canon(pool))
+    assert [r["prediction"] for r in top if r["rank"] == "1"] == best  # rank 1 is what predict writes
+    assert set(best) <= set(canon(pool))
+
+
 def test_benchmark_script_smoke(tmp_path):
     out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "qm9_retriever.py"), "--data",
                           str(sample_path("qm9_sample.csv")), "--n-train", "200", "--n-test", "40",

@@ -312,8 +312,8 @@ def _model_and_config(path: str) -> Tuple[Any, Dict[str, Any]]:
         raise ConfigError(f"{path}: the configuration stored in this model is invalid: {exc}") from None
     model = load(path)
     if not callable(getattr(model, "predict", None)):  # a saved CandidateIndex, kernel ... given a configuration
-        raise ConfigError(f"{path}: holds a {type(model).__name__}, not a model (predict and evaluate take a model "
-                          "written by `sprokr fit`)")
+        raise ConfigError(f"{path}: holds an object of type {type(model).__name__}, not a model (predict and evaluate "
+                          "take a model written by `sprokr fit`)")
     return model, cfg
 
 
@@ -383,9 +383,15 @@ def cmd_predict(args: Any) -> int:
     with _step(f"predicting {args.input} with {args.model}"):
         if args.top_k is not None:
             D = model.predict_topk(X, k=args.top_k, candidates=C)
-            pool = C if C is not None else getattr(model, "candidates_", None) or model.default_index_.candidates
-            rows = [[q, r + 1, spec_out.write(pool[int(j)]), f"{s:.8g}"]
-                    for q in range(len(queries)) for r, (j, s) in enumerate(zip(D.indices[q], D.scores[q]))]
+            # the ranked candidates as the model gives them, as `predict` does below: a decoded
+            # result carrying its own (`outputs`, e.g. a MoleculeRetriever's canonical SMILES),
+            # else the pool's by index
+            ranked = getattr(D, "outputs", None)
+            if ranked is None:
+                pool = C if C is not None else getattr(model, "candidates_", None) or model.default_index_.candidates
+                ranked = [[pool[int(j)] for j in row] for row in D.indices]
+            rows = [[q, r + 1, spec_out.write(c), f"{s:.8g}"]
+                    for q in range(len(queries)) for r, (c, s) in enumerate(zip(ranked[q], D.scores[q]))]
             header = ["query", "rank", "prediction", "score"]
         else:
             P = model.predict(X, candidates=C) if structured else model.predict(X)
@@ -410,7 +416,7 @@ def _check_ranks(model: Any, *options: Tuple[str, Any]) -> None:
     """Refuse each given option of ``(option, value)`` when ``model`` does not rank candidates."""
     for option, given in options:
         if given is not None and not hasattr(model, "predict_topk"):
-            raise ConfigError(f"{option}: a {type(model).__name__} predicts values, it does not rank candidates")
+            raise ConfigError(f"{option}: {type(model).__name__} predicts values, it does not rank candidates")
 
 
 def cmd_evaluate(args: Any) -> int:

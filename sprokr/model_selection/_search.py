@@ -112,6 +112,26 @@ _KERNEL_PARAMS = (("input_kernel", "input_kernel_params", "input"), ("output_ker
                   ("kernel", "kernel_params", "input"))
 
 
+def _check_splittable(estimator):
+    """A validation split of the pairs takes rows of ``X`` and ``Y``: the rows of a
+    precomputed training Gram are blocks against ALL the samples, not a square Gram of the
+    training part and a block against it.  Such a kernel of ``estimator`` is refused, named
+    (it failed inside the path's first kernel block, "it is a (48, 60) block")."""
+    params = estimator.get_params(deep=False)
+    for name, _, side in _KERNEL_PARAMS:
+        spec = params.get(name)
+        if spec is not None and (spec if isinstance(spec, str) else getattr(spec, "name", None)) == "precomputed":
+            data, val = ("X", "X_val") if side == "input" else ("Y", "Y_val")
+            scoring = "" if side == "input" else (" (and a scoring of the predictions: the kernel-induced loss needs "
+                                                  "kernel values between validation outputs)")
+            raise ValueError(
+                f"validation_fraction: a validation split cannot be taken from a precomputed Gram (the "
+                f"estimator's {name} is 'precomputed': its rows held out would be blocks against all the samples, "
+                f"not against the training part); give validation_data=(X_val, Y_val) instead, with {data} the "
+                f"training Gram and {val} the kernel values between the validation and the training "
+                f"samples{scoring}")
+
+
 def _views(cache, train, val):
     """``(train, val)`` as views of one registered collection (as given when they are views
     of ``cache`` already)."""
@@ -187,6 +207,9 @@ class LambdaSearchCV(SaveMixin, BaseEstimator):
         :func:`retrieval_scorer`, called on a lightweight fitted copy per ``lam``.
     validation_fraction : float in (0, 1)
         Fraction of the pairs held out (seeded) when ``fit`` gets no ``validation_data``.
+        An estimator with a precomputed kernel cannot be split so (the held-out rows of a
+        Gram are not blocks against the training part): ``fit`` refuses it, and takes
+        ``validation_data`` (the training Gram and the validation block against it).
     refit : bool
         Refit the best ``lam`` on all the data given to ``fit`` (else ``best_estimator_`` is
         the copy fitted on the training part).
@@ -237,6 +260,8 @@ class LambdaSearchCV(SaveMixin, BaseEstimator):
             raise ValueError(f"method must be 'auto', 'eigh', 'cholesky' or 'refit', got {self.method!r}")
         if not hasattr(self.estimator, "get_params") or "lam" not in self.estimator.get_params(deep=False):
             raise ValueError(f"estimator must have a 'lam' parameter, got {type(self.estimator).__name__}")
+        if validation_data is None:
+            _check_splittable(self.estimator)
         rng = check_random_state(self.random_state)
         (Xtr, Ytr), (Xv, Yv) = _split(X, Y, validation_data, self.validation_fraction, rng)
         est = _seeded(self.estimator, rng)

@@ -519,8 +519,15 @@ class DSOKREnsemble(RenamedParametersMixin, OutputKernelModel, BaseEstimator):
         if isinstance(self.estimator, DSOKR):  # the members' random_state is the ensemble's draw
             clone(self.estimator).set_params(random_state=0).check_params()
         else:
-            for e in templates:
-                e.check_params()
+            # the output kernel a member fits with is the one its parameters resolve to:
+            # members that would not share one are refused before any of them is fitted
+            kernels: dict[str, int] = {}
+            for i, e in enumerate(templates):
+                ky = e._checked_params()["ky"]
+                kernels.setdefault(f"{type(ky).__name__}({ky.get_params()!r})", i)
+            if len(kernels) > 1:
+                shown = "; ".join(f"member {i}: {k}" for k, i in kernels.items())
+                raise ValueError(f"estimator: all ensemble members must use the same output kernel, got {shown}")
         return dict(vf=vf, templates=templates, w=w, decoder=decoder)
 
     def check_params(self) -> Self:
@@ -531,10 +538,11 @@ class DSOKREnsemble(RenamedParametersMixin, OutputKernelModel, BaseEstimator):
         ``n_estimators`` a positive integer, or a non-empty list of DSOKR; none setting
         ``validation_fraction``), ``weights`` (one non-negative number per member, positive
         sum), ``max_memory_mb``, and each member's parameters (:meth:`DSOKR.check_params`;
-        a repeated ``estimator`` without its ``random_state``, which the ensemble draws).
-        ``fit`` runs the same checks first, with the same messages; the checks that need
-        the data stay in ``fit`` (the members' own).  Nothing of the ensemble or of its
-        members is changed.
+        a repeated ``estimator`` without its ``random_state``, which the ensemble draws)
+        with their output kernels (one kernel: a list's members must resolve the same class
+        with the same parameters).  ``fit`` runs the same checks first, with the same
+        messages, before any member is fitted; the checks that need the data stay in
+        ``fit`` (the members' own).  Nothing of the ensemble or of its members is changed.
 
         Returns
         -------
@@ -562,10 +570,8 @@ class DSOKREnsemble(RenamedParametersMixin, OutputKernelModel, BaseEstimator):
         members = self._members(ps["templates"], rng)
         if validation_data is None and vf is not None:
             (X, Y), validation_data = validation_split(X, Y, vf, rng)
+        # (the members' output kernels are one: checked with the parameters, before fitting)
         fitted = [e.fit(X, Y, validation_data=validation_data) for e in members]
-        kernels = {type(e.output_kernel_).__name__ + repr(e.output_kernel_.get_params()) for e in fitted}
-        if len(kernels) > 1:
-            raise ValueError("all ensemble members must use the same output kernel")
         self.estimators_, self.weights_, self.aggregation_ = fitted, w / w.sum(), self.aggregation
         self.output_kernel_, self.decoder_ = fitted[0].output_kernel_, decoder
         if hasattr(fitted[0], "n_features_in_"):

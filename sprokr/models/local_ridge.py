@@ -59,6 +59,30 @@ class _LocalRidge(SaveMixin, R2ScoreMixin, RegressorMixin, BaseEstimator):
     #: ridges convert their own rows to float64, the neighbour ridge its neighbours' rows)
     target_dtype = np.float32
 
+    def _check_kernel_on(self, kernel: Kernel, X: Any, prepare: bool) -> None:
+        """The kernel on a few of the numeric input vectors, as the model calls it: a kernel
+        that does not take them (precomputed, text, SMILES, graphs) is refused by ``fit``,
+        naming ``kernel``, before any work on the data, instead of failing later with the
+        kernel's internals.  Any kernel that does take them is accepted (a third party's
+        too, whatever its class).
+
+        ``prepare``: the sample goes through ``kernel.prepare`` first, as a regional ridge
+        prepares its rows; it is then a part of the rows, as a region's are (a small
+        precomputed training Gram, whole, would pass: its rows are refused as the regions'
+        would be).  Without it (the neighbour ridge's ``predict``) the kernel gets the
+        vectors as they are."""
+        n = X.shape[0]
+        try:
+            sample = X[: min(n - 1 if prepare and n > 1 else n, 8)]
+            check_kernel_sample(kernel, kernel.prepare(sample) if prepare else sample, "kernel")
+        except Exception as exc:
+            if isinstance(exc, ValueError) and "kernel is not" in str(exc):  # asymmetric / indefinite: as is
+                raise
+            name = self.kernel if isinstance(self.kernel, str) else type(self.kernel).__name__
+            raise ValueError(f"kernel must be a vector kernel, evaluated on the numeric input vectors themselves "
+                             f"(e.g. 'gaussian', 'laplacian', 'linear', 'tanimoto'), got {name!r}, which failed on "
+                             f"them: {type(exc).__name__}: {exc}") from exc
+
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = True
@@ -83,7 +107,9 @@ class LocalKernelRidgeRegressor(_LocalRidge):
     kernel, kernel_params, lam, input_sketch, m_x, input_sketch_params, dtype, rcond, solver, chunk_size :
         As :class:`~sprokr.models.KernelRidgeRegressor`, for every region (``lam`` is each
         region's own ridge: ``1/n_r sum |g(x_i) - t_i|^2 + lam |g|^2``).  ``m_x``: support
-        points per region.
+        points per region.  The kernel is a vector kernel (default Gaussian): ``fit``
+        refuses one that does not take the numeric input vectors (precomputed, text,
+        SMILES, graphs), before the k-means.
     random_state : None, int or numpy.random.Generator
         Seeds the k-means and every region's sketch.
     verbose : bool
@@ -140,9 +166,10 @@ class LocalKernelRidgeRegressor(_LocalRidge):
         (:meth:`KernelRidgeRegressor.check_params`: ``lam``, ``dtype``, ``rcond``,
         ``chunk_size``, ``solver``, the kernel).  ``fit`` runs the same checks first, with
         the same messages; the checks that need the data stay in ``fit``: ``n_regions``
-        (between 1 and the number of samples) and the input sketch, which only regions
-        larger than ``m_x`` use (its name, parameters and sizes are checked by their
-        ridges).  Nothing of the estimator or of its parameters is changed.
+        (between 1 and the number of samples), the kernel on a few input vectors (a vector
+        kernel) and the input sketch, which only regions larger than ``m_x`` use (its
+        name, parameters and sizes are checked by their ridges).  Nothing of the estimator
+        or of its parameters is changed.
 
         Returns
         -------
@@ -180,6 +207,9 @@ class LocalKernelRidgeRegressor(_LocalRidge):
         R = self.n_regions
         if isinstance(R, bool) or not isinstance(R, (int, np.integer)) or not 1 <= R <= n:
             raise ValueError(f"n_regions must be an integer between 1 and the number of samples ({n}), got {R!r}")
+        # the regions' kernel on a few rows, before the k-means: a kernel of other samples is named
+        self._check_kernel_on(resolve_kernel(self.kernel, self.kernel_params, "input", np.dtype(np.float64), "kernel"),
+                              X, prepare=True)
         m_x = self.m_x
         rng = check_random_state(self.random_state)
         fit_rows = np.sort(rng.choice(n, KMEANS_MAX_SAMPLES, replace=False)) if n > KMEANS_MAX_SAMPLES \
@@ -278,21 +308,6 @@ class NeighbourKernelRidgeRegressor(_LocalRidge):
         check_chunk_size(self.chunk_size)
         return resolve_kernel(self.kernel, self.kernel_params, "input", np.dtype(np.float64), "kernel")
 
-    def _check_kernel_on(self, kernel: Kernel, X: Any) -> None:
-        """The kernel on a few of the numeric input vectors, as ``predict`` calls it (no
-        ``prepare``): a kernel that does not take them (precomputed, text, SMILES, graphs)
-        is refused by ``fit``, naming ``kernel``, instead of failing in every ``predict``.
-        Any kernel that does take them is accepted (a third party's too, whatever its class)."""
-        try:
-            check_kernel_sample(kernel, X[: min(X.shape[0], 8)], "kernel")
-        except Exception as exc:
-            if isinstance(exc, ValueError) and "kernel is not" in str(exc):  # asymmetric / indefinite: as is
-                raise
-            name = self.kernel if isinstance(self.kernel, str) else type(self.kernel).__name__
-            raise ValueError(f"kernel must be a vector kernel, evaluated on the numeric input vectors themselves "
-                             f"(e.g. 'gaussian', 'laplacian', 'linear', 'tanimoto'), got {name!r}, which failed on "
-                             f"them: {type(exc).__name__}: {exc}") from exc
-
     def check_params(self) -> Self:
         """Validate the parameters without data (clear errors naming them).
 
@@ -330,7 +345,7 @@ class NeighbourKernelRidgeRegressor(_LocalRidge):
         k = self.n_neighbors
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= n:
             raise ValueError(f"n_neighbors must be an integer between 1 and the number of samples ({n}), got {k!r}")
-        self._check_kernel_on(kernel, X)
+        self._check_kernel_on(kernel, X, prepare=False)
         chunk = check_chunk_size(self.chunk_size)  # (checked: check_params)
         # ---- fitted: learned state
         self.X_fit_, self.targets_, self.kernel_ = X, T, kernel

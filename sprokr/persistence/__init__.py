@@ -100,7 +100,7 @@ class SaveMixin:
         """Read an object saved with :meth:`save` and check that it is a ``cls``."""
         obj = load(path, **kwargs)
         if not isinstance(obj, cls):
-            raise TypeError(f"{path} holds a {type(obj).__name__}, not a {cls.__name__}")
+            raise TypeError(f"{path} holds an object of type {type(obj).__name__}, not of type {cls.__name__}")
         return obj
 
 
@@ -208,6 +208,7 @@ def load(path: PathLike, model: Any | None = None, mmap: bool = False) -> Any:
         # format knows no class of the layers above it
         check_owner = getattr(obj, "check_owner", None)
         if not callable(check_owner):
-            raise TypeError(f"model= is only for a saved CandidateIndex; {path} holds a {type(obj).__name__}")
+            raise TypeError(f"model= is only for a saved CandidateIndex; {path} holds an object of type "
+                            f"{type(obj).__name__}")
         check_owner(model, where=f"the {type(obj).__name__} in {path}")
     return obj

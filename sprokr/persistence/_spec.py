@@ -186,7 +186,7 @@ def check_metadata(value, where="metadata"):
                 raise ValueError(f"{where} has the key {k!r}; metadata keys must be strings")
             check_metadata(v, f"{where}[{k!r}]")
         return
-    raise ValueError(f"{where} holds a {type(value).__name__}; metadata must be plain JSON "
+    raise ValueError(f"{where} holds a value of type {type(value).__name__}; metadata must be plain JSON "
                      f"(dict with str keys, list, str, int, float, bool, None)")
 
 

@@ -96,7 +96,7 @@ def check_molecules(X: Any, kernel: str | None) -> list:
                         f"({accepted})") from None
     for i, x in enumerate(items):
         if not isinstance(x, (str, Chem.Mol)) and not is_molecule_graph(x):
-            raise TypeError(f"the samples must be molecules: {accepted}; sample {i} is a "
+            raise TypeError(f"the samples must be molecules: {accepted}; sample {i} is of type "
                             f"{type(x).__name__}")
     return items
 

@@ -42,7 +42,8 @@ def _to_mol(obj: Any) -> Optional[Mol]:
         from .graphs import graph_to_mol
 
         return graph_to_mol(obj)
-    raise ValueError(f"cannot draw a {type(obj).__name__} as a molecule (SMILES, RDKit Mol or molecule graph)")
+    raise ValueError(f"cannot draw an object of type {type(obj).__name__} as a molecule (SMILES, RDKit Mol or "
+                     f"molecule graph)")
 
 
 class MoleculeDepiction:

@@ -93,6 +93,12 @@ class RetrievedMolecules(NamedTuple):
     scores: np.ndarray
     indices: np.ndarray
 
+    @property
+    def outputs(self) -> list:
+        """The ranked molecules as :meth:`MoleculeRetriever.predict` gives them: ``smiles``
+        (the command line writes a decoded result's ``outputs``, docs/plugins.md)."""
+        return self.smiles
+
 
 def _amount(v):
     """An estimate in a message: whole seconds / MB, small ones in two digits ('0 s > 1e-09 s'
@@ -115,13 +121,13 @@ def _check_collection(X):
     """A TypeError naming ``X`` unless it is a collection of inputs (not None, a number or
     a single string): ``fit`` and the predictions check it before reading the inputs."""
     if isinstance(X, str) or not hasattr(X, "__len__") or np.ndim(X) == 0:
-        raise TypeError(f"X must be a sequence of SMILES or texts, or an array of numbers (n, d), not a "
-                        f"{type(X).__name__}")
+        raise TypeError(f"X must be a sequence of SMILES or texts, or an array of numbers (n, d), not an object of "
+                        f"type {type(X).__name__}")
 
 
 def _as_texts(X, name="X"):
     if isinstance(X, str) or not hasattr(X, "__len__"):
-        raise TypeError(f"{name} must be a sequence of texts, not a {type(X).__name__}")
+        raise TypeError(f"{name} must be a sequence of texts, not an object of type {type(X).__name__}")
     for i, x in enumerate(X):
         if not isinstance(x, str) or not x.strip():
             raise ValueError(f"{name}: expected a non-empty text at position {i}, got {x!r}")

@@ -12,7 +12,7 @@ __all__ = ["check_graph_sequence", "check_graph"]
 def check_graph_sequence(X: Any) -> None:
     """Refuse a single networkx graph where a sequence of graphs is expected."""
     # a networkx graph iterates over its nodes: without this, its first node would be
-    # reported as "sample 0 is a int"
+    # reported as "sample 0 is of type int"
     if isinstance(X, nx.Graph):
         raise TypeError("expected a sequence of graphs, got a single networkx graph (pass [G] for one "
                         "graph)")
@@ -28,7 +28,7 @@ def check_graph(G: Any, i: int, node_label: str | Sequence[str]) -> None:
                     "sprokr config, [output] type = \"molecule\"; or use a molecule kernel such as "
                     "'morgan_tanimoto' on the SMILES)")
         raise TypeError(f"the samples must be networkx graphs (the graph kernels wl, core_wl and grakel "
-                        f"take graphs): sample {i} is a {type(G).__name__}{hint}")
+                        f"take graphs): sample {i} is of type {type(G).__name__}{hint}")
     if G.is_directed():
         raise ValueError(f"graph {i}: the WL kernels here take undirected graphs")
     attrs = (node_label,) if isinstance(node_label, str) else tuple(node_label)

@@ -164,6 +164,25 @@ type = "molecule"
                         tmp_path / "pool.smi", "--json"], capsys)
     res = json.loads(out)
     assert code == 0 and res["truth_in_candidates"] == 1.0 and 0 < res["mrr"] <= 1
+    # a pool missing 10 of the 30 test molecules: they are misses, over all 30 (not metrics over
+    # the 20 found), and the count is named on stderr
+    (tmp_path / "part.smi").write_text("".join(f"{r['smiles']} {r['mol_id']}\n" for r in rows[:140]))
+    code, out, err = run(["evaluate", tmp_path / "m.sprokr", "--test", tmp_path / "test.csv", "--candidates",
+                          tmp_path / "part.smi", "--top-k", "3", "--json"], capsys)
+    part = json.loads(out)
+    assert code == 0 and part["truth_in_candidates"] == pytest.approx(20 / 30)
+    assert "10 of the 30 test molecules are not in" in err and "count as misses" in err
+    assert part["top1"] <= 20 / 30 and part["top3"] <= 20 / 30 and part["mrr"] <= 20 / 30 + 1e-12
+    # the 20 found alone, against the same pool: the same ranks, averaged over 20 instead of 30
+    with open(tmp_path / "found.csv", "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows[120:140])
+    alone = json.loads(run(["evaluate", tmp_path / "m.sprokr", "--test", tmp_path / "found.csv", "--candidates",
+                            tmp_path / "part.smi", "--top-k", "3", "--json"], capsys)[1])
+    assert alone["truth_in_candidates"] == 1.0 and alone["mrr"] > 0
+    for key in ("top1", "top3", "mrr"):
+        assert part[key] == pytest.approx(alone[key] * 20 / 30)
     bad = (tmp_path / "test.csv").read_text().splitlines()
     bad[2] = bad[2].replace(rows[121]["smiles"], "C1CC((", 1)
     (tmp_path / "bad.csv").write_text("\n".join(bad) + "\n")

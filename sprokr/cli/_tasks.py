@@ -44,6 +44,7 @@ import errno
 import json
 import sys
 import time
+import warnings
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Tuple
 
@@ -476,13 +477,21 @@ def _metrics(args: Any, model: Any, spec_out: ColumnSpec, canonical: Any, test: 
         truth = np.array([pos.get(s, -1) for s in canonical([str(v) for v in test.column(spec_out.columns[0])])])
         found = truth >= 0
         res["truth_in_candidates"] = float(found.mean())
+        # over every test molecule: one missing from the pool cannot be retrieved, so it
+        # counts as a miss (rank inf: not in the top k, reciprocal rank 0), and top-1 is
+        # the fraction of queries a user would get right with this pool
+        ranks = np.full(len(truth), np.inf)
         if found.any():
             S = np.asarray(model.predict_scores(X[found] if isinstance(X, np.ndarray) else
                                                 [x for x, f in zip(X, found) if f], candidates=C))
-            ranks = ranks_from_scores(S, truth[found])
-            k = args.top_k if args.top_k is not None else TOP_K
-            res.update({"top1": float(np.mean(ranks <= 1)), f"top{k}": float(np.mean(ranks <= k)),
-                        "mrr": mean_reciprocal_rank(None, ranks=ranks)})
+            ranks[found] = ranks_from_scores(S, truth[found])
+        if not found.all():
+            warnings.warn(f"--candidates: {int(np.count_nonzero(~found))} of the {len(truth)} test molecules are "
+                          f"not in {args.candidates} (matched by canonical form); they count as misses in "
+                          "top-1, top-k and MRR", UserWarning, stacklevel=2)
+        k = args.top_k if args.top_k is not None else TOP_K
+        res.update({"top1": float(np.mean(ranks <= 1)), f"top{k}": float(np.mean(ranks <= k)),
+                    "mrr": mean_reciprocal_rank(None, ranks=ranks)})
     else:
         P = np.asarray(model.predict(X), dtype=float).reshape(len(test), -1)
         Yt = np.asarray(Y, dtype=float).reshape(len(test), -1)

@@ -151,6 +151,26 @@ def test_select_model_refuses_lam_in_param_grid(tiny, grid):
     assert res["best_params"]["lam"] in (5.0, 0.5) and res["grid"][0]["params"] == {"rcond": 1e-10}
 
 
+@pytest.mark.parametrize("size", ["m_x", "m_y"])
+def test_select_model_refuses_a_size_in_param_grid_with_its_grid(tiny, size):
+    """param_grid={"m_x": [2, 5]} with m_x_grid: the m_x growth silently overrode the grid's
+    m_x; param_grid={"m_y": [2, 5]} with m_y_grid: the grid's m_y overrode the perfect-h
+    curve's choice.  Two names for one setting, refused before any fit."""
+    X, Y = tiny
+    scorer, calls = _spy()
+    for grid in ({size: [2, 5]}, [{"rcond": [1e-10]}, {size: np.array([2])}]):
+        with pytest.raises(ValueError, match=rf"^param_grid holds '{size}' \(\[2.*\), but {size}_grid chooses the "
+                                             rf"(input|output) sketch size: give the sizes as {size}_grid=\.\.\. only"):
+            select_model(_sisokr(), X, Y, lams=[1e-2], param_grid=grid, scoring=scorer, random_state=0,
+                         **{f"{size}_grid": [2, 4]})
+    assert calls == []
+    # without its grid, a size in param_grid is a parameter like any other (the other size's grid too)
+    other = {"m_x": "m_y", "m_y": "m_x"}[size]
+    res = select_model(_sisokr(), X, Y, lams=[1e-2], param_grid={size: [2, 5]}, random_state=0,
+                       **{f"{other}_grid": [2, 4]})
+    assert [g["params"][size] for g in res["grid"]] == [2, 5] and res["best_params"][size] in (2, 5)
+
+
 def _nan_at(gamma):
     """The kernel loss, NaN at every lam for the input kernel's ``gamma`` (a degenerate setting)."""
     from sprokr.model_selection import kernel_loss_scorer

@@ -145,6 +145,14 @@ def _cached_kernels(est, cache, X_train):
     return est.set_params(**new)
 
 
+def _grid_values(pgrid, name):
+    """The values of parameter ``name`` in the dicts of ``pgrid`` (a ParameterGrid), as text
+    for an error message ("" when no dict has it)."""
+    given = [v.tolist() if isinstance(v, np.ndarray) else list(v) for g in pgrid.param_grid
+             for k, v in g.items() if k == name]
+    return ", ".join(map(repr, given))
+
+
 def _check_extend(extend):
     if isinstance(extend, (bool, np.bool_)):
         return {"m_x", "m_y"} if extend else set()
@@ -401,6 +409,8 @@ def select_model(estimator: Any, X: Samples, Y: Samples, lams: ArrayLike | None 
     param_grid : dict or list of dicts, optional
         Estimator parameters to try (``sklearn.model_selection.ParameterGrid``), other than
         ``lam``: every point is scored at every value of ``lams`` (a ``lam`` here is refused).
+        Neither ``m_x`` with ``m_x_grid`` nor ``m_y`` with ``m_y_grid`` (refused: the grid
+        chooses that size); without its grid, a size here is a parameter like the others.
     m_y_grid, m_x_grid : increasing sequences of int, optional
         Sketch sizes drawn on the training part, each at most its number of pairs (checked before any fit;
         the sizes ``extend_grids`` adds stop there).
@@ -454,11 +464,17 @@ def select_model(estimator: Any, X: Samples, Y: Samples, lams: ArrayLike | None 
     if m_x_budget_s is not None:
         check_positive(m_x_budget_s, "m_x_budget_s")
     pgrid = ParameterGrid(param_grid if param_grid is not None else {})
-    given = [v.tolist() if isinstance(v, np.ndarray) else list(v) for g in pgrid.param_grid
-             for k, v in g.items() if k == "lam"]
+    given = _grid_values(pgrid, "lam")
     if given:  # (each point's lam path set lam from lams: these values were recorded, then overridden)
-        raise ValueError(f"param_grid holds 'lam' ({', '.join(map(repr, given))}), but every point is scored at each "
+        raise ValueError(f"param_grid holds 'lam' ({given}), but every point is scored at each "
                          f"value of lams: pass the ridge values as lams=... instead")
+    # one setting, two names: the m_x growth overrode a grid m_x, and a grid m_y overrode the
+    # perfect-h curve's choice (without its grid, a size in param_grid is a parameter like any other)
+    for size, sizes, side in (("m_x", m_x_grid, "input"), ("m_y", m_y_grid, "output")):
+        given = _grid_values(pgrid, size)
+        if sizes is not None and given:
+            raise ValueError(f"param_grid holds {size!r} ({given}), but {size}_grid chooses the {side} sketch size: "
+                             f"give the sizes as {size}_grid=... only")
     points = list(pgrid)
     if not points:  # (param_grid=[]: "every lam scored NaN" once the data were split and fitted)
         raise ValueError(f"param_grid holds no parameter point, got {param_grid!r}: give a dict, a non-empty "

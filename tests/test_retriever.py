@@ -238,14 +238,34 @@ def test_sketch_size_grids_take_integers_only(qm9, grid):
 
     X, _, _ = qm9
     for name in ("m_x_grid", "m_y_grid"):
-        with pytest.raises(ValueError, match=f"^{name} must be an increasing sequence of positive integers"):
+        with pytest.raises(ValueError, match=f"^{name} must be a non-empty increasing sequence of positive integers"):
             MoleculeRetriever(method="sisokr", **{name: grid}).fit(X[:20], X[:20])
     assert check_grid([20, 40.0, np.int64(80)], "m_x_grid") == [20, 40, 80]  # integral floats are sizes
 
 
+@pytest.mark.parametrize("grid", [[20, 40.0, np.int64(80)], [1], [2.5], [0, 4], [4, 4], [8, 4], [True, 40], [],
+                                  "20", 20, None, [float("inf")], [np.float32(3.0), 5], [20, 1000]])
+def test_check_grid_is_sprokr_check_sizes(grid):
+    """The plugin kept its own copy of select_model's size check (another message); it is
+    sprokr.model_selection.check_sizes now: the same values accepted, the same errors."""
+    from sprokr.model_selection import check_sizes
+    from sprokr_chem._selection import check_grid
+
+    def outcome(check, *args):
+        try:
+            return check(grid, "m_x_grid", *args)
+        except ValueError as exc:
+            return str(exc).split(", but ")[0]  # (the name of the part holding the samples differs)
+
+    assert outcome(check_grid) == (None if grid is None else outcome(check_sizes))
+    if grid is not None:
+        assert outcome(check_grid, 100) == outcome(check_sizes, 100)
+
+
 def test_sketch_size_grids_beyond_the_training_part_are_named(qm9):
     X, _, _ = qm9
-    with pytest.raises(ValueError, match="^m_y_grid holds the size 1000, but the model selection trains on"):
+    with pytest.raises(ValueError, match=r"^m_y_grid holds the size 1000, but the model selection's training part "
+                                         r"\(the rest of the training pairs validates\) has 16 samples: .* at most 16"):
         MoleculeRetriever(method="sisokr", m_y_grid=[4, 1000]).fit(X[:20], X[:20])
 
 

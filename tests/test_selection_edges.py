@@ -151,6 +151,26 @@ def test_select_model_refuses_lam_in_param_grid(tiny, grid):
     assert res["best_params"]["lam"] in (5.0, 0.5) and res["grid"][0]["params"] == {"rcond": 1e-10}
 
 
+@pytest.mark.parametrize("size", ["m_x", "m_y"])
+def test_select_model_refuses_a_size_in_param_grid_with_its_grid(tiny, size):
+    """param_grid={"m_x": [2, 5]} with m_x_grid: the m_x growth silently overrode the grid's
+    m_x; param_grid={"m_y": [2, 5]} with m_y_grid: the grid's m_y overrode the perfect-h
+    curve's choice.  Two names for one setting, refused before any fit."""
+    X, Y = tiny
+    scorer, calls = _spy()
+    for grid in ({size: [2, 5]}, [{"rcond": [1e-10]}, {size: np.array([2])}]):
+        with pytest.raises(ValueError, match=rf"^param_grid holds '{size}' \(\[2.*\), but {size}_grid chooses the "
+                                             rf"(input|output) sketch size: give the sizes as {size}_grid=\.\.\. only"):
+            select_model(_sisokr(), X, Y, lams=[1e-2], param_grid=grid, scoring=scorer, random_state=0,
+                         **{f"{size}_grid": [2, 4]})
+    assert calls == []
+    # without its grid, a size in param_grid is a parameter like any other (the other size's grid too)
+    other = {"m_x": "m_y", "m_y": "m_x"}[size]
+    res = select_model(_sisokr(), X, Y, lams=[1e-2], param_grid={size: [2, 5]}, random_state=0,
+                       **{f"{other}_grid": [2, 4]})
+    assert [g["params"][size] for g in res["grid"]] == [2, 5] and res["best_params"][size] in (2, 5)
+
+
 def _nan_at(gamma):
     """The kernel loss, NaN at every lam for the input kernel's ``gamma`` (a degenerate setting)."""
     from sprokr.model_selection import kernel_loss_scorer
@@ -273,3 +293,33 @@ def test_sketch_size_helpers_refuse_sizes_beyond_the_samples_before_any_fit(tiny
         perfect_h_curve(Y[:8], Y[8:], "gaussian", [2, 50])
     assert select_m_x(X[:8], Y[:8], X[8:], Y[8:], [2, 8], budget_s=100, n_iter_no_change=5, progress=False,
                       output_sketch="subsample", m_y=3)["m"] == [2, 8]
+
+
+def test_select_model_checks_every_point_at_the_largest_sizes_before_any_fit(tiny):
+    """Settings the estimator refuses were found only when a fit reached them: an m_x_grid
+    with input_sketch=None (or a sketch instance of another size) after the whole param_grid,
+    a bad value at the grid's second point after the first one's fit.  Every point is checked
+    (check_params, no data) at the largest sizes before any fit."""
+    from sprokr.sketches import SubSample
+
+    X, Y = tiny
+    scorer, calls = _spy()
+    kw = dict(lams=[1e-2], scoring=scorer, n_iter_no_change=5, random_state=0)
+    with pytest.raises(ValueError, match=r"^m_x=4 was given but input_sketch is None \(select_model: checked at "
+                                         r"m_x=4 \(the largest size m_x_grid may reach\)\)"):
+        select_model(SISOKR(output_sketch="subsample", m_y=3, random_state=0), X, Y, m_x_grid=[2, 4], **kw)
+    with pytest.raises(ValueError, match=r"^m_x=4 differs from the sketch instance's m=3 \(select_model: "):
+        select_model(_sisokr().set_params(input_sketch=SubSample(m=3)), X, Y, m_x_grid=[3, 4], **kw)
+    with pytest.raises(ValueError, match=r"rcond.*\(select_model: checked at the param_grid point \{'rcond': -1\.0\}, "
+                                         r"with m_y=4 \(the largest size m_y_grid may reach\)\)$"):
+        select_model(_sisokr(), X, Y, param_grid={"rcond": [1e-10, -1.0]}, m_y_grid=[2, 4], **kw)
+    assert calls == []
+    # an output sketch instance is drawn at the curve's sizes: not refused for its own m
+    res = select_model(_sisokr().set_params(output_sketch=SubSample(m=3)), X, Y, m_y_grid=[2, 4], **kw)
+    assert res["best_params"]["m_y"] in (2, 4) and calls
+    calls.clear()
+    # the extended growth's largest size is the training part's (9 pairs here)
+    with pytest.raises(ValueError, match=r"^m_x=9 differs from the sketch instance's m=3 .*m_x=9 \(the largest"):
+        select_model(_sisokr().set_params(input_sketch=SubSample(m=3)), X, Y, m_x_grid=[3], extend_grids=True,
+                     validation_fraction=3 / 12, **kw)
+    assert calls == []

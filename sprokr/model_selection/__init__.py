@@ -70,6 +70,9 @@ Sketch sizes on their own:
   ``Psi E^T`` instead of the ``p`` coordinates (computed once per output basis).
 * :func:`select_m_x` -- validation surrogate error of SIOKR for growing ``m_x`` until
   convergence or a training-time budget (the loop: :func:`grow_until_plateau`).
+* :func:`check_sizes` -- a grid of sketch sizes checked as every function here checks it
+  (increasing positive integers, at most the number of samples drawn on), for code with a
+  grid of its own.
 
 Their progress lines go to the ``sprokr.selection`` logger (shown on standard error with
 ``verbose=True``, see :mod:`sprokr.progress`).
@@ -96,7 +99,7 @@ from ._projected import LINEAR_REGRESSORS, ProjectedTargets
 from ._leverage import approximate_leverage_scores
 from ._scorers import kernel_loss_scorer, retrieval_scorer, surrogate_error
 from ._search import LambdaSearchCV, select_model
-from ._sketch_size import grow_until_plateau, perfect_h_curve, plateau_index, select_m_x
+from ._sketch_size import check_sizes, grow_until_plateau, perfect_h_curve, plateau_index, select_m_x
 from ._systems import EIGH_COST, LOW_RANK_FRACTION, gram_eigh
 
 __all__ = [
@@ -132,5 +135,6 @@ __all__ = [
     "plateau_index",
     "grow_until_plateau",
     "select_m_x",
+    "check_sizes",
     "approximate_leverage_scores",
 ]

@@ -18,7 +18,7 @@ from ..deprecation import renamed_keywords
 from ..persistence import SaveMixin
 from ..progress import user_stacklevel
 from ..utils import atomic_fit, check_finite, check_positive, check_random_state, concat_samples, consistent_read, \
-    frame_as_array, num_samples
+    frame_as_array, num_samples, reword_error
 from ._cache import SampleView, SelectionCache
 from ._lambda_path import DEFAULT_LAMS, check_lams, lambda_path
 from ._scorers import kernel_loss_scorer, resolve_scoring
@@ -163,6 +163,50 @@ def _cached_kernels(est, cache, X_train):
             kernel = cache.fitted_kernel(kernel, X_train)
         new[name], new[pname] = cache.kernel(kernel), None
     return est.set_params(**new)
+
+
+def _grid_values(pgrid, name):
+    """The values of parameter ``name`` in the dicts of ``pgrid`` (a ParameterGrid), as text
+    for an error message ("" when no dict has it)."""
+    given = [v.tolist() if isinstance(v, np.ndarray) else list(v) for g in pgrid.param_grid
+             for k, v in g.items() if k == name]
+    return ", ".join(map(repr, given))
+
+
+def _largest(sizes, extended, n_train):
+    """The largest size of a grid of sizes the selection may try: its last one, or, when
+    ``extend_grids`` extends it, the training part's size (where the doubling stops)."""
+    return max(sizes[-1], n_train) if extended else sizes[-1]
+
+
+def _check_points(estimator, points, lam, m_y, m_x, fixed_output):
+    """Check, without data, the parameters the selection's fits will set, before any fit.
+
+    For every point of ``points``, a clone of ``estimator`` with the point, ``lam`` (any value
+    of ``lams``: the paths set their own) and ``m_y`` (the largest size the perfect-h curve
+    may choose, if any) is checked by its ``check_params`` (nothing is fitted; an estimator
+    without one is not checked); with ``m_x`` (the largest size of the ``m_x`` growth, if
+    any), again at that size.  ``fixed_output``: the fits take the curve's output sketch at
+    ``m_y`` (an output sketch instance is checked resized, as the curve draws it).  The
+    estimator's error is re-raised with the point and the sizes appended.
+    """
+    if not callable(getattr(estimator, "check_params", None)):
+        return
+    for point in points:
+        sized = {} if m_y is None else {"m_y": m_y}
+        for sizes in [sized] + ([] if m_x is None else [{**sized, "m_x": m_x}]):
+            est = clone(estimator).set_params(**point, **sizes, lam=lam)
+            sketch = est.get_params(deep=False).get("output_sketch")
+            if fixed_output and isinstance(sketch, Sketch) and "m" in sketch.get_params(deep=False):
+                est.set_params(output_sketch=clone(sketch).set_params(m=m_y))
+            try:
+                est.check_params()
+            except (ValueError, TypeError) as exc:
+                where = [f"the param_grid point {point}"] if point else []
+                where += [f"{k}={v} (the largest size {k}_grid may reach)" for k, v in sizes.items()]
+                if where:
+                    raise reword_error(exc, f"{exc} (select_model: checked at {', with '.join(where)})")
+                raise
 
 
 def _check_extend(extend):
@@ -426,9 +470,13 @@ def select_model(estimator: Any, X: Samples, Y: Samples, lams: ArrayLike | None 
     param_grid : dict or list of dicts, optional
         Estimator parameters to try (``sklearn.model_selection.ParameterGrid``), other than
         ``lam``: every point is scored at every value of ``lams`` (a ``lam`` here is refused).
+        Neither ``m_x`` with ``m_x_grid`` nor ``m_y`` with ``m_y_grid`` (refused: the grid
+        chooses that size); without its grid, a size here is a parameter like the others.
     m_y_grid, m_x_grid : increasing sequences of int, optional
         Sketch sizes drawn on the training part, each at most its number of pairs (checked before any fit;
-        the sizes ``extend_grids`` adds stop there).
+        the sizes ``extend_grids`` adds stop there).  Before any fit, the estimator's
+        ``check_params`` (if it has one) also checks every point of ``param_grid`` at the
+        largest ``m_y``, and with ``m_x_grid`` at the largest ``m_x`` too (no data, no fit).
     scoring : as :class:`LambdaSearchCV`
     validation_fraction : float in (0, 1)
     validation_data : (X_val, Y_val), optional
@@ -473,17 +521,25 @@ def select_model(estimator: Any, X: Samples, Y: Samples, lams: ArrayLike | None 
         raise ValueError(f"estimator must have a 'lam' parameter, got {type(estimator).__name__}")
     # the grids named before any fit (the m_x growth comes after the whole param_grid)
     m_y_grid = None if m_y_grid is None else check_sizes(m_y_grid, "m_y_grid")
+    if m_y_grid is not None and estimator.get_params(deep=False).get("output_sketch") is None:
+        raise ValueError("m_y_grid needs an estimator with an output sketch (output_sketch is None)")
     m_x_grid = None if m_x_grid is None else check_sizes(m_x_grid, "m_x_grid")
     if m_x_grid is not None:
         _sketch_size_param(estimator)  # (else refused once the whole param_grid was fitted)
     if m_x_budget_s is not None:
         check_positive(m_x_budget_s, "m_x_budget_s")
     pgrid = ParameterGrid(param_grid if param_grid is not None else {})
-    given = [v.tolist() if isinstance(v, np.ndarray) else list(v) for g in pgrid.param_grid
-             for k, v in g.items() if k == "lam"]
+    given = _grid_values(pgrid, "lam")
     if given:  # (each point's lam path set lam from lams: these values were recorded, then overridden)
-        raise ValueError(f"param_grid holds 'lam' ({', '.join(map(repr, given))}), but every point is scored at each "
+        raise ValueError(f"param_grid holds 'lam' ({given}), but every point is scored at each "
                          f"value of lams: pass the ridge values as lams=... instead")
+    # one setting, two names: the m_x growth overrode a grid m_x, and a grid m_y overrode the
+    # perfect-h curve's choice (without its grid, a size in param_grid is a parameter like any other)
+    for size, sizes, side in (("m_x", m_x_grid, "input"), ("m_y", m_y_grid, "output")):
+        given = _grid_values(pgrid, size)
+        if sizes is not None and given:
+            raise ValueError(f"param_grid holds {size!r} ({given}), but {size}_grid chooses the {side} sketch size: "
+                             f"give the sizes as {size}_grid=... only")
     points = list(pgrid)
     if not points:  # (param_grid=[]: "every lam scored NaN" once the data were split and fitted)
         raise ValueError(f"param_grid holds no parameter point, got {param_grid!r}: give a dict, a non-empty "
@@ -500,6 +556,15 @@ def select_model(estimator: Any, X: Samples, Y: Samples, lams: ArrayLike | None 
     if m_x_grid is not None and _sketches_training_inputs(estimator, points):
         check_sizes(m_x_grid, "m_x_grid", n_train, part)
     extend = _check_extend(extend_grids)
+    # the fits take the perfect-h curve's output sketch unless the grid sets the output sketch
+    fixed_output = m_y_grid is not None and not any(set(g) & {"output_sketch", "output_sketch_params"}
+                                                    for g in pgrid.param_grid)
+    # every point's parameters, at the largest sizes the selection may set, checked without
+    # data before any fit (the m_x growth found, e.g., an m_x without an input sketch only
+    # once the whole param_grid had been fitted)
+    _check_points(estimator, points, float(lams[0]),
+                  None if m_y_grid is None else _largest(m_y_grid, "m_y" in extend, n_train),
+                  None if m_x_grid is None else _largest(m_x_grid, "m_x" in extend, n_train), fixed_output)
     if cache is not None:
         if not isinstance(cache, SelectionCache):
             raise TypeError(f"cache must be a SelectionCache or None, got {type(cache).__name__}")
@@ -516,8 +581,6 @@ def select_model(estimator: Any, X: Samples, Y: Samples, lams: ArrayLike | None 
     ph, fixed_y = None, None
     if m_y_grid is not None:
         params = configured({}).get_params(deep=False)
-        if params.get("output_sketch") is None:
-            raise ValueError("m_y_grid needs an estimator with an output sketch (output_sketch is None)")
         ph = perfect_h_curve(Ytr, Yv, params["output_kernel"], m_y_grid, sketch=params["output_sketch"],
                              sketch_params=params.get("output_sketch_params"),
                              output_kernel_params=params.get("output_kernel_params"),
@@ -530,8 +593,7 @@ def select_model(estimator: Any, X: Samples, Y: Samples, lams: ArrayLike | None 
         # drawing its input sketch first (SISOKR) would otherwise draw, factorise and
         # project an output sketch of its own, at m_y ~ n the larger part of a fit
         plateau_sketch = ph.pop("plateau_sketch")
-        grids = [param_grid or {}] if param_grid is None or isinstance(param_grid, Mapping) else param_grid
-        if not set().union(*grids) & {"m_y", "output_sketch", "output_sketch_params"}:
+        if fixed_output:  # (an m_y in param_grid was refused with m_y_grid)
             fixed_y = plateau_sketch
 
     drawn = {}  # id of a grid record -> the output sketch matrix its fit drew

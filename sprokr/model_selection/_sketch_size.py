@@ -23,7 +23,7 @@ if TYPE_CHECKING:  # imported for the annotations only
     from ..sketches.base import Sketch
     from ..types import PathLike, RandomStateLike, Samples
 
-__all__ = ["perfect_h_curve", "plateau_index", "grow_until_plateau", "select_m_x"]
+__all__ = ["perfect_h_curve", "plateau_index", "grow_until_plateau", "select_m_x", "check_sizes"]
 
 _LOGGER = get_logger("selection")
 
@@ -66,6 +66,12 @@ def plateau_index(values: ArrayLike, greater_is_better: bool = False, rtol: floa
 def check_sizes(grid: Any, name: str, upper: int | None = None, part: str = "the training data") -> list[int]:
     """A grid of sketch sizes as a list of int, or a ValueError naming ``name``.
 
+    The check of every sketch-size grid of :mod:`sprokr.model_selection`
+    (:func:`select_model`'s ``m_x_grid`` / ``m_y_grid``, the ``m_grid`` of
+    :func:`perfect_h_curve` and :func:`select_m_x`), public for code that takes such a grid
+    of its own (e.g. a plugin's selection) and should accept and refuse the same values,
+    before any of its fits.
+
     Parameters
     ----------
     grid : sequence of int
@@ -83,6 +89,23 @@ def check_sizes(grid: Any, name: str, upper: int | None = None, part: str = "the
     Returns
     -------
     list of int
+        The sizes, in the grid's order.
+
+    Raises
+    ------
+    ValueError
+        ``grid`` is not a non-empty increasing sequence of positive integers, or (with
+        ``upper``) its last size is larger than ``upper``; the message names ``name``.
+
+    Examples
+    --------
+    >>> from sprokr.model_selection import check_sizes
+    >>> check_sizes([100, 200.0, 400], "m_x_grid", upper=500)
+    [100, 200, 400]
+    >>> check_sizes([100, 1000], "m_x_grid", upper=500, part="the training part")
+    Traceback (most recent call last):
+    ...
+    ValueError: m_x_grid holds the size 1000, but the training part has 500 samples: a sketch draws at most one column per sample, so the sizes must be at most 500
     """
     items = list(grid) if np.iterable(grid) and not isinstance(grid, (str, bytes)) else []
     sizes = []

@@ -8,7 +8,6 @@ DSOKR: the ridge on the input kernel's Nystrom features) and refits a chosen DSO
 """
 from __future__ import annotations
 
-import numbers
 import time
 from typing import Any
 
@@ -16,6 +15,7 @@ import numpy as np
 from sklearn.base import clone
 
 from sprokr.kernels import resolve_kernel
+from sprokr.model_selection import check_sizes
 from sprokr.progress import log_estimator
 from sprokr.utils import take
 
@@ -64,35 +64,30 @@ def default_sizes(n: int) -> list:
 
 
 def check_grid(grid: Any, name: str, upper: int | None = None) -> list | None:
-    """An increasing sequence of positive integer sizes (None: None), or a ValueError naming ``name``.
+    """A grid of sketch sizes as a list of int (None: None), or a ValueError naming ``name``.
 
-    Integral floats (``3.0``) are sizes; ``2.5``, a bool or a string is refused, not truncated.
-    ``upper``: the largest size allowed (the selection's training part: a sketch draws at
-    most one column per sample).
+    :func:`sprokr.model_selection.check_sizes` (the check of ``select_model``'s grids): a
+    non-empty increasing sequence of positive integers; integral floats (``3.0``) are sizes,
+    ``2.5``, a bool or a string is refused, not truncated.
+
+    Parameters
+    ----------
+    grid : sequence of int or None
+        The sizes (None: the default grid, chosen by the caller).
+    name : str
+        The argument's name in the error messages (``m_x_grid``, ``m_y_grid``).
+    upper : int, optional
+        The largest size allowed: the selection's training part (a sketch draws at most one
+        column per sample).
+
+    Returns
+    -------
+    list of int or None
     """
     if grid is None:
         return None
-    items = list(grid) if np.iterable(grid) and not isinstance(grid, (str, bytes)) else []
-    sizes = [s for s in map(_size, items) if s is not None]
-    if not items or len(sizes) != len(items) or any(v < 1 for v in sizes) or \
-            any(b <= a for a, b in zip(sizes, sizes[1:])):
-        raise ValueError(f"{name} must be an increasing sequence of positive integers, got {grid!r}")
-    if upper is not None and sizes[-1] > upper:
-        raise ValueError(f"{name} holds the size {sizes[-1]}, but the model selection trains on {upper} of the "
-                         f"training pairs (the rest validates): sizes must be at most {upper}")
-    return sizes
-
-
-def _size(v: Any) -> int | None:
-    """``v`` as an int when it is an integer (or an integral float), else None."""
-    if isinstance(v, (bool, np.bool_)):
-        return None
-    if isinstance(v, (numbers.Integral, np.integer)):
-        return int(v)
-    if isinstance(v, (numbers.Real, np.floating)):
-        f = float(v)
-        return int(f) if f.is_integer() else None  # nan and inf are not integers
-    return None
+    return check_sizes(grid, name, upper, "the model selection's training part (the rest of the training pairs "
+                                          "validates)")
 
 
 def check_dict_list(grid: Any, name: str) -> list:

@@ -478,3 +478,24 @@ def test_lambda_search_on_a_precomputed_gram_with_validation_data():
     vec = LambdaSearchCV(KernelRidgeRegressor(kernel=k), lams=LAMS).fit(X[tr], y[tr], validation_data=(X[va], y[va]))
     assert pre.best_lam_ == vec.best_lam_
     np.testing.assert_allclose(pre.scores_, vec.scores_, rtol=1e-8)
+
+
+def test_select_model_refuses_to_split_a_precomputed_gram(monkeypatch):
+    """select_model splits as LambdaSearchCV does: a precomputed Gram, on the estimator or set
+    by a param_grid point, is refused before any path runs (it failed inside the first
+    point's kernel block), naming validation_fraction and the kernel."""
+    import sprokr.model_selection._search as search_module
+
+    r = np.random.default_rng(0)
+    X = r.normal(size=(60, 3))
+    G, Y = X @ X.T, r.normal(size=(60, 2))
+
+    def no_path(*args, **kwargs):
+        raise AssertionError("the lam path ran before the kernel was checked")
+
+    monkeypatch.setattr(search_module, "lambda_path", no_path)
+    with pytest.raises(ValueError, match="validation_fraction: .*the estimator's input_kernel is 'precomputed'"):
+        select_model(SISOKR(input_kernel="precomputed"), G, Y, lams=[1e-3])
+    with pytest.raises(ValueError, match="validation_fraction: .*the estimator's input_kernel is 'precomputed'"):
+        select_model(SISOKR(), G, Y, lams=[1e-3],
+                     param_grid=[{"input_kernel": ["gaussian"]}, {"input_kernel": ["precomputed"]}])

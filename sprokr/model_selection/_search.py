@@ -544,6 +544,9 @@ def select_model(estimator: Any, X: Samples, Y: Samples, lams: ArrayLike | None 
     if not points:  # (param_grid=[]: "every lam scored NaN" once the data were split and fitted)
         raise ValueError(f"param_grid holds no parameter point, got {param_grid!r}: give a dict, a non-empty "
                          f"list of dicts, or None (the estimator's own parameters)")
+    if validation_data is None:  # (a precomputed Gram failed inside the first point's path)
+        for point in points:
+            _check_splittable(clone(estimator).set_params(**point))
     rng = check_random_state(random_state)
     (Xtr, Ytr), (Xv, Yv) = _split(X, Y, validation_data, validation_fraction, rng)
     n_train = num_samples(Ytr, "Y")

@@ -433,19 +433,26 @@ def _count_on(value: Any, name: str, n: int, auto: int) -> int:
 def _targets(y: Any, n: int, owner: str) -> tuple[np.ndarray, bool]:
     """``(T, scalar)``: the targets as an (n, p) float array and whether they were 1-D.
 
-    Float targets are checked in row blocks and used as they are (each region's ridge
-    converts its own rows to float64): at 1.58 M x 512 a float64 copy of float32 targets
-    would be 6.5 GB.  Anything else goes through the ridge's own check (a float64 copy)."""
-    from ._targets import check_targets
+    Float targets are checked in row blocks (finite, and not so large that the sums of
+    their squares overflow, as :func:`check_targets` checks) and used as they are (each
+    region's ridge converts its own rows to float64): at 1.58 M x 512 a float64 copy of
+    float32 targets would be 6.5 GB.  Anything else goes through the ridge's own check (a
+    float64 copy)."""
+    from ._targets import check_target_scale, check_targets
 
     T = y if isinstance(y, np.ndarray) else None
     if T is None or T.dtype.kind != "f" or T.ndim not in (1, 2):
         return check_targets(y, n, owner)
     if T.shape[0] != n:
         raise ValueError(f"X and y have different numbers of samples: {n} and {T.shape[0]}")
+    big = 0.0
     for s in range(0, n, 65536):
-        if not np.isfinite(T[s:s + 65536]).all():
+        block = T[s:s + 65536]
+        if not np.isfinite(block).all():
             raise ValueError("y contains NaN or infinite values")
+        if block.size:  # max and min: no |block| copy
+            big = max(big, abs(float(block.max())), abs(float(block.min())))
+    check_target_scale(big, T.size, owner)
     return T.reshape(n, -1), T.ndim == 1
 
 

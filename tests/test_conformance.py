@@ -16,7 +16,7 @@ from sprokr import (
     RFFKernelMachine,
     SketchedKernelMachine,
 )
-from sprokr.models import KernelRidgeRegressor
+from sprokr.models import KernelRidgeRegressor, LocalKernelRidgeRegressor, NeighbourKernelRidgeRegressor
 
 ESTIMATORS = [
     SketchedKernelMachine(),
@@ -35,6 +35,11 @@ ESTIMATORS = [
     DSOKR(m_y=3, regressor_params={"max_epochs": 5}, random_state=0),  # the default MLP surrogate
     DSOKREnsemble(DSOKR(m_y=3, regressor="kernel_ridge"), n_estimators=2, random_state=0),
     KernelRidgeRegressor(),
+    LocalKernelRidgeRegressor(),  # n_regions="auto": min(16, n_samples)
+    NeighbourKernelRidgeRegressor(),  # n_neighbors="auto": min(8, n_samples)
+    # explicit counts: refused on the 1-sample check, the message naming n_samples=1
+    LocalKernelRidgeRegressor(n_regions=2, m_x=40, random_state=0),  # sketched regions on the 200-sample checks
+    NeighbourKernelRidgeRegressor(n_neighbors=2),
 ]
 
 

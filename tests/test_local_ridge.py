@@ -103,10 +103,12 @@ def test_sparse_inputs_and_one_dimensional_targets(data):
     ({"n_regions": 0}, None, "n_regions"),
     ({"n_regions": 10_000}, None, "n_regions"),
     ({"n_regions": 2.5}, None, "n_regions"),
+    ({"n_regions": "AUTO"}, None, "n_regions"),
     ({"m_x": 0}, None, "m_x"),
     ({}, "strings", "X must hold numbers"),
     ({}, "nan", "NaN"),
     ({}, "nan_y", "NaN"),
+    ({}, "huge_y", "y holds values up to .*: LocalKernelRidgeRegressor's losses"),  # before the k-means
     ({"lam": -1.0}, None, "lam"),
     ({"kernel": "no_such_kernel"}, None, "no_such_kernel"),
 ])
@@ -124,6 +126,8 @@ def _refit_fails_and_keeps_the_fit(m, data, params, Xbad, match):
     if Xbad == "nan_y":
         Tf = T.astype(np.float32)
         Tf[5, 2] = np.inf
+    if Xbad == "huge_y":  # float targets are used as given: their scale is checked too
+        Tf = T * 1e200
     if Xbad == "strings":
         Xf = np.array([["a", "b"]] * X.shape[0])
     elif Xbad == "nan":
@@ -222,6 +226,40 @@ def test_dsokr_with_regional_ridges_predicts_and_survives_saving(data, tmp_path)
     np.testing.assert_array_equal(again.predict(Xq, candidates=Y), pred)
 
 
+@pytest.mark.parametrize("cls, name, auto", [(LocalKernelRidgeRegressor, "n_regions", 16),
+                                             (NeighbourKernelRidgeRegressor, "n_neighbors", 8)])
+def test_auto_count_is_the_former_default_or_every_sample(data, cls, name, auto):
+    """The default ``"auto"`` is the former default count (16 regions, 8 neighbours) on a
+    training set at least that large, with the same predictions, and one region (or
+    neighbour) per sample on a smaller one, where the former default was refused."""
+    X, T, Xq = data
+    kw = {"random_state": 0} if cls is LocalKernelRidgeRegressor else {}
+    assert cls().get_params()[name] == "auto"
+    np.testing.assert_array_equal(cls(**kw).fit(X, T).predict(Xq), cls(**{name: auto}, **kw).fit(X, T).predict(Xq))
+    small = slice(0, 360, 72)  # 5 samples, from the three blobs
+    np.testing.assert_array_equal(cls(**kw).fit(X[small], T[small]).predict(Xq),
+                                  cls(**{name: 5}, **kw).fit(X[small], T[small]).predict(Xq))
+    if cls is NeighbourKernelRidgeRegressor:
+        assert cls().fit(X[small], T[small]).n_neighbors_ == 5
+    one = cls(**kw).fit(X[:1], T[:1])  # one sample: one region, one neighbour
+    assert one.predict(Xq).shape == (Xq.shape[0], T.shape[1])
+
+
+@pytest.mark.parametrize("cls, name", [(LocalKernelRidgeRegressor, "n_regions"),
+                                       (NeighbourKernelRidgeRegressor, "n_neighbors")])
+def test_explicit_count_above_the_samples_is_refused_naming_n_samples(data, cls, name):
+    """As scikit-learn's KMeans refuses more clusters than samples: an explicit count is
+    not clipped; the message names the parameter and ``n_samples`` (scikit-learn's
+    one-sample pattern ``n_samples=1``)."""
+    X, T, _ = data
+    for n in (1, 4):
+        with pytest.raises(ValueError, match=rf"^{name} must be an integer between 1 and the number of samples "
+                                             rf"\(n_samples={n}\), or 'auto' .*, got {n + 1}$"):
+            cls(**{name: n + 1}).fit(X[:n], T[:n])
+    fitted = cls(**{name: 4}).fit(X[:4], T[:4])  # n itself is taken
+    assert (fitted.n_neighbors_ if name == "n_neighbors" else fitted.region_sizes_.sum()) == 4
+
+
 # ---------------------------------------------------------------- NeighbourKernelRidgeRegressor
 def _naive_neighbour_ridge(X, T, Xq, k, g, lam):
     """Each query's own dense ridge on its k nearest training rows (ties: smaller index)."""
@@ -291,10 +329,12 @@ def test_neighbour_ridge_fitted_on_dense_inputs_takes_sparse_queries(data, chunk
     ({"n_neighbors": 0}, None, "n_neighbors"),
     ({"n_neighbors": 10_000}, None, "n_neighbors"),
     ({"n_neighbors": 2.5}, None, "n_neighbors"),
+    ({"n_neighbors": "all"}, None, "n_neighbors"),
     ({"chunk_size": 0}, None, "chunk_size"),
     ({}, "strings", "X must hold numbers"),
     ({}, "nan", "NaN"),
     ({}, "nan_y", "NaN"),
+    ({}, "huge_y", "y holds values up to .*: NeighbourKernelRidgeRegressor's losses"),
     ({"lam": 0.0}, None, "lam"),
     ({"kernel": "no_such_kernel"}, None, "no_such_kernel"),
 ])

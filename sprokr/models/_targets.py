@@ -18,7 +18,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..utils import check_dense, check_numeric_array, num_samples
 
-__all__ = ["check_targets", "check_score_data", "R2ScoreMixin"]
+__all__ = ["check_targets", "check_target_scale", "check_score_data", "R2ScoreMixin"]
 
 #: ``log10`` of the largest sum of squared targets accepted (float64 overflows at ~1.8e308;
 #: a margin of 1e8 for the sums of residuals, gradients and duality gaps built from them)
@@ -49,17 +49,37 @@ def check_targets(y: ArrayLike, n: int, owner: str = "this estimator") -> tuple[
         raise ValueError(f"X and y have different numbers of samples: {n} and {Y.shape[0]}")
     if not np.all(np.isfinite(Y)):
         raise ValueError("y contains NaN or infinite values")
-    big = float(np.max(np.abs(Y))) if Y.size else 0.0
-    # the losses, their duality gaps and the R^2 / D^2 scores sum squared residuals over
-    # the samples: refuse targets whose squares overflow float64 (a fit would only produce
-    # inf or NaN, slowly)
-    if big > 0 and 2 * np.log10(big) + np.log10(Y.size) > _MAX_LOG10_SQUARES:
-        raise ValueError(f"y holds values up to {big:.3g}: {owner}'s losses and scores sum squared "
-                         f"residuals, which overflow float64 at this scale (|y| must stay below "
-                         f"{10 ** ((_MAX_LOG10_SQUARES - np.log10(Y.size)) / 2):.3g} for {Y.size} targets); "
-                         f"rescale y (e.g. divide it by a constant)")
+    check_target_scale(float(np.max(np.abs(Y))) if Y.size else 0.0, Y.size, owner)
     scalar = Y.ndim == 1
     return (Y[:, None] if scalar else Y), scalar
+
+
+def check_target_scale(big: float, size: int, owner: str = "this estimator") -> None:
+    """Refuse finite targets too large for the sums of their squares.
+
+    The losses, their duality gaps and the R^2 / D^2 scores sum squared residuals over the
+    samples: targets whose squares overflow float64 are refused (a fit would only produce
+    inf or NaN, slowly, or a fitted model that ``score`` then refuses).
+
+    Parameters
+    ----------
+    big : float
+        The largest absolute target value.
+    size : int
+        The number of target values (samples times columns).
+    owner : str, default="this estimator"
+        The estimator named in the message.
+
+    Raises
+    ------
+    ValueError
+        The targets are too large (the message names y and says how to rescale it).
+    """
+    if big > 0 and 2 * np.log10(big) + np.log10(size) > _MAX_LOG10_SQUARES:
+        raise ValueError(f"y holds values up to {big:.3g}: {owner}'s losses and scores sum squared "
+                         f"residuals, which overflow float64 at this scale (|y| must stay below "
+                         f"{10 ** ((_MAX_LOG10_SQUARES - np.log10(size)) / 2):.3g} for {size} targets); "
+                         f"rescale y (e.g. divide it by a constant)")
 
 
 def check_score_data(X: Any, y: Any, owner: str, n_outputs: int,

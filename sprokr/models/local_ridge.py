@@ -50,6 +50,10 @@ __all__ = ["LocalKernelRidgeRegressor", "NeighbourKernelRidgeRegressor"]
 
 #: samples the k-means of the regions is fitted on at most (seeded sub-sample)
 KMEANS_MAX_SAMPLES = 200_000
+#: regions of ``n_regions="auto"`` (:class:`LocalKernelRidgeRegressor`), at most one per sample
+AUTO_REGIONS = 16
+#: neighbours of ``n_neighbors="auto"`` (:class:`NeighbourKernelRidgeRegressor`), at most the samples
+AUTO_NEIGHBORS = 8
 
 
 class _LocalRidge(SaveMixin, R2ScoreMixin, RegressorMixin, BaseEstimator):
@@ -102,8 +106,12 @@ class LocalKernelRidgeRegressor(_LocalRidge):
 
     Parameters
     ----------
-    n_regions : int
-        Number of regions ``R`` (at most the number of training samples).
+    n_regions : int or "auto", default="auto"
+        Number of regions ``R``: an integer between 1 and the number of training samples
+        (a larger one is refused by ``fit``, naming ``n_samples``, as scikit-learn's
+        ``KMeans`` refuses more clusters than samples), or ``"auto"``:
+        ``min(16, n_samples)``, 16 regions on any training set of at least 16 samples
+        (the former default of 16) and one per sample on a smaller one.
     kernel, kernel_params, lam, input_sketch, m_x, input_sketch_params, dtype, rcond, solver, chunk_size :
         As :class:`~sprokr.models.KernelRidgeRegressor`, for every region (``lam`` is each
         region's own ridge: ``1/n_r sum |g(x_i) - t_i|^2 + lam |g|^2``).  ``m_x``: support
@@ -129,7 +137,7 @@ class LocalKernelRidgeRegressor(_LocalRidge):
     fit_times_ : dict of phase -> seconds
     """
 
-    def __init__(self, n_regions: int = 16, kernel: str | Kernel = "gaussian",
+    def __init__(self, n_regions: int | str = "auto", kernel: str | Kernel = "gaussian",
                  kernel_params: Mapping[str, Any] | None = None, lam: float = 1e-5,
                  input_sketch: str | Sketch | None = "subsample", m_x: int | None = 1000,
                  input_sketch_params: Mapping[str, Any] | None = None, dtype: DTypeLike = "float64",
@@ -166,10 +174,10 @@ class LocalKernelRidgeRegressor(_LocalRidge):
         (:meth:`KernelRidgeRegressor.check_params`: ``lam``, ``dtype``, ``rcond``,
         ``chunk_size``, ``solver``, the kernel).  ``fit`` runs the same checks first, with
         the same messages; the checks that need the data stay in ``fit``: ``n_regions``
-        (between 1 and the number of samples), the kernel on a few input vectors (a vector
-        kernel) and the input sketch, which only regions larger than ``m_x`` use (its
-        name, parameters and sizes are checked by their ridges).  Nothing of the estimator
-        or of its parameters is changed.
+        (``"auto"`` or an integer between 1 and the number of samples), the kernel on a
+        few input vectors (a vector kernel) and the input sketch, which only regions
+        larger than ``m_x`` use (its name, parameters and sizes are checked by their
+        ridges).  Nothing of the estimator or of its parameters is changed.
 
         Returns
         -------
@@ -204,9 +212,7 @@ class LocalKernelRidgeRegressor(_LocalRidge):
         if n < 1:
             raise ValueError("cannot fit on 0 samples: X is empty")
         T, scalar = _targets(y, n, type(self).__name__)
-        R = self.n_regions
-        if isinstance(R, bool) or not isinstance(R, (int, np.integer)) or not 1 <= R <= n:
-            raise ValueError(f"n_regions must be an integer between 1 and the number of samples ({n}), got {R!r}")
+        R = _count_on(self.n_regions, "n_regions", n, AUTO_REGIONS)
         # the regions' kernel on a few rows, before the k-means: a kernel of other samples is named
         self._check_kernel_on(resolve_kernel(self.kernel, self.kernel_params, "input", np.dtype(np.float64), "kernel"),
                               X, prepare=True)
@@ -269,8 +275,11 @@ class NeighbourKernelRidgeRegressor(_LocalRidge):
 
     Parameters
     ----------
-    n_neighbors : int
-        Neighbours ``k`` of each query (at most the number of training samples).
+    n_neighbors : int or "auto", default="auto"
+        Neighbours ``k`` of each query: an integer between 1 and the number of training
+        samples (a larger one is refused by ``fit``, naming ``n_samples``), or ``"auto"``:
+        ``min(8, n_samples)``, 8 neighbours on any training set of at least 8 samples (the
+        former default of 8) and all the samples -- one kernel ridge -- on a smaller one.
     kernel, kernel_params : str or Kernel, dict
         The kernel of the local ridges (a vector kernel; default Gaussian).
     lam : float > 0
@@ -288,11 +297,12 @@ class NeighbourKernelRidgeRegressor(_LocalRidge):
     kernel_ : Kernel
     n_neighbors_ : int
     lam_ : float
-        The neighbours and ridge of the fit (predictions use them, not later ``set_params``).
+        The neighbours (``"auto"`` resolved) and ridge of the fit (predictions use them,
+        not later ``set_params``).
     n_outputs_ : int
     """
 
-    def __init__(self, n_neighbors: int = 8, kernel: str | Kernel = "gaussian",
+    def __init__(self, n_neighbors: int | str = "auto", kernel: str | Kernel = "gaussian",
                  kernel_params: Mapping[str, Any] | None = None, lam: float = 1e-5,
                  chunk_size: int | None = None) -> None:
         self.n_neighbors = n_neighbors
@@ -313,10 +323,10 @@ class NeighbourKernelRidgeRegressor(_LocalRidge):
 
         Checks ``lam`` (> 0), ``chunk_size`` and the kernel (registered name,
         ``kernel_params``, its own ``check_params``).  ``fit`` runs the same checks first,
-        with the same messages; ``n_neighbors`` (between 1 and the number of samples) and
-        the kernel on the input vectors (a vector kernel) need the data and are checked by
-        ``fit``.  Nothing of the estimator or of its parameters
-        is changed.
+        with the same messages; ``n_neighbors`` (``"auto"`` or an integer between 1 and the
+        number of samples) and the kernel on the input vectors (a vector kernel) need the
+        data and are checked by ``fit``.  Nothing of the estimator or of its parameters is
+        changed.
 
         Returns
         -------
@@ -342,9 +352,7 @@ class NeighbourKernelRidgeRegressor(_LocalRidge):
         if n < 1:
             raise ValueError("cannot fit on 0 samples: X is empty")
         T, scalar = _targets(y, n, type(self).__name__)
-        k = self.n_neighbors
-        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= n:
-            raise ValueError(f"n_neighbors must be an integer between 1 and the number of samples ({n}), got {k!r}")
+        k = _count_on(self.n_neighbors, "n_neighbors", n, AUTO_NEIGHBORS)
         self._check_kernel_on(kernel, X, prepare=False)
         chunk = check_chunk_size(self.chunk_size)  # (checked: check_params)
         # ---- fitted: learned state
@@ -410,22 +418,41 @@ class NeighbourKernelRidgeRegressor(_LocalRidge):
 NEIGHBOUR_BLOCK = 1 << 16
 
 
+def _count_on(value: Any, name: str, n: int, auto: int) -> int:
+    """The parameter ``name`` (regions, neighbours) resolved on ``n`` training samples:
+    ``"auto"`` is ``min(auto, n)``; an integer must be between 1 and ``n`` (a ValueError
+    naming ``name`` and ``n_samples`` otherwise)."""
+    if isinstance(value, str) and value == "auto":
+        return min(auto, n)
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 1 <= value <= n:
+        raise ValueError(f"{name} must be an integer between 1 and the number of samples (n_samples={n}), "
+                         f"or 'auto' (min({auto}, n_samples)), got {value!r}")
+    return int(value)
+
+
 def _targets(y: Any, n: int, owner: str) -> tuple[np.ndarray, bool]:
     """``(T, scalar)``: the targets as an (n, p) float array and whether they were 1-D.
 
-    Float targets are checked in row blocks and used as they are (each region's ridge
-    converts its own rows to float64): at 1.58 M x 512 a float64 copy of float32 targets
-    would be 6.5 GB.  Anything else goes through the ridge's own check (a float64 copy)."""
-    from ._targets import check_targets
+    Float targets are checked in row blocks (finite, and not so large that the sums of
+    their squares overflow, as :func:`check_targets` checks) and used as they are (each
+    region's ridge converts its own rows to float64): at 1.58 M x 512 a float64 copy of
+    float32 targets would be 6.5 GB.  Anything else goes through the ridge's own check (a
+    float64 copy)."""
+    from ._targets import check_target_scale, check_targets
 
     T = y if isinstance(y, np.ndarray) else None
     if T is None or T.dtype.kind != "f" or T.ndim not in (1, 2):
         return check_targets(y, n, owner)
     if T.shape[0] != n:
         raise ValueError(f"X and y have different numbers of samples: {n} and {T.shape[0]}")
+    big = 0.0
     for s in range(0, n, 65536):
-        if not np.isfinite(T[s:s + 65536]).all():
+        block = T[s:s + 65536]
+        if not np.isfinite(block).all():
             raise ValueError("y contains NaN or infinite values")
+        if block.size:  # max and min: no |block| copy
+            big = max(big, abs(float(block.max())), abs(float(block.min())))
+    check_target_scale(big, T.size, owner)
     return T.reshape(n, -1), T.ndim == 1
 
 

@@ -354,3 +354,14 @@ def test_dsokr_with_neighbour_ridges_predicts_and_survives_saving(data, tmp_path
     assert pred.shape == (Xq.shape[0], Y.shape[1])
     again = sprokr.load(model.save(tmp_path / "near.sprokr"))
     np.testing.assert_array_equal(again.predict(Xq, candidates=Y), pred)
+
+
+@pytest.mark.parametrize("cls, name", [(LocalKernelRidgeRegressor, "n_regions"),
+                                       (NeighbourKernelRidgeRegressor, "n_neighbors")])
+@pytest.mark.parametrize("value", [0, -2, 2.5, True, "AUTO", None])
+def test_region_and_neighbour_counts_are_checked_without_data(cls, name, value):
+    """check_params refuses a count that no data could make valid ("auto" or an integer
+    >= 1); the bound by the number of samples stays with fit."""
+    with pytest.raises(ValueError, match=f"{name} must be an integer between 1 and the number of samples, or 'auto'"):
+        cls(**{name: value}).check_params()
+    assert cls(**{name: 10 ** 6}).check_params() is not None

@@ -173,8 +173,8 @@ class LocalKernelRidgeRegressor(_LocalRidge):
         nothing is drawn) and what every region's ridge checks without data
         (:meth:`KernelRidgeRegressor.check_params`: ``lam``, ``dtype``, ``rcond``,
         ``chunk_size``, ``solver``, the kernel).  ``fit`` runs the same checks first, with
-        the same messages; the checks that need the data stay in ``fit``: ``n_regions``
-        (``"auto"`` or an integer between 1 and the number of samples), the kernel on a
+        the same messages; ``n_regions`` is ``"auto"`` or an integer >= 1 (``fit`` checks it
+        against the number of samples).  The checks that need the data stay in ``fit``: the kernel on a
         few input vectors (a vector kernel) and the input sketch, which only regions
         larger than ``m_x`` use (its name, parameters and sizes are checked by their
         ridges).  Nothing of the estimator or of its parameters is changed.
@@ -192,6 +192,7 @@ class LocalKernelRidgeRegressor(_LocalRidge):
         if self.input_sketch is not None and (isinstance(m_x, bool) or not isinstance(m_x, (int, np.integer))
                                               or m_x < 1):
             raise ValueError(f"m_x (support points per region) must be a positive integer, got {m_x!r}")
+        _count_on(self.n_regions, "n_regions", None, AUTO_REGIONS)  # (its upper bound, the samples: at fit)
         # the components every region's ridge resolves, checked before the k-means
         self._region(None, 0).check_params()
         check_random_state_param(self.random_state)
@@ -321,11 +322,11 @@ class NeighbourKernelRidgeRegressor(_LocalRidge):
     def check_params(self) -> Self:
         """Validate the parameters without data (clear errors naming them).
 
-        Checks ``lam`` (> 0), ``chunk_size`` and the kernel (registered name,
-        ``kernel_params``, its own ``check_params``).  ``fit`` runs the same checks first,
-        with the same messages; ``n_neighbors`` (``"auto"`` or an integer between 1 and the
-        number of samples) and the kernel on the input vectors (a vector kernel) need the
-        data and are checked by ``fit``.  Nothing of the estimator or of its parameters is
+        Checks ``n_neighbors`` (``"auto"`` or an integer >= 1; ``fit`` checks it against
+        the number of samples), ``lam`` (> 0), ``chunk_size`` and the kernel (registered
+        name, ``kernel_params``, its own ``check_params``).  ``fit`` runs the same checks
+        first, with the same messages; the kernel on the input vectors (a vector kernel)
+        needs the data and is checked by ``fit``.  Nothing of the estimator or of its parameters is
         changed.
 
         Returns
@@ -337,6 +338,7 @@ class NeighbourKernelRidgeRegressor(_LocalRidge):
         ValueError, TypeError
             A parameter value is invalid (the message names it).
         """
+        _count_on(self.n_neighbors, "n_neighbors", None, AUTO_NEIGHBORS)  # (its upper bound, the samples: at fit)
         self._checked_kernel()
         return self
 
@@ -418,14 +420,17 @@ class NeighbourKernelRidgeRegressor(_LocalRidge):
 NEIGHBOUR_BLOCK = 1 << 16
 
 
-def _count_on(value: Any, name: str, n: int, auto: int) -> int:
+def _count_on(value: Any, name: str, n: int | None, auto: int) -> int:
     """The parameter ``name`` (regions, neighbours) resolved on ``n`` training samples:
     ``"auto"`` is ``min(auto, n)``; an integer must be between 1 and ``n`` (a ValueError
-    naming ``name`` and ``n_samples`` otherwise)."""
+    naming ``name`` and ``n_samples`` otherwise).  ``n`` None: checked without data (by
+    ``check_params``: ``"auto"`` or an integer >= 1; ``"auto"`` resolves to ``auto``)."""
     if isinstance(value, str) and value == "auto":
-        return min(auto, n)
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 1 <= value <= n:
-        raise ValueError(f"{name} must be an integer between 1 and the number of samples (n_samples={n}), "
+        return auto if n is None else min(auto, n)
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1 or \
+            (n is not None and value > n):
+        samples = "" if n is None else f" (n_samples={n})"
+        raise ValueError(f"{name} must be an integer between 1 and the number of samples{samples}, "
                          f"or 'auto' (min({auto}, n_samples)), got {value!r}")
     return int(value)
 

@@ -18,7 +18,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 import scipy.sparse as sp
 
-from ..utils import check_fraction
+from ..utils import check_fraction, check_integer
 from ..numerics import SketchMatrix
 from .base import Sketch
 
@@ -238,9 +238,7 @@ class Accumulation(Sketch):
     def check_params(self) -> Self:
         """``m`` and ``m_acc`` (an integer >= 1)."""
         super().check_params()
-        # bool is an int: m_acc=True would silently mean one sketch
-        if isinstance(self.m_acc, bool) or not isinstance(self.m_acc, (int, np.integer)) or self.m_acc < 1:
-            raise ValueError(f"m_acc must be an integer >= 1, got {self.m_acc!r}")
+        check_integer(self.m_acc, "m_acc")  # (a bool is refused: m_acc=True would silently mean one sketch)
         return self
 
     def _draw(self, n, rng):

@@ -187,7 +187,7 @@ def test_predict_errors(multilabel_data):
     m = IOKR(input_kernel_params=KX).fit(Xtr, Ytr)
     with pytest.raises(ValueError, match="empty"):
         m.predict(Xte, candidates=np.zeros((0, Ytr.shape[1])))
-    with pytest.raises(ValueError, match="k must be a positive integer"):
+    with pytest.raises(ValueError, match="^k must be an integer >= 1, got 0$"):
         m.predict_topk(Xte, k=0)
     with pytest.raises(ValueError, match="NaN"):
         m.predict(np.full_like(Xte, np.nan))

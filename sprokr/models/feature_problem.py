@@ -45,7 +45,7 @@ from ..numerics import (
     upcast_samples,
 )
 from ..progress import warn_accuracy
-from ..utils import check_integer, check_positive, take
+from ..utils import check_bool, check_integer, check_positive, take
 
 __all__ = ["check_solver_params", "check_optimizer_params", "FeatureProblem", "FeatureProblemMixin", "SOLVERS", "ADAM_PARAMS", "float32_prediction_estimate", "float32_is_accurate",
            "ExactFloat32Check", "checked_exact_factor", "exact_ridge_float32_estimate", "float32_fallback_message", "spread_rows"]
@@ -228,8 +228,7 @@ class FeatureProblemMixin:
 
     def _check_normalize_y(self):
         """``normalize_y`` is a bool (checked without data: ``check_params``)."""
-        if not isinstance(self.normalize_y, (bool, np.bool_)):
-            raise ValueError(f"normalize_y must be True or False, got {self.normalize_y!r}")
+        check_bool(self.normalize_y, "normalize_y")
 
     def _normalised_targets(self, Y, loss):
         """``(Y', mean, scale)``: targets centred and scaled per column when ``normalize_y``.

@@ -37,10 +37,10 @@ import networkx as nx
 import numpy as np
 from numpy.typing import ArrayLike
 
-from sprokr.utils import check_integer, check_random_state, num_samples, take
+from sprokr.utils import check_integer, check_random_state, is_real, num_samples, take
 from sprokr.decoders import Decoder
 
-from .encoding import alphabet_index, check_alpha, check_fgw_graph, is_real, label_alphabet, to_fgw
+from .encoding import alphabet_index, check_alpha, check_fgw_graph, label_alphabet, to_fgw
 from .search import ModelScore, model_guided_search
 
 if TYPE_CHECKING:  # imported for the annotations only

@@ -37,7 +37,7 @@ import networkx as nx
 import numpy as np
 from numpy.typing import ArrayLike
 
-from sprokr.utils import check_integer, check_random_state, is_real, num_samples, take
+from sprokr.utils import check_bool, check_integer, check_random_state, is_real, num_samples, take
 from sprokr.decoders import Decoder
 
 from .encoding import alphabet_index, check_alpha, check_fgw_graph, label_alphabet, to_fgw
@@ -338,6 +338,9 @@ class FGWBarycenterDecoder(Decoder):
             raise ValueError(f"train_margin must be a number >= 0 (inf allowed), got {self.train_margin!r}")
         if not is_real(self.threshold) or not 0 < self.threshold <= 1:
             raise ValueError(f"threshold must lie in (0, 1], got {self.threshold!r}")
+        # flags, not truth values: repair="no" or to_smiles="no" was true
+        check_bool(self.repair, "repair")
+        check_bool(self.to_smiles, "to_smiles")
 
     def validate(self) -> FGWBarycenterDecoder:
         """Check the parameters (clear errors naming them); a model calls it at ``fit``."""

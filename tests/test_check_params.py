@@ -70,6 +70,9 @@ BAD = [
     (SISOKR, dict(default_index="yes"), "pairs", "default_index"),
     # a numbers.Real that is no Python / numpy number: was a TypeError of np.isfinite
     (SISOKR, dict(lam=Fraction(1, 10)), "pairs", "lam"),
+    # sampling weights, not a mask: a bool array was read as 0 / 1 weights
+    (SISOKR, dict(input_sketch="subsample", m_x=5, input_sketch_params={"probabilities": [True, False] * 20}),
+     "pairs", "probabilities"),
     # a sketch's own parameters (Sketch.check_params): were found by fit's draw only
     (SISOKR, dict(output_sketch="psg", m_y=5, output_sketch_params={"p": 2.0}), "pairs", "p"),
     # a bool is not a number (p=True was p = 1, coef0=True was coef0 = 1)

@@ -243,6 +243,9 @@ def test_dense_times_sparse_sketch_in_row_blocks_is_the_dense_product():
     (Accumulation(m=5, m_acc=True), "m_acc must be an integer"),
     (SubSample(m=5, probabilities=[0.0, 0.0]), "not all zero"),
     (SubSample(m=5, probabilities=[[0.5, 0.5]]), "must be 1-D"),
+    # a mask is no sampling weights: a bool array was read as weights 1.0 / 0.0
+    (SubSample(m=5, probabilities=np.arange(10) % 2 == 0), r"^probabilities must be an array of numbers .*booleans"),
+    (SubSample(m=5, probabilities=[True] * 10), r"^probabilities must be an array of numbers .*booleans"),
     (SubSample(m=2.5), "sketch size m must be an integer >= 1, got 2.5"),
 ])
 def test_sketch_check_params_needs_no_number_of_samples(sketch, match):
@@ -260,3 +263,4 @@ def test_sketch_check_params_returns_the_sketch_unchanged():
     before = dict(s.__dict__)
     assert s.check_params() is s and s.__dict__ == before
     assert SubSample(m=3, probabilities=[1.0, 2.0, 3.0]).check_params().m == 3
+    assert SubSample(m=3, probabilities=[1, 0, 3]).check_params().m == 3  # integer weights are numbers

@@ -501,11 +501,33 @@ def check_bool(value: Any, name: str) -> bool:
 
 
 def check_positive(value: float, name: str, strict: bool = True) -> float:
-    """Check a real number is > 0 (or >= 0 when ``strict`` is False)."""
+    """Check a real number is > 0 (or >= 0 when ``strict`` is False).
+
+    Parameters
+    ----------
+    value : int or float
+        The value to check: a finite Python or numpy int or float (see :func:`is_real`).
+    name : str
+        The argument's name in the error messages.
+    strict : bool, default=True
+        ``value > 0`` when True, ``value >= 0`` when False.
+
+    Returns
+    -------
+    float
+        ``value`` as a float.
+
+    Raises
+    ------
+    ValueError
+        A bool, another type (a string, a ``fractions.Fraction``, a ``decimal.Decimal``),
+        NaN or an infinity, or a value out of range.
+    """
     # bool is a numbers.Real: without this, lam=True would silently become 1.0
     if isinstance(value, (bool, np.bool_)):
         raise ValueError(f"{name} must be a finite real number, not a bool; got {value!r}")
-    if not isinstance(value, (numbers.Real, np.floating, np.integer)) or not np.isfinite(value):
+    # (is_real: another numbers.Real, e.g. a Fraction, ended in a TypeError of np.isfinite)
+    if not is_real(value) or not np.isfinite(value):
         raise ValueError(f"{name} must be a finite real number, got {value!r}")
     if (strict and value <= 0) or (not strict and value < 0):
         raise ValueError(f"{name} must be {'>' if strict else '>='} 0, got {value!r}")

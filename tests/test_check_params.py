@@ -7,6 +7,9 @@ of it (nor of the objects among its parameters) changes.  The command line calls
 reading any data file.
 """
 import pickle
+import re
+from decimal import Decimal
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -21,6 +24,7 @@ from sprokr.models import (DSOKR, IOKR, ISOKR, SIOKR, SISOKR, DSOKREnsemble, Joi
                            NeighbourKernelRidgeRegressor, RFFKernelMachine, SequenceRegressor, SketchedKernelMachine,
                            SmilesRegressor, SmilesTokenizer, TextRegressor, TorchRegressor, WordTokenizer)
 from sprokr.sketches import SubSample
+from sprokr.utils import check_positive
 
 TEXTS = ["the cat sat", "a dog ran far", "cats and dogs", "the end of it", "run cat run", "far and away"] * 2
 SMILES = ["CCO", "CCN", "c1ccccc1", "CC(=O)O", "CCCC", "OCCO"] * 2
@@ -64,6 +68,11 @@ BAD = [
     (SISOKR, dict(random_state=-1), "pairs", "random_state"),
     (SISOKR, dict(random_state="seed"), "pairs", "random_state"),
     (SISOKR, dict(default_index="yes"), "pairs", "default_index"),
+    # a numbers.Real that is no Python / numpy number: was a TypeError of np.isfinite
+    (SISOKR, dict(lam=Fraction(1, 10)), "pairs", "lam"),
+    # sampling weights, not a mask: a bool array was read as 0 / 1 weights
+    (SISOKR, dict(input_sketch="subsample", m_x=5, input_sketch_params={"probabilities": [True, False] * 20}),
+     "pairs", "probabilities"),
     # a sketch's own parameters (Sketch.check_params): were found by fit's draw only
     (SISOKR, dict(output_sketch="psg", m_y=5, output_sketch_params={"p": 2.0}), "pairs", "p"),
     # a bool is not a number (p=True was p = 1, coef0=True was coef0 = 1)
@@ -200,6 +209,16 @@ GOOD = [
     SketchedKernelMachine(), SketchedKernelMachine(input_sketch="subsample", m_x=10, loss="huber"),
     JointQuantileRegressor(), RFFKernelMachine(random_state=np.random.RandomState(1)),
 ]
+
+
+@pytest.mark.parametrize("value", [Fraction(1, 10), Decimal("0.1"), "0.1", None, np.array(0.1)],
+                         ids=["Fraction", "Decimal", "str", "None", "0-d array"])
+def test_check_positive_names_a_value_that_is_not_a_python_or_numpy_number(value):
+    """A ``fractions.Fraction`` is a ``numbers.Real``: it passed the type test and ended in
+    numpy's TypeError ("ufunc 'isfinite' not supported for the input types")."""
+    with pytest.raises(ValueError, match=rf"^lam must be a finite real number, got {re.escape(repr(value))}$"):
+        check_positive(value, "lam")
+    assert check_positive(np.float32(0.5), "lam") == 0.5 and check_positive(np.int64(2), "lam", strict=False) == 2.0
 
 
 def test_every_estimator_class_with_fit_has_check_params():

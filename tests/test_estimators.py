@@ -135,10 +135,10 @@ BAD_FITS = [
     (dict(), lambda X, Y: (np.where(np.arange(X.size).reshape(X.shape) == 3, np.nan, X), Y), "NaN"),
     (dict(), lambda X, Y: (X, np.where(np.arange(Y.size).reshape(Y.shape) == 5, np.inf, Y)), "NaN or infinite"),
     (dict(input_sketch="subsample", m_x=10**6), None, "sketch size m_x=1000000 is larger than the number of samples"),
-    (dict(input_sketch="subsample", m_x=0), None, "sketch size m_x must be >= 1"),
-    (dict(input_sketch="subsample", m_x=10.5), None, "sketch size m_x must be an integer, got 10.5"),
-    (dict(input_sketch="subsample", m_x=True), None, "sketch size m_x must be an integer, got True"),
-    (dict(output_sketch="psg", m_y="10"), None, "sketch size m_y must be an integer, got '10'"),
+    (dict(input_sketch="subsample", m_x=0), None, "sketch size m_x must be an integer >= 1, got 0"),
+    (dict(input_sketch="subsample", m_x=10.5), None, "sketch size m_x must be an integer >= 1, got 10.5"),
+    (dict(input_sketch="subsample", m_x=True), None, "sketch size m_x must be an integer >= 1, got True"),
+    (dict(output_sketch="psg", m_y="10"), None, "sketch size m_y must be an integer >= 1, got '10'"),
     (dict(output_sketch="psg", m_y=10, output_sketch_params={"p": 1.5}), None, r"\(0, 1\]"),
     (dict(output_sketch="psg", m_y=10, output_sketch_params={"p": 0.0}), None, r"\(0, 1\]"),
     (dict(input_kernel="nope"), None, "known input kernels: .*gaussian"),
@@ -187,7 +187,7 @@ def test_predict_errors(multilabel_data):
     m = IOKR(input_kernel_params=KX).fit(Xtr, Ytr)
     with pytest.raises(ValueError, match="empty"):
         m.predict(Xte, candidates=np.zeros((0, Ytr.shape[1])))
-    with pytest.raises(ValueError, match="k must be a positive integer"):
+    with pytest.raises(ValueError, match="^k must be an integer >= 1, got 0$"):
         m.predict_topk(Xte, k=0)
     with pytest.raises(ValueError, match="NaN"):
         m.predict(np.full_like(Xte, np.nan))

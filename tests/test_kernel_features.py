@@ -95,6 +95,19 @@ def test_standardized_fit_transform_and_a_failed_refit():
     np.testing.assert_array_equal(f.transform(X), Z)  # the previous feature map is intact
 
 
+@pytest.mark.parametrize("bad", ["no", 0, None])
+def test_standardize_must_be_a_bool(bad):
+    """``standardize="no"`` was true (the features were standardised); a refused value
+    leaves a fitted feature map as it was."""
+    X = np.random.default_rng(0).normal(size=(60, 3))
+    f = KernelFeatures(m_x=20, random_state=0).fit(X)
+    Z = f.transform(X)
+    with pytest.raises(ValueError, match=rf"^standardize must be True or False, got {bad!r}$"):
+        f.set_params(standardize=bad).fit(X)
+    assert f.scale_ is None
+    np.testing.assert_array_equal(f.transform(X), Z)
+    assert KernelFeatures(m_x=20, standardize=np.True_, random_state=0).fit(X).scale_ is not None
+
 
 class _LengthKernel(Kernel):
     """``exp(-|len(a) - len(b)|)`` on strings, prepared as a list: no feature count."""

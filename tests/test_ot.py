@@ -368,3 +368,18 @@ def test_fgw_decoder_with_search(data):
         FGWBarycenterDecoder(search_beam=0)._check()
     with pytest.raises(ValueError, match="train_margin"):
         FGWBarycenterDecoder(train_margin=-1.0)._check()
+
+
+@pytest.mark.parametrize("flag", ["repair", "to_smiles"])
+@pytest.mark.parametrize("bad", ["no", 0, None])
+def test_fgw_barycenter_decoder_flags_must_be_bools(flag, bad):
+    """``repair`` and ``to_smiles`` are flags: ``"no"`` was read by its truth value (true)."""
+    import re
+
+    msg = rf"^{flag} must be True or False, got {re.escape(repr(bad))}$"
+    with pytest.raises(ValueError, match=msg):
+        FGWBarycenterDecoder(**{flag: bad}).validate()
+    # at the model's check of its decoder, before any data is read
+    with pytest.raises(ValueError, match=rf"{flag} must be True or False"):
+        SISOKR(decoder="fgw_barycenter", decoder_params={flag: bad}).check_params()
+    assert FGWBarycenterDecoder(**{flag: np.False_}).validate().get_params()[flag] is np.False_

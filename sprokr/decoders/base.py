@@ -10,7 +10,6 @@ examples (FGW barycenters) declare ``needs_weights = True`` and receive the weig
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Optional, Sequence
-import numbers
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -18,7 +17,7 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator
 
 from ..numerics import DEFAULT_MAX_MEMORY_MB, Decoded, grouped_topk_search, select_topk
-from ..utils import check_positive, num_samples, take
+from ..utils import check_integer, check_positive, num_samples, take
 from .candidates import CandidateIndex
 
 if TYPE_CHECKING:  # imported for the annotations only
@@ -139,11 +138,7 @@ def check_top_k(top_k: int | None, name: str = "top_k") -> int | None:
     int or None
         ``top_k`` as an int, or None.
     """
-    if top_k is None:
-        return None
-    if not isinstance(top_k, (numbers.Integral, np.integer)) or isinstance(top_k, bool) or top_k < 1:
-        raise ValueError(f"{name} must be a positive integer, got {top_k!r}")
-    return int(top_k)
+    return None if top_k is None else check_integer(top_k, name)
 
 
 class Decoder(BaseEstimator):

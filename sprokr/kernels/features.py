@@ -30,7 +30,7 @@ from sklearn.utils.validation import check_is_fitted
 from ..numerics import DEFAULT_RCOND, SketchedFeatures, check_kernel_sample, default_chunk_size
 from ..deprecation import RenamedParametersMixin
 from ..persistence import SaveMixin
-from ..utils import atomic_fit, check_chunk_size, check_feature_names, consistent_read, check_positive, \
+from ..utils import atomic_fit, check_bool, check_chunk_size, check_feature_names, consistent_read, check_positive, \
     iter_chunks, num_samples, resolve_dtype, row_offset, set_feature_names, take, take_slice
 from .base import fit_on_training_inputs
 
@@ -124,6 +124,7 @@ class KernelFeatures(RenamedParametersMixin, SaveMixin, TransformerMixin, BaseEs
             raise ValueError("cannot fit on 0 samples: X is empty")
         dtype = resolve_dtype(self.dtype)
         check_chunk_size(self.chunk_size)
+        check_bool(self.standardize, "standardize")  # (standardize="no" was true)
         set_feature_names(self, X)  # scikit-learn's feature_names_in_ (dataframe inputs)
         kernel = resolve_kernel(self.kernel, self.kernel_params, "input", dtype, "kernel")
         sketch = resolve_sketch(self.input_sketch, self.m_x, self.input_sketch_params, n, "input")

@@ -38,7 +38,7 @@ import numpy as np
 from numpy.typing import DTypeLike
 import scipy.sparse as sp
 
-from ..utils import check_bool, check_strings, is_real
+from ..utils import check_bool, check_integer, check_strings, is_real
 from .base import Kernel
 
 if TYPE_CHECKING:  # imported for the annotations only
@@ -125,9 +125,7 @@ class TextKernel(Kernel):
         if self.b > 1:
             raise ValueError(f"b must be in [0, 1], got {self.b!r}")
         check_bool(self.lowercase, "lowercase")
-        n = self.n_features
-        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
-            raise ValueError(f"n_features must be a positive int, got {n!r}")
+        check_integer(self.n_features, "n_features")
         return self
 
     @staticmethod

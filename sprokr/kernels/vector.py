@@ -15,7 +15,7 @@ import scipy.sparse as sp
 from scipy.spatial.distance import cdist
 
 from ..numerics import for_row_blocks
-from ..utils import is_real
+from ..utils import check_integer, is_real
 from ._gram import gram, sq_norms
 from .base import VectorKernel
 
@@ -140,9 +140,7 @@ class PolynomialKernel(VectorKernel):
 
     def check_params(self) -> Self:
         _check_scale("gamma", self.gamma)
-        d = self.degree
-        if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 1:
-            raise ValueError(f"degree must be an integer >= 1, got {d!r}")
+        check_integer(self.degree, "degree")
         # (a bool is refused: coef0=True would silently be 1.0)
         if not is_real(self.coef0) or not np.isfinite(self.coef0) or self.coef0 < 0:
             raise ValueError(f"coef0 must be a finite number >= 0 (a PSD kernel), got {self.coef0!r}")

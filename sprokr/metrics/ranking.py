@@ -12,11 +12,12 @@ ties broken at random in expectation (see there).
 """
 from __future__ import annotations
 
-import numbers
 from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
+
+from ..utils import check_integer
 
 __all__ = ["true_ranks", "ranks_from_scores", "top_k_accuracy", "hits_at_k",
            "mean_reciprocal_rank"]
@@ -130,9 +131,7 @@ def top_k_accuracy(y_true: ArrayLike, y_pred: ArrayLike, k: int = 1) -> float:
     -------
     float
     """
-    # bool is an Integral: k=True would silently mean k=1
-    if isinstance(k, (bool, np.bool_)) or not isinstance(k, (numbers.Integral, np.integer)) or k < 1:
-        raise ValueError(f"k must be an integer >= 1, got {k!r}")
+    check_integer(k, "k")  # (a bool is refused: k=True would silently mean k=1)
     r = true_ranks(y_true, y_pred)
     if r.size == 0:
         raise ValueError("no samples: y_true and y_pred are empty; top_k_accuracy needs at least one query")

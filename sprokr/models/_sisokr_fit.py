@@ -47,6 +47,7 @@ from ..progress import warn_accuracy
 from ..sketches import check_sketch_for, drawing_state, make_sketch
 from ..utils import (
     NamedPrepare,
+    check_bool,
     check_chunk_size,
     check_paired,
     check_positive,
@@ -154,8 +155,7 @@ class SISOKRTraining:
         decoder = make_decoder(self.decoder, self.decoder_params, self.max_memory_mb)
         executor = resolve_executor(self.executor, self.executor_params)
         check_random_state_param(self.random_state)
-        if not isinstance(self.default_index, (bool, np.bool_)):
-            raise ValueError(f"default_index must be True or False, got {self.default_index!r}")
+        check_bool(self.default_index, "default_index")
         return ParamSetup(lam=lam, dtype=dtype, rcond=rcond, chunk=chunk, input_kernel=kx, output_kernel=ky,
                           input_sketch=sx, output_sketch=sy, decoder=decoder, executor=executor)
 

@@ -18,7 +18,6 @@ the problem (E1) of :mod:`sprokr.numerics` and its solvers are the same.
 from __future__ import annotations
 
 import inspect
-import numbers
 import time
 import warnings
 from dataclasses import dataclass
@@ -46,7 +45,7 @@ from ..numerics import (
     upcast_samples,
 )
 from ..progress import warn_accuracy
-from ..utils import check_positive, take
+from ..utils import check_bool, check_integer, check_positive, take
 
 __all__ = ["check_solver_params", "check_optimizer_params", "FeatureProblem", "FeatureProblemMixin", "SOLVERS", "ADAM_PARAMS", "float32_prediction_estimate", "float32_is_accurate",
            "ExactFloat32Check", "checked_exact_factor", "exact_ridge_float32_estimate", "float32_fallback_message", "spread_rows"]
@@ -103,14 +102,10 @@ def check_optimizer_params(est: Any) -> None:
     ``init`` ('ridge' or 'zeros'); a ``ValueError`` naming the parameter otherwise."""
     if est.optimizer not in SOLVERS:
         raise ValueError(f"optimizer must be one of {', '.join(map(repr, SOLVERS))}, got {est.optimizer!r}")
-    v = getattr(est, "max_iter", 1)
-    if isinstance(v, bool) or not isinstance(v, (numbers.Integral, np.integer)) or v < 1:
-        raise ValueError(f"max_iter must be an integer >= 1, got {v!r}")
+    check_integer(getattr(est, "max_iter", 1), "max_iter")
     check_positive(est.learning_rate, "learning_rate")
     for name in ("batch_size", "max_epochs", "n_iter_no_change"):
-        v = getattr(est, name)
-        if isinstance(v, bool) or not isinstance(v, (numbers.Integral, np.integer)) or v < 1:
-            raise ValueError(f"{name} must be an integer >= 1, got {v!r}")
+        check_integer(getattr(est, name), name)
     check_positive(est.tol, "tol", strict=False)
     if est.init not in ("ridge", "zeros"):
         raise ValueError(f"init must be 'ridge' or 'zeros', got {est.init!r}")
@@ -233,8 +228,7 @@ class FeatureProblemMixin:
 
     def _check_normalize_y(self):
         """``normalize_y`` is a bool (checked without data: ``check_params``)."""
-        if not isinstance(self.normalize_y, (bool, np.bool_)):
-            raise ValueError(f"normalize_y must be True or False, got {self.normalize_y!r}")
+        check_bool(self.normalize_y, "normalize_y")
 
     def _normalised_targets(self, Y, loss):
         """``(Y', mean, scale)``: targets centred and scaled per column when ``normalize_y``.

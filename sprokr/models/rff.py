@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Mapping, Self
 
-import numbers
 import time
 
 import numpy as np
@@ -19,7 +18,7 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
 from ..utils import (
-    NamedPrepare, atomic_fit, consistent_read, check_feature_names, check_positive, check_random_state,
+    NamedPrepare, atomic_fit, consistent_read, check_feature_names, check_integer, check_positive, check_random_state,
     check_random_state_param, num_samples, resolve_dtype, set_feature_names,
 )
 from ..kernels import resolve_kernel
@@ -158,9 +157,7 @@ class RFFKernelMachine(RenamedParametersMixin, SaveMixin, FeatureProblemMixin, R
         self._check_normalize_y()
         lam = check_positive(self.lam, "lam")
         check_optimizer_params(self)
-        s = self.n_components
-        if isinstance(s, bool) or not isinstance(s, (numbers.Integral, np.integer)) or s < 1:
-            raise ValueError(f"n_components must be an integer >= 1, got {s!r}")
+        check_integer(self.n_components, "n_components")
         check_random_state_param(self.random_state)
         return dtype, kernel, loss, lam
 

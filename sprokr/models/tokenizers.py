@@ -24,7 +24,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
-from ..utils import check_positive, check_strings
+from ..utils import check_integer, check_positive, check_strings
 
 __all__ = ["SmilesTokenizer", "WordTokenizer", "PAD_INDEX", "UNKNOWN_INDEX", "SMILES_TOKEN_PATTERN"]
 
@@ -66,8 +66,7 @@ class _Tokenizer(TransformerMixin, BaseEstimator):
         """
         if self.max_length is not None:
             check_positive(self.max_length, "max_length")
-        if isinstance(self.min_count, bool) or not isinstance(self.min_count, (int, np.integer)) or self.min_count < 1:
-            raise ValueError(f"min_count must be an integer >= 1, got {self.min_count!r}")
+        check_integer(self.min_count, "min_count")
         if self.max_vocabulary is not None and (
                 isinstance(self.max_vocabulary, bool) or not isinstance(self.max_vocabulary, (int, np.integer))
                 or self.max_vocabulary < 1):

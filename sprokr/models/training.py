@@ -211,10 +211,8 @@ def check_eval_set(eval_set: Any, p: int) -> Optional[tuple]:
 
 def check_lr_schedule(max_epochs: Any, lr_drops: Any, lr_factor: Any) -> None:
     """Clear errors for ``max_epochs`` (>= 1), ``lr_drops`` (int >= 0) and ``lr_factor`` (> 1)."""
-    if isinstance(max_epochs, bool) or not isinstance(max_epochs, (int, np.integer)) or max_epochs < 1:
-        raise ValueError(f"max_epochs must be an integer >= 1, got {max_epochs!r}")
-    if isinstance(lr_drops, bool) or not isinstance(lr_drops, (int, np.integer)) or lr_drops < 0:
-        raise ValueError(f"lr_drops must be an integer >= 0, got {lr_drops!r}")
+    check_integer(max_epochs, "max_epochs")
+    check_integer(lr_drops, "lr_drops", 0)
     if isinstance(lr_factor, bool) or not isinstance(lr_factor, (int, float, np.number)) \
             or not np.isfinite(lr_factor) or not lr_factor > 1:
         raise ValueError(f"lr_factor must be a number > 1, got {lr_factor!r}")
@@ -245,8 +243,7 @@ def check_optimiser_params(lam: Any, learning_rate: Any, batch_size: Any) -> Non
     """
     check_positive(lam, "lam", strict=False)
     check_positive(learning_rate, "learning_rate")
-    if isinstance(batch_size, (bool, np.bool_)) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
-        raise ValueError(f"batch_size must be an integer >= 1, got {batch_size!r}")
+    check_integer(batch_size, "batch_size")
 
 
 #: the activations of scikit-learn's ``MLPRegressor``

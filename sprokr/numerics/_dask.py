@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ..utils import concat_samples, num_samples, take, take_slice
+from ..utils import check_integer, concat_samples, num_samples, take, take_slice
 from ._dask_client import require_distributed
 from ._dask_cluster import DaskClusterOps, Lost
 from ._dask_tasks import (
@@ -167,18 +167,14 @@ class DaskExecutor(DaskClusterOps, Executor):
         t = self.timeout
         if t is not None and (isinstance(t, bool) or not isinstance(t, numbers.Real) or not t > 0):
             raise ValueError(f"timeout must be None or a number of seconds > 0, got {t!r}")
-        r = self.retries
-        if isinstance(r, bool) or not isinstance(r, (numbers.Integral, np.integer)) or r < 0:
-            raise ValueError(f"retries must be an integer >= 0, got {r!r}")
+        check_integer(self.retries, "retries", 0)
 
     def _n_parts(self, client, n):
         p = self.n_partitions
         if p is None:
             threads = sum(client.nthreads().values()) or 1
             p = 2 * threads
-        if isinstance(p, bool) or not isinstance(p, (numbers.Integral, np.integer)) or p < 1:
-            raise ValueError(f"n_partitions must be an integer >= 1, got {p!r}")
-        return max(1, min(int(p), n))
+        return max(1, min(check_integer(p, "n_partitions"), n))
 
     # ------------------------------------------------------------------ partitions
     def local_partitions(self, parts: RowPartitions) -> RowPartitions:

@@ -20,12 +20,11 @@ candidate index.  A fixed partitioning and order give bit-identical results.
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional, Sequence
-import numbers
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ..utils import concat_samples, iter_chunks, num_samples, take, take_slice
+from ..utils import check_integer, concat_samples, iter_chunks, num_samples, take, take_slice
 from ._parallel import fold_thread, n_workers
 from ._pool import ChunkError, chunk_rows  # defined beside the process pool, which reports them too
 
@@ -409,9 +408,7 @@ class LocalExecutor(Executor):
     def _validate(self):
         if self.order not in ("natural", "shuffled"):
             raise ValueError(f"order must be 'natural' or 'shuffled', got {self.order!r}")
-        p = self.n_partitions
-        if isinstance(p, bool) or not isinstance(p, (numbers.Integral, np.integer)) or p < 1:
-            raise ValueError(f"n_partitions must be an integer >= 1, got {p!r}")
+        check_integer(self.n_partitions, "n_partitions")
         check_progress(self.progress)
 
     def _rng(self):

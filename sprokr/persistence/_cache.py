@@ -55,6 +55,8 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 import numpy as np
 import scipy.sparse as sp
 
+from ..utils import check_integer
+
 if TYPE_CHECKING:  # imported for the annotations only
     from ..numerics import Executor
     from ..types import PathLike
@@ -268,8 +270,7 @@ class FeatureCache:
         """
         from ..numerics import LocalExecutor
 
-        if isinstance(chunk_size, bool) or not isinstance(chunk_size, (int, np.integer)) or chunk_size < 1:
-            raise ValueError(f"chunk_size must be an integer >= 1, got {chunk_size!r}")
+        check_integer(chunk_size, "chunk_size")
         if not callable(featurizer):
             raise TypeError(f"featurizer must be callable (items -> FeatureChunk), got {type(featurizer).__name__}")
         n = len(items)

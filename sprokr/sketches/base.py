@@ -10,14 +10,12 @@ and CountSketch have ``m' = n`` (they need the whole Gram matrix and serve as ba
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Mapping, Optional
-import numbers
 
-import numpy as np
 from sklearn.base import BaseEstimator
 
 from ..numerics import SketchMatrix
 from ..registry import get_registry
-from ..utils import check_params_mapping, check_random_state, reword_error
+from ..utils import check_integer, check_params_mapping, check_random_state, reword_error
 
 if TYPE_CHECKING:  # imported for the annotations only
     from typing import Self
@@ -98,10 +96,7 @@ def _check_n_samples(n: Any) -> int:
     """``n`` (the number of samples a sketch is drawn for) as an int, or a ``ValueError``
     naming n_samples unless it is an integer >= 1.  Floats are refused, 10.0 too (a count;
     ``draw(10.5)`` was truncated to 10), and bools."""
-    if isinstance(n, bool) or not isinstance(n, (numbers.Integral, np.integer)) or int(n) < 1:
-        raise ValueError(f"n_samples must be an integer >= 1 (the number of samples the sketch is drawn "
-                         f"for), got {n!r}")
-    return int(n)
+    return check_integer(n, "n_samples")
 
 
 def _check_sketch_size(m: Any, n: int, name: str) -> None:
@@ -115,10 +110,7 @@ def _check_sketch_size(m: Any, n: int, name: str) -> None:
 
 def _check_sketch_size_value(m: Any, name: str) -> None:
     """The part of :func:`_check_sketch_size` that needs no ``n``: an integer >= 1."""
-    if not isinstance(m, (numbers.Integral, np.integer)) or isinstance(m, bool):
-        raise ValueError(f"sketch size {name} must be an integer, got {m!r}")
-    if int(m) < 1:  # (int(): numbers.Integral does not declare comparisons)
-        raise ValueError(f"sketch size {name} must be >= 1, got {m}")
+    check_integer(m, f"sketch size {name}")
 
 
 def resolve_sketch(spec: str | Sketch | None, m: int | None, params: Mapping[str, Any] | None, n: int,

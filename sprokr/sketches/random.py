@@ -18,7 +18,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 import scipy.sparse as sp
 
-from ..utils import check_fraction
+from ..utils import check_fraction, check_integer
 from ..numerics import SketchMatrix
 from .base import Sketch
 
@@ -60,13 +60,18 @@ class SubSample(Sketch):
 
     def check_params(self) -> Self:
         """``m`` and, when given, ``probabilities``: a 1-D array of finite, non-negative
-        values, not all zero (its length is checked against ``n`` by :meth:`validate`)."""
+        numbers (not booleans), not all zero (its length is checked against ``n`` by
+        :meth:`validate`)."""
         super().check_params()
         if self.probabilities is not None:
             try:
-                p = np.asarray(self.probabilities, dtype=float)
+                given = np.asarray(self.probabilities)
+                p = given.astype(float)
             except (TypeError, ValueError):
                 raise ValueError(f"probabilities must be an array of numbers, got {self.probabilities!r}") from None
+            if given.dtype == np.bool_:  # a mask is no sampling weights (True would silently be 1.0)
+                raise ValueError("probabilities must be an array of numbers (sampling weights, one per sample), "
+                                 "got an array of booleans; for a mask give its 0 / 1 weights as floats")
             if p.ndim != 1:
                 raise ValueError(f"probabilities must be 1-D (one per sample), got shape {p.shape}")
             if not np.isfinite(p).all() or (p < 0).any() or p.sum() <= 0:
@@ -238,9 +243,7 @@ class Accumulation(Sketch):
     def check_params(self) -> Self:
         """``m`` and ``m_acc`` (an integer >= 1)."""
         super().check_params()
-        # bool is an int: m_acc=True would silently mean one sketch
-        if isinstance(self.m_acc, bool) or not isinstance(self.m_acc, (int, np.integer)) or self.m_acc < 1:
-            raise ValueError(f"m_acc must be an integer >= 1, got {self.m_acc!r}")
+        check_integer(self.m_acc, "m_acc")  # (a bool is refused: m_acc=True would silently mean one sketch)
         return self
 
     def _draw(self, n, rng):

@@ -49,6 +49,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from sprokr.persistence import FeatureCache, FeatureChunk, FeatureTable
+from sprokr.utils import check_integer
 
 if TYPE_CHECKING:  # imported for the annotations only
     from sprokr.numerics import Executor
@@ -116,13 +117,9 @@ class MoleculeFeaturizer:
         if bad or len(set(self.blocks)) != len(self.blocks):
             raise ValueError(f"blocks must be distinct names among {BLOCKS}, got {list(self.blocks)}")
         for name in ("radius", "wl_iter"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
-                raise ValueError(f"{name} must be an integer >= 0, got {v!r}")
+            check_integer(getattr(self, name), name, 0)
         for name in ("n_bits", "spectrum_n", "spectrum_min_n", "spectrum_bits", "wl_bits"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
-                raise ValueError(f"{name} must be an integer >= 1, got {v!r}")
+            check_integer(getattr(self, name), name)
         if self.spectrum_min_n > self.spectrum_n:
             raise ValueError(f"need spectrum_min_n <= spectrum_n, got {self.spectrum_min_n} > {self.spectrum_n}")
         if "canonical" in self.blocks and "spectrum" not in self.blocks:

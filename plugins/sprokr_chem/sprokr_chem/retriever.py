@@ -46,7 +46,7 @@ from sklearn.utils.validation import check_is_fitted
 from sprokr.deprecation import RenamedParametersMixin
 from sprokr.persistence import SaveMixin
 from sprokr.progress import log_estimator, progress
-from sprokr.utils import atomic_fit, check_numeric_array, check_paired, check_random_state, check_random_state_param, \
+from sprokr.utils import atomic_fit, check_integer, check_numeric_array, check_paired, check_random_state, check_random_state_param, \
     consistent_read, num_samples, reword_error
 
 from ._selection import (
@@ -338,9 +338,7 @@ class MoleculeRetriever(RenamedParametersMixin, SaveMixin, BaseEstimator):
             raise ValueError(f"hidden_layer_sizes must be a list of tuples of layer sizes, e.g. [(256,)] "
                              f"(or [] for the ridge only), got {hidden!r}")
         check_lams(DSOKR_LAMS if self.dsokr_lams is None else self.dsokr_lams, "dsokr_lams")
-        v = self.max_epochs
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
-            raise ValueError(f"max_epochs must be a positive integer, got {v!r}")
+        check_integer(self.max_epochs, "max_epochs")
         for name in ("time_budget_s", "memory_budget_mb"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, float, np.number)) or not (v > 0 and np.isfinite(v)):

@@ -53,7 +53,7 @@ from numpy.typing import ArrayLike
 import scipy.sparse as sp
 
 from sprokr.kernels.base import Kernel
-from sprokr.utils import check_bool
+from sprokr.utils import check_bool, check_integer
 
 from .checks import check_graph, check_graph_sequence
 
@@ -361,19 +361,6 @@ def edge_label_key(value: Any) -> str:
     return _label_text(value)
 
 
-def _check_n_iter(n_iter):
-    if isinstance(n_iter, bool) or not isinstance(n_iter, (int, np.integer)) or n_iter < 0:
-        raise ValueError(f"n_iter must be a non-negative int, got {n_iter!r}")
-
-
-def _check_min_core(min_core):
-    # -1 sums every core (the 0-core is the whole graph); below it the levels would repeat
-    # the whole graph (or overflow the level's hash salt)
-    if isinstance(min_core, bool) or not isinstance(min_core, (int, np.integer)) or min_core < -1:
-        raise ValueError(f"min_core must be an integer >= -1 (the i-cores with i > min_core are "
-                         f"summed; -1: all of them), got {min_core!r}")
-
-
 def wl_features_from_arrays(sizes: Sequence[int], node_keys: Sequence[str], src: ArrayLike, dst: ArrayLike,
                             edge_keys: Sequence[str] | None = None, n_iter: int = 3, normalize: bool = True,
                             labelling: str = LEGACY_LABELLING) -> WLFeatures:
@@ -399,7 +386,7 @@ def wl_features_from_arrays(sizes: Sequence[int], node_keys: Sequence[str], src:
     labelling : str
         Recorded in the result (features of different labellings are not comparable).
     """
-    _check_n_iter(n_iter)
+    check_integer(n_iter, "n_iter", 0)
     b = _ArrayBatch(sizes, node_keys, src, dst, edge_keys)
     if b.n_graphs == 0:
         return WLFeatures([0], [], [], labelling)
@@ -467,8 +454,10 @@ def wl_features(graphs: Sequence[nx.Graph], n_iter: int = 3, node_label: str | S
         Edge attribute labelling the edges; None: unlabelled edges (GraKeL's WL).
     """
     check_graph_sequence(graphs)
-    _check_n_iter(n_iter)
-    _check_min_core(min_core)
+    check_integer(n_iter, "n_iter", 0)
+    # (-1 sums every core, the 0-core being the whole graph; below it the levels would
+    # repeat the whole graph, or overflow the level's hash salt)
+    check_integer(min_core, "min_core", -1)
     graphs = list(graphs)
     node_label, edge_label = resolve_labels(graphs, node_label, edge_label)
     b = _Batch(graphs, node_label, edge_label)
@@ -604,8 +593,8 @@ class WLKernel(Kernel):
         return self._core and isinstance(mc, (int, np.integer)) and mc >= 0
 
     def check_params(self) -> Self:
-        _check_n_iter(self.n_iter)
-        _check_min_core(self.min_core)
+        check_integer(self.n_iter, "n_iter", 0)
+        check_integer(self.min_core, "min_core", -1)
         check_bool(self.normalize, "normalize")
         return self
 

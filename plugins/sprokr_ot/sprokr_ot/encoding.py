@@ -23,8 +23,10 @@ import networkx as nx
 import numpy as np
 from numpy.typing import ArrayLike
 
+from sprokr.utils import is_real
+
 __all__ = ["graph_to_fgw", "fgw_to_graph", "fgw_distance", "label_alphabet", "alphabet_index", "to_fgw",
-           "is_real", "check_alpha", "check_fgw_graph"]
+           "check_alpha", "check_fgw_graph"]
 
 
 def _label_key(value: Any) -> tuple[int, Any]:
@@ -216,11 +218,6 @@ def fgw_to_graph(F: np.ndarray, C: np.ndarray, alphabet: Sequence[Any], node_lab
     for u, v, o in zip(iu[keep], ju[keep], near):
         G.add_edge(int(u), int(v), **{edge_label: int(o) if float(o).is_integer() else float(o)})
     return G
-
-
-def is_real(value: Any) -> bool:
-    """A real number, not a bool (nor a string: comparing one would raise a bare TypeError)."""
-    return isinstance(value, (numbers.Real, np.floating, np.integer)) and not isinstance(value, (bool, np.bool_))
 
 
 def check_alpha(alpha: Any) -> None:

@@ -37,10 +37,10 @@ import networkx as nx
 import numpy as np
 from numpy.typing import ArrayLike
 
-from sprokr.utils import check_random_state, num_samples, take
+from sprokr.utils import check_bool, check_integer, check_random_state, is_real, num_samples, take
 from sprokr.decoders import Decoder
 
-from .encoding import alphabet_index, check_alpha, check_fgw_graph, is_real, label_alphabet, to_fgw
+from .encoding import alphabet_index, check_alpha, check_fgw_graph, label_alphabet, to_fgw
 from .search import ModelScore, model_guided_search
 
 if TYPE_CHECKING:  # imported for the annotations only
@@ -323,11 +323,8 @@ class FGWBarycenterDecoder(Decoder):
 
     def _check(self):
         ints = {"n_neighbors": 1, "max_iter": 1, "n_starts": 0, "search_steps": 0, "search_beam": 1}
-        for name, low in ints.items():
-            v = getattr(self, name)
-            # bool is an Integral: without the first test n_neighbors=True would mean 1
-            if isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Integral) or v < low:
-                raise ValueError(f"{name} must be a {'positive' if low else 'non-negative'} int, got {v!r}")
+        for name, low in ints.items():  # (a bool is refused: n_neighbors=True would mean 1)
+            check_integer(getattr(self, name), name, low)
         check_alpha(self.alpha)
         if self.weights not in ("auto", "alpha", "projection"):
             raise ValueError(f"weights must be 'auto', 'alpha' or 'projection', got {self.weights!r}")
@@ -341,6 +338,9 @@ class FGWBarycenterDecoder(Decoder):
             raise ValueError(f"train_margin must be a number >= 0 (inf allowed), got {self.train_margin!r}")
         if not is_real(self.threshold) or not 0 < self.threshold <= 1:
             raise ValueError(f"threshold must lie in (0, 1], got {self.threshold!r}")
+        # flags, not truth values: repair="no" or to_smiles="no" was true
+        check_bool(self.repair, "repair")
+        check_bool(self.to_smiles, "to_smiles")
 
     def validate(self) -> FGWBarycenterDecoder:
         """Check the parameters (clear errors naming them); a model calls it at ``fit``."""

@@ -20,12 +20,12 @@ Losses are extensible like kernels: a plugin returns ``{name: factory}`` from th
 from __future__ import annotations
 
 from typing import Optional
-import numbers
 
 import numpy as np
 from numpy.typing import ArrayLike
 from sklearn.base import BaseEstimator
 
+from .utils import is_real
 from .utils import check_quantile_levels  # re-exported (metrics use it too: one layer down)
 
 __all__ = [
@@ -41,7 +41,7 @@ __all__ = [
 
 
 def _nonneg(value, name):
-    if isinstance(value, bool) or not isinstance(value, (numbers.Real, np.floating, np.integer)):
+    if not is_real(value):  # (a bool is not a number here; a Fraction failed in np.isfinite)
         raise ValueError(f"{name} must be a real number >= 0, got {value!r}")
     if not np.isfinite(value) or value < 0:
         raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")

@@ -157,3 +157,15 @@ def test_radial_losses_have_no_kinks_for_vector_targets():
     Y = np.ones((3, 2))
     assert EpsilonInsensitiveLoss().piecewise_linear(Y) is None
     assert PinballLoss(tau=[0.2, 0.8]).piecewise_linear(Y)[1].shape == (1, 2, 2)
+
+
+@pytest.mark.parametrize("loss, name", [(HuberLoss, "kappa"), (EpsilonInsensitiveLoss, "epsilon")])
+def test_loss_parameters_that_are_not_python_or_numpy_numbers_are_named(loss, name):
+    """A ``fractions.Fraction`` is a ``numbers.Real``: it passed the type test and ended in
+    numpy's TypeError from ``np.isfinite``; a bool is not a number."""
+    from fractions import Fraction
+
+    for value in (Fraction(1, 10), True, "0.1"):
+        with pytest.raises(ValueError, match=rf"{name} must be a real number >= 0, got"):
+            loss(**{name: value}).validate(1, np.zeros((3, 1)))
+    loss(**{name: np.float32(0.5)}).validate(1, np.zeros((3, 1)))

@@ -17,8 +17,8 @@ from sklearn.utils.validation import check_is_fitted
 from ..deprecation import renamed_keywords
 from ..persistence import SaveMixin
 from ..progress import user_stacklevel
-from ..utils import atomic_fit, check_finite, check_positive, check_random_state, concat_samples, consistent_read, \
-    frame_as_array, num_samples, reword_error
+from ..utils import atomic_fit, check_bool, check_finite, check_positive, check_random_state, concat_samples, \
+    consistent_read, frame_as_array, num_samples, reword_error
 from ._cache import SampleView, SelectionCache
 from ._lambda_path import DEFAULT_LAMS, check_lams, lambda_path
 from ._scorers import kernel_loss_scorer, resolve_scoring
@@ -298,8 +298,7 @@ class LambdaSearchCV(SaveMixin, BaseEstimator):
         t0 = time.perf_counter()
         lams = check_lams(DEFAULT_LAMS if self.lams is None else self.lams)
         resolve_scoring(self.scoring)
-        if not isinstance(self.refit, (bool, np.bool_)):
-            raise ValueError(f"refit must be True or False, got {self.refit!r}")
+        check_bool(self.refit, "refit")
         if self.method not in ("auto", "eigh", "cholesky", "refit"):
             raise ValueError(f"method must be 'auto', 'eigh', 'cholesky' or 'refit', got {self.method!r}")
         if not hasattr(self.estimator, "get_params") or "lam" not in self.estimator.get_params(deep=False):

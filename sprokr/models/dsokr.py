@@ -18,7 +18,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, Self, Tuple
 
 import inspect
-import numbers
 import time
 
 import numpy as np
@@ -34,9 +33,9 @@ from ..kernels import VectorKernel, resolve_kernel
 from ..numerics import resolve_executor
 from ..sketches import check_sketch_for, drawing_state, make_sketch
 from ..progress import log_estimator
-from ..utils import NamedPrepare, atomic_fit, check_chunk_size, check_feature_names, check_paired, check_positive, \
-    check_random_state, check_random_state_param, consistent_read, frame_as_array, num_samples, resolve_dtype, \
-    set_feature_names, take, unique_indices
+from ..utils import NamedPrepare, atomic_fit, check_bool, check_chunk_size, check_feature_names, check_integer, \
+    check_paired, check_positive, check_random_state, check_random_state_param, consistent_read, frame_as_array, \
+    num_samples, resolve_dtype, set_feature_names, take, unique_indices
 # apart from the estimators: the numeric check of the regressor's inputs, the search of the
 # ensemble's max aggregation, the output basis and targets and the validation split (both
 # re-exported here)
@@ -200,8 +199,7 @@ class DSOKR(ExecutorParamsMixin, OutputKernelModel, BaseEstimator):
         vf = check_validation_fraction(self.validation_fraction)
         rcond = DEFAULT_RCOND if self.rcond is None else check_positive(self.rcond, "rcond", strict=False)
         chunk = check_chunk_size(self.chunk_size)
-        if not isinstance(self.default_index, (bool, np.bool_)):
-            raise ValueError(f"default_index must be True or False, got {self.default_index!r}")
+        check_bool(self.default_index, "default_index")
         check_random_state_param(self.random_state)
         ky = resolve_kernel(self.output_kernel, self.output_kernel_params, "output", OUTPUT_DTYPE)
         sy = make_sketch(self.output_sketch, self.m_y, self.output_sketch_params, "output")
@@ -483,10 +481,7 @@ class DSOKREnsemble(RenamedParametersMixin, OutputKernelModel, BaseEstimator):
         """The members the parameters give, not yet cloned: ``n_estimators`` times
         ``estimator``, or the list ``estimator`` (checked)."""
         if isinstance(self.estimator, DSOKR):
-            T = self.n_estimators
-            if isinstance(T, bool) or not isinstance(T, (numbers.Integral, np.integer)) or T < 1:
-                raise ValueError(f"n_estimators must be a positive integer, got {T!r}")
-            members = [self.estimator] * int(T)
+            members = [self.estimator] * check_integer(self.n_estimators, "n_estimators")
         else:
             members = list(self.estimator) if isinstance(self.estimator, (list, tuple)) else []
             if not members or not all(isinstance(e, DSOKR) for e in members):

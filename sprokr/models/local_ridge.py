@@ -34,9 +34,9 @@ from ..persistence import SaveMixin
 from ..progress import grouped_accuracy_warnings, progress
 from ..kernels import resolve_kernel
 from ..numerics import check_kernel_sample, single_blas_thread
-from ..utils import (atomic_fit, check_chunk_size, check_feature_names, check_finite, check_numeric_array,
-                     check_positive, check_random_state, check_random_state_param, consistent_read, num_samples,
-                     set_feature_names, take)
+from ..utils import (atomic_fit, check_chunk_size, check_feature_names, check_finite, check_integer,
+                     check_numeric_array, check_positive, check_random_state, check_random_state_param,
+                     consistent_read, num_samples, set_feature_names, take)
 from ._targets import R2ScoreMixin
 from .base import check_n_features, set_n_features
 from .regressors import KernelRidgeRegressor
@@ -188,10 +188,8 @@ class LocalKernelRidgeRegressor(_LocalRidge):
         ValueError, TypeError
             A parameter value is invalid (the message names it).
         """
-        m_x = self.m_x
-        if self.input_sketch is not None and (isinstance(m_x, bool) or not isinstance(m_x, (int, np.integer))
-                                              or m_x < 1):
-            raise ValueError(f"m_x (support points per region) must be a positive integer, got {m_x!r}")
+        if self.input_sketch is not None:
+            check_integer(self.m_x, "m_x (support points per region)")
         _count_on(self.n_regions, "n_regions", None, AUTO_REGIONS)  # (its upper bound, the samples: at fit)
         # the components every region's ridge resolves, checked before the k-means
         self._region(None, 0).check_params()

@@ -305,7 +305,9 @@ def test_the_exact_machines_certified_gap_is_the_models_own(loss, lam):
     level, nothing added): the gap it reports is the gap of the model it stores, computed
     here against the exact dual of the problem on K.  With a jitter on K's diagonal the
     solver certified a nearby problem: at n lam ~ 1e-7 the stored model's gap was ~100x the
-    reported one (3.4e-3 against 3.3e-5, 'converged')."""
+    reported one (3.4e-3 against 3.3e-5, 'converged').  The active set's refined kink
+    solve puts both gaps at the rounding level of the predictions (1e-11 - 1e-9 here), where
+    this recomputation from ``K @ c`` has its own rounding: it is allowed for."""
     from sprokr.models import SketchedKernelMachine
 
     rng = np.random.default_rng(1)
@@ -319,5 +321,7 @@ def test_the_exact_machines_certified_gap_is_the_models_own(loss, lam):
     lo, hi = (np.full(6, -0.2), np.full(6, 0.8)) if loss == "pinball" else \
         (np.where(y > 0, -1.0, 0.0), np.where(y > 0, 0.0, 1.0))
     true_gap = (primal - _exact_dual(K, y, lam, lo, hi)) / abs(primal)
+    # the losses (slopes <= 1) of K @ c are known to its rounding, relative to the objective
+    rounding = 8 * np.finfo(float).eps * float(np.max(np.abs(K) @ np.abs(c))) / abs(primal)
     assert m.converged_ and m.objective_gap_ <= 1e-4
-    assert true_gap <= 2 * m.objective_gap_ + 1e-12, (true_gap, m.objective_gap_)
+    assert true_gap <= 2 * m.objective_gap_ + rounding, (true_gap, m.objective_gap_, rounding)

@@ -274,6 +274,14 @@ def _line_search(f_loss, Y, P, Q, Omega, D, lam, slope):
     (past it, even uphill), and a hinge fit of one sample spent its 3000 steps uncertified.
     Bisecting instead cured that but made the pinball benchmarks ~25x slower; the Illinois
     weights keep the secant's superlinear convergence.
+
+    A small derivative ends the search, but past a kink it does not mean a small value: a
+    step far too long (no entry in a band, ``D = -grad / lam``) put the minimiser 1e-10
+    into ``(0, 1]``, and ``t = 1e-3`` with a derivative 1e-3 of the slope was 3000x uphill.
+    So a ``t`` past the minimiser with no evaluated point before it (a descent point) is
+    accepted only with a sufficient decrease (Armijo's, ``1e-4 t slope``), and such a
+    search goes on past 30 evaluations (the Illinois weights only bisect across a jump), up
+    to 100 (``2^-100`` of the step); finding none, it returns 0 (the stage ends).
     """
     n = P.shape[0]
     od, dd = float(np.sum(Omega * D)), float(np.sum(D * D))
@@ -282,12 +290,22 @@ def _line_search(f_loss, Y, P, Q, Omega, D, lam, slope):
         Pt = P + t * Q
         return float(np.sum(f_loss.gradient(Pt, Y) * Q)) / n + lam * (od + t * dd), Pt
 
+    base: list[float] = []  # the loss's mean at t = 0, computed when first needed
+
+    def descends(t):  # Armijo: F(Omega + t D) - F(Omega) <= 1e-4 t slope, the ridge term expanded
+        if not base:
+            base.append(float(np.mean(f_loss.value(P, Y))))
+        change = float(np.mean(f_loss.value(P + t * Q, Y))) - base[0] + lam * t * (od + t * dd / 2)
+        return change <= 1e-4 * t * slope
+
     g1, P1 = deriv(1.0)
     if g1 <= 0:
         return 1.0
     lo, hi, glo, ghi, t, gt, Pt = 0.0, 1.0, slope, g1, 1.0, g1, P1
     moved = 0  # the end that moved last: -1 lo, 1 hi
-    for _ in range(30):
+    for it in range(100):
+        if it >= 30 and lo > 0:
+            break
         curv = _curvature_form(f_loss.curvature(Pt, Y), Q) / n + lam * dd
         t_new = t - gt / curv if curv > 0 else np.nan
         if not lo < t_new < hi:  # outside the bracket: the secant of the bracket's ends
@@ -306,9 +324,17 @@ def _line_search(f_loss, Y, P, Q, Omega, D, lam, slope):
             if moved == -1:
                 ghi *= 0.5
             moved = -1
-        if abs(gt) <= 1e-3 * abs(slope) or hi - lo <= 1e-10 * hi:
+        if hi - lo <= 1e-10 * hi:
             break
-    return t if gt <= 0 or lo == 0 else lo
+        if abs(gt) <= 1e-3 * abs(slope):
+            if gt <= 0 or lo > 0:
+                break
+            if descends(t):  # past the minimiser, no descent point evaluated: Armijo's test
+                return t
+    if gt <= 0:
+        return t
+    # past the minimiser: the bracket's lower end (a descent point), else t if it descends
+    return lo if lo > 0 else t if descends(t) else 0.0
 
 
 def _stage(Z, Y, f_loss, lam, S, Omega, system, budget, stationary, decrement=0.0, certify=None, tol=0.0):

@@ -553,10 +553,14 @@ def newton_solve(Z: np.ndarray, Y: np.ndarray, loss: Loss, lam: float, V: np.nda
         # the first stage of a non-smooth loss only looks for the pattern (which entries sit
         # at kinks): it stops once a Newton step would gain less than 1e-3 of the objective
         first = not history and mu is not None
-        # the stage's gradients are the dual point: Z^T A is known, no pass over Z
+        # the stage's gradients are the dual point: Z^T A is known, no pass over Z.  A smoothed
+        # stage stops at its first iterate certified within tol (the next stages would only
+        # trade smoothing for steps); a smooth loss's one stage runs on to stationarity, where
+        # Newton's quadratic convergence gives a gap at rounding level for a step or two
         Omega, P, G, ZtG, steps, g2, cert, stage_best = _stage(
             Z, Y, f_loss, lam, S, Omega, system, max(1, max_iter - used), 0.1 * tol,
-            _PATTERN_DECREMENT * obj if first else 0.0, certify if has_conj else None, tol)
+            _PATTERN_DECREMENT * obj if first else 0.0, certify if has_conj else None,
+            tol if mu is not None else 0.0)
         used += steps
         if has_conj:
             primal, gap = cert

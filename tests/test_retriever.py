@@ -287,12 +287,9 @@ def test_cross_validation_uses_score(qm9):
     assert scores.shape == (2,) and (0.1 < scores).all() and (scores <= 1).all()
 
 
-def test_command_line_builds_the_plugin_estimator_by_name(qm9, tmp_path, capsys):
-    from sprokr.cli import main
-    from sprokr.registry import get_registry
-
-    assert "MoleculeRetriever" in get_registry().names("estimator")
-    X, queries, pool = qm9
+def _write_retriever_files(tmp_path, X, queries, pool):
+    """train.csv / test.csv (SMILES -> the same SMILES), pool.smi and m.toml: an IOKR
+    MoleculeRetriever configuration for the command line."""
     for name, rows in (("train.csv", X), ("test.csv", queries)):
         with open(tmp_path / name, "w", newline="") as fh:
             csv.writer(fh).writerows([["query", "target"]] + [[s, s] for s in rows])
@@ -311,6 +308,15 @@ type = "smiles"
 column = "target"
 type = "smiles"
 ''')
+
+
+def test_command_line_builds_the_plugin_estimator_by_name(qm9, tmp_path, capsys):
+    from sprokr.cli import main
+    from sprokr.registry import get_registry
+
+    assert "MoleculeRetriever" in get_registry().names("estimator")
+    X, queries, pool = qm9
+    _write_retriever_files(tmp_path, X, queries, pool)
     args = [str(a) for a in ("fit", "--config", tmp_path / "m.toml", "--train", tmp_path / "train.csv",
                              "-o", tmp_path / "m.sprokr")]
     assert main(args) == 0
@@ -339,24 +345,7 @@ def test_command_line_writes_canonical_smiles_with_and_without_top_k(qm9, tmp_pa
     # the pool as another program may write it: the same molecules, SMILES rooted at their last atom
     written = [Chem.MolToSmiles(m, rootedAtAtom=m.GetNumAtoms() - 1) for m in map(Chem.MolFromSmiles, pool)]
     assert sum(w != c for w, c in zip(written, canon(pool))) > len(pool) // 2
-    for name, rows in (("train.csv", X), ("test.csv", queries)):
-        with open(tmp_path / name, "w", newline="") as fh:
-            csv.writer(fh).writerows([["query", "target"]] + [[s, s] for s in rows])
-    (tmp_path / "pool.smi").write_text("".join(f"{s}\n" for s in written))
-    (tmp_path / "m.toml").write_text('''estimator = "MoleculeRetriever"
-random_state = 0
-[params]
-method = "iokr"
-output_kernel = "morgan_count_tanimoto"
-lams = [1e-2, 1e-4]
-input_grid = [{n = 4}]
-[input]
-column = "query"
-type = "smiles"
-[output]
-column = "target"
-type = "smiles"
-''')
+    _write_retriever_files(tmp_path, X, queries, written)
     assert main([str(a) for a in ("fit", "--config", tmp_path / "m.toml", "--train", tmp_path / "train.csv",
                                   "-o", tmp_path / "m.sprokr")]) == 0
     common = ("predict", tmp_path / "m.sprokr", "--input", tmp_path / "test.csv", "--candidates", tmp_path / "pool.smi")

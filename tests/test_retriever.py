@@ -460,3 +460,34 @@ def test_one_word_texts_read_as_smiles_say_how_to_pass_texts(qm9):
         MoleculeRetriever().fit(X, qm9[0])
     assert not getattr(info.value, "__notes__", None)
     assert MoleculeRetriever(inputs="text", method="iokr", random_state=0).fit(names, mols).inputs_ == "text"
+
+
+def kekule(smiles):
+    """The Kekule spelling of a molecule (another string, the same molecule)."""
+    mol = Chem.MolFromSmiles(smiles)
+    Chem.Kekulize(mol, clearAromaticFlags=True)
+    return Chem.MolToSmiles(mol, kekuleSmiles=True, canonical=False)
+
+
+def test_one_molecule_spelled_twice_in_the_pool_is_one_candidate(fitted, qm9):
+    """A pool holding each molecule twice (aromatic and Kekule) ranks distinct molecules:
+    ``predict_topk`` lists each molecule once, its index the first occurrence, and gives
+    what the pool without repeats gives; ``predict_scores`` keeps the pool's columns, the
+    repeats scored alike.  The same molecule was listed at ranks 1 and 2."""
+    _, queries, pool = qm9
+    doubled = list(pool) + [kekule(s) for s in pool]
+    assert len(set(doubled)) > len(pool)  # other strings ...
+    model = fitted["iokr"]
+    top = model.predict_topk(queries, k=5, candidates=doubled)
+    plain = model.predict_topk(queries, k=5, candidates=pool)
+    assert all(len(set(row)) == 5 for row in top.smiles)
+    assert top.smiles == plain.smiles and np.array_equal(top.indices, plain.indices)
+    np.testing.assert_allclose(top.scores, plain.scores, rtol=1e-12)
+    S = model.predict_scores(queries[:5], candidates=doubled)
+    assert S.shape == (5, 2 * len(pool)) and np.array_equal(S[:, :len(pool)], S[:, len(pool):])
+    assert model.predict(queries, candidates=doubled) == model.predict(queries, candidates=pool)
+    # a pool of one molecule in three spellings: one candidate
+    one = model.predict_topk(queries[:2], k=3, candidates=["c1ccccc1", "C1=CC=CC=C1", "[cH]1ccccc1"])
+    assert one.smiles == [["c1ccccc1"]] * 2 and one.indices.tolist() == [[0], [0]]
+    with pytest.raises(ValueError, match="k must be a positive integer, got None"):
+        model.predict_topk(queries[:2], k=None)

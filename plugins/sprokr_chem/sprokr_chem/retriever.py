@@ -43,6 +43,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, clone
 from sklearn.utils.validation import check_is_fitted
 
+from sprokr.decoders import check_top_k
 from sprokr.deprecation import RenamedParametersMixin
 from sprokr.persistence import SaveMixin
 from sprokr.progress import log_estimator, progress
@@ -597,6 +598,15 @@ class MoleculeRetriever(RenamedParametersMixin, SaveMixin, BaseEstimator):
     def _index(self, pool):
         return self.model_.make_candidate_index(molecules_for_kernel(pool, self.output_kernel_))
 
+    def _distinct(self, pool):
+        """``(distinct molecules, first occurrence of each in pool, position of each pool entry
+        among the distinct)``: a molecule given several times (in any spelling: the pool is
+        canonical SMILES) is one candidate."""
+        first: dict[str, int] = {}
+        inverse = np.fromiter((first.setdefault(s, len(first)) for s in pool), dtype=np.intp, count=len(pool))
+        distinct = list(first)
+        return distinct, np.unique(inverse, return_index=True)[1], inverse
+
     @consistent_read
     def predict_scores(self, X: Any, candidates: Any = None) -> np.ndarray:
         """Score of every candidate for every query (greater is better).
@@ -614,26 +624,44 @@ class MoleculeRetriever(RenamedParametersMixin, SaveMixin, BaseEstimator):
             (``k(c, c) = 1`` for every molecule: every built-in one, the Morgan fingerprint
             kernels and ``smiles_spectrum``), ``<h(x), psi(c)> - k(c, c) / 2`` otherwise: the
             constant ``-1/2`` of the normalised case is left out (rankings unaffected; see
-            the models' ``predict_scores``).
+            the models' ``predict_scores``).  A molecule given several times in the pool (in
+            any spelling) is scored once: its columns are equal.
         """
         Xq = self._queries(X)
-        return self.model_.predict_scores(Xq, candidates=self._index(self._pool(candidates)))
+        distinct, _, inverse = self._distinct(self._pool(candidates))
+        S = self.model_.predict_scores(Xq, candidates=self._index(distinct))
+        return S if len(distinct) == inverse.size else S[:, inverse]
 
     @consistent_read
     def predict_topk(self, X: Any, k: int = 5, candidates: Any = None) -> RetrievedMolecules:
         """The ``k`` best candidates per query (ties: the earlier candidate first).
 
+        The candidates are distinct molecules: a molecule given several times in the pool
+        (in any spelling, e.g. Kekule and aromatic) is one candidate, listed once.
+
+        Parameters
+        ----------
+        X : sequence (n_q,) of SMILES or texts, or an array of numbers (as in ``fit``)
+        k : int >= 1
+            How many candidates per query.
+        candidates : None, sequence of molecules or path
+            The pool (default: ``candidates_``).
+
         Returns
         -------
         RetrievedMolecules
             ``smiles`` (n_q lists of k' canonical SMILES), ``scores`` and ``indices``
-            (ndarray (n_q, k')), ``k' = min(k, n_candidates)``.
+            (ndarray (n_q, k'): the first occurrence of each molecule in the pool),
+            ``k' = min(k, number of distinct molecules in the pool)``.
         """
+        k = check_top_k(k, "k")
+        if k is None:
+            raise ValueError("k must be a positive integer, got None")
         Xq = self._queries(X)
-        pool = self._pool(candidates)
-        D = self.model_.predict_topk(Xq, k=k, candidates=self._index(pool))
+        distinct, first, _ = self._distinct(self._pool(candidates))
+        D = self.model_.predict_topk(Xq, k=k, candidates=self._index(distinct))
         idx = np.asarray(D.indices)
-        return RetrievedMolecules([[pool[j] for j in row] for row in idx], np.asarray(D.scores), idx)
+        return RetrievedMolecules([[distinct[j] for j in row] for row in idx], np.asarray(D.scores), first[idx])
 
     @consistent_read
     def predict(self, X: Any, candidates: Any = None) -> list:

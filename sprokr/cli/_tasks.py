@@ -52,7 +52,7 @@ import numpy as np
 
 from ..io import (ColumnSpec, DataFileError, OutputPathError, Table, check_output_path, describe_error,
                   is_standard_output, read_table, write_csv, write_text)
-from ..utils import error_text
+from ..utils import error_text, take
 from ._args import UsageError, open_fraction, positive_int
 
 __all__ = ["ConfigError", "load_config", "check_config", "build_estimator", "add_task_commands", "CLIError"]
@@ -348,16 +348,33 @@ def cmd_fit(args: Any) -> int:
 
 
 def _candidates(args: Any, spec_out: ColumnSpec) -> Tuple[Any, Any, List[str]]:
-    """(model-ready candidates or None, their table or None, their column)."""
+    """(model-ready candidates or None, their canonical forms or None, their column).
+
+    With a column type that has a canonical form (molecules: canonical SMILES), a candidate
+    given several times (in any spelling) is kept once, at its first occurrence: the pool
+    is a set of distinct outputs (a repeat of the truth tied with it, so that evaluate's
+    top-1 was 0 with every molecule of the pool written twice, and ``--top-k`` listed
+    one molecule at two ranks).
+    """
     if not args.candidates:
         return None, None, spec_out.columns
     table = _read(args.candidates, "--candidates")
     cols = [args.candidate_column] if args.candidate_column else spec_out.columns
-    default = getattr(spec_out.column_type(), "default_column", None)  # e.g. "smiles" of .smi / .sdf pools
+    column_type = spec_out.column_type()
+    default = getattr(column_type, "default_column", None)  # e.g. "smiles" of .smi / .sdf pools
     if args.candidate_column is None and default and cols[0] not in table.columns and default in table.columns:
         cols = [default]
     spec = ColumnSpec(cols, spec_out.type)
-    return spec.read(table), table, cols
+    C = spec.read(table)
+    canonical = getattr(column_type, "canonical", None)
+    if canonical is None:
+        return C, None, cols
+    first: Dict[str, int] = {}
+    for i, key in enumerate(canonical([str(v) for v in table.column(cols[0])])):
+        first.setdefault(key, i)
+    if len(first) < len(table):
+        C = take(C, np.fromiter(first.values(), dtype=np.intp, count=len(first)))
+    return C, list(first), cols
 
 
 def cmd_predict(args: Any) -> int:
@@ -472,8 +489,8 @@ def _metrics(args: Any, model: Any, spec_out: ColumnSpec, canonical: Any, test: 
             P = (np.asarray(model.predict(X), dtype=float).reshape(np.shape(Y)) > 0.5).astype(float)
         res.update(f1_samples=f1_samples(Y, P), exact_match=float(np.mean(np.all(P == Y, axis=1))))
     elif canonical is not None:  # structured outputs (molecules ...): rank a candidate pool
-        C, ctable, ccols = _candidates(args, spec_out)  # given: checked by cmd_evaluate
-        pos = {s: i for i, s in enumerate(canonical([str(v) for v in ctable.column(ccols[0])]))}
+        C, keys, _ = _candidates(args, spec_out)  # given: checked by cmd_evaluate; distinct
+        pos = {s: i for i, s in enumerate(keys)}
         truth = np.array([pos.get(s, -1) for s in canonical([str(v) for v in test.column(spec_out.columns[0])])])
         found = truth >= 0
         res["truth_in_candidates"] = float(found.mean())

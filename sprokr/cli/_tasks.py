@@ -350,11 +350,11 @@ def cmd_fit(args: Any) -> int:
 def _candidates(args: Any, spec_out: ColumnSpec) -> Tuple[Any, Any, List[str]]:
     """(model-ready candidates or None, their canonical forms or None, their column).
 
-    With a column type that has a canonical form (molecules: canonical SMILES), a candidate
-    given several times (in any spelling) is kept once, at its first occurrence: the pool
-    is a set of distinct outputs (a repeat of the truth tied with it, so that evaluate's
-    top-1 was 0 with every molecule of the pool written twice, and ``--top-k`` listed
-    one molecule at two ranks).
+    With a column type that has a canonical form (the column type's ``canonical``), a
+    candidate given several times (in any spelling) is kept once, at its first occurrence:
+    the pool is a set of distinct outputs (a repeat of the truth tied with it, so that
+    evaluate's top-1 was 0 with every candidate of the pool written twice, and ``--top-k``
+    listed one output at two ranks).
     """
     if not args.candidates:
         return None, None, spec_out.columns

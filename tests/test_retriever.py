@@ -491,3 +491,43 @@ def test_one_molecule_spelled_twice_in_the_pool_is_one_candidate(fitted, qm9):
     assert one.smiles == [["c1ccccc1"]] * 2 and one.indices.tolist() == [[0], [0]]
     with pytest.raises(ValueError, match="k must be a positive integer, got None"):
         model.predict_topk(queries[:2], k=None)
+
+
+def test_a_table_or_a_two_dimensional_array_of_molecules_is_refused_naming_the_argument(fitted, qm9):
+    """Iterating a DataFrame gives its column names: they were read as the molecules (a
+    column named "C" predicted methane's neighbour for a one-row table; other tables failed
+    with an IndexError deep in the selection)."""
+    pd = pytest.importorskip("pandas")
+    X, queries, _ = qm9
+    model = fitted["iokr"]
+    with pytest.raises(TypeError, match=r"^X must be a one-dimensional sequence of molecules, got a DataFrame with "
+                                        r"columns \['C'\]; pass one column, e.g. X\['C'\]"):
+        model.predict(pd.DataFrame({"C": queries[:1]}))
+    with pytest.raises(TypeError, match=r"^candidates must be a one-dimensional .* DataFrame"):
+        model.predict(queries[:2], candidates=pd.DataFrame({"smiles": queries}))
+    with pytest.raises(TypeError, match=r"^y must be a one-dimensional .* DataFrame with columns \['CCO'\]"):
+        small("iokr").fit(X[:40], pd.DataFrame({"CCO": X[:40]}))
+    with pytest.raises(TypeError, match=r"^X must be a one-dimensional sequence of texts, got a DataFrame"):
+        small("iokr").fit(pd.DataFrame({"a text": X[:40]}), X[:40])
+    with pytest.raises(TypeError, match=r"^X must be a one-dimensional sequence of molecules, got an array of "
+                                        r"shape \(20, 2\)"):
+        small("iokr").fit(np.array(X[:40]).reshape(20, 2), X[:20])
+    # one column of the table is a sequence: taken as is
+    assert model.predict(pd.DataFrame({"s": queries[:3]})["s"]) == model.predict(queries[:3])
+
+
+def test_molecule_graphs_as_inputs_are_molecules(qm9):
+    """Molecule graphs as X (the command line's ``molecule`` column type) are read as their
+    SMILES: ``np.ndim`` failed on them ("inhomogeneous shape"), and graphs of as many atoms
+    as each other were taken for rows of numbers (``inputs="vectors"``)."""
+    from sprokr_chem import smiles_to_graph
+
+    X = qm9[0][:40]
+    model = small("iokr", output_kernel="morgan_count_tanimoto").fit(X, X)
+    graphs = [smiles_to_graph(s) for s in X]
+    assert model.predict(graphs[:5]) == model.predict(X[:5])
+    same_size = [s for s in X if Chem.MolFromSmiles(s).GetNumAtoms() == 9][:12]
+    assert len(same_size) == 12
+    fitted_on_graphs = small("iokr", output_kernel="morgan_count_tanimoto").fit(
+        [smiles_to_graph(s) for s in same_size], same_size)
+    assert fitted_on_graphs.inputs_ == "smiles"

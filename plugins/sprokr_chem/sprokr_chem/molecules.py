@@ -13,7 +13,31 @@ from rdkit import Chem
 
 from .io import MoleculeReadError, is_molecule_graph, mol_from_smiles, read_smiles, to_mol
 
-__all__ = ["canonical_smiles", "read_molecules"]
+__all__ = ["canonical_smiles", "read_molecules", "check_one_dimensional"]
+
+
+def check_one_dimensional(values: Any, name: str, what: str = "molecules") -> None:
+    """A TypeError naming ``name`` when ``values`` is a table (a DataFrame: iterating it gives
+    its column names, read as if they were the samples) or an array of more than one dimension.
+
+    Parameters
+    ----------
+    values : object
+        The collection to check.
+    name : str
+        The argument's name, in the error.
+    what : str, default "molecules"
+        What the sequence holds, in the error.
+    """
+    columns = getattr(values, "columns", None)
+    if columns is not None and hasattr(values, "iloc"):
+        cols = list(columns)
+        hint = f"; pass one column, e.g. {name}[{cols[0]!r}]" if cols else ""
+        raise TypeError(f"{name} must be a one-dimensional sequence of {what}, got a {type(values).__name__} with "
+                        f"columns {cols[:5]}{hint}")
+    shape = getattr(values, "shape", None)
+    if isinstance(shape, tuple) and len(shape) != 1:
+        raise TypeError(f"{name} must be a one-dimensional sequence of {what}, got an array of shape {shape}")
 
 
 def canonical_smiles(molecules: Any, name: str = "molecules") -> list[str]:
@@ -40,9 +64,13 @@ def canonical_smiles(molecules: Any, name: str = "molecules") -> list[str]:
     MoleculeReadError
         Naming ``name``, the position and text of the first invalid molecule and how many
         others are invalid (every record is checked before raising).
+    TypeError
+        ``molecules`` is a single molecule, a table (DataFrame) or an array of more than one
+        dimension.
     """
     if isinstance(molecules, (str, Chem.Mol)):
         raise TypeError(f"{name} must be a sequence of molecules, not a single {type(molecules).__name__}")
+    check_one_dimensional(molecules, name)
     out, skipped = [], []
     for i, m in enumerate(molecules):
         try:

@@ -61,8 +61,8 @@ from ._selection import (
     check_grid,
     molecules_for_kernel,
 )
-from .io import MoleculeReadError
-from .molecules import canonical_smiles, read_molecules
+from .io import MoleculeReadError, is_molecule_graph
+from .molecules import canonical_smiles, check_one_dimensional, read_molecules
 
 __all__ = ["MoleculeRetriever", "RetrievedMolecules", "molecules_for_kernel", "METHODS", "DEFAULT_LAMS",
            "GRAPH_KERNELS", "INPUT_KINDS", "VECTOR_GAMMAS", "AUTO_SKETCHED"]
@@ -108,7 +108,10 @@ def _amount(v):
 
 
 def _is_numeric(X):
-    """Whether ``X`` holds numbers (an array or nested sequences of numbers), not strings."""
+    """Whether ``X`` holds numbers (an array or nested sequences of numbers), not strings
+    (nor molecule graphs: numpy reads graphs of as many nodes as rows of node ids)."""
+    if not isinstance(X, np.ndarray) and any(is_molecule_graph(x) for x in X):
+        return False
     try:
         A = np.asarray(X)
     except (TypeError, ValueError):  # ragged: numbers if its first row is
@@ -121,7 +124,7 @@ def _is_numeric(X):
 def _check_collection(X):
     """A TypeError naming ``X`` unless it is a collection of inputs (not None, a number or
     a single string): ``fit`` and the predictions check it before reading the inputs."""
-    if isinstance(X, str) or not hasattr(X, "__len__") or np.ndim(X) == 0:
+    if isinstance(X, str) or not hasattr(X, "__len__") or (isinstance(X, np.ndarray) and X.ndim == 0):
         raise TypeError(f"X must be a sequence of SMILES or texts, or an array of numbers (n, d), not an object of "
                         f"type {type(X).__name__}")
 
@@ -129,6 +132,7 @@ def _check_collection(X):
 def _as_texts(X, name="X"):
     if isinstance(X, str) or not hasattr(X, "__len__"):
         raise TypeError(f"{name} must be a sequence of texts, not an object of type {type(X).__name__}")
+    check_one_dimensional(X, name, "texts")
     for i, x in enumerate(X):
         if not isinstance(x, str) or not x.strip():
             raise ValueError(f"{name}: expected a non-empty text at position {i}, got {x!r}")

@@ -109,6 +109,28 @@ def test_invalid_smiles_error_names_record():
         MorganTanimotoKernel().prepare(["CCO", "CC", "not_a_smiles"])
 
 
+def test_whitespace_inside_a_smiles_is_an_error_around_it_is_not():
+    """RDKit reads a SMILES up to its first blank and takes the rest for a name: "CC O" was
+    ethane, silently, in every reader of SMILES strings (training outputs, candidates, the
+    kernels, a CSV column).  Around the SMILES, blanks are ignored; a CXSMILES extension
+    after a blank is kept; a missing value (None, NaN) is named as such."""
+    from sprokr_chem import canonical_smiles
+
+    assert canonical_smiles([" CCO ", "CCO\n", "\tOCC", "C[C@H](O)CC |&1:1|"]) == ["CCO"] * 3 + ["CC[C@H](C)O"]
+    for text, head, rest in (("CC O", "CC", "O"), ("CCO ethanol", "CCO", "ethanol"), ("C\tC", "C", "C")):
+        with pytest.raises(MoleculeReadError, match=rf"record 1: .*whitespace inside the SMILES: RDKit would read "
+                                                    rf"'{head}' and take '{rest}' for a name"):
+            read_smiles(["CCO", text])
+    with pytest.raises(MoleculeReadError, match=r"^y: invalid molecule at record 0: 'CC O'"):
+        canonical_smiles(["CC O"], "y")
+    for kernel in (MorganTanimotoKernel(), sprokr_chem.SmilesSpectrumKernel()):
+        with pytest.raises(MoleculeReadError, match="record 1.*whitespace inside"):
+            kernel.prepare(["CCO", "CC O"])
+    for missing in (None, float("nan"), np.nan):
+        with pytest.raises(MoleculeReadError, match=r"record 0: .*missing value \(None or NaN\)"):
+            read_smiles([missing])
+
+
 def test_empty_sdf_record_error(tmp_path):
     block = Chem.MolToMolBlock(Chem.MolFromSmiles("CCO"))
     good = block + ">  <Description>\nethanol\n\n$$$$\n"

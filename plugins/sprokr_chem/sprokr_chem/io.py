@@ -7,6 +7,7 @@ returned :class:`ReadReport` (``report.skipped`` = ``[(index, text, reason), ...
 """
 from __future__ import annotations
 
+import re
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -118,8 +119,17 @@ def _short(text, n=80):
     return text if len(text) <= n else text[: n - 3] + "..."
 
 
+#: a SMILES followed by blanks and more text (a name, or a CXSMILES extension "|...|")
+_INNER_BLANK = re.compile(r"(\S+)\s+(.+)", re.S)
+
+
 def mol_from_smiles(smiles: str, index: int = 0) -> Mol:
     """One sanitised RDKit molecule from a SMILES string; :class:`MoleculeReadError` if invalid.
+
+    Whitespace around the SMILES is ignored.  Whitespace inside it is an error unless what
+    follows is a CXSMILES extension (``"C[C@H](O)CC |&1:1|"``): RDKit would read the SMILES up
+    to the first blank and take the rest for a name, so that ``"CC O"`` was ethane.  (A
+    ``.smi`` file's ``SMILES name`` lines are split by its reader first.)
 
     Parameters
     ----------
@@ -128,10 +138,17 @@ def mol_from_smiles(smiles: str, index: int = 0) -> Mol:
     index : int, default 0
         Its position, named by the error.
     """
+    if smiles is None or (isinstance(smiles, float) and smiles != smiles):
+        raise MoleculeReadError(index, smiles, "missing value (None or NaN), expected a SMILES string")
     if not isinstance(smiles, str):
         raise MoleculeReadError(index, smiles, f"expected a SMILES string, got {type(smiles).__name__}")
     if not smiles.strip():
         raise MoleculeReadError(index, smiles, "empty SMILES")
+    inside = _INNER_BLANK.match(smiles.strip())
+    if inside and not inside.group(2).startswith("|"):
+        raise MoleculeReadError(index, smiles, f"whitespace inside the SMILES: RDKit would read {inside.group(1)!r} "
+                                               f"and take {inside.group(2)!r} for a name; remove the whitespace "
+                                               f"(or the name)")
     RDLogger.DisableLog("rdApp.*")
     try:
         mol = Chem.MolFromSmiles(smiles)

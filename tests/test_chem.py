@@ -163,6 +163,25 @@ def test_charged_round_trip_and_invalid_graph():
         sprokr_chem.graph_to_mol(G, errors="raise")
 
 
+def test_metal_complexes_with_dative_bonds_and_quadruple_bonds_are_graphs():
+    """RDKit reads cisplatin written as ``Cl[Pt](Cl)([NH3])[NH3]`` with two dative bonds:
+    ``mol_to_graph`` refused them ("unsupported bond type DATIVE", without naming the
+    molecule's position), so the default output kernel ``wl`` failed the whole fit of a
+    training set holding one metal complex.  A dative bond is a single bond for the kernels,
+    its donor recorded for the way back."""
+    WLKernel = pytest.importorskip("sprokr_graphs").WLKernel
+    for s in ("Cl[Pt](Cl)([NH3])[NH3]", "O->[Cu+2]<-O", "[Re]$[Re]", "CC(=O)O[Co]->N"):
+        G = smiles_to_graph(s)
+        assert graph_to_smiles(G) == Chem.MolToSmiles(Chem.MolFromSmiles(s))
+    G = smiles_to_graph("N->[Pt]")
+    assert G.edges[0, 1] == {"label": 1, "bond_order": 1, "dative": 0}
+    K = WLKernel().pairwise(*(WLKernel().prepare([smiles_to_graph(s) for s in ("Cl[Pt](Cl)([NH3])[NH3]", "CC")]),) * 2)
+    np.testing.assert_allclose(np.diag(K), 1.0)
+    G.edges[0, 1]["dative"] = 7  # not one of its nodes
+    with pytest.raises(sprokr_chem.GraphConversionError, match=r"edge \(0, 1\): a dative bond \(from 7\)"):
+        sprokr_chem.graph_to_mol(G, errors="raise")
+
+
 def test_plugin_discovered_by_entry_point_and_used_by_name(qm9):
     smiles, props = qm9
     comp = get_registry().get("output_kernel", "morgan_tanimoto")

@@ -531,3 +531,13 @@ def test_molecule_graphs_as_inputs_are_molecules(qm9):
     fitted_on_graphs = small("iokr", output_kernel="morgan_count_tanimoto").fit(
         [smiles_to_graph(s) for s in same_size], same_size)
     assert fitted_on_graphs.inputs_ == "smiles"
+
+
+def test_metal_complexes_among_the_training_molecules(qm9):
+    """Cisplatin (two dative bonds once RDKit reads it) among the training and candidate
+    molecules: the default output kernels (``wl`` among them) take it; ``wl`` failed the fit
+    with "unsupported bond type DATIVE"."""
+    X = list(qm9[0][:40]) + ["Cl[Pt](Cl)([NH3])[NH3]", "O->[Cu+2]<-O"]
+    model = small("iokr").fit(X, X)
+    assert [t["output_kernel"] for t in model.selection_["tried"]] == ["wl", "morgan_count_tanimoto"]
+    assert model.predict(["Cl[Pt](Cl)([NH3])[NH3]"])[0] == "[NH3]->[Pt](<-[NH3])([Cl])[Cl]"

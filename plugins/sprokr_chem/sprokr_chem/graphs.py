@@ -11,6 +11,10 @@ A molecule becomes an undirected ``networkx.Graph`` over its heavy atoms:
   ``kekulize`` is.  Unlike a Kekule structure (which RDKit picks from the atom order, so
   two SMILES of one molecule can give different ones), it does not depend on how the
   molecule was written: the chemistry-aware WL kernels of sprokr-graphs label edges with it.
+* a quadruple bond (``$``) has order 4; a dative bond (``->``, e.g. of a metal complex:
+  RDKit writes cisplatin ``Cl[Pt](Cl)([NH3])[NH3]`` with two) is a single bond for both
+  attributes, with the edge attribute ``dative`` = the donor node, from which
+  :func:`graph_to_mol` restores it.
 
 Hydrogens are implicit, so a graph built by another route (e.g. an FGW barycenter) can
 be turned back into a molecule: RDKit adds the hydrogens valence requires, and
@@ -36,10 +40,12 @@ _BOND_ORDER = {
     Chem.BondType.SINGLE: 1,
     Chem.BondType.DOUBLE: 2,
     Chem.BondType.TRIPLE: 3,
+    Chem.BondType.QUADRUPLE: 4,
     Chem.BondType.AROMATIC: 1.5,
+    Chem.BondType.DATIVE: 1,  # with the edge attribute "dative" (the donor) in the graphs
 }
 _ORDER_BOND = {1: Chem.BondType.SINGLE, 2: Chem.BondType.DOUBLE, 3: Chem.BondType.TRIPLE,
-               1.5: Chem.BondType.AROMATIC}
+               4: Chem.BondType.QUADRUPLE, 1.5: Chem.BondType.AROMATIC}
 _LABEL_RE = re.compile(r"^([A-Z][a-z]?)(\d*[+-]+|[+-]\d*)?$")
 
 
@@ -53,8 +59,8 @@ def atom_label(symbol: str, charge: int) -> str:
 
 
 def bond_order(bond: Any) -> float | None:
-    """The ``bond_order`` edge attribute of :func:`mol_to_graph` (1, 2, 3, aromatic 1.5), or
-    None for a bond type the graphs do not represent."""
+    """The ``bond_order`` edge attribute of :func:`mol_to_graph` (1, 2, 3, 4, aromatic 1.5,
+    dative 1), or None for a bond type the graphs do not represent."""
     return _BOND_ORDER.get(bond.GetBondType())
 
 
@@ -105,6 +111,8 @@ def mol_to_graph(mol: str | Mol, kekulize: bool = True) -> nx.Graph:
             raise GraphConversionError(f"unsupported bond type {b.GetBondType()} in {Chem.MolToSmiles(mol)}")
         G.add_edge(b.GetBeginAtomIdx(), b.GetEndAtomIdx(), label=order,
                    bond_order=aromatic_order[b.GetIdx()])
+        if b.GetBondType() == Chem.BondType.DATIVE:
+            G.edges[b.GetBeginAtomIdx(), b.GetEndAtomIdx()]["dative"] = b.GetBeginAtomIdx()
     return G
 
 
@@ -142,6 +150,12 @@ def graph_to_mol(G: nx.Graph, node_label: str = "label", edge_label: str = "labe
                 bt = _ORDER_BOND[float(order) if float(order) == 1.5 else int(round(float(order)))]
             except (KeyError, ValueError, TypeError):
                 raise GraphConversionError(f"edge ({u!r}, {v!r}) has bond order {order!r}") from None
+            donor = data.get("dative")
+            if donor is not None:  # a dative bond, from the donor (mol_to_graph)
+                if bt != Chem.BondType.SINGLE or donor not in (u, v):
+                    raise GraphConversionError(f"edge ({u!r}, {v!r}): a dative bond (from {donor!r}) must be a "
+                                               f"single bond from one of its nodes, got order {order!r}")
+                u, v, bt = donor, (v if donor == u else u), Chem.BondType.DATIVE
             rw.AddBond(pos[u], pos[v], bt)
             if bt == Chem.BondType.AROMATIC:
                 rw.GetAtomWithIdx(pos[u]).SetIsAromatic(True)

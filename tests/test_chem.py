@@ -182,6 +182,31 @@ def test_metal_complexes_with_dative_bonds_and_quadruple_bonds_are_graphs():
         sprokr_chem.graph_to_mol(G, errors="raise")
 
 
+def test_a_graph_keeps_the_stereo_isotopes_and_radicals_of_its_molecule():
+    """The graph labels leave out stereochemistry, isotopes and radicals (the graph kernels
+    do not compare them), and every reading of a graph as a molecule dropped them: training
+    outputs given as graphs, the command line's ``molecule`` column written back
+    (``C[C@H](N)C(=O)O`` came back as ``CC(N)C(=O)O``).  The graph keeps its molecule's
+    SMILES; a graph edited since is read from its labels."""
+    from sprokr_chem import canonical_smiles
+    from sprokr_chem.columns import MoleculeColumn
+
+    smiles = ["C[C@H](N)C(=O)O", "C/C=C\\C", "[13CH4]", "[2H]C([2H])([2H])O", "[CH3]", "[2H]",
+              "Cl[Pt](Cl)([NH3])[NH3]", "*CC*", "c1cc[nH]c1"]
+    graphs = [smiles_to_graph(s) for s in smiles]
+    assert canonical_smiles(graphs) == canonical_smiles(smiles)
+    assert [MoleculeColumn().format(G, ["smiles"]) for G in graphs] == canonical_smiles(smiles)
+    # the labels alone: what the graph kernels compare (and the decoders build)
+    assert [graph_to_smiles(G) for G in graphs[:5]] == ["CC(N)C(=O)O", "CC=CC", "C", "[H]C([H])([H])O", "C"]
+    # a graph edited since it was made: its labels, not the stale SMILES
+    G = smiles_to_graph("C[C@H](N)C(=O)O")
+    G.nodes[2]["label"] = "O"
+    assert canonical_smiles([G]) == ["CC(O)C(=O)O"]
+    # the molecule kernels read a graph as its molecule too
+    fp = sprokr_chem.SmilesSpectrumKernel()
+    np.testing.assert_allclose(fp.pairwise(fp.prepare(graphs), fp.prepare(smiles)).diagonal(), 1.0)
+
+
 def test_plugin_discovered_by_entry_point_and_used_by_name(qm9):
     smiles, props = qm9
     comp = get_registry().get("output_kernel", "morgan_tanimoto")

@@ -245,6 +245,44 @@ type = "molecule"
     assert top == list(csv.DictReader(open(tmp_path / "pool.csv")))
 
 
+def test_molecule_column_predictions_keep_the_stereo_of_the_molecules(tmp_path, capsys):
+    """A ``molecule`` output column (graphs for a graph output kernel) is written back with
+    the stereochemistry of the predicted molecule: it was written from the graph's labels,
+    ``C[C@H](N)C(=O)O`` as ``CC(N)C(=O)O``, so no prediction of a chiral molecule was its
+    truth."""
+    pytest.importorskip("sprokr_chem")
+    from rdkit import Chem
+    from rdkit.Chem.EnumerateStereoisomers import EnumerateStereoisomers
+
+    chiral = []
+    for r in csv.DictReader(open(sample_path("qm9_sample.csv"))):
+        isomers = list(EnumerateStereoisomers(Chem.MolFromSmiles(r["smiles"])))
+        if len(isomers) > 1:
+            chiral.append(Chem.MolToSmiles(isomers[-1]))
+    chiral = chiral[:60]
+    assert len(chiral) == 60 and all("@" in s or "/" in s or "\\" in s for s in chiral)
+    with open(tmp_path / "train.csv", "w", newline="") as fh:
+        csv.writer(fh).writerows([["query", "smiles"], *[[s, s] for s in chiral]])
+    (tmp_path / "mols.toml").write_text('''estimator = "IOKR"
+[params]
+lam = 1e-6
+input_kernel = "smiles_spectrum"
+output_kernel = "wl"
+[input]
+columns = ["query"]
+type = "smiles"
+[output]
+column = "smiles"
+type = "molecule"
+''')
+    assert run(["fit", "--config", tmp_path / "mols.toml", "--train", tmp_path / "train.csv",
+                "-o", tmp_path / "m.sprokr"], capsys)[0] == 0
+    code, _, _ = run(["predict", tmp_path / "m.sprokr", "--input", tmp_path / "train.csv", "-o",
+                      tmp_path / "p.csv"], capsys)
+    pred = [r["prediction"] for r in csv.DictReader(open(tmp_path / "p.csv"))]
+    assert code == 0 and set(pred) <= set(chiral) and np.mean([p == s for p, s in zip(pred, chiral)]) > 0.9
+
+
 def test_python_dash_m_runs_fit_with_json_only_on_stdout(multilabel):
     d = multilabel
     res = subprocess.run([sys.executable, "-m", "sprokr", "fit", "--config", str(d / "model.toml"), "--train",

@@ -19,6 +19,15 @@ A molecule becomes an undirected ``networkx.Graph`` over its heavy atoms:
 Hydrogens are implicit, so a graph built by another route (e.g. an FGW barycenter) can
 be turned back into a molecule: RDKit adds the hydrogens valence requires, and
 :func:`graph_to_mol` returns ``None`` (or raises) when the graph cannot be sanitised.
+
+What the labels leave out -- stereochemistry (``@``, ``/``, ``\\``), isotopes (``[13C]``),
+radicals (``[CH3]``) -- is kept in the graph attribute ``smiles``: the canonical SMILES of
+the molecule the graph was made from.  :func:`graph_to_mol` and :func:`graph_to_smiles`
+read the labels only (the molecule without them: what the graph kernels compare);
+:func:`molecule_from_graph` -- and with it :func:`sprokr_chem.canonical_smiles`, the
+molecule kernels and the command line's ``molecule`` column -- returns the molecule of
+``smiles`` when the graph still describes it (its labels are those of that molecule: a
+graph edited since, e.g. by a decoder, falls back to its labels).
 """
 from __future__ import annotations
 
@@ -46,7 +55,7 @@ _BOND_ORDER = {
 }
 _ORDER_BOND = {1: Chem.BondType.SINGLE, 2: Chem.BondType.DOUBLE, 3: Chem.BondType.TRIPLE,
                4: Chem.BondType.QUADRUPLE, 1.5: Chem.BondType.AROMATIC}
-_LABEL_RE = re.compile(r"^([A-Z][a-z]?)(\d*[+-]+|[+-]\d*)?$")
+_LABEL_RE = re.compile(r"^([A-Z][a-z]?|\*)(\d*[+-]+|[+-]\d*)?$")  # "*": a dummy atom (attachment point)
 
 
 class GraphConversionError(ValueError):
@@ -113,6 +122,7 @@ def mol_to_graph(mol: str | Mol, kekulize: bool = True) -> nx.Graph:
                    bond_order=aromatic_order[b.GetIdx()])
         if b.GetBondType() == Chem.BondType.DATIVE:
             G.edges[b.GetBeginAtomIdx(), b.GetEndAtomIdx()]["dative"] = b.GetBeginAtomIdx()
+    G.graph["smiles"] = Chem.MolToSmiles(mol)  # stereo, isotopes, radicals: what the labels leave out
     return G
 
 
@@ -135,15 +145,12 @@ def graph_to_mol(G: nx.Graph, node_label: str = "label", edge_label: str = "labe
     try:
         if G.number_of_nodes() == 0:
             raise GraphConversionError("the graph has no nodes")
-        rw = Chem.RWMol()
-        pos = {}
+        atoms, pos, bonds = [], {}, []
         for v, data in G.nodes(data=True):
             if node_label not in data:
                 raise GraphConversionError(f"node {v!r} has no {node_label!r} attribute")
-            symbol, charge = _parse_label(data[node_label])
-            atom = Chem.Atom(symbol)
-            atom.SetFormalCharge(charge)
-            pos[v] = rw.AddAtom(atom)
+            pos[v] = len(atoms)
+            atoms.append(_parse_label(data[node_label]))
         for u, v, data in G.edges(data=True):
             order = data.get(edge_label, 1)
             try:
@@ -156,22 +163,57 @@ def graph_to_mol(G: nx.Graph, node_label: str = "label", edge_label: str = "labe
                     raise GraphConversionError(f"edge ({u!r}, {v!r}): a dative bond (from {donor!r}) must be a "
                                                f"single bond from one of its nodes, got order {order!r}")
                 u, v, bt = donor, (v if donor == u else u), Chem.BondType.DATIVE
-            rw.AddBond(pos[u], pos[v], bt)
-            if bt == Chem.BondType.AROMATIC:
-                rw.GetAtomWithIdx(pos[u]).SetIsAromatic(True)
-                rw.GetAtomWithIdx(pos[v]).SetIsAromatic(True)
-        mol = rw.GetMol()
-        RDLogger.DisableLog("rdApp.*")
-        try:
-            Chem.SanitizeMol(mol)
-        except Exception as exc:  # RDKit raises several exception types
-            raise GraphConversionError(f"the graph does not sanitise: {exc}") from None
-        finally:
-            RDLogger.EnableLog("rdApp.*")
-        return mol
+            bonds.append((pos[u], pos[v], bt))
+        return _assemble(atoms, bonds)
     except GraphConversionError:
         if errors == "raise":
             raise
+        return None
+
+
+def _assemble(atoms, bonds):
+    """The sanitised molecule of ``atoms`` [(symbol, charge)] and ``bonds`` [(i, j, BondType)]
+    (a dative bond from i), hydrogens implicit; :class:`GraphConversionError` if it is none."""
+    rw = Chem.RWMol()
+    for symbol, charge in atoms:
+        atom = Chem.Atom(symbol)
+        atom.SetFormalCharge(charge)
+        rw.AddAtom(atom)
+    for i, j, bt in bonds:
+        rw.AddBond(i, j, bt)
+        if bt == Chem.BondType.AROMATIC:
+            rw.GetAtomWithIdx(i).SetIsAromatic(True)
+            rw.GetAtomWithIdx(j).SetIsAromatic(True)
+    mol = rw.GetMol()
+    RDLogger.DisableLog("rdApp.*")
+    try:
+        Chem.SanitizeMol(mol)
+    except Exception as exc:  # RDKit raises several exception types
+        raise GraphConversionError(f"the graph does not sanitise: {exc}") from None
+    finally:
+        RDLogger.EnableLog("rdApp.*")
+    return mol
+
+
+def _labels_smiles(mol):
+    """``graph_to_smiles(mol_to_graph(mol))`` without networkx: the SMILES of what the graph
+    labels keep of ``mol`` (None when they do not make a molecule)."""
+    mol = Chem.Mol(mol)
+    try:
+        Chem.Kekulize(mol, clearAromaticFlags=True)
+    except Exception:  # noqa: BLE001 - RDKit raises several exception types
+        return None
+    atoms = [(a.GetSymbol(), a.GetFormalCharge()) for a in mol.GetAtoms()]
+    bonds = []
+    for b in mol.GetBonds():
+        order = _BOND_ORDER.get(b.GetBondType())
+        if order is None:
+            return None
+        bt = Chem.BondType.DATIVE if b.GetBondType() == Chem.BondType.DATIVE else _ORDER_BOND[order]
+        bonds.append((b.GetBeginAtomIdx(), b.GetEndAtomIdx(), bt))
+    try:
+        return Chem.MolToSmiles(_assemble(atoms, bonds))
+    except GraphConversionError:
         return None
 
 
@@ -206,10 +248,32 @@ def graph_to_smiles(G: nx.Graph, errors: str = "none", **kw: Any) -> str | None:
 
 
 def molecule_from_graph(G: nx.Graph, index: int = 0) -> Mol:
-    """The molecule a labelled graph describes (:func:`graph_to_mol`); a graph that is not
-    one raises :class:`~sprokr_chem.io.MoleculeReadError` naming ``index`` (its position in
-    the user's collection)."""
+    """The molecule a labelled graph describes; a graph that is not one raises
+    :class:`~sprokr_chem.io.MoleculeReadError` naming ``index`` (its position in the user's
+    collection).
+
+    The molecule of the graph attribute ``smiles`` (set by :func:`mol_to_graph`: with its
+    stereochemistry, isotopes and radicals) when the graph's labels are that molecule's,
+    else the molecule of the labels (:func:`graph_to_mol`).
+
+    Parameters
+    ----------
+    G : networkx.Graph
+        A labelled molecule graph.
+    index : int, default 0
+        Its position, named by the error.
+    """
     try:
-        return graph_to_mol(G, errors="raise")
+        mol = graph_to_mol(G, errors="raise")
     except GraphConversionError as exc:
         raise MoleculeReadError(index, f"<graph with {G.number_of_nodes()} nodes>", str(exc)) from None
+    smiles = G.graph.get("smiles") if isinstance(getattr(G, "graph", None), dict) else None
+    if isinstance(smiles, str) and smiles:
+        RDLogger.DisableLog("rdApp.*")
+        try:
+            full = Chem.MolFromSmiles(smiles)
+        finally:
+            RDLogger.EnableLog("rdApp.*")
+        if full is not None and _labels_smiles(full) == Chem.MolToSmiles(mol):
+            return full
+    return mol

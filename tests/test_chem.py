@@ -129,6 +129,9 @@ def test_whitespace_inside_a_smiles_is_an_error_around_it_is_not():
     for missing in (None, float("nan"), np.nan):
         with pytest.raises(MoleculeReadError, match=r"record 0: .*missing value \(None or NaN\)"):
             read_smiles([missing])
+    # the featuriser of large collections reports the row, as for any invalid SMILES
+    chunk = sprokr_chem.MoleculeFeaturizer(("morgan",))(["CCO", "CC O", "C[C@H](O)CC |&1:1|"])
+    assert [i for i, _ in chunk.errors] == [1] and "whitespace inside the SMILES" in chunk.errors[0][1]
 
 
 def test_empty_sdf_record_error(tmp_path):

@@ -22,7 +22,7 @@ if TYPE_CHECKING:  # imported for the annotations only
     from sprokr.types import PathLike
 
 __all__ = ["MoleculeReadError", "ReadReport", "read_smiles", "read_sdf", "mol_from_smiles", "to_mol",
-           "is_molecule_graph"]
+           "is_molecule_graph", "blank_inside"]
 
 
 class MoleculeReadError(RowError, ValueError):
@@ -123,6 +123,19 @@ def _short(text, n=80):
 _INNER_BLANK = re.compile(r"(\S+)\s+(.+)", re.S)
 
 
+def blank_inside(smiles: str) -> bool:
+    """Whether a SMILES string holds whitespace inside it (not around it) that does not start a
+    CXSMILES extension (``|...|``): what RDKit would read as the end of the SMILES and a name.
+
+    Parameters
+    ----------
+    smiles : str
+        The SMILES string.
+    """
+    inside = _INNER_BLANK.match(smiles.strip())
+    return bool(inside) and not inside.group(2).startswith("|")
+
+
 def mol_from_smiles(smiles: str, index: int = 0) -> Mol:
     """One sanitised RDKit molecule from a SMILES string; :class:`MoleculeReadError` if invalid.
 
@@ -144,11 +157,10 @@ def mol_from_smiles(smiles: str, index: int = 0) -> Mol:
         raise MoleculeReadError(index, smiles, f"expected a SMILES string, got {type(smiles).__name__}")
     if not smiles.strip():
         raise MoleculeReadError(index, smiles, "empty SMILES")
-    inside = _INNER_BLANK.match(smiles.strip())
-    if inside and not inside.group(2).startswith("|"):
-        raise MoleculeReadError(index, smiles, f"whitespace inside the SMILES: RDKit would read {inside.group(1)!r} "
-                                               f"and take {inside.group(2)!r} for a name; remove the whitespace "
-                                               f"(or the name)")
+    if blank_inside(smiles):
+        head, rest = _INNER_BLANK.match(smiles.strip()).groups()  # type: ignore[union-attr]
+        raise MoleculeReadError(index, smiles, f"whitespace inside the SMILES: RDKit would read {head!r} and take "
+                                               f"{rest!r} for a name; remove the whitespace (or the name)")
     RDLogger.DisableLog("rdApp.*")
     try:
         mol = Chem.MolFromSmiles(smiles)

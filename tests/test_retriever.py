@@ -541,3 +541,16 @@ def test_metal_complexes_among_the_training_molecules(qm9):
     model = small("iokr").fit(X, X)
     assert [t["output_kernel"] for t in model.selection_["tried"]] == ["wl", "morgan_count_tanimoto"]
     assert model.predict(["Cl[Pt](Cl)([NH3])[NH3]"])[0] == "[NH3]->[Pt](<-[NH3])([Cl])[Cl]"
+
+
+def test_one_smiles_with_a_stray_blank_is_named_not_a_reason_to_read_texts(qm9):
+    """``inputs="auto"`` read a whole column of SMILES as texts when one element held a
+    blank (a typo): the model silently used the text kernel.  Texts are now detected when at
+    least half the elements hold whitespace; the stray blank is an invalid SMILES, named."""
+    X = list(qm9[0][:40])
+    X[7] = "CC O"
+    with pytest.raises(MoleculeReadError, match=r"^X: invalid molecule at record 7: 'CC O' \(whitespace inside"):
+        small("iokr").fit(X, qm9[0][:40])
+    texts = [f"molecule number {i}" for i in range(20)] + [f"m{i}" for i in range(20)]
+    model = small("iokr", output_kernel="morgan_count_tanimoto", input_grid=[{}]).fit(texts, qm9[0][:40])
+    assert model.inputs_ == "text"

@@ -158,8 +158,9 @@ class MoleculeRetriever(RenamedParametersMixin, SaveMixin, BaseEstimator):
         What ``X`` holds.  ``"vectors"``: numbers, an array (n, d) (e.g. molecular descriptors
         or measured properties), standardised with the training mean and deviation, under
         a Gaussian kernel whose bandwidth is chosen by validation (:data:`VECTOR_GAMMAS`).
-        ``"auto"``: vectors when ``X`` holds numbers, else texts when any element contains
-        whitespace (SMILES never do), else SMILES.
+        ``"auto"``: vectors when ``X`` holds numbers, else texts when at least half of its
+        elements contain whitespace (SMILES never do: one that does is an invalid SMILES,
+        named), else SMILES.
     output_kernel : "auto", str or list of str
         Output kernel(s) compared on the validation split: ``"auto"`` = ``wl``
         (chemistry-aware Weisfeiler-Lehman on molecule graphs, sprokr-graphs) and
@@ -383,7 +384,11 @@ class MoleculeRetriever(RenamedParametersMixin, SaveMixin, BaseEstimator):
             return self.inputs
         if numeric:
             return "vectors"
-        return "text" if any(isinstance(x, str) and any(c.isspace() for c in x.strip()) for x in X) else "smiles"
+        # texts when at least half the elements hold whitespace (SMILES never do): one SMILES
+        # with a stray blank (a typo) no longer turns a whole column of SMILES into texts --
+        # it is named as an invalid SMILES instead
+        n_blank = sum(isinstance(x, str) and any(c.isspace() for c in x.strip()) for x in X)
+        return "text" if n_blank and 2 * n_blank >= len(X) else "smiles"
 
     def _input_values(self, X, kind, name="X"):
         """Canonical SMILES, validated texts or a float64 array (n, d) (not yet standardised)."""

@@ -507,9 +507,11 @@ def test_a_table_or_a_two_dimensional_array_of_molecules_is_refused_naming_the_a
         model.predict(queries[:2], candidates=pd.DataFrame({"smiles": queries}))
     with pytest.raises(TypeError, match=r"^y must be a one-dimensional .* DataFrame with columns \['CCO'\]"):
         small("iokr").fit(X[:40], pd.DataFrame({"CCO": X[:40]}))
-    with pytest.raises(TypeError, match=r"^X must be a one-dimensional sequence of texts, got a DataFrame"):
+    with pytest.raises(TypeError, match=r"^X must be a one-dimensional sequence of SMILES or texts, got a DataFrame"):
         small("iokr").fit(pd.DataFrame({"a text": X[:40]}), X[:40])
-    with pytest.raises(TypeError, match=r"^X must be a one-dimensional sequence of molecules, got an array of "
+    with pytest.raises(TypeError, match=r"^X must be a one-dimensional sequence of texts, got a DataFrame"):
+        small("iokr", inputs="text").fit(pd.DataFrame({"a text": X[:40]}), X[:40])
+    with pytest.raises(TypeError, match=r"^X must be a one-dimensional sequence of SMILES or texts, got an array of "
                                         r"shape \(20, 2\)"):
         small("iokr").fit(np.array(X[:40]).reshape(20, 2), X[:20])
     # one column of the table is a sequence: taken as is

@@ -384,6 +384,7 @@ class MoleculeRetriever(RenamedParametersMixin, SaveMixin, BaseEstimator):
             return self.inputs
         if numeric:
             return "vectors"
+        check_one_dimensional(X, "X", "SMILES or texts")  # (a DataFrame iterates over its column names)
         # texts when at least half the elements hold whitespace (SMILES never do): one SMILES
         # with a stray blank (a typo) no longer turns a whole column of SMILES into texts --
         # it is named as an invalid SMILES instead

@@ -110,7 +110,7 @@ def _amount(v):
 def _is_numeric(X):
     """Whether ``X`` holds numbers (an array or nested sequences of numbers), not strings
     (nor molecule graphs: numpy reads graphs of as many nodes as rows of node ids)."""
-    if not isinstance(X, np.ndarray) and any(is_molecule_graph(x) for x in X):
+    if isinstance(X, (list, tuple)) and any(is_molecule_graph(x) for x in X):
         return False
     try:
         A = np.asarray(X)

@@ -245,6 +245,49 @@ type = "molecule"
     assert top == list(csv.DictReader(open(tmp_path / "pool.csv")))
 
 
+def test_molecules_written_twice_among_the_training_outputs_are_ranked_once(tmp_path, capsys):
+    """Without ``--candidates`` the pool is the model's distinct training outputs, distinct
+    as objects: a molecule written two ways in the training file was listed at two ranks by
+    ``--top-k``.  Each molecule is ranked once, written as its first spelling; rank 1 is
+    ``predict``'s choice."""
+    pytest.importorskip("sprokr_chem")
+    from rdkit import Chem
+
+    smiles = [r["smiles"] for r in csv.DictReader(open(sample_path("qm9_sample.csv")))][:60]
+    def kekule(s):
+        mol = Chem.MolFromSmiles(s)
+        Chem.Kekulize(mol, clearAromaticFlags=True)
+        return Chem.MolToSmiles(mol, kekuleSmiles=True, rootedAtAtom=mol.GetNumAtoms() - 1)
+
+    with open(tmp_path / "train.csv", "w", newline="") as fh:
+        csv.writer(fh).writerows([["query", "smiles"], *[[s, s] for s in smiles], *[[s, kekule(s)] for s in smiles]])
+    (tmp_path / "mols.toml").write_text('''estimator = "IOKR"
+[params]
+lam = 1e-6
+input_kernel = "smiles_spectrum"
+output_kernel = "morgan_count_tanimoto"
+[input]
+columns = ["query"]
+type = "smiles"
+[output]
+column = "smiles"
+type = "smiles"
+''')
+    assert run(["fit", "--config", tmp_path / "mols.toml", "--train", tmp_path / "train.csv",
+                "-o", tmp_path / "m.sprokr"], capsys)[0] == 0
+    assert run(["predict", tmp_path / "m.sprokr", "--input", tmp_path / "train.csv", "--top-k", "3", "-o",
+                tmp_path / "top.csv"], capsys)[0] == 0
+    assert run(["predict", tmp_path / "m.sprokr", "--input", tmp_path / "train.csv", "-o",
+                tmp_path / "p.csv"], capsys)[0] == 0
+    top = list(csv.DictReader(open(tmp_path / "top.csv")))
+    canon = {(r["query"], Chem.MolToSmiles(Chem.MolFromSmiles(r["prediction"]))) for r in top}
+    assert len({kekule(s) for s in smiles} - set(smiles)) > 50  # other strings for one molecule
+    assert len(top) == 360 and len(canon) == 360
+    assert {r["prediction"] for r in top} <= set(smiles)
+    assert [r["prediction"] for r in top if r["rank"] == "1"] == \
+        [r["prediction"] for r in csv.DictReader(open(tmp_path / "p.csv"))]
+
+
 def test_molecule_column_predictions_keep_the_stereo_of_the_molecules(tmp_path, capsys):
     """A ``molecule`` output column (graphs for a graph output kernel) is written back with
     the stereochemistry of the predicted molecule: it was written from the graph's labels,

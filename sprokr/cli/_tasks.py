@@ -377,6 +377,24 @@ def _candidates(args: Any, spec_out: ColumnSpec) -> Tuple[Any, Any, List[str]]:
     return C, list(first), cols
 
 
+def _distinct_default_pool(model: Any, spec_out: ColumnSpec) -> Any:
+    """The model's default candidates (its distinct training outputs) kept once per canonical
+    form, or None to use them as they are (no repeats, no canonical form, no default pool):
+    training outputs written two ways (e.g. one molecule in two spellings) are distinct
+    objects to the model, and ``--top-k`` listed both."""
+    canonical = getattr(spec_out.column_type(), "canonical", None)
+    index = getattr(model, "default_index_", None)
+    pool = getattr(index, "candidates", None)
+    if canonical is None or getattr(model, "candidates_", None) is not None or pool is None:
+        return None
+    first: Dict[str, int] = {}
+    for i, key in enumerate(canonical(list(pool))):
+        first.setdefault(key, i)
+    if len(first) == len(pool):
+        return None
+    return take(pool, np.fromiter(first.values(), dtype=np.intp, count=len(first)))
+
+
 def cmd_predict(args: Any) -> int:
     """``sprokr predict M --input Q [--candidates P] [--top-k K] -o out.csv``."""
     out = _out(args)
@@ -400,6 +418,8 @@ def cmd_predict(args: Any) -> int:
     structured = hasattr(model, "predict_topk")
     with _step(f"predicting {args.input} with {args.model}"):
         if args.top_k is not None:
+            if C is None:  # the training outputs, each once (the first of several spellings)
+                C = _distinct_default_pool(model, spec_out)
             D = model.predict_topk(X, k=args.top_k, candidates=C)
             # the ranked candidates as the model gives them, as `predict` does below: a decoded
             # result carrying its own (`outputs`, e.g. a MoleculeRetriever's canonical SMILES),

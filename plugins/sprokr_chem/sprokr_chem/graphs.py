@@ -145,7 +145,9 @@ def graph_to_mol(G: nx.Graph, node_label: str = "label", edge_label: str = "labe
     try:
         if G.number_of_nodes() == 0:
             raise GraphConversionError("the graph has no nodes")
-        atoms, pos, bonds = [], {}, []
+        atoms: list[tuple[str, int]] = []
+        pos: dict[Any, int] = {}
+        bonds: list[tuple[int, int, Any]] = []
         for v, data in G.nodes(data=True):
             if node_label not in data:
                 raise GraphConversionError(f"node {v!r} has no {node_label!r} attribute")

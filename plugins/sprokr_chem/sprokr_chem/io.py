@@ -132,8 +132,16 @@ def blank_inside(smiles: str) -> bool:
     smiles : str
         The SMILES string.
     """
+    return _name_after(smiles) is not None
+
+
+def _name_after(smiles):
+    """``(SMILES, name)`` when blanks inside ``smiles`` are followed by a name (not by a
+    CXSMILES extension), else None."""
     inside = _INNER_BLANK.match(smiles.strip())
-    return bool(inside) and not inside.group(2).startswith("|")
+    if inside is None or inside.group(2).startswith("|"):
+        return None
+    return inside.group(1), inside.group(2)
 
 
 def mol_from_smiles(smiles: str, index: int = 0) -> Mol:
@@ -157,8 +165,9 @@ def mol_from_smiles(smiles: str, index: int = 0) -> Mol:
         raise MoleculeReadError(index, smiles, f"expected a SMILES string, got {type(smiles).__name__}")
     if not smiles.strip():
         raise MoleculeReadError(index, smiles, "empty SMILES")
-    if blank_inside(smiles):
-        head, rest = _INNER_BLANK.match(smiles.strip()).groups()  # type: ignore[union-attr]
+    named = _name_after(smiles)
+    if named is not None:
+        head, rest = named
         raise MoleculeReadError(index, smiles, f"whitespace inside the SMILES: RDKit would read {head!r} and take "
                                                f"{rest!r} for a name; remove the whitespace (or the name)")
     RDLogger.DisableLog("rdApp.*")

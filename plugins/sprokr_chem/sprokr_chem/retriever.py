@@ -664,12 +664,12 @@ class MoleculeRetriever(RenamedParametersMixin, SaveMixin, BaseEstimator):
             (ndarray (n_q, k'): the first occurrence of each molecule in the pool),
             ``k' = min(k, number of distinct molecules in the pool)``.
         """
-        k = check_top_k(k, "k")
-        if k is None:
+        top = check_top_k(k, "k")
+        if top is None:
             raise ValueError("k must be a positive integer, got None")
         Xq = self._queries(X)
         distinct, first, _ = self._distinct(self._pool(candidates))
-        D = self.model_.predict_topk(Xq, k=k, candidates=self._index(distinct))
+        D = self.model_.predict_topk(Xq, k=top, candidates=self._index(distinct))
         idx = np.asarray(D.indices)
         return RetrievedMolecules([[distinct[j] for j in row] for row in idx], np.asarray(D.scores), first[idx])
 

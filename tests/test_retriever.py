@@ -556,3 +556,18 @@ def test_one_smiles_with_a_stray_blank_is_named_not_a_reason_to_read_texts(qm9):
     texts = [f"molecule number {i}" for i in range(20)] + [f"m{i}" for i in range(20)]
     model = small("iokr", output_kernel="morgan_count_tanimoto", input_grid=[{}]).fit(texts, qm9[0][:40])
     assert model.inputs_ == "text"
+
+
+def test_sets_are_refused_their_order_changes_from_run_to_run(fitted, qm9):
+    """A set of outputs was paired with the inputs in its iteration order (which depends on
+    the process's string hashing): a silently wrong fit; a set of queries gave predictions in
+    that order, a set of candidates ties and indices that changed from run to run."""
+    X, queries, pool = qm9
+    model = fitted["iokr"]
+    with pytest.raises(TypeError, match=r"^y is a set, whose order changes from run to run .* sorted\(y\)"):
+        small("iokr").fit(X[:40], set(X[:40]))
+    with pytest.raises(TypeError, match=r"^X is a frozenset, whose order"):
+        model.predict(frozenset(queries))
+    with pytest.raises(TypeError, match=r"^candidates is a set, whose order"):
+        model.predict_topk(queries[:2], k=2, candidates=set(pool))
+    assert model.predict(queries[:2], candidates=sorted(set(pool))) == model.predict(queries[:2], candidates=pool)

@@ -7,18 +7,37 @@ conversion), which know nothing of each other's callers.
 """
 from __future__ import annotations
 
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 from rdkit import Chem
 
 from .io import MoleculeReadError, is_molecule_graph, mol_from_smiles, read_smiles, to_mol
 
-__all__ = ["canonical_smiles", "read_molecules", "check_one_dimensional"]
+__all__ = ["canonical_smiles", "read_molecules", "check_one_dimensional", "check_ordered"]
+
+
+def check_ordered(values: Any, name: str) -> None:
+    """A TypeError naming ``name`` when ``values`` is a set: its order -- which pairs inputs
+    with outputs, orders the predictions, breaks ties between candidates and which indices
+    refer to -- changes from one run to the next (string hashing is salted per process).
+
+    Parameters
+    ----------
+    values : object
+        The collection to check.
+    name : str
+        The argument's name, in the error.
+    """
+    if isinstance(values, AbstractSet):
+        raise TypeError(f"{name} is a {type(values).__name__}, whose order changes from run to run (and with it the "
+                        f"pairs, the order of the predictions and the ties); pass a list, e.g. sorted({name})")
 
 
 def check_one_dimensional(values: Any, name: str, what: str = "molecules") -> None:
     """A TypeError naming ``name`` when ``values`` is a table (a DataFrame: iterating it gives
-    its column names, read as if they were the samples) or an array of more than one dimension.
+    its column names, read as if they were the samples), an array of more than one dimension
+    or a set (:func:`check_ordered`).
 
     Parameters
     ----------
@@ -29,6 +48,7 @@ def check_one_dimensional(values: Any, name: str, what: str = "molecules") -> No
     what : str, default "molecules"
         What the sequence holds, in the error.
     """
+    check_ordered(values, name)
     columns = getattr(values, "columns", None)
     if columns is not None and hasattr(values, "iloc"):
         cols = list(columns)

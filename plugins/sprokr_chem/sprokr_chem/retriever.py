@@ -62,7 +62,7 @@ from ._selection import (
     molecules_for_kernel,
 )
 from .io import MoleculeReadError, is_molecule_graph
-from .molecules import canonical_smiles, check_one_dimensional, read_molecules
+from .molecules import canonical_smiles, check_one_dimensional, check_ordered, read_molecules
 
 __all__ = ["MoleculeRetriever", "RetrievedMolecules", "molecules_for_kernel", "METHODS", "DEFAULT_LAMS",
            "GRAPH_KERNELS", "INPUT_KINDS", "VECTOR_GAMMAS", "AUTO_SKETCHED"]
@@ -127,6 +127,7 @@ def _check_collection(X):
     if isinstance(X, str) or not hasattr(X, "__len__") or (isinstance(X, np.ndarray) and X.ndim == 0):
         raise TypeError(f"X must be a sequence of SMILES or texts, or an array of numbers (n, d), not an object of "
                         f"type {type(X).__name__}")
+    check_ordered(X, "X")
 
 
 def _as_texts(X, name="X"):

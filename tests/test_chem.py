@@ -166,6 +166,21 @@ def test_charged_round_trip_and_invalid_graph():
         sprokr_chem.graph_to_mol(G, errors="raise")
 
 
+@pytest.mark.parametrize("kernel", ["smiles_spectrum", "morgan_tanimoto", "morgan_count_tanimoto", "morgan_minmax",
+                                    "morgan_cosine", "morgan_gaussian_tanimoto"])
+def test_molecule_kernels_read_a_molecule_object_as_its_smiles(kernel):
+    """An RDKit molecule with explicit hydrogens (``AddHs``, e.g. after a 3D embedding) or
+    kekulised without aromatic flags is the molecule of its SMILES for every molecule kernel,
+    as for ``canonical_smiles``: the spectrum kernel wrote it as it was (k = 0.24 / 0.05 with
+    its own SMILES for phenol) and the fingerprints saw the hydrogens and Kekule bonds
+    (Tanimoto 0.19)."""
+    k = get_registry().create("input_kernel", kernel)
+    kekulised = Chem.MolFromSmiles("Oc1ccccc1")
+    Chem.Kekulize(kekulised, clearAromaticFlags=True)
+    X = ["Oc1ccccc1", Chem.AddHs(Chem.MolFromSmiles("c1ccccc1O")), kekulised, smiles_to_graph("C1=CC=CC=C1O")]
+    np.testing.assert_allclose(k.pairwise(k.prepare(X), k.prepare(X)), 1.0, rtol=1e-12)
+
+
 def test_metal_complexes_with_dative_bonds_and_quadruple_bonds_are_graphs():
     """RDKit reads cisplatin written as ``Cl[Pt](Cl)([NH3])[NH3]`` with two dative bonds:
     ``mol_to_graph`` refused them ("unsupported bond type DATIVE", without naming the

@@ -14,7 +14,7 @@ from rdkit import Chem
 
 from .io import MoleculeReadError, is_molecule_graph, mol_from_smiles, read_smiles, to_mol
 
-__all__ = ["canonical_smiles", "read_molecules", "check_one_dimensional", "check_ordered"]
+__all__ = ["canonical_smiles", "molecule_smiles", "read_molecules", "check_one_dimensional", "check_ordered"]
 
 
 def check_ordered(values: Any, name: str) -> None:
@@ -94,20 +94,47 @@ def canonical_smiles(molecules: Any, name: str = "molecules") -> list[str]:
     out, skipped = [], []
     for i, m in enumerate(molecules):
         try:
-            if is_molecule_graph(m):
-                from .graphs import molecule_from_graph  # (networkx only when a graph is given)
-
-                m = molecule_from_graph(m, i)
-            s = Chem.MolToSmiles(to_mol(m, i))
-            if not isinstance(m, str):  # a molecule object: read back as its SMILES would be (explicit
-                # hydrogens removed, aromaticity perceived), so that it gets the SMILES string's form
-                s = Chem.MolToSmiles(mol_from_smiles(s, i))
-            out.append(s)
+            out.append(molecule_smiles(m, i))
         except MoleculeReadError as exc:
             skipped.append(exc.skipped_entry())
     if skipped:
         raise MoleculeReadError.from_skipped(skipped, name)
     return out
+
+
+def molecule_smiles(molecule: Any, index: int = 0) -> str:
+    """RDKit canonical SMILES of one SMILES string, RDKit molecule or molecule graph.
+
+    A molecule object is written as its SMILES string would be: read back from its SMILES
+    (explicit hydrogens removed, aromaticity perceived), so that an RDKit molecule with
+    explicit hydrogens (``Chem.AddHs``) or kekulised without aromatic flags is the molecule
+    of its plain SMILES -- for :func:`canonical_smiles` and for the molecule kernels.
+
+    Parameters
+    ----------
+    molecule : str, rdkit.Chem.Mol or networkx.Graph
+        The molecule (a graph as :func:`sprokr_chem.mol_to_graph` makes it).
+    index : int, default 0
+        Its position, named by the error.
+
+    Returns
+    -------
+    str
+
+    Raises
+    ------
+    MoleculeReadError
+        Naming ``index``, when ``molecule`` is not a valid molecule.
+    """
+    m = molecule
+    if is_molecule_graph(m):
+        from .graphs import molecule_from_graph  # (networkx only when a graph is given)
+
+        m = molecule_from_graph(m, index)
+    s = Chem.MolToSmiles(to_mol(m, index))
+    if not isinstance(m, str):  # a molecule object: read back as its SMILES would be
+        s = Chem.MolToSmiles(mol_from_smiles(s, index))
+    return s
 
 
 def read_molecules(source: Any, name: str = "candidates", column: str = "smiles") -> list[str]:

@@ -181,6 +181,23 @@ def test_molecule_kernels_read_a_molecule_object_as_its_smiles(kernel):
     np.testing.assert_allclose(k.pairwise(k.prepare(X), k.prepare(X)), 1.0, rtol=1e-12)
 
 
+def test_the_graph_of_a_molecule_object_is_the_graph_of_its_smiles():
+    """``mol_to_graph`` of an ``AddHs`` molecule had the hydrogens as nodes (13 for phenol)
+    and of a kekulised one Kekule bond orders and no aromatic atoms: WL similarity 0.05 /
+    0.02 with phenol's graph.  Both are now its SMILES' graph (heavy atoms in their order,
+    isotopic hydrogens kept); the graph records the aromatic canonical SMILES."""
+    WLKernel = pytest.importorskip("sprokr_graphs").WLKernel
+    kekulised = Chem.MolFromSmiles("Oc1ccccc1")
+    Chem.Kekulize(kekulised, clearAromaticFlags=True)
+    graphs = [smiles_to_graph("Oc1ccccc1"), sprokr_chem.mol_to_graph(Chem.AddHs(Chem.MolFromSmiles("Oc1ccccc1"))),
+              sprokr_chem.mol_to_graph(kekulised)]
+    assert [G.number_of_nodes() for G in graphs] == [7, 7, 7]
+    assert [G.graph["smiles"] for G in graphs] == ["Oc1ccccc1"] * 3
+    k = WLKernel()
+    np.testing.assert_allclose(k.pairwise(k.prepare(graphs), k.prepare(graphs)), 1.0, rtol=1e-12)
+    assert sprokr_chem.mol_to_graph(Chem.MolFromSmiles("[2H]OC")).number_of_nodes() == 3
+
+
 def test_metal_complexes_with_dative_bonds_and_quadruple_bonds_are_graphs():
     """RDKit reads cisplatin written as ``Cl[Pt](Cl)([NH3])[NH3]`` with two dative bonds:
     ``mol_to_graph`` refused them ("unsupported bond type DATIVE", without naming the

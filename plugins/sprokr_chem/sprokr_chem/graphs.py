@@ -101,8 +101,23 @@ def mol_to_graph(mol: str | Mol, kekulize: bool = True) -> nx.Graph:
         The molecule, or its SMILES string.
     kekulize : bool, default True
         Edge ``label``: Kekule bond orders (1, 2, 3); ``False``: aromatic bonds as ``1.5``.
+
+    An RDKit molecule is read as its SMILES would be: without its explicit hydrogens
+    (``Chem.AddHs``, an SDF read with ``removeHs=False``; isotopic ones stay) and with its
+    aromaticity perceived (a molecule kekulised without aromatic flags), the heavy atoms
+    keeping their order -- its graph is that of its SMILES (the hydrogens were nodes, and
+    the Kekule bonds other labels: WL similarity 0.05 / 0.02 with phenol's own graph).
     """
+    if isinstance(mol, Chem.Mol) and mol.GetNumAtoms():
+        RDLogger.DisableLog("rdApp.*")
+        try:
+            mol = Chem.RemoveHs(mol)  # (sanitises the copy: aromaticity perceived)
+        except Exception as exc:  # noqa: BLE001 - RDKit raises several exception types
+            raise GraphConversionError(f"the molecule does not sanitise: {exc}") from None
+        finally:
+            RDLogger.EnableLog("rdApp.*")
     mol = to_mol(mol)
+    smiles = Chem.MolToSmiles(mol)  # stereo, isotopes, radicals: what the labels leave out
     # aromaticity and hydrogen counts are read before kekulisation clears the flags
     aromatic_order = {b.GetIdx(): _BOND_ORDER.get(b.GetBondType()) for b in mol.GetBonds()}
     atoms = [(a.GetSymbol(), a.GetFormalCharge(), a.GetIsAromatic(), a.GetTotalNumHs())
@@ -122,7 +137,7 @@ def mol_to_graph(mol: str | Mol, kekulize: bool = True) -> nx.Graph:
                    bond_order=aromatic_order[b.GetIdx()])
         if b.GetBondType() == Chem.BondType.DATIVE:
             G.edges[b.GetBeginAtomIdx(), b.GetEndAtomIdx()]["dative"] = b.GetBeginAtomIdx()
-    G.graph["smiles"] = Chem.MolToSmiles(mol)  # stereo, isotopes, radicals: what the labels leave out
+    G.graph["smiles"] = smiles
     return G
 
 

@@ -78,7 +78,8 @@ class RetrievedMolecules(NamedTuple):
     """The ``k`` best candidates per query, best first.
 
     ``smiles``: list (n_q) of lists (k') of canonical SMILES; ``scores``: ndarray (n_q, k');
-    ``indices``: ndarray (n_q, k') into the candidate pool.  ``k' = min(k, n_candidates)``.
+    ``indices``: ndarray (n_q, k') into the candidate pool (a molecule the pool holds several
+    times: its first occurrence).  ``k' = min(k, number of distinct molecules in the pool)``.
 
     Parameters
     ----------
@@ -87,7 +88,7 @@ class RetrievedMolecules(NamedTuple):
     scores : ndarray of shape (n_q, k')
         Their scores.
     indices : ndarray of shape (n_q, k')
-        Their indices into the candidate pool.
+        Their indices into the candidate pool (first occurrences).
     """
 
     smiles: list

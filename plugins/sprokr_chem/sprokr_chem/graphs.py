@@ -244,7 +244,9 @@ def smiles_to_graph(smiles: str, kekulize: bool = True) -> nx.Graph:
     kekulize : bool, default True
         Edge ``label``: Kekule bond orders (1, 2, 3); ``False``: aromatic bonds as ``1.5``.
     """
-    return mol_to_graph(to_mol(smiles), kekulize=kekulize)
+    # the string itself: read from SMILES, the molecule has no explicit hydrogens and its
+    # aromaticity perceived (mol_to_graph's clean-up of an RDKit molecule is not needed)
+    return mol_to_graph(smiles if isinstance(smiles, str) else to_mol(smiles), kekulize=kekulize)
 
 
 def graph_to_smiles(G: nx.Graph, errors: str = "none", **kw: Any) -> str | None:

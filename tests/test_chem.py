@@ -109,6 +109,31 @@ def test_invalid_smiles_error_names_record():
         MorganTanimotoKernel().prepare(["CCO", "CC", "not_a_smiles"])
 
 
+def test_whitespace_inside_a_smiles_is_an_error_around_it_is_not():
+    """RDKit reads a SMILES up to its first blank and takes the rest for a name: "CC O" was
+    ethane, silently, in every reader of SMILES strings (training outputs, candidates, the
+    kernels, a CSV column).  Around the SMILES, blanks are ignored; a CXSMILES extension
+    after a blank is kept; a missing value (None, NaN) is named as such."""
+    from sprokr_chem import canonical_smiles
+
+    assert canonical_smiles([" CCO ", "CCO\n", "\tOCC", "C[C@H](O)CC |&1:1|"]) == ["CCO"] * 3 + ["CC[C@H](C)O"]
+    for text, head, rest in (("CC O", "CC", "O"), ("CCO ethanol", "CCO", "ethanol"), ("C\tC", "C", "C")):
+        with pytest.raises(MoleculeReadError, match=rf"record 1: .*whitespace inside the SMILES: RDKit would read "
+                                                    rf"'{head}' and take '{rest}' for a name"):
+            read_smiles(["CCO", text])
+    with pytest.raises(MoleculeReadError, match=r"^y: invalid molecule at record 0: 'CC O'"):
+        canonical_smiles(["CC O"], "y")
+    for kernel in (MorganTanimotoKernel(), sprokr_chem.SmilesSpectrumKernel()):
+        with pytest.raises(MoleculeReadError, match="record 1.*whitespace inside"):
+            kernel.prepare(["CCO", "CC O"])
+    for missing in (None, float("nan"), np.nan):
+        with pytest.raises(MoleculeReadError, match=r"record 0: .*missing value \(None or NaN\)"):
+            read_smiles([missing])
+    # the featuriser of large collections reports the row, as for any invalid SMILES
+    chunk = sprokr_chem.MoleculeFeaturizer(("morgan",))(["CCO", "CC O", "C[C@H](O)CC |&1:1|"])
+    assert [i for i, _ in chunk.errors] == [1] and "whitespace inside the SMILES" in chunk.errors[0][1]
+
+
 def test_empty_sdf_record_error(tmp_path):
     block = Chem.MolToMolBlock(Chem.MolFromSmiles("CCO"))
     good = block + ">  <Description>\nethanol\n\n$$$$\n"
@@ -139,6 +164,82 @@ def test_charged_round_trip_and_invalid_graph():
     assert graph_to_smiles(G) is None
     with pytest.raises(sprokr_chem.GraphConversionError):
         sprokr_chem.graph_to_mol(G, errors="raise")
+
+
+@pytest.mark.parametrize("kernel", ["smiles_spectrum", "morgan_tanimoto", "morgan_count_tanimoto", "morgan_minmax",
+                                    "morgan_cosine", "morgan_gaussian_tanimoto"])
+def test_molecule_kernels_read_a_molecule_object_as_its_smiles(kernel):
+    """An RDKit molecule with explicit hydrogens (``AddHs``, e.g. after a 3D embedding) or
+    kekulised without aromatic flags is the molecule of its SMILES for every molecule kernel,
+    as for ``canonical_smiles``: the spectrum kernel wrote it as it was (k = 0.24 / 0.05 with
+    its own SMILES for phenol) and the fingerprints saw the hydrogens and Kekule bonds
+    (Tanimoto 0.19)."""
+    k = get_registry().create("input_kernel", kernel)
+    kekulised = Chem.MolFromSmiles("Oc1ccccc1")
+    Chem.Kekulize(kekulised, clearAromaticFlags=True)
+    X = ["Oc1ccccc1", Chem.AddHs(Chem.MolFromSmiles("c1ccccc1O")), kekulised, smiles_to_graph("C1=CC=CC=C1O")]
+    np.testing.assert_allclose(k.pairwise(k.prepare(X), k.prepare(X)), 1.0, rtol=1e-12)
+
+
+def test_the_graph_of_a_molecule_object_is_the_graph_of_its_smiles():
+    """``mol_to_graph`` of an ``AddHs`` molecule had the hydrogens as nodes (13 for phenol)
+    and of a kekulised one Kekule bond orders and no aromatic atoms: WL similarity 0.05 /
+    0.02 with phenol's graph.  Both are now its SMILES' graph (heavy atoms in their order,
+    isotopic hydrogens kept); the graph records the aromatic canonical SMILES."""
+    WLKernel = pytest.importorskip("sprokr_graphs").WLKernel
+    kekulised = Chem.MolFromSmiles("Oc1ccccc1")
+    Chem.Kekulize(kekulised, clearAromaticFlags=True)
+    graphs = [smiles_to_graph("Oc1ccccc1"), sprokr_chem.mol_to_graph(Chem.AddHs(Chem.MolFromSmiles("Oc1ccccc1"))),
+              sprokr_chem.mol_to_graph(kekulised)]
+    assert [G.number_of_nodes() for G in graphs] == [7, 7, 7]
+    assert [G.graph["smiles"] for G in graphs] == ["Oc1ccccc1"] * 3
+    k = WLKernel()
+    np.testing.assert_allclose(k.pairwise(k.prepare(graphs), k.prepare(graphs)), 1.0, rtol=1e-12)
+    assert sprokr_chem.mol_to_graph(Chem.MolFromSmiles("[2H]OC")).number_of_nodes() == 3
+
+
+def test_metal_complexes_with_dative_bonds_and_quadruple_bonds_are_graphs():
+    """RDKit reads cisplatin written as ``Cl[Pt](Cl)([NH3])[NH3]`` with two dative bonds:
+    ``mol_to_graph`` refused them ("unsupported bond type DATIVE", without naming the
+    molecule's position), so the default output kernel ``wl`` failed the whole fit of a
+    training set holding one metal complex.  A dative bond is a single bond for the kernels,
+    its donor recorded for the way back."""
+    WLKernel = pytest.importorskip("sprokr_graphs").WLKernel
+    for s in ("Cl[Pt](Cl)([NH3])[NH3]", "O->[Cu+2]<-O", "[Re]$[Re]", "CC(=O)O[Co]->N"):
+        G = smiles_to_graph(s)
+        assert graph_to_smiles(G) == Chem.MolToSmiles(Chem.MolFromSmiles(s))
+    G = smiles_to_graph("N->[Pt]")
+    assert G.edges[0, 1] == {"label": 1, "bond_order": 1, "dative": 0}
+    K = WLKernel().pairwise(*(WLKernel().prepare([smiles_to_graph(s) for s in ("Cl[Pt](Cl)([NH3])[NH3]", "CC")]),) * 2)
+    np.testing.assert_allclose(np.diag(K), 1.0)
+    G.edges[0, 1]["dative"] = 7  # not one of its nodes
+    with pytest.raises(sprokr_chem.GraphConversionError, match=r"edge \(0, 1\): a dative bond \(from 7\)"):
+        sprokr_chem.graph_to_mol(G, errors="raise")
+
+
+def test_a_graph_keeps_the_stereo_isotopes_and_radicals_of_its_molecule():
+    """The graph labels leave out stereochemistry, isotopes and radicals (the graph kernels
+    do not compare them), and every reading of a graph as a molecule dropped them: training
+    outputs given as graphs, the command line's ``molecule`` column written back
+    (``C[C@H](N)C(=O)O`` came back as ``CC(N)C(=O)O``).  The graph keeps its molecule's
+    SMILES; a graph edited since is read from its labels."""
+    from sprokr_chem import canonical_smiles
+    from sprokr_chem.columns import MoleculeColumn
+
+    smiles = ["C[C@H](N)C(=O)O", "C/C=C\\C", "[13CH4]", "[2H]C([2H])([2H])O", "[CH3]", "[2H]",
+              "Cl[Pt](Cl)([NH3])[NH3]", "*CC*", "c1cc[nH]c1"]
+    graphs = [smiles_to_graph(s) for s in smiles]
+    assert canonical_smiles(graphs) == canonical_smiles(smiles)
+    assert [MoleculeColumn().format(G, ["smiles"]) for G in graphs] == canonical_smiles(smiles)
+    # the labels alone: what the graph kernels compare (and the decoders build)
+    assert [graph_to_smiles(G) for G in graphs[:5]] == ["CC(N)C(=O)O", "CC=CC", "C", "[H]C([H])([H])O", "C"]
+    # a graph edited since it was made: its labels, not the stale SMILES
+    G = smiles_to_graph("C[C@H](N)C(=O)O")
+    G.nodes[2]["label"] = "O"
+    assert canonical_smiles([G]) == ["CC(O)C(=O)O"]
+    # the molecule kernels read a graph as its molecule too
+    fp = sprokr_chem.SmilesSpectrumKernel()
+    np.testing.assert_allclose(fp.pairwise(fp.prepare(graphs), fp.prepare(smiles)).diagonal(), 1.0)
 
 
 def test_plugin_discovered_by_entry_point_and_used_by_name(qm9):

@@ -449,3 +449,114 @@ def test_one_word_texts_read_as_smiles_say_how_to_pass_texts(qm9):
         MoleculeRetriever().fit(X, qm9[0])
     assert not getattr(info.value, "__notes__", None)
     assert MoleculeRetriever(inputs="text", method="iokr", random_state=0).fit(names, mols).inputs_ == "text"
+
+
+def kekule(smiles):
+    """The Kekule spelling of a molecule (another string, the same molecule)."""
+    mol = Chem.MolFromSmiles(smiles)
+    Chem.Kekulize(mol, clearAromaticFlags=True)
+    return Chem.MolToSmiles(mol, kekuleSmiles=True, canonical=False)
+
+
+def test_one_molecule_spelled_twice_in_the_pool_is_one_candidate(fitted, qm9):
+    """A pool holding each molecule twice (aromatic and Kekule) ranks distinct molecules:
+    ``predict_topk`` lists each molecule once, its index the first occurrence, and gives
+    what the pool without repeats gives; ``predict_scores`` keeps the pool's columns, the
+    repeats scored alike.  The same molecule was listed at ranks 1 and 2."""
+    _, queries, pool = qm9
+    doubled = list(pool) + [kekule(s) for s in pool]
+    assert len(set(doubled)) > len(pool)  # other strings ...
+    model = fitted["iokr"]
+    top = model.predict_topk(queries, k=5, candidates=doubled)
+    plain = model.predict_topk(queries, k=5, candidates=pool)
+    assert all(len(set(row)) == 5 for row in top.smiles)
+    assert top.smiles == plain.smiles and np.array_equal(top.indices, plain.indices)
+    np.testing.assert_allclose(top.scores, plain.scores, rtol=1e-12)
+    S = model.predict_scores(queries[:5], candidates=doubled)
+    assert S.shape == (5, 2 * len(pool)) and np.array_equal(S[:, :len(pool)], S[:, len(pool):])
+    assert model.predict(queries, candidates=doubled) == model.predict(queries, candidates=pool)
+    # a pool of one molecule in three spellings: one candidate
+    one = model.predict_topk(queries[:2], k=3, candidates=["c1ccccc1", "C1=CC=CC=C1", "[cH]1ccccc1"])
+    assert one.smiles == [["c1ccccc1"]] * 2 and one.indices.tolist() == [[0], [0]]
+    with pytest.raises(ValueError, match="k must be a positive integer, got None"):
+        model.predict_topk(queries[:2], k=None)
+
+
+def test_a_table_or_a_two_dimensional_array_of_molecules_is_refused_naming_the_argument(fitted, qm9):
+    """Iterating a DataFrame gives its column names: they were read as the molecules (a
+    column named "C" predicted methane's neighbour for a one-row table; other tables failed
+    with an IndexError deep in the selection)."""
+    pd = pytest.importorskip("pandas")
+    X, queries, _ = qm9
+    model = fitted["iokr"]
+    with pytest.raises(TypeError, match=r"^X must be a one-dimensional sequence of molecules, got a DataFrame with "
+                                        r"columns \['C'\]; pass one column, e.g. X\['C'\]"):
+        model.predict(pd.DataFrame({"C": queries[:1]}))
+    with pytest.raises(TypeError, match=r"^candidates must be a one-dimensional .* DataFrame"):
+        model.predict(queries[:2], candidates=pd.DataFrame({"smiles": queries}))
+    with pytest.raises(TypeError, match=r"^y must be a one-dimensional .* DataFrame with columns \['CCO'\]"):
+        small("iokr").fit(X[:40], pd.DataFrame({"CCO": X[:40]}))
+    with pytest.raises(TypeError, match=r"^X must be a one-dimensional sequence of SMILES or texts, got a DataFrame"):
+        small("iokr").fit(pd.DataFrame({"a text": X[:40]}), X[:40])
+    with pytest.raises(TypeError, match=r"^X must be a one-dimensional sequence of texts, got a DataFrame"):
+        small("iokr", inputs="text").fit(pd.DataFrame({"a text": X[:40]}), X[:40])
+    with pytest.raises(TypeError, match=r"^X must be a one-dimensional sequence of SMILES or texts, got an array of "
+                                        r"shape \(20, 2\)"):
+        small("iokr").fit(np.array(X[:40]).reshape(20, 2), X[:20])
+    # one column of the table is a sequence: taken as is
+    assert model.predict(pd.DataFrame({"s": queries[:3]})["s"]) == model.predict(queries[:3])
+
+
+def test_molecule_graphs_as_inputs_are_molecules(qm9):
+    """Molecule graphs as X (the command line's ``molecule`` column type) are read as their
+    SMILES: ``np.ndim`` failed on them ("inhomogeneous shape"), and graphs of as many atoms
+    as each other were taken for rows of numbers (``inputs="vectors"``)."""
+    from sprokr_chem import smiles_to_graph
+
+    X = qm9[0][:40]
+    model = small("iokr", output_kernel="morgan_count_tanimoto").fit(X, X)
+    graphs = [smiles_to_graph(s) for s in X]
+    assert model.predict(graphs[:5]) == model.predict(X[:5])
+    same_size = [s for s in X if Chem.MolFromSmiles(s).GetNumAtoms() == 9][:12]
+    assert len(same_size) == 12
+    fitted_on_graphs = small("iokr", output_kernel="morgan_count_tanimoto").fit(
+        [smiles_to_graph(s) for s in same_size], same_size)
+    assert fitted_on_graphs.inputs_ == "smiles"
+
+
+def test_metal_complexes_among_the_training_molecules(qm9):
+    """Cisplatin (two dative bonds once RDKit reads it) among the training and candidate
+    molecules: the default output kernels (``wl`` among them) take it; ``wl`` failed the fit
+    with "unsupported bond type DATIVE"."""
+    X = list(qm9[0][:40]) + ["Cl[Pt](Cl)([NH3])[NH3]", "O->[Cu+2]<-O"]
+    model = small("iokr").fit(X, X)
+    assert [t["output_kernel"] for t in model.selection_["tried"]] == ["wl", "morgan_count_tanimoto"]
+    assert model.predict(["Cl[Pt](Cl)([NH3])[NH3]"])[0] == "[NH3]->[Pt](<-[NH3])([Cl])[Cl]"
+
+
+def test_one_smiles_with_a_stray_blank_is_named_not_a_reason_to_read_texts(qm9):
+    """``inputs="auto"`` read a whole column of SMILES as texts when one element held a
+    blank (a typo): the model silently used the text kernel.  Texts are now detected when at
+    least half the elements hold whitespace; the stray blank is an invalid SMILES, named."""
+    X = list(qm9[0][:40])
+    X[7] = "CC O"
+    with pytest.raises(MoleculeReadError, match=r"^X: invalid molecule at record 7: 'CC O' \(whitespace inside"):
+        small("iokr").fit(X, qm9[0][:40])
+    texts = [f"molecule number {i}" for i in range(20)] + [f"m{i}" for i in range(20)]
+    model = small("iokr", output_kernel="morgan_count_tanimoto", input_grid=[{}]).fit(texts, qm9[0][:40])
+    assert model.inputs_ == "text"
+
+
+def test_sets_are_refused_their_order_changes_from_run_to_run(fitted, qm9):
+    """A set of outputs was paired with the inputs in its iteration order (which depends on
+    the process's string hashing): a silently wrong fit; a set of queries gave predictions in
+    that order, a set of candidates ties and indices that changed from run to run."""
+    X, queries, pool = qm9
+    model = fitted["iokr"]
+    with pytest.raises(TypeError, match=r"^y is a set, whose order changes from run to run .* sorted\(y\)"):
+        small("iokr").fit(X[:40], set(X[:40]))
+    with pytest.raises(TypeError, match=r"^X is a frozenset, whose order"):
+        model.predict(frozenset(queries))
+    with pytest.raises(TypeError, match=r"^candidates is a set, whose order"):
+        model.predict_topk(queries[:2], k=2, candidates=set(pool))
+    assert model.predict(queries[:2], candidates=sorted(set(pool))) == model.predict(queries[:2], candidates=pool)

@@ -52,7 +52,7 @@ import numpy as np
 
 from ..io import (ColumnSpec, DataFileError, OutputPathError, Table, check_output_path, describe_error,
                   is_standard_output, read_table, write_csv, write_text)
-from ..utils import error_text
+from ..utils import error_text, take
 from ._args import UsageError, open_fraction, positive_int
 
 __all__ = ["ConfigError", "load_config", "check_config", "build_estimator", "add_task_commands", "CLIError"]
@@ -348,16 +348,51 @@ def cmd_fit(args: Any) -> int:
 
 
 def _candidates(args: Any, spec_out: ColumnSpec) -> Tuple[Any, Any, List[str]]:
-    """(model-ready candidates or None, their table or None, their column)."""
+    """(model-ready candidates or None, their canonical forms or None, their column).
+
+    With a column type that has a canonical form (the column type's ``canonical``), a
+    candidate given several times (in any spelling) is kept once, at its first occurrence:
+    the pool is a set of distinct outputs (a repeat of the truth tied with it, so that
+    evaluate's top-1 was 0 with every candidate of the pool written twice, and ``--top-k``
+    listed one output at two ranks).
+    """
     if not args.candidates:
         return None, None, spec_out.columns
     table = _read(args.candidates, "--candidates")
     cols = [args.candidate_column] if args.candidate_column else spec_out.columns
-    default = getattr(spec_out.column_type(), "default_column", None)  # e.g. "smiles" of .smi / .sdf pools
+    column_type = spec_out.column_type()
+    default = getattr(column_type, "default_column", None)  # e.g. "smiles" of .smi / .sdf pools
     if args.candidate_column is None and default and cols[0] not in table.columns and default in table.columns:
         cols = [default]
     spec = ColumnSpec(cols, spec_out.type)
-    return spec.read(table), table, cols
+    C = spec.read(table)
+    canonical = getattr(column_type, "canonical", None)
+    if canonical is None:
+        return C, None, cols
+    first: Dict[str, int] = {}
+    for i, key in enumerate(canonical([str(v) for v in table.column(cols[0])])):
+        first.setdefault(key, i)
+    if len(first) < len(table):
+        C = take(C, np.fromiter(first.values(), dtype=np.intp, count=len(first)))
+    return C, list(first), cols
+
+
+def _distinct_default_pool(model: Any, spec_out: ColumnSpec) -> Any:
+    """The model's default candidates (its distinct training outputs) kept once per canonical
+    form, or None to use them as they are (no repeats, no canonical form, no default pool):
+    training outputs written two ways (e.g. one molecule in two spellings) are distinct
+    objects to the model, and ``--top-k`` listed both."""
+    canonical = getattr(spec_out.column_type(), "canonical", None)
+    index = getattr(model, "default_index_", None)
+    pool = getattr(index, "candidates", None)
+    if canonical is None or getattr(model, "candidates_", None) is not None or pool is None:
+        return None
+    first: Dict[str, int] = {}
+    for i, key in enumerate(canonical(list(pool))):
+        first.setdefault(key, i)
+    if len(first) == len(pool):
+        return None
+    return take(pool, np.fromiter(first.values(), dtype=np.intp, count=len(first)))
 
 
 def cmd_predict(args: Any) -> int:
@@ -383,6 +418,8 @@ def cmd_predict(args: Any) -> int:
     structured = hasattr(model, "predict_topk")
     with _step(f"predicting {args.input} with {args.model}"):
         if args.top_k is not None:
+            if C is None:  # the training outputs, each once (the first of several spellings)
+                C = _distinct_default_pool(model, spec_out)
             D = model.predict_topk(X, k=args.top_k, candidates=C)
             # the ranked candidates as the model gives them, as `predict` does below: a decoded
             # result carrying its own (`outputs`, e.g. a MoleculeRetriever's canonical SMILES),
@@ -472,8 +509,8 @@ def _metrics(args: Any, model: Any, spec_out: ColumnSpec, canonical: Any, test: 
             P = (np.asarray(model.predict(X), dtype=float).reshape(np.shape(Y)) > 0.5).astype(float)
         res.update(f1_samples=f1_samples(Y, P), exact_match=float(np.mean(np.all(P == Y, axis=1))))
     elif canonical is not None:  # structured outputs (molecules ...): rank a candidate pool
-        C, ctable, ccols = _candidates(args, spec_out)  # given: checked by cmd_evaluate
-        pos = {s: i for i, s in enumerate(canonical([str(v) for v in ctable.column(ccols[0])]))}
+        C, keys, _ = _candidates(args, spec_out)  # given: checked by cmd_evaluate; distinct
+        pos = {s: i for i, s in enumerate(keys)}
         truth = np.array([pos.get(s, -1) for s in canonical([str(v) for v in test.column(spec_out.columns[0])])])
         found = truth >= 0
         res["truth_in_candidates"] = float(found.mean())

@@ -429,7 +429,15 @@ class OutputKernelModel(SaveMixin):
             ``indices`` (n_q, k') into the candidate set (into each query's own set for
             :class:`CandidateSets`, ``-1`` where a set is smaller) and ``scores``;
             ``k' = min(k, n_candidates)``; ties are broken by the smaller index.
+
+        Raises
+        ------
+        ValueError
+            ``k`` is not an integer >= 1 (None too: it decoded like ``predict`` and
+            returned the outputs, not a ``Decoded``).
         """
+        if k is None:
+            raise ValueError("k must be a positive integer, got None")
         return self._decode(X, candidates, check_top_k(k, "k"))
 
     @consistent_read

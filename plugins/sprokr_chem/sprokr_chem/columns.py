@@ -5,7 +5,8 @@
   ``morgan_tanimoto``); predictions are written as they are;
 * ``molecule``: the same SMILES turned into labelled molecule graphs
   (:func:`sprokr_chem.mol_to_graph`) for graph output kernels (``wl``); predictions are
-  written back as canonical SMILES.
+  written back as canonical SMILES, with the stereochemistry and isotopes of the molecule a
+  graph was made from (the graph kernels do not see them; the written molecule keeps them).
 
 Both are evaluated by ranking a candidate pool (``sprokr evaluate --candidates``), the true
 molecule found by its canonical SMILES, and read a pool's ``smiles`` column (``.smi``,
@@ -80,10 +81,17 @@ class MoleculeColumn(SmilesColumn):
         return [mol_to_graph(m) for m in parse_smiles_column(values, table)[1]]
 
     def format(self, value: Any, columns: List[str]) -> str:
-        """Canonical SMILES of a predicted graph (a string prediction, e.g. of
-        ``MoleculeRetriever``, as it is; ``""`` for a graph that is not a valid molecule)."""
+        """Canonical SMILES of a predicted graph, with the stereochemistry and isotopes of
+        the molecule it was made from (:func:`sprokr_chem.graphs.molecule_from_graph`: a
+        candidate of the pool is written as the pool gives it, not without its stereo); a
+        string prediction, e.g. of ``MoleculeRetriever``, as it is; ``""`` for a graph that
+        is not a valid molecule."""
         if isinstance(value, str):
             return value
-        from .graphs import graph_to_smiles
+        from .io import MoleculeReadError
+        from .molecules import canonical_smiles
 
-        return graph_to_smiles(value) or ""
+        try:
+            return canonical_smiles([value])[0]
+        except MoleculeReadError:
+            return ""

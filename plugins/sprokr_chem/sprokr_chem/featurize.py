@@ -155,6 +155,8 @@ class MoleculeFeaturizer:
         """Feature blocks of a chunk of SMILES strings (one row each, zeros if invalid)."""
         from rdkit import Chem, RDLogger
 
+        from .io import blank_inside
+
         self._check()
         if isinstance(smiles, str):
             raise TypeError("expected a sequence of SMILES strings, not one string")
@@ -167,6 +169,9 @@ class MoleculeFeaturizer:
             for i, s in enumerate(smiles):
                 if not isinstance(s, str) or not s.strip():
                     errors.append((i, "empty SMILES" if isinstance(s, str) else f"not a string ({type(s).__name__})"))
+                    continue
+                if blank_inside(s):  # RDKit would read up to the blank (mol_from_smiles)
+                    errors.append((i, "whitespace inside the SMILES (RDKit would take the rest for a name)"))
                     continue
                 m = Chem.MolFromSmiles(s)
                 if m is None:

@@ -7,6 +7,7 @@ returned :class:`ReadReport` (``report.skipped`` = ``[(index, text, reason), ...
 """
 from __future__ import annotations
 
+import re
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,7 +22,7 @@ if TYPE_CHECKING:  # imported for the annotations only
     from sprokr.types import PathLike
 
 __all__ = ["MoleculeReadError", "ReadReport", "read_smiles", "read_sdf", "mol_from_smiles", "to_mol",
-           "is_molecule_graph"]
+           "is_molecule_graph", "blank_inside"]
 
 
 class MoleculeReadError(RowError, ValueError):
@@ -118,8 +119,38 @@ def _short(text, n=80):
     return text if len(text) <= n else text[: n - 3] + "..."
 
 
+#: a SMILES followed by blanks and more text (a name, or a CXSMILES extension "|...|")
+_INNER_BLANK = re.compile(r"(\S+)\s+(.+)", re.S)
+
+
+def blank_inside(smiles: str) -> bool:
+    """Whether a SMILES string holds whitespace inside it (not around it) that does not start a
+    CXSMILES extension (``|...|``): what RDKit would read as the end of the SMILES and a name.
+
+    Parameters
+    ----------
+    smiles : str
+        The SMILES string.
+    """
+    return _name_after(smiles) is not None
+
+
+def _name_after(smiles):
+    """``(SMILES, name)`` when blanks inside ``smiles`` are followed by a name (not by a
+    CXSMILES extension), else None."""
+    inside = _INNER_BLANK.match(smiles.strip())
+    if inside is None or inside.group(2).startswith("|"):
+        return None
+    return inside.group(1), inside.group(2)
+
+
 def mol_from_smiles(smiles: str, index: int = 0) -> Mol:
     """One sanitised RDKit molecule from a SMILES string; :class:`MoleculeReadError` if invalid.
+
+    Whitespace around the SMILES is ignored.  Whitespace inside it is an error unless what
+    follows is a CXSMILES extension (``"C[C@H](O)CC |&1:1|"``): RDKit would read the SMILES up
+    to the first blank and take the rest for a name, so that ``"CC O"`` was ethane.  (A
+    ``.smi`` file's ``SMILES name`` lines are split by its reader first.)
 
     Parameters
     ----------
@@ -128,10 +159,17 @@ def mol_from_smiles(smiles: str, index: int = 0) -> Mol:
     index : int, default 0
         Its position, named by the error.
     """
+    if smiles is None or (isinstance(smiles, float) and smiles != smiles):
+        raise MoleculeReadError(index, smiles, "missing value (None or NaN), expected a SMILES string")
     if not isinstance(smiles, str):
         raise MoleculeReadError(index, smiles, f"expected a SMILES string, got {type(smiles).__name__}")
     if not smiles.strip():
         raise MoleculeReadError(index, smiles, "empty SMILES")
+    named = _name_after(smiles)
+    if named is not None:
+        head, rest = named
+        raise MoleculeReadError(index, smiles, f"whitespace inside the SMILES: RDKit would read {head!r} and take "
+                                               f"{rest!r} for a name; remove the whitespace (or the name)")
     RDLogger.DisableLog("rdApp.*")
     try:
         mol = Chem.MolFromSmiles(smiles)

@@ -29,6 +29,7 @@ from sprokr.kernels.vector import CosineKernel, MinMaxKernel, TanimotoKernel
 from sprokr.utils import check_bool, check_integer, is_real
 
 from .io import MoleculeReadError, is_molecule_graph, to_mol
+from .molecules import molecule_smiles
 
 if TYPE_CHECKING:  # imported for the annotations only
     from typing import Self
@@ -69,13 +70,6 @@ def _generator(radius, n_bits):
     return _GENERATORS[key]
 
 
-def _graph_mol(G, i):
-    """The molecule a labelled graph describes; :class:`MoleculeReadError` if it is none."""
-    from .graphs import molecule_from_graph  # (networkx only when a graph is given)
-
-    return molecule_from_graph(G, i)
-
-
 def check_molecules(X: Any, kernel: str | None) -> list:
     """``X`` as a list of SMILES strings, RDKit molecules and molecule graphs.
 
@@ -102,14 +96,12 @@ def check_molecules(X: Any, kernel: str | None) -> list:
 
 
 def _fingerprint(x, i, radius, n_bits, counts):
-    key_mol = x if isinstance(x, str) else None
-    if key_mol is None:
-        if is_molecule_graph(x):
-            x = _graph_mol(x, i)
-        elif not isinstance(x, Chem.Mol):
+    if not isinstance(x, str):  # a molecule object: the molecule of its SMILES (explicit hydrogens
+        # removed, aromaticity perceived: an AddHs or kekulised molecule is its SMILES' molecule)
+        if not isinstance(x, Chem.Mol) and not is_molecule_graph(x):
             to_mol(x, i)  # raises the documented error for other types
-        key_mol = Chem.MolToSmiles(x)
-    key = (key_mol, radius, n_bits, counts)
+        x = molecule_smiles(x, i)
+    key = (x, radius, n_bits, counts)
     with _CACHE_LOCK:
         hit = _CACHE.get(key)
         if hit is not None:
@@ -499,10 +491,8 @@ class SmilesSpectrumKernel(Kernel):
             return sp.csr_matrix(sp.diags(1.0 / norms) @ X, dtype=X.dtype)
         texts = []
         for i, s in enumerate(check_molecules(X, self.name)):
-            if is_molecule_graph(s):
-                s = Chem.MolToSmiles(_graph_mol(s, i))
-            elif isinstance(s, Chem.Mol):
-                s = Chem.MolToSmiles(s)
+            if is_molecule_graph(s) or isinstance(s, Chem.Mol):  # as its SMILES would be written
+                s = molecule_smiles(s, i)
             elif not s:
                 raise MoleculeReadError(i, s, "expected a non-empty SMILES string")
             elif self.canonical:

@@ -7,13 +7,57 @@ conversion), which know nothing of each other's callers.
 """
 from __future__ import annotations
 
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 from rdkit import Chem
 
 from .io import MoleculeReadError, is_molecule_graph, mol_from_smiles, read_smiles, to_mol
 
-__all__ = ["canonical_smiles", "read_molecules"]
+__all__ = ["canonical_smiles", "molecule_smiles", "read_molecules", "check_one_dimensional", "check_ordered"]
+
+
+def check_ordered(values: Any, name: str) -> None:
+    """A TypeError naming ``name`` when ``values`` is a set: its order -- which pairs inputs
+    with outputs, orders the predictions, breaks ties between candidates and which indices
+    refer to -- changes from one run to the next (string hashing is salted per process).
+
+    Parameters
+    ----------
+    values : object
+        The collection to check.
+    name : str
+        The argument's name, in the error.
+    """
+    if isinstance(values, AbstractSet):
+        raise TypeError(f"{name} is a {type(values).__name__}, whose order changes from run to run (and with it the "
+                        f"pairs, the order of the predictions and the ties); pass a list, e.g. sorted({name})")
+
+
+def check_one_dimensional(values: Any, name: str, what: str = "molecules") -> None:
+    """A TypeError naming ``name`` when ``values`` is a table (a DataFrame: iterating it gives
+    its column names, read as if they were the samples), an array of more than one dimension
+    or a set (:func:`check_ordered`).
+
+    Parameters
+    ----------
+    values : object
+        The collection to check.
+    name : str
+        The argument's name, in the error.
+    what : str, default "molecules"
+        What the sequence holds, in the error.
+    """
+    check_ordered(values, name)
+    columns = getattr(values, "columns", None)
+    if columns is not None and hasattr(values, "iloc"):
+        cols = list(columns)
+        hint = f"; pass one column, e.g. {name}[{cols[0]!r}]" if cols else ""
+        raise TypeError(f"{name} must be a one-dimensional sequence of {what}, got a {type(values).__name__} with "
+                        f"columns {cols[:5]}{hint}")
+    shape = getattr(values, "shape", None)
+    if isinstance(shape, tuple) and len(shape) != 1:
+        raise TypeError(f"{name} must be a one-dimensional sequence of {what}, got an array of shape {shape}")
 
 
 def canonical_smiles(molecules: Any, name: str = "molecules") -> list[str]:
@@ -40,26 +84,57 @@ def canonical_smiles(molecules: Any, name: str = "molecules") -> list[str]:
     MoleculeReadError
         Naming ``name``, the position and text of the first invalid molecule and how many
         others are invalid (every record is checked before raising).
+    TypeError
+        ``molecules`` is a single molecule, a table (DataFrame) or an array of more than one
+        dimension.
     """
     if isinstance(molecules, (str, Chem.Mol)):
         raise TypeError(f"{name} must be a sequence of molecules, not a single {type(molecules).__name__}")
+    check_one_dimensional(molecules, name)
     out, skipped = [], []
     for i, m in enumerate(molecules):
         try:
-            if is_molecule_graph(m):
-                from .graphs import molecule_from_graph  # (networkx only when a graph is given)
-
-                m = molecule_from_graph(m, i)
-            s = Chem.MolToSmiles(to_mol(m, i))
-            if not isinstance(m, str):  # a molecule object: read back as its SMILES would be (explicit
-                # hydrogens removed, aromaticity perceived), so that it gets the SMILES string's form
-                s = Chem.MolToSmiles(mol_from_smiles(s, i))
-            out.append(s)
+            out.append(molecule_smiles(m, i))
         except MoleculeReadError as exc:
             skipped.append(exc.skipped_entry())
     if skipped:
         raise MoleculeReadError.from_skipped(skipped, name)
     return out
+
+
+def molecule_smiles(molecule: Any, index: int = 0) -> str:
+    """RDKit canonical SMILES of one SMILES string, RDKit molecule or molecule graph.
+
+    A molecule object is written as its SMILES string would be: read back from its SMILES
+    (explicit hydrogens removed, aromaticity perceived), so that an RDKit molecule with
+    explicit hydrogens (``Chem.AddHs``) or kekulised without aromatic flags is the molecule
+    of its plain SMILES -- for :func:`canonical_smiles` and for the molecule kernels.
+
+    Parameters
+    ----------
+    molecule : str, rdkit.Chem.Mol or networkx.Graph
+        The molecule (a graph as :func:`sprokr_chem.mol_to_graph` makes it).
+    index : int, default 0
+        Its position, named by the error.
+
+    Returns
+    -------
+    str
+
+    Raises
+    ------
+    MoleculeReadError
+        Naming ``index``, when ``molecule`` is not a valid molecule.
+    """
+    m = molecule
+    if is_molecule_graph(m):
+        from .graphs import molecule_from_graph  # (networkx only when a graph is given)
+
+        m = molecule_from_graph(m, index)
+    s = Chem.MolToSmiles(to_mol(m, index))
+    if not isinstance(m, str):  # a molecule object: read back as its SMILES would be
+        s = Chem.MolToSmiles(mol_from_smiles(s, index))
+    return s
 
 
 def read_molecules(source: Any, name: str = "candidates", column: str = "smiles") -> list[str]:

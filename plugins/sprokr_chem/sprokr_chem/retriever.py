@@ -43,6 +43,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, clone
 from sklearn.utils.validation import check_is_fitted
 
+from sprokr.decoders import check_top_k
 from sprokr.deprecation import RenamedParametersMixin
 from sprokr.persistence import SaveMixin
 from sprokr.progress import log_estimator, progress
@@ -60,8 +61,8 @@ from ._selection import (
     check_grid,
     molecules_for_kernel,
 )
-from .io import MoleculeReadError
-from .molecules import canonical_smiles, read_molecules
+from .io import MoleculeReadError, is_molecule_graph
+from .molecules import canonical_smiles, check_one_dimensional, check_ordered, read_molecules
 
 __all__ = ["MoleculeRetriever", "RetrievedMolecules", "molecules_for_kernel", "METHODS", "DEFAULT_LAMS",
            "GRAPH_KERNELS", "INPUT_KINDS", "VECTOR_GAMMAS", "AUTO_SKETCHED"]
@@ -77,7 +78,8 @@ class RetrievedMolecules(NamedTuple):
     """The ``k`` best candidates per query, best first.
 
     ``smiles``: list (n_q) of lists (k') of canonical SMILES; ``scores``: ndarray (n_q, k');
-    ``indices``: ndarray (n_q, k') into the candidate pool.  ``k' = min(k, n_candidates)``.
+    ``indices``: ndarray (n_q, k') into the candidate pool (a molecule the pool holds several
+    times: its first occurrence).  ``k' = min(k, number of distinct molecules in the pool)``.
 
     Parameters
     ----------
@@ -86,7 +88,7 @@ class RetrievedMolecules(NamedTuple):
     scores : ndarray of shape (n_q, k')
         Their scores.
     indices : ndarray of shape (n_q, k')
-        Their indices into the candidate pool.
+        Their indices into the candidate pool (first occurrences).
     """
 
     smiles: list
@@ -107,7 +109,10 @@ def _amount(v):
 
 
 def _is_numeric(X):
-    """Whether ``X`` holds numbers (an array or nested sequences of numbers), not strings."""
+    """Whether ``X`` holds numbers (an array or nested sequences of numbers), not strings
+    (nor molecule graphs: numpy reads graphs of as many nodes as rows of node ids)."""
+    if isinstance(X, (list, tuple)) and any(is_molecule_graph(x) for x in X):
+        return False
     try:
         A = np.asarray(X)
     except (TypeError, ValueError):  # ragged: numbers if its first row is
@@ -120,14 +125,16 @@ def _is_numeric(X):
 def _check_collection(X):
     """A TypeError naming ``X`` unless it is a collection of inputs (not None, a number or
     a single string): ``fit`` and the predictions check it before reading the inputs."""
-    if isinstance(X, str) or not hasattr(X, "__len__") or np.ndim(X) == 0:
+    if isinstance(X, str) or not hasattr(X, "__len__") or (isinstance(X, np.ndarray) and X.ndim == 0):
         raise TypeError(f"X must be a sequence of SMILES or texts, or an array of numbers (n, d), not an object of "
                         f"type {type(X).__name__}")
+    check_ordered(X, "X")
 
 
 def _as_texts(X, name="X"):
     if isinstance(X, str) or not hasattr(X, "__len__"):
         raise TypeError(f"{name} must be a sequence of texts, not an object of type {type(X).__name__}")
+    check_one_dimensional(X, name, "texts")
     for i, x in enumerate(X):
         if not isinstance(x, str) or not x.strip():
             raise ValueError(f"{name}: expected a non-empty text at position {i}, got {x!r}")
@@ -153,8 +160,9 @@ class MoleculeRetriever(RenamedParametersMixin, SaveMixin, BaseEstimator):
         What ``X`` holds.  ``"vectors"``: numbers, an array (n, d) (e.g. molecular descriptors
         or measured properties), standardised with the training mean and deviation, under
         a Gaussian kernel whose bandwidth is chosen by validation (:data:`VECTOR_GAMMAS`).
-        ``"auto"``: vectors when ``X`` holds numbers, else texts when any element contains
-        whitespace (SMILES never do), else SMILES.
+        ``"auto"``: vectors when ``X`` holds numbers, else texts when at least half of its
+        elements contain whitespace (SMILES never do: one that does is an invalid SMILES,
+        named), else SMILES.
     output_kernel : "auto", str or list of str
         Output kernel(s) compared on the validation split: ``"auto"`` = ``wl``
         (chemistry-aware Weisfeiler-Lehman on molecule graphs, sprokr-graphs) and
@@ -376,7 +384,12 @@ class MoleculeRetriever(RenamedParametersMixin, SaveMixin, BaseEstimator):
             return self.inputs
         if numeric:
             return "vectors"
-        return "text" if any(isinstance(x, str) and any(c.isspace() for c in x.strip()) for x in X) else "smiles"
+        check_one_dimensional(X, "X", "SMILES or texts")  # (a DataFrame iterates over its column names)
+        # texts when at least half the elements hold whitespace (SMILES never do): one SMILES
+        # with a stray blank (a typo) no longer turns a whole column of SMILES into texts --
+        # it is named as an invalid SMILES instead
+        n_blank = sum(isinstance(x, str) and any(c.isspace() for c in x.strip()) for x in X)
+        return "text" if n_blank and 2 * n_blank >= len(X) else "smiles"
 
     def _input_values(self, X, kind, name="X"):
         """Canonical SMILES, validated texts or a float64 array (n, d) (not yet standardised)."""
@@ -595,6 +608,15 @@ class MoleculeRetriever(RenamedParametersMixin, SaveMixin, BaseEstimator):
     def _index(self, pool):
         return self.model_.make_candidate_index(molecules_for_kernel(pool, self.output_kernel_))
 
+    def _distinct(self, pool):
+        """``(distinct molecules, first occurrence of each in pool, position of each pool entry
+        among the distinct)``: a molecule given several times (in any spelling: the pool is
+        canonical SMILES) is one candidate."""
+        first: dict[str, int] = {}
+        inverse = np.fromiter((first.setdefault(s, len(first)) for s in pool), dtype=np.intp, count=len(pool))
+        distinct = list(first)
+        return distinct, np.unique(inverse, return_index=True)[1], inverse
+
     @consistent_read
     def predict_scores(self, X: Any, candidates: Any = None) -> np.ndarray:
         """Score of every candidate for every query (greater is better).
@@ -612,26 +634,44 @@ class MoleculeRetriever(RenamedParametersMixin, SaveMixin, BaseEstimator):
             (``k(c, c) = 1`` for every molecule: every built-in one, the Morgan fingerprint
             kernels and ``smiles_spectrum``), ``<h(x), psi(c)> - k(c, c) / 2`` otherwise: the
             constant ``-1/2`` of the normalised case is left out (rankings unaffected; see
-            the models' ``predict_scores``).
+            the models' ``predict_scores``).  A molecule given several times in the pool (in
+            any spelling) is scored once: its columns are equal.
         """
         Xq = self._queries(X)
-        return self.model_.predict_scores(Xq, candidates=self._index(self._pool(candidates)))
+        distinct, _, inverse = self._distinct(self._pool(candidates))
+        S = self.model_.predict_scores(Xq, candidates=self._index(distinct))
+        return S if len(distinct) == inverse.size else S[:, inverse]
 
     @consistent_read
     def predict_topk(self, X: Any, k: int = 5, candidates: Any = None) -> RetrievedMolecules:
         """The ``k`` best candidates per query (ties: the earlier candidate first).
 
+        The candidates are distinct molecules: a molecule given several times in the pool
+        (in any spelling, e.g. Kekule and aromatic) is one candidate, listed once.
+
+        Parameters
+        ----------
+        X : sequence (n_q,) of SMILES or texts, or an array of numbers (as in ``fit``)
+        k : int >= 1
+            How many candidates per query.
+        candidates : None, sequence of molecules or path
+            The pool (default: ``candidates_``).
+
         Returns
         -------
         RetrievedMolecules
             ``smiles`` (n_q lists of k' canonical SMILES), ``scores`` and ``indices``
-            (ndarray (n_q, k')), ``k' = min(k, n_candidates)``.
+            (ndarray (n_q, k'): the first occurrence of each molecule in the pool),
+            ``k' = min(k, number of distinct molecules in the pool)``.
         """
+        top = check_top_k(k, "k")
+        if top is None:
+            raise ValueError("k must be a positive integer, got None")
         Xq = self._queries(X)
-        pool = self._pool(candidates)
-        D = self.model_.predict_topk(Xq, k=k, candidates=self._index(pool))
+        distinct, first, _ = self._distinct(self._pool(candidates))
+        D = self.model_.predict_topk(Xq, k=top, candidates=self._index(distinct))
         idx = np.asarray(D.indices)
-        return RetrievedMolecules([[pool[j] for j in row] for row in idx], np.asarray(D.scores), idx)
+        return RetrievedMolecules([[distinct[j] for j in row] for row in idx], np.asarray(D.scores), first[idx])
 
     @consistent_read
     def predict(self, X: Any, candidates: Any = None) -> list:

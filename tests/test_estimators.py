@@ -189,7 +189,7 @@ def test_predict_errors(multilabel_data):
         m.predict(Xte, candidates=np.zeros((0, Ytr.shape[1])))
     with pytest.raises(ValueError, match="^k must be an integer >= 1, got 0$"):
         m.predict_topk(Xte, k=0)
-    with pytest.raises(ValueError, match="k must be a positive integer, got None"):
+    with pytest.raises(ValueError, match="k must be an integer >= 1, got None"):
         m.predict_topk(Xte, k=None)  # (it returned the outputs of predict, not a Decoded)
     with pytest.raises(ValueError, match="NaN"):
         m.predict(np.full_like(Xte, np.nan))

@@ -478,7 +478,7 @@ def test_one_molecule_spelled_twice_in_the_pool_is_one_candidate(fitted, qm9):
     # a pool of one molecule in three spellings: one candidate
     one = model.predict_topk(queries[:2], k=3, candidates=["c1ccccc1", "C1=CC=CC=C1", "[cH]1ccccc1"])
     assert one.smiles == [["c1ccccc1"]] * 2 and one.indices.tolist() == [[0], [0]]
-    with pytest.raises(ValueError, match="k must be a positive integer, got None"):
+    with pytest.raises(ValueError, match="k must be an integer >= 1, got None"):
         model.predict_topk(queries[:2], k=None)
 
 

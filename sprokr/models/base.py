@@ -23,14 +23,14 @@ import numpy as np
 from numpy.typing import DTypeLike
 from sklearn.utils.validation import check_is_fitted
 
-from ..decoders.base import CandidateSets, Decoded, Decoder, check_top_k
+from ..decoders.base import CandidateSets, Decoded, Decoder
 from ..decoders.candidates import CandidateIndex
 from ..kernels import VectorKernel
 from ..numerics import LocalExecutor, candidate_offsets, default_chunk_size, is_dask_client
 from ..persistence import SaveMixin
 from ..registry import get_registry
-from ..utils import (NamedPrepare, check_chunk_size, check_params_mapping, check_positive, consistent_read,
-                     frame_as_array, iter_chunks, num_samples, take_slice)
+from ..utils import (NamedPrepare, check_chunk_size, check_integer, check_params_mapping, check_positive,
+                     consistent_read, frame_as_array, iter_chunks, num_samples, take_slice)
 
 if TYPE_CHECKING:  # imported for the annotations only
     from ..types import Samples
@@ -436,9 +436,7 @@ class OutputKernelModel(SaveMixin):
             ``k`` is not an integer >= 1 (None too: it decoded like ``predict`` and
             returned the outputs, not a ``Decoded``).
         """
-        if k is None:
-            raise ValueError("k must be a positive integer, got None")
-        return self._decode(X, candidates, check_top_k(k, "k"))
+        return self._decode(X, candidates, check_integer(k, "k"))  # (None too: it decoded like predict)
 
     @consistent_read
     def predict_scores(self, X: Any, candidates: Any = None) -> Any:

@@ -43,7 +43,6 @@ import numpy as np
 from sklearn.base import BaseEstimator, clone
 from sklearn.utils.validation import check_is_fitted
 
-from sprokr.decoders import check_top_k
 from sprokr.deprecation import RenamedParametersMixin
 from sprokr.persistence import SaveMixin
 from sprokr.progress import log_estimator, progress
@@ -664,9 +663,7 @@ class MoleculeRetriever(RenamedParametersMixin, SaveMixin, BaseEstimator):
             (ndarray (n_q, k'): the first occurrence of each molecule in the pool),
             ``k' = min(k, number of distinct molecules in the pool)``.
         """
-        top = check_top_k(k, "k")
-        if top is None:
-            raise ValueError("k must be a positive integer, got None")
+        top = check_integer(k, "k")  # (None too: it is not "predict")
         Xq = self._queries(X)
         distinct, first, _ = self._distinct(self._pool(candidates))
         D = self.model_.predict_topk(Xq, k=top, candidates=self._index(distinct))

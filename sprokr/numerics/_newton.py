@@ -375,7 +375,13 @@ def _stage(Z, Y, f_loss, lam, S, Omega, system, budget, stationary, decrement=0.
                 best = (cert[1], Omega)
             if best[0] <= tol:
                 break
-        if steps >= budget or g2 <= stationary * max(abs(_objective(f_loss, P, Y, Omega, lam)), 1e-300):
+        if steps >= budget:
+            break
+        # the stationarity test's scale: the certificate's primal (the original objective,
+        # within the smoothing's share of the stage's own) when one was computed -- one
+        # loss evaluation a step, not two
+        scale = cert[0] if cert is not None else _objective(f_loss, P, Y, Omega, lam)
+        if g2 <= stationary * max(abs(scale), 1e-300):
             break
         D = -system.solve(f_loss.curvature(P, Y), grad)
         slope = float(np.sum(grad * D))

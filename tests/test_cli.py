@@ -46,6 +46,15 @@ def multilabel(tmp_path):
     return tmp_path
 
 
+def kekule(smiles, canonical=True):
+    """Another spelling of one molecule: Kekule bonds, rooted at its last atom (RDKit)."""
+    from rdkit import Chem
+
+    mol = Chem.MolFromSmiles(smiles)
+    Chem.Kekulize(mol, clearAromaticFlags=True)
+    return Chem.MolToSmiles(mol, kekuleSmiles=True, canonical=canonical, rootedAtAtom=mol.GetNumAtoms() - 1)
+
+
 def run(argv, capsys):
     code = main([str(a) for a in argv])
     out = capsys.readouterr()
@@ -196,7 +205,6 @@ def test_molecules_written_twice_in_the_pool_are_one_candidate(tmp_path, capsys)
     same metrics as the pool without repeats, and ``--top-k`` lists distinct molecules.
     The repeat of the truth tied with it: top-1 fell from 0.37 to 0 on 150 ChEBI molecules."""
     pytest.importorskip("sprokr_chem")
-    from rdkit import Chem
 
     rows = list(csv.DictReader(open(sample_path("qm9_sample.csv"))))[:150]
     for name, part in (("train.csv", rows[:120]), ("test.csv", rows[120:])):
@@ -205,13 +213,8 @@ def test_molecules_written_twice_in_the_pool_are_one_candidate(tmp_path, capsys)
             w.writeheader()
             w.writerows(part)
 
-    def kekule(smiles):
-        mol = Chem.MolFromSmiles(smiles)
-        Chem.Kekulize(mol, clearAromaticFlags=True)
-        return Chem.MolToSmiles(mol, kekuleSmiles=True, canonical=False, rootedAtAtom=mol.GetNumAtoms() - 1)
-
     (tmp_path / "pool.smi").write_text("".join(f"{r['smiles']}\n" for r in rows))
-    twice = [r["smiles"] for r in rows] + [kekule(r["smiles"]) for r in rows]
+    twice = [r["smiles"] for r in rows] + [kekule(r["smiles"], canonical=False) for r in rows]
     assert len(set(twice)) > 200
     (tmp_path / "twice.smi").write_text("".join(f"{s}\n" for s in twice))
     (tmp_path / "mols.toml").write_text('''estimator = "IOKR"
@@ -254,11 +257,6 @@ def test_molecules_written_twice_among_the_training_outputs_are_ranked_once(tmp_
     from rdkit import Chem
 
     smiles = [r["smiles"] for r in csv.DictReader(open(sample_path("qm9_sample.csv")))][:60]
-    def kekule(s):
-        mol = Chem.MolFromSmiles(s)
-        Chem.Kekulize(mol, clearAromaticFlags=True)
-        return Chem.MolToSmiles(mol, kekuleSmiles=True, rootedAtAtom=mol.GetNumAtoms() - 1)
-
     with open(tmp_path / "train.csv", "w", newline="") as fh:
         csv.writer(fh).writerows([["query", "smiles"], *[[s, s] for s in smiles], *[[s, kekule(s)] for s in smiles]])
     (tmp_path / "mols.toml").write_text('''estimator = "IOKR"

@@ -22,7 +22,8 @@ PLUGIN_EXTRAS = {"chem": "sprokr-chem", "graphs": "sprokr-graphs", "ot": "sprokr
 #: components of the first-party plugins by kind and name -> extra providing them: what to
 #: install when a model file, a data file or a figure asks for one that is not registered
 FIRST_PARTY = {
-    "reader": {".smi": "chem", ".smiles": "chem", ".sdf": "chem", ".sdf.zip": "chem"},
+    "reader": {".smi": "chem", ".smiles": "chem", ".smi.gz": "chem", ".smiles.gz": "chem", ".sdf": "chem",
+               ".sdf.zip": "chem"},
     "column_type": {"smiles": "chem", "molecule": "chem"},
     "depiction": {"molecule": "chem"},
 }

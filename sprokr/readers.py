@@ -1,4 +1,4 @@
-"""sprokr's own file readers: CSV, TSV, NPZ and ARFF (hook ``sprokr_readers``).
+"""sprokr's own file readers: CSV, TSV (plain or gzip-compressed), NPZ and ARFF (hook ``sprokr_readers``).
 
 They are registered through :mod:`sprokr._builtins` exactly as a plugin registers its
 readers, and :func:`sprokr.io.read_table` finds them by suffix like any other.  A reader
@@ -8,6 +8,7 @@ has ``suffixes``, ``description``, ``guess_can_open(path)`` and ``read(path)`` r
 from __future__ import annotations
 
 import csv
+import gzip
 import math
 import zipfile
 from pathlib import Path
@@ -32,21 +33,44 @@ class SuffixReader:
 
     def read(self, path: Any) -> Table:  # pragma: no cover - abstract
         """The file's columns as a :class:`sprokr.io.Table`."""
+
+    @staticmethod
+    def open_text(path: Any, encoding: str = "utf-8", newline: str | None = None) -> Any:
+        """The file opened for reading text, decompressed on the fly when its name ends with
+        ``.gz`` (gzip: MOSES ships ``train.csv.gz``), for a reader whose ``suffixes`` also
+        name the compressed form (``".csv.gz"``).
+
+        Parameters
+        ----------
+        path : str or path-like
+        encoding : str, default "utf-8"
+        newline : str, optional
+            As for :func:`open` (``""`` for the :mod:`csv` module).
+
+        Returns
+        -------
+        file object
+            A text stream (a context manager).
+        """
+        p = Path(path)
+        if p.name.lower().endswith(".gz"):
+            return gzip.open(p, "rt", encoding=encoding, newline=newline)
+        return open(p, encoding=encoding, newline=newline)
         raise NotImplementedError
 
 
 class CSVReader(SuffixReader):
     """Comma-separated values: a header line, then one sample per line (blank lines skipped)."""
 
-    suffixes: Tuple[str, ...] = (".csv",)
-    description = "CSV: a header line, one sample per line"
+    suffixes: Tuple[str, ...] = (".csv", ".csv.gz")
+    description = "CSV (or gzip-compressed CSV): a header line, one sample per line"
     delimiter = ","
 
     def read(self, path: Any) -> Table:
         """Columns named by the header; ``lines`` are the file's lines where the rows start."""
         p = Path(path)
         # utf-8-sig: a byte-order mark (spreadsheet exports) is not part of the first column's name
-        with open(p, newline="", encoding="utf-8-sig") as fh:
+        with self.open_text(p, encoding="utf-8-sig", newline="") as fh:
             reader = csv.reader(fh, delimiter=self.delimiter)
             try:
                 header = next(reader, None)
@@ -102,7 +126,7 @@ class CSVReader(SuffixReader):
     def _open_quote_at_end(self, p: Path, first: int) -> bool:
         """Whether the file, read from line ``first``, ends inside a quoted field (read again
         strictly, which the lenient reading does not say: it closes the field at the end)."""
-        with open(p, newline="", encoding="utf-8-sig") as fh:
+        with self.open_text(p, encoding="utf-8-sig", newline="") as fh:
             for _ in range(first - 1):
                 fh.readline()
             try:
@@ -116,8 +140,8 @@ class CSVReader(SuffixReader):
 class TSVReader(CSVReader):
     """Tab-separated values: a header line, then one sample per line."""
 
-    suffixes = (".tsv",)
-    description = "TSV: a header line, one sample per line"
+    suffixes = (".tsv", ".tsv.gz")
+    description = "TSV (or gzip-compressed TSV): a header line, one sample per line"
     delimiter = "\t"
 
 

@@ -209,11 +209,13 @@ def test_missing_first_party_components_say_what_to_install(monkeypatch, tmp_pat
                                          r"text; 'molecule' is provided by the chem plugin \(sprokr-chem\).*pip install"):
         ColumnSpec.from_config({"column": "smiles", "type": "molecule"}, "output")
     (tmp_path / "pool.sdf.zip").write_bytes(b"")
-    for name in ("pool.sdf", "pool.sdf.zip", "pool.smi"):
-        with pytest.raises(DataFileError, match=r"unknown file format.*\.arff, \.csv, \.npz, \.tsv; '\.(sdf|smi)"
-                                                r"(\.zip)?' is provided by the chem plugin.*pip install"):
+    for name in ("pool.sdf", "pool.sdf.zip", "pool.smi", "pool.smi.gz"):
+        with pytest.raises(DataFileError, match=r"unknown file format.*\.arff, \.csv, \.csv\.gz, \.npz, \.tsv, "
+                                                r"\.tsv\.gz; '\.(sdf|smi)(\.zip|\.gz)?' is provided by the chem plugin"
+                                                r".*pip install"):
             read_table(tmp_path / name)
-    with pytest.raises(DataFileError, match=r"'\.xyz'; the installed file readers take \.arff, \.csv, \.npz, \.tsv$"):
+    with pytest.raises(DataFileError, match=r"'\.xyz'; the installed file readers take \.arff, \.csv, \.csv\.gz, \.npz, \.tsv, "
+                                         r"\.tsv\.gz$"):
         read_table(tmp_path / "a.xyz")
 
 

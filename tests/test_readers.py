@@ -162,3 +162,35 @@ def test_a_smiles_column_of_bytes_is_decoded_as_utf8(tmp_path):
     table = npz_table(tmp_path, s=np.array([b"CCO", b"c1ccccc1"]))
     mols = ColumnSpec(["s"], "smiles").read(table)
     assert len(mols) == 2
+
+
+@pytest.mark.parametrize("name, text", [
+    ("t.csv", '\ufeffx,y\n1,"a\nb"\n\n3,4\n'),
+    ("t.tsv", "x\ty\n1\t2\n\n3\t4\n"),
+])
+def test_gzip_compressed_csv_and_tsv_read_as_the_plain_files(tmp_path, name, text):
+    """MOSES ships ``train.csv.gz``: a ``.gz`` CSV / TSV is the table of the plain file (the
+    same columns and lines); a file that is not gzip is named, one line."""
+    import gzip
+
+    (tmp_path / name).write_text(text, encoding="utf-8")
+    with gzip.open(tmp_path / (name + ".gz"), "wt", encoding="utf-8", newline="") as fh:
+        fh.write(text)
+    plain, packed = read_table(tmp_path / name), read_table(tmp_path / (name + ".gz"))
+    assert packed.columns == plain.columns and list(packed.lines) == list(plain.lines) and len(plain) == 2
+    (tmp_path / "bad.csv.gz").write_text("x,y\n1,2\n")
+    with pytest.raises(DataFileError, match=r"bad\.csv\.gz: cannot be read as CSV .*Not a gzipped file"):
+        read_table(tmp_path / "bad.csv.gz")
+
+
+def test_gzip_compressed_smiles_list_reads_as_the_plain_file(tmp_path):
+    pytest.importorskip("sprokr_chem")
+    import gzip
+
+    text = "CCO ethanol\n# a comment\n\nc1ccccc1 benzene ring\n"
+    (tmp_path / "p.smi").write_text(text)
+    with gzip.open(tmp_path / "p.smi.gz", "wt", encoding="utf-8") as fh:
+        fh.write(text)
+    plain, packed = read_table(tmp_path / "p.smi"), read_table(tmp_path / "p.smi.gz")
+    assert packed.columns == plain.columns == {"smiles": ["CCO", "c1ccccc1"], "name": ["ethanol", "benzene ring"]}
+    assert list(packed.lines) == list(plain.lines) == [1, 4]

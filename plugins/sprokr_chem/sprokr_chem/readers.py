@@ -22,14 +22,14 @@ __all__ = ["SmilesFileReader", "SDFReader"]
 class SmilesFileReader(SuffixReader):
     """``.smi`` / ``.smiles``: one ``SMILES [name]`` per line (columns ``smiles``, ``name``)."""
 
-    suffixes = (".smi", ".smiles")
-    description = "SMILES list: 'SMILES [name]' per line"
+    suffixes = (".smi", ".smiles", ".smi.gz", ".smiles.gz")
+    description = "SMILES list (plain or gzip-compressed): 'SMILES [name]' per line"
 
     def read(self, path: Any) -> Table:
         """Columns ``smiles`` (first token) and ``name`` (the rest); blank and ``#`` lines skipped."""
         p = Path(path)
         smiles, names, lines = [], [], []
-        with open(p, encoding="utf-8") as fh:
+        with self.open_text(p) as fh:
             for k, line in enumerate(fh, 1):
                 parts = line.split()
                 if not parts or parts[0].startswith("#"):

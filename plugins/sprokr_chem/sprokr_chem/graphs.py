@@ -95,18 +95,18 @@ def _parse_label(label):
 def mol_to_graph(mol: str | Mol, kekulize: bool = True) -> nx.Graph:
     """Labelled graph of a molecule (RDKit ``Mol`` or SMILES string); see the module doc.
 
+    An RDKit molecule is read as its SMILES would be: without its explicit hydrogens
+    (``Chem.AddHs``, an SDF read with ``removeHs=False``; isotopic ones stay) and with its
+    aromaticity perceived (a molecule kekulised without aromatic flags), the heavy atoms
+    keeping their order -- its graph is that of its SMILES (the hydrogens were nodes, and
+    the Kekule bonds other labels: WL similarity 0.05 / 0.02 with phenol's own graph).
+
     Parameters
     ----------
     mol : str or rdkit.Chem.Mol
         The molecule, or its SMILES string.
     kekulize : bool, default True
         Edge ``label``: Kekule bond orders (1, 2, 3); ``False``: aromatic bonds as ``1.5``.
-
-    An RDKit molecule is read as its SMILES would be: without its explicit hydrogens
-    (``Chem.AddHs``, an SDF read with ``removeHs=False``; isotopic ones stay) and with its
-    aromaticity perceived (a molecule kekulised without aromatic flags), the heavy atoms
-    keeping their order -- its graph is that of its SMILES (the hydrogens were nodes, and
-    the Kekule bonds other labels: WL similarity 0.05 / 0.02 with phenol's own graph).
     """
     if isinstance(mol, Chem.Mol) and mol.GetNumAtoms():
         RDLogger.DisableLog("rdApp.*")

@@ -33,6 +33,7 @@ class SuffixReader:
 
     def read(self, path: Any) -> Table:  # pragma: no cover - abstract
         """The file's columns as a :class:`sprokr.io.Table`."""
+        raise NotImplementedError
 
     @staticmethod
     def open_text(path: Any, encoding: str = "utf-8", newline: str | None = None) -> Any:
@@ -56,7 +57,6 @@ class SuffixReader:
         if p.name.lower().endswith(".gz"):
             return gzip.open(p, "rt", encoding=encoding, newline=newline)
         return open(p, encoding=encoding, newline=newline)
-        raise NotImplementedError
 
 
 class CSVReader(SuffixReader):

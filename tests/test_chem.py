@@ -1,3 +1,5 @@
+import re
+
 import numpy as np
 import pytest
 
@@ -309,3 +311,17 @@ def test_smiles_spectrum_canonicalises_by_default(qm9):
     assert SmilesSpectrumKernel(canonical=False)(forms)[0, 2] < 0.9
     with pytest.raises(ValueError, match=r"record 2: 'C1CC'"):
         k.prepare(["CCO", "CC", "C1CC"])
+
+
+@pytest.mark.parametrize("params, what", [
+    ({"radius": True}, "radius must be an integer >= 0, got True"),
+    ({"radius": 2.0}, "radius must be an integer >= 0, got 2.0"),
+    ({"n_bits": 0}, "n_bits must be an integer >= 1, got 0"),
+    ({"counts": "no"}, "counts must be True or False, got 'no'"),
+])
+def test_morgan_fingerprints_checks_its_parameters_as_the_kernels_do(params, what):
+    """The function checked ``int(x) != x`` (True and 2.0 passed as 1 and 2) and read
+    ``counts`` by its truth value ("no" gave counts); the kernels' checks now apply."""
+    with pytest.raises(ValueError, match=re.escape(what)):
+        morgan_fingerprints(["CCO"], **params)
+    assert morgan_fingerprints(["CCO"], radius=np.int64(1), n_bits=64).shape == (1, 64)

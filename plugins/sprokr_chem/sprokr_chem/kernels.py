@@ -149,20 +149,19 @@ def morgan_fingerprints(molecules: Sequence[str | Mol], radius: int = 2, n_bits:
     """
     if isinstance(molecules, (str, Chem.Mol)):
         raise TypeError("expected a sequence of molecules (SMILES, RDKit Mol or molecule graph), not a single one")
-    if radius < 0 or int(radius) != radius:
-        raise ValueError(f"radius must be a non-negative int, got {radius!r}")
-    if n_bits < 1 or int(n_bits) != n_bits:
-        raise ValueError(f"n_bits must be a positive int, got {n_bits!r}")
+    # as the kernels' check_params (True, 2.0 and counts="no" were taken as 1, 2 and true)
+    radius, n_bits = check_integer(radius, "radius", 0), check_integer(n_bits, "n_bits")
+    counts = check_bool(counts, "counts")
     indptr, indices, values = [0], [], []
     for i, x in enumerate(molecules):
-        idx, val = _fingerprint(x, i, int(radius), int(n_bits), bool(counts))
+        idx, val = _fingerprint(x, i, radius, n_bits, counts)
         indices.append(idx)
         values.append(val)
         indptr.append(indptr[-1] + idx.size)
     n = len(indptr) - 1
     ind = np.concatenate(indices) if indices else np.zeros(0, np.int32)
     dat = np.concatenate(values).astype(dtype) if values else np.zeros(0, dtype)
-    return sp.csr_matrix((dat, ind, np.asarray(indptr)), shape=(n, int(n_bits)))
+    return sp.csr_matrix((dat, ind, np.asarray(indptr)), shape=(n, n_bits))
 
 
 def unary_counts(X: Any, n_bits: int | None = None) -> Any:

@@ -325,3 +325,14 @@ def test_morgan_fingerprints_checks_its_parameters_as_the_kernels_do(params, wha
     with pytest.raises(ValueError, match=re.escape(what)):
         morgan_fingerprints(["CCO"], **params)
     assert morgan_fingerprints(["CCO"], radius=np.int64(1), n_bits=64).shape == (1, 64)
+
+
+def test_smiles_spectrum_as_given_refuses_blank_strings_and_inner_whitespace():
+    """``canonical=False`` hashed a string of blanks as a molecule and ``"CC O"`` as given
+    (RDKit, and ``canonical=True``, read ethane and a name); blanks around a SMILES are not
+    part of it."""
+    k = SmilesSpectrumKernel(canonical=False)
+    for bad, what in (("  ", "expected a non-empty SMILES string"), ("CC O", "whitespace inside a SMILES string")):
+        with pytest.raises(MoleculeReadError, match=re.escape(what)):
+            k.prepare(["CCO", bad])
+    np.testing.assert_allclose(k.pairwise(k.prepare([" CCO "]), k.prepare(["CCO"])), [[1.0]])

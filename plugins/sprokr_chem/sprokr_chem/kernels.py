@@ -28,7 +28,7 @@ from sprokr.kernels.base import Kernel
 from sprokr.kernels.vector import CosineKernel, MinMaxKernel, TanimotoKernel
 from sprokr.utils import check_bool, check_integer, is_real
 
-from .io import MoleculeReadError, is_molecule_graph, to_mol
+from .io import MoleculeReadError, blank_inside, is_molecule_graph, to_mol
 from .molecules import molecule_smiles
 
 if TYPE_CHECKING:  # imported for the annotations only
@@ -492,10 +492,14 @@ class SmilesSpectrumKernel(Kernel):
         for i, s in enumerate(check_molecules(X, self.name)):
             if is_molecule_graph(s) or isinstance(s, Chem.Mol):  # as its SMILES would be written
                 s = molecule_smiles(s, i)
-            elif not s:
+            elif not s.strip():  # (blanks alone were hashed as a string of spaces with canonical=False)
                 raise MoleculeReadError(i, s, "expected a non-empty SMILES string")
             elif self.canonical:
                 s = Chem.MolToSmiles(to_mol(s, i))
+            elif blank_inside(s):  # as mol_from_smiles: RDKit would read the rest as a name
+                raise MoleculeReadError(i, s, "whitespace inside a SMILES string (the rest would be read as a name)")
+            else:  # blanks around a SMILES are not part of it
+                s = s.strip()
             texts.append(s)
         hv = HashingVectorizer(analyzer="char", ngram_range=(self.min_n, self.n), lowercase=False,
                                n_features=self.n_features, alternate_sign=False, norm="l2",

@@ -439,7 +439,9 @@ class SmilesSpectrumKernel(Kernel):
     order, Kekule or aromatic form, explicit hydrogens as QM8 ships them): without it the
     same molecules written differently share few n-grams.  An invalid SMILES raises
     :class:`sprokr_chem.MoleculeReadError` (a ``ValueError``) naming its position and text.
-    ``canonical=False`` compares the strings as given (the earlier default).  RDKit molecules
+    ``canonical=False`` compares the strings as given (the earlier default), without the blanks
+    around them; a blank string or whitespace inside one is refused, as RDKit would read the
+    rest as a name.  RDKit molecules
     and molecule graphs are written as canonical SMILES first.
 
     Parameters

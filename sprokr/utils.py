@@ -45,6 +45,7 @@ __all__ = [
     "check_fraction",
     "check_params_mapping",
     "check_quantile_levels",
+    "type_with_article",
     "copy_with_coef",
     "iter_chunks",
     "resolve_dtype",
@@ -458,7 +459,7 @@ def check_numeric_array(X: Any, name: str = "X", dtype: DTypeLike = np.float64, 
     except (TypeError, ValueError):
         A = None
     if A is None or (A.dtype == object and A.ndim == 1 and any(isinstance(r, (list, tuple, np.ndarray)) for r in A)):
-        raise ValueError(f"{name} must be a numeric array of shape {shape_doc}; got a {type(X).__name__} "
+        raise ValueError(f"{name} must be a numeric array of shape {shape_doc}; got {type_with_article(X)} "
                          f"whose rows have different lengths (a ragged collection)")
     if A.dtype.kind == "c":
         raise ValueError(f"Complex data not supported: {name} must hold real numbers")
@@ -482,6 +483,24 @@ def check_numeric_array(X: Any, name: str = "X", dtype: DTypeLike = np.float64, 
                              f"({np.finfo(dt).max:.3g}){f' that {owner} computes in' if owner else ''}; "
                              f"rescale {name} (e.g. standardise it)")
     return np.asarray(A, dtype=dt)
+
+
+def type_with_article(value: Any) -> str:
+    """``"a list"``, ``"an ndarray"``, ``"an int"``: the type of ``value`` after its
+    indefinite article, for messages ("got a {type}" read "got a ndarray").
+
+    Parameters
+    ----------
+    value : object
+        The value whose type is named.
+
+    Returns
+    -------
+    str
+    """
+    name = type(value).__name__
+    # by sound: "an ndarray" (en-dee-array), "a uint8" (you-int)
+    return f"{'an' if name[:1].lower() in 'aeio' or name.startswith('nd') else 'a'} {name}"
 
 
 def is_real(value: Any) -> bool:

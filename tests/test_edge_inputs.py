@@ -165,3 +165,14 @@ def test_an_ensemble_names_itself_for_inputs_of_the_wrong_width():
     model = DSOKREnsemble(members).fit(X, Y)
     with pytest.raises(ValueError, match="X has 5 features, but DSOKREnsemble is expecting 3"):
         model.predict(rng.normal(size=(2, 5)))
+
+
+def test_messages_name_a_type_with_its_article():
+    """"got a ndarray holding str values": the type after a fixed article."""
+    from sprokr.kernels.base import describe_samples
+    from sprokr.utils import type_with_article
+
+    assert describe_samples(np.array(["CCO", "CCN"])).startswith("an ndarray holding str values")
+    assert describe_samples(["CCO"]).startswith("a list holding str values")
+    assert [type_with_article(v) for v in (1, 1.0, object(), np.uint8(1), (1,))] == \
+        ["an int", "a float", "an object", "a uint8", "a tuple"]

@@ -24,7 +24,7 @@ import numpy as np
 from sklearn.base import BaseEstimator
 
 from ..registry import get_registry
-from ..utils import check_finite, check_params_mapping, num_samples, resolve_dtype, reword_error
+from ..utils import check_finite, check_params_mapping, num_samples, resolve_dtype, reword_error, type_with_article
 
 if TYPE_CHECKING:  # imported for the annotations only
     from typing import Self
@@ -201,7 +201,7 @@ def describe_samples(X: Any) -> str:
         first = next((x for x in flat if not isinstance(x, (int, float, np.number))), None)
     except (TypeError, ValueError):
         pass
-    what = f"a {type(X).__name__}"
+    what = type_with_article(X)
     if first is not None:
         text = repr(str(first)) if isinstance(first, str) else ""
         kind = "str" if isinstance(first, str) else type(first).__name__

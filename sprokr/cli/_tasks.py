@@ -369,12 +369,19 @@ def _candidates(args: Any, spec_out: ColumnSpec) -> Tuple[Any, Any, List[str]]:
     canonical = getattr(column_type, "canonical", None)
     if canonical is None:
         return C, None, cols
+    keys, first = _first_per_form(canonical([str(v) for v in table.column(cols[0])]))
+    if first.size < len(table):
+        C = take(C, first)
+    return C, keys, cols
+
+
+def _first_per_form(keys: List[str]) -> Tuple[List[str], np.ndarray]:
+    """``(distinct keys in order of first appearance, index of each one's first occurrence)``
+    of a list of canonical forms."""
     first: Dict[str, int] = {}
-    for i, key in enumerate(canonical([str(v) for v in table.column(cols[0])])):
+    for i, key in enumerate(keys):
         first.setdefault(key, i)
-    if len(first) < len(table):
-        C = take(C, np.fromiter(first.values(), dtype=np.intp, count=len(first)))
-    return C, list(first), cols
+    return list(first), np.fromiter(first.values(), dtype=np.intp, count=len(first))
 
 
 def _distinct_default_pool(model: Any, spec_out: ColumnSpec) -> Any:
@@ -387,12 +394,8 @@ def _distinct_default_pool(model: Any, spec_out: ColumnSpec) -> Any:
     pool = getattr(index, "candidates", None)
     if canonical is None or getattr(model, "candidates_", None) is not None or pool is None:
         return None
-    first: Dict[str, int] = {}
-    for i, key in enumerate(canonical(list(pool))):
-        first.setdefault(key, i)
-    if len(first) == len(pool):
-        return None
-    return take(pool, np.fromiter(first.values(), dtype=np.intp, count=len(first)))
+    _, first = _first_per_form(canonical(list(pool)))
+    return None if first.size == len(pool) else take(pool, first)
 
 
 def cmd_predict(args: Any) -> int:
